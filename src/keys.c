@@ -1,0 +1,118 @@
+/*
+ * keys.c — injective, reversible key encoding for ZooKeeper node names.
+ *
+ * A node name may not contain '/', and ZooKeeper refuses NUL, control
+ * characters and several Unicode ranges.  Rather than decode UTF-8 to find
+ * the refused code points, every byte outside printable ASCII is written as
+ * %XX, as is '%' itself; that is injective (percent-decoding inverts it) and
+ * never yields a name ZooKeeper refuses.  The leading kind letter keeps text
+ * and bigint keys apart and makes "." and ".." impossible.
+ */
+#include "keys.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char hexdigits[] = "0123456789ABCDEF";
+
+static int
+needs_escape(unsigned char c)
+{
+	return c < 0x20 || c > 0x7E || c == '/' || c == '%';
+}
+
+int
+zkl_encode_text_key(const char *raw, size_t len, char *out, size_t outlen)
+{
+	size_t		i;
+	size_t		o = 0;
+
+	if (len == 0 || len > ZKL_MAX_KEY_BYTES || outlen < 2)
+		return -1;
+	out[o++] = ZKL_KEY_TEXT;
+	for (i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) raw[i];
+
+		if (needs_escape(c))
+		{
+			if (o + 3 >= outlen)
+				return -1;
+			out[o++] = '%';
+			out[o++] = hexdigits[c >> 4];
+			out[o++] = hexdigits[c & 0x0F];
+		}
+		else
+		{
+			if (o + 1 >= outlen)
+				return -1;
+			out[o++] = (char) c;
+		}
+	}
+	out[o] = '\0';
+	return (int) o;
+}
+
+int
+zkl_encode_bigint_key(int64_t key, char *out, size_t outlen)
+{
+	int			n = snprintf(out, outlen, "%c%lld", ZKL_KEY_BIGINT, (long long) key);
+
+	return (n < 0 || (size_t) n >= outlen) ? -1 : n;
+}
+
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int
+zkl_decode_key(const char *name, char *kind, char *out, size_t outlen)
+{
+	const char *p;
+	size_t		o = 0;
+
+	if (name[0] == ZKL_KEY_BIGINT)
+	{
+		size_t		len = strlen(name + 1);
+
+		if (len == 0 || len + 1 > outlen)
+			return -1;
+		memcpy(out, name + 1, len + 1);
+		*kind = ZKL_KEY_BIGINT;
+		return (int) len;
+	}
+	if (name[0] != ZKL_KEY_TEXT || name[1] == '\0')
+		return -1;
+	for (p = name + 1; *p; p++)
+	{
+		unsigned char c = (unsigned char) *p;
+
+		if (c == '%')
+		{
+			int			hi = hexval(p[1]);
+			int			lo = hi < 0 ? -1 : hexval(p[2]);
+
+			if (lo < 0)
+				return -1;
+			c = (unsigned char) (hi << 4 | lo);
+			/* only what the encoder escapes may appear escaped */
+			if (!needs_escape(c))
+				return -1;
+			p += 2;
+		}
+		else if (needs_escape(c))
+			return -1;
+		if (o + 1 >= outlen)
+			return -1;
+		out[o++] = (char) c;
+	}
+	out[o] = '\0';
+	*kind = ZKL_KEY_TEXT;
+	return (int) o;
+}

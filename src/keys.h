@@ -1,0 +1,39 @@
+/*
+ * keys.h — lock key <-> ZooKeeper node name encoding.
+ *
+ * Pure functions: no PostgreSQL or ZooKeeper calls, so they can be unit-tested
+ * on their own (test/unit).
+ */
+#ifndef ZK_LOCK_KEYS_H
+#define ZK_LOCK_KEYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Key spaces, as core keeps pg_advisory_lock(bigint) apart from (int, int). */
+#define ZKL_KEY_TEXT	't'
+#define ZKL_KEY_BIGINT	'b'
+
+/* Longest text key, in bytes of its UTF-8 form. */
+#define ZKL_MAX_KEY_BYTES	256
+
+/* Room for an encoded key: kind letter, every byte escaped as %XX, NUL. */
+#define ZKL_KEY_BUFLEN	(1 + 3 * ZKL_MAX_KEY_BYTES + 1)
+
+/*
+ * Encode a text key (raw bytes, UTF-8) into a single ZooKeeper node name.
+ * Returns the encoded length, or -1 when the key is empty or too long.
+ */
+extern int	zkl_encode_text_key(const char *raw, size_t len, char *out, size_t outlen);
+
+/* Encode a bigint key; never fails for outlen >= 22. */
+extern int	zkl_encode_bigint_key(int64_t key, char *out, size_t outlen);
+
+/*
+ * Decode a node name made by the encoders above.  Sets *kind, writes the raw
+ * text key (or the bigint's decimal form) NUL-terminated into out and returns
+ * its length; -1 when name is not one of ours or out is too small.
+ */
+extern int	zkl_decode_key(const char *name, char *kind, char *out, size_t outlen);
+
+#endif

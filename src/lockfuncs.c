@@ -1,0 +1,363 @@
+/*
+ * lockfuncs.c — the SQL-callable lock functions and the backend's wait loop.
+ *
+ * Backends never talk to ZooKeeper: they claim a slot, wake the worker and
+ * sleep on their own latch until the worker has an answer, checking for
+ * interrupts so that statement_timeout, pg_cancel_backend and
+ * pg_terminate_backend work; lock_timeout is applied here, as core does.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "commands/dbcommands.h"
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/json.h"
+#include "utils/timestamp.h"
+
+#include "zk_lock.h"
+
+PG_FUNCTION_INFO_V1(zk_lock_text);
+PG_FUNCTION_INFO_V1(zk_lock_bigint);
+PG_FUNCTION_INFO_V1(zk_try_lock_text);
+PG_FUNCTION_INFO_V1(zk_try_lock_bigint);
+PG_FUNCTION_INFO_V1(zk_try_lock_timeout_text);
+PG_FUNCTION_INFO_V1(zk_try_lock_timeout_bigint);
+PG_FUNCTION_INFO_V1(zk_unlock_text);
+PG_FUNCTION_INFO_V1(zk_unlock_bigint);
+PG_FUNCTION_INFO_V1(zk_unlock_all);
+
+/* Slack before a backend decides the worker is not serving requests at all. */
+#define WORKER_GRACE_MS 2000
+
+typedef enum WaitKind
+{
+	WAIT_FOREVER,				/* zk_lock: lock_timeout applies */
+	WAIT_NONE,					/* zk_try_lock(key): the worker answers at once */
+	WAIT_BOUNDED				/* zk_try_lock(key, timeout_ms) */
+} WaitKind;
+
+/* Encoded key for display: the user's key as given (text) or its number. */
+char *
+zkl_display_key(const char *encoded)
+{
+	char		buf[ZKL_KEY_BUFLEN];
+	char		kind;
+
+	if (zkl_decode_key(encoded, &kind, buf, sizeof(buf)) < 0)
+		return pstrdup(encoded);
+	return pstrdup(buf);
+}
+
+static void
+key_arg(FunctionCallInfo fcinfo, char kind, char *out)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("zk_lock key must not be NULL")));
+
+	if (kind == ZKL_KEY_BIGINT)
+	{
+		if (zkl_encode_bigint_key(PG_GETARG_INT64(0), out, ZKL_KEY_BUFLEN) < 0)
+			elog(ERROR, "could not encode bigint key");
+	}
+	else
+	{
+		char	   *raw = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+		/* one key must mean one lock in every cluster, whatever its encoding */
+		char	   *utf8 = pg_server_to_any(raw, strlen(raw), PG_UTF8);
+		size_t		ulen = strlen(utf8);
+
+		if (ulen == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("zk_lock key must not be empty")));
+		if (ulen > ZKL_MAX_KEY_BYTES)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("zk_lock key is too long"),
+					 errdetail("The key takes %zu bytes in UTF-8; the limit is %d.",
+							   ulen, ZKL_MAX_KEY_BYTES)));
+		if (zkl_encode_text_key(utf8, ulen, out, ZKL_KEY_BUFLEN) < 0)
+			elog(ERROR, "could not encode key");
+	}
+}
+
+static void
+check_usable(void)
+{
+	zkl_require_shared();
+	if (zkl_hosts == NULL || zkl_hosts[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zk_lock.hosts is not set"),
+				 errhint("Set zk_lock.hosts to the ZooKeeper ensemble, e.g. 'zk1:2181,zk2:2181', and reload.")));
+}
+
+/* Node data: who asked, for humans and tools reading ZooKeeper. */
+static char *
+node_data(char mode)
+{
+	StringInfoData buf;
+	char	   *db = get_database_name(MyDatabaseId);
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"cluster\":");
+	escape_json(&buf, cluster_name ? cluster_name : "");
+	appendStringInfo(&buf, ",\"sysid\":\"" UINT64_FORMAT "\",\"pid\":%d,\"db\":",
+					 GetSystemIdentifier(), MyProcPid);
+	escape_json(&buf, db ? db : "");
+	appendStringInfo(&buf, ",\"xid\":%u,\"mode\":\"%c\",\"since\":",
+					 XidFromFullTransactionId(GetTopFullTransactionIdIfAny()), mode);
+	escape_json(&buf, timestamptz_to_str(GetCurrentTimestamp()));
+	appendStringInfoChar(&buf, '}');
+	if (buf.len >= ZKL_DATA_LEN)
+		buf.data[ZKL_DATA_LEN - 1] = '\0';	/* informational only */
+	return buf.data;
+}
+
+static ZklResult
+read_result(int idx, ZklZkState *zstate)
+{
+	ZklSlot    *slot = &zkl_shared->slots[idx];
+	ZklResult	r;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	r = slot->result;
+	if (zstate)
+		*zstate = slot->zstate;
+	LWLockRelease(zkl_shared->lock);
+	return r;
+}
+
+/* Give up on a request unless it was answered meanwhile; returns its result. */
+static ZklResult
+cancel_if_pending(int idx)
+{
+	ZklResult	r = zkl_cancel_slot(idx);
+
+	if (r == ZKR_PENDING)
+		zkl_set_pending(-1);
+	return r;
+}
+
+/*
+ * Sleep until the worker answers, or until our own deadline.  Returns
+ * ZKR_PENDING only after the request was given up (abandoned) on timeout.
+ */
+static ZklResult
+wait_for_answer(int idx, WaitKind kind, int timeout_ms, bool *lock_timed_out)
+{
+	TimestampTz start = GetCurrentTimestamp();
+
+	*lock_timed_out = false;
+	for (;;)
+	{
+		ZklZkState	zstate;
+		ZklResult	r = read_result(idx, &zstate);
+		long		elapsed;
+		long		sleep_ms = -1;
+		int			rc;
+
+		if (r != ZKR_PENDING)
+			return r;
+
+		elapsed = (long) ((GetCurrentTimestamp() - start) / 1000);
+		if (kind == WAIT_BOUNDED)
+		{
+			if (elapsed >= timeout_ms)
+				return cancel_if_pending(idx);
+			sleep_ms = timeout_ms - elapsed;
+		}
+		else if (kind == WAIT_FOREVER && LockTimeout > 0)
+		{
+			if (elapsed >= LockTimeout)
+			{
+				r = cancel_if_pending(idx);
+				*lock_timed_out = (r == ZKR_PENDING);
+				return r;
+			}
+			sleep_ms = LockTimeout - elapsed;
+		}
+
+		/*
+		 * The worker fails unsent requests after connect_timeout, and answers
+		 * a try-lock as soon as ZooKeeper does.  Past that (plus slack) no
+		 * worker is serving us or ZooKeeper is not answering: never hang.
+		 */
+		if (zstate == ZKS_NEW || kind == WAIT_NONE)
+		{
+			long		limit = zkl_connect_timeout + WORKER_GRACE_MS;
+
+			if (elapsed >= limit && cancel_if_pending(idx) == ZKR_PENDING)
+				ereport(ERROR,
+						(errcode(ERRCODE_CONNECTION_FAILURE),
+						 zstate == ZKS_NEW ?
+						 errmsg("zk_lock background worker is not serving requests") :
+						 errmsg("ZooKeeper did not answer within zk_lock.connect_timeout (%d ms)",
+								zkl_connect_timeout),
+						 errhint("Check the server log for the zk_lock worker.")));
+			sleep_ms = (sleep_ms < 0) ? limit - elapsed : Min(sleep_ms, limit - elapsed);
+		}
+
+		rc = WaitLatch(MyLatch,
+					   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (sleep_ms >= 0 ? WL_TIMEOUT : 0),
+					   sleep_ms, PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+static bool
+acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
+{
+	char		key[ZKL_KEY_BUFLEN];
+	int			timeout_ms = -1;
+	int			idx;
+	bool		lock_timed_out;
+	ZklResult	r;
+
+	check_usable();
+	key_arg(fcinfo, keykind, key);
+	if (kind == WAIT_BOUNDED)
+	{
+		if (PG_ARGISNULL(1))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("zk_lock timeout must not be NULL")));
+		timeout_ms = PG_GETARG_INT32(1);
+		if (timeout_ms < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("zk_lock timeout must not be negative")));
+		if (timeout_ms == 0)
+			kind = WAIT_NONE;
+	}
+
+	zkl_xact_init();
+	if (zkl_local_stack(key, mode))
+		return true;			/* already ours: stack, as core does */
+
+	idx = zkl_claim_slot(key, mode, kind == WAIT_NONE, node_data(mode));
+	zkl_set_pending(idx);
+	r = wait_for_answer(idx, kind, timeout_ms, &lock_timed_out);
+
+	switch (r)
+	{
+		case ZKR_GRANTED:
+			zkl_set_pending(-1);
+			zkl_local_add(idx, key, mode);
+			return true;
+		case ZKR_PENDING:		/* gave up on our own deadline */
+			if (lock_timed_out)
+				ereport(ERROR,
+						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						 errmsg("canceling statement due to lock timeout")));
+			return false;
+		case ZKR_NOT_GRANTED:
+			zkl_set_pending(-1);
+			zkl_abandon_slot(idx);
+			return false;
+		default:
+			{
+				ZklSlot    *slot = &zkl_shared->slots[idx];
+				char		msg[ZKL_ERRMSG_LEN];
+				int			sqlstate;
+
+				LWLockAcquire(zkl_shared->lock, LW_SHARED);
+				strlcpy(msg, slot->errmsg, sizeof(msg));
+				sqlstate = slot->sqlstate;
+				LWLockRelease(zkl_shared->lock);
+				zkl_set_pending(-1);
+				zkl_abandon_slot(idx);
+				ereport(ERROR,
+						(errcode(sqlstate ? sqlstate : ERRCODE_INTERNAL_ERROR),
+						 errmsg("%s", msg)));
+			}
+	}
+	return false;				/* keep compiler quiet */
+}
+
+static bool
+release(FunctionCallInfo fcinfo, char keykind, char mode)
+{
+	char		key[ZKL_KEY_BUFLEN];
+
+	zkl_require_shared();
+	key_arg(fcinfo, keykind, key);
+	if (zkl_local_unlock(key, mode))
+		return true;
+	ereport(WARNING,
+			(errmsg("you don't own a zk_lock %s lock on key \"%s\"",
+					mode == ZKL_MODE_SHARED ? "shared" : "exclusive",
+					zkl_display_key(key))));
+	return false;
+}
+
+Datum
+zk_lock_text(PG_FUNCTION_ARGS)
+{
+	acquire(fcinfo, ZKL_KEY_TEXT, ZKL_MODE_EXCLUSIVE, WAIT_FOREVER);
+	PG_RETURN_VOID();
+}
+
+Datum
+zk_lock_bigint(PG_FUNCTION_ARGS)
+{
+	acquire(fcinfo, ZKL_KEY_BIGINT, ZKL_MODE_EXCLUSIVE, WAIT_FOREVER);
+	PG_RETURN_VOID();
+}
+
+Datum
+zk_try_lock_text(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(acquire(fcinfo, ZKL_KEY_TEXT, ZKL_MODE_EXCLUSIVE, WAIT_NONE));
+}
+
+Datum
+zk_try_lock_bigint(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(acquire(fcinfo, ZKL_KEY_BIGINT, ZKL_MODE_EXCLUSIVE, WAIT_NONE));
+}
+
+Datum
+zk_try_lock_timeout_text(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(acquire(fcinfo, ZKL_KEY_TEXT, ZKL_MODE_EXCLUSIVE, WAIT_BOUNDED));
+}
+
+Datum
+zk_try_lock_timeout_bigint(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(acquire(fcinfo, ZKL_KEY_BIGINT, ZKL_MODE_EXCLUSIVE, WAIT_BOUNDED));
+}
+
+Datum
+zk_unlock_text(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(release(fcinfo, ZKL_KEY_TEXT, ZKL_MODE_EXCLUSIVE));
+}
+
+Datum
+zk_unlock_bigint(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(release(fcinfo, ZKL_KEY_BIGINT, ZKL_MODE_EXCLUSIVE));
+}
+
+Datum
+zk_unlock_all(PG_FUNCTION_ARGS)
+{
+	zkl_require_shared();
+	zkl_local_unlock_all();
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,138 @@
+/*
+ * recipe.c — decisions of the lock recipe, kept free of I/O.
+ */
+#include "recipe.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SEQ_DIGITS 10
+/* "x-" + uuid + "-" ... "-" + sequence */
+#define MIN_NAME_LEN (2 + ZKL_UUID_LEN + 1 + 1 + SEQ_DIGITS)
+
+bool
+zkr_parse_child(const char *name, ZkrChild *out)
+{
+	size_t		len = strlen(name);
+	const char *s;
+	char	   *end;
+	long long	seq;
+	int			i;
+
+	if (len < MIN_NAME_LEN)
+		return false;
+	if ((name[0] != ZKL_MODE_EXCLUSIVE && name[0] != ZKL_MODE_SHARED) ||
+		name[1] != '-' || name[2 + ZKL_UUID_LEN] != '-')
+		return false;
+
+	/*
+	 * ZooKeeper appends the sequence as %010d; past 2^31 it turns negative
+	 * ("-000000001" is still ten characters).
+	 */
+	s = name + len - SEQ_DIGITS;
+	for (i = (s[0] == '-') ? 1 : 0; i < SEQ_DIGITS; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	seq = strtoll(s, &end, 10);
+	if (*end != '\0')
+		return false;
+
+	out->name = name;
+	out->mode = name[0];
+	out->seq = seq;
+	return true;
+}
+
+bool
+zkr_name_has_uuid(const char *name, const char *uuid)
+{
+	return strlen(name) >= MIN_NAME_LEN &&
+		memcmp(name + 2, uuid, ZKL_UUID_LEN) == 0;
+}
+
+static int
+child_cmp(const void *a, const void *b)
+{
+	int64_t		sa = ((const ZkrChild *) a)->seq;
+	int64_t		sb = ((const ZkrChild *) b)->seq;
+
+	return (sa > sb) - (sa < sb);
+}
+
+int
+zkr_collect(const char *const *names, int n, ZkrChild *out)
+{
+	int			i;
+	int			kept = 0;
+
+	for (i = 0; i < n; i++)
+		if (zkr_parse_child(names[i], &out[kept]))
+			kept++;
+	qsort(out, kept, sizeof(ZkrChild), child_cmp);
+	return kept;
+}
+
+ZkrVerdict
+zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
+		   int *own, int *watch)
+{
+	int			me = -1;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		if (zkr_name_has_uuid(children[i].name, own_uuid))
+		{
+			me = i;
+			break;
+		}
+	}
+	*own = me;
+	*watch = -1;
+	if (me < 0)
+		return ZKR_ABSENT;
+
+	if (children[me].mode == ZKL_MODE_EXCLUSIVE)
+	{
+		if (me == 0)
+			return ZKR_GRANT;
+		*watch = me - 1;
+		return ZKR_WAIT;
+	}
+
+	/* shared: only an earlier exclusive node blocks; watch the last one */
+	for (i = me - 1; i >= 0; i--)
+	{
+		if (children[i].mode == ZKL_MODE_EXCLUSIVE)
+		{
+			*watch = i;
+			return ZKR_WAIT;
+		}
+	}
+	return ZKR_GRANT;
+}
+
+void
+zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1])
+{
+	unsigned char b[16];
+
+	memcpy(b, bytes, 16);
+	b[6] = (unsigned char) ((b[6] & 0x0F) | 0x40);	/* version 4 */
+	b[8] = (unsigned char) ((b[8] & 0x3F) | 0x80);	/* RFC 4122 variant */
+	snprintf(out, ZKL_UUID_LEN + 1,
+			 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+			 b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+int
+zkr_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid,
+				char *out, size_t outlen)
+{
+	int			n = snprintf(out, outlen, "%c-%s-%llu-%d-", mode, uuid,
+							 (unsigned long long) sysid, pid);
+
+	return (n < 0 || (size_t) n >= outlen) ? -1 : n;
+}

@@ -1,0 +1,62 @@
+/*
+ * recipe.h — the ZooKeeper lock recipe as pure decisions.
+ *
+ * Lock nodes are children of one key node, named
+ *     <mode>-<uuid>-<system identifier>-<pid>-<10-digit sequence>
+ * where mode is 'x' (exclusive) or 's' (shared).  Nothing here does I/O.
+ */
+#ifndef ZK_LOCK_RECIPE_H
+#define ZK_LOCK_RECIPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZKL_MODE_EXCLUSIVE	'x'
+#define ZKL_MODE_SHARED		's'
+
+#define ZKL_UUID_LEN	36
+
+typedef struct ZkrChild
+{
+	const char *name;			/* points into the caller's string */
+	char		mode;
+	int64_t		seq;
+} ZkrChild;
+
+typedef enum ZkrVerdict
+{
+	ZKR_ABSENT,					/* our own node is not among the children */
+	ZKR_GRANT,					/* nothing before us conflicts */
+	ZKR_WAIT					/* watch children[*watch] and decide again */
+} ZkrVerdict;
+
+/* Parse one child name; false for names that are not lock nodes. */
+extern bool zkr_parse_child(const char *name, ZkrChild *out);
+
+/* Does this lock node name carry the given request uuid? */
+extern bool zkr_name_has_uuid(const char *name, const char *uuid);
+
+/*
+ * Parse and sort (by sequence, as an integer) the given names into out,
+ * skipping names that are not lock nodes; returns how many were kept.
+ */
+extern int	zkr_collect(const char *const *names, int n, ZkrChild *out);
+
+/*
+ * Decide for the request whose node carries own_uuid, given the sorted
+ * children.  An exclusive request waits for its immediate predecessor; a
+ * shared one only for the last exclusive node before it.  Only that one
+ * node is watched, so a release wakes exactly one waiter (no herd).
+ */
+extern ZkrVerdict zkr_decide(const ZkrChild *children, int n,
+							 const char *own_uuid, int *own, int *watch);
+
+/* Format a request uuid (36 chars + NUL) from 16 random bytes (RFC 4122 v4). */
+extern void zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1]);
+
+/* Node name prefix for a request; ZooKeeper appends the sequence. */
+extern int	zkr_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid,
+							char *out, size_t outlen);
+
+#endif

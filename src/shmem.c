@@ -1,0 +1,217 @@
+/*
+ * shmem.c — the shared-memory slot table: sizing, initialisation, claiming
+ * and abandoning slots, and latch wake-ups in both directions.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "storage/shmem.h"
+#include "utils/timestamp.h"
+
+#include "zk_lock.h"
+
+ZklShared  *zkl_shared = NULL;
+
+static Size
+zkl_shmem_size(void)
+{
+	return add_size(offsetof(ZklShared, slots),
+					mul_size(sizeof(ZklSlot), zkl_max_locks));
+}
+
+void
+zkl_shmem_request(void)
+{
+	RequestAddinShmemSpace(zkl_shmem_size());
+	RequestNamedLWLockTranche("zk_lock", 1);
+}
+
+void
+zkl_shmem_startup(void)
+{
+	bool		found;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	zkl_shared = ShmemInitStruct("zk_lock", zkl_shmem_size(), &found);
+	if (!found)
+	{
+		memset(zkl_shared, 0, zkl_shmem_size());
+		zkl_shared->lock = &(GetNamedLWLockTranche("zk_lock"))->lock;
+		zkl_shared->worker_procno = -1;
+		zkl_shared->conn_state = ZKC_STOPPED;
+		zkl_shared->nslots = zkl_max_locks;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+void
+zkl_require_shared(void)
+{
+	if (zkl_shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("zk_lock is not loaded"),
+				 errhint("Add zk_lock to shared_preload_libraries and restart the server.")));
+}
+
+void
+zkl_wake_worker(void)
+{
+	int			procno = zkl_shared->worker_procno;
+
+	if (procno >= 0)
+		SetLatch(&GetPGProcByNumber(procno)->procLatch);
+}
+
+void
+zkl_wake_owner(ZklSlot *slot)
+{
+	if (!slot->abandoned && slot->owner_procno >= 0)
+		SetLatch(&GetPGProcByNumber(slot->owner_procno)->procLatch);
+}
+
+/* Caller holds the lock. */
+void
+zkl_free_slot(ZklSlot *slot)
+{
+	slot->zstate = ZKS_FREE;
+	slot->abandoned = false;
+	slot->todo = 0;
+	slot->owner_procno = -1;
+	slot->owner_pid = 0;
+}
+
+/*
+ * Claim a free slot for a new request and wake the worker.  Errors out when
+ * the table is full: nothing has been sent to ZooKeeper at that point.
+ */
+int
+zkl_claim_slot(const char *key, char mode, bool nowait, const char *data)
+{
+	unsigned char rnd[16];
+	ZklSlot    *slot = NULL;
+	int			n = zkl_shared->nslots;
+	int			idx = -1;
+	int			i;
+
+	if (!pg_strong_random(rnd, sizeof(rnd)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random request id")));
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < n; i++)
+	{
+		int			j = (zkl_shared->claim_hint + i) % n;
+
+		if (zkl_shared->slots[j].zstate == ZKS_FREE)
+		{
+			idx = j;
+			break;
+		}
+	}
+	if (idx < 0)
+	{
+		LWLockRelease(zkl_shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("out of zk_lock slots"),
+				 errdetail("All %d slots of the zk_lock request table are in use.", n),
+				 errhint("Raise zk_lock.max_locks and restart the server.")));
+	}
+	zkl_shared->claim_hint = (idx + 1) % n;
+
+	slot = &zkl_shared->slots[idx];
+	memset(slot, 0, offsetof(ZklSlot, key));
+	slot->zstate = ZKS_NEW;
+	slot->result = ZKR_PENDING;
+	slot->nowait = nowait;
+	slot->mode = mode;
+	slot->owner_procno = MyProc->pgprocno;
+	slot->owner_pid = MyProcPid;
+	slot->attempt = ++zkl_shared->next_attempt;
+	slot->requested_at = GetCurrentTimestamp();
+	zkr_format_uuid(rnd, slot->uuid);
+	strlcpy(slot->key, key, sizeof(slot->key));
+	slot->node[0] = '\0';
+	slot->watch[0] = '\0';
+	strlcpy(slot->data, data, sizeof(slot->data));
+	LWLockRelease(zkl_shared->lock);
+
+	zkl_wake_worker();
+	return idx;
+}
+
+/* Caller holds the lock exclusively; returns whether the worker must act. */
+static bool
+abandon_locked(ZklSlot *slot)
+{
+	if (slot->zstate == ZKS_NEW || slot->zstate == ZKS_GONE)
+	{
+		/* nothing exists or is under way in ZooKeeper */
+		zkl_free_slot(slot);
+		return false;
+	}
+	slot->abandoned = true;
+	return true;
+}
+
+/*
+ * The owner is done with a slot (released, gave up, or failed).  Returns the
+ * result it had at that moment, so a waiter that times out just as it is
+ * granted can tell.  Never blocks on ZooKeeper.
+ */
+ZklResult
+zkl_abandon_slot(int idx)
+{
+	ZklSlot    *slot = &zkl_shared->slots[idx];
+	ZklResult	result;
+	bool		wake;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	result = slot->result;
+	wake = abandon_locked(slot);
+	LWLockRelease(zkl_shared->lock);
+	if (wake)
+		zkl_wake_worker();
+	return result;
+}
+
+/* Abandon several slots under one lock acquisition (end of transaction). */
+void
+zkl_abandon_slots(const int *idx, int n)
+{
+	bool		wake = false;
+	int			i;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < n; i++)
+		wake |= abandon_locked(&zkl_shared->slots[idx[i]]);
+	LWLockRelease(zkl_shared->lock);
+	if (wake)
+		zkl_wake_worker();
+}
+
+/*
+ * Give up on a request only if it is still unanswered, atomically, so a grant
+ * that lands just as a waiter times out is taken rather than thrown away.
+ */
+ZklResult
+zkl_cancel_slot(int idx)
+{
+	ZklSlot    *slot = &zkl_shared->slots[idx];
+	ZklResult	result;
+	bool		wake = false;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	result = slot->result;
+	if (result == ZKR_PENDING)
+		wake = abandon_locked(slot);
+	LWLockRelease(zkl_shared->lock);
+	if (wake)
+		zkl_wake_worker();
+	return result;
+}

@@ -1,0 +1,830 @@
+/*
+ * worker.c — the zk_lock background worker.
+ *
+ * It owns the cluster's one ZooKeeper session and drives every slot's
+ * request through the recipe.  Each loop turn:
+ *   1. plan: under the slot-table lock, pick the ZooKeeper calls owed
+ *      (ZKT_* bits, new and abandoned slots) and advance their states;
+ *   2. send: without the lock, issue those calls (async, pipelined);
+ *   3. wait: sleep on latch + ZooKeeper socket; the library then runs our
+ *      completions and watchers, which only record results and set bits.
+ * Library calls are never made while holding the lock: the library may run
+ * completions from inside them, and those take the lock.
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "access/xlog.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "zk_lock.h"
+#include "zk_client.h"
+
+/* A reply's context: slot index in the low bits, the slot's attempt above. */
+#define CTX_IDX_BITS	20
+#define CTX_ATTEMPT_MASK ((UINT64CONST(1) << (64 - CTX_IDX_BITS)) - 1)
+
+#define ZKL_PATH_LEN		2048
+#define MAX_PARENT_RETRIES	5
+#define REOPEN_DELAY_MS		1000
+
+typedef enum OpKind
+{
+	OP_CREATE,
+	OP_CHILDREN,
+	OP_WATCH,
+	OP_DELETE,
+	OP_RECOVER
+} OpKind;
+
+typedef struct Op
+{
+	int			idx;
+	uint64		attempt;
+	OpKind		kind;
+	bool		parents;		/* create root and key nodes first */
+} Op;
+
+static zhandle_t *zh = NULL;
+static char *open_hosts = NULL;
+static bool session_ended = false;	/* expired or refused: open a new one */
+static TimestampTz next_open = 0;
+static Op  *ops = NULL;
+static ZkrChild *childbuf = NULL;
+static int	maxchild = 0;
+
+static void *
+slot_ctx(int idx, uint64 attempt)
+{
+	return (void *) (uintptr_t) (((attempt & CTX_ATTEMPT_MASK) << CTX_IDX_BITS) | (uint64) idx);
+}
+
+/* The slot a reply belongs to, or NULL if it is stale.  Caller holds the lock. */
+static ZklSlot *
+reply_slot(const void *ctx)
+{
+	uint64		v = (uint64) (uintptr_t) ctx;
+	int			idx = (int) (v & ((1 << CTX_IDX_BITS) - 1));
+	ZklSlot    *s;
+
+	if (idx >= zkl_shared->nslots)
+		return NULL;
+	s = &zkl_shared->slots[idx];
+	if (s->zstate == ZKS_FREE || (s->attempt & CTX_ATTEMPT_MASK) != (v >> CTX_IDX_BITS))
+		return NULL;
+	return s;
+}
+
+static void
+key_path(const ZklSlot *s, char *out)
+{
+	snprintf(out, ZKL_PATH_LEN, "%s/%s", zkl_root, s->key);
+}
+
+static void
+child_path(const ZklSlot *s, const char *name, char *out)
+{
+	snprintf(out, ZKL_PATH_LEN, "%s/%s/%s", zkl_root, s->key, name);
+}
+
+/* Tell the owner its request failed.  Caller holds the lock. */
+static void
+fail_slot(ZklSlot *s, int sqlstate, ZklZkState zstate, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
+	va_end(ap);
+	s->sqlstate = sqlstate;
+	s->zstate = zstate;
+	if (s->result == ZKR_PENDING)
+		s->result = ZKR_FAILED;
+	zkl_wake_owner(s);
+	if (s->abandoned && zstate == ZKS_GONE)
+		zkl_free_slot(s);
+}
+
+/* Put a request back at the start, as a fresh request.  Caller holds the lock. */
+static void
+requeue(ZklSlot *s)
+{
+	unsigned char rnd[16];
+
+	if (!pg_strong_random(rnd, sizeof(rnd)))
+		elog(ERROR, "could not generate a random request id");
+	zkr_format_uuid(rnd, s->uuid);
+	s->zstate = ZKS_NEW;
+	s->todo = 0;
+	s->retries = 0;
+	s->node[0] = '\0';
+	s->attempt = ++zkl_shared->next_attempt;
+}
+
+/*
+ * The session that held our nodes is gone (expired, or closed by us): every
+ * node is gone with it.  Waiters queue again in the next session; holders
+ * have lost their locks and must not commit.
+ */
+static void
+session_lost(void)
+{
+	int			i;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < zkl_shared->nslots; i++)
+	{
+		ZklSlot    *s = &zkl_shared->slots[i];
+
+		switch (s->zstate)
+		{
+			case ZKS_CREATING:
+			case ZKS_RECOVER:
+			case ZKS_RECOVERING:
+			case ZKS_QUEUED:
+				if (s->abandoned)
+					zkl_free_slot(s);
+				else
+					requeue(s);
+				break;
+			case ZKS_HELD:
+				s->zstate = ZKS_GONE;
+				if (s->abandoned)
+					zkl_free_slot(s);
+				else
+				{
+					s->result = ZKR_LOST;
+					zkl_wake_owner(s);
+				}
+				break;
+			case ZKS_DELETING:
+				s->zstate = ZKS_GONE;
+				if (s->abandoned)
+					zkl_free_slot(s);
+				break;
+			default:
+				break;
+		}
+	}
+	zkl_shared->session_id = 0;
+	zkl_shared->conn_state = ZKC_CONNECTING;
+	zkl_shared->state_since = GetCurrentTimestamp();
+	LWLockRelease(zkl_shared->lock);
+}
+
+/*
+ * A new worker process takes over slots whose calls were in flight in the
+ * previous one; it resumes the same session, so redo what may be lost.
+ */
+static void
+adopt_slots(void)
+{
+	int			i;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < zkl_shared->nslots; i++)
+	{
+		ZklSlot    *s = &zkl_shared->slots[i];
+
+		switch (s->zstate)
+		{
+			case ZKS_CREATING:
+			case ZKS_RECOVERING:
+				s->zstate = ZKS_RECOVER;
+				break;
+			case ZKS_QUEUED:
+				s->todo |= ZKT_CHILDREN;
+				break;
+			case ZKS_DELETING:
+				s->todo |= ZKT_DELETE;
+				break;
+			default:
+				break;
+		}
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
+/* ---- completions and watchers: record, set bits, never call the library under the lock ---- */
+
+static void
+ignore_done(int rc, const char *value, const void *ctx)
+{
+	if (rc != ZOK && rc != ZNODEEXISTS)
+		ereport(DEBUG1, (errmsg_internal("zk_lock: parent create: %s", zerror(rc))));
+}
+
+static void
+orphan_deleted(int rc, const void *ctx)
+{
+	if (rc != ZOK && rc != ZNONODE)
+		ereport(LOG, (errmsg("zk_lock: could not delete a stray lock node: %s", zerror(rc))));
+}
+
+static void
+create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
+{
+	ZklSlot    *s;
+	bool		stray = false;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	s = reply_slot(ctx);
+	if (s == NULL || s->zstate != ZKS_CREATING)
+		stray = (rc == ZOK);	/* the request moved on: nobody wants this node */
+	else if (rc == ZOK)
+	{
+		const char *base = strrchr(name, '/');
+
+		strlcpy(s->node, base ? base + 1 : name, sizeof(s->node));
+		s->czxid = stat->czxid;
+		s->zstate = ZKS_QUEUED; /* the pipelined getChildren decides */
+	}
+	else if (rc == ZNONODE)
+	{
+		/* no key node yet (or the server just reaped an empty one) */
+		if (++s->retries <= MAX_PARENT_RETRIES)
+		{
+			s->zstate = ZKS_NEW;
+			s->todo |= ZKT_PARENTS;
+		}
+		else
+			fail_slot(s, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, ZKS_GONE,
+					  "could not create the ZooKeeper node for the lock under %s", zkl_root);
+	}
+	else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+		s->zstate = ZKS_RECOVER;	/* it may have been made: look for our uuid */
+	else if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE)
+		s->zstate = ZKS_NEW;	/* nothing of it survives; send again */
+	else
+		fail_slot(s, zkc_sqlstate(rc), ZKS_GONE,
+				  "could not create the ZooKeeper lock node: %s", zerror(rc));
+	LWLockRelease(zkl_shared->lock);
+
+	if (stray)
+		zoo_adelete(zh, name, -1, orphan_deleted, NULL);
+}
+
+/* Run the recipe on a children listing.  Caller holds the lock. */
+static void
+decide(ZklSlot *s, const struct String_vector *children)
+{
+	int			n;
+	int			own;
+	int			watch;
+
+	if (children->count > maxchild)
+	{
+		maxchild = Max(children->count, 64);
+		childbuf = childbuf ? repalloc(childbuf, maxchild * sizeof(ZkrChild))
+			: MemoryContextAlloc(TopMemoryContext, maxchild * sizeof(ZkrChild));
+	}
+	n = zkr_collect((const char *const *) children->data, children->count, childbuf);
+
+	switch (zkr_decide(childbuf, n, s->uuid, &own, &watch))
+	{
+		case ZKR_ABSENT:
+			/* our node was removed behind our back: queue again */
+			if (s->abandoned)
+			{
+				s->zstate = ZKS_GONE;
+				zkl_free_slot(s);
+			}
+			else
+				requeue(s);
+			break;
+		case ZKR_GRANT:
+			s->zstate = ZKS_HELD;
+			if (s->result == ZKR_PENDING)
+			{
+				s->result = ZKR_GRANTED;
+				s->granted_at = GetCurrentTimestamp();
+				zkl_wake_owner(s);
+			}
+			break;
+		case ZKR_WAIT:
+			if (s->nowait)
+			{
+				/* a try-lock never queues: take our node away at once */
+				if (s->result == ZKR_PENDING)
+					s->result = ZKR_NOT_GRANTED;
+				s->zstate = ZKS_DELETING;
+				s->todo = ZKT_DELETE;
+				zkl_wake_owner(s);
+			}
+			else
+			{
+				strlcpy(s->watch, childbuf[watch].name, sizeof(s->watch));
+				s->todo |= ZKT_WATCH;
+			}
+			break;
+	}
+}
+
+static void
+children_done(int rc, const struct String_vector *strings, const struct Stat *stat,
+			  const void *ctx)
+{
+	ZklSlot    *s;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	s = reply_slot(ctx);
+	if (s != NULL && s->zstate == ZKS_QUEUED)
+	{
+		if (rc == ZOK)
+			decide(s, strings);
+		else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+			s->todo |= ZKT_CHILDREN;	/* again once reconnected */
+		else if (rc == ZNONODE)
+			requeue(s);			/* key node gone, so is our node */
+		/* session errors: session_lost() re-queues */
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+exists_done(int rc, const struct Stat *stat, const void *ctx)
+{
+	ZklSlot    *s;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	s = reply_slot(ctx);
+
+	/*
+	 * ZNONODE: the predecessor went away before the watch was set.  A lost
+	 * reply may or may not have set the watch.  Either way, look again.
+	 */
+	if (s != NULL && s->zstate == ZKS_QUEUED &&
+		(rc == ZNONODE || rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT))
+		s->todo |= ZKT_CHILDREN;
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+predecessor_watch(zhandle_t *h, int type, int state, const char *path, void *ctx)
+{
+	ZklSlot    *s;
+
+	/* the library also hands session events to every watcher; not ours */
+	if (type == ZOO_SESSION_EVENT)
+		return;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	s = reply_slot(ctx);
+	if (s != NULL && s->zstate == ZKS_QUEUED)
+		s->todo |= ZKT_CHILDREN;	/* it may have vanished for other reasons */
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+delete_done(int rc, const void *ctx)
+{
+	ZklSlot    *s;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	s = reply_slot(ctx);
+	if (s != NULL && s->zstate == ZKS_DELETING)
+	{
+		if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+			s->todo |= ZKT_DELETE;	/* retried until done or the session ends */
+		else
+		{
+			if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING)
+				ereport(WARNING,
+						(errmsg("zk_lock: could not delete lock node %s: %s",
+								s->node, zerror(rc))));
+			s->zstate = ZKS_GONE;
+			if (s->abandoned)
+				zkl_free_slot(s);
+		}
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+recover_done(int rc, const struct String_vector *strings, const struct Stat *stat,
+			 const void *ctx)
+{
+	ZklSlot    *s;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	s = reply_slot(ctx);
+	if (s != NULL && s->zstate == ZKS_RECOVERING)
+	{
+		if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+			s->zstate = ZKS_RECOVER;
+		else
+		{
+			const char *found = NULL;
+			int			i;
+
+			for (i = 0; rc == ZOK && i < strings->count && !found; i++)
+				if (zkr_name_has_uuid(strings->data[i], s->uuid))
+					found = strings->data[i];
+
+			if (found)
+			{
+				/* the create went through: adopt the node */
+				strlcpy(s->node, found, sizeof(s->node));
+				s->zstate = ZKS_QUEUED;
+				s->todo |= ZKT_CHILDREN;
+			}
+			else if (rc == ZOK || rc == ZNONODE)
+			{
+				/* it did not: nothing exists */
+				s->zstate = ZKS_GONE;
+				if (s->abandoned)
+					zkl_free_slot(s);
+				else
+					requeue(s);
+			}
+			else
+				fail_slot(s, zkc_sqlstate(rc), ZKS_GONE,
+						  "could not look up the ZooKeeper lock node: %s", zerror(rc));
+		}
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
+{
+	if (type != ZOO_SESSION_EVENT)
+		return;
+
+	if (state == ZOO_CONNECTED_STATE)
+	{
+		const clientid_t *id = zoo_client_id(h);
+		bool		changed;
+
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		changed = zkl_shared->session_id != 0 && zkl_shared->session_id != id->client_id;
+		LWLockRelease(zkl_shared->lock);
+		if (changed)
+			session_lost();		/* asked to resume a session that is gone */
+
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		zkl_shared->session_id = id->client_id;
+		memcpy(zkl_shared->session_passwd, id->passwd, sizeof(zkl_shared->session_passwd));
+		zkl_shared->conn_state = ZKC_CONNECTED;
+		zkl_shared->state_since = GetCurrentTimestamp();
+		LWLockRelease(zkl_shared->lock);
+		ereport(LOG,
+				(errmsg("zk_lock: connected to ZooKeeper, session 0x%llx, timeout %d ms",
+						(unsigned long long) id->client_id, zoo_recv_timeout(h))));
+	}
+	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
+	{
+		bool		was_connected;
+
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		was_connected = zkl_shared->conn_state == ZKC_CONNECTED;
+		zkl_shared->conn_state = ZKC_CONNECTING;
+		if (was_connected)
+			zkl_shared->state_since = GetCurrentTimestamp();
+		LWLockRelease(zkl_shared->lock);
+		if (was_connected)
+			ereport(LOG, (errmsg("zk_lock: lost the connection to ZooKeeper; reconnecting")));
+	}
+	else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+	{
+		ereport(LOG,
+				(errmsg("zk_lock: ZooKeeper session 0x%llx %s",
+						(unsigned long long) zoo_client_id(h)->client_id,
+						state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "was refused authentication")));
+		session_ended = true;
+	}
+}
+
+/* ---- plan and send ---- */
+
+/*
+ * Under the lock, pick the calls owed and advance states so that no backend
+ * can free those slots meanwhile.  Returns the ms until the earliest
+ * connect deadline of an unsent request (-1: none).
+ */
+static long
+plan_ops(int *nops)
+{
+	bool		connected;
+	TimestampTz now = GetCurrentTimestamp();
+	long		next_ms = -1;
+	int			n = 0;
+	int			i;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	connected = zh != NULL && zkl_shared->conn_state == ZKC_CONNECTED;
+	for (i = 0; i < zkl_shared->nslots; i++)
+	{
+		ZklSlot    *s = &zkl_shared->slots[i];
+		Op		   *op = &ops[n];
+
+		op->idx = i;
+		op->parents = false;
+		switch (s->zstate)
+		{
+			case ZKS_NEW:
+			case ZKS_RECOVER:
+				if (s->abandoned && s->zstate == ZKS_NEW)
+					zkl_free_slot(s);
+				else if (connected)
+				{
+					op->kind = (s->zstate == ZKS_NEW) ? OP_CREATE : OP_RECOVER;
+					op->parents = (s->todo & ZKT_PARENTS) != 0;
+					s->todo &= ~ZKT_PARENTS;
+					s->attempt = ++zkl_shared->next_attempt;
+					s->zstate = (s->zstate == ZKS_NEW) ? ZKS_CREATING : ZKS_RECOVERING;
+					op->attempt = s->attempt;
+					n++;
+				}
+				else if (s->result == ZKR_PENDING && !s->abandoned)
+				{
+					TimestampTz deadline = TimestampTzPlusMilliseconds(s->requested_at,
+																	   zkl_connect_timeout);
+					long		left = (long) ((deadline - now) / 1000);
+
+					/* a RECOVER slot stays: its node may exist, we delete it later */
+					if (left <= 0)
+						fail_slot(s, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+								  s->zstate == ZKS_NEW ? ZKS_GONE : ZKS_RECOVER,
+								  "could not connect to ZooKeeper within zk_lock.connect_timeout (%d ms)",
+								  zkl_connect_timeout);
+					else if (next_ms < 0 || left < next_ms)
+						next_ms = left;
+				}
+				break;
+			case ZKS_QUEUED:
+			case ZKS_HELD:
+				if (s->abandoned)
+				{
+					s->zstate = ZKS_DELETING;
+					s->todo = ZKT_DELETE;
+				}
+				else if (connected && (s->todo & ZKT_CHILDREN))
+				{
+					/* a fresh listing supersedes any pending watch */
+					s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH);
+					op->kind = OP_CHILDREN;
+					op->attempt = s->attempt;
+					n++;
+					break;
+				}
+				else if (connected && (s->todo & ZKT_WATCH))
+				{
+					s->todo &= ~ZKT_WATCH;
+					op->kind = OP_WATCH;
+					op->attempt = s->attempt;
+					n++;
+					break;
+				}
+				if (s->zstate != ZKS_DELETING)
+					break;
+				/* FALLTHROUGH */
+			case ZKS_DELETING:
+				if (connected && (s->todo & ZKT_DELETE))
+				{
+					s->todo &= ~ZKT_DELETE;
+					op->kind = OP_DELETE;
+					op->attempt = s->attempt;
+					n++;
+				}
+				break;
+			case ZKS_GONE:
+				if (s->abandoned)
+					zkl_free_slot(s);
+				break;
+			default:
+				break;
+		}
+	}
+	LWLockRelease(zkl_shared->lock);
+	*nops = n;
+	return next_ms;
+}
+
+/* Create root path components (persistent) and the key node (container). */
+static void
+send_parents(const ZklSlot *s)
+{
+	char		path[ZKL_PATH_LEN];
+	char	   *p;
+
+	strlcpy(path, zkl_root, sizeof(path));
+	for (p = strchr(path + 1, '/');; p = strchr(p + 1, '/'))
+	{
+		if (p)
+			*p = '\0';
+		zoo_acreate(zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT,
+					ignore_done, NULL);
+		if (!p)
+			break;
+		*p = '/';
+	}
+	key_path(s, path);
+	zoo_acreate(zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
+				ignore_done, NULL);
+}
+
+/*
+ * Issue the planned calls.  The slots' names and data are stable here: the
+ * plan moved each into a state that only this process changes.
+ */
+static void
+send_ops(int nops)
+{
+	char		path[ZKL_PATH_LEN];
+	char		parent[ZKL_PATH_LEN];
+	int			i;
+
+	for (i = 0; i < nops; i++)
+	{
+		const Op   *op = &ops[i];
+		const ZklSlot *s = &zkl_shared->slots[op->idx];
+		void	   *ctx = slot_ctx(op->idx, op->attempt);
+		int			rc = ZOK;
+
+		key_path(s, parent);
+		switch (op->kind)
+		{
+			case OP_CREATE:
+				{
+					char		prefix[ZKL_NODE_BUFLEN];
+
+					if (op->parents)
+						send_parents(s);
+					zkr_node_prefix(s->mode, s->uuid, GetSystemIdentifier(), s->owner_pid,
+									prefix, sizeof(prefix));
+					child_path(s, prefix, path);
+					rc = zoo_acreate2(zh, path, s->data, strlen(s->data),
+									  &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+									  create_done, ctx);
+					/* same round trip: the server answers a session in order */
+					if (rc == ZOK)
+						rc = zoo_aget_children2(zh, parent, 0, children_done, ctx);
+				}
+				break;
+			case OP_CHILDREN:
+				rc = zoo_aget_children2(zh, parent, 0, children_done, ctx);
+				break;
+			case OP_RECOVER:
+				rc = zoo_aget_children2(zh, parent, 0, recover_done, ctx);
+				break;
+			case OP_WATCH:
+				child_path(s, s->watch, path);
+				rc = zoo_awexists(zh, path, predecessor_watch, ctx, exists_done, ctx);
+				break;
+			case OP_DELETE:
+				child_path(s, s->node, path);
+				rc = zoo_adelete(zh, path, -1, delete_done, ctx);
+				break;
+		}
+
+		/*
+		 * ZINVALIDSTATE: the session just ended and session_lost() will
+		 * re-queue.  Anything else is a local failure to build a request.
+		 */
+		if (rc != ZOK && rc != ZINVALIDSTATE)
+			elog(ERROR, "zk_lock: could not send a ZooKeeper request: %s", zerror(rc));
+	}
+}
+
+/* ---- lifecycle ---- */
+
+static void
+open_session(void)
+{
+	clientid_t	resume;
+	bool		have_resume;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	have_resume = zkl_shared->session_id != 0;
+	resume.client_id = zkl_shared->session_id;
+	memcpy(resume.passwd, zkl_shared->session_passwd, sizeof(resume.passwd));
+	zkl_shared->conn_state = ZKC_CONNECTING;
+	zkl_shared->state_since = GetCurrentTimestamp();
+	LWLockRelease(zkl_shared->lock);
+
+	zh = zkc_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
+				  session_watcher);
+	if (zh == NULL)
+	{
+		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
+		return;
+	}
+	if (open_hosts)
+		pfree(open_hosts);
+	open_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
+}
+
+static void
+reload_config(void)
+{
+	ConfigReloadPending = false;
+	ProcessConfigFile(PGC_SIGHUP);
+	if (zh != NULL && zkl_hosts[0] != '\0' && strcmp(open_hosts, zkl_hosts) != 0)
+	{
+		/* same ensemble, new list: keep the session and every lock */
+		if (zoo_set_servers(zh, zkl_hosts) == ZOK)
+		{
+			ereport(LOG, (errmsg("zk_lock: ZooKeeper hosts changed to \"%s\"", zkl_hosts)));
+			pfree(open_hosts);
+			open_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
+		}
+		else
+			ereport(LOG, (errmsg("zk_lock: could not apply zk_lock.hosts \"%s\"", zkl_hosts)));
+	}
+}
+
+static bool
+claim_worker_role(void)
+{
+	pid_t		other;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	other = zkl_shared->worker_pid;
+	if (other != 0 && other != MyProcPid && kill(other, 0) == 0)
+	{
+		LWLockRelease(zkl_shared->lock);
+		ereport(LOG, (errmsg("zk_lock worker already running under PID %d", (int) other)));
+		return false;
+	}
+	zkl_shared->worker_pid = MyProcPid;
+	zkl_shared->worker_procno = MyProc->pgprocno;
+	LWLockRelease(zkl_shared->lock);
+	return true;
+}
+
+static void
+worker_exit(int code, Datum arg)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (zkl_shared->worker_pid == MyProcPid)
+	{
+		zkl_shared->worker_pid = 0;
+		zkl_shared->worker_procno = -1;
+		zkl_shared->conn_state = ZKC_STOPPED;
+		zkl_shared->state_since = GetCurrentTimestamp();
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
+void
+zkl_worker_main(Datum arg)
+{
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	BackgroundWorkerUnblockSignals();
+
+	if (!claim_worker_role())
+		proc_exit(0);			/* exit code 0: not restarted */
+	before_shmem_exit(worker_exit, (Datum) 0);
+
+	ops = MemoryContextAlloc(TopMemoryContext, zkl_shared->nslots * sizeof(Op));
+	adopt_slots();
+	ereport(LOG, (errmsg("zk_lock worker started")));
+
+	while (!ShutdownRequestPending)
+	{
+		long		wait_ms;
+		int			nops;
+
+		if (ConfigReloadPending)
+			reload_config();
+
+		if (zh != NULL && session_ended)
+		{
+			session_ended = false;
+			session_lost();
+			zkc_close(zh);
+			zh = NULL;
+		}
+		if (zh == NULL && zkl_hosts[0] != '\0' && GetCurrentTimestamp() >= next_open)
+			open_session();
+
+		wait_ms = plan_ops(&nops);
+		if (nops > 0)
+			send_ops(nops);
+		if (zh == NULL && zkl_hosts[0] != '\0')
+			wait_ms = (wait_ms < 0) ? REOPEN_DELAY_MS : Min(wait_ms, REOPEN_DELAY_MS);
+
+		zkc_wait(zh, wait_ms);
+	}
+
+	/*
+	 * Closing the session makes ZooKeeper drop our nodes at once, so other
+	 * clusters need not wait a session timeout.  Our holders lose their locks.
+	 */
+	session_lost();
+	zkc_close(zh);
+	zh = NULL;
+	ereport(LOG, (errmsg("zk_lock worker stopped")));
+	proc_exit(1);				/* exit code 1: restarted unless shutting down */
+}

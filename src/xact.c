@@ -1,0 +1,296 @@
+/*
+ * xact.c — binds locks to transactions, as core does for
+ * pg_advisory_xact_lock: repeated requests stack, a rolled-back savepoint
+ * releases what was taken inside it, commit and abort release everything,
+ * PREPARE TRANSACTION is refused while locks are held, and backend exit
+ * releases whatever is left (including a request still waiting).
+ *
+ * Releasing only marks the slots abandoned and wakes the worker, which
+ * deletes the nodes: the commit path never waits for ZooKeeper.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "storage/ipc.h"
+#include "utils/memutils.h"
+
+#include "zk_lock.h"
+
+typedef struct ZklHold
+{
+	SubTransactionId subid;
+	int			count;
+} ZklHold;
+
+/* One granted lock of this backend (one slot, one node). */
+typedef struct ZklLocal
+{
+	int			slot;
+	char		mode;
+	char	   *key;
+	int			nholds;			/* total stacked acquisitions */
+	int			ndepth;
+	int			maxdepth;
+	ZklHold    *depth;			/* acquisitions by subtransaction, innermost last */
+} ZklLocal;
+
+static MemoryContext local_cxt = NULL;
+static ZklLocal *locals = NULL;
+static int	nlocals = 0;
+static int	maxlocals = 0;
+static int	pending_slot = -1;	/* request being waited for, if any */
+
+static void
+push_hold(ZklLocal *l)
+{
+	SubTransactionId cur = GetCurrentSubTransactionId();
+
+	l->nholds++;
+	if (l->ndepth > 0 && l->depth[l->ndepth - 1].subid == cur)
+	{
+		l->depth[l->ndepth - 1].count++;
+		return;
+	}
+	if (l->ndepth == l->maxdepth)
+	{
+		l->maxdepth *= 2;
+		l->depth = repalloc(l->depth, l->maxdepth * sizeof(ZklHold));
+	}
+	l->depth[l->ndepth].subid = cur;
+	l->depth[l->ndepth].count = 1;
+	l->ndepth++;
+}
+
+static ZklLocal *
+find_local(const char *key, char mode)
+{
+	int			i;
+
+	for (i = 0; i < nlocals; i++)
+		if (locals[i].mode == mode && strcmp(locals[i].key, key) == 0)
+			return &locals[i];
+	return NULL;
+}
+
+/* Drop entries whose holds are all gone, abandoning their slots at once. */
+static void
+release_empty(void)
+{
+	int		   *slots = palloc(Max(nlocals, 1) * sizeof(int));
+	int			nrel = 0;
+	int			keep = 0;
+	int			i;
+
+	for (i = 0; i < nlocals; i++)
+	{
+		if (locals[i].nholds > 0)
+			locals[keep++] = locals[i];
+		else
+		{
+			slots[nrel++] = locals[i].slot;
+			pfree(locals[i].key);
+			pfree(locals[i].depth);
+		}
+	}
+	nlocals = keep;
+	if (nrel > 0)
+		zkl_abandon_slots(slots, nrel);
+	pfree(slots);
+}
+
+static void
+abandon_pending(void)
+{
+	if (pending_slot >= 0)
+	{
+		int			idx = pending_slot;
+
+		pending_slot = -1;
+		zkl_abandon_slot(idx);
+	}
+}
+
+static void
+release_all(void)
+{
+	int			i;
+
+	abandon_pending();
+	for (i = 0; i < nlocals; i++)
+		locals[i].nholds = 0;
+	release_empty();
+}
+
+bool
+zkl_local_stack(const char *key, char mode)
+{
+	ZklLocal   *l = find_local(key, mode);
+
+	if (l == NULL)
+		return false;
+	push_hold(l);
+	return true;
+}
+
+void
+zkl_local_add(int slot, const char *key, char mode)
+{
+	MemoryContext old = MemoryContextSwitchTo(local_cxt);
+	ZklLocal   *l;
+
+	if (nlocals == maxlocals)
+	{
+		maxlocals = Max(8, maxlocals * 2);
+		locals = locals ? repalloc(locals, maxlocals * sizeof(ZklLocal))
+			: palloc(maxlocals * sizeof(ZklLocal));
+	}
+	l = &locals[nlocals++];
+	l->slot = slot;
+	l->mode = mode;
+	l->key = pstrdup(key);
+	l->nholds = 0;
+	l->ndepth = 0;
+	l->maxdepth = 4;
+	l->depth = palloc(l->maxdepth * sizeof(ZklHold));
+	push_hold(l);
+	MemoryContextSwitchTo(old);
+}
+
+bool
+zkl_local_unlock(const char *key, char mode)
+{
+	ZklLocal   *l = find_local(key, mode);
+	ZklHold    *top;
+
+	if (l == NULL)
+		return false;
+	top = &l->depth[l->ndepth - 1];
+	if (--top->count == 0)
+		l->ndepth--;
+	if (--l->nholds == 0)
+		release_empty();
+	return true;
+}
+
+void
+zkl_local_unlock_all(void)
+{
+	release_all();
+}
+
+void
+zkl_set_pending(int slot)
+{
+	pending_slot = slot;
+}
+
+/* Called by the wait loop's owner before it can raise an error at commit. */
+static void
+check_not_lost(void)
+{
+	int			i;
+	const char *lost = NULL;
+
+	if (nlocals == 0)
+		return;
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	for (i = 0; i < nlocals && lost == NULL; i++)
+		if (zkl_shared->slots[locals[i].slot].result == ZKR_LOST)
+			lost = locals[i].key;
+	LWLockRelease(zkl_shared->lock);
+	if (lost != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("zk_lock lock on key \"%s\" was lost", zkl_display_key(lost)),
+				 errdetail("The ZooKeeper session that granted it ended before the commit."),
+				 errhint("Retry the transaction.")));
+}
+
+static void
+xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_PRE_COMMIT:
+			check_not_lost();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			if (nlocals > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that holds zk_lock locks"),
+						 errhint("Release them with zk_unlock_all() first.")));
+			break;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PREPARE:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			release_all();
+			locals = NULL;
+			maxlocals = 0;
+			MemoryContextReset(local_cxt);
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+				 SubTransactionId parentSubid, void *arg)
+{
+	int			i;
+
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
+		abandon_pending();
+		for (i = 0; i < nlocals; i++)
+		{
+			ZklLocal   *l = &locals[i];
+
+			while (l->ndepth > 0 && l->depth[l->ndepth - 1].subid == mySubid)
+				l->nholds -= l->depth[--l->ndepth].count;
+		}
+		release_empty();
+	}
+	else if (event == SUBXACT_EVENT_COMMIT_SUB)
+	{
+		/* what the subtransaction took now belongs to its parent */
+		for (i = 0; i < nlocals; i++)
+		{
+			ZklLocal   *l = &locals[i];
+			ZklHold    *top;
+
+			if (l->ndepth == 0 || l->depth[l->ndepth - 1].subid != mySubid)
+				continue;
+			top = &l->depth[l->ndepth - 1];
+			if (l->ndepth > 1 && l->depth[l->ndepth - 2].subid == parentSubid)
+			{
+				l->depth[l->ndepth - 2].count += top->count;
+				l->ndepth--;
+			}
+			else
+				top->subid = parentSubid;
+		}
+	}
+}
+
+static void
+exit_callback(int code, Datum arg)
+{
+	if (zkl_shared != NULL)
+		release_all();
+}
+
+void
+zkl_xact_init(void)
+{
+	if (local_cxt != NULL)
+		return;
+	local_cxt = AllocSetContextCreate(TopMemoryContext, "zk_lock locks",
+									  ALLOCSET_SMALL_SIZES);
+	RegisterXactCallback(xact_callback, NULL);
+	RegisterSubXactCallback(subxact_callback, NULL);
+	before_shmem_exit(exit_callback, (Datum) 0);
+}

@@ -1,0 +1,15 @@
+/*
+ * zk_client.h — thin wrapper over libzookeeper_st for the worker.
+ */
+#ifndef ZK_LOCK_ZK_CLIENT_H
+#define ZK_LOCK_ZK_CLIENT_H
+
+#include <zookeeper/zookeeper.h>
+
+extern zhandle_t *zkc_open(const char *hosts, int session_timeout_ms,
+						   const clientid_t *resume, watcher_fn watcher);
+extern void zkc_close(zhandle_t *zh);
+extern int	zkc_wait(zhandle_t *zh, long max_wait_ms);
+extern int	zkc_sqlstate(int zrc);
+
+#endif

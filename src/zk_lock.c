@@ -1,0 +1,139 @@
+/*
+ * zk_lock.c — module initialisation: GUCs, shared-memory hooks and the
+ * background worker's registration.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "utils/guc.h"
+
+#include "zk_lock.h"
+
+PG_MODULE_MAGIC;
+
+char	   *zkl_hosts = NULL;
+char	   *zkl_root = NULL;
+int			zkl_session_timeout = 10000;
+int			zkl_connect_timeout = 5000;
+int			zkl_max_locks = 1000;
+
+#define ZKL_MAX_ROOT_LEN 512
+
+#if PG_VERSION_NUM >= 150000
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+#endif
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+void		_PG_init(void);
+
+/* A root must be an absolute ZooKeeper path ZooKeeper accepts, and not its own. */
+static bool
+check_root(char **newval, void **extra, GucSource source)
+{
+	const char *p = *newval;
+	size_t		len = p ? strlen(p) : 0;
+	const char *c;
+
+	if (len < 2 || p[0] != '/' || p[len - 1] == '/' || len > ZKL_MAX_ROOT_LEN)
+	{
+		GUC_check_errdetail("zk_lock.root must be an absolute ZooKeeper path of at most %d bytes, such as \"/zk_lock\", without a trailing slash.",
+							ZKL_MAX_ROOT_LEN);
+		return false;
+	}
+	for (c = p; *c; c++)
+	{
+		if ((unsigned char) *c < 0x20 || *c == 0x7F)
+		{
+			GUC_check_errdetail("zk_lock.root must not contain control characters.");
+			return false;
+		}
+	}
+	if (strstr(p, "//") || strstr(p, "/./") || strstr(p, "/../") ||
+		(len >= 2 && strcmp(p + len - 2, "/.") == 0) ||
+		(len >= 3 && strcmp(p + len - 3, "/..") == 0))
+	{
+		GUC_check_errdetail("zk_lock.root must not contain empty, \".\" or \"..\" components.");
+		return false;
+	}
+	if (strcmp(p, "/zookeeper") == 0 || strncmp(p, "/zookeeper/", 11) == 0)
+	{
+		GUC_check_errdetail("/zookeeper is reserved by ZooKeeper.");
+		return false;
+	}
+	return true;
+}
+
+#if PG_VERSION_NUM >= 150000
+static void
+shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	zkl_shmem_request();
+}
+#endif
+
+static void
+shmem_startup(void)
+{
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+	zkl_shmem_startup();
+}
+
+void
+_PG_init(void)
+{
+	BackgroundWorker worker;
+
+	DefineCustomStringVariable("zk_lock.hosts",
+							   "ZooKeeper servers, as host:port[,host:port...].",
+							   "Empty disables zk_lock. A new list for the same ensemble is applied on reload without losing the session.",
+							   &zkl_hosts, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("zk_lock.root",
+							   "ZooKeeper path under which lock nodes are kept.",
+							   "Clusters that share locks must use the same root.",
+							   &zkl_root, "/zk_lock", PGC_POSTMASTER, 0,
+							   check_root, NULL, NULL);
+	DefineCustomIntVariable("zk_lock.session_timeout",
+							"ZooKeeper session timeout asked for (the server may adjust it).",
+							"Applies to the next session.",
+							&zkl_session_timeout, 10000, 1000, 600000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("zk_lock.connect_timeout",
+							"How long a lock request waits for a ZooKeeper connection before failing.",
+							NULL,
+							&zkl_connect_timeout, 5000, 100, 600000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("zk_lock.max_locks",
+							"Lock requests (held or waiting) the whole cluster can have at once.",
+							NULL,
+							&zkl_max_locks, 1000, 16, 100000,
+							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("zk_lock");
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+#if PG_VERSION_NUM >= 150000
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = shmem_request;
+#else
+	zkl_shmem_request();
+#endif
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = shmem_startup;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
+	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
+	worker.bgw_restart_time = 1;
+	strlcpy(worker.bgw_library_name, "zk_lock", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "zkl_worker_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "zk_lock worker", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "zk_lock worker", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}

@@ -1,0 +1,139 @@
+/*
+ * zk_lock.h — shared structures, states and GUCs of the zk_lock extension.
+ *
+ * A slot is one lock request of one backend.  Two parties touch it, always
+ * under ZklShared->lock:
+ *   - the owning backend claims it (FREE -> NEW), reads `result`, and finally
+ *     abandons it (sets `abandoned`, or frees it outright when no ZooKeeper
+ *     work was ever started or is left);
+ *   - the worker drives `zstate` (the ZooKeeper side) and sets `result`.
+ * A slot returns to FREE only when its owner has abandoned it and no node or
+ * create is left in ZooKeeper, so nothing is ever orphaned by a backend
+ * giving up early.
+ */
+#ifndef ZK_LOCK_H
+#define ZK_LOCK_H
+
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "storage/lwlock.h"
+
+#include "keys.h"
+#include "recipe.h"
+
+/* ZooKeeper-side progress of a slot; changed by the worker only (but see FREE/NEW). */
+typedef enum ZklZkState
+{
+	ZKS_FREE = 0,				/* unused */
+	ZKS_NEW,					/* claimed, nothing sent yet */
+	ZKS_CREATING,				/* create (+ pipelined getChildren) in flight */
+	ZKS_RECOVER,				/* create's reply lost: node may exist, look it up */
+	ZKS_RECOVERING,				/* that lookup is in flight */
+	ZKS_QUEUED,					/* node exists, not granted yet */
+	ZKS_HELD,					/* node exists, granted */
+	ZKS_DELETING,				/* delete in flight */
+	ZKS_GONE					/* no node: deleted, failed, or lost */
+} ZklZkState;
+
+/* What the owning backend is told; set by the worker. */
+typedef enum ZklResult
+{
+	ZKR_PENDING = 0,
+	ZKR_GRANTED,
+	ZKR_NOT_GRANTED,			/* try-lock found the lock taken */
+	ZKR_FAILED,					/* see errcode/errmsg */
+	ZKR_LOST					/* granted, then the session that granted it ended */
+} ZklResult;
+
+/* Follow-up ZooKeeper calls the worker owes a slot (bits of ZklSlot.todo). */
+#define ZKT_CHILDREN	0x01	/* re-read the key's children and decide */
+#define ZKT_WATCH		0x02	/* set a watch on `watch` (the predecessor) */
+#define ZKT_DELETE		0x04	/* (re)send the delete of our node */
+#define ZKT_PARENTS		0x08	/* create root and key nodes, then the node */
+
+#define ZKL_NODE_BUFLEN	96		/* own node name (child of the key node) */
+#define ZKL_ERRMSG_LEN	160
+#define ZKL_DATA_LEN	256		/* node data: who holds it, for humans */
+
+typedef struct ZklSlot
+{
+	ZklZkState	zstate;
+	ZklResult	result;
+	bool		abandoned;		/* owner is done with it */
+	bool		nowait;			/* try-lock: do not queue */
+	uint8		todo;			/* ZKT_* bits */
+	uint8		retries;		/* parent re-creations, to bound a loop */
+	char		mode;			/* ZKL_MODE_* */
+	int			owner_procno;
+	int			owner_pid;
+	uint64		attempt;		/* tags ZooKeeper calls; stale replies differ */
+	int64		czxid;			/* fencing token once created */
+	TimestampTz requested_at;
+	TimestampTz granted_at;
+	int			sqlstate;		/* with ZKR_FAILED */
+	char		errmsg[ZKL_ERRMSG_LEN];
+	char		uuid[ZKL_UUID_LEN + 1];
+	char		key[ZKL_KEY_BUFLEN];	/* encoded key = name of the key node */
+	char		node[ZKL_NODE_BUFLEN];	/* own node, once known */
+	char		watch[ZKL_NODE_BUFLEN]; /* predecessor to watch */
+	char		data[ZKL_DATA_LEN];
+} ZklSlot;
+
+typedef enum ZklConnState
+{
+	ZKC_STOPPED = 0,
+	ZKC_CONNECTING,
+	ZKC_CONNECTED
+} ZklConnState;
+
+typedef struct ZklShared
+{
+	LWLock	   *lock;
+	int			worker_procno;	/* -1 while no worker runs */
+	pid_t		worker_pid;
+	ZklConnState conn_state;
+	int64		session_id;		/* current session, kept so a restarted worker resumes it */
+	char		session_passwd[16];
+	TimestampTz state_since;
+	uint64		next_attempt;
+	int			claim_hint;		/* where the next free-slot search starts */
+	int			nslots;
+	ZklSlot		slots[FLEXIBLE_ARRAY_MEMBER];
+} ZklShared;
+
+/* GUCs (zk_lock.c) */
+extern char *zkl_hosts;
+extern char *zkl_root;
+extern int	zkl_session_timeout;
+extern int	zkl_connect_timeout;
+extern int	zkl_max_locks;
+
+/* shmem.c */
+extern ZklShared *zkl_shared;
+extern void zkl_shmem_request(void);
+extern void zkl_shmem_startup(void);
+extern void zkl_require_shared(void);
+extern int	zkl_claim_slot(const char *key, char mode, bool nowait, const char *data);
+extern ZklResult zkl_abandon_slot(int idx);
+extern void zkl_abandon_slots(const int *idx, int n);
+extern ZklResult zkl_cancel_slot(int idx);
+extern void zkl_wake_worker(void);
+extern void zkl_wake_owner(ZklSlot *slot);
+extern void zkl_free_slot(ZklSlot *slot);
+
+/* worker.c */
+extern PGDLLEXPORT void zkl_worker_main(Datum arg);
+
+/* xact.c */
+extern void zkl_xact_init(void);
+extern void zkl_local_add(int slot, const char *key, char mode);
+extern bool zkl_local_stack(const char *key, char mode);
+extern bool zkl_local_unlock(const char *key, char mode);
+extern void zkl_local_unlock_all(void);
+extern void zkl_set_pending(int slot);
+
+/* lockfuncs.c */
+extern char *zkl_display_key(const char *encoded);
+
+#endif
