@@ -11,10 +11,21 @@ PGFILEDESC = "zk_lock - advisory locks shared by PostgreSQL clusters through Zoo
 # Single-threaded client only: the _mt library runs callbacks on its own threads.
 SHLIB_LINK = -lzookeeper_st
 
+# Suites; `make test` runs them all (see test/run_all.sh).  The temp instances
+# load a config written at run time with the port of the ZooKeeper it started.
+REGRESS = zk_lock_api zk_lock_xact
+REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=test/tmp/zk_lock.conf
+ISOLATION = trylock timeouts
+ISOLATION_OPTS = --temp-instance=tmp_isolation --temp-config=test/tmp/zk_lock.conf
+TAP_TESTS = 1
+ENCODING = UTF8
+NO_LOCALE = 1
+EXTRA_CLEAN = tmp_regress tmp_isolation output_iso test/unit/test_pure
+
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
-.PHONY: test demo unit
+.PHONY: test demo unit installcheck-regress installcheck-isolation installcheck-tap
 
 ifneq ($(PGXS),)
 include $(PGXS)
@@ -31,3 +42,12 @@ demo:
 
 unit:
 	bash test/unit/run.sh
+
+installcheck-regress:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+
+installcheck-isolation:
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+
+installcheck-tap:
+	$(prove_installcheck)

@@ -117,7 +117,7 @@ zkl_claim_slot(const char *key, char mode, bool nowait, const char *data)
 	{
 		LWLockRelease(zkl_shared->lock);
 		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				(errcode(ERRCODE_OUT_OF_MEMORY),	/* 53200, as core's full lock table */
 				 errmsg("out of zk_lock slots"),
 				 errdetail("All %d slots of the zk_lock request table are in use.", n),
 				 errhint("Raise zk_lock.max_locks and restart the server.")));

@@ -89,6 +89,14 @@ _PG_init(void)
 {
 	BackgroundWorker worker;
 
+	/*
+	 * Loaded by CREATE EXTENSION or LOAD only: do nothing, and the functions
+	 * say how to preload.  (PGC_POSTMASTER settings cannot even be defined
+	 * after startup.)
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
 	DefineCustomStringVariable("zk_lock.hosts",
 							   "ZooKeeper servers, as host:port[,host:port...].",
 							   "Empty disables zk_lock. A new list for the same ensemble is applied on reload without losing the session.",
@@ -114,9 +122,6 @@ _PG_init(void)
 							&zkl_max_locks, 1000, 16, 100000,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zk_lock");
-
-	if (!process_shared_preload_libraries_in_progress)
-		return;
 
 #if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;

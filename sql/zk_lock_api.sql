@@ -1,0 +1,64 @@
+-- zk_lock SQL API: shapes, errors with their SQLSTATEs, key spaces.
+CREATE EXTENSION zk_lock;
+
+-- Runs a statement and reports its SQLSTATE and message instead of failing.
+CREATE FUNCTION outcome(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+
+-- every function is PARALLEL UNSAFE and not STRICT (NULL is an error, not NULL)
+SELECT p.oid::regprocedure AS function, p.proparallel, p.proisstrict
+FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
+JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'zk_lock'
+ORDER BY 1::text;
+
+-- bad input
+SELECT outcome($$SELECT zk_lock(NULL::text)$$);
+SELECT outcome($$SELECT zk_lock(NULL::bigint)$$);
+SELECT outcome($$SELECT zk_try_lock(NULL::text)$$);
+SELECT outcome($$SELECT zk_unlock(NULL::text)$$);
+SELECT outcome($$SELECT zk_lock('')$$);
+SELECT outcome($$SELECT zk_try_lock('', 10)$$);
+SELECT outcome($$SELECT zk_lock(repeat('x', 257))$$);
+SELECT outcome($$SELECT zk_lock(repeat('é', 129))$$);   -- 258 bytes in UTF-8
+SELECT outcome($$SELECT zk_try_lock('k', -1)$$);
+SELECT outcome($$SELECT zk_try_lock('k', NULL)$$);
+
+-- the longest key, every byte escaped in ZooKeeper, works
+BEGIN;
+SELECT zk_lock(repeat('/', 256));
+SELECT zk_unlock(repeat('/', 256));
+COMMIT;
+
+-- awkward keys: separators, escapes, unicode, case, bigint extremes
+BEGIN;
+SELECT zk_lock('a/b'), zk_lock('a%2Fb'), zk_lock('A/B'), zk_lock('ключ 🔒'),
+       zk_lock('.'), zk_lock('..'), zk_lock(E'tab\there');
+SELECT zk_lock(-9223372036854775808), zk_lock(9223372036854775807), zk_lock(0);
+SELECT zk_unlock('a/b'), zk_unlock('a%2Fb'), zk_unlock('A/B'), zk_unlock('ключ 🔒'),
+       zk_unlock('.'), zk_unlock('..'), zk_unlock(E'tab\there');
+SELECT zk_unlock(-9223372036854775808), zk_unlock(9223372036854775807), zk_unlock(0);
+COMMIT;
+
+-- text and bigint keys are separate key spaces: unlocking one leaves the other
+BEGIN;
+SELECT zk_lock('7'), zk_lock(7);
+SELECT zk_unlock(7);
+SELECT zk_unlock(7);
+SELECT zk_unlock('7');
+COMMIT;
+
+-- unlock of a key not held: WARNING and false, as pg_advisory_unlock
+SELECT zk_unlock('never-taken');
+SELECT zk_unlock(12345);
+
+-- try-lock forms on a free key
+BEGIN;
+SELECT zk_try_lock('free'), zk_try_lock(99), zk_try_lock('free2', 0), zk_try_lock(98, 100);
+SELECT zk_unlock_all();
+SELECT zk_unlock('free');
+COMMIT;

@@ -1,0 +1,140 @@
+# Two clusters, one ZooKeeper: cross-cluster blocking, hand-over at commit,
+# release at abort and at backend exit, and mutual exclusion under load.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use ZkLockTest;
+
+my $zk = start_zookeeper('main');
+my $a = new_zk_cluster('a', $zk);
+my $b = new_zk_cluster('b', $zk);
+
+sub waiting_count
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND backend_type = 'client backend'");
+}
+
+# --- B blocks on a key A holds, and gets it right after A commits ---
+my $ha = $a->background_psql('postgres');
+$ha->query_safe("BEGIN; SELECT zk_lock('handover')");
+
+my $hb = $b->background_psql('postgres');
+$hb->query_until(qr/go/, "\\echo go\nSELECT zk_lock('handover'); SELECT 'b-granted', extract(epoch from clock_timestamp());\n");
+ok(wait_for(sub { waiting_count($b) == 1 }, 10), 'B waits for the lock A holds');
+is($b->safe_psql('postgres', "SELECT zk_try_lock('handover')"), 'f',
+	'a third session in B cannot take it either');
+sleep 1;
+is(waiting_count($b), 1, 'B is still waiting after a second');
+
+my $commit_at = time();
+$ha->query_safe('COMMIT');
+ok(wait_for(sub { waiting_count($b) == 0 }, 10), 'B is granted after A commits');
+note(sprintf('hand-over: B granted %.1f ms after A committed (wall clock seen by the test)',
+	1000 * (time() - $commit_at)));
+ok(wait_for(sub { $a->safe_psql('postgres', "SELECT zk_try_lock('handover')") eq 't' }, 10),
+	'B released at the end of its autocommit transaction; A can take the key again');
+$hb->quit;
+
+# --- A's abort releases ---
+$ha->query_safe("BEGIN; SELECT zk_lock('abort-key')");
+is($b->safe_psql('postgres', "SELECT zk_try_lock('abort-key')"), 'f', 'held by A');
+$ha->query_safe('ROLLBACK');
+ok(wait_for(sub { $b->safe_psql('postgres', "SELECT zk_try_lock('abort-key')") eq 't' }, 10),
+	'A\'s rollback released the key for B');
+
+# --- backend exit releases ---
+$ha->query_safe("BEGIN; SELECT zk_lock('exit-key')");
+$ha->quit;
+ok(wait_for(sub { $b->safe_psql('postgres', "SELECT zk_try_lock('exit-key')") eq 't' }, 10),
+	'a backend that exits while holding releases the key');
+
+# --- a terminated waiter leaves no node behind ---
+$ha = $a->background_psql('postgres');
+$ha->query_safe("BEGIN; SELECT zk_lock('term-key')");
+my $hw = $b->background_psql('postgres', on_error_stop => 0);
+$hw->query_until(qr/go/, "\\echo go\nSELECT zk_lock('term-key');\n");
+ok(wait_for(sub { waiting_count($b) == 1 }, 10), 'waiter queued in B');
+$b->safe_psql('postgres',
+	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Extension'");
+ok(wait_for(sub { waiting_count($b) == 0 }, 10), 'waiter terminated');
+$ha->query_safe('COMMIT');
+ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10),
+	'no lock node left after the holder commits and the waiter was terminated');
+eval { $hw->quit };
+
+# --- mutual exclusion: read-modify-write of a counter outside both clusters ---
+my $counter = "${PostgreSQL::Test::Utils::tmp_check}/counter";
+my $bump = q{
+CREATE FUNCTION bump(path text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE n int;
+BEGIN
+  -- read, dawdle, write: without mutual exclusion, increments get lost
+  n := coalesce(nullif(btrim(pg_read_file(path), E' \n'), '')::int, 0);
+  PERFORM pg_sleep(0.002);
+  EXECUTE format('COPY (SELECT %s) TO %L', n + 1, path);
+  RETURN n + 1;
+END $$;
+};
+$_->safe_psql('postgres', $bump) for ($a, $b);
+
+my $clients = 4;
+my $per_client = 25;
+my $expected = 2 * $clients * $per_client;
+
+sub run_load
+{
+	my ($script_body) = @_;
+	my $script = "${PostgreSQL::Test::Utils::tmp_check}/load.sql";
+	open my $fh, '>', $script or die;
+	print $fh $script_body;
+	close $fh;
+	my @runs;
+	for my $node ($a, $b)
+	{
+		my ($out, $err) = ('', '');
+		my $h = IPC::Run::start(
+			[ 'pgbench', '-n', '-c', $clients, '-j', $clients, '-t', $per_client,
+			  '-f', $script, '-h', $node->host, '-p', $node->port, 'postgres' ],
+			'>', \$out, '2>', \$err,
+			IPC::Run::timeout(120));
+		push @runs, [ $h, \$out, \$err ];
+	}
+	for (@runs)
+	{
+		my ($h, $out, $err) = @$_;
+		$h->finish;
+		is($h->result(0), 0, 'pgbench finished') or diag($$err);
+	}
+}
+
+# Control: the same load without the lock must lose updates, or the test proves nothing.
+PostgreSQL::Test::Utils::append_to_file($counter, "0\n");
+chmod 0666, $counter;
+run_load("SELECT bump('$counter');\n");
+my $unlocked = 0 + PostgreSQL::Test::Utils::slurp_file($counter);
+cmp_ok($unlocked, '<', $expected, "without zk_lock, increments are lost ($unlocked of $expected)");
+
+open my $fh, '>', $counter or die;
+print $fh "0\n";
+close $fh;
+my $t0 = time();
+run_load("BEGIN;\nSELECT zk_lock('counter');\nSELECT bump('$counter');\nCOMMIT;\n");
+my $elapsed = time() - $t0;
+is(0 + PostgreSQL::Test::Utils::slurp_file($counter), $expected,
+	"with zk_lock across two clusters, every increment counts ($expected)");
+note(sprintf('locked load: %d increments in %.2f s', $expected, $elapsed));
+
+ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10),
+	'no lock node remains in ZooKeeper after the load')
+  or diag(join("\n", zk_lock_nodes($zk)));
+
+$a->stop;
+$b->stop;
+done_testing();

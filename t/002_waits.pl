@@ -1,0 +1,78 @@
+# Waiting on one cluster: the wait shows in pg_stat_activity, a cancelled
+# waiter leaves no node behind, and three waiters are granted in FIFO order.
+# (These steps block until another session acts, which isolationtester can
+# only detect for heavyweight-lock waits, so they live here.)
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZkLockTest;
+
+my $zk = start_zookeeper('waits');
+my $node = new_zk_cluster('w', $zk);
+
+sub nodes_of
+{
+	my ($key) = @_;
+	return scalar grep { m{^/zk_lock/t\Q$key\E/} } zk_lock_nodes($zk);
+}
+
+sub start_waiter
+{
+	my ($key, $tag) = @_;
+	my $s = $node->background_psql('postgres', on_error_stop => 0);
+	$s->set_query_timer_restart();
+	$s->query_until(qr/started/,
+		"\\echo started\nBEGIN;\nSELECT pg_backend_pid() AS pid \\gset\nSELECT zk_lock('$key');\nSELECT '$tag granted:' || nextval('grant_seq');\n");
+	return $s;
+}
+
+$node->safe_psql('postgres', 'CREATE SEQUENCE grant_seq');
+
+# --- the wait is visible, and cancelling it leaves nothing behind ---
+my $holder = $node->background_psql('postgres');
+$holder->query_safe("BEGIN; SELECT zk_lock('cancel-me')");
+my $w = start_waiter('cancel-me', 'cancelled');
+ok(wait_for(sub { nodes_of('cancel-me') == 2 }, 10), 'waiter queued behind the holder in ZooKeeper');
+is($node->safe_psql('postgres',
+		"SELECT wait_event_type || '/' || wait_event FROM pg_stat_activity WHERE backend_type = 'client backend' AND wait_event_type = 'Extension'"),
+	'Extension/Extension', 'the waiter shows an Extension wait in pg_stat_activity');
+is($node->safe_psql('postgres',
+		"SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE wait_event_type = 'Extension'"),
+	'1', 'waiter cancelled');
+ok(pump_until($w->{run}, $w->{timeout}, \$w->{stderr}, qr/canceling statement due to user request/),
+	'the waiter got the cancel error');
+ok(wait_for(sub { nodes_of('cancel-me') == 1 }, 10), 'its node was deleted; the holder\'s remains');
+$holder->query_safe('COMMIT');
+is($node->safe_psql('postgres', "SELECT zk_try_lock('cancel-me')"), 't',
+	'after the holder commits the key is free: no cancelled waiter stands in front');
+$w->quit;
+
+# --- FIFO: waiters are granted in the order they queued ---
+$holder->query_safe("BEGIN; SELECT zk_lock('fifo')");
+my @waiters;
+for my $i (1 .. 3)
+{
+	push @waiters, start_waiter('fifo', "w$i");
+	ok(wait_for(sub { nodes_of('fifo') == $i + 1 }, 10), "waiter $i queued");
+}
+my $last = $node->safe_psql('postgres', 'SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM grant_seq');
+$holder->query_safe('COMMIT');
+my $prev = $holder;
+for my $i (1 .. 3)
+{
+	my $got = $waiters[ $i - 1 ]->query_until(qr/granted:\d+/, '');
+	my ($n) = $got =~ /w$i granted:(\d+)/;
+	is($n, $last + $i, "waiter $i is granted ${\($i == 1 ? 'first' : 'next')}");
+	is(nodes_of('fifo'), 4 - $i, 'one node fewer after each hand-over');
+	$waiters[ $i - 1 ]->query_safe('COMMIT');
+}
+$_->quit for @waiters;
+$holder->quit;
+ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left');
+
+$node->stop;
+done_testing();

@@ -1,0 +1,76 @@
+# Bad conditions give clear errors with SQLSTATEs, never a hang or a crash,
+# and leave nothing behind: ZooKeeper unreachable, hosts not set, slot table
+# full, library not preloaded.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use ZkLockTest;
+
+my $zk = start_zookeeper('bad');
+
+sub sqlstate_of
+{
+	my ($node, $sql) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\n$sql");
+	my ($code) = $err =~ /(?:ERROR|FATAL):\s+([0-9A-Z]{5}):/;
+	return ($code // 'none', $err);
+}
+
+# The worker has no database connection, so it is not in pg_stat_activity.
+sub worker_running
+{
+	my ($node) = @_;
+	my ($pm) = split /\n/, PostgreSQL::Test::Utils::slurp_file($node->data_dir . '/postmaster.pid');
+	return scalar grep { /zk_lock worker/ } `ps -o args= --ppid $pm`;
+}
+
+# --- ZooKeeper unreachable: a port nobody listens on ---
+my $dead_port = PostgreSQL::Test::Cluster::get_free_port();
+my $u = new_zk_cluster('unreachable', undef,
+	hosts => "127.0.0.1:$dead_port", conf => 'zk_lock.connect_timeout = 1000');
+my $t0 = time();
+my ($code, $err) = sqlstate_of($u, "SELECT zk_lock('k')");
+my $took = time() - $t0;
+is($code, '08001', 'ZooKeeper unreachable: connection error class 08') or diag($err);
+like($err, qr/could not connect to ZooKeeper within zk_lock.connect_timeout/, 'message names the setting');
+cmp_ok($took, '<', 10, 'and it returns (no hang)');
+($code) = sqlstate_of($u, "SELECT zk_try_lock('k')");
+is($code, '08001', 'try-lock too');
+ok(worker_running($u), 'the worker is still running');
+
+# --- hosts not set ---
+$u->append_conf('postgresql.conf', "zk_lock.hosts = ''\n");
+$u->reload;
+ok(wait_for(sub { $u->safe_psql('postgres', 'SHOW zk_lock.hosts') eq '' }, 10), 'hosts cleared');
+($code, $err) = sqlstate_of($u, "SELECT zk_lock('k')");
+is($code, '55000', 'hosts not set: object not in prerequisite state') or diag($err);
+like($err, qr/HINT:.*zk_lock.hosts/, 'with a hint');
+$u->stop;
+
+# --- slot table full ---
+my $s = new_zk_cluster('small', $zk, conf => 'zk_lock.max_locks = 16');
+($code, $err) = sqlstate_of($s,
+	"BEGIN; SELECT zk_lock('k' || i) FROM generate_series(1, 17) i; COMMIT;");
+is($code, '53200', 'slot table full: 53200') or diag($err);
+like($err, qr/HINT:.*zk_lock.max_locks/, 'with a hint to raise zk_lock.max_locks');
+ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10),
+	'the aborted transaction left no lock node');
+is($s->safe_psql('postgres',
+		"BEGIN; SELECT count(zk_lock('k' || i)) FROM generate_series(1, 16) i; COMMIT;"),
+	'16', 'all slots usable again afterwards');
+ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'and released at commit');
+$s->stop;
+
+# --- not preloaded: CREATE EXTENSION works, the functions say what to do ---
+my $np = new_zk_cluster('nopreload', $zk, preload => 0);
+($code, $err) = sqlstate_of($np, "SELECT zk_lock('k')");
+is($code, '55000', 'not preloaded: clear error') or diag($err);
+like($err, qr/HINT:.*shared_preload_libraries/, 'with a hint to preload');
+$np->stop;
+
+done_testing();

@@ -1,0 +1,61 @@
+# Herd-free queueing, checked with the ZooKeeper server's own counters:
+# every waiter watches exactly one node (its predecessor) and nothing
+# watches the key's children, and a hand-over costs a constant number of
+# requests, whatever the length of the queue.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZkLockTest;
+
+my $zk = start_zookeeper('herd');
+my @clusters = (new_zk_cluster('ha', $zk), new_zk_cluster('hb', $zk));
+
+# Upper bound on ZooKeeper requests per hand-over: the waiter's getChildren
+# after its watch fires, its delete at commit, and pings.  A herd (every
+# waiter re-reading the children on each release) costs O(queue) instead.
+my $bound = 5;
+
+sub drain
+{
+	my ($key, $waiters) = @_;
+	my $holder = $clusters[0]->background_psql('postgres');
+	$holder->query_safe("BEGIN; SELECT zk_lock('$key')");
+
+	my @runs;
+	for my $i (1 .. $waiters)
+	{
+		my $node = $clusters[ $i % 2 ];
+		my ($out, $err) = ('', '');
+		push @runs, IPC::Run::start(
+			[ 'psql', '-X', '-q', '-h', $node->host, '-p', $node->port, '-d', 'postgres',
+			  '-c', "BEGIN; SELECT zk_lock('$key'); COMMIT;" ],
+			'>', \$out, '2>', \$err, IPC::Run::timeout(120));
+	}
+	my $nodes = sub { scalar grep { m{^/zk_lock/t\Q$key\E/} } zk_lock_nodes($zk) };
+	ok(wait_for(sub { $nodes->() == $waiters + 1 }, 30), "$waiters waiters queued in ZooKeeper");
+	ok(wait_for(sub { zk_mntr($zk)->{zk_watch_count} >= $waiters }, 10), 'their watches are set');
+	is(zk_mntr($zk)->{zk_watch_count}, $waiters,
+		"zk_watch_count = $waiters: one watch per waiter, no child watch on the key");
+
+	my $before = zk_mntr($zk)->{zk_packets_received};
+	$holder->query_safe('COMMIT');
+	$_->finish for @runs;
+	is(scalar(grep { $_->result(0) != 0 } @runs), 0, 'every waiter got the lock and committed');
+	ok(wait_for(sub { $nodes->() == 0 }, 10), 'queue drained, no node left');
+	my $per = (zk_mntr($zk)->{zk_packets_received} - $before) / $waiters;
+	cmp_ok($per, '<=', $bound, sprintf('%.2f ZooKeeper requests per hand-over with %d waiters', $per, $waiters));
+	$holder->quit;
+	return $per;
+}
+
+my $per10 = drain('herd10', 10);
+my $per30 = drain('herd30', 30);
+cmp_ok($per30, '<=', $per10 + 1,
+	sprintf('cost per hand-over does not grow with the queue (%.2f at 10, %.2f at 30)', $per10, $per30));
+
+$_->stop for @clusters;
+done_testing();

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Run every suite in a scratch tree (see run_all.sh): unit tests of the pure
+# modules, pg_regress, isolation specs and TAP.  Starts a ZooKeeper server for
+# the pg_regress and isolation instances (TAP tests start their own) and stops
+# it on any exit.
+set -uo pipefail
+
+work=$1
+cd "$work"
+PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+mk() { make -s PG_CONFIG="$PG_CONFIG" with_llvm=no "$@"; }
+
+mkdir -p test/tmp
+trap 'bash test/zk.sh stop "$work/test/tmp/zk"' EXIT
+zk_port=$(bash test/zk.sh start "$work/test/tmp/zk") || exit 1
+
+# The temp instances of pg_regress and pg_isolation_regress preload zk_lock.
+cat >test/tmp/zk_lock.conf <<CONF
+shared_preload_libraries = 'zk_lock'
+zk_lock.hosts = '127.0.0.1:$zk_port'
+zk_lock.connect_timeout = 5000
+max_prepared_transactions = 2
+CONF
+
+passed=0
+failed=0
+run_suite() {
+	local name=$1
+	shift
+	echo "=== $name ==="
+	if "$@"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		echo "*** suite $name FAILED"
+		for f in regression.diffs output_iso/regression.diffs; do
+			[ -f "$f" ] && head -n 200 "$f"
+		done
+		for f in tmp_check/log/*.log; do
+			[ -f "$f" ] && { echo "--- $f (last lines)"; tail -n 40 "$f"; }
+		done
+	fi
+}
+
+run_suite unit bash test/unit/run.sh
+run_suite regress mk installcheck-regress
+run_suite isolation mk installcheck-isolation
+run_suite tap mk installcheck-tap
+
+echo "suites: $passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,188 @@
+/*
+ * Unit tests for the I/O-free parts of zk_lock: key encoding (keys.c) and
+ * the lock recipe's decisions (recipe.c).  Prints "N passed, M failed".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keys.h"
+#include "recipe.h"
+
+static int	passed;
+static int	failed;
+
+#define CHECK(cond, what) \
+	do { \
+		if (cond) passed++; \
+		else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, what); } \
+	} while (0)
+
+static const char *U1 = "11111111-1111-4111-8111-111111111111";
+static const char *U2 = "22222222-2222-4222-8222-222222222222";
+static const char *U3 = "33333333-3333-4333-8333-333333333333";
+static const char *U4 = "44444444-4444-4444-8444-444444444444";
+
+static char names[8][128];
+
+static const char *
+node(int i, char mode, const char *uuid, const char *seq)
+{
+	snprintf(names[i], sizeof(names[i]), "%c-%s-7300000000000000001-4242-%s", mode, uuid, seq);
+	return names[i];
+}
+
+/* ZooKeeper refuses '/', NUL, control characters and some Unicode ranges. */
+static int
+zk_acceptable(const char *name)
+{
+	const unsigned char *p;
+
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || name[0] == '\0')
+		return 0;
+	for (p = (const unsigned char *) name; *p; p++)
+		if (*p == '/' || *p < 0x20 || *p >= 0x7F)
+			return 0;
+	return 1;
+}
+
+static void
+roundtrip(const char *raw, size_t len, const char *what)
+{
+	char		enc[ZKL_KEY_BUFLEN];
+	char		dec[ZKL_KEY_BUFLEN];
+	char		kind = 0;
+	int			n = zkl_encode_text_key(raw, len, enc, sizeof(enc));
+	int			m;
+
+	CHECK(n > 0, what);
+	if (n <= 0)
+		return;
+	CHECK(zk_acceptable(enc), what);
+	m = zkl_decode_key(enc, &kind, dec, sizeof(dec));
+	CHECK(m == (int) len && kind == ZKL_KEY_TEXT && memcmp(dec, raw, len) == 0, what);
+}
+
+static void
+test_keys(void)
+{
+	char		enc[ZKL_KEY_BUFLEN];
+	char		enc2[ZKL_KEY_BUFLEN];
+	char		dec[ZKL_KEY_BUFLEN];
+	char		big[ZKL_MAX_KEY_BYTES + 2];
+	char		kind;
+	int			i;
+
+	roundtrip("orders", 6, "plain key");
+	roundtrip("a/b", 3, "slash escaped");
+	roundtrip("100%", 4, "percent escaped");
+	roundtrip(".", 1, "dot key");
+	roundtrip("..", 2, "dotdot key");
+	roundtrip("tab\there", 8, "control byte");
+	roundtrip("\xd0\xba\xd0\xbb\xd1\x8e\xd1\x87", 8, "cyrillic");
+	roundtrip("\xf0\x9f\x94\x92", 4, "emoji");
+	roundtrip("\xef\xbf\xbf", 3, "U+FFFF is escaped");
+
+	zkl_encode_text_key("a/b", 3, enc, sizeof(enc));
+	CHECK(strcmp(enc, "ta%2Fb") == 0, "slash encodes as %2F");
+	zkl_encode_text_key("a%2Fb", 5, enc2, sizeof(enc2));
+	CHECK(strcmp(enc, enc2) != 0, "a/b and a%2Fb differ (injective)");
+	zkl_encode_text_key("Key", 3, enc, sizeof(enc));
+	zkl_encode_text_key("key", 3, enc2, sizeof(enc2));
+	CHECK(strcmp(enc, enc2) != 0, "case is kept");
+
+	CHECK(zkl_encode_text_key("", 0, enc, sizeof(enc)) == -1, "empty key refused");
+	memset(big, '\xff', sizeof(big));
+	CHECK(zkl_encode_text_key(big, ZKL_MAX_KEY_BYTES, enc, sizeof(enc)) > 0,
+		  "longest key, every byte escaped, fits the buffer");
+	CHECK(zkl_encode_text_key(big, ZKL_MAX_KEY_BYTES + 1, enc, sizeof(enc)) == -1,
+		  "one byte too long refused");
+	CHECK(zkl_encode_text_key("abc", 3, enc, 3) == -1, "small buffer refused, no overflow");
+
+	/* text and bigint key spaces never meet */
+	zkl_encode_text_key("1", 1, enc, sizeof(enc));
+	zkl_encode_bigint_key(1, enc2, sizeof(enc2));
+	CHECK(strcmp(enc, enc2) != 0, "text '1' and bigint 1 differ");
+	zkl_encode_bigint_key(-9223372036854775807LL - 1, enc, sizeof(enc));
+	CHECK(strcmp(enc, "b-9223372036854775808") == 0, "bigint min");
+	CHECK(zkl_decode_key(enc, &kind, dec, sizeof(dec)) > 0 && kind == ZKL_KEY_BIGINT &&
+		  strcmp(dec, "-9223372036854775808") == 0, "bigint decodes");
+
+	CHECK(zkl_decode_key("x", &kind, dec, sizeof(dec)) == -1, "foreign name refused");
+	CHECK(zkl_decode_key("ta%2", &kind, dec, sizeof(dec)) == -1, "truncated escape refused");
+	CHECK(zkl_decode_key("t%61", &kind, dec, sizeof(dec)) == -1, "needless escape refused (one name per key)");
+
+	/* every single byte round-trips and stays acceptable */
+	for (i = 1; i < 256; i++)
+	{
+		char		c = (char) i;
+
+		roundtrip(&c, 1, "single byte");
+	}
+}
+
+static void
+test_recipe(void)
+{
+	ZkrChild	kids[8];
+	const char *list[8];
+	int			n;
+	int			own;
+	int			watch;
+	char		uuid[ZKL_UUID_LEN + 1];
+	unsigned char bytes[16] = {0};
+	char		prefix[96];
+
+	/* sorted by the sequence as an integer, whatever the order given */
+	list[0] = node(0, 'x', U3, "0000000010");
+	list[1] = node(1, 'x', U1, "0000000002");
+	list[2] = node(2, 'x', U2, "0000000009");
+	list[3] = "not-a-lock-node";
+	n = zkr_collect(list, 4, kids);
+	CHECK(n == 3, "foreign child skipped");
+	CHECK(kids[0].seq == 2 && kids[1].seq == 9 && kids[2].seq == 10, "sorted by sequence");
+
+	CHECK(zkr_decide(kids, n, U1, &own, &watch) == ZKR_GRANT && own == 0, "lowest is granted");
+	CHECK(zkr_decide(kids, n, U3, &own, &watch) == ZKR_WAIT && watch == 1,
+		  "exclusive watches its immediate predecessor only");
+	CHECK(zkr_decide(kids, n, U4, &own, &watch) == ZKR_ABSENT, "own node missing");
+
+	/* shared: only exclusive nodes before it block; watch the last of them */
+	list[0] = node(0, 's', U1, "0000000001");
+	list[1] = node(1, 'x', U2, "0000000002");
+	list[2] = node(2, 's', U3, "0000000003");
+	list[3] = node(3, 's', U4, "0000000004");
+	n = zkr_collect(list, 4, kids);
+	CHECK(zkr_decide(kids, n, U1, &own, &watch) == ZKR_GRANT, "first reader granted");
+	CHECK(zkr_decide(kids, n, U2, &own, &watch) == ZKR_WAIT && watch == 0,
+		  "writer waits for the reader before it");
+	CHECK(zkr_decide(kids, n, U4, &own, &watch) == ZKR_WAIT && watch == 1,
+		  "reader behind a writer watches that writer, not the reader before it");
+
+	/* integers, not strings: a sequence past 2^31 turns negative */
+	list[0] = node(0, 'x', U1, "-000000001");
+	list[1] = node(1, 'x', U2, "0000000005");
+	n = zkr_collect(list, 2, kids);
+	CHECK(n == 2 && kids[0].seq == -1, "negative sequence parsed as an integer");
+
+	list[0] = "x-short-0000000001";
+	CHECK(zkr_collect(list, 1, kids) == 0, "malformed name skipped");
+
+	zkr_format_uuid(bytes, uuid);
+	CHECK(strlen(uuid) == ZKL_UUID_LEN && uuid[14] == '4', "uuid v4 format");
+	CHECK(zkr_node_prefix('x', uuid, 7300000000000000001ULL, 4242, prefix, sizeof(prefix)) > 0,
+		  "prefix fits");
+	snprintf(names[7], sizeof(names[7]), "%s0000000003", prefix);
+	CHECK(zkr_parse_child(names[7], &kids[0]) && kids[0].seq == 3 && kids[0].mode == 'x',
+		  "a node made from our prefix parses back");
+	CHECK(zkr_name_has_uuid(names[7], uuid), "and carries its uuid");
+}
+
+int
+main(void)
+{
+	test_keys();
+	test_recipe();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}
