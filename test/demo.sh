@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# `make demo`: a local ZooKeeper and two PostgreSQL clusters sharing one lock.
+# Cluster A takes zk_lock('nightly-settlement') and works for 2 s; cluster B
+# asks for the same lock meanwhile, waits, and gets it as A commits.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+if [ "${1:-}" != --inside ]; then
+	zkl_prepare >/dev/null
+	work=$(zkl_workdir demo)
+	status=0
+	zkl_as_runner bash "$work/test/demo.sh" --inside "$work" || status=$?
+	rm -rf "$work"
+	exit "$status"
+fi
+
+work=$2
+cd "$work"
+bin=$("$PG_CONFIG" --bindir)
+pids=()
+cleanup() {
+	for d in "$work"/pg_*; do
+		[ -f "$d/postmaster.pid" ] && "$bin/pg_ctl" -D "$d" -m fast -w stop >/dev/null 2>&1
+	done
+	bash test/zk.sh stop "$work/zk"
+}
+trap cleanup EXIT
+
+echo "starting ZooKeeper on 127.0.0.1 ..."
+zk_port=$(bash test/zk.sh start "$work/zk")
+
+start_cluster() {  # start_cluster NAME PORT
+	local d="$work/pg_$1"
+	"$bin/initdb" -D "$d" -A trust --no-sync >/dev/null
+	cat >>"$d/postgresql.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$work'
+port = $2
+cluster_name = '$1'
+shared_preload_libraries = 'zk_lock'
+zk_lock.hosts = '127.0.0.1:$zk_port'
+CONF
+	"$bin/pg_ctl" -D "$d" -l "$d/log" -w start >/dev/null
+	"$bin/psql" -X -q -h "$work" -p "$2" -d postgres -c 'CREATE EXTENSION zk_lock'
+	echo "cluster $1 up (port $2, zk_lock.hosts = 127.0.0.1:$zk_port)"
+}
+port_a=$(perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(LocalAddr=>"127.0.0.1",LocalPort=>0,Listen=>1)->sockport')
+port_b=$((port_a + 1))
+start_cluster A "$port_a"
+start_cluster B "$port_b"
+
+psql_on() { "$bin/psql" -X -q -At -h "$work" -p "$1" -d postgres -v ON_ERROR_STOP=1; }
+now="to_char(clock_timestamp(), 'HH24:MI:SS.MS')"
+
+echo
+echo "--- one lock, two clusters ---"
+psql_on "$port_a" <<SQL &
+SELECT $now || '  A: BEGIN; SELECT zk_lock(''nightly-settlement'');';
+BEGIN;
+SELECT zk_lock('nightly-settlement') \g /dev/null
+SELECT $now || '  A: granted; settling for 2 s';
+SELECT pg_sleep(2) \g /dev/null
+SELECT $now || '  A: COMMIT';
+COMMIT;
+SELECT extract(epoch FROM clock_timestamp()) \g $work/a_committed
+SQL
+pids+=($!)
+sleep 0.5
+psql_on "$port_b" <<SQL &
+SELECT $now || '  B: BEGIN; SELECT zk_lock(''nightly-settlement'');  -- waits for A';
+BEGIN;
+SELECT zk_lock('nightly-settlement') \g /dev/null
+SELECT extract(epoch FROM clock_timestamp()) \g $work/b_granted
+SELECT $now || '  B: granted; now B runs the settlement';
+COMMIT;
+SQL
+pids+=($!)
+sleep 0.5
+echo "$(date +%T.%3N)  ZooKeeper: queue of /zk_lock/tnightly-settlement (A holds, B waits):"
+perl -MIO::Socket::INET -e '
+	my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $ARGV[0]) or die;
+	print $s "dump"; local $/; my $r = <$s>;
+	print map { "              $_\n" } sort grep { m{^/zk_lock/} } map { s/^\s+//r } split /\n/, $r;' "$zk_port"
+wait "${pids[@]}"
+awk -v a="$(cat "$work/a_committed")" -v b="$(cat "$work/b_granted")" \
+	'BEGIN { printf "hand-over: B was granted %.1f ms after A committed\n", (b - a) * 1000 }'
+
+echo
+echo "--- cost of one uncontended lock cycle (BEGIN; lock; COMMIT), 500 transactions, 1 client ---"
+cat >"$work/zk.sql" <<'SQL'
+BEGIN;
+SELECT zk_lock('latency');
+COMMIT;
+SQL
+cat >"$work/core.sql" <<'SQL'
+BEGIN;
+SELECT pg_advisory_xact_lock(42);
+COMMIT;
+SQL
+for s in zk core; do
+	lat=$("$bin/pgbench" -n -M prepared -t 500 -f "$work/$s.sql" -h "$work" -p "$port_a" postgres 2>/dev/null |
+		awk '/latency average/ { print $4 }')
+	case $s in
+		zk) echo "zk_lock (ZooKeeper round trips):     $lat ms per cycle" ;;
+		core) echo "pg_advisory_xact_lock (one cluster): $lat ms per cycle" ;;
+	esac
+done
+echo
+echo "demo done; stopping the clusters and ZooKeeper"
