@@ -17,6 +17,7 @@
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "catalog/pg_type_d.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
@@ -24,14 +25,9 @@
 
 #include "zk_lock.h"
 
-PG_FUNCTION_INFO_V1(zk_lock_text);
-PG_FUNCTION_INFO_V1(zk_lock_bigint);
-PG_FUNCTION_INFO_V1(zk_try_lock_text);
-PG_FUNCTION_INFO_V1(zk_try_lock_bigint);
-PG_FUNCTION_INFO_V1(zk_try_lock_timeout_text);
-PG_FUNCTION_INFO_V1(zk_try_lock_timeout_bigint);
-PG_FUNCTION_INFO_V1(zk_unlock_text);
-PG_FUNCTION_INFO_V1(zk_unlock_bigint);
+PG_FUNCTION_INFO_V1(zk_lock);
+PG_FUNCTION_INFO_V1(zk_try_lock);
+PG_FUNCTION_INFO_V1(zk_unlock);
 PG_FUNCTION_INFO_V1(zk_unlock_all);
 
 /* Slack before a backend decides the worker is not serving requests at all. */
@@ -304,54 +300,34 @@ release(FunctionCallInfo fcinfo, char keykind, char mode)
 	return false;
 }
 
-Datum
-zk_lock_text(PG_FUNCTION_ARGS)
+/*
+ * One C entry point per operation: the SQL overloads for text and bigint keys
+ * share it, and the key's type says which key space it belongs to.
+ */
+static char
+key_kind(FunctionCallInfo fcinfo)
 {
-	acquire(fcinfo, ZKL_KEY_TEXT, ZKL_MODE_EXCLUSIVE, WAIT_FOREVER);
+	return get_fn_expr_argtype(fcinfo->flinfo, 0) == INT8OID ? ZKL_KEY_BIGINT : ZKL_KEY_TEXT;
+}
+
+Datum
+zk_lock(PG_FUNCTION_ARGS)
+{
+	acquire(fcinfo, key_kind(fcinfo), ZKL_MODE_EXCLUSIVE, WAIT_FOREVER);
 	PG_RETURN_VOID();
 }
 
 Datum
-zk_lock_bigint(PG_FUNCTION_ARGS)
+zk_try_lock(PG_FUNCTION_ARGS)
 {
-	acquire(fcinfo, ZKL_KEY_BIGINT, ZKL_MODE_EXCLUSIVE, WAIT_FOREVER);
-	PG_RETURN_VOID();
+	PG_RETURN_BOOL(acquire(fcinfo, key_kind(fcinfo), ZKL_MODE_EXCLUSIVE,
+						   PG_NARGS() > 1 ? WAIT_BOUNDED : WAIT_NONE));
 }
 
 Datum
-zk_try_lock_text(PG_FUNCTION_ARGS)
+zk_unlock(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(acquire(fcinfo, ZKL_KEY_TEXT, ZKL_MODE_EXCLUSIVE, WAIT_NONE));
-}
-
-Datum
-zk_try_lock_bigint(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(acquire(fcinfo, ZKL_KEY_BIGINT, ZKL_MODE_EXCLUSIVE, WAIT_NONE));
-}
-
-Datum
-zk_try_lock_timeout_text(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(acquire(fcinfo, ZKL_KEY_TEXT, ZKL_MODE_EXCLUSIVE, WAIT_BOUNDED));
-}
-
-Datum
-zk_try_lock_timeout_bigint(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(acquire(fcinfo, ZKL_KEY_BIGINT, ZKL_MODE_EXCLUSIVE, WAIT_BOUNDED));
-}
-
-Datum
-zk_unlock_text(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(release(fcinfo, ZKL_KEY_TEXT, ZKL_MODE_EXCLUSIVE));
-}
-
-Datum
-zk_unlock_bigint(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(release(fcinfo, ZKL_KEY_BIGINT, ZKL_MODE_EXCLUSIVE));
+	PG_RETURN_BOOL(release(fcinfo, key_kind(fcinfo), ZKL_MODE_EXCLUSIVE));
 }
 
 Datum

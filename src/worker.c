@@ -131,6 +131,53 @@ requeue(ZklSlot *s)
 	s->attempt = ++zkl_shared->next_attempt;
 }
 
+/* One slot's part of session_lost(). */
+static void
+forget_node(ZklSlot *s)
+{
+	switch (s->zstate)
+	{
+		case ZKS_CREATING:
+		case ZKS_RECOVER:
+		case ZKS_RECOVERING:
+		case ZKS_QUEUED:
+			if (s->abandoned)
+				zkl_free_slot(s);
+			else
+				requeue(s);
+			break;
+		case ZKS_HELD:
+			s->zstate = ZKS_GONE;
+			if (s->abandoned)
+				zkl_free_slot(s);
+			else
+			{
+				s->result = ZKR_LOST;
+				zkl_wake_owner(s);
+			}
+			break;
+		case ZKS_DELETING:
+			s->zstate = ZKS_GONE;
+			if (s->abandoned)
+				zkl_free_slot(s);
+			break;
+		default:
+			break;
+	}
+}
+
+/* Apply fn to every slot, under the lock. */
+static void
+each_slot(void (*fn) (ZklSlot *s))
+{
+	int			i;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < zkl_shared->nslots; i++)
+		fn(&zkl_shared->slots[i]);
+	LWLockRelease(zkl_shared->lock);
+}
+
 /*
  * The session that held our nodes is gone (expired, or closed by us): every
  * node is gone with it.  Waiters queue again in the next session; holders
@@ -139,43 +186,8 @@ requeue(ZklSlot *s)
 static void
 session_lost(void)
 {
-	int			i;
-
+	each_slot(forget_node);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < zkl_shared->nslots; i++)
-	{
-		ZklSlot    *s = &zkl_shared->slots[i];
-
-		switch (s->zstate)
-		{
-			case ZKS_CREATING:
-			case ZKS_RECOVER:
-			case ZKS_RECOVERING:
-			case ZKS_QUEUED:
-				if (s->abandoned)
-					zkl_free_slot(s);
-				else
-					requeue(s);
-				break;
-			case ZKS_HELD:
-				s->zstate = ZKS_GONE;
-				if (s->abandoned)
-					zkl_free_slot(s);
-				else
-				{
-					s->result = ZKR_LOST;
-					zkl_wake_owner(s);
-				}
-				break;
-			case ZKS_DELETING:
-				s->zstate = ZKS_GONE;
-				if (s->abandoned)
-					zkl_free_slot(s);
-				break;
-			default:
-				break;
-		}
-	}
 	zkl_shared->session_id = 0;
 	zkl_shared->conn_state = ZKC_CONNECTING;
 	zkl_shared->state_since = GetCurrentTimestamp();
@@ -187,32 +199,23 @@ session_lost(void)
  * previous one; it resumes the same session, so redo what may be lost.
  */
 static void
-adopt_slots(void)
+redo_in_flight(ZklSlot *s)
 {
-	int			i;
-
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < zkl_shared->nslots; i++)
+	switch (s->zstate)
 	{
-		ZklSlot    *s = &zkl_shared->slots[i];
-
-		switch (s->zstate)
-		{
-			case ZKS_CREATING:
-			case ZKS_RECOVERING:
-				s->zstate = ZKS_RECOVER;
-				break;
-			case ZKS_QUEUED:
-				s->todo |= ZKT_CHILDREN;
-				break;
-			case ZKS_DELETING:
-				s->todo |= ZKT_DELETE;
-				break;
-			default:
-				break;
-		}
+		case ZKS_CREATING:
+		case ZKS_RECOVERING:
+			s->zstate = ZKS_RECOVER;
+			break;
+		case ZKS_QUEUED:
+			s->todo |= ZKT_CHILDREN;
+			break;
+		case ZKS_DELETING:
+			s->todo |= ZKT_DELETE;
+			break;
+		default:
+			break;
 	}
-	LWLockRelease(zkl_shared->lock);
 }
 
 /* ---- completions and watchers: record, set bits, never call the library under the lock ---- */
@@ -765,6 +768,8 @@ claim_worker_role(void)
 static void
 worker_exit(int code, Datum arg)
 {
+	/* an ERROR may have left the slot-table lock held: we exit, so drop it */
+	LWLockReleaseAll();
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	if (zkl_shared->worker_pid == MyProcPid)
 	{
@@ -788,7 +793,7 @@ zkl_worker_main(Datum arg)
 	before_shmem_exit(worker_exit, (Datum) 0);
 
 	ops = MemoryContextAlloc(TopMemoryContext, zkl_shared->nslots * sizeof(Op));
-	adopt_slots();
+	each_slot(redo_in_flight);
 	ereport(LOG, (errmsg("zk_lock worker started")));
 
 	while (!ShutdownRequestPending)
@@ -805,6 +810,8 @@ zkl_worker_main(Datum arg)
 			session_lost();
 			zkc_close(zh);
 			zh = NULL;
+			/* refused authentication would otherwise be retried in a tight loop */
+			next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
 		}
 		if (zh == NULL && zkl_hosts[0] != '\0' && GetCurrentTimestamp() >= next_open)
 			open_session();

@@ -184,7 +184,7 @@ zkl_set_pending(int slot)
 	pending_slot = slot;
 }
 
-/* Called by the wait loop's owner before it can raise an error at commit. */
+/* At pre-commit: a transaction whose lock was lost must not commit. */
 static void
 check_not_lost(void)
 {
