@@ -51,6 +51,25 @@ is($node->safe_psql('postgres', "SELECT zk_try_lock('cancel-me')"), 't',
 	'after the holder commits the key is free: no cancelled waiter stands in front');
 $w->quit;
 
+# --- giving up while the create is still in flight leaves nothing behind ---
+# A 1 ms deadline usually expires before ZooKeeper has answered the create;
+# the node made afterwards must still be deleted.
+$holder->query_safe("BEGIN; SELECT zk_lock('in-flight')");
+my $script = join('', map {
+	"SET statement_timeout = '1ms'; SELECT zk_lock('in-flight');\n"
+	  . "RESET statement_timeout; SELECT zk_try_lock('in-flight', 1);\n"
+} 1 .. 40);
+my ($ret, $stdout, $stderr) = $node->psql('postgres', $script, on_error_stop => 0);
+my $timeouts = () = $stderr =~ /canceling statement due to statement timeout/g;
+cmp_ok($timeouts, '>=', 20, "statement timeouts hit ($timeouts of 40)");
+unlike($stdout, qr/^t$/m, 'no bounded try-lock succeeded while the key was held');
+ok(wait_for(sub { nodes_of('in-flight') == 1 }, 10),
+	'only the holder\'s node remains after 80 abandoned requests')
+  or diag(join("\n", zk_lock_nodes($zk)));
+$holder->query_safe('COMMIT');
+ok(wait_for(sub { zk_mntr($zk)->{zk_ephemerals_count} == 0 }, 10),
+	'no ephemeral node at all once the holder commits');
+
 # --- FIFO: waiters are granted in the order they queued ---
 $holder->query_safe("BEGIN; SELECT zk_lock('fifo')");
 my @waiters;
