@@ -3,7 +3,7 @@
 
 MODULE_big = zk_lock
 OBJS = src/zk_lock.o src/shmem.o src/worker.o src/zk_client.o src/recipe.o \
-       src/keys.o src/lockfuncs.o src/xact.o
+       src/keys.o src/lockfuncs.o src/xact.o src/views.o
 EXTENSION = zk_lock
 DATA = zk_lock--1.0.sql
 PGFILEDESC = "zk_lock - advisory locks shared by PostgreSQL clusters through ZooKeeper"
@@ -33,6 +33,9 @@ else
 all:
 	@echo "PostgreSQL server development files not found: run 'make test' (it installs them)" >&2; exit 1
 endif
+
+# PGXS does not track headers; every object depends on the shared layouts.
+$(OBJS): $(wildcard src/*.h)
 
 test:
 	bash test/run_all.sh

@@ -31,3 +31,22 @@ AS 'MODULE_PATHNAME', 'zk_unlock' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_unlock_all() RETURNS void
 AS 'MODULE_PATHNAME', 'zk_unlock_all' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Introspection of this cluster.
+
+CREATE FUNCTION zk_lock_requests(
+    OUT pid integer, OUT key text, OUT key_type text, OUT mode text, OUT state text,
+    OUT node text, OUT token bigint, OUT wait_start timestamptz, OUT granted_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'zk_lock_requests' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Like pg_locks, for zk_lock: one row per request (waiting, granted, releasing, lost).
+CREATE VIEW zk_locks AS SELECT * FROM zk_lock_requests();
+
+CREATE FUNCTION zk_lock_status(
+    OUT worker_pid integer, OUT state text, OUT session_id text, OUT server text,
+    OUT session_timeout_ms integer, OUT in_state_for interval, OUT max_locks integer,
+    OUT requests bigint, OUT grants bigint, OUT releases bigint, OUT lost bigint,
+    OUT connects bigint, OUT expirations bigint, OUT hosts text)
+RETURNS record
+AS 'MODULE_PATHNAME', 'zk_lock_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;

@@ -62,3 +62,19 @@ SELECT zk_try_lock('free'), zk_try_lock(99), zk_try_lock('free2', 0), zk_try_loc
 SELECT zk_unlock_all();
 SELECT zk_unlock('free');
 COMMIT;
+
+-- zk_locks: this cluster's requests, like pg_locks (earlier transactions' nodes
+-- may still be 'releasing': deletion is asynchronous)
+SELECT count(*) FROM zk_locks WHERE state <> 'releasing';
+BEGIN;
+SELECT zk_lock('view-key'), zk_lock(77), zk_lock('view-key');
+SELECT key, key_type, mode, state, node LIKE 'x-%' AS has_node, token > 0 AS has_token,
+       pid = pg_backend_pid() AS mine, granted_at >= wait_start AS ordered
+FROM zk_locks ORDER BY key;
+COMMIT;
+
+-- zk_lock_status: the worker's session (values that vary are only checked for presence)
+SELECT worker_pid > 0 AS worker, state, session_id ~ '^0x[0-9a-f]+$' AS session,
+       server IS NOT NULL AS server, session_timeout_ms > 0 AS timeout,
+       max_locks, requests >= grants AS counted, hosts <> '' AS hosts
+FROM zk_lock_status();

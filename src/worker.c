@@ -153,6 +153,7 @@ forget_node(ZklSlot *s)
 			else
 			{
 				s->result = ZKR_LOST;
+				zkl_shared->counters.lost++;
 				zkl_wake_owner(s);
 			}
 			break;
@@ -311,6 +312,7 @@ decide(ZklSlot *s, const struct String_vector *children)
 			{
 				s->result = ZKR_GRANTED;
 				s->granted_at = GetCurrentTimestamp();
+				zkl_shared->counters.grants++;
 				zkl_wake_owner(s);
 			}
 			break;
@@ -404,6 +406,8 @@ delete_done(int rc, const void *ctx)
 				ereport(WARNING,
 						(errmsg("zk_lock: could not delete lock node %s: %s",
 								s->node, zerror(rc))));
+			else
+				zkl_shared->counters.releases++;
 			s->zstate = ZKS_GONE;
 			if (s->abandoned)
 				zkl_free_slot(s);
@@ -479,6 +483,10 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		memcpy(zkl_shared->session_passwd, id->passwd, sizeof(zkl_shared->session_passwd));
 		zkl_shared->conn_state = ZKC_CONNECTED;
 		zkl_shared->state_since = GetCurrentTimestamp();
+		zkl_shared->negotiated_timeout = zoo_recv_timeout(h);
+		strlcpy(zkl_shared->server, zoo_get_current_server(h) ? zoo_get_current_server(h) : "",
+				sizeof(zkl_shared->server));
+		zkl_shared->counters.reconnects++;
 		LWLockRelease(zkl_shared->lock);
 		ereport(LOG,
 				(errmsg("zk_lock: connected to ZooKeeper, session 0x%llx, timeout %d ms",
@@ -504,6 +512,9 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 						(unsigned long long) zoo_client_id(h)->client_id,
 						state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "was refused authentication")));
 		session_ended = true;
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		zkl_shared->counters.expirations++;
+		LWLockRelease(zkl_shared->lock);
 	}
 }
 
@@ -541,6 +552,8 @@ plan_ops(int *nops)
 				else if (connected)
 				{
 					op->kind = (s->zstate == ZKS_NEW) ? OP_CREATE : OP_RECOVER;
+					if (op->kind == OP_CREATE)
+						zkl_shared->counters.requests++;
 					op->parents = (s->todo & ZKT_PARENTS) != 0;
 					s->todo &= ~ZKT_PARENTS;
 					s->attempt = ++zkl_shared->next_attempt;

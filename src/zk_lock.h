@@ -87,6 +87,19 @@ typedef enum ZklConnState
 	ZKC_CONNECTED
 } ZklConnState;
 
+/* Worker counters since the postmaster started, for zk_lock_status(). */
+typedef struct ZklCounters
+{
+	int64		requests;		/* lock nodes asked for (creates sent) */
+	int64		grants;
+	int64		releases;		/* lock nodes deleted */
+	int64		lost;			/* granted locks whose session ended */
+	int64		reconnects;		/* connections (re)established */
+	int64		expirations;	/* sessions expired or refused */
+} ZklCounters;
+
+#define ZKL_SERVER_LEN 64
+
 typedef struct ZklShared
 {
 	LWLock	   *lock;
@@ -96,6 +109,9 @@ typedef struct ZklShared
 	int64		session_id;		/* current session, kept so a restarted worker resumes it */
 	char		session_passwd[16];
 	TimestampTz state_since;
+	int			negotiated_timeout;	/* ms, as the server granted it */
+	char		server[ZKL_SERVER_LEN]; /* server we are connected to */
+	ZklCounters counters;
 	uint64		next_attempt;
 	int			claim_hint;		/* where the next free-slot search starts */
 	int			nslots;

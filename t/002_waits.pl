@@ -41,6 +41,10 @@ is($node->safe_psql('postgres',
 		"SELECT wait_event_type || '/' || wait_event FROM pg_stat_activity WHERE backend_type = 'client backend' AND wait_event_type = 'Extension'"),
 	'Extension/Extension', 'the waiter shows an Extension wait in pg_stat_activity');
 is($node->safe_psql('postgres',
+		"SELECT string_agg(state || ':' || (token IS NOT NULL) || ':' || (node IS NOT NULL), ',' ORDER BY wait_start) FROM zk_locks WHERE key = 'cancel-me'"),
+	'granted:true:true,waiting:false:true',
+	'zk_locks shows the holder granted (with its fencing token) and the waiter waiting');
+is($node->safe_psql('postgres',
 		"SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE wait_event_type = 'Extension'"),
 	'1', 'waiter cancelled');
 ok(pump_until($w->{run}, $w->{timeout}, \$w->{stderr}, qr/canceling statement due to user request/),
