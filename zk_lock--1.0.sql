@@ -29,6 +29,34 @@ AS 'MODULE_PATHNAME', 'zk_unlock' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION zk_unlock(key bigint) RETURNS boolean
 AS 'MODULE_PATHNAME', 'zk_unlock' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- Shared (read) locks: readers share, a writer excludes everyone, FIFO.
+
+CREATE FUNCTION zk_lock_shared(key text) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_lock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_lock_shared(key bigint) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_lock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_try_lock_shared(key text) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_lock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_try_lock_shared(key bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_lock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_try_lock_shared(key text, timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_lock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_try_lock_shared(key bigint, timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_lock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_unlock_shared(key text) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_unlock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_unlock_shared(key bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_unlock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Release every lock of this session, both modes.
+
 CREATE FUNCTION zk_unlock_all() RETURNS void
 AS 'MODULE_PATHNAME', 'zk_unlock_all' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 

@@ -78,3 +78,20 @@ SELECT worker_pid > 0 AS worker, state, session_id ~ '^0x[0-9a-f]+$' AS session,
        server IS NOT NULL AS server, session_timeout_ms > 0 AS timeout,
        max_locks, requests >= grants AS counted, hosts <> '' AS hosts
 FROM zk_lock_status();
+
+-- shared mode: stacks apart from exclusive; the wrong unlock warns
+SELECT outcome($$SELECT zk_lock_shared(NULL::text)$$);
+SELECT outcome($$SELECT zk_try_lock_shared('', 5)$$);
+BEGIN;
+SELECT zk_lock_shared('rw'), zk_lock_shared('rw'), zk_try_lock_shared(5), zk_try_lock_shared('rw2', 10);
+SELECT zk_unlock('rw');
+SELECT key, key_type, mode, state FROM zk_locks
+WHERE pid = pg_backend_pid() AND state <> 'releasing' ORDER BY key;
+SELECT zk_unlock_shared('rw'), zk_unlock_shared('rw');
+SELECT zk_unlock_shared('rw');
+-- alone on the key, a reader may also take it exclusive
+SELECT zk_lock('rw2');
+SELECT key, mode FROM zk_locks WHERE pid = pg_backend_pid() AND state = 'granted' ORDER BY key, mode;
+SELECT zk_unlock_all();
+SELECT zk_unlock_shared(5);
+COMMIT;

@@ -28,6 +28,9 @@
 PG_FUNCTION_INFO_V1(zk_lock);
 PG_FUNCTION_INFO_V1(zk_try_lock);
 PG_FUNCTION_INFO_V1(zk_unlock);
+PG_FUNCTION_INFO_V1(zk_lock_shared);
+PG_FUNCTION_INFO_V1(zk_try_lock_shared);
+PG_FUNCTION_INFO_V1(zk_unlock_shared);
 PG_FUNCTION_INFO_V1(zk_unlock_all);
 
 /* Slack before a backend decides the worker is not serving requests at all. */
@@ -328,6 +331,26 @@ Datum
 zk_unlock(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_BOOL(release(fcinfo, key_kind(fcinfo), ZKL_MODE_EXCLUSIVE));
+}
+
+Datum
+zk_lock_shared(PG_FUNCTION_ARGS)
+{
+	acquire(fcinfo, key_kind(fcinfo), ZKL_MODE_SHARED, WAIT_FOREVER);
+	PG_RETURN_VOID();
+}
+
+Datum
+zk_try_lock_shared(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(acquire(fcinfo, key_kind(fcinfo), ZKL_MODE_SHARED,
+						   PG_NARGS() > 1 ? WAIT_BOUNDED : WAIT_NONE));
+}
+
+Datum
+zk_unlock_shared(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(release(fcinfo, key_kind(fcinfo), ZKL_MODE_SHARED));
 }
 
 Datum

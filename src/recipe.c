@@ -73,11 +73,23 @@ zkr_collect(const char *const *names, int n, ZkrChild *out)
 	return kept;
 }
 
+static bool
+is_mine(const ZkrChild *c, const char *const *mine, int nmine)
+{
+	int			i;
+
+	for (i = 0; i < nmine; i++)
+		if (zkr_name_has_uuid(c->name, mine[i]))
+			return true;
+	return false;
+}
+
 ZkrVerdict
 zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
-		   int *own, int *watch)
+		   const char *const *mine, int nmine, int *own, int *watch)
 {
 	int			me = -1;
+	bool		exclusive;
 	int			i;
 
 	for (i = 0; i < n; i++)
@@ -93,22 +105,19 @@ zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
 	if (me < 0)
 		return ZKR_ABSENT;
 
-	if (children[me].mode == ZKL_MODE_EXCLUSIVE)
-	{
-		if (me == 0)
-			return ZKR_GRANT;
-		*watch = me - 1;
-		return ZKR_WAIT;
-	}
-
-	/* shared: only an earlier exclusive node blocks; watch the last one */
+	/*
+	 * Walk back from our node to the nearest node that conflicts: any other
+	 * backend's node for a writer, another backend's writer for a reader.
+	 */
+	exclusive = children[me].mode == ZKL_MODE_EXCLUSIVE;
 	for (i = me - 1; i >= 0; i--)
 	{
-		if (children[i].mode == ZKL_MODE_EXCLUSIVE)
-		{
-			*watch = i;
-			return ZKR_WAIT;
-		}
+		if (!exclusive && children[i].mode != ZKL_MODE_EXCLUSIVE)
+			continue;
+		if (is_mine(&children[i], mine, nmine))
+			continue;
+		*watch = i;
+		return ZKR_WAIT;
 	}
 	return ZKR_GRANT;
 }

@@ -48,9 +48,13 @@ extern int	zkr_collect(const char *const *names, int n, ZkrChild *out);
  * children.  An exclusive request waits for its immediate predecessor; a
  * shared one only for the last exclusive node before it.  Only that one
  * node is watched, so a release wakes exactly one waiter (no herd).
+ * Nodes whose uuid is in mine[] belong to the same backend and never block
+ * it (a reader may ask to write, as core allows).
  */
 extern ZkrVerdict zkr_decide(const ZkrChild *children, int n,
-							 const char *own_uuid, int *own, int *watch);
+							 const char *own_uuid,
+							 const char *const *mine, int nmine,
+							 int *own, int *watch);
 
 /* Format a request uuid (36 chars + NUL) from 16 random bytes (RFC 4122 v4). */
 extern void zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1]);

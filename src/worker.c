@@ -278,13 +278,68 @@ create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 		zoo_adelete(zh, name, -1, orphan_deleted, NULL);
 }
 
+static bool
+same_owner(const ZklSlot *a, const ZklSlot *b)
+{
+	return a->owner_pid == b->owner_pid && a->owner_procno == b->owner_procno;
+}
+
+/*
+ * Does the owner of s hold the key shared?  (The upgrade case: it holds a
+ * shared lock and asks for exclusive.)  Caller holds the lock.
+ */
+static bool
+holds_shared(const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < zkl_shared->nslots; i++)
+	{
+		const ZklSlot *o = &zkl_shared->slots[i];
+
+		if (o != s && o->zstate == ZKS_HELD && o->mode == ZKL_MODE_SHARED &&
+			!o->abandoned && same_owner(o, s) && strcmp(o->key, s->key) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Two backends of this cluster that both hold a key shared and both wait to
+ * make it exclusive wait for each other forever.  Core would find that
+ * deadlock; we find it when the second of them queues, and fail that one.
+ * Returns the pid of the other backend, or 0.  Caller holds the lock.
+ */
+static int
+upgrade_deadlock(const ZklSlot *s)
+{
+	int			i;
+
+	if (s->mode != ZKL_MODE_EXCLUSIVE || !holds_shared(s))
+		return 0;
+	for (i = 0; i < zkl_shared->nslots; i++)
+	{
+		const ZklSlot *o = &zkl_shared->slots[i];
+
+		if (o != s && o->mode == ZKL_MODE_EXCLUSIVE && o->result == ZKR_PENDING &&
+			!o->abandoned && !same_owner(o, s) && strcmp(o->key, s->key) == 0 &&
+			holds_shared(o))
+			return o->owner_pid;
+	}
+	return 0;
+}
+
 /* Run the recipe on a children listing.  Caller holds the lock. */
 static void
 decide(ZklSlot *s, const struct String_vector *children)
 {
+	const char *mine[8];
+	int			nmine = 0;
 	int			n;
 	int			own;
 	int			watch;
+	int			other;
+	int			i;
 
 	if (children->count > maxchild)
 	{
@@ -294,7 +349,17 @@ decide(ZklSlot *s, const struct String_vector *children)
 	}
 	n = zkr_collect((const char *const *) children->data, children->count, childbuf);
 
-	switch (zkr_decide(childbuf, n, s->uuid, &own, &watch))
+	/* this backend's other nodes on the key never block it (at most one per mode) */
+	for (i = 0; i < zkl_shared->nslots && nmine < lengthof(mine); i++)
+	{
+		const ZklSlot *o = &zkl_shared->slots[i];
+
+		if (o != s && o->zstate != ZKS_FREE && same_owner(o, s) &&
+			strcmp(o->key, s->key) == 0)
+			mine[nmine++] = o->uuid;
+	}
+
+	switch (zkr_decide(childbuf, n, s->uuid, mine, nmine, &own, &watch))
 	{
 		case ZKR_ABSENT:
 			/* our node was removed behind our back: queue again */
@@ -317,7 +382,15 @@ decide(ZklSlot *s, const struct String_vector *children)
 			}
 			break;
 		case ZKR_WAIT:
-			if (s->nowait)
+			if (!s->nowait && (other = upgrade_deadlock(s)) != 0)
+			{
+				/* give up our place; our owner's abort releases its shared lock too */
+				fail_slot(s, ERRCODE_T_R_DEADLOCK_DETECTED, ZKS_DELETING,
+						  "deadlock detected: processes %d and %d both hold a zk_lock shared and wait to make it exclusive",
+						  s->owner_pid, other);
+				s->todo = ZKT_DELETE;
+			}
+			else if (s->nowait)
 			{
 				/* a try-lock never queues: take our node away at once */
 				if (s->result == ZKR_PENDING)

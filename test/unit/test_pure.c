@@ -142,10 +142,10 @@ test_recipe(void)
 	CHECK(n == 3, "foreign child skipped");
 	CHECK(kids[0].seq == 2 && kids[1].seq == 9 && kids[2].seq == 10, "sorted by sequence");
 
-	CHECK(zkr_decide(kids, n, U1, &own, &watch) == ZKR_GRANT && own == 0, "lowest is granted");
-	CHECK(zkr_decide(kids, n, U3, &own, &watch) == ZKR_WAIT && watch == 1,
+	CHECK(zkr_decide(kids, n, U1, NULL, 0, &own, &watch) == ZKR_GRANT && own == 0, "lowest is granted");
+	CHECK(zkr_decide(kids, n, U3, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
 		  "exclusive watches its immediate predecessor only");
-	CHECK(zkr_decide(kids, n, U4, &own, &watch) == ZKR_ABSENT, "own node missing");
+	CHECK(zkr_decide(kids, n, U4, NULL, 0, &own, &watch) == ZKR_ABSENT, "own node missing");
 
 	/* shared: only exclusive nodes before it block; watch the last of them */
 	list[0] = node(0, 's', U1, "0000000001");
@@ -153,11 +153,36 @@ test_recipe(void)
 	list[2] = node(2, 's', U3, "0000000003");
 	list[3] = node(3, 's', U4, "0000000004");
 	n = zkr_collect(list, 4, kids);
-	CHECK(zkr_decide(kids, n, U1, &own, &watch) == ZKR_GRANT, "first reader granted");
-	CHECK(zkr_decide(kids, n, U2, &own, &watch) == ZKR_WAIT && watch == 0,
+	CHECK(zkr_decide(kids, n, U1, NULL, 0, &own, &watch) == ZKR_GRANT, "first reader granted");
+	CHECK(zkr_decide(kids, n, U2, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
 		  "writer waits for the reader before it");
-	CHECK(zkr_decide(kids, n, U4, &own, &watch) == ZKR_WAIT && watch == 1,
+	CHECK(zkr_decide(kids, n, U4, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
 		  "reader behind a writer watches that writer, not the reader before it");
+
+	/* a backend's own nodes never block it: a reader upgrading to writer */
+	{
+		const char *mine1[] = {U1};
+		const char *mine3[] = {U3};
+
+		list[0] = node(0, 's', U1, "0000000001");
+		list[1] = node(1, 's', U2, "0000000002");
+		list[2] = node(2, 'x', U3, "0000000003");
+		n = zkr_collect(list, 3, kids);
+		CHECK(zkr_decide(kids, n, U3, mine1, 1, &own, &watch) == ZKR_WAIT && watch == 1,
+			  "upgrading writer skips its own reader, waits for the other reader");
+		list[1] = node(1, 'x', U2, "0000000002");
+		list[2] = node(2, 's', U3, "0000000003");
+		n = zkr_collect(list, 3, kids);
+		CHECK(zkr_decide(kids, n, U3, mine1, 1, &own, &watch) == ZKR_WAIT && watch == 1,
+			  "a reader still waits for another backend's writer");
+		list[0] = node(0, 'x', U1, "0000000001");
+		list[1] = node(1, 's', U3, "0000000002");
+		n = zkr_collect(list, 2, kids);
+		CHECK(zkr_decide(kids, n, U3, mine1, 1, &own, &watch) == ZKR_GRANT,
+			  "a writer may also read: its own exclusive node does not block its shared one");
+		CHECK(zkr_decide(kids, n, U3, mine3, 0, &own, &watch) == ZKR_WAIT && watch == 0,
+			  "without the ownership, the same reader waits");
+	}
 
 	/* integers, not strings: a sequence past 2^31 turns negative */
 	list[0] = node(0, 'x', U1, "-000000001");

@@ -1,0 +1,133 @@
+# Shared (read) locks: readers share, across clusters too; a writer waits for
+# every reader; readers arriving behind a waiting writer wait (FIFO, so the
+# writer is not starved); a lone reader may upgrade; two local upgraders
+# deadlock and one gets 40P01; mixed queues stay herd-free.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZkLockTest;
+
+my $zk = start_zookeeper('shared');
+my $a = new_zk_cluster('ra', $zk);
+my $b = new_zk_cluster('rb', $zk);
+
+sub queue_len
+{
+	my ($key) = @_;
+	return scalar grep { m{^/zk_lock/t\Q$key\E/} } zk_lock_nodes($zk);
+}
+
+# A session that asks for a lock in the background; ->granted waits for it.
+sub ask
+{
+	my ($node, $sql, $tag) = @_;
+	my $s = $node->background_psql('postgres', on_error_stop => 0);
+	$s->set_query_timer_restart();
+	$s->query_until(qr/asked/, "\\echo asked\nBEGIN;\n$sql;\nSELECT '$tag granted';\n");
+	return $s;
+}
+
+sub state_of
+{
+	my ($node, $key) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(mode || ':' || state, ',' ORDER BY wait_start) FROM zk_locks WHERE key = '$key' AND state <> 'releasing'");
+}
+
+# --- readers share, in both clusters; a writer waits for all of them ---
+my $r1 = ask($a, "SELECT zk_lock_shared('doc')", 'r1');
+like($r1->query_until(qr/r1 granted/, ''), qr/r1 granted/, 'reader in A granted');
+my $r2 = ask($b, "SELECT zk_lock_shared('doc')", 'r2');
+like($r2->query_until(qr/r2 granted/, ''), qr/r2 granted/, 'reader in B granted at the same time');
+is($a->safe_psql('postgres', "SELECT zk_try_lock('doc')"), 'f', 'a writer cannot get in');
+
+my $w = ask($a, "SELECT zk_lock('doc')", 'w');
+ok(wait_for(sub { queue_len('doc') == 3 }, 10), 'writer queued behind the two readers');
+is(state_of($a, 'doc'), 'shared:granted,exclusive:waiting', 'zk_locks in A: reader granted, writer waiting');
+
+# FIFO: a reader arriving after the waiting writer does not overtake it
+is($b->safe_psql('postgres', "SELECT zk_try_lock_shared('doc')"), 'f',
+	'a new reader cannot jump ahead of the waiting writer');
+my $r3 = ask($b, "SELECT zk_lock_shared('doc')", 'r3');
+ok(wait_for(sub { queue_len('doc') == 4 }, 10), 'late reader queued behind the writer');
+
+$r1->query_safe('COMMIT');
+ok(wait_for(sub { queue_len('doc') == 3 }, 10), 'first reader gone');
+is(state_of($a, 'doc'), 'exclusive:waiting', 'the writer still waits for the reader in B');
+$r2->query_safe('COMMIT');
+like($w->query_until(qr/w granted/, ''), qr/w granted/, 'writer granted once every reader is gone');
+is(state_of($b, 'doc'), 'shared:waiting', 'the late reader waits for the writer');
+$w->query_safe('COMMIT');
+like($r3->query_until(qr/r3 granted/, ''), qr/r3 granted/, 'then the late reader is granted');
+$r3->query_safe('COMMIT');
+$_->quit for ($r1, $r2, $w, $r3);
+
+# --- a lone reader may upgrade (its own node does not block it) ---
+is($a->safe_psql('postgres',
+		"BEGIN; SELECT zk_lock_shared('up'); SELECT zk_try_lock('up'); COMMIT;"),
+	"\nt", 'a backend holding the key shared gets it exclusive when alone');
+
+# --- but a reader in the other cluster still blocks the upgrade ---
+my $other = ask($b, "SELECT zk_lock_shared('up2')", 'other');
+$other->query_until(qr/other granted/, '');
+is($a->safe_psql('postgres',
+		"BEGIN; SELECT zk_lock_shared('up2'); SELECT zk_try_lock('up2', 200); COMMIT;"),
+	"\nf", 'upgrade waits for readers of other backends');
+$other->query_safe('COMMIT');
+$other->quit;
+
+# --- two local upgraders deadlock: one gets 40P01, the other proceeds ---
+my $u1 = ask($a, "SELECT zk_lock_shared('dl')", 'u1');
+$u1->query_until(qr/u1 granted/, '');
+my $u2 = ask($a, "SELECT zk_lock_shared('dl')", 'u2');
+$u2->query_until(qr/u2 granted/, '');
+$u1->query_until(qr/asked again/, "\\echo asked again\nSELECT zk_lock('dl');\nSELECT 'u1 upgraded';\n");
+ok(wait_for(sub { queue_len('dl') == 3 }, 10), 'first upgrader waits for the other reader');
+$u2->query_safe('\set VERBOSITY verbose');
+$u2->query('SELECT zk_lock(\'dl\')');
+like($u2->{stderr}, qr/ERROR:  40P01: deadlock detected/, 'the second upgrader gets 40P01');
+$u2->query('ROLLBACK');
+like($u1->query_until(qr/u1 upgraded/, ''), qr/u1 upgraded/, 'the first upgrader proceeds');
+$u1->query_safe('COMMIT');
+$_->quit for ($u1, $u2);
+
+# --- herd-free with readers and writers mixed over two clusters ---
+# queue: X0(A) holds; R1(A) R2(B) watch X0; W3(A) watches R2; R4(B) watches W3;
+# W5(B) watches R4.  One watch per waiter, each on one node.
+my $h = $a->background_psql('postgres');
+$h->query_safe("BEGIN; SELECT zk_lock('mix')");
+my @q;
+my $i = 0;
+for my $step ([ $a, 'zk_lock_shared' ], [ $b, 'zk_lock_shared' ], [ $a, 'zk_lock' ],
+	[ $b, 'zk_lock_shared' ], [ $b, 'zk_lock' ])
+{
+	$i++;
+	my ($node, $fn) = @$step;
+	my $s = $node->background_psql('postgres');
+	$s->set_query_timer_restart();
+	$s->query_until(qr/asked/, "\\echo asked\nBEGIN;\nSELECT $fn('mix');\nSELECT 'q$i granted';\n");
+	push @q, $s;
+	ok(wait_for(sub { queue_len('mix') == $i + 1 }, 10), "waiter $i queued");
+}
+ok(wait_for(sub { zk_mntr($zk)->{zk_watch_count} >= 5 }, 10), 'watches set');
+is(zk_mntr($zk)->{zk_watch_count}, 5, 'zk_watch_count = 5 for 5 mixed waiters: no child watch, no extra watch');
+my $before = zk_mntr($zk)->{zk_packets_received};
+$h->query_safe('COMMIT');
+for my $k (0 .. $#q)
+{
+	like($q[$k]->query_until(qr/q@{[$k+1]} granted/, ''), qr/granted/, "waiter @{[$k+1]} granted");
+	$q[$k]->query_safe('COMMIT');
+}
+ok(wait_for(sub { queue_len('mix') == 0 }, 10), 'queue drained');
+my $per = (zk_mntr($zk)->{zk_packets_received} - $before) / 5;
+cmp_ok($per, '<=', 5, sprintf('%.2f ZooKeeper requests per waiter', $per));
+$_->quit for (@q, $h);
+
+ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left');
+$a->stop;
+$b->stop;
+done_testing();
