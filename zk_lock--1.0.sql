@@ -78,3 +78,42 @@ CREATE FUNCTION zk_lock_status(
     OUT connects bigint, OUT expirations bigint, OUT hosts text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_lock_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Every cluster's contenders for one key, read live from ZooKeeper by the
+-- worker: queue position, mode, granted or waiting, and who asked.
+
+CREATE FUNCTION zk_lock_queue_raw(key text,
+    OUT "position" integer, OUT mode text, OUT granted boolean, OUT node text, OUT data text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'zk_lock_queue_raw' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_lock_queue_raw(key bigint,
+    OUT "position" integer, OUT mode text, OUT granted boolean, OUT node text, OUT data text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'zk_lock_queue_raw' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_lock_queue(key text,
+    OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
+    OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
+    OUT since timestamptz, OUT node text)
+RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
+AS $$
+  SELECT q.position, q.mode, q.granted, d->>'cluster', d->>'sysid', (d->>'pid')::integer,
+         d->>'db', nullif((d->>'xid')::bigint, 0), (d->>'since')::timestamptz, q.node
+  FROM zk_lock_queue_raw(key) q
+  CROSS JOIN LATERAL (SELECT CASE WHEN q.data LIKE '{%' THEN q.data::jsonb END AS d) j
+  ORDER BY q.position
+$$;
+
+CREATE FUNCTION zk_lock_queue(key bigint,
+    OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
+    OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
+    OUT since timestamptz, OUT node text)
+RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
+AS $$
+  SELECT q.position, q.mode, q.granted, d->>'cluster', d->>'sysid', (d->>'pid')::integer,
+         d->>'db', nullif((d->>'xid')::bigint, 0), (d->>'since')::timestamptz, q.node
+  FROM zk_lock_queue_raw(key) q
+  CROSS JOIN LATERAL (SELECT CASE WHEN q.data LIKE '{%' THEN q.data::jsonb END AS d) j
+  ORDER BY q.position
+$$;

@@ -95,3 +95,16 @@ SELECT key, mode FROM zk_locks WHERE pid = pg_backend_pid() AND state = 'granted
 SELECT zk_unlock_all();
 SELECT zk_unlock_shared(5);
 COMMIT;
+
+-- zk_lock_queue: the key's contenders read live from ZooKeeper (all clusters)
+SELECT count(*) FROM zk_lock_queue('nobody-here');
+SELECT outcome($$SELECT * FROM zk_lock_queue(NULL::text)$$);
+BEGIN;
+SELECT txid_current() > 0 AS has_xid;
+SELECT zk_lock_shared('q'), zk_lock('q');
+SELECT position, mode, granted, pid = pg_backend_pid() AS mine, database = current_database() AS db,
+       xid = txid_current() AS xid, sysid = (SELECT system_identifier::text FROM pg_control_system()) AS sysid,
+       since <= clock_timestamp() AS since,
+       left(node, 2) = CASE mode WHEN 'shared' THEN 's-' ELSE 'x-' END AS node
+FROM zk_lock_queue('q');
+COMMIT;

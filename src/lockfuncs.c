@@ -33,8 +33,6 @@ PG_FUNCTION_INFO_V1(zk_try_lock_shared);
 PG_FUNCTION_INFO_V1(zk_unlock_shared);
 PG_FUNCTION_INFO_V1(zk_unlock_all);
 
-/* Slack before a backend decides the worker is not serving requests at all. */
-#define WORKER_GRACE_MS 2000
 
 typedef enum WaitKind
 {
@@ -55,8 +53,8 @@ zkl_display_key(const char *encoded)
 	return pstrdup(buf);
 }
 
-static void
-key_arg(FunctionCallInfo fcinfo, char kind, char *out)
+void
+zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out)
 {
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -91,8 +89,8 @@ key_arg(FunctionCallInfo fcinfo, char kind, char *out)
 	}
 }
 
-static void
-check_usable(void)
+void
+zkl_check_usable(void)
 {
 	zkl_require_shared();
 	if (zkl_hosts == NULL || zkl_hosts[0] == '\0')
@@ -102,25 +100,32 @@ check_usable(void)
 				 errhint("Set zk_lock.hosts to the ZooKeeper ensemble, e.g. 'zk1:2181,zk2:2181', and reload.")));
 }
 
-/* Node data: who asked, for humans and tools reading ZooKeeper. */
+/* Node data: who asked, as JSON, for humans and tools reading ZooKeeper. */
 static char *
 node_data(char mode)
 {
 	StringInfoData buf;
 	char	   *db = get_database_name(MyDatabaseId);
+	bool		names = true;
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "{\"cluster\":");
-	escape_json(&buf, cluster_name ? cluster_name : "");
-	appendStringInfo(&buf, ",\"sysid\":\"" UINT64_FORMAT "\",\"pid\":%d,\"db\":",
-					 GetSystemIdentifier(), MyProcPid);
-	escape_json(&buf, db ? db : "");
-	appendStringInfo(&buf, ",\"xid\":%u,\"mode\":\"%c\",\"since\":",
-					 XidFromFullTransactionId(GetTopFullTransactionIdIfAny()), mode);
-	escape_json(&buf, timestamptz_to_str(GetCurrentTimestamp()));
-	appendStringInfoChar(&buf, '}');
-	if (buf.len >= ZKL_DATA_LEN)
-		buf.data[ZKL_DATA_LEN - 1] = '\0';	/* informational only */
+	for (;;)
+	{
+		resetStringInfo(&buf);
+		appendStringInfoString(&buf, "{\"cluster\":");
+		escape_json(&buf, names && cluster_name ? cluster_name : "");
+		appendStringInfo(&buf, ",\"sysid\":\"" UINT64_FORMAT "\",\"pid\":%d,\"db\":",
+						 GetSystemIdentifier(), MyProcPid);
+		escape_json(&buf, names && db ? db : "");
+		appendStringInfo(&buf, ",\"xid\":%u,\"mode\":\"%c\",\"since\":",
+						 XidFromFullTransactionId(GetTopFullTransactionIdIfAny()), mode);
+		escape_json(&buf, timestamptz_to_str(GetCurrentTimestamp()));
+		appendStringInfoChar(&buf, '}');
+		/* never cut JSON short: long names are left out instead */
+		if (buf.len < ZKL_DATA_LEN || !names)
+			break;
+		names = false;
+	}
 	return buf.data;
 }
 
@@ -226,8 +231,8 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 	bool		lock_timed_out;
 	ZklResult	r;
 
-	check_usable();
-	key_arg(fcinfo, keykind, key);
+	zkl_check_usable();
+	zkl_key_arg(fcinfo, keykind, key);
 	if (kind == WAIT_BOUNDED)
 	{
 		if (PG_ARGISNULL(1))
@@ -293,7 +298,7 @@ release(FunctionCallInfo fcinfo, char keykind, char mode)
 	char		key[ZKL_KEY_BUFLEN];
 
 	zkl_require_shared();
-	key_arg(fcinfo, keykind, key);
+	zkl_key_arg(fcinfo, keykind, key);
 	if (zkl_local_unlock(key, mode))
 		return true;
 	ereport(WARNING,
@@ -307,8 +312,8 @@ release(FunctionCallInfo fcinfo, char keykind, char mode)
  * One C entry point per operation: the SQL overloads for text and bigint keys
  * share it, and the key's type says which key space it belongs to.
  */
-static char
-key_kind(FunctionCallInfo fcinfo)
+char
+zkl_key_kind(FunctionCallInfo fcinfo)
 {
 	return get_fn_expr_argtype(fcinfo->flinfo, 0) == INT8OID ? ZKL_KEY_BIGINT : ZKL_KEY_TEXT;
 }
@@ -316,41 +321,41 @@ key_kind(FunctionCallInfo fcinfo)
 Datum
 zk_lock(PG_FUNCTION_ARGS)
 {
-	acquire(fcinfo, key_kind(fcinfo), ZKL_MODE_EXCLUSIVE, WAIT_FOREVER);
+	acquire(fcinfo, zkl_key_kind(fcinfo), ZKL_MODE_EXCLUSIVE, WAIT_FOREVER);
 	PG_RETURN_VOID();
 }
 
 Datum
 zk_try_lock(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(acquire(fcinfo, key_kind(fcinfo), ZKL_MODE_EXCLUSIVE,
+	PG_RETURN_BOOL(acquire(fcinfo, zkl_key_kind(fcinfo), ZKL_MODE_EXCLUSIVE,
 						   PG_NARGS() > 1 ? WAIT_BOUNDED : WAIT_NONE));
 }
 
 Datum
 zk_unlock(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(release(fcinfo, key_kind(fcinfo), ZKL_MODE_EXCLUSIVE));
+	PG_RETURN_BOOL(release(fcinfo, zkl_key_kind(fcinfo), ZKL_MODE_EXCLUSIVE));
 }
 
 Datum
 zk_lock_shared(PG_FUNCTION_ARGS)
 {
-	acquire(fcinfo, key_kind(fcinfo), ZKL_MODE_SHARED, WAIT_FOREVER);
+	acquire(fcinfo, zkl_key_kind(fcinfo), ZKL_MODE_SHARED, WAIT_FOREVER);
 	PG_RETURN_VOID();
 }
 
 Datum
 zk_try_lock_shared(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(acquire(fcinfo, key_kind(fcinfo), ZKL_MODE_SHARED,
+	PG_RETURN_BOOL(acquire(fcinfo, zkl_key_kind(fcinfo), ZKL_MODE_SHARED,
 						   PG_NARGS() > 1 ? WAIT_BOUNDED : WAIT_NONE));
 }
 
 Datum
 zk_unlock_shared(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BOOL(release(fcinfo, key_kind(fcinfo), ZKL_MODE_SHARED));
+	PG_RETURN_BOOL(release(fcinfo, zkl_key_kind(fcinfo), ZKL_MODE_SHARED));
 }
 
 Datum

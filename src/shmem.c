@@ -14,6 +14,7 @@
 #include "zk_lock.h"
 
 ZklShared  *zkl_shared = NULL;
+ZklQuery   *zkl_query = NULL;
 
 static Size
 zkl_shmem_size(void)
@@ -25,7 +26,7 @@ zkl_shmem_size(void)
 void
 zkl_shmem_request(void)
 {
-	RequestAddinShmemSpace(zkl_shmem_size());
+	RequestAddinShmemSpace(add_size(zkl_shmem_size(), sizeof(ZklQuery)));
 	RequestNamedLWLockTranche("zk_lock", 1);
 }
 
@@ -43,6 +44,12 @@ zkl_shmem_startup(void)
 		zkl_shared->worker_procno = -1;
 		zkl_shared->conn_state = ZKC_STOPPED;
 		zkl_shared->nslots = zkl_max_locks;
+	}
+	zkl_query = ShmemInitStruct("zk_lock query", sizeof(ZklQuery), &found);
+	if (!found)
+	{
+		memset(zkl_query, 0, sizeof(ZklQuery));
+		ConditionVariableInit(&zkl_query->cv);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

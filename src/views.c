@@ -1,12 +1,16 @@
 /*
- * views.c — introspection of this cluster: zk_locks (one row per lock
- * request in the slot table, like pg_locks) and zk_lock_status() (the
- * worker's session and counters).  Both read shared memory only.
+ * views.c — introspection: zk_locks (this cluster's lock requests, like
+ * pg_locks) and zk_lock_status() (the worker's session and counters) read
+ * shared memory; zk_lock_queue() asks the worker for a live read of one
+ * key's queue in ZooKeeper, every cluster's contenders included.
  */
 #include "postgres.h"
 
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/ipc.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -14,6 +18,7 @@
 
 PG_FUNCTION_INFO_V1(zk_lock_requests);
 PG_FUNCTION_INFO_V1(zk_lock_status);
+PG_FUNCTION_INFO_V1(zk_lock_queue_raw);
 
 static const char *
 slot_state(const ZklSlot *s)
@@ -140,4 +145,160 @@ zk_lock_status(PG_FUNCTION_ARGS)
 	values[13] = CStringGetTextDatum(zkl_hosts ? zkl_hosts : "");
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/* Give the query area back (also on ERROR or FATAL while we hold it). */
+static void
+release_query(int code, Datum arg)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (zkl_query->asker_pid == MyProcPid)
+	{
+		/* replies still due carry the old attempt and are ignored */
+		zkl_query->state = ZKQ_IDLE;
+		zkl_query->asker_pid = 0;
+	}
+	LWLockRelease(zkl_shared->lock);
+	ConditionVariableBroadcast(&zkl_query->cv);
+}
+
+/* Sleep on the query's condition variable until deadline; error past it. */
+static void
+sleep_until(TimestampTz deadline, const char *what)
+{
+	long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+
+	if (left <= 0 || ConditionVariableTimedSleep(&zkl_query->cv, left, PG_WAIT_EXTENSION))
+	{
+		if (GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("zk_lock_queue: %s within zk_lock.connect_timeout (%d ms)",
+							what, zkl_connect_timeout)));
+	}
+}
+
+/* Owner of a lock node: "<sysid>-<pid>" between its uuid and its sequence. */
+static bool
+same_owner_name(const char *a, const char *b)
+{
+	size_t		la = strlen(a);
+	size_t		lb = strlen(b);
+	size_t		off = 2 + ZKL_UUID_LEN + 1;
+
+	return la == lb && la > off + 11 && strncmp(a + off, b + off, la - off - 11) == 0;
+}
+
+/*
+ * One row per node of the key's queue, in queue order: position, mode,
+ * granted (by the recipe's own rule), node name and the node's data.
+ */
+Datum
+zk_lock_queue_raw(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char		key[ZKL_KEY_BUFLEN];
+	TimestampTz deadline;
+	ZklQueueEntry *entries;
+	ZkrChild   *kids;
+	int			n;
+	int			sqlstate;
+	char		errmsg_buf[ZKL_ERRMSG_LEN];
+	int			i;
+
+	zkl_check_usable();
+	zkl_key_arg(fcinfo, zkl_key_kind(fcinfo), key);
+	InitMaterializedSRF(fcinfo, 0);
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   zkl_connect_timeout + WORKER_GRACE_MS);
+
+	/* one read at a time per cluster: wait for the area */
+	ConditionVariablePrepareToSleep(&zkl_query->cv);
+	for (;;)
+	{
+		bool		mine = false;
+
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		if (zkl_query->state == ZKQ_IDLE)
+		{
+			zkl_query->state = ZKQ_ASKED;
+			zkl_query->asker_pid = MyProcPid;
+			strlcpy(zkl_query->key, key, sizeof(zkl_query->key));
+			mine = true;
+		}
+		LWLockRelease(zkl_shared->lock);
+		if (mine)
+			break;
+		sleep_until(deadline, "another read of a lock queue did not finish");
+	}
+
+	PG_ENSURE_ERROR_CLEANUP(release_query, (Datum) 0);
+	{
+		zkl_wake_worker();
+		for (;;)
+		{
+			ZklQueryState st;
+
+			LWLockAcquire(zkl_shared->lock, LW_SHARED);
+			st = zkl_query->state;
+			LWLockRelease(zkl_shared->lock);
+			if (st == ZKQ_DONE)
+				break;
+			sleep_until(deadline, "ZooKeeper did not answer");
+		}
+	}
+	PG_END_ENSURE_ERROR_CLEANUP(release_query, (Datum) 0);
+	ConditionVariableCancelSleep();
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	n = zkl_query->nentries;
+	sqlstate = zkl_query->sqlstate;
+	strlcpy(errmsg_buf, zkl_query->errmsg, sizeof(errmsg_buf));
+	entries = palloc(Max(n, 1) * sizeof(ZklQueueEntry));
+	memcpy(entries, zkl_query->entries, n * sizeof(ZklQueueEntry));
+	if (zkl_query->truncated)
+		ereport(NOTICE,
+				(errmsg("zk_lock_queue shows the first %d contenders only", ZKL_QUEUE_MAX)));
+	LWLockRelease(zkl_shared->lock);
+	release_query(0, (Datum) 0);
+
+	if (sqlstate != 0)
+		ereport(ERROR, (errcode(sqlstate), errmsg("%s", errmsg_buf)));
+
+	/* entries are in queue order; decide each one as the recipe would */
+	kids = palloc(Max(n, 1) * sizeof(ZkrChild));
+	for (i = 0; i < n; i++)
+		(void) zkr_parse_child(entries[i].node, &kids[i]);	/* zkr_collect kept only lock nodes */
+	for (i = 0; i < n; i++)
+	{
+		const char **mine = palloc(Max(n, 1) * sizeof(char *));
+		char	  **uuids = palloc(Max(n, 1) * sizeof(char *));
+		char		uuid[ZKL_UUID_LEN + 1];
+		int			nmine = 0;
+		int			own;
+		int			watch;
+		int			j;
+		Datum		values[5];
+		bool		nulls[5] = {0};
+
+		if (!entries[i].have_data)
+			continue;			/* released while we read */
+		for (j = 0; j < n; j++)
+		{
+			if (j != i && same_owner_name(entries[i].node, entries[j].node))
+			{
+				uuids[nmine] = pnstrdup(entries[j].node + 2, ZKL_UUID_LEN);
+				mine[nmine] = uuids[nmine];
+				nmine++;
+			}
+		}
+		strlcpy(uuid, entries[i].node + 2, sizeof(uuid));
+		values[0] = Int32GetDatum(i + 1);
+		values[1] = CStringGetTextDatum(entries[i].node[0] == ZKL_MODE_SHARED ? "shared" : "exclusive");
+		values[2] = BoolGetDatum(zkr_decide(kids, n, uuid, mine, nmine, &own, &watch) == ZKR_GRANT);
+		values[3] = CStringGetTextDatum(entries[i].node);
+		values[4] = CStringGetTextDatum(entries[i].data);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }

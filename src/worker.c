@@ -62,6 +62,7 @@ static TimestampTz next_open = 0;
 static Op  *ops = NULL;
 static ZkrChild *childbuf = NULL;
 static int	maxchild = 0;
+static bool query_to_send = false;	/* zk_lock_queue() asked: read the key */
 
 static void *
 slot_ctx(int idx, uint64 attempt)
@@ -329,6 +330,19 @@ upgrade_deadlock(const ZklSlot *s)
 	return 0;
 }
 
+/* Parse and sort a children listing into childbuf; returns how many. */
+static int
+collect_children(const struct String_vector *children)
+{
+	if (children->count > maxchild)
+	{
+		maxchild = Max(children->count, 64);
+		childbuf = childbuf ? repalloc(childbuf, maxchild * sizeof(ZkrChild))
+			: MemoryContextAlloc(TopMemoryContext, maxchild * sizeof(ZkrChild));
+	}
+	return zkr_collect((const char *const *) children->data, children->count, childbuf);
+}
+
 /* Run the recipe on a children listing.  Caller holds the lock. */
 static void
 decide(ZklSlot *s, const struct String_vector *children)
@@ -341,13 +355,7 @@ decide(ZklSlot *s, const struct String_vector *children)
 	int			other;
 	int			i;
 
-	if (children->count > maxchild)
-	{
-		maxchild = Max(children->count, 64);
-		childbuf = childbuf ? repalloc(childbuf, maxchild * sizeof(ZkrChild))
-			: MemoryContextAlloc(TopMemoryContext, maxchild * sizeof(ZkrChild));
-	}
-	n = zkr_collect((const char *const *) children->data, children->count, childbuf);
+	n = collect_children(children);
 
 	/* this backend's other nodes on the key never block it (at most one per mode) */
 	for (i = 0; i < zkl_shared->nslots && nmine < lengthof(mine); i++)
@@ -591,6 +599,126 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 	}
 }
 
+/* ---- zk_lock_queue(): a live read of one key's queue ---- */
+
+static bool
+query_current(uint64 attempt)
+{
+	return zkl_query->state == ZKQ_RUNNING &&
+		(zkl_query->attempt & CTX_ATTEMPT_MASK) == attempt;
+}
+
+/* Caller holds the lock; the caller broadcasts once it has released it. */
+static void
+query_done(int sqlstate, const char *msg)
+{
+	zkl_query->sqlstate = sqlstate;
+	if (msg)
+		strlcpy(zkl_query->errmsg, msg, sizeof(zkl_query->errmsg));
+	zkl_query->state = ZKQ_DONE;
+}
+
+static void
+query_data_done(int rc, const char *value, int value_len, const struct Stat *stat,
+				const void *ctx)
+{
+	uint64		v = (uint64) (uintptr_t) ctx;
+	int			i = (int) (v & ((1 << CTX_IDX_BITS) - 1));
+	bool		finished = false;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (query_current(v >> CTX_IDX_BITS) && i < zkl_query->nentries)
+	{
+		ZklQueueEntry *e = &zkl_query->entries[i];
+
+		if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+			rc == ZSESSIONEXPIRED || rc == ZCLOSING)
+			zkl_query->state = ZKQ_ASKED;	/* read it all again once connected */
+		else
+		{
+			/* ZNONODE: released since the listing; that row is left out */
+			e->have_data = (rc == ZOK);
+			if (rc == ZOK && value != NULL)
+			{
+				int			len = Min(value_len, ZKL_DATA_LEN - 1);
+
+				memcpy(e->data, value, len);
+				e->data[len] = '\0';
+			}
+			else
+				e->data[0] = '\0';
+			if (--zkl_query->pending == 0)
+			{
+				query_done(0, NULL);
+				finished = true;
+			}
+		}
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (finished)
+		ConditionVariableBroadcast(&zkl_query->cv);
+}
+
+static void
+query_children_done(int rc, const struct String_vector *strings, const struct Stat *stat,
+					const void *ctx)
+{
+	uint64		attempt = (uint64) (uintptr_t) ctx;
+	char		parent[ZKL_PATH_LEN];
+	int			n = 0;
+	bool		finished = false;
+	int			i;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (!query_current(attempt))
+	{
+		LWLockRelease(zkl_shared->lock);
+		return;
+	}
+	if (rc == ZOK)
+	{
+		n = collect_children(strings);
+		zkl_query->truncated = n > ZKL_QUEUE_MAX;
+		n = Min(n, ZKL_QUEUE_MAX);
+		for (i = 0; i < n; i++)
+		{
+			strlcpy(zkl_query->entries[i].node, childbuf[i].name, ZKL_NODE_BUFLEN);
+			zkl_query->entries[i].have_data = false;
+		}
+		zkl_query->nentries = zkl_query->pending = n;
+		if (n == 0)
+			query_done(0, NULL);
+	}
+	else if (rc == ZNONODE)
+		query_done(0, NULL);	/* no key node: nobody holds or waits */
+	else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+			 rc == ZSESSIONEXPIRED || rc == ZCLOSING)
+		zkl_query->state = ZKQ_ASKED;
+	else
+	{
+		char		msg[ZKL_ERRMSG_LEN];
+
+		snprintf(msg, sizeof(msg), "could not read the lock queue: %s", zerror(rc));
+		query_done(zkc_sqlstate(rc), msg);
+	}
+	finished = zkl_query->state == ZKQ_DONE;
+	snprintf(parent, sizeof(parent), "%s/%s", zkl_root, zkl_query->key);
+	LWLockRelease(zkl_shared->lock);
+
+	if (finished)
+		ConditionVariableBroadcast(&zkl_query->cv);
+
+	/* entries are ours while RUNNING: read their names without the lock */
+	for (i = 0; i < n; i++)
+	{
+		char		path[ZKL_PATH_LEN];
+
+		snprintf(path, sizeof(path), "%s/%s", parent, zkl_query->entries[i].node);
+		zoo_aget(zh, path, 0, query_data_done,
+				 (void *) (uintptr_t) ((attempt << CTX_IDX_BITS) | (uint64) i));
+	}
+}
+
 /* ---- plan and send ---- */
 
 /*
@@ -693,6 +821,15 @@ plan_ops(int *nops)
 			default:
 				break;
 		}
+	}
+	if (connected && zkl_query->state == ZKQ_ASKED)
+	{
+		zkl_query->state = ZKQ_RUNNING;
+		zkl_query->attempt = ++zkl_shared->next_attempt;
+		zkl_query->nentries = 0;
+		zkl_query->truncated = false;
+		zkl_query->sqlstate = 0;
+		query_to_send = true;
 	}
 	LWLockRelease(zkl_shared->lock);
 	*nops = n;
@@ -905,6 +1042,15 @@ zkl_worker_main(Datum arg)
 		wait_ms = plan_ops(&nops);
 		if (nops > 0)
 			send_ops(nops);
+		if (query_to_send)
+		{
+			char		path[ZKL_PATH_LEN];
+
+			query_to_send = false;
+			snprintf(path, sizeof(path), "%s/%s", zkl_root, zkl_query->key);
+			zoo_aget_children2(zh, path, 0, query_children_done,
+							   (void *) (uintptr_t) (zkl_query->attempt & CTX_ATTEMPT_MASK));
+		}
 		if (zh == NULL && zkl_hosts[0] != '\0')
 			wait_ms = (wait_ms < 0) ? REOPEN_DELAY_MS : Min(wait_ms, REOPEN_DELAY_MS);
 

@@ -17,6 +17,8 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
+#include "fmgr.h"
+#include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 
 #include "keys.h"
@@ -118,6 +120,43 @@ typedef struct ZklShared
 	ZklSlot		slots[FLEXIBLE_ARRAY_MEMBER];
 } ZklShared;
 
+/*
+ * One live read of a key's queue in ZooKeeper (zk_lock_queue), asked by one
+ * backend at a time: IDLE -> ASKED (backend) -> RUNNING -> DONE (worker) ->
+ * IDLE (backend).  Waiters for the area or the answer sleep on `cv`.
+ */
+#define ZKL_QUEUE_MAX	128
+
+typedef enum ZklQueryState
+{
+	ZKQ_IDLE = 0,
+	ZKQ_ASKED,
+	ZKQ_RUNNING,
+	ZKQ_DONE
+} ZklQueryState;
+
+typedef struct ZklQueueEntry
+{
+	bool		have_data;		/* false if the node vanished before getData */
+	char		node[ZKL_NODE_BUFLEN];
+	char		data[ZKL_DATA_LEN];
+} ZklQueueEntry;
+
+typedef struct ZklQuery
+{
+	ConditionVariable cv;
+	ZklQueryState state;
+	int			asker_pid;
+	uint64		attempt;		/* tags the worker's calls for this query */
+	int			pending;		/* getData replies still due */
+	int			nentries;
+	bool		truncated;		/* more than ZKL_QUEUE_MAX nodes */
+	int			sqlstate;		/* non-zero: failed, see errmsg */
+	char		errmsg[ZKL_ERRMSG_LEN];
+	char		key[ZKL_KEY_BUFLEN];
+	ZklQueueEntry entries[ZKL_QUEUE_MAX];
+} ZklQuery;
+
 /* GUCs (zk_lock.c) */
 extern char *zkl_hosts;
 extern char *zkl_root;
@@ -127,6 +166,7 @@ extern int	zkl_max_locks;
 
 /* shmem.c */
 extern ZklShared *zkl_shared;
+extern ZklQuery *zkl_query;
 extern void zkl_shmem_request(void);
 extern void zkl_shmem_startup(void);
 extern void zkl_require_shared(void);
@@ -150,6 +190,11 @@ extern void zkl_local_unlock_all(void);
 extern void zkl_set_pending(int slot);
 
 /* lockfuncs.c */
+/* Slack before a backend decides the worker is not serving requests at all. */
+#define WORKER_GRACE_MS 2000
 extern char *zkl_display_key(const char *encoded);
+extern char zkl_key_kind(FunctionCallInfo fcinfo);
+extern void zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out);
+extern void zkl_check_usable(void);
 
 #endif

@@ -48,6 +48,11 @@ is($a->safe_psql('postgres', "SELECT zk_try_lock('doc')"), 'f', 'a writer cannot
 my $w = ask($a, "SELECT zk_lock('doc')", 'w');
 ok(wait_for(sub { queue_len('doc') == 3 }, 10), 'writer queued behind the two readers');
 is(state_of($a, 'doc'), 'shared:granted,exclusive:waiting', 'zk_locks in A: reader granted, writer waiting');
+my $queue_sql = "SELECT string_agg(position || ':' || mode || ':' || granted || ':' || cluster, ' ' ORDER BY position) FROM zk_lock_queue('doc')";
+is($a->safe_psql('postgres', $queue_sql), '1:shared:true:ra 2:shared:true:rb 3:exclusive:false:ra',
+	'zk_lock_queue in A lists both clusters\' contenders in order');
+is($b->safe_psql('postgres', $queue_sql), $a->safe_psql('postgres', $queue_sql),
+	'and B sees the same queue');
 
 # FIFO: a reader arriving after the waiting writer does not overtake it
 is($b->safe_psql('postgres', "SELECT zk_try_lock_shared('doc')"), 'f',
