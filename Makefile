@@ -15,7 +15,7 @@ SHLIB_LINK = -lzookeeper_st
 # load a config written at run time with the port of the ZooKeeper it started.
 REGRESS = zk_lock_api zk_lock_xact
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=test/tmp/zk_lock.conf
-ISOLATION = trylock timeouts
+ISOLATION = trylock timeouts shared
 ISOLATION_OPTS = --temp-instance=tmp_isolation --temp-config=test/tmp/zk_lock.conf
 TAP_TESTS = 1
 ENCODING = UTF8
