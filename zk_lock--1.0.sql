@@ -92,17 +92,25 @@ CREATE FUNCTION zk_lock_queue_raw(key bigint,
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'zk_lock_queue_raw' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- Who asked, from a lock node's data (JSON written by zk_lock; other data gives NULLs).
+CREATE FUNCTION zk_lock_holder(data text,
+    OUT cluster text, OUT sysid text, OUT pid integer, OUT database text,
+    OUT xid bigint, OUT since timestamptz)
+RETURNS record LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+  SELECT d->>'cluster', d->>'sysid', (d->>'pid')::integer, d->>'db',
+         nullif((d->>'xid')::bigint, 0), (d->>'since')::timestamptz
+  FROM (SELECT CASE WHEN data LIKE '{%' THEN data::jsonb END AS d) j
+$$;
+
 CREATE FUNCTION zk_lock_queue(key text,
     OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
     OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
     OUT since timestamptz, OUT node text)
 RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
 AS $$
-  SELECT q.position, q.mode, q.granted, d->>'cluster', d->>'sysid', (d->>'pid')::integer,
-         d->>'db', nullif((d->>'xid')::bigint, 0), (d->>'since')::timestamptz, q.node
-  FROM zk_lock_queue_raw(key) q
-  CROSS JOIN LATERAL (SELECT CASE WHEN q.data LIKE '{%' THEN q.data::jsonb END AS d) j
-  ORDER BY q.position
+  SELECT q.position, q.mode, q.granted, h.*, q.node
+  FROM zk_lock_queue_raw(key) q, zk_lock_holder(q.data) h ORDER BY q.position
 $$;
 
 CREATE FUNCTION zk_lock_queue(key bigint,
@@ -111,9 +119,6 @@ CREATE FUNCTION zk_lock_queue(key bigint,
     OUT since timestamptz, OUT node text)
 RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
 AS $$
-  SELECT q.position, q.mode, q.granted, d->>'cluster', d->>'sysid', (d->>'pid')::integer,
-         d->>'db', nullif((d->>'xid')::bigint, 0), (d->>'since')::timestamptz, q.node
-  FROM zk_lock_queue_raw(key) q
-  CROSS JOIN LATERAL (SELECT CASE WHEN q.data LIKE '{%' THEN q.data::jsonb END AS d) j
-  ORDER BY q.position
+  SELECT q.position, q.mode, q.granted, h.*, q.node
+  FROM zk_lock_queue_raw(key) q, zk_lock_holder(q.data) h ORDER BY q.position
 $$;

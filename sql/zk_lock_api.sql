@@ -10,7 +10,8 @@ EXCEPTION WHEN OTHERS THEN
   RETURN SQLSTATE || ': ' || SQLERRM;
 END $$;
 
--- every function is PARALLEL UNSAFE and not STRICT (NULL is an error, not NULL)
+-- every lock function is PARALLEL UNSAFE (only the JSON helper zk_lock_holder is safe),
+-- and none is STRICT (a NULL key is an error, not NULL)
 SELECT p.oid::regprocedure AS function, p.proparallel, p.proisstrict
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'zk_lock'
