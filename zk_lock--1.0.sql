@@ -55,6 +55,14 @@ AS 'MODULE_PATHNAME', 'zk_unlock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION zk_unlock_shared(key bigint) RETURNS boolean
 AS 'MODULE_PATHNAME', 'zk_unlock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- Fencing token of a held lock (the lock node's czxid): greater for every later holder.
+
+CREATE FUNCTION zk_lock_token(key text) RETURNS bigint
+AS 'MODULE_PATHNAME', 'zk_lock_token' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE FUNCTION zk_lock_token(key bigint) RETURNS bigint
+AS 'MODULE_PATHNAME', 'zk_lock_token' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
 -- Release every lock of this session, both modes.
 
 CREATE FUNCTION zk_unlock_all() RETURNS void

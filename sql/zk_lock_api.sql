@@ -109,3 +109,13 @@ SELECT position, mode, granted, pid = pg_backend_pid() AS mine, database = curre
        left(node, 2) = CASE mode WHEN 'shared' THEN 's-' ELSE 'x-' END AS node
 FROM zk_lock_queue('q');
 COMMIT;
+
+-- zk_lock_token: the fencing token of a held lock (its node's czxid)
+SELECT outcome($$SELECT zk_lock_token('not-held')$$);
+SELECT outcome($$SELECT zk_lock_token(NULL::bigint)$$);
+BEGIN;
+SELECT zk_lock('fenced'), zk_lock_shared(11);
+SELECT zk_lock_token('fenced') > 0 AS positive,
+       zk_lock_token('fenced') = (SELECT token FROM zk_locks WHERE key = 'fenced' AND state = 'granted') AS same_as_view,
+       zk_lock_token(11) <> zk_lock_token('fenced') AS per_lock;
+COMMIT;

@@ -32,6 +32,7 @@ PG_FUNCTION_INFO_V1(zk_lock_shared);
 PG_FUNCTION_INFO_V1(zk_try_lock_shared);
 PG_FUNCTION_INFO_V1(zk_unlock_shared);
 PG_FUNCTION_INFO_V1(zk_unlock_all);
+PG_FUNCTION_INFO_V1(zk_lock_token);
 
 
 typedef enum WaitKind
@@ -364,4 +365,39 @@ zk_unlock_all(PG_FUNCTION_ARGS)
 	zkl_require_shared();
 	zkl_local_unlock_all();
 	PG_RETURN_VOID();
+}
+
+/*
+ * Fencing token of a lock this transaction holds: its node's czxid, which
+ * grows across the whole ensemble, so each later holder's token is greater.
+ */
+Datum
+zk_lock_token(PG_FUNCTION_ARGS)
+{
+	char		key[ZKL_KEY_BUFLEN];
+	int			idx;
+	ZklResult	r;
+	int64		token;
+
+	zkl_require_shared();
+	zkl_key_arg(fcinfo, zkl_key_kind(fcinfo), key);
+	idx = zkl_local_slot(key, ZKL_MODE_EXCLUSIVE);
+	if (idx < 0)
+		idx = zkl_local_slot(key, ZKL_MODE_SHARED);
+	if (idx < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this transaction holds no zk_lock lock on key \"%s\"",
+						zkl_display_key(key))));
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	r = zkl_shared->slots[idx].result;
+	token = zkl_shared->slots[idx].czxid;
+	LWLockRelease(zkl_shared->lock);
+	if (r == ZKR_LOST)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("zk_lock lock on key \"%s\" was lost", zkl_display_key(key)),
+				 errhint("Retry the transaction.")));
+	PG_RETURN_INT64(token);
 }

@@ -44,7 +44,8 @@ typedef enum OpKind
 	OP_CHILDREN,
 	OP_WATCH,
 	OP_DELETE,
-	OP_RECOVER
+	OP_RECOVER,
+	OP_STAT
 } OpKind;
 
 typedef struct Op
@@ -520,10 +521,10 @@ recover_done(int rc, const struct String_vector *strings, const struct Stat *sta
 
 			if (found)
 			{
-				/* the create went through: adopt the node */
+				/* the create went through: adopt the node once its Stat says it is ours */
 				strlcpy(s->node, found, sizeof(s->node));
 				s->zstate = ZKS_QUEUED;
-				s->todo |= ZKT_CHILDREN;
+				s->todo |= ZKT_STAT;
 			}
 			else if (rc == ZOK || rc == ZNONODE)
 			{
@@ -540,6 +541,43 @@ recover_done(int rc, const struct String_vector *strings, const struct Stat *sta
 		}
 	}
 	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+stat_done(int rc, const struct Stat *stat, const void *ctx)
+{
+	ZklSlot    *s;
+	char		stray[ZKL_PATH_LEN];
+
+	stray[0] = '\0';
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	s = reply_slot(ctx);
+	if (s != NULL && s->zstate == ZKS_QUEUED)
+	{
+		if (rc == ZOK && stat->ephemeralOwner == zkl_shared->session_id)
+		{
+			s->czxid = stat->czxid; /* the fencing token */
+			s->todo |= ZKT_CHILDREN;
+		}
+		else if (rc == ZOK || rc == ZNONODE)
+		{
+			/* another session's node, or gone: never adopt it; start over */
+			if (rc == ZOK)
+				child_path(s, s->node, stray);
+			if (s->abandoned)
+			{
+				s->zstate = ZKS_GONE;
+				zkl_free_slot(s);
+			}
+			else
+				requeue(s);
+		}
+		else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+			s->todo |= ZKT_STAT;
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (stray[0] != '\0')
+		zoo_adelete(zh, stray, -1, orphan_deleted, NULL);
 }
 
 static void
@@ -785,6 +823,15 @@ plan_ops(int *nops)
 					s->zstate = ZKS_DELETING;
 					s->todo = ZKT_DELETE;
 				}
+				else if (connected && (s->todo & ZKT_STAT))
+				{
+					/* before deciding: an adopted node must prove it is ours */
+					s->todo &= ~ZKT_STAT;
+					op->kind = OP_STAT;
+					op->attempt = s->attempt;
+					n++;
+					break;
+				}
 				else if (connected && (s->todo & ZKT_CHILDREN))
 				{
 					/* a fresh listing supersedes any pending watch */
@@ -902,6 +949,10 @@ send_ops(int nops)
 				break;
 			case OP_RECOVER:
 				rc = zoo_aget_children2(zh, parent, 0, recover_done, ctx);
+				break;
+			case OP_STAT:
+				child_path(s, s->node, path);
+				rc = zoo_aexists(zh, path, 0, stat_done, ctx);
 				break;
 			case OP_WATCH:
 				child_path(s, s->watch, path);

@@ -178,6 +178,15 @@ zkl_local_unlock_all(void)
 	release_all();
 }
 
+/* The slot of a lock this transaction holds, or -1. */
+int
+zkl_local_slot(const char *key, char mode)
+{
+	ZklLocal   *l = find_local(key, mode);
+
+	return l ? l->slot : -1;
+}
+
 void
 zkl_set_pending(int slot)
 {

@@ -53,6 +53,7 @@ typedef enum ZklResult
 #define ZKT_WATCH		0x02	/* set a watch on `watch` (the predecessor) */
 #define ZKT_DELETE		0x04	/* (re)send the delete of our node */
 #define ZKT_PARENTS		0x08	/* create root and key nodes, then the node */
+#define ZKT_STAT		0x10	/* read an adopted node's Stat: owner, token */
 
 #define ZKL_NODE_BUFLEN	96		/* own node name (child of the key node) */
 #define ZKL_ERRMSG_LEN	160
@@ -188,6 +189,7 @@ extern bool zkl_local_stack(const char *key, char mode);
 extern bool zkl_local_unlock(const char *key, char mode);
 extern void zkl_local_unlock_all(void);
 extern void zkl_set_pending(int slot);
+extern int	zkl_local_slot(const char *key, char mode);
 
 /* lockfuncs.c */
 /* Slack before a backend decides the worker is not serving requests at all. */

@@ -33,7 +33,7 @@ is($b->safe_psql('postgres', "SELECT zk_try_lock('handover')"), 'f',
 sleep 1;
 is(waiting_count($b), 1, 'B is still waiting after a second');
 
-my $token_a = $a->safe_psql('postgres', "SELECT token FROM zk_locks WHERE key = 'handover'");
+my $token_a = $ha->query_safe("SELECT zk_lock_token('handover')");
 like($token_a, qr/^\d+$/, "A's lock has a fencing token ($token_a)");
 my $commit_at = time();
 $ha->query_safe('COMMIT');
@@ -41,7 +41,7 @@ ok(wait_for(sub { waiting_count($b) == 0 }, 10), 'B is granted after A commits')
 note(sprintf('hand-over: B granted %.1f ms after A committed (wall clock seen by the test)',
 	1000 * (time() - $commit_at)));
 $hb->query_safe("BEGIN; SELECT zk_lock('handover')");
-my $token_b = $b->safe_psql('postgres', "SELECT token FROM zk_locks WHERE key = 'handover'");
+my $token_b = $hb->query_safe("SELECT zk_lock_token('handover')");
 cmp_ok($token_b, '>', $token_a, "the next holder, in B, has a greater token ($token_b)");
 $hb->query_safe('COMMIT');
 ok(wait_for(sub { $a->safe_psql('postgres', "SELECT zk_try_lock('handover')") eq 't' }, 10),
