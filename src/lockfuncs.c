@@ -131,15 +131,15 @@ node_data(char mode)
 }
 
 static ZklResult
-read_result(int idx, ZklZkState *zstate)
+read_result(int idx, ZklZkState *zstate, TimestampTz *queued_at)
 {
 	ZklSlot    *slot = &zkl_shared->slots[idx];
 	ZklResult	r;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	r = slot->result;
-	if (zstate)
-		*zstate = slot->zstate;
+	*zstate = slot->zstate;
+	*queued_at = slot->queued_at;
 	LWLockRelease(zkl_shared->lock);
 	return r;
 }
@@ -168,7 +168,8 @@ wait_for_answer(int idx, WaitKind kind, int timeout_ms, bool *lock_timed_out)
 	for (;;)
 	{
 		ZklZkState	zstate;
-		ZklResult	r = read_result(idx, &zstate);
+		TimestampTz queued_at;
+		ZklResult	r = read_result(idx, &zstate, &queued_at);
 		long		elapsed;
 		long		sleep_ms = -1;
 		int			rc;
@@ -203,6 +204,9 @@ wait_for_answer(int idx, WaitKind kind, int timeout_ms, bool *lock_timed_out)
 		{
 			long		limit = zkl_connect_timeout + WORKER_GRACE_MS;
 
+			/* unsent: measured from when it (re)entered the queue */
+			if (zstate == ZKS_NEW)
+				elapsed = (long) ((GetCurrentTimestamp() - queued_at) / 1000);
 			if (elapsed >= limit && cancel_if_pending(idx) == ZKR_PENDING)
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),

@@ -141,6 +141,7 @@ zkl_claim_slot(const char *key, char mode, bool nowait, const char *data)
 	slot->owner_pid = MyProcPid;
 	slot->attempt = ++zkl_shared->next_attempt;
 	slot->requested_at = GetCurrentTimestamp();
+	slot->queued_at = slot->requested_at;
 	zkr_format_uuid(rnd, slot->uuid);
 	strlcpy(slot->key, key, sizeof(slot->key));
 	slot->node[0] = '\0';

@@ -127,10 +127,22 @@ requeue(ZklSlot *s)
 		elog(ERROR, "could not generate a random request id");
 	zkr_format_uuid(rnd, s->uuid);
 	s->zstate = ZKS_NEW;
+	s->queued_at = GetCurrentTimestamp();
 	s->todo = 0;
 	s->retries = 0;
 	s->node[0] = '\0';
 	s->attempt = ++zkl_shared->next_attempt;
+}
+
+/* Holders committing while we were disconnected wait for this. Caller holds the lock. */
+static void
+wake_holders(void)
+{
+	int			i;
+
+	for (i = 0; i < zkl_shared->nslots; i++)
+		if (zkl_shared->slots[i].zstate == ZKS_HELD)
+			zkl_wake_owner(&zkl_shared->slots[i]);
 }
 
 /* One slot's part of session_lost(). */
@@ -606,6 +618,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		strlcpy(zkl_shared->server, zoo_get_current_server(h) ? zoo_get_current_server(h) : "",
 				sizeof(zkl_shared->server));
 		zkl_shared->counters.reconnects++;
+		wake_holders();
 		LWLockRelease(zkl_shared->lock);
 		ereport(LOG,
 				(errmsg("zk_lock: connected to ZooKeeper, session 0x%llx, timeout %d ms",
@@ -802,7 +815,7 @@ plan_ops(int *nops)
 				}
 				else if (s->result == ZKR_PENDING && !s->abandoned)
 				{
-					TimestampTz deadline = TimestampTzPlusMilliseconds(s->requested_at,
+					TimestampTz deadline = TimestampTzPlusMilliseconds(s->queued_at,
 																	   zkl_connect_timeout);
 					long		left = (long) ((deadline - now) / 1000);
 
@@ -1020,6 +1033,44 @@ reload_config(void)
 	}
 }
 
+/*
+ * The client notices a dead connection after 2/3 of the session timeout
+ * without news; the server may expire the session once the full timeout has
+ * passed since it last heard from us, i.e. a third of the timeout after we
+ * noticed.  From then on our locks may be someone else's: treat the session
+ * as lost without waiting to be told (ZooKeeper only says so on reconnect),
+ * and a little early (a quarter, not a third), so we are never the last to
+ * know.
+ */
+static long
+cut_off_ms_left(void)
+{
+	long		left = -1;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	if (zkl_shared->conn_state == ZKC_CONNECTING && zkl_shared->session_id != 0 &&
+		zkl_shared->negotiated_timeout > 0)
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+											   TimestampTzPlusMilliseconds(zkl_shared->state_since,
+																		   zkl_shared->negotiated_timeout / 4));
+	LWLockRelease(zkl_shared->lock);
+	return left;
+}
+
+static bool
+cut_off_too_long(void)
+{
+	if (cut_off_ms_left() != 0)
+		return false;
+	ereport(LOG,
+			(errmsg("zk_lock: cut off from ZooKeeper past the session timeout; treating session 0x%llx as expired",
+					(unsigned long long) zkl_shared->session_id)));
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->counters.expirations++;
+	LWLockRelease(zkl_shared->lock);
+	return true;
+}
+
 static bool
 claim_worker_role(void)
 {
@@ -1078,6 +1129,8 @@ zkl_worker_main(Datum arg)
 		if (ConfigReloadPending)
 			reload_config();
 
+		if (zh != NULL && !session_ended && cut_off_too_long())
+			session_ended = true;
 		if (zh != NULL && session_ended)
 		{
 			session_ended = false;
@@ -1104,6 +1157,13 @@ zkl_worker_main(Datum arg)
 		}
 		if (zh == NULL && zkl_hosts[0] != '\0')
 			wait_ms = (wait_ms < 0) ? REOPEN_DELAY_MS : Min(wait_ms, REOPEN_DELAY_MS);
+		else if (zh != NULL)
+		{
+			long		cut = cut_off_ms_left();
+
+			if (cut >= 0)
+				wait_ms = (wait_ms < 0) ? cut : Min(wait_ms, cut);
+		}
 
 		zkc_wait(zh, wait_ms);
 	}

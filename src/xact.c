@@ -11,8 +11,12 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "zk_lock.h"
 
@@ -193,26 +197,53 @@ zkl_set_pending(int slot)
 	pending_slot = slot;
 }
 
-/* At pre-commit: a transaction whose lock was lost must not commit. */
+/*
+ * At pre-commit: a transaction whose lock was lost must not commit, and one
+ * whose worker is disconnected cannot know yet, so it waits (bounded) until
+ * the worker is connected again or has declared the session lost.
+ */
 static void
 check_not_lost(void)
 {
-	int			i;
-	const char *lost = NULL;
+	TimestampTz deadline;
 
 	if (nlocals == 0)
 		return;
-	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	for (i = 0; i < nlocals && lost == NULL; i++)
-		if (zkl_shared->slots[locals[i].slot].result == ZKR_LOST)
-			lost = locals[i].key;
-	LWLockRelease(zkl_shared->lock);
-	if (lost != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("zk_lock lock on key \"%s\" was lost", zkl_display_key(lost)),
-				 errdetail("The ZooKeeper session that granted it ended before the commit."),
-				 errhint("Retry the transaction.")));
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   zkl_session_timeout + zkl_connect_timeout + WORKER_GRACE_MS);
+	for (;;)
+	{
+		const char *lost = NULL;
+		bool		connected;
+		long		left;
+		int			i;
+
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		for (i = 0; i < nlocals && lost == NULL; i++)
+			if (zkl_shared->slots[locals[i].slot].result == ZKR_LOST)
+				lost = locals[i].key;
+		connected = zkl_shared->conn_state == ZKC_CONNECTED;
+		LWLockRelease(zkl_shared->lock);
+
+		if (lost != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("zk_lock lock on key \"%s\" was lost", zkl_display_key(lost)),
+					 errdetail("The ZooKeeper session that granted it ended before the commit."),
+					 errhint("Retry the transaction.")));
+		if (connected)
+			return;
+
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (left <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("could not confirm zk_lock locks before commit: no connection to ZooKeeper")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 left, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
 static void

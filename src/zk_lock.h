@@ -72,7 +72,8 @@ typedef struct ZklSlot
 	int			owner_pid;
 	uint64		attempt;		/* tags ZooKeeper calls; stale replies differ */
 	int64		czxid;			/* fencing token once created */
-	TimestampTz requested_at;
+	TimestampTz requested_at;	/* when the owner asked */
+	TimestampTz queued_at;		/* when it last became NEW: connect deadlines */
 	TimestampTz granted_at;
 	int			sqlstate;		/* with ZKR_FAILED */
 	char		errmsg[ZKL_ERRMSG_LEN];
