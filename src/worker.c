@@ -45,7 +45,8 @@ typedef enum OpKind
 	OP_WATCH,
 	OP_DELETE,
 	OP_RECOVER,
-	OP_STAT
+	OP_STAT,
+	OP_VERIFY
 } OpKind;
 
 typedef struct Op
@@ -64,6 +65,7 @@ static Op  *ops = NULL;
 static ZkrChild *childbuf = NULL;
 static int	maxchild = 0;
 static bool query_to_send = false;	/* zk_lock_queue() asked: read the key */
+static zoo_op_result_t *verify_results = NULL;	/* one per slot, alive until the reply */
 
 static void *
 slot_ctx(int idx, uint64 attempt)
@@ -593,6 +595,35 @@ stat_done(int rc, const struct Stat *stat, const void *ctx)
 }
 
 static void
+verify_done(int rc, const void *ctx)
+{
+	ZklSlot    *s;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	s = reply_slot(ctx);
+	if (s != NULL && s->zstate == ZKS_HELD && s->verify == ZKV_ASKED)
+	{
+		if (rc == ZOK)
+		{
+			s->verify = ZKV_OK;
+			zkl_wake_owner(s);
+		}
+		else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+			s->todo |= ZKT_VERIFY;	/* again once reconnected */
+		else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOAUTH)
+		{
+			/* the node is gone: whoever deleted it, the lock is not ours */
+			s->zstate = ZKS_GONE;
+			s->result = ZKR_LOST;
+			zkl_shared->counters.lost++;
+			zkl_wake_owner(s);
+		}
+		/* session errors: session_lost() marks the lock lost */
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
 session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 {
 	if (type != ZOO_SESSION_EVENT)
@@ -836,6 +867,14 @@ plan_ops(int *nops)
 					s->zstate = ZKS_DELETING;
 					s->todo = ZKT_DELETE;
 				}
+				else if (connected && (s->todo & ZKT_VERIFY))
+				{
+					s->todo &= ~ZKT_VERIFY;
+					op->kind = OP_VERIFY;
+					op->attempt = s->attempt;
+					n++;
+					break;
+				}
 				else if (connected && (s->todo & ZKT_STAT))
 				{
 					/* before deciding: an adopted node must prove it is ours */
@@ -966,6 +1005,17 @@ send_ops(int nops)
 			case OP_STAT:
 				child_path(s, s->node, path);
 				rc = zoo_aexists(zh, path, 0, stat_done, ctx);
+				break;
+			case OP_VERIFY:
+				{
+					/* a multi is a write: it goes through the leader, so a
+					 * reply proves the session alive there, now */
+					zoo_op_t	check;
+
+					child_path(s, s->node, path);
+					zoo_check_op_init(&check, path, -1);
+					rc = zoo_amulti(zh, 1, &check, &verify_results[op->idx], verify_done, ctx);
+				}
 				break;
 			case OP_WATCH:
 				child_path(s, s->watch, path);
@@ -1118,6 +1168,8 @@ zkl_worker_main(Datum arg)
 	before_shmem_exit(worker_exit, (Datum) 0);
 
 	ops = MemoryContextAlloc(TopMemoryContext, zkl_shared->nslots * sizeof(Op));
+	verify_results = MemoryContextAllocZero(TopMemoryContext,
+											zkl_shared->nslots * sizeof(zoo_op_result_t));
 	each_slot(redo_in_flight);
 	ereport(LOG, (errmsg("zk_lock worker started")));
 

@@ -200,12 +200,15 @@ zkl_set_pending(int slot)
 /*
  * At pre-commit: a transaction whose lock was lost must not commit, and one
  * whose worker is disconnected cannot know yet, so it waits (bounded) until
- * the worker is connected again or has declared the session lost.
+ * the worker is connected again or has declared the session lost.  With
+ * zk_lock.verify_on_commit, each lock's node is also proven alive through
+ * the ZooKeeper leader before the commit goes on.
  */
 static void
 check_not_lost(void)
 {
 	TimestampTz deadline;
+	bool		asked = false;
 
 	if (nlocals == 0)
 		return;
@@ -215,15 +218,35 @@ check_not_lost(void)
 	{
 		const char *lost = NULL;
 		bool		connected;
+		bool		verified = true;
+		bool		wake = false;
 		long		left;
 		int			i;
 
-		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		for (i = 0; i < nlocals && lost == NULL; i++)
 			if (zkl_shared->slots[locals[i].slot].result == ZKR_LOST)
 				lost = locals[i].key;
 		connected = zkl_shared->conn_state == ZKC_CONNECTED;
+		if (lost == NULL && zkl_verify_on_commit)
+		{
+			for (i = 0; i < nlocals; i++)
+			{
+				ZklSlot    *slot = &zkl_shared->slots[locals[i].slot];
+
+				if (!asked)
+				{
+					slot->verify = ZKV_ASKED;
+					slot->todo |= ZKT_VERIFY;
+					wake = true;
+				}
+				verified &= slot->verify == ZKV_OK;
+			}
+			asked = true;
+		}
 		LWLockRelease(zkl_shared->lock);
+		if (wake)
+			zkl_wake_worker();
 
 		if (lost != NULL)
 			ereport(ERROR,
@@ -231,14 +254,14 @@ check_not_lost(void)
 					 errmsg("zk_lock lock on key \"%s\" was lost", zkl_display_key(lost)),
 					 errdetail("The ZooKeeper session that granted it ended before the commit."),
 					 errhint("Retry the transaction.")));
-		if (connected)
+		if (connected && verified)
 			return;
 
 		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (left <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("could not confirm zk_lock locks before commit: no connection to ZooKeeper")));
+					 errmsg("could not confirm zk_lock locks before commit: no answer from ZooKeeper")));
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 left, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

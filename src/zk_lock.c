@@ -19,6 +19,7 @@ char	   *zkl_root = NULL;
 int			zkl_session_timeout = 10000;
 int			zkl_connect_timeout = 5000;
 int			zkl_max_locks = 1000;
+bool		zkl_verify_on_commit = false;
 
 #define ZKL_MAX_ROOT_LEN 512
 
@@ -121,6 +122,10 @@ _PG_init(void)
 							NULL,
 							&zkl_max_locks, 1000, 16, 100000,
 							PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("zk_lock.verify_on_commit",
+							 "Prove the ZooKeeper session alive at commit with one round trip to the leader.",
+							 "Costs a ZooKeeper write round trip per commit that holds zk_lock locks.",
+							 &zkl_verify_on_commit, false, PGC_USERSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zk_lock");
 
 #if PG_VERSION_NUM >= 150000

@@ -54,6 +54,12 @@ typedef enum ZklResult
 #define ZKT_DELETE		0x04	/* (re)send the delete of our node */
 #define ZKT_PARENTS		0x08	/* create root and key nodes, then the node */
 #define ZKT_STAT		0x10	/* read an adopted node's Stat: owner, token */
+#define ZKT_VERIFY		0x20	/* prove the node (so the session) alive, via the leader */
+
+/* zk_lock.verify_on_commit progress of a held slot (ZklSlot.verify) */
+#define ZKV_NONE	0
+#define ZKV_ASKED	1
+#define ZKV_OK		2
 
 #define ZKL_NODE_BUFLEN	96		/* own node name (child of the key node) */
 #define ZKL_ERRMSG_LEN	160
@@ -67,6 +73,7 @@ typedef struct ZklSlot
 	bool		nowait;			/* try-lock: do not queue */
 	uint8		todo;			/* ZKT_* bits */
 	uint8		retries;		/* parent re-creations, to bound a loop */
+	uint8		verify;			/* ZKV_*, for zk_lock.verify_on_commit */
 	char		mode;			/* ZKL_MODE_* */
 	int			owner_procno;
 	int			owner_pid;
@@ -165,6 +172,7 @@ extern char *zkl_root;
 extern int	zkl_session_timeout;
 extern int	zkl_connect_timeout;
 extern int	zkl_max_locks;
+extern bool zkl_verify_on_commit;
 
 /* shmem.c */
 extern ZklShared *zkl_shared;

@@ -57,6 +57,29 @@ thaw();
 like($ha->query_until(qr/committed/, ''), qr/committed/, 'after the reconnection the commit goes through');
 is($a->safe_psql('postgres', 'SELECT lost FROM zk_lock_status()'), '0', 'nothing was lost');
 
+# --- right after a freeze the client has noticed nothing yet: only
+#     zk_lock.verify_on_commit makes the commit wait for ZooKeeper ---
+ok(wait_for(sub { $a->safe_psql('postgres', 'SELECT state FROM zk_lock_status()') eq 'connected' }, 15),
+	'A connected again');
+$ha->query_safe("BEGIN; SELECT zk_lock('plain')");
+freeze();
+my $t1 = time();
+$ha->query_safe('COMMIT');
+my $plain_ms = 1000 * (time() - $t1);
+thaw();
+cmp_ok($plain_ms, '<', 1000, sprintf('a plain commit does not ask ZooKeeper (%.0f ms)', $plain_ms));
+
+$ha->query_safe("SET zk_lock.verify_on_commit = on; BEGIN; SELECT zk_lock('verified')");
+freeze();
+$ha->query_until(qr/sent/, "\\echo sent\nCOMMIT;\nSELECT 'verified commit';\n");
+ok(wait_for(sub { waiting_commit($a) == 1 }, 5), 'a verified commit waits for ZooKeeper');
+sleep 1;
+is(waiting_commit($a), 1, 'and keeps waiting while ZooKeeper is frozen');
+thaw();
+like($ha->query_until(qr/verified commit/, ''), qr/verified commit/,
+	'it commits once ZooKeeper confirms the lock node');
+$ha->query_safe('RESET zk_lock.verify_on_commit');
+
 # --- long outage: holder loses its lock, a waiter gets it in a new session ---
 my $hb = $b->background_psql('postgres', on_error_stop => 0);
 $hb->set_query_timer_restart();
