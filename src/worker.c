@@ -20,6 +20,7 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
@@ -37,6 +38,9 @@
 #define ZKL_PATH_LEN		2048
 #define MAX_PARENT_RETRIES	5
 #define REOPEN_DELAY_MS		1000
+
+/* In the data directory: the session to close after a crash-restart. */
+#define SESSION_FILE		"pg_zk_lock.session"
 
 typedef enum OpKind
 {
@@ -623,6 +627,96 @@ verify_done(int rc, const void *ctx)
 	LWLockRelease(zkl_shared->lock);
 }
 
+/*
+ * Remember the session in the data directory.  Shared memory (which lets a
+ * restarted worker resume the session) does not survive a crash-restart;
+ * this file lets the next worker close the orphaned session at once.
+ */
+static void
+save_session_file(const clientid_t *id)
+{
+	FILE	   *f = AllocateFile(SESSION_FILE ".tmp", PG_BINARY_W);
+
+	if (f == NULL ||
+		fwrite(&id->client_id, sizeof(id->client_id), 1, f) != 1 ||
+		fwrite(id->passwd, sizeof(id->passwd), 1, f) != 1)
+	{
+		ereport(LOG, (errcode_for_file_access(),
+					  errmsg("zk_lock: could not write \"%s\": %m", SESSION_FILE ".tmp")));
+		if (f)
+			FreeFile(f);
+		return;
+	}
+	if (FreeFile(f) == 0)
+		(void) durable_rename(SESSION_FILE ".tmp", SESSION_FILE, LOG);
+}
+
+static bool
+read_session_file(clientid_t *id)
+{
+	FILE	   *f = AllocateFile(SESSION_FILE, PG_BINARY_R);
+	bool		ok;
+
+	if (f == NULL)
+		return false;
+	ok = fread(&id->client_id, sizeof(id->client_id), 1, f) == 1 &&
+		fread(id->passwd, sizeof(id->passwd), 1, f) == 1;
+	FreeFile(f);
+	return ok && id->client_id != 0;
+}
+
+static int	left_state = 0;		/* ZOO_*_STATE seen by left_session_watcher */
+
+static void
+left_session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
+{
+	if (type == ZOO_SESSION_EVENT &&
+		(state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE ||
+		 state == ZOO_AUTH_FAILED_STATE))
+		left_state = state;
+}
+
+/*
+ * After a crash-restart, the previous incarnation's session may still hold
+ * lock nodes that other clusters wait for.  Reattach to it just to close it,
+ * so they need not wait a whole session timeout; then start afresh.
+ */
+static void
+close_left_session(void)
+{
+	clientid_t	old;
+	zhandle_t  *h;
+	TimestampTz deadline;
+
+	if (!read_session_file(&old))
+		return;
+	h = zkc_open(zkl_hosts, zkl_session_timeout, &old, left_session_watcher);
+	if (h == NULL)
+		return;
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), zkl_connect_timeout);
+	left_state = 0;
+	while (left_state == 0 && !ShutdownRequestPending)
+	{
+		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+
+		if (left <= 0)
+			break;
+		zkc_wait(h, left);
+	}
+	/* closing a connected handle ends the session: its nodes go at once */
+	zkc_close(h);
+	if (left_state == ZOO_CONNECTED_STATE)
+		ereport(LOG, (errmsg("zk_lock: closed session 0x%llx left over from before a restart",
+							 (unsigned long long) old.client_id)));
+	else if (left_state == ZOO_EXPIRED_SESSION_STATE)
+		ereport(LOG, (errmsg("zk_lock: session 0x%llx left over from before a restart had expired",
+							 (unsigned long long) old.client_id)));
+	else
+		ereport(LOG, (errmsg("zk_lock: could not reach ZooKeeper to close session 0x%llx left over from before a restart",
+							 (unsigned long long) old.client_id)));
+	unlink(SESSION_FILE);
+}
+
 static void
 session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 {
@@ -641,6 +735,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 			session_lost();		/* asked to resume a session that is gone */
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		changed = zkl_shared->session_id != id->client_id;
 		zkl_shared->session_id = id->client_id;
 		memcpy(zkl_shared->session_passwd, id->passwd, sizeof(zkl_shared->session_passwd));
 		zkl_shared->conn_state = ZKC_CONNECTED;
@@ -651,6 +746,8 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		zkl_shared->counters.reconnects++;
 		wake_holders();
 		LWLockRelease(zkl_shared->lock);
+		if (changed)
+			save_session_file(id);	/* outside the lock: it syncs to disk */
 		ereport(LOG,
 				(errmsg("zk_lock: connected to ZooKeeper, session 0x%llx, timeout %d ms",
 						(unsigned long long) id->client_id, zoo_recv_timeout(h))));
@@ -1067,8 +1164,13 @@ open_session(void)
 static void
 reload_config(void)
 {
+	bool		was_failing = zkl_test_fail_worker;
+
 	ConfigReloadPending = false;
 	ProcessConfigFile(PGC_SIGHUP);
+	/* one-shot (on a change), so the restarted worker does not fail again */
+	if (zkl_test_fail_worker && !was_failing)
+		elog(ERROR, "zk_lock worker failing on request (zk_lock.test_fail_worker)");
 	if (zh != NULL && zkl_hosts[0] != '\0' && strcmp(open_hosts, zkl_hosts) != 0)
 	{
 		/* same ensemble, new list: keep the session and every lock */
@@ -1173,6 +1275,10 @@ zkl_worker_main(Datum arg)
 	each_slot(redo_in_flight);
 	ereport(LOG, (errmsg("zk_lock worker started")));
 
+	/* fresh shared memory (server start or crash-restart): nothing to resume */
+	if (zkl_shared->session_id == 0 && zkl_hosts[0] != '\0')
+		close_left_session();
+
 	while (!ShutdownRequestPending)
 	{
 		long		wait_ms;
@@ -1227,6 +1333,7 @@ zkl_worker_main(Datum arg)
 	session_lost();
 	zkc_close(zh);
 	zh = NULL;
+	unlink(SESSION_FILE);		/* closed: nothing left to clean up */
 	ereport(LOG, (errmsg("zk_lock worker stopped")));
 	proc_exit(1);				/* exit code 1: restarted unless shutting down */
 }

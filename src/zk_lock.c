@@ -20,6 +20,7 @@ int			zkl_session_timeout = 10000;
 int			zkl_connect_timeout = 5000;
 int			zkl_max_locks = 1000;
 bool		zkl_verify_on_commit = false;
+bool		zkl_test_fail_worker = false;
 
 #define ZKL_MAX_ROOT_LEN 512
 
@@ -126,6 +127,11 @@ _PG_init(void)
 							 "Prove the ZooKeeper session alive at commit with one round trip to the leader.",
 							 "Costs a ZooKeeper write round trip per commit that holds zk_lock locks.",
 							 &zkl_verify_on_commit, false, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("zk_lock.test_fail_worker",
+							 "For tests: the worker raises an ERROR when this turns on (at reload).",
+							 NULL,
+							 &zkl_test_fail_worker, false, PGC_SIGHUP,
+							 GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zk_lock");
 
 #if PG_VERSION_NUM >= 150000

@@ -173,6 +173,7 @@ extern int	zkl_session_timeout;
 extern int	zkl_connect_timeout;
 extern int	zkl_max_locks;
 extern bool zkl_verify_on_commit;
+extern bool zkl_test_fail_worker;
 
 /* shmem.c */
 extern ZklShared *zkl_shared;

@@ -44,14 +44,21 @@ END { stop_zookeeper(); }
 sub zk_cmd
 {
 	my ($port, $word) = @_;
+	my $answer;
+	# bounded: never let a silent server hang a test
+	local $SIG{ALRM} = sub { die "ZooKeeper on $port did not answer '$word'\n" };
+	alarm 10;
 	my $s = IO::Socket::INET->new(
 		PeerAddr => '127.0.0.1',
 		PeerPort => $port,
 		Timeout => 5) or die "cannot reach ZooKeeper on $port: $!";
 	print $s $word;
-	local $/;
-	my $answer = <$s>;
+	{
+		local $/;
+		$answer = <$s>;
+	}
 	close $s;
+	alarm 0;
 	return $answer // '';
 }
 

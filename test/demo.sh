@@ -78,7 +78,8 @@ pids+=($!)
 sleep 0.5
 echo "$(date +%T.%3N)  ZooKeeper: queue of /zk_lock/tnightly-settlement (A holds, B waits):"
 perl -MIO::Socket::INET -e '
-	my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $ARGV[0]) or die;
+	alarm 5;
+	my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $ARGV[0], Timeout => 2) or die;
 	print $s "dump"; local $/; my $r = <$s>;
 	print map { "              $_\n" } sort grep { m{^/zk_lock/} } map { s/^\s+//r } split /\n/, $r;' "$zk_port"
 wait "${pids[@]}"

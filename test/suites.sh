@@ -24,11 +24,12 @@ CONF
 
 passed=0
 failed=0
+# No suite may hang the run: each gets a generous bound (they take seconds).
 run_suite() {
 	local name=$1
 	shift
 	echo "=== $name ==="
-	if "$@"; then
+	if timeout --kill-after=30 600 "$@"; then
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1))

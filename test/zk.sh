@@ -16,7 +16,9 @@ free_port() {
 }
 
 four_letter() {  # four_letter PORT WORD -> server's answer
+	# bounded: a server still starting may accept and never answer
 	perl -MIO::Socket::INET -e '
+		$SIG{ALRM} = sub { exit 1 }; alarm 3;
 		my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $ARGV[0], Timeout => 2) or exit 1;
 		print $s $ARGV[1]; local $/; my $r = <$s>; print $r // "";' "$1" "$2" 2>/dev/null || true
 }
