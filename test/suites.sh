@@ -8,7 +8,7 @@ set -uo pipefail
 work=$1
 cd "$work"
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-mk() { make -s PG_CONFIG="$PG_CONFIG" with_llvm=no "$@"; }
+mk=(make -s PG_CONFIG="$PG_CONFIG" with_llvm=no)
 
 mkdir -p test/tmp
 trap 'bash test/zk.sh stop "$work/test/tmp/zk"' EXIT
@@ -44,9 +44,9 @@ run_suite() {
 }
 
 run_suite unit bash test/unit/run.sh
-run_suite regress mk installcheck-regress
-run_suite isolation mk installcheck-isolation
-run_suite tap mk installcheck-tap
+run_suite regress "${mk[@]}" installcheck-regress
+run_suite isolation "${mk[@]}" installcheck-isolation
+run_suite tap "${mk[@]}" installcheck-tap
 
 echo "suites: $passed passed, $failed failed"
 [ "$failed" = 0 ]
