@@ -901,6 +901,43 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 /* ---- plan and send ---- */
 
 /*
+ * Follow-up calls a queued or held slot may owe, most urgent first: verify
+ * for a committing holder; an adopted node's Stat before any decision; a
+ * fresh listing (which makes a pending watch moot); then the watch.
+ */
+static const struct
+{
+	uint8		bit;
+	uint8		clears;
+	OpKind		kind;
+}			followups[] =
+{
+	{ZKT_VERIFY, ZKT_VERIFY, OP_VERIFY},
+	{ZKT_STAT, ZKT_STAT, OP_STAT},
+	{ZKT_CHILDREN, ZKT_CHILDREN | ZKT_WATCH, OP_CHILDREN},
+	{ZKT_WATCH, ZKT_WATCH, OP_WATCH},
+};
+
+/* Fill op with the slot's most urgent follow-up, if any.  Caller holds the lock. */
+static bool
+next_followup(ZklSlot *s, Op *op)
+{
+	int			i;
+
+	for (i = 0; i < lengthof(followups); i++)
+	{
+		if (s->todo & followups[i].bit)
+		{
+			s->todo &= ~followups[i].clears;
+			op->kind = followups[i].kind;
+			op->attempt = s->attempt;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * Under the lock, pick the calls owed and advance states so that no backend
  * can free those slots meanwhile.  Returns the ms until the earliest
  * connect deadline of an unsent request (-1: none).
@@ -964,37 +1001,8 @@ plan_ops(int *nops)
 					s->zstate = ZKS_DELETING;
 					s->todo = ZKT_DELETE;
 				}
-				else if (connected && (s->todo & ZKT_VERIFY))
+				else if (connected && next_followup(s, op))
 				{
-					s->todo &= ~ZKT_VERIFY;
-					op->kind = OP_VERIFY;
-					op->attempt = s->attempt;
-					n++;
-					break;
-				}
-				else if (connected && (s->todo & ZKT_STAT))
-				{
-					/* before deciding: an adopted node must prove it is ours */
-					s->todo &= ~ZKT_STAT;
-					op->kind = OP_STAT;
-					op->attempt = s->attempt;
-					n++;
-					break;
-				}
-				else if (connected && (s->todo & ZKT_CHILDREN))
-				{
-					/* a fresh listing supersedes any pending watch */
-					s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH);
-					op->kind = OP_CHILDREN;
-					op->attempt = s->attempt;
-					n++;
-					break;
-				}
-				else if (connected && (s->todo & ZKT_WATCH))
-				{
-					s->todo &= ~ZKT_WATCH;
-					op->kind = OP_WATCH;
-					op->attempt = s->attempt;
 					n++;
 					break;
 				}
