@@ -223,7 +223,8 @@ check_not_lost(void)
 		long		left;
 		int			i;
 
-		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		/* exclusive only to ask for verification: most commits just read */
+		LWLockAcquire(zkl_shared->lock, zkl_verify_on_commit ? LW_EXCLUSIVE : LW_SHARED);
 		for (i = 0; i < nlocals && lost == NULL; i++)
 			if (zkl_shared->slots[locals[i].slot].result == ZKR_LOST)
 				lost = locals[i].key;
