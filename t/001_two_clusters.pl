@@ -76,54 +76,18 @@ ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10),
 eval { $hw->quit };
 
 # --- mutual exclusion: read-modify-write of a counter outside both clusters ---
-my $counter = "${PostgreSQL::Test::Utils::tmp_check}/counter";
-my $bump = q{
-CREATE FUNCTION bump(path text) RETURNS int LANGUAGE plpgsql AS $$
-DECLARE n int;
-BEGIN
-  -- read, dawdle, write: without mutual exclusion, increments get lost
-  n := coalesce(nullif(btrim(pg_read_file(path), E' \n'), '')::int, 0);
-  PERFORM pg_sleep(0.002);
-  EXECUTE format('COPY (SELECT %s) TO %L', n + 1, path);
-  RETURN n + 1;
-END $$;
-};
-$_->safe_psql('postgres', $bump) for ($a, $b);
-
+my $counter = install_counter('main', $a, $b);
 my $clients = 4;
 my $per_client = 25;
 my $expected = 2 * $clients * $per_client;
 
-sub run_load
+sub check_load
 {
-	my ($script_body) = @_;
-	my $script = "${PostgreSQL::Test::Utils::tmp_check}/load.sql";
-	open my $fh, '>', $script or die;
-	print $fh $script_body;
-	close $fh;
-	my @runs;
-	for my $node ($a, $b)
-	{
-		my ($out, $err) = ('', '');
-		my $h = IPC::Run::start(
-			[ 'pgbench', '-n', '-c', $clients, '-j', $clients, '-t', $per_client,
-			  '-f', $script, '-h', $node->host, '-p', $node->port, 'postgres' ],
-			'>', \$out, '2>', \$err,
-			IPC::Run::timeout(120));
-		push @runs, [ $h, \$out, \$err ];
-	}
-	for (@runs)
-	{
-		my ($h, $out, $err) = @$_;
-		$h->finish;
-		is($h->result(0), 0, 'pgbench finished') or diag($$err);
-	}
+	is($_->[0], 0, 'pgbench finished') or diag($_->[2]) for @_;
 }
 
 # Control: the same load without the lock must lose updates, or the test proves nothing.
-PostgreSQL::Test::Utils::append_to_file($counter, "0\n");
-chmod 0666, $counter;
-run_load("SELECT bump('$counter');\n");
+check_load(run_counter_load([ $a, $b ], $clients, $per_client, "SELECT bump('$counter');\n"));
 my $unlocked = 0 + PostgreSQL::Test::Utils::slurp_file($counter);
 cmp_ok($unlocked, '<', $expected, "without zk_lock, increments are lost ($unlocked of $expected)");
 
@@ -131,7 +95,8 @@ open my $fh, '>', $counter or die;
 print $fh "0\n";
 close $fh;
 my $t0 = time();
-run_load("BEGIN;\nSELECT zk_lock('counter');\nSELECT bump('$counter');\nCOMMIT;\n");
+check_load(run_counter_load([ $a, $b ], $clients, $per_client,
+	"BEGIN;\nSELECT zk_lock('counter');\nSELECT bump('$counter');\nCOMMIT;\n"));
 my $elapsed = time() - $t0;
 is(0 + PostgreSQL::Test::Utils::slurp_file($counter), $expected,
 	"with zk_lock across two clusters, every increment counts ($expected)");

@@ -13,11 +13,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Time::HiRes qw(time usleep);
 
-our @EXPORT = qw(start_zookeeper stop_zookeeper zk_cmd zk_mntr zk_lock_nodes
-  new_zk_cluster wait_for);
+our @EXPORT = qw(start_zookeeper start_ensemble stop_zookeeper zk_member
+  zk_restart_member zk_cmd zk_mntr zk_lock_nodes new_zk_cluster wait_for
+  start_proxy proxy_do install_counter run_counter_load);
 
 my $zk_script = dirname(__FILE__) . '/../test/zk.sh';
+my $proxy_script = dirname(__FILE__) . '/../test/zk_proxy.pl';
 my @zk_dirs;
+my @proxy_pids;
 
 # Start a standalone ZooKeeper on 127.0.0.1; returns its client port.
 sub start_zookeeper
@@ -31,14 +34,135 @@ sub start_zookeeper
 	return $port;
 }
 
+# Start an ensemble of $n members on 127.0.0.1; returns their client ports.
+sub start_ensemble
+{
+	my ($name, $n) = @_;
+	my $dir = "${PostgreSQL::Test::Utils::tmp_check}/zk_$name";
+	my $ports = `bash $zk_script ensemble $dir $n`;
+	die "could not start a ZooKeeper ensemble in $dir" if $? != 0;
+	chomp $ports;
+	push @zk_dirs, $dir;
+	return split /,/, $ports;
+}
+
+# Member $i (from 1) of an ensemble: its pid (undef when stopped), port and mode.
+sub zk_member
+{
+	my ($name, $i) = @_;
+	my $dir = "${PostgreSQL::Test::Utils::tmp_check}/zk_$name/$i";
+	my $pid = -f "$dir/zk.pid" ? PostgreSQL::Test::Utils::slurp_file("$dir/zk.pid") : undef;
+	chomp $pid if defined $pid;
+	my $mode = `bash $zk_script mode $dir`;
+	chomp $mode;
+	return { pid => $pid, port => 0 + PostgreSQL::Test::Utils::slurp_file("$dir/port"), mode => $mode };
+}
+
+# Start a member again after it was killed; returns once it serves.
+sub zk_restart_member
+{
+	my ($name, $i) = @_;
+	system('bash', $zk_script, 'restart', "${PostgreSQL::Test::Utils::tmp_check}/zk_$name/$i") == 0
+	  or die "could not restart member $i of $name";
+}
+
 sub stop_zookeeper
 {
 	system('bash', $zk_script, 'stop', $_) for @zk_dirs;
 	@zk_dirs = ();
 }
 
+# A TCP proxy (test/zk_proxy.pl) in front of the given ZooKeeper ports;
+# returns { port, pid }.  Drive it with proxy_do.
+sub start_proxy
+{
+	my ($name, @upstream) = @_;
+	my $portfile = "${PostgreSQL::Test::Utils::tmp_check}/proxy_$name.port";
+	unlink $portfile;
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0)
+	{
+		exec('perl', $proxy_script, $portfile, @upstream) or die "exec: $!";
+	}
+	push @proxy_pids, $pid;
+	wait_for(sub { -s $portfile }, 10) or die "proxy $name did not start";
+	my $port = PostgreSQL::Test::Utils::slurp_file($portfile);
+	chomp $port;
+	return { port => $port, pid => $pid };
+}
+
+# blackhole | reset | pass
+sub proxy_do
+{
+	my ($proxy, $what) = @_;
+	my %sig = (blackhole => 'USR1', reset => 'USR2', pass => 'HUP');
+	kill $sig{$what} // die("unknown proxy action $what"), $proxy->{pid};
+}
+
 # Stop what we started even when a test dies.
-END { stop_zookeeper(); }
+END
+{
+	for my $pid (@proxy_pids)
+	{
+		kill 'TERM', $pid;
+		waitpid($pid, 0);
+	}
+	stop_zookeeper();
+}
+
+# A counter in a file outside every cluster, and bump(path) in each node:
+# read, dawdle, write, so that without mutual exclusion increments get lost.
+sub install_counter
+{
+	my ($name, @nodes) = @_;
+	my $path = "${PostgreSQL::Test::Utils::tmp_check}/counter_$name";
+	PostgreSQL::Test::Utils::append_to_file($path, "0\n");
+	chmod 0666, $path;
+	my $bump = q{
+CREATE FUNCTION bump(path text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE n int;
+BEGIN
+  n := coalesce(nullif(btrim(pg_read_file(path), E' \n'), '')::int, 0);
+  PERFORM pg_sleep(0.002);
+  EXECUTE format('COPY (SELECT %s) TO %L', n + 1, path);
+  RETURN n + 1;
+END $$;
+};
+	$_->safe_psql('postgres', $bump) for @nodes;
+	return $path;
+}
+
+# pgbench with a script on every node at once: $clients clients each run it
+# $per_client times.  Returns one [exit code, stdout, stderr] per node.
+sub run_counter_load
+{
+	my ($nodes, $clients, $per_client, $body, %opt) = @_;
+	my $script = "${PostgreSQL::Test::Utils::tmp_check}/load_$$.sql";
+	open my $fh, '>', $script or die;
+	print $fh $body;
+	close $fh;
+	my @runs;
+	for my $node (@$nodes)
+	{
+		my ($out, $err) = ('', '');
+		my $h = IPC::Run::start(
+			[ 'pgbench', '-n', '-c', $clients, '-j', $clients, '-t', $per_client,
+			  @{ $opt{pgbench_args} // [] },
+			  '-f', $script, '-h', $node->host, '-p', $node->port, 'postgres' ],
+			'>', \$out, '2>', \$err,
+			IPC::Run::timeout($opt{timeout} // 120));
+		push @runs, [ $h, \$out, \$err ];
+	}
+	$opt{during}->() if $opt{during};
+	my @results;
+	for (@runs)
+	{
+		my ($h, $out, $err) = @$_;
+		$h->finish;
+		push @results, [ $h->result(0), $$out, $$err ];
+	}
+	return @results;
+}
 
 # Send a four-letter word; returns the answer.
 sub zk_cmd

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Start or stop a standalone ZooKeeper server from Debian's zookeeper package,
-# listening on 127.0.0.1 only, with all its files under one directory.
+# Start or stop ZooKeeper servers from Debian's zookeeper package, listening
+# on 127.0.0.1 only, with all their files under one directory.
 #
-#   test/zk.sh start DIR [PORT]   start; prints the client port; waits until it serves
-#   test/zk.sh stop DIR           stop the server started in DIR (by its PID)
+#   test/zk.sh start DIR [PORT]   standalone server; prints its client port once it serves
+#   test/zk.sh ensemble DIR N     N-member ensemble in DIR/1..N; prints the client
+#                                 ports, comma-separated, once every member serves
+#   test/zk.sh restart DIR        start a stopped server (or member) again
+#   test/zk.sh stop DIR           stop the server in DIR, or every member under it (by PID)
 #   test/zk.sh port DIR           print the client port of the server in DIR
+#   test/zk.sh mode DIR           print standalone, leader or follower ("" if not serving)
 set -euo pipefail
 
-cmd=${1:?usage: zk.sh start|stop|port DIR [PORT]}
-dir=${2:?usage: zk.sh start|stop|port DIR [PORT]}
+cmd=${1:?usage: zk.sh start|ensemble|restart|stop|port|mode DIR ...}
+dir=${2:?usage: zk.sh start|ensemble|restart|stop|port|mode DIR ...}
 
 free_port() {
 	perl -MIO::Socket::INET -e \
@@ -23,50 +27,62 @@ four_letter() {  # four_letter PORT WORD -> server's answer
 		print $s $ARGV[1]; local $/; my $r = <$s>; print $r // "";' "$1" "$2" 2>/dev/null || true
 }
 
-case "$cmd" in
-start)
-	port=${3:-$(free_port)}
-	mkdir -p "$dir/data"
-	cat >"$dir/zoo.cfg" <<CFG
+mode() {  # mode DIR -> what `srvr` says the server is; empty while it does not serve
+	four_letter "$(cat "$1/port")" srvr | sed -n 's/^Mode: //p'
+}
+
+write_cfg() {  # write_cfg DIR PORT [server.N lines]
+	mkdir -p "$1/data"
+	cat >"$1/zoo.cfg" <<CFG
 tickTime=500
 initLimit=10
 syncLimit=5
-dataDir=$dir/data
-clientPort=$port
+dataDir=$1/data
+clientPort=$2
 clientPortAddress=127.0.0.1
 maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=*
 minSessionTimeout=1000
 maxSessionTimeout=60000
+${3:-}
 CFG
-	echo "$port" >"$dir/port"
+	echo "$2" >"$1/port"
+}
+
+launch() {  # launch DIR: start the server configured in DIR, in the background
 	# Container nodes left empty vanish within a second rather than a minute.
 	nohup java -Xmx256m -Dznode.container.checkIntervalMs=1000 \
 		-Dzookeeper.admin.enableServer=false \
 		-cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar \
-		org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
-		>"$dir/zookeeper.log" 2>&1 </dev/null &
-	echo $! >"$dir/zk.pid"
-	for _ in $(seq 1 150); do
-		if [ "$(four_letter "$port" ruok)" = imok ]; then
-			echo "$port"
-			exit 0
-		fi
-		if ! kill -0 "$(cat "$dir/zk.pid")" 2>/dev/null; then
-			echo "zookeeper exited; log follows" >&2
-			tail -n 30 "$dir/zookeeper.log" >&2
-			exit 1
-		fi
+		org.apache.zookeeper.server.quorum.QuorumPeerMain "$1/zoo.cfg" \
+		>>"$1/zookeeper.log" 2>&1 </dev/null &
+	echo $! >"$1/zk.pid"
+}
+
+wait_serving() {  # wait_serving DIR...: until each serves clients (bounded: 60 s)
+	local d
+	for _ in $(seq 1 300); do
+		local all=1
+		for d in "$@"; do
+			if ! kill -0 "$(cat "$d/zk.pid")" 2>/dev/null; then
+				echo "zookeeper in $d exited; log follows" >&2
+				tail -n 30 "$d/zookeeper.log" >&2
+				return 1
+			fi
+			[ -n "$(mode "$d")" ] || all=0
+		done
+		[ "$all" = 1 ] && return 0
 		sleep 0.2
 	done
-	echo "zookeeper did not start within 30 s" >&2
-	"$0" stop "$dir" || true
-	exit 1
-	;;
-stop)
-	[ -f "$dir/zk.pid" ] || exit 0
-	pid=$(cat "$dir/zk.pid")
+	echo "zookeeper did not start serving within 60 s" >&2
+	return 1
+}
+
+stop_one() {  # stop_one DIR
+	[ -f "$1/zk.pid" ] || return 0
+	local pid
+	pid=$(cat "$1/zk.pid")
 	if kill "$pid" 2>/dev/null; then
 		for _ in $(seq 1 50); do
 			kill -0 "$pid" 2>/dev/null || break
@@ -74,13 +90,56 @@ stop)
 		done
 		kill -9 "$pid" 2>/dev/null || true
 	fi
-	rm -f "$dir/zk.pid"
+	rm -f "$1/zk.pid"
+}
+
+case "$cmd" in
+start)
+	write_cfg "$dir" "${3:-$(free_port)}"
+	launch "$dir"
+	wait_serving "$dir" || { stop_one "$dir"; exit 1; }
+	cat "$dir/port"
+	;;
+ensemble)
+	n=${3:?usage: zk.sh ensemble DIR N}
+	servers=""
+	for i in $(seq 1 "$n"); do
+		servers+="server.$i=127.0.0.1:$(free_port):$(free_port)"$'\n'
+	done
+	members=()
+	ports=()
+	for i in $(seq 1 "$n"); do
+		write_cfg "$dir/$i" "$(free_port)" "$servers"
+		echo "$i" >"$dir/$i/data/myid"
+		members+=("$dir/$i")
+		ports+=("$(cat "$dir/$i/port")")
+	done
+	for m in "${members[@]}"; do launch "$m"; done
+	if ! wait_serving "${members[@]}"; then
+		for m in "${members[@]}"; do stop_one "$m"; done
+		exit 1
+	fi
+	(IFS=,; echo "${ports[*]}")
+	;;
+restart)
+	launch "$dir"
+	wait_serving "$dir"
+	;;
+stop)
+	stop_one "$dir"
+	for m in "$dir"/*/; do
+		[ -f "$m/zoo.cfg" ] && stop_one "${m%/}"
+	done
+	exit 0
 	;;
 port)
 	cat "$dir/port"
 	;;
+mode)
+	mode "$dir"
+	;;
 *)
-	echo "usage: zk.sh start|stop|port DIR [PORT]" >&2
+	echo "usage: zk.sh start|ensemble|restart|stop|port|mode DIR ..." >&2
 	exit 2
 	;;
 esac
