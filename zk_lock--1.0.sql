@@ -83,7 +83,8 @@ CREATE FUNCTION zk_lock_status(
     OUT worker_pid integer, OUT state text, OUT session_id text, OUT server text,
     OUT session_timeout_ms integer, OUT in_state_for interval, OUT max_locks integer,
     OUT requests bigint, OUT grants bigint, OUT releases bigint, OUT lost bigint,
-    OUT connects bigint, OUT expirations bigint, OUT hosts text)
+    OUT connects bigint, OUT expirations bigint, OUT recovered bigint,
+    OUT delete_retries bigint, OUT hosts text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_lock_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 

@@ -399,9 +399,6 @@ zk_lock_token(PG_FUNCTION_ARGS)
 	token = zkl_shared->slots[idx].czxid;
 	LWLockRelease(zkl_shared->lock);
 	if (r == ZKR_LOST)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("zk_lock lock on key \"%s\" was lost", zkl_display_key(key)),
-				 errhint("Retry the transaction.")));
+		zkl_lost_error(key);
 	PG_RETURN_INT64(token);
 }

@@ -4,6 +4,8 @@
  */
 #include "postgres.h"
 
+#include <signal.h>
+
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -78,6 +80,30 @@ zkl_wake_owner(ZklSlot *slot)
 {
 	if (!slot->abandoned && slot->owner_procno >= 0)
 		SetLatch(&GetPGProcByNumber(slot->owner_procno)->procLatch);
+}
+
+/*
+ * A granted lock is gone with the session (or the node) that made it ours.
+ * The owner's running statement is cancelled, as pg_cancel_backend would,
+ * so that it stops acting under a lock it no longer has (the owner words
+ * the error, see xact.c); its transaction can no longer commit.  An idle
+ * owner ignores the signal and learns at commit.  Caller holds the lock
+ * exclusively, so the owner is still the process that holds the slot.
+ */
+void
+zkl_lose_slot(ZklSlot *slot)
+{
+	slot->zstate = ZKS_GONE;
+	if (slot->abandoned)
+	{
+		zkl_free_slot(slot);
+		return;
+	}
+	slot->result = ZKR_LOST;
+	zkl_shared->counters.lost++;
+	if (slot->owner_pid > 0)
+		(void) kill(slot->owner_pid, SIGINT);
+	zkl_wake_owner(slot);
 }
 
 /* Caller holds the lock. */

@@ -101,8 +101,8 @@ zk_lock_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	ZklShared	snap;
-	Datum		values[14];
-	bool		nulls[14] = {0};
+	Datum		values[16];
+	bool		nulls[16] = {0};
 	TimestampTz now = GetCurrentTimestamp();
 
 	zkl_require_shared();
@@ -142,7 +142,9 @@ zk_lock_status(PG_FUNCTION_ARGS)
 	values[10] = Int64GetDatum(snap.counters.lost);
 	values[11] = Int64GetDatum(snap.counters.reconnects);
 	values[12] = Int64GetDatum(snap.counters.expirations);
-	values[13] = CStringGetTextDatum(zkl_hosts ? zkl_hosts : "");
+	values[13] = Int64GetDatum(snap.counters.recovered);
+	values[14] = Int64GetDatum(snap.counters.delete_retries);
+	values[15] = CStringGetTextDatum(zkl_hosts ? zkl_hosts : "");
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

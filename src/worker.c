@@ -167,15 +167,7 @@ forget_node(ZklSlot *s)
 				requeue(s);
 			break;
 		case ZKS_HELD:
-			s->zstate = ZKS_GONE;
-			if (s->abandoned)
-				zkl_free_slot(s);
-			else
-			{
-				s->result = ZKR_LOST;
-				zkl_shared->counters.lost++;
-				zkl_wake_owner(s);
-			}
+			zkl_lose_slot(s);
 			break;
 		case ZKS_DELETING:
 			s->zstate = ZKS_GONE;
@@ -286,7 +278,10 @@ create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 					  "could not create the ZooKeeper node for the lock under %s", zkl_root);
 	}
 	else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+	{
 		s->zstate = ZKS_RECOVER;	/* it may have been made: look for our uuid */
+		zkl_shared->counters.recovered++;
+	}
 	else if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE)
 		s->zstate = ZKS_NEW;	/* nothing of it survives; send again */
 	else
@@ -499,7 +494,10 @@ delete_done(int rc, const void *ctx)
 	if (s != NULL && s->zstate == ZKS_DELETING)
 	{
 		if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+		{
 			s->todo |= ZKT_DELETE;	/* retried until done or the session ends */
+			zkl_shared->counters.delete_retries++;
+		}
 		else
 		{
 			if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING)
@@ -617,10 +615,7 @@ verify_done(int rc, const void *ctx)
 		else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOAUTH)
 		{
 			/* the node is gone: whoever deleted it, the lock is not ours */
-			s->zstate = ZKS_GONE;
-			s->result = ZKR_LOST;
-			zkl_shared->counters.lost++;
-			zkl_wake_owner(s);
+			zkl_lose_slot(s);
 		}
 		/* session errors: session_lost() marks the lock lost */
 	}
@@ -740,6 +735,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		memcpy(zkl_shared->session_passwd, id->passwd, sizeof(zkl_shared->session_passwd));
 		zkl_shared->conn_state = ZKC_CONNECTED;
 		zkl_shared->state_since = GetCurrentTimestamp();
+		zkl_shared->last_heard = zkl_shared->state_since;
 		zkl_shared->negotiated_timeout = zoo_recv_timeout(h);
 		strlcpy(zkl_shared->server, zoo_get_current_server(h) ? zoo_get_current_server(h) : "",
 				sizeof(zkl_shared->server));
@@ -1194,13 +1190,14 @@ reload_config(void)
 }
 
 /*
- * The client notices a dead connection after 2/3 of the session timeout
- * without news; the server may expire the session once the full timeout has
- * passed since it last heard from us, i.e. a third of the timeout after we
- * noticed.  From then on our locks may be someone else's: treat the session
- * as lost without waiting to be told (ZooKeeper only says so on reconnect),
- * and a little early (a quarter, not a third), so we are never the last to
- * know.
+ * The server expires a session once the full timeout has passed since it
+ * last heard from us, and it only ever answers what it heard, so the session
+ * can end no sooner than a timeout after our last reply from the server.
+ * Once disconnected, our locks may be someone else's from then on: treat the
+ * session as lost without waiting to be told (ZooKeeper only says so on
+ * reconnect), and a little early (11/12 of the timeout), so we are never the
+ * last to know.  A dead connection is noticed only after 2/3 of the timeout
+ * without news, so a silent network leaves about a quarter of it to act.
  */
 static long
 cut_off_ms_left(void)
@@ -1211,8 +1208,8 @@ cut_off_ms_left(void)
 	if (zkl_shared->conn_state == ZKC_CONNECTING && zkl_shared->session_id != 0 &&
 		zkl_shared->negotiated_timeout > 0)
 		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-											   TimestampTzPlusMilliseconds(zkl_shared->state_since,
-																		   zkl_shared->negotiated_timeout / 4));
+											   TimestampTzPlusMilliseconds(zkl_shared->last_heard,
+																		   zkl_shared->negotiated_timeout * 11 / 12));
 	LWLockRelease(zkl_shared->lock);
 	return left;
 }
@@ -1331,7 +1328,10 @@ zkl_worker_main(Datum arg)
 				wait_ms = (wait_ms < 0) ? cut : Min(wait_ms, cut);
 		}
 
-		zkc_wait(zh, wait_ms);
+		/* data read on a connection that stays up came from the server */
+		if ((zkc_wait(zh, wait_ms) & WL_SOCKET_READABLE) && zh != NULL &&
+			zoo_state(zh) == ZOO_CONNECTED_STATE)
+			zkl_shared->last_heard = GetCurrentTimestamp();
 	}
 
 	/*

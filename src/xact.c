@@ -15,6 +15,7 @@
 #include "pgstat.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "utils/elog.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -43,6 +44,11 @@ static ZklLocal *locals = NULL;
 static int	nlocals = 0;
 static int	maxlocals = 0;
 static int	pending_slot = -1;	/* request being waited for, if any */
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
+#define LOST_MSG	"zk_lock lock on key \"%s\" was lost"
+#define LOST_DETAIL	"The ZooKeeper session that granted it ended."
+#define LOST_HINT	"Retry the transaction."
 
 static void
 push_hold(ZklLocal *l)
@@ -197,6 +203,61 @@ zkl_set_pending(int slot)
 	pending_slot = slot;
 }
 
+/* Key of a granted lock of ours whose session ended, or NULL.  Caller holds the lock. */
+static const char *
+lost_key(void)
+{
+	int			i;
+
+	for (i = 0; i < nlocals; i++)
+		if (zkl_shared->slots[locals[i].slot].result == ZKR_LOST)
+			return locals[i].key;
+	return NULL;
+}
+
+/* 40001, so that applications retry as they do after a serialization failure. */
+void
+zkl_lost_error(const char *key)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg(LOST_MSG, zkl_display_key(key)),
+			 errdetail(LOST_DETAIL),
+			 errhint(LOST_HINT)));
+}
+
+/*
+ * The worker cancels the running statement of a backend whose lock is lost
+ * (zkl_lose_slot), which arrives here as a plain query cancel: say what
+ * happened instead, with the error a commit would get.  No query cancel is
+ * raised while an LWLock is held, so taking ours here cannot self-deadlock.
+ */
+static void
+explain_lost_cancel(ErrorData *edata)
+{
+	if (edata->elevel == ERROR && edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
+		nlocals > 0 && zkl_shared != NULL)
+	{
+		const char *key;
+
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		key = lost_key();
+		LWLockRelease(zkl_shared->lock);
+		if (key != NULL)
+		{
+			MemoryContext old = MemoryContextSwitchTo(ErrorContext);
+
+			edata->sqlerrcode = ERRCODE_T_R_SERIALIZATION_FAILURE;
+			edata->message = psprintf(LOST_MSG, zkl_display_key(key));
+			edata->detail = pstrdup(LOST_DETAIL " The running statement was cancelled.");
+			edata->hint = pstrdup(LOST_HINT);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
 /*
  * At pre-commit: a transaction whose lock was lost must not commit, and one
  * whose worker is disconnected cannot know yet, so it waits (bounded) until
@@ -225,9 +286,7 @@ check_not_lost(void)
 
 		/* exclusive only to ask for verification: most commits just read */
 		LWLockAcquire(zkl_shared->lock, zkl_verify_on_commit ? LW_EXCLUSIVE : LW_SHARED);
-		for (i = 0; i < nlocals && lost == NULL; i++)
-			if (zkl_shared->slots[locals[i].slot].result == ZKR_LOST)
-				lost = locals[i].key;
+		lost = lost_key();
 		connected = zkl_shared->conn_state == ZKC_CONNECTED;
 		if (lost == NULL && zkl_verify_on_commit)
 		{
@@ -250,11 +309,7 @@ check_not_lost(void)
 			zkl_wake_worker();
 
 		if (lost != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("zk_lock lock on key \"%s\" was lost", zkl_display_key(lost)),
-					 errdetail("The ZooKeeper session that granted it ended before the commit."),
-					 errhint("Retry the transaction.")));
+			zkl_lost_error(lost);
 		if (connected && verified)
 			return;
 
@@ -357,4 +412,6 @@ zkl_xact_init(void)
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
 	before_shmem_exit(exit_callback, (Datum) 0);
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = explain_lost_cancel;
 }

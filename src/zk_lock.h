@@ -107,6 +107,8 @@ typedef struct ZklCounters
 	int64		lost;			/* granted locks whose session ended */
 	int64		reconnects;		/* connections (re)established */
 	int64		expirations;	/* sessions expired or refused */
+	int64		recovered;		/* creates whose reply was lost, looked up by uuid */
+	int64		delete_retries; /* deletes whose reply was lost, sent again */
 } ZklCounters;
 
 #define ZKL_SERVER_LEN 64
@@ -120,6 +122,7 @@ typedef struct ZklShared
 	int64		session_id;		/* current session, kept so a restarted worker resumes it */
 	char		session_passwd[16];
 	TimestampTz state_since;
+	TimestampTz last_heard;		/* last reply from the server; worker only */
 	int			negotiated_timeout;	/* ms, as the server granted it */
 	char		server[ZKL_SERVER_LEN]; /* server we are connected to */
 	ZklCounters counters;
@@ -188,6 +191,7 @@ extern ZklResult zkl_cancel_slot(int idx);
 extern void zkl_wake_worker(void);
 extern void zkl_wake_owner(ZklSlot *slot);
 extern void zkl_free_slot(ZklSlot *slot);
+extern void zkl_lose_slot(ZklSlot *slot);
 
 /* worker.c */
 extern PGDLLEXPORT void zkl_worker_main(Datum arg);
@@ -200,6 +204,7 @@ extern bool zkl_local_unlock(const char *key, char mode);
 extern void zkl_local_unlock_all(void);
 extern void zkl_set_pending(int slot);
 extern int	zkl_local_slot(const char *key, char mode);
+extern void zkl_lost_error(const char *key) pg_attribute_noreturn();
 
 /* lockfuncs.c */
 /* Slack before a backend decides the worker is not serving requests at all. */

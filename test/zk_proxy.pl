@@ -34,6 +34,7 @@ $SIG{USR1} = sub { $blackhole = 1 };
 $SIG{USR2} = sub { $reset = 1 };
 $SIG{HUP} = sub { $blackhole = 0 };
 $SIG{TERM} = $SIG{INT} = sub { $quit = 1 };
+$SIG{PIPE} = 'IGNORE';    # a peer reset while we write must not kill us
 
 # Publish the port only once we listen, through a rename so readers never see half.
 open my $fh, '>', "$portfile.tmp" or die "$portfile.tmp: $!";
@@ -81,7 +82,8 @@ until ($quit)
 	if ($reset)
 	{
 		$reset = 0;
-		drop($_, 1) for values %sock;
+		my @all = values %sock;    # drop() changes %sock
+		drop($_, 1) for @all;
 	}
 	my $sel = IO::Select->new();
 	$sel->add($listen) unless $blackhole;
@@ -120,5 +122,6 @@ until ($quit)
 		}
 	}
 }
-drop($_, 0) for values %sock;
+my @all = values %sock;
+drop($_, 0) for @all;
 unlink $portfile;
