@@ -101,8 +101,8 @@ zk_lock_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	ZklShared	snap;
-	Datum		values[16];
-	bool		nulls[16] = {0};
+	Datum		values[17];
+	bool		nulls[17] = {0};
 	TimestampTz now = GetCurrentTimestamp();
 
 	zkl_require_shared();
@@ -145,6 +145,10 @@ zk_lock_status(PG_FUNCTION_ARGS)
 	values[13] = Int64GetDatum(snap.counters.recovered);
 	values[14] = Int64GetDatum(snap.counters.delete_retries);
 	values[15] = CStringGetTextDatum(zkl_hosts ? zkl_hosts : "");
+	if (snap.auth_info[0] != '\0')
+		values[16] = CStringGetTextDatum(snap.auth_info);
+	else
+		nulls[16] = true;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -70,6 +70,10 @@ static ZkrChild *childbuf = NULL;
 static int	maxchild = 0;
 static bool query_to_send = false;	/* zk_lock_queue() asked: read the key */
 static zoo_op_result_t *verify_results = NULL;	/* one per slot, alive until the reply */
+static struct ACL_vector *node_acl = NULL;	/* ACL of the nodes we create */
+static char session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
+static char session_user[ZKL_ERRMSG_LEN / 2];
+static char auth_complaint[ZKL_ERRMSG_LEN]; /* last logged, so it is logged once */
 
 static void *
 slot_ctx(int idx, uint64 attempt)
@@ -93,16 +97,22 @@ reply_slot(const void *ctx)
 	return s;
 }
 
+static const char *
+slot_root(const ZklSlot *s)
+{
+	return zkl_shared->roots[s->root_id];
+}
+
 static void
 key_path(const ZklSlot *s, char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/%s", zkl_root, s->key);
+	snprintf(out, ZKL_PATH_LEN, "%s/%s", slot_root(s), s->key);
 }
 
 static void
 child_path(const ZklSlot *s, const char *name, char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/%s/%s", zkl_root, s->key, name);
+	snprintf(out, ZKL_PATH_LEN, "%s/%s/%s", slot_root(s), s->key, name);
 }
 
 /* Tell the owner its request failed.  Caller holds the lock. */
@@ -121,6 +131,16 @@ fail_slot(ZklSlot *s, int sqlstate, ZklZkState zstate, const char *fmt,...)
 	zkl_wake_owner(s);
 	if (s->abandoned && zstate == ZKS_GONE)
 		zkl_free_slot(s);
+}
+
+/* ZooKeeper refused us under the slot's root.  Caller holds the lock. */
+static void
+deny_slot(ZklSlot *s)
+{
+	fail_slot(s, ERRCODE_INSUFFICIENT_PRIVILEGE, ZKS_GONE,
+			  "ZooKeeper denied access under zk_lock.root \"%s\": its nodes belong to another identity (see zk_lock.auth)",
+			  slot_root(s));
+	snprintf(zkl_shared->auth_info, sizeof(zkl_shared->auth_info), "denied under %s", slot_root(s));
 }
 
 /* Put a request back at the start, as a fresh request.  Caller holds the lock. */
@@ -240,6 +260,21 @@ ignore_done(int rc, const char *value, const void *ctx)
 		ereport(DEBUG1, (errmsg_internal("zk_lock: parent create: %s", zerror(rc))));
 }
 
+/* The key node's create: refused means the root is someone else's. */
+static void
+key_node_done(int rc, const char *value, const void *ctx)
+{
+	ZklSlot    *s;
+
+	if (rc != ZNOAUTH)
+		return ignore_done(rc, value, ctx);
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	s = reply_slot(ctx);
+	if (s != NULL && s->zstate == ZKS_CREATING)
+		deny_slot(s);
+	LWLockRelease(zkl_shared->lock);
+}
+
 static void
 orphan_deleted(int rc, const void *ctx)
 {
@@ -275,7 +310,7 @@ create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 		}
 		else
 			fail_slot(s, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, ZKS_GONE,
-					  "could not create the ZooKeeper node for the lock under %s", zkl_root);
+					  "could not create the ZooKeeper node for the lock under %s", slot_root(s));
 	}
 	else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
 	{
@@ -284,6 +319,8 @@ create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 	}
 	else if (rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE)
 		s->zstate = ZKS_NEW;	/* nothing of it survives; send again */
+	else if (rc == ZNOAUTH)
+		deny_slot(s);
 	else
 		fail_slot(s, zkc_sqlstate(rc), ZKS_GONE,
 				  "could not create the ZooKeeper lock node: %s", zerror(rc));
@@ -877,7 +914,7 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 		query_done(zkc_sqlstate(rc), msg);
 	}
 	finished = zkl_query->state == ZKQ_DONE;
-	snprintf(parent, sizeof(parent), "%s/%s", zkl_root, zkl_query->key);
+	snprintf(parent, sizeof(parent), "%s/%s", zkl_shared->roots[zkl_shared->cur_root], zkl_query->key);
 	LWLockRelease(zkl_shared->lock);
 
 	if (finished)
@@ -966,7 +1003,10 @@ plan_ops(int *nops)
 				{
 					op->kind = (s->zstate == ZKS_NEW) ? OP_CREATE : OP_RECOVER;
 					if (op->kind == OP_CREATE)
+					{
 						zkl_shared->counters.requests++;
+						s->root_id = zkl_shared->cur_root;
+					}
 					op->parents = (s->todo & ZKT_PARENTS) != 0;
 					s->todo &= ~ZKT_PARENTS;
 					s->attempt = ++zkl_shared->next_attempt;
@@ -981,7 +1021,10 @@ plan_ops(int *nops)
 					long		left = (long) ((deadline - now) / 1000);
 
 					/* a RECOVER slot stays: its node may exist, we delete it later */
-					if (left <= 0)
+					if (zkl_shared->auth_unusable && s->zstate == ZKS_NEW)
+						fail_slot(s, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION, ZKS_GONE,
+								  "zk_lock.auth is unusable: %s", zkl_shared->auth_info);
+					else if (left <= 0)
 						fail_slot(s, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
 								  s->zstate == ZKS_NEW ? ZKS_GONE : ZKS_RECOVER,
 								  "could not connect to ZooKeeper within zk_lock.connect_timeout (%d ms)",
@@ -1038,25 +1081,25 @@ plan_ops(int *nops)
 
 /* Create root path components (persistent) and the key node (container). */
 static void
-send_parents(const ZklSlot *s)
+send_parents(const ZklSlot *s, const void *ctx)
 {
 	char		path[ZKL_PATH_LEN];
 	char	   *p;
 
-	strlcpy(path, zkl_root, sizeof(path));
+	strlcpy(path, slot_root(s), sizeof(path));
 	for (p = strchr(path + 1, '/');; p = strchr(p + 1, '/'))
 	{
 		if (p)
 			*p = '\0';
-		zoo_acreate(zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT,
+		zoo_acreate(zh, path, NULL, -1, node_acl, ZOO_PERSISTENT,
 					ignore_done, NULL);
 		if (!p)
 			break;
 		*p = '/';
 	}
 	key_path(s, path);
-	zoo_acreate(zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER,
-				ignore_done, NULL);
+	zoo_acreate(zh, path, NULL, -1, node_acl, ZOO_CONTAINER,
+				key_node_done, ctx);
 }
 
 /*
@@ -1085,12 +1128,12 @@ send_ops(int nops)
 					char		prefix[ZKL_NODE_BUFLEN];
 
 					if (op->parents)
-						send_parents(s);
+						send_parents(s, ctx);
 					zkr_node_prefix(s->mode, s->uuid, GetSystemIdentifier(), s->owner_pid,
 									prefix, sizeof(prefix));
 					child_path(s, prefix, path);
 					rc = zoo_acreate2(zh, path, s->data, strlen(s->data),
-									  &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+									  node_acl, ZOO_EPHEMERAL_SEQUENTIAL,
 									  create_done, ctx);
 					/* same round trip: the server answers a session in order */
 					if (rc == ZOK)
@@ -1140,11 +1183,136 @@ send_ops(int nops)
 /* ---- lifecycle ---- */
 
 static void
+set_auth_info(const char *fmt,...) pg_attribute_printf(1, 2);
+
+/* zk_lock_status().auth; caller holds the lock */
+static void
+set_auth_info(const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(zkl_shared->auth_info, sizeof(zkl_shared->auth_info), fmt, ap);
+	va_end(ap);
+}
+
+static void
+auth_done(int rc, const void *ctx)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (rc == ZOK)
+		set_auth_info("%s: accepted", session_user);
+	else
+		set_auth_info("%s: refused by ZooKeeper (%s)", session_user, zerror(rc));
+	LWLockRelease(zkl_shared->lock);
+}
+
+/*
+ * Read zk_lock.auth.  Unusable (a bad file, say) means no session at all:
+ * requests then fail at once rather than create nodes anyone could delete.
+ * Usable: the identity is added to the session (if open and not added yet),
+ * and every node is created so that only it can change the node.
+ */
+static bool
+apply_auth(void)
+{
+	char		cred[ZKL_ERRMSG_LEN];
+	char		user[ZKL_ERRMSG_LEN / 2];
+	const char *why;
+	ZklAuthResult r = zkl_load_credential(cred, sizeof(cred), user, sizeof(user), &why);
+
+	if (r == ZKL_AUTH_UNUSABLE)
+	{
+		if (strcmp(auth_complaint, why) != 0)
+			ereport(LOG, (errmsg("zk_lock: zk_lock.auth is unusable: %s", why)));
+		strlcpy(auth_complaint, why, sizeof(auth_complaint));
+		if (zh != NULL)
+			return true;		/* the session keeps the identity it has */
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		zkl_shared->auth_unusable = true;
+		set_auth_info("%s", why);
+		LWLockRelease(zkl_shared->lock);
+		return false;
+	}
+	auth_complaint[0] = '\0';
+	node_acl = zkl_node_acl(r == ZKL_AUTH_OK);
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->auth_unusable = false;
+	if (r == ZKL_AUTH_NONE && zh == NULL)
+		set_auth_info("%s", "");
+	LWLockRelease(zkl_shared->lock);
+	if (r == ZKL_AUTH_OK && zh != NULL && strcmp(cred, session_cred) != 0)
+	{
+		/* ZooKeeper cannot take an identity back: a session only gains them */
+		if (session_cred[0] != '\0')
+			ereport(LOG, (errmsg("zk_lock: new locks are created as ZooKeeper user \"%s\"; the session keeps \"%s\" too until it ends",
+								 user, session_user)));
+		strlcpy(session_cred, cred, sizeof(session_cred));
+		strlcpy(session_user, user, sizeof(session_user));
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		set_auth_info("%s: sent", user);
+		LWLockRelease(zkl_shared->lock);
+		if (zoo_add_auth(zh, "digest", cred, strlen(cred), auth_done, NULL) != ZOK)
+			elog(ERROR, "zk_lock: could not send the ZooKeeper credential");
+	}
+	explicit_bzero(cred, sizeof(cred));
+	return true;
+}
+
+/*
+ * zk_lock.root changed: locks asked for from now on go under the new root;
+ * earlier ones keep theirs until released.  Slots name their root by index
+ * into a small table, whose entries are reused once no slot refers to them.
+ */
+static void
+apply_root(void)
+{
+	int			pick = -1;
+	int			i;
+	int			j;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (strcmp(zkl_shared->roots[zkl_shared->cur_root], zkl_root) == 0)
+	{
+		LWLockRelease(zkl_shared->lock);
+		return;
+	}
+	for (i = 0; i < ZKL_ROOTS && pick < 0; i++)
+		if (strcmp(zkl_shared->roots[i], zkl_root) == 0)
+			pick = i;
+	for (i = 0; i < ZKL_ROOTS && pick < 0; i++)
+	{
+		bool		used = i == zkl_shared->cur_root;
+
+		for (j = 0; j < zkl_shared->nslots && !used; j++)
+			used = zkl_shared->slots[j].zstate != ZKS_FREE && zkl_shared->slots[j].root_id == i;
+		if (!used)
+			pick = i;
+	}
+	if (pick >= 0)
+	{
+		strlcpy(zkl_shared->roots[pick], zkl_root, sizeof(zkl_shared->roots[pick]));
+		zkl_shared->cur_root = pick;
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (pick >= 0)
+		ereport(LOG, (errmsg("zk_lock: new locks go under zk_lock.root \"%s\"", zkl_root)));
+	else
+		ereport(LOG, (errmsg("zk_lock: zk_lock.root \"%s\" not applied yet: locks under %d earlier roots are still held; reload again once they are released",
+							 zkl_root, ZKL_ROOTS - 1)));
+}
+
+static void
 open_session(void)
 {
 	clientid_t	resume;
 	bool		have_resume;
 
+	if (!apply_auth())
+	{
+		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
+		return;
+	}
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	have_resume = zkl_shared->session_id != 0;
 	resume.client_id = zkl_shared->session_id;
@@ -1163,6 +1331,8 @@ open_session(void)
 	if (open_hosts)
 		pfree(open_hosts);
 	open_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
+	session_cred[0] = '\0';	/* a new handle has no identity yet */
+	(void) apply_auth();
 }
 
 static void
@@ -1187,6 +1357,9 @@ reload_config(void)
 		else
 			ereport(LOG, (errmsg("zk_lock: could not apply zk_lock.hosts \"%s\"", zkl_hosts)));
 	}
+	apply_root();
+	if (zh != NULL)
+		(void) apply_auth();
 }
 
 /*
@@ -1278,6 +1451,10 @@ zkl_worker_main(Datum arg)
 	verify_results = MemoryContextAllocZero(TopMemoryContext,
 											zkl_shared->nslots * sizeof(zoo_op_result_t));
 	each_slot(redo_in_flight);
+	if (zkl_shared->roots[zkl_shared->cur_root][0] == '\0')
+		strlcpy(zkl_shared->roots[zkl_shared->cur_root], zkl_root, ZKL_MAX_ROOT_LEN + 1);
+	else
+		apply_root();			/* a restarted worker: the setting may have changed */
 	ereport(LOG, (errmsg("zk_lock worker started")));
 
 	/* fresh shared memory (server start or crash-restart): nothing to resume */
@@ -1314,7 +1491,7 @@ zkl_worker_main(Datum arg)
 			char		path[ZKL_PATH_LEN];
 
 			query_to_send = false;
-			snprintf(path, sizeof(path), "%s/%s", zkl_root, zkl_query->key);
+			snprintf(path, sizeof(path), "%s/%s", zkl_shared->roots[zkl_shared->cur_root], zkl_query->key);
 			zoo_aget_children2(zh, path, 0, query_children_done,
 							   (void *) (uintptr_t) (zkl_query->attempt & CTX_ATTEMPT_MASK));
 		}

@@ -12,4 +12,7 @@ extern void zkc_close(zhandle_t *zh);
 extern int	zkc_wait(zhandle_t *zh, long max_wait_ms);
 extern int	zkc_sqlstate(int zrc);
 
+/* auth.c: the ACL of every node we create */
+extern struct ACL_vector *zkl_node_acl(bool authenticated);
+
 #endif

@@ -16,13 +16,12 @@ PG_MODULE_MAGIC;
 
 char	   *zkl_hosts = NULL;
 char	   *zkl_root = NULL;
+char	   *zkl_auth = NULL;
 int			zkl_session_timeout = 10000;
 int			zkl_connect_timeout = 5000;
 int			zkl_max_locks = 1000;
 bool		zkl_verify_on_commit = false;
 bool		zkl_test_fail_worker = false;
-
-#define ZKL_MAX_ROOT_LEN 512
 
 #if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -105,9 +104,14 @@ _PG_init(void)
 							   &zkl_hosts, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("zk_lock.root",
 							   "ZooKeeper path under which lock nodes are kept.",
-							   "Clusters that share locks must use the same root.",
-							   &zkl_root, "/zk_lock", PGC_POSTMASTER, 0,
+							   "Clusters that share locks must use the same root. A new root applies to locks asked for after the reload.",
+							   &zkl_root, "/zk_lock", PGC_SIGHUP, 0,
 							   check_root, NULL, NULL);
+	DefineCustomStringVariable("zk_lock.auth",
+							   "ZooKeeper identity for the worker: user:password (digest), or the path of a file holding it.",
+							   "With an identity, lock nodes can be changed by that identity only. Never shown: reads give ********.",
+							   &zkl_auth, "", PGC_SIGHUP, GUC_SUPERUSER_ONLY | GUC_NOT_IN_SAMPLE,
+							   NULL, NULL, zkl_show_auth);
 	DefineCustomIntVariable("zk_lock.session_timeout",
 							"ZooKeeper session timeout asked for (the server may adjust it).",
 							"Applies to the next session.",
@@ -133,6 +137,7 @@ _PG_init(void)
 							 &zkl_test_fail_worker, false, PGC_SIGHUP,
 							 GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zk_lock");
+	zkl_auth_init();
 
 #if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;

@@ -61,6 +61,8 @@ typedef enum ZklResult
 #define ZKV_ASKED	1
 #define ZKV_OK		2
 
+#define ZKL_MAX_ROOT_LEN 512
+#define ZKL_ROOTS		4		/* zk_lock.root values in use at once (reloads) */
 #define ZKL_NODE_BUFLEN	96		/* own node name (child of the key node) */
 #define ZKL_ERRMSG_LEN	160
 #define ZKL_DATA_LEN	256		/* node data: who holds it, for humans */
@@ -75,6 +77,7 @@ typedef struct ZklSlot
 	uint8		retries;		/* parent re-creations, to bound a loop */
 	uint8		verify;			/* ZKV_*, for zk_lock.verify_on_commit */
 	char		mode;			/* ZKL_MODE_* */
+	uint8		root_id;		/* index in ZklShared.roots of its key's root */
 	int			owner_procno;
 	int			owner_pid;
 	uint64		attempt;		/* tags ZooKeeper calls; stale replies differ */
@@ -126,6 +129,10 @@ typedef struct ZklShared
 	int			negotiated_timeout;	/* ms, as the server granted it */
 	char		server[ZKL_SERVER_LEN]; /* server we are connected to */
 	ZklCounters counters;
+	bool		auth_unusable;	/* zk_lock.auth set but unusable: fail requests at once */
+	char		auth_info[ZKL_ERRMSG_LEN];	/* identity and its state; never the secret */
+	uint8		cur_root;		/* roots[] entry new locks use */
+	char		roots[ZKL_ROOTS][ZKL_MAX_ROOT_LEN + 1];
 	uint64		next_attempt;
 	int			claim_hint;		/* where the next free-slot search starts */
 	int			nslots;
@@ -172,6 +179,7 @@ typedef struct ZklQuery
 /* GUCs (zk_lock.c) */
 extern char *zkl_hosts;
 extern char *zkl_root;
+extern char *zkl_auth;
 extern int	zkl_session_timeout;
 extern int	zkl_connect_timeout;
 extern int	zkl_max_locks;
@@ -205,6 +213,19 @@ extern void zkl_local_unlock_all(void);
 extern void zkl_set_pending(int slot);
 extern int	zkl_local_slot(const char *key, char mode);
 extern void zkl_lost_error(const char *key) pg_attribute_noreturn();
+
+/* auth.c */
+typedef enum ZklAuthResult
+{
+	ZKL_AUTH_NONE,
+	ZKL_AUTH_OK,
+	ZKL_AUTH_UNUSABLE
+} ZklAuthResult;
+
+extern const char *zkl_show_auth(void);
+extern void zkl_auth_init(void);
+extern ZklAuthResult zkl_load_credential(char *cred, size_t credlen, char *user, size_t userlen,
+										 const char **why);
 
 /* lockfuncs.c */
 /* Slack before a backend decides the worker is not serving requests at all. */

@@ -1,0 +1,129 @@
+/*
+ * auth.c — zk_lock.auth: the ZooKeeper identity the worker authenticates
+ * as, and keeping its secret out of every place PostgreSQL would show it.
+ *
+ * The setting holds either "user:password" (ZooKeeper's digest scheme) or
+ * the absolute path of a file holding that line, which must belong to the
+ * server's OS user and be unreadable by anyone else.  With an identity set,
+ * every node zk_lock creates can be changed only by that identity.
+ */
+#include "postgres.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storage/fd.h"
+#include "utils/elog.h"
+
+#include "zk_lock.h"
+#include "zk_client.h"
+
+#define AUTH_GUC_QUOTED	"\"zk_lock.auth\""
+
+static emit_log_hook_type prev_emit_log_hook = NULL;
+
+/* SHOW, current_setting() and pg_settings never see the secret, not even a superuser. */
+const char *
+zkl_show_auth(void)
+{
+	return (zkl_auth == NULL || zkl_auth[0] == '\0') ? "" : "********";
+}
+
+/*
+ * PostgreSQL logs a reloaded parameter's new value, and a rejected value in
+ * its error; for zk_lock.auth, keep the message up to the parameter's name.
+ */
+static void
+hide_auth_in_log(ErrorData *edata)
+{
+	const char *p;
+
+	if (edata->message != NULL && (p = strstr(edata->message, AUTH_GUC_QUOTED)) != NULL)
+		edata->message = psprintf("%.*s (value hidden)",
+								  (int) (p - edata->message + strlen(AUTH_GUC_QUOTED)),
+								  edata->message);
+	if (prev_emit_log_hook)
+		prev_emit_log_hook(edata);
+}
+
+void
+zkl_auth_init(void)
+{
+	prev_emit_log_hook = emit_log_hook;
+	emit_log_hook = hide_auth_in_log;
+}
+
+/* Read the credential file; false with *why set when it is unusable. */
+static bool
+read_credential_file(const char *path, char *out, size_t outlen, const char **why)
+{
+	struct stat st;
+	FILE	   *f;
+	size_t		n;
+
+	if (stat(path, &st) != 0)
+	{
+		*why = psprintf("cannot read file \"%s\": %m", path);
+		return false;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+	{
+		*why = psprintf("file \"%s\" must be a regular file owned by the server's user, without access for group or others (chmod 600)",
+						path);
+		return false;
+	}
+	f = AllocateFile(path, "r");
+	if (f == NULL)
+	{
+		*why = psprintf("cannot read file \"%s\": %m", path);
+		return false;
+	}
+	n = fread(out, 1, outlen - 1, f);
+	FreeFile(f);
+	out[n] = '\0';
+	/* one line; a trailing newline is not part of it */
+	out[strcspn(out, "\r\n")] = '\0';
+	return true;
+}
+
+/*
+ * The credential zk_lock.auth names, into cred ("user:password"), with its
+ * user into user.  Returns ZKL_AUTH_NONE when unset, ZKL_AUTH_OK, or
+ * ZKL_AUTH_UNUSABLE with *why saying why (never quoting the secret).
+ */
+ZklAuthResult
+zkl_load_credential(char *cred, size_t credlen, char *user, size_t userlen, const char **why)
+{
+	const char *colon;
+
+	*why = NULL;
+	if (zkl_auth == NULL || zkl_auth[0] == '\0')
+		return ZKL_AUTH_NONE;
+	if (zkl_auth[0] == '/')
+	{
+		if (!read_credential_file(zkl_auth, cred, credlen, why))
+			return ZKL_AUTH_UNUSABLE;
+	}
+	else if (strlcpy(cred, zkl_auth, credlen) >= credlen)
+	{
+		*why = "the credential is too long";
+		return ZKL_AUTH_UNUSABLE;
+	}
+	colon = strchr(cred, ':');
+	if (colon == NULL || colon == cred || colon[1] == '\0')
+	{
+		*why = zkl_auth[0] == '/' ?
+			psprintf("file \"%s\" must hold one line user:password", zkl_auth) :
+			"it must be user:password, or the absolute path of a file holding that";
+		return ZKL_AUTH_UNUSABLE;
+	}
+	strlcpy(user, cred, Min(userlen, (size_t) (colon - cred) + 1));
+	return ZKL_AUTH_OK;
+}
+
+/* Read access for anyone is not granted: our own clusters share the identity. */
+struct ACL_vector *
+zkl_node_acl(bool authenticated)
+{
+	return authenticated ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+}
