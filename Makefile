@@ -13,10 +13,15 @@ SHLIB_LINK = -lzookeeper_st
 
 # Suites; `make test` runs them all (see test/run_all.sh).  The temp instances
 # load a config written at run time with the port of the ZooKeeper it started.
+# With EXISTING=1 they run against a running server instead (PGHOST, PGPORT,
+# PGUSER as for psql), which must preload zk_lock, reach a ZooKeeper and allow
+# prepared transactions.
 REGRESS = zk_lock_api zk_lock_xact
-REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=test/tmp/zk_lock.conf
 ISOLATION = trylock timeouts shared
+ifndef EXISTING
+REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=test/tmp/zk_lock.conf
 ISOLATION_OPTS = --temp-instance=tmp_isolation --temp-config=test/tmp/zk_lock.conf
+endif
 TAP_TESTS = 1
 ENCODING = UTF8
 NO_LOCALE = 1
@@ -25,7 +30,7 @@ EXTRA_CLEAN = tmp_regress tmp_isolation output_iso test/unit/test_pure
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
-.PHONY: test demo unit installcheck-regress installcheck-isolation installcheck-tap
+.PHONY: test demo unit fuzz installcheck-regress installcheck-isolation installcheck-tap
 
 ifneq ($(PGXS),)
 include $(PGXS)
@@ -45,6 +50,11 @@ demo:
 
 unit:
 	bash test/unit/run.sh
+
+# A long libFuzzer run of the key encoding (make test runs a short one).
+FUZZ_SECONDS ?= 600
+fuzz:
+	bash test/fuzz/run.sh $(FUZZ_SECONDS)
 
 installcheck-regress:
 	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)

@@ -45,6 +45,26 @@ SELECT zk_unlock('a/b'), zk_unlock('a%2Fb'), zk_unlock('A/B'), zk_unlock('клю
 SELECT zk_unlock(-9223372036854775808), zk_unlock(9223372036854775807), zk_unlock(0);
 COMMIT;
 
+-- every class of UTF-8 character (controls, C1, Latin, combining, CJK,
+-- 4-byte, private use, ZooKeeper's refused specials, the last code point),
+-- maximum lengths, and keys equal but for '/', '%' or case: each is its own
+-- lock (equal keys would stack into one row) and reads back exactly
+BEGIN;
+CREATE TEMP TABLE odd_keys (key text) ON COMMIT DROP;
+INSERT INTO odd_keys VALUES
+  (' ~!@#$^&*()_+-=[]{};:''",.<>?\|`'), (E'\x01\x09\x0A\x1F\x7F'),
+  (U&'\0085\00A0'), ('é'), (U&'e\0301'), ('漢字かな'), ('🔒'), (U&'\D7FF\E000\F8FF'),
+  (U&'\FFF0\FFFE\FFFF'), (U&'\+10FFFF'), (U&'\200B\200E\202E\FEFF'),
+  ('a/b'), ('a%b'), ('a%2Fb'), ('a%2fb'), ('A/B'), ('a/B'), ('A%B'),
+  ('.'), ('..'), ('/'), ('%'), ('zookeeper'), ('/zookeeper'),
+  (repeat('%', 256)), (repeat('🔒', 64)), (repeat('é', 128)), (repeat('k', 256));
+SELECT count(*) AS keys, count(zk_lock(key)) AS locked FROM odd_keys;
+SELECT count(*) AS rows, count(DISTINCT key) AS distinct_keys
+  FROM zk_locks WHERE pid = pg_backend_pid() AND key_type = 'text' AND state = 'granted';
+SELECT key AS not_read_back FROM odd_keys
+EXCEPT SELECT key FROM zk_locks WHERE pid = pg_backend_pid() AND state = 'granted';
+COMMIT;
+
 -- text and bigint keys are separate key spaces: unlocking one leaves the other
 BEGIN;
 SELECT zk_lock('7'), zk_lock(7);

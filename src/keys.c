@@ -108,7 +108,8 @@ zkl_decode_key(const char *name, char *kind, char *out, size_t outlen)
 		}
 		else if (needs_escape(c))
 			return -1;
-		if (o + 1 >= outlen)
+		/* longer than any key we encode: not one of ours */
+		if (o + 1 >= outlen || o >= ZKL_MAX_KEY_BYTES)
 			return -1;
 		out[o++] = (char) c;
 	}

@@ -3,7 +3,7 @@
 set -euo pipefail
 
 pkgs="make gcc postgresql-15 postgresql-server-dev-15 postgresql-client-15
-      libzookeeper-st-dev zookeeper libipc-run-perl"
+      libzookeeper-st-dev zookeeper libipc-run-perl clang libclang-rt-14-dev"
 command -v java >/dev/null 2>&1 || pkgs="$pkgs default-jre-headless"
 
 missing=""

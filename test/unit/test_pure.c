@@ -111,6 +111,14 @@ test_keys(void)
 	CHECK(zkl_decode_key("x", &kind, dec, sizeof(dec)) == -1, "foreign name refused");
 	CHECK(zkl_decode_key("ta%2", &kind, dec, sizeof(dec)) == -1, "truncated escape refused");
 	CHECK(zkl_decode_key("t%61", &kind, dec, sizeof(dec)) == -1, "needless escape refused (one name per key)");
+	/* found by fuzzing: a name decoding to more than the longest key is not ours */
+	memset(enc, 'k', ZKL_MAX_KEY_BYTES + 1);
+	enc[0] = ZKL_KEY_TEXT;
+	enc[ZKL_MAX_KEY_BYTES + 1] = '\0';
+	CHECK(zkl_decode_key(enc, &kind, dec, sizeof(dec)) == ZKL_MAX_KEY_BYTES, "longest key decodes");
+	enc[ZKL_MAX_KEY_BYTES + 1] = 'k';
+	enc[ZKL_MAX_KEY_BYTES + 2] = '\0';
+	CHECK(zkl_decode_key(enc, &kind, dec, sizeof(dec)) == -1, "a name for a longer key is refused");
 
 	/* every single byte round-trips and stays acceptable */
 	for (i = 1; i < 256; i++)
