@@ -281,17 +281,24 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 			{
 				ZklSlot    *slot = &zkl_shared->slots[idx];
 				char		msg[ZKL_ERRMSG_LEN];
+				char		detail[ZKL_AUTH_INFO_LEN];
 				int			sqlstate;
+				bool		auth;
 
 				LWLockAcquire(zkl_shared->lock, LW_SHARED);
 				strlcpy(msg, slot->errmsg, sizeof(msg));
 				sqlstate = slot->sqlstate;
+				auth = sqlstate == ERRCODE_INSUFFICIENT_PRIVILEGE ||
+					sqlstate == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
+				strlcpy(detail, auth ? zkl_shared->auth_info : "", sizeof(detail));
 				LWLockRelease(zkl_shared->lock);
 				zkl_set_pending(-1);
 				zkl_abandon_slot(idx);
 				ereport(ERROR,
 						(errcode(sqlstate ? sqlstate : ERRCODE_INTERNAL_ERROR),
-						 errmsg("%s", msg)));
+						 errmsg("%s", msg),
+						 detail[0] ? errdetail("%s.", detail) : 0,
+						 auth ? errhint("zk_lock.auth must name the ZooKeeper identity that owns zk_lock.root.") : 0));
 			}
 	}
 	return false;				/* keep compiler quiet */

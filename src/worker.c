@@ -73,7 +73,7 @@ static zoo_op_result_t *verify_results = NULL;	/* one per slot, alive until the 
 static struct ACL_vector *node_acl = NULL;	/* ACL of the nodes we create */
 static char session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
 static char session_user[ZKL_ERRMSG_LEN / 2];
-static char auth_complaint[ZKL_ERRMSG_LEN]; /* last logged, so it is logged once */
+static char auth_complaint[ZKL_AUTH_INFO_LEN];	/* last logged, so it is logged once */
 
 static void *
 slot_ctx(int idx, uint64 attempt)
@@ -137,10 +137,11 @@ fail_slot(ZklSlot *s, int sqlstate, ZklZkState zstate, const char *fmt,...)
 static void
 deny_slot(ZklSlot *s)
 {
+	/* the backend adds auth_info as the detail: a root may not fit errmsg */
 	fail_slot(s, ERRCODE_INSUFFICIENT_PRIVILEGE, ZKS_GONE,
-			  "ZooKeeper denied access under zk_lock.root \"%s\": its nodes belong to another identity (see zk_lock.auth)",
-			  slot_root(s));
-	snprintf(zkl_shared->auth_info, sizeof(zkl_shared->auth_info), "denied under %s", slot_root(s));
+			  "ZooKeeper denied access under zk_lock.root");
+	snprintf(zkl_shared->auth_info, sizeof(zkl_shared->auth_info),
+			 "denied under %s: its nodes belong to another ZooKeeper identity", slot_root(s));
 }
 
 /* Put a request back at the start, as a fresh request.  Caller holds the lock. */
@@ -1023,7 +1024,7 @@ plan_ops(int *nops)
 					/* a RECOVER slot stays: its node may exist, we delete it later */
 					if (zkl_shared->auth_unusable && s->zstate == ZKS_NEW)
 						fail_slot(s, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION, ZKS_GONE,
-								  "zk_lock.auth is unusable: %s", zkl_shared->auth_info);
+								  "zk_lock.auth is unusable");
 					else if (left <= 0)
 						fail_slot(s, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
 								  s->zstate == ZKS_NEW ? ZKS_GONE : ZKS_RECOVER,

@@ -65,6 +65,7 @@ typedef enum ZklResult
 #define ZKL_ROOTS		4		/* zk_lock.root values in use at once (reloads) */
 #define ZKL_NODE_BUFLEN	96		/* own node name (child of the key node) */
 #define ZKL_ERRMSG_LEN	160
+#define ZKL_AUTH_INFO_LEN 1024	/* may quote a root or a file path in full */
 #define ZKL_DATA_LEN	256		/* node data: who holds it, for humans */
 
 typedef struct ZklSlot
@@ -130,7 +131,7 @@ typedef struct ZklShared
 	char		server[ZKL_SERVER_LEN]; /* server we are connected to */
 	ZklCounters counters;
 	bool		auth_unusable;	/* zk_lock.auth set but unusable: fail requests at once */
-	char		auth_info[ZKL_ERRMSG_LEN];	/* identity and its state; never the secret */
+	char		auth_info[ZKL_AUTH_INFO_LEN];	/* identity and its state; never the secret */
 	uint8		cur_root;		/* roots[] entry new locks use */
 	char		roots[ZKL_ROOTS][ZKL_MAX_ROOT_LEN + 1];
 	uint64		next_attempt;
