@@ -30,7 +30,7 @@ EXTRA_CLEAN = tmp_regress tmp_isolation output_iso test/unit/test_pure
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
-.PHONY: test demo unit fuzz installcheck-regress installcheck-isolation installcheck-tap
+.PHONY: test demo bench unit fuzz installcheck-regress installcheck-isolation installcheck-tap
 
 ifneq ($(PGXS),)
 include $(PGXS)
@@ -47,6 +47,9 @@ test:
 
 demo:
 	bash test/demo.sh
+
+bench:
+	bash bench/bench.sh
 
 unit:
 	bash test/unit/run.sh

@@ -19,9 +19,7 @@ cd "$work"
 bin=$("$PG_CONFIG" --bindir)
 pids=()
 cleanup() {
-	for d in "$work"/pg_*; do
-		[ -f "$d/postmaster.pid" ] && "$bin/pg_ctl" -D "$d" -m fast -w stop >/dev/null 2>&1
-	done
+	zkl_stop_clusters "$work"
 	bash test/zk.sh stop "$work/zk"
 }
 trap cleanup EXIT
@@ -29,25 +27,11 @@ trap cleanup EXIT
 echo "starting ZooKeeper on 127.0.0.1 ..."
 zk_port=$(bash test/zk.sh start "$work/zk")
 
-start_cluster() {  # start_cluster NAME PORT
-	local d="$work/pg_$1"
-	"$bin/initdb" -D "$d" -A trust --no-sync >/dev/null
-	cat >>"$d/postgresql.conf" <<CONF
-listen_addresses = ''
-unix_socket_directories = '$work'
-port = $2
-cluster_name = '$1'
-shared_preload_libraries = 'zk_lock'
-zk_lock.hosts = '127.0.0.1:$zk_port'
-CONF
-	"$bin/pg_ctl" -D "$d" -l "$d/log" -w start >/dev/null
-	"$bin/psql" -X -q -h "$work" -p "$2" -d postgres -c 'CREATE EXTENSION zk_lock'
-	echo "cluster $1 up (port $2, zk_lock.hosts = 127.0.0.1:$zk_port)"
-}
-port_a=$(perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(LocalAddr=>"127.0.0.1",LocalPort=>0,Listen=>1)->sockport')
+port_a=$(zkl_free_port)
 port_b=$((port_a + 1))
-start_cluster A "$port_a"
-start_cluster B "$port_b"
+zkl_start_cluster "$work" A "$port_a" "$zk_port"
+zkl_start_cluster "$work" B "$port_b" "$zk_port"
+echo "clusters A (port $port_a) and B (port $port_b) up, zk_lock.hosts = 127.0.0.1:$zk_port"
 
 psql_on() { "$bin/psql" -X -q -At -h "$work" -p "$1" -d postgres -v ON_ERROR_STOP=1; }
 now="to_char(clock_timestamp(), 'HH24:MI:SS.MS')"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Install the Debian packages zk_lock needs to build and test, if missing.
+# Install the Debian packages zk_lock needs to build and test, if missing,
+# and any given as arguments.
 set -euo pipefail
 
 pkgs="make gcc postgresql-15 postgresql-server-dev-15 postgresql-client-15
       libzookeeper-st-dev zookeeper libipc-run-perl clang libclang-rt-14-dev"
 command -v java >/dev/null 2>&1 || pkgs="$pkgs default-jre-headless"
+pkgs="$pkgs $*"	# extra packages a caller needs (make bench)
 
 missing=""
 for p in $pkgs; do

@@ -37,3 +37,38 @@ zkl_workdir() {
 	chmod 755 "$work"
 	echo "$work"
 }
+
+# A free TCP port on 127.0.0.1.
+zkl_free_port() {
+	perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(LocalAddr=>"127.0.0.1",LocalPort=>0,Listen=>1)->sockport'
+}
+
+# zkl_start_cluster WORK NAME PORT ZK_PORT [EXTRA_CONF]: a cluster in
+# WORK/pg_NAME, listening on a socket in WORK only, with zk_lock created.
+zkl_start_cluster() {
+	local bin d
+	bin=$("$PG_CONFIG" --bindir)
+	d="$1/pg_$2"
+	"$bin/initdb" -D "$d" -A trust --no-sync >/dev/null
+	cat >>"$d/postgresql.conf" <<CONF
+listen_addresses = ''
+unix_socket_directories = '$1'
+port = $3
+cluster_name = '$2'
+shared_preload_libraries = 'zk_lock'
+zk_lock.hosts = '127.0.0.1:$4'
+${5:-}
+CONF
+	"$bin/pg_ctl" -D "$d" -l "$d/log" -w start >/dev/null
+	"$bin/psql" -X -q -h "$1" -p "$3" -d postgres -c 'CREATE EXTENSION zk_lock'
+}
+
+# zkl_stop_clusters WORK: stop every cluster started in WORK (by its pid file).
+zkl_stop_clusters() {
+	local bin d
+	bin=$("$PG_CONFIG" --bindir)
+	for d in "$1"/pg_*; do
+		[ -f "$d/postmaster.pid" ] && "$bin/pg_ctl" -D "$d" -m fast -w stop >/dev/null 2>&1
+	done
+	return 0
+}

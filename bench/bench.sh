@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# `make bench`: zk_lock against the ZooKeeper floor, Apache Curator and core
+# advisory locks, all measured in this one run on this machine, with a
+# standalone ZooKeeper that syncs to disk as in production.  Prints one table
+# of ratios and draws bench/throughput.png.  See README, "Performance".
+set -euo pipefail
+. "$(dirname "$0")/../test/lib.sh"
+
+if [ "${1:-}" != --inside ]; then
+	extra="libcurator-recipes-java gnuplot-nox"
+	command -v javac >/dev/null 2>&1 || extra="$extra default-jdk-headless"
+	# shellcheck disable=SC2086
+	bash "$ZKL_SRC/test/deps.sh" $extra >/dev/null
+	zkl_prepare >/dev/null
+	work=$(zkl_workdir bench)
+	status=0
+	zkl_as_runner bash "$work/bench/bench.sh" --inside "$work" || status=$?
+	[ -f "$work/bench/throughput.png" ] && cp "$work/bench/throughput.png" "$ZKL_SRC/bench/throughput.png"
+	rm -rf "$work"
+	exit "$status"
+fi
+
+work=$2
+cd "$work"
+bin=$("$PG_CONFIG" --bindir)
+SECONDS_EACH=${BENCH_SECONDS:-10}
+cleanup() {
+	zkl_stop_clusters "$work"
+	bash test/zk.sh stop "$work/zk"
+}
+trap cleanup EXIT
+
+zk_port=$(bash test/zk.sh start "$work/zk")
+zk_hosts="127.0.0.1:$zk_port"
+port_a=$(zkl_free_port)
+port_b=$((port_a + 1))
+conf="max_connections = 80"
+zkl_start_cluster "$work" A "$port_a" "$zk_port" "$conf"
+zkl_start_cluster "$work" B "$port_b" "$zk_port" "$conf"
+
+cc -std=c99 -D_DEFAULT_SOURCE -O2 -Wall -Werror -o "$work/floor" bench/floor.c -lzookeeper_st
+jars=""
+for j in curator-recipes curator-framework curator-client zookeeper zookeeper-jute guava \
+	slf4j-api slf4j-nop netty-handler netty-transport netty-common netty-buffer \
+	netty-resolver netty-codec netty-transport-native-epoll netty-transport-native-unix-common; do
+	jars="$jars:/usr/share/java/$j.jar"
+done
+mkdir -p "$work/classes"
+javac -d "$work/classes" -cp "${jars#:}" bench/CuratorBench.java
+
+psql_a() { "$bin/psql" -X -q -At -h "$work" -p "$port_a" -d postgres -v ON_ERROR_STOP=1 "$@"; }
+field() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p"; }	# field NAME < "… NAME value …"
+mntr() {	# mntr KEY: one counter of the server
+	perl -MIO::Socket::INET -e '
+		alarm 5;
+		my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $ARGV[0], Timeout => 2) or die;
+		print $s "mntr"; local $/; my $r = <$s>;
+		print $1 if $r =~ /^\Q$ARGV[1]\E\t(\d+)/m;' "$zk_port" "$1"
+}
+
+# pgbench_tps PORT CLIENTS SQL: transactions per second over SECONDS_EACH
+pgbench_tps() {
+	local f="$work/script_$RANDOM.sql"
+	printf '%s\n' "$3" >"$f"
+	"$bin/pgbench" -n -M prepared -c "$2" -j "$(($2 < 4 ? $2 : 4))" -T "$SECONDS_EACH" -f "$f" \
+		-h "$work" -p "$1" postgres 2>/dev/null |
+		sed -n 's/^tps = \([0-9]*\)\.[0-9]* (without initial connection time)/\1/p'
+}
+floor_rate() { "$work/floor" "$zk_hosts" "$1" "$2" ${3:-} | field cycles_per_s; }
+curator_rate() {
+	java -cp "$work/classes:${jars#:}" CuratorBench "$zk_hosts" "$1" "$2" "$SECONDS_EACH" | field cycles_per_s
+}
+zk_cycle() { printf 'BEGIN;\nSELECT zk_lock(%s);\nCOMMIT;' "$1"; }
+core_cycle='BEGIN;
+SELECT pg_advisory_xact_lock(:client_id);
+COMMIT;'
+worker_rss() { ps -o rss= -p "$(psql_a -c 'SELECT worker_pid FROM zk_lock_status()')" | tr -d ' '; }
+
+echo "measuring (about $((SECONDS_EACH * 17 / 60 + 1)) minutes) ..."
+rss_before=$(worker_rss)
+
+# the references
+floor_1=$("$work/floor" "$zk_hosts" 1500 1)
+floor_serial=$(echo "$floor_1" | field cycles_per_s)
+floor_ms=$(echo "$floor_1" | field mean_latency_ms)
+floor_8=$(floor_rate 8000 8)
+floor_32=$(floor_rate 12000 32)
+floor_batched=$(floor_rate 24000 32 8)
+core_1=$(pgbench_tps "$port_a" 1 "$core_cycle")
+core_8=$(pgbench_tps "$port_a" 8 "$core_cycle")
+core_32=$(pgbench_tps "$port_a" 32 "$core_cycle")
+curator_1=$(curator_rate 1 same)
+curator_8d=$(curator_rate 8 distinct)
+curator_32=$(curator_rate 32 distinct)
+curator_8same=$(curator_rate 8 same)
+
+# S1, with S5 from the server's own packet counter
+pkts0=$(mntr zk_packets_received)
+grants0=$(psql_a -c 'SELECT grants FROM zk_lock_status()')
+s1=$(pgbench_tps "$port_a" 1 "$(zk_cycle "'s1'")")
+pkts1=$(mntr zk_packets_received)
+grants1=$(psql_a -c 'SELECT grants FROM zk_lock_status()')
+s5=$(awk -v p=$((pkts1 - pkts0)) -v g=$((grants1 - grants0)) 'BEGIN { printf "%.2f", p / g }')
+s2_8=$(pgbench_tps "$port_a" 8 "$(zk_cycle ':client_id::bigint')")
+s2=$(pgbench_tps "$port_a" 32 "$(zk_cycle ':client_id::bigint')")
+s3=$(pgbench_tps "$port_a" 8 "$(zk_cycle "'s3'")")
+
+# S4: two clusters hand one key back and forth; each grant and release is
+# logged with the clock both clusters share, and a hand-over is the time
+# from one cluster's release to the other's grant.
+for p in "$port_a" "$port_b"; do
+	"$bin/psql" -X -q -h "$work" -p "$p" -d postgres \
+		-c 'CREATE TABLE ho (cluster text, kind text, at timestamptz)'
+done
+ho_script='BEGIN;
+SELECT zk_lock('"'"'s4'"'"');
+INSERT INTO ho VALUES (current_setting('"'"'cluster_name'"'"'), '"'"'grant'"'"', clock_timestamp());
+INSERT INTO ho VALUES (current_setting('"'"'cluster_name'"'"'), '"'"'release'"'"', clock_timestamp());
+COMMIT;'
+pgbench_tps "$port_a" 1 "$ho_script" >/dev/null &
+ho_pid=$!
+pgbench_tps "$port_b" 1 "$ho_script" >/dev/null
+wait "$ho_pid"
+"$bin/psql" -X -q -h "$work" -p "$port_b" -d postgres -c "\\copy ho TO '$work/ho_b'"
+psql_a -c "\\copy ho FROM '$work/ho_b'"
+read -r s4_n s4_p50 s4_p99 < <(psql_a -F ' ' -c "
+	WITH ev AS (SELECT *, lag(kind) OVER w AS pk, lag(cluster) OVER w AS pc, lag(at) OVER w AS pat
+	            FROM ho WINDOW w AS (ORDER BY at)),
+	     h AS (SELECT 1000 * extract(epoch FROM at - pat) AS ms FROM ev
+	           WHERE kind = 'grant' AND pk = 'release' AND pc <> cluster)
+	SELECT count(*), round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2),
+	       round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2) FROM h")
+
+rss_after=$(worker_rss)
+cycles=$(psql_a -c 'SELECT grants FROM zk_lock_status()')
+slot_bytes=$(psql_a -c "SELECT round(size / current_setting('zk_lock.max_locks')::numeric)
+	FROM pg_shmem_allocations WHERE name = 'zk_lock'")
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+meets() { awk -v r="$1" -v t="$2" 'BEGIN { print (r >= t) ? "yes" : "NO" }'; }
+row() { printf '%-44s %10s  %-30s %7s  %-8s %s\n' "$@"; }
+
+echo
+row "scenario (cycles/s unless stated)" "zk_lock" "reference (same run)" "ratio" "target" "met"
+row "S1 1 client, 1 key" "$s1" "floor serial $floor_serial" "$(ratio "$s1" "$floor_serial")" ">= 1.0" "$(meets "$(ratio "$s1" "$floor_serial")" 1.0)"
+row "" "" "Curator 1 thread $curator_1" "$(ratio "$s1" "$curator_1")" ">= 1.8" "$(meets "$(ratio "$s1" "$curator_1")" 1.8)"
+row "S2 32 clients, distinct keys" "$s2" "batched floor $floor_batched" "$(ratio "$s2" "$floor_batched")" ">= 0.7" "$(meets "$(ratio "$s2" "$floor_batched")" 0.7)"
+row "" "" "Curator 32 threads $curator_32" "$(ratio "$s2" "$curator_32")" ">= 2" "$(meets "$(ratio "$s2" "$curator_32")" 2)"
+row "S3 8 clients, 1 key" "$s3" "Curator 8 on 1 key $curator_8same" "$(ratio "$s3" "$curator_8same")" ">= 1.5" "$(meets "$(ratio "$s3" "$curator_8same")" 1.5)"
+row "S4 hand-over A->B p50 / p99 (ms, n=$s4_n)" "$s4_p50 / $s4_p99" "floor cycle $floor_ms ms" "$(ratio "$s4_p50" "$floor_ms")" "<= 1.0" "$(awk -v r="$(ratio "$s4_p50" "$floor_ms")" 'BEGIN { print (r <= 1.0) ? "yes" : "NO" }')"
+row "S5 ZooKeeper requests per cycle (S1)" "$s5" "" "" "<= 3" "$(awk -v r="$s5" 'BEGIN { print (r <= 3) ? "yes" : "NO" }')"
+row "S6 worker RSS (kB) after $cycles cycles" "$rss_before -> $rss_after" "shared memory/slot $slot_bytes B" "" "no growth" "$([ "$rss_after" -le "$rss_before" ] && echo yes || echo "+$((rss_after - rss_before)) kB")"
+row "core pg_advisory_xact_lock 1 / 32 clients" "" "$core_1 / $core_32" "" "" ""
+echo
+echo "S4's reference is one serial floor cycle: create + getChildren pipelined, then delete,"
+echo "i.e. two ZooKeeper write round trips (the read rides with the first)."
+
+cat >"$work/throughput.dat" <<DAT
+# clients zk_lock floor curator core floor-batched
+1 $s1 $floor_serial $curator_1 $core_1 ?
+8 $s2_8 $floor_8 $curator_8d $core_8 ?
+32 $s2 $floor_32 $curator_32 $core_32 $floor_batched
+DAT
+gnuplot <<PLOT
+set terminal pngcairo size 800,500
+set output '$work/bench/throughput.png'
+set title 'Lock cycles per second against concurrency (distinct keys, one cluster, one ZooKeeper)'
+set xlabel 'clients (threads, cycles in flight)'
+set ylabel 'cycles/s'
+set logscale xy
+set datafile missing '?'
+set xtics (1, 8, 32)
+set key left top
+set grid
+plot '$work/throughput.dat' using 1:2 with linespoints lw 2 title 'zk\\_lock', \
+     '' using 1:3 with linespoints title 'ZooKeeper floor (one session)', \
+     '' using 1:4 with linespoints title 'Curator InterProcessMutex (one client)', \
+     '' using 1:5 with linespoints title 'pg\\_advisory\\_xact\\_lock (core, one cluster)', \
+     '' using 1:6 with points pt 7 title 'ZooKeeper floor, creates and deletes in multis of 8'
+PLOT
+echo "chart: bench/throughput.png"
