@@ -12,9 +12,23 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
+#include "utils/memutils.h"
 
 #include "zk_lock.h"
 #include "zk_client.h"
+
+#define RESOLVE_DELAY_MS	30000
+
+/*
+ * One wait set while a connection lasts: creating one per loop turn costs
+ * an epoll instance and its system calls every time.  It is rebuilt while
+ * (re)connecting, since a new socket may reuse the old one's number, which
+ * an epoll set cannot tell apart.
+ */
+static WaitEventSet *wait_set = NULL;
+static pgsocket wait_fd = PGINVALID_SOCKET;
+static bool wait_connected = false;
+static int	sock_pos = -1;
 
 /* The library's own log lines are for debugging; state changes we log ourselves. */
 static void
@@ -36,6 +50,16 @@ zkc_open(const char *hosts, int session_timeout_ms, const clientid_t *resume,
 		ereport(LOG,
 				(errmsg("zk_lock: could not start a ZooKeeper session with \"%s\": %m",
 						hosts)));
+	else
+	{
+		/*
+		 * By default the library resolves the host list again on every
+		 * zookeeper_interest() call, i.e. every turn of our loop: a
+		 * getaddrinfo() with its sockets and netlink dump each time.  It
+		 * still resolves on every reconnection.
+		 */
+		zoo_set_servers_resolution_delay(zh, RESOLVE_DELAY_MS);
+	}
 	return zh;
 }
 
@@ -56,9 +80,13 @@ zkc_wait(zhandle_t *zh, long max_wait_ms)
 {
 	int			fd = -1;
 	int			interest = 0;
-	int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH;
+	uint32		sock_events = 0;
 	long		wait_ms = max_wait_ms;
-	int			rc;
+	WaitEvent	events[3];
+	int			nevents;
+	int			rc = 0;
+	int			i;
+	bool		connected;
 
 	if (zh != NULL)
 	{
@@ -72,19 +100,35 @@ zkc_wait(zhandle_t *zh, long max_wait_ms)
 			/* a failed connect: the library moves on (or backs off) next call */
 			lib_ms = 10;
 		wait_ms = (wait_ms < 0) ? lib_ms : Min(wait_ms, lib_ms);
-		if (fd >= 0)
-		{
-			if (interest & ZOOKEEPER_READ)
-				events |= WL_SOCKET_READABLE;
-			if (interest & ZOOKEEPER_WRITE)
-				events |= WL_SOCKET_WRITEABLE;
-		}
+		if (interest & ZOOKEEPER_READ)
+			sock_events |= WL_SOCKET_READABLE;
+		if (interest & ZOOKEEPER_WRITE)
+			sock_events |= WL_SOCKET_WRITEABLE;
 	}
-	if (wait_ms >= 0)
-		events |= WL_TIMEOUT;
+	if (fd < 0 || sock_events == 0)
+		fd = PGINVALID_SOCKET;
+	connected = zh != NULL && zoo_state(zh) == ZOO_CONNECTED_STATE;
 
-	rc = WaitLatchOrSocket(MyLatch, events, (events & WL_SOCKET_MASK) ? fd : PGINVALID_SOCKET,
-						   wait_ms, PG_WAIT_EXTENSION);
+	if (wait_set == NULL || fd != wait_fd || !connected || !wait_connected)
+	{
+		if (wait_set != NULL)
+			FreeWaitEventSet(wait_set);
+		wait_set = CreateWaitEventSet(TopMemoryContext, 3);
+		AddWaitEventToSet(wait_set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+		AddWaitEventToSet(wait_set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+		sock_pos = (fd != PGINVALID_SOCKET) ?
+			AddWaitEventToSet(wait_set, sock_events, fd, NULL, NULL) : -1;
+		wait_fd = fd;
+		wait_connected = connected;
+	}
+	else if (sock_pos >= 0)
+		ModifyWaitEvent(wait_set, sock_pos, sock_events, NULL);
+
+	nevents = WaitEventSetWait(wait_set, wait_ms, events, lengthof(events), PG_WAIT_EXTENSION);
+	for (i = 0; i < nevents; i++)
+		rc |= events[i].events;
+	if (nevents == 0)
+		rc |= WL_TIMEOUT;
 	if (rc & WL_LATCH_SET)
 		ResetLatch(MyLatch);
 
