@@ -84,7 +84,8 @@ CREATE FUNCTION zk_lock_status(
     OUT session_timeout_ms integer, OUT in_state_for interval, OUT max_locks integer,
     OUT requests bigint, OUT grants bigint, OUT releases bigint, OUT lost bigint,
     OUT connects bigint, OUT expirations bigint, OUT recovered bigint,
-    OUT delete_retries bigint, OUT hosts text, OUT auth text)
+    OUT delete_retries bigint, OUT batched bigint, OUT rolled_back bigint,
+    OUT hosts text, OUT auth text)
 RETURNS record
 AS 'MODULE_PATHNAME', 'zk_lock_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 

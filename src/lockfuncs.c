@@ -389,6 +389,7 @@ zk_lock_token(PG_FUNCTION_ARGS)
 	int			idx;
 	ZklResult	r;
 	int64		token;
+	TimestampTz deadline;
 
 	zkl_require_shared();
 	zkl_key_arg(fcinfo, zkl_key_kind(fcinfo), key);
@@ -401,11 +402,37 @@ zk_lock_token(PG_FUNCTION_ARGS)
 				 errmsg("this transaction holds no zk_lock lock on key \"%s\"",
 						zkl_display_key(key))));
 
-	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	r = zkl_shared->slots[idx].result;
-	token = zkl_shared->slots[idx].czxid;
-	LWLockRelease(zkl_shared->lock);
-	if (r == ZKR_LOST)
-		zkl_lost_error(key);
-	PG_RETURN_INT64(token);
+	/* a lock created inside a multi learns its czxid only when asked */
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+										   zkl_session_timeout + WORKER_GRACE_MS);
+	for (;;)
+	{
+		ZklSlot    *slot = &zkl_shared->slots[idx];
+		bool		ask = false;
+
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		r = slot->result;
+		token = slot->czxid;
+		if (r != ZKR_LOST && token == 0 && !(slot->todo & ZKT_STAT))
+		{
+			slot->todo |= ZKT_STAT;
+			ask = true;
+		}
+		LWLockRelease(zkl_shared->lock);
+		if (r == ZKR_LOST)
+			zkl_lost_error(key);
+		if (token != 0)
+			PG_RETURN_INT64(token);
+		if (ask)
+			zkl_wake_worker();
+		if (GetCurrentTimestamp() >= deadline)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("ZooKeeper did not answer for the fencing token of key \"%s\"",
+							zkl_display_key(key))));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 100, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
 }

@@ -101,8 +101,8 @@ zk_lock_status(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
 	ZklShared	snap;
-	Datum		values[17];
-	bool		nulls[17] = {0};
+	Datum		values[19];
+	bool		nulls[19] = {0};
 	TimestampTz now = GetCurrentTimestamp();
 
 	zkl_require_shared();
@@ -144,11 +144,13 @@ zk_lock_status(PG_FUNCTION_ARGS)
 	values[12] = Int64GetDatum(snap.counters.expirations);
 	values[13] = Int64GetDatum(snap.counters.recovered);
 	values[14] = Int64GetDatum(snap.counters.delete_retries);
-	values[15] = CStringGetTextDatum(zkl_hosts ? zkl_hosts : "");
+	values[15] = Int64GetDatum(snap.counters.batched);
+	values[16] = Int64GetDatum(snap.counters.rolled_back);
+	values[17] = CStringGetTextDatum(zkl_hosts ? zkl_hosts : "");
 	if (snap.auth_info[0] != '\0')
-		values[16] = CStringGetTextDatum(snap.auth_info);
+		values[18] = CStringGetTextDatum(snap.auth_info);
 	else
-		nulls[16] = true;
+		nulls[18] = true;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -59,7 +59,27 @@ typedef struct Op
 	uint64		attempt;
 	OpKind		kind;
 	bool		parents;		/* create root and key nodes first */
+	bool		solo;			/* not in a multi: it was rolled back in one */
+	bool		batched;		/* sent inside a multi (send_batches) */
 } Op;
+
+/*
+ * Creates (or deletes) of several slots sent as one multi: one transaction
+ * for the server instead of one each.  A multi is all or nothing, so when
+ * one op fails the others were not applied and are simply sent again.
+ */
+#define BATCH_MAX	8
+
+typedef struct Batch
+{
+	bool		deletes;
+	int			n;
+	int			idx[BATCH_MAX];	/* slots */
+	void	   *ctx[BATCH_MAX];	/* their reply contexts */
+	zoo_op_t	ops[BATCH_MAX];
+	zoo_op_result_t results[BATCH_MAX];
+	char		names[BATCH_MAX][ZKL_PATH_LEN]; /* ops' paths; created nodes' paths */
+} Batch;
 
 static zhandle_t *zh = NULL;
 static char *open_hosts = NULL;
@@ -283,22 +303,20 @@ orphan_deleted(int rc, const void *ctx)
 		ereport(LOG, (errmsg("zk_lock: could not delete a stray lock node: %s", zerror(rc))));
 }
 
+/*
+ * A create's outcome for its slot (in CREATING).  stat is NULL for a create
+ * inside a multi, which returns no Stat: the token is read when asked for.
+ * Caller holds the lock.
+ */
 static void
-create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
+create_result(ZklSlot *s, int rc, const char *name, const struct Stat *stat)
 {
-	ZklSlot    *s;
-	bool		stray = false;
-
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	s = reply_slot(ctx);
-	if (s == NULL || s->zstate != ZKS_CREATING)
-		stray = (rc == ZOK);	/* the request moved on: nobody wants this node */
-	else if (rc == ZOK)
+	if (rc == ZOK)
 	{
 		const char *base = strrchr(name, '/');
 
 		strlcpy(s->node, base ? base + 1 : name, sizeof(s->node));
-		s->czxid = stat->czxid;
+		s->czxid = stat ? stat->czxid : 0;
 		s->zstate = ZKS_QUEUED; /* the pipelined getChildren decides */
 	}
 	else if (rc == ZNONODE)
@@ -325,6 +343,20 @@ create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 	else
 		fail_slot(s, zkc_sqlstate(rc), ZKS_GONE,
 				  "could not create the ZooKeeper lock node: %s", zerror(rc));
+}
+
+static void
+create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
+{
+	ZklSlot    *s;
+	bool		stray = false;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	s = reply_slot(ctx);
+	if (s == NULL || s->zstate != ZKS_CREATING)
+		stray = (rc == ZOK);	/* the request moved on: nobody wants this node */
+	else
+		create_result(s, rc, name, stat);
 	LWLockRelease(zkl_shared->lock);
 
 	if (stray)
@@ -522,6 +554,27 @@ predecessor_watch(zhandle_t *h, int type, int state, const char *path, void *ctx
 	LWLockRelease(zkl_shared->lock);
 }
 
+/* A delete's outcome for its slot (in DELETING).  Caller holds the lock. */
+static void
+delete_result(ZklSlot *s, int rc)
+{
+	if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+	{
+		s->todo |= ZKT_DELETE;	/* retried until done or the session ends */
+		zkl_shared->counters.delete_retries++;
+		return;
+	}
+	if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING)
+		ereport(WARNING,
+				(errmsg("zk_lock: could not delete lock node %s: %s",
+						s->node, zerror(rc))));
+	else
+		zkl_shared->counters.releases++;
+	s->zstate = ZKS_GONE;
+	if (s->abandoned)
+		zkl_free_slot(s);
+}
+
 static void
 delete_done(int rc, const void *ctx)
 {
@@ -530,26 +583,66 @@ delete_done(int rc, const void *ctx)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	s = reply_slot(ctx);
 	if (s != NULL && s->zstate == ZKS_DELETING)
+		delete_result(s, rc);
+	LWLockRelease(zkl_shared->lock);
+}
+
+/* An op of a multi that failed because another op in it failed: not applied. */
+static bool
+rolled_back(int rc, int err)
+{
+	return rc != ZOK && rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT &&
+		rc != ZSESSIONEXPIRED && rc != ZCLOSING && rc != ZINVALIDSTATE &&
+		(err == ZOK || err == ZRUNTIMEINCONSISTENCY);
+}
+
+static void
+multi_done(int rc, const void *data)
+{
+	Batch	   *b = (Batch *) data;
+	bool		stray[BATCH_MAX] = {0};
+	int			i;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < b->n; i++)
 	{
-		if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+		ZklSlot    *s = reply_slot(b->ctx[i]);
+		int			err = (rc == ZOK || b->results[i].err == ZOK ||
+						   b->results[i].err == ZRUNTIMEINCONSISTENCY) ? rc : b->results[i].err;
+
+		if (b->deletes)
 		{
-			s->todo |= ZKT_DELETE;	/* retried until done or the session ends */
-			zkl_shared->counters.delete_retries++;
+			if (s == NULL || s->zstate != ZKS_DELETING)
+				continue;
+			if (rolled_back(rc, b->results[i].err))
+			{
+				s->todo |= ZKT_DELETE | ZKT_SOLO;
+				zkl_shared->counters.rolled_back++;
+			}
+			else
+				delete_result(s, err);
+		}
+		else if (s == NULL || s->zstate != ZKS_CREATING)
+			stray[i] = (rc == ZOK);
+		else if (rolled_back(rc, b->results[i].err))
+		{
+			/*
+			 * A neighbour failed: send it again, alone, since it may fail
+			 * the same way (a new key's node is missing for each new key).
+			 */
+			s->zstate = ZKS_NEW;
+			s->todo |= ZKT_SOLO;
+			zkl_shared->counters.rolled_back++;
 		}
 		else
-		{
-			if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING)
-				ereport(WARNING,
-						(errmsg("zk_lock: could not delete lock node %s: %s",
-								s->node, zerror(rc))));
-			else
-				zkl_shared->counters.releases++;
-			s->zstate = ZKS_GONE;
-			if (s->abandoned)
-				zkl_free_slot(s);
-		}
+			create_result(s, err, b->names[i], NULL);
 	}
 	LWLockRelease(zkl_shared->lock);
+
+	for (i = 0; i < b->n; i++)
+		if (stray[i])
+			zoo_adelete(zh, b->names[i], -1, orphan_deleted, NULL);
+	pfree(b);
 }
 
 static void
@@ -626,6 +719,19 @@ stat_done(int rc, const struct Stat *stat, const void *ctx)
 			else
 				requeue(s);
 		}
+		else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+			s->todo |= ZKT_STAT;
+	}
+	else if (s != NULL && s->zstate == ZKS_HELD)
+	{
+		/* the token of a lock created inside a multi, asked for by its owner */
+		if (rc == ZOK && stat->ephemeralOwner == zkl_shared->session_id)
+		{
+			s->czxid = stat->czxid;
+			zkl_wake_owner(s);
+		}
+		else if (rc == ZOK || rc == ZNONODE)
+			zkl_lose_slot(s);
 		else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
 			s->todo |= ZKT_STAT;
 	}
@@ -994,6 +1100,8 @@ plan_ops(int *nops)
 
 		op->idx = i;
 		op->parents = false;
+		op->solo = false;
+		op->batched = false;
 		switch (s->zstate)
 		{
 			case ZKS_NEW:
@@ -1009,7 +1117,8 @@ plan_ops(int *nops)
 						s->root_id = zkl_shared->cur_root;
 					}
 					op->parents = (s->todo & ZKT_PARENTS) != 0;
-					s->todo &= ~ZKT_PARENTS;
+					op->solo = (s->todo & ZKT_SOLO) != 0;
+					s->todo &= ~(ZKT_PARENTS | ZKT_SOLO);
 					s->attempt = ++zkl_shared->next_attempt;
 					s->zstate = (s->zstate == ZKS_NEW) ? ZKS_CREATING : ZKS_RECOVERING;
 					op->attempt = s->attempt;
@@ -1052,7 +1161,8 @@ plan_ops(int *nops)
 			case ZKS_DELETING:
 				if (connected && (s->todo & ZKT_DELETE))
 				{
-					s->todo &= ~ZKT_DELETE;
+					op->solo = (s->todo & ZKT_SOLO) != 0;
+					s->todo &= ~(ZKT_DELETE | ZKT_SOLO);
 					op->kind = OP_DELETE;
 					op->attempt = s->attempt;
 					n++;
@@ -1104,6 +1214,88 @@ send_parents(const ZklSlot *s, const void *ctx)
 }
 
 /*
+ * Send the planned creates (those that need no parent nodes) and deletes in
+ * multis of up to BATCH_MAX when there are several: each multi is one write
+ * transaction for the server.  Two creates for one key never share a multi,
+ * which gives all its nodes the same czxid, so each holder's fencing token
+ * stays strictly greater than the one before.
+ */
+static void
+send_batches(int nops)
+{
+	static const OpKind kinds[] = {OP_CREATE, OP_DELETE};
+	int			k;
+	int			i;
+	int			j;
+
+	for (k = 0; k < lengthof(kinds); k++)
+	{
+		for (;;)
+		{
+			Batch	   *b = MemoryContextAllocZero(TopMemoryContext, sizeof(Batch));
+
+			b->deletes = (kinds[k] == OP_DELETE);
+			for (i = 0; i < nops && b->n < BATCH_MAX; i++)
+			{
+				Op		   *op = &ops[i];
+				const ZklSlot *s = &zkl_shared->slots[op->idx];
+				bool		same_key = false;
+
+				if (op->kind != kinds[k] || op->parents || op->solo || op->batched)
+					continue;
+				for (j = 0; j < b->n && !b->deletes; j++)
+					same_key |= strcmp(zkl_shared->slots[b->idx[j]].key, s->key) == 0;
+				if (same_key)
+					continue;
+				op->batched = true;
+				b->idx[b->n] = op->idx;
+				b->ctx[b->n] = slot_ctx(op->idx, op->attempt);
+				if (b->deletes)
+				{
+					child_path(s, s->node, b->names[b->n]);
+					zoo_delete_op_init(&b->ops[b->n], b->names[b->n], -1);
+				}
+				else
+				{
+					char		prefix[ZKL_NODE_BUFLEN];
+
+					/* names[] is read when the multi is sent, and gets the result */
+					zkr_node_prefix(s->mode, s->uuid, GetSystemIdentifier(), s->owner_pid,
+									prefix, sizeof(prefix));
+					child_path(s, prefix, b->names[b->n]);
+					zoo_create_op_init(&b->ops[b->n], b->names[b->n], s->data, strlen(s->data),
+									   node_acl, ZOO_EPHEMERAL_SEQUENTIAL,
+									   b->names[b->n], ZKL_PATH_LEN);
+				}
+				b->n++;
+			}
+			if (b->n < 2)
+			{
+				/* nothing, or one op, left for a multi: it goes out on its own */
+				for (i = 0; i < nops && b->n == 1; i++)
+					if (ops[i].batched && ops[i].idx == b->idx[0])
+						ops[i].batched = false;
+				pfree(b);
+				break;
+			}
+			if (zoo_amulti(zh, b->n, b->ops, b->results, multi_done, b) != ZOK)
+				elog(ERROR, "zk_lock: could not send a ZooKeeper multi");
+			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+			zkl_shared->counters.batched += b->n;
+			LWLockRelease(zkl_shared->lock);
+			/* each key's children, in the same round trip, as for a single create */
+			for (j = 0; j < b->n && !b->deletes; j++)
+			{
+				char		path[ZKL_PATH_LEN];
+
+				key_path(&zkl_shared->slots[b->idx[j]], path);
+				(void) zoo_aget_children2(zh, path, 0, children_done, b->ctx[j]);
+			}
+		}
+	}
+}
+
+/*
  * Issue the planned calls.  The slots' names and data are stable here: the
  * plan moved each into a state that only this process changes.
  */
@@ -1114,12 +1306,16 @@ send_ops(int nops)
 	char		parent[ZKL_PATH_LEN];
 	int			i;
 
+	send_batches(nops);
 	for (i = 0; i < nops; i++)
 	{
 		const Op   *op = &ops[i];
 		const ZklSlot *s = &zkl_shared->slots[op->idx];
 		void	   *ctx = slot_ctx(op->idx, op->attempt);
 		int			rc = ZOK;
+
+		if (op->batched)
+			continue;
 
 		key_path(s, parent);
 		switch (op->kind)

@@ -55,6 +55,7 @@ typedef enum ZklResult
 #define ZKT_PARENTS		0x08	/* create root and key nodes, then the node */
 #define ZKT_STAT		0x10	/* read an adopted node's Stat: owner, token */
 #define ZKT_VERIFY		0x20	/* prove the node (so the session) alive, via the leader */
+#define ZKT_SOLO		0x40	/* send the next create or delete on its own, not in a multi */
 
 /* zk_lock.verify_on_commit progress of a held slot (ZklSlot.verify) */
 #define ZKV_NONE	0
@@ -113,6 +114,8 @@ typedef struct ZklCounters
 	int64		expirations;	/* sessions expired or refused */
 	int64		recovered;		/* creates whose reply was lost, looked up by uuid */
 	int64		delete_retries; /* deletes whose reply was lost, sent again */
+	int64		batched;		/* creates and deletes sent inside multis */
+	int64		rolled_back;	/* ops of a multi sent again: a neighbour failed */
 } ZklCounters;
 
 #define ZKL_SERVER_LEN 64

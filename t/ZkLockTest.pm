@@ -21,6 +21,7 @@ my $zk_script = dirname(__FILE__) . '/../test/zk.sh';
 my $proxy_script = dirname(__FILE__) . '/../test/zk_proxy.pl';
 my @zk_dirs;
 my @proxy_pids;
+my $load_seq = 0;
 
 # Start a standalone ZooKeeper on 127.0.0.1; returns its client port.
 sub start_zookeeper
@@ -137,7 +138,8 @@ END $$;
 sub run_counter_load
 {
 	my ($nodes, $clients, $per_client, $body, %opt) = @_;
-	my $script = "${PostgreSQL::Test::Utils::tmp_check}/load_$$.sql";
+	# one file per call: loads may run inside another's 'during'
+	my $script = "${PostgreSQL::Test::Utils::tmp_check}/load_" . ++$load_seq . '.sql';
 	open my $fh, '>', $script or die;
 	print $fh $body;
 	close $fh;
