@@ -178,7 +178,7 @@ set ylabel 'cycles/s'
 set logscale xy
 set datafile missing '?'
 set xtics (1, 8, 32)
-set key left top
+set key right bottom
 set grid
 plot '$work/throughput.dat' using 1:2 with linespoints lw 2 title 'zk\\_lock', \
      '' using 1:3 with linespoints title 'ZooKeeper floor (one session)', \

@@ -45,6 +45,7 @@ run_suite() {
 
 run_suite unit bash test/unit/run.sh
 run_suite fuzz bash test/fuzz/run.sh 20
+run_suite bench-smoke bash bench/smoke.sh "$zk_port"
 run_suite regress "${mk[@]}" installcheck-regress
 run_suite isolation "${mk[@]}" installcheck-isolation
 run_suite tap "${mk[@]}" installcheck-tap
