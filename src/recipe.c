@@ -51,6 +51,17 @@ zkr_name_has_uuid(const char *name, const char *uuid)
 		memcmp(name + 2, uuid, ZKL_UUID_LEN) == 0;
 }
 
+/* Was the node made by a cluster with this system identifier? */
+bool
+zkr_name_has_sysid(const char *name, uint64_t sysid)
+{
+	char		want[24];
+	int			n = snprintf(want, sizeof(want), "-%llu-", (unsigned long long) sysid);
+
+	return strlen(name) >= MIN_NAME_LEN &&
+		strncmp(name + 2 + ZKL_UUID_LEN, want, n) == 0;
+}
+
 static int
 child_cmp(const void *a, const void *b)
 {

@@ -37,6 +37,9 @@ extern bool zkr_parse_child(const char *name, ZkrChild *out);
 /* Does this lock node name carry the given request uuid? */
 extern bool zkr_name_has_uuid(const char *name, const char *uuid);
 
+/* Whether a node name carries this system identifier (made by this cluster). */
+extern bool zkr_name_has_sysid(const char *name, uint64_t sysid);
+
 /*
  * Parse and sort (by sequence, as an integer) the given names into out,
  * skipping names that are not lock nodes; returns how many were kept.

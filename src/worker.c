@@ -17,6 +17,7 @@
 
 #include "access/xlog.h"
 #include "miscadmin.h"
+#include "nodes/pg_list.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
@@ -133,6 +134,16 @@ static void
 child_path(const ZklSlot *s, const char *name, char *out)
 {
 	snprintf(out, ZKL_PATH_LEN, "%s/%s/%s", slot_root(s), s->key, name);
+}
+
+/*
+ * The request may or may not have been applied: its reply was lost, or (seen
+ * under connection resets) the library could not match it to its request.
+ */
+static bool
+outcome_unknown(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZRUNTIMEINCONSISTENCY;
 }
 
 /* Tell the owner its request failed.  Caller holds the lock. */
@@ -331,7 +342,7 @@ create_result(ZklSlot *s, int rc, const char *name, const struct Stat *stat)
 			fail_slot(s, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, ZKS_GONE,
 					  "could not create the ZooKeeper node for the lock under %s", slot_root(s));
 	}
-	else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+	else if (outcome_unknown(rc))
 	{
 		s->zstate = ZKS_RECOVER;	/* it may have been made: look for our uuid */
 		zkl_shared->counters.recovered++;
@@ -427,6 +438,77 @@ collect_children(const struct String_vector *children)
 	return zkr_collect((const char *const *) children->data, children->count, childbuf);
 }
 
+/*
+ * Nodes of this cluster's session that no slot knows of would block their
+ * key for as long as the session lives.  A waiter that has waited long
+ * looks for them in its listing: nodes with our system identifier whose
+ * uuid no slot carries.  They are deleted only after an exists() shows our
+ * session owns them (a promoted standby shares our system identifier).
+ */
+/* How often a waiter with nothing in flight re-reads its queue. */
+static long
+recheck_ms(void)
+{
+	return Max(1000, zkl_shared->negotiated_timeout / 2);
+}
+
+#define MAX_SUSPECTS 8
+static char suspects[MAX_SUSPECTS][ZKL_PATH_LEN];
+static int	nsuspects = 0;
+
+static void
+find_suspects(const ZklSlot *s, int n)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < n && nsuspects < MAX_SUSPECTS; i++)
+	{
+		bool		known = false;
+
+		if (!zkr_name_has_sysid(childbuf[i].name, GetSystemIdentifier()))
+			continue;
+		for (j = 0; j < zkl_shared->nslots && !known; j++)
+			known = zkl_shared->slots[j].zstate != ZKS_FREE &&
+				zkr_name_has_uuid(childbuf[i].name, zkl_shared->slots[j].uuid);
+		if (!known)
+			child_path(s, childbuf[i].name, suspects[nsuspects++]);
+	}
+}
+
+static void
+suspect_stat_done(int rc, const struct Stat *stat, const void *data)
+{
+	char	   *path = (char *) data;
+	bool		ours;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	ours = rc == ZOK && stat->ephemeralOwner == zkl_shared->session_id;
+	LWLockRelease(zkl_shared->lock);
+	if (ours)
+	{
+		ereport(LOG, (errmsg("zk_lock: deleting lock node %s: no request of this cluster owns it", path)));
+		zoo_adelete(zh, path, -1, orphan_deleted, NULL);
+	}
+	pfree(path);
+}
+
+/* Send what find_suspects() found; without the lock. */
+static void
+check_suspects(void)
+{
+	int			i;
+
+	for (i = 0; i < nsuspects; i++)
+	{
+		char	   *path = MemoryContextStrdup(TopMemoryContext, suspects[i]);
+
+		if (zoo_aexists(zh, path, 0, suspect_stat_done, path) != ZOK)
+			pfree(path);
+	}
+	nsuspects = 0;
+}
+
 /* Run the recipe on a children listing.  Caller holds the lock. */
 static void
 decide(ZklSlot *s, const struct String_vector *children)
@@ -440,6 +522,8 @@ decide(ZklSlot *s, const struct String_vector *children)
 	int			i;
 
 	n = collect_children(children);
+	if (TimestampDifferenceExceeds(s->requested_at, GetCurrentTimestamp(), recheck_ms()))
+		find_suspects(s, n);
 
 	/* this backend's other nodes on the key never block it (at most one per mode) */
 	for (i = 0; i < zkl_shared->nslots && nmine < lengthof(mine); i++)
@@ -512,13 +596,14 @@ children_done(int rc, const struct String_vector *strings, const struct Stat *st
 	{
 		if (rc == ZOK)
 			decide(s, strings);
-		else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+		else if (outcome_unknown(rc))
 			s->todo |= ZKT_CHILDREN;	/* again once reconnected */
 		else if (rc == ZNONODE)
 			requeue(s);			/* key node gone, so is our node */
 		/* session errors: session_lost() re-queues */
 	}
 	LWLockRelease(zkl_shared->lock);
+	check_suspects();
 }
 
 static void
@@ -534,7 +619,7 @@ exists_done(int rc, const struct Stat *stat, const void *ctx)
 	 * reply may or may not have set the watch.  Either way, look again.
 	 */
 	if (s != NULL && s->zstate == ZKS_QUEUED &&
-		(rc == ZNONODE || rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT))
+		(rc == ZNONODE || outcome_unknown(rc)))
 		s->todo |= ZKT_CHILDREN;
 	LWLockRelease(zkl_shared->lock);
 }
@@ -558,7 +643,7 @@ predecessor_watch(zhandle_t *h, int type, int state, const char *path, void *ctx
 static void
 delete_result(ZklSlot *s, int rc)
 {
-	if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+	if (outcome_unknown(rc))
 	{
 		s->todo |= ZKT_DELETE;	/* retried until done or the session ends */
 		zkl_shared->counters.delete_retries++;
@@ -587,11 +672,15 @@ delete_done(int rc, const void *ctx)
 	LWLockRelease(zkl_shared->lock);
 }
 
-/* An op of a multi that failed because another op in it failed: not applied. */
+/*
+ * An op of a multi that the server refused because another op in it failed:
+ * not applied.  Only a definite refusal says so; when the outcome of the
+ * multi itself is unknown, so is each op's.
+ */
 static bool
 rolled_back(int rc, int err)
 {
-	return rc != ZOK && rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT &&
+	return rc != ZOK && !outcome_unknown(rc) &&
 		rc != ZSESSIONEXPIRED && rc != ZCLOSING && rc != ZINVALIDSTATE &&
 		(err == ZOK || err == ZRUNTIMEINCONSISTENCY);
 }
@@ -607,8 +696,11 @@ multi_done(int rc, const void *data)
 	for (i = 0; i < b->n; i++)
 	{
 		ZklSlot    *s = reply_slot(b->ctx[i]);
-		int			err = (rc == ZOK || b->results[i].err == ZOK ||
-						   b->results[i].err == ZRUNTIMEINCONSISTENCY) ? rc : b->results[i].err;
+		int			err = rc;
+
+		/* a definite refusal names the op at fault; the others were rolled back */
+		if (rc != ZOK && !outcome_unknown(rc) && !rolled_back(rc, b->results[i].err))
+			err = b->results[i].err;
 
 		if (b->deletes)
 		{
@@ -645,6 +737,93 @@ multi_done(int rc, const void *data)
 	pfree(b);
 }
 
+/*
+ * A create whose reply was lost, and whose node a later listing did not
+ * show, can still be applied after that listing: the server handles a
+ * session's old and new connections on different threads.  Its node would
+ * block the key for as long as the session lives, so the key is listed once
+ * more a little later and a node with that request's uuid is deleted.
+ */
+#define GHOST_DELAY_MS	1000
+
+typedef struct Ghost
+{
+	TimestampTz due;
+	char		uuid[ZKL_UUID_LEN + 1];
+	char		key_path[ZKL_PATH_LEN];
+} Ghost;
+
+static List *ghosts = NIL;		/* waiting for their due time */
+
+/* Caller holds the lock. */
+static void
+remember_ghost(const ZklSlot *s)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	Ghost	   *g = palloc(sizeof(Ghost));
+
+	g->due = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), GHOST_DELAY_MS);
+	strlcpy(g->uuid, s->uuid, sizeof(g->uuid));
+	key_path(s, g->key_path);
+	ghosts = lappend(ghosts, g);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+ghost_children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	Ghost	   *g = (Ghost *) data;
+	int			i;
+
+	if (outcome_unknown(rc))
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		ghosts = lappend(ghosts, g);	/* again once reconnected */
+		MemoryContextSwitchTo(old);
+		return;
+	}
+	for (i = 0; rc == ZOK && i < strings->count; i++)
+	{
+		if (zkr_name_has_uuid(strings->data[i], g->uuid))
+		{
+			char		path[ZKL_PATH_LEN];
+
+			snprintf(path, sizeof(path), "%s/%s", g->key_path, strings->data[i]);
+			ereport(LOG, (errmsg("zk_lock: deleting lock node %s: its create was given up for lost", path)));
+			zoo_adelete(zh, path, -1, orphan_deleted, NULL);
+		}
+	}
+	pfree(g);
+}
+
+/* List the keys of ghosts that are due; returns ms until the next one, or -1. */
+static long
+send_ghosts(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	long		next_ms = -1;
+	ListCell   *lc;
+
+	if (zh == NULL || zoo_state(zh) != ZOO_CONNECTED_STATE)
+		return ghosts != NIL ? REOPEN_DELAY_MS : -1;
+	foreach(lc, ghosts)
+	{
+		Ghost	   *g = (Ghost *) lfirst(lc);
+		long		left = TimestampDifferenceMilliseconds(now, g->due);
+
+		if (left > 0)
+		{
+			next_ms = (next_ms < 0 || left < next_ms) ? left : next_ms;
+			continue;
+		}
+		ghosts = foreach_delete_current(ghosts, lc);
+		if (zoo_aget_children(zh, g->key_path, 0, ghost_children_done, g) != ZOK)
+			pfree(g);
+	}
+	return next_ms;
+}
+
 static void
 recover_done(int rc, const struct String_vector *strings, const struct Stat *stat,
 			 const void *ctx)
@@ -655,7 +834,7 @@ recover_done(int rc, const struct String_vector *strings, const struct Stat *sta
 	s = reply_slot(ctx);
 	if (s != NULL && s->zstate == ZKS_RECOVERING)
 	{
-		if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+		if (outcome_unknown(rc))
 			s->zstate = ZKS_RECOVER;
 		else
 		{
@@ -675,7 +854,8 @@ recover_done(int rc, const struct String_vector *strings, const struct Stat *sta
 			}
 			else if (rc == ZOK || rc == ZNONODE)
 			{
-				/* it did not: nothing exists */
+				/* it did not, or not yet: look once more later */
+				remember_ghost(s);
 				s->zstate = ZKS_GONE;
 				if (s->abandoned)
 					zkl_free_slot(s);
@@ -719,7 +899,7 @@ stat_done(int rc, const struct Stat *stat, const void *ctx)
 			else
 				requeue(s);
 		}
-		else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+		else if (outcome_unknown(rc))
 			s->todo |= ZKT_STAT;
 	}
 	else if (s != NULL && s->zstate == ZKS_HELD)
@@ -732,7 +912,7 @@ stat_done(int rc, const struct Stat *stat, const void *ctx)
 		}
 		else if (rc == ZOK || rc == ZNONODE)
 			zkl_lose_slot(s);
-		else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+		else if (outcome_unknown(rc))
 			s->todo |= ZKT_STAT;
 	}
 	LWLockRelease(zkl_shared->lock);
@@ -754,7 +934,7 @@ verify_done(int rc, const void *ctx)
 			s->verify = ZKV_OK;
 			zkl_wake_owner(s);
 		}
-		else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT)
+		else if (outcome_unknown(rc))
 			s->todo |= ZKT_VERIFY;	/* again once reconnected */
 		else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOAUTH)
 		{
@@ -950,7 +1130,7 @@ query_data_done(int rc, const char *value, int value_len, const struct Stat *sta
 	{
 		ZklQueueEntry *e = &zkl_query->entries[i];
 
-		if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+		if (outcome_unknown(rc) ||
 			rc == ZSESSIONEXPIRED || rc == ZCLOSING)
 			zkl_query->state = ZKQ_ASKED;	/* read it all again once connected */
 		else
@@ -1010,7 +1190,7 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 	}
 	else if (rc == ZNONODE)
 		query_done(0, NULL);	/* no key node: nobody holds or waits */
-	else if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT ||
+	else if (outcome_unknown(rc) ||
 			 rc == ZSESSIONEXPIRED || rc == ZCLOSING)
 		zkl_query->state = ZKQ_ASKED;
 	else
@@ -1115,6 +1295,7 @@ plan_ops(int *nops)
 					{
 						zkl_shared->counters.requests++;
 						s->root_id = zkl_shared->cur_root;
+						s->checked_at = now;	/* the pipelined getChildren */
 					}
 					op->parents = (s->todo & ZKT_PARENTS) != 0;
 					op->solo = (s->todo & ZKT_SOLO) != 0;
@@ -1150,8 +1331,25 @@ plan_ops(int *nops)
 					s->zstate = ZKS_DELETING;
 					s->todo = ZKT_DELETE;
 				}
-				else if (connected && next_followup(s, op))
+				else if (connected && s->zstate == ZKS_QUEUED && s->todo == 0)
 				{
+					/*
+					 * A waiter with nothing in flight reads its queue again
+					 * now and then: a missed watch event must not leave it
+					 * waiting for ever.
+					 */
+					long		left = TimestampDifferenceMilliseconds(now,
+																	   TimestampTzPlusMilliseconds(s->checked_at, recheck_ms()));
+
+					if (left <= 0)
+						s->todo |= ZKT_CHILDREN;
+					else if (next_ms < 0 || left < next_ms)
+						next_ms = left;
+				}
+				if (!s->abandoned && connected && next_followup(s, op))
+				{
+					if (op->kind == OP_CHILDREN)
+						s->checked_at = now;
 					n++;
 					break;
 				}
@@ -1683,6 +1881,13 @@ zkl_worker_main(Datum arg)
 		wait_ms = plan_ops(&nops);
 		if (nops > 0)
 			send_ops(nops);
+		if (ghosts != NIL)
+		{
+			long		ghost_ms = send_ghosts();
+
+			if (ghost_ms >= 0)
+				wait_ms = (wait_ms < 0) ? ghost_ms : Min(wait_ms, ghost_ms);
+		}
 		if (query_to_send)
 		{
 			char		path[ZKL_PATH_LEN];

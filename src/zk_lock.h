@@ -86,6 +86,7 @@ typedef struct ZklSlot
 	int64		czxid;			/* fencing token once created */
 	TimestampTz requested_at;	/* when the owner asked */
 	TimestampTz queued_at;		/* when it last became NEW: connect deadlines */
+	TimestampTz checked_at;		/* when the worker last read the key's queue for it */
 	TimestampTz granted_at;
 	int			sqlstate;		/* with ZKR_FAILED */
 	char		errmsg[ZKL_ERRMSG_LEN];

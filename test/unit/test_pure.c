@@ -209,6 +209,9 @@ test_recipe(void)
 	CHECK(zkr_parse_child(names[7], &kids[0]) && kids[0].seq == 3 && kids[0].mode == 'x',
 		  "a node made from our prefix parses back");
 	CHECK(zkr_name_has_uuid(names[7], uuid), "and carries its uuid");
+	CHECK(zkr_name_has_sysid(names[7], 7300000000000000001ULL), "and its cluster's system identifier");
+	CHECK(!zkr_name_has_sysid(names[7], 730000000000000000ULL), "not a prefix of it");
+	CHECK(!zkr_name_has_sysid(names[7], 4242), "nor the pid");
 }
 
 int
