@@ -1430,7 +1430,16 @@ send_batches(int nops)
 	{
 		for (;;)
 		{
-			Batch	   *b = MemoryContextAllocZero(TopMemoryContext, sizeof(Batch));
+			Batch	   *b;
+			int			eligible = 0;
+
+			/* the usual case, one op of a kind: no multi, nothing to allocate */
+			for (i = 0; i < nops && eligible < 2; i++)
+				eligible += ops[i].kind == kinds[k] && !ops[i].parents &&
+					!ops[i].solo && !ops[i].batched;
+			if (eligible < 2)
+				break;
+			b = MemoryContextAllocZero(TopMemoryContext, sizeof(Batch));
 
 			b->deletes = (kinds[k] == OP_DELETE);
 			for (i = 0; i < nops && b->n < BATCH_MAX; i++)
