@@ -1418,6 +1418,27 @@ send_parents(const ZklSlot *s, const void *ctx)
  * which gives all its nodes the same czxid, so each holder's fencing token
  * stays strictly greater than the one before.
  */
+/*
+ * zk_lock.test_orphan: a node of our session, with our name pattern, that no
+ * slot owns, ahead of the slot's own node: what a create applied after its
+ * lookup leaves behind.  Tests use it to see such nodes cleaned up.
+ */
+static void
+send_test_orphan(const ZklSlot *s)
+{
+	unsigned char rnd[16];
+	char		uuid[ZKL_UUID_LEN + 1];
+	char		prefix[ZKL_NODE_BUFLEN];
+	char		path[ZKL_PATH_LEN];
+
+	if (!pg_strong_random(rnd, sizeof(rnd)))
+		return;
+	zkr_format_uuid(rnd, uuid);
+	zkr_node_prefix(s->mode, uuid, GetSystemIdentifier(), s->owner_pid, prefix, sizeof(prefix));
+	child_path(s, prefix, path);
+	zoo_acreate(zh, path, NULL, -1, node_acl, ZOO_EPHEMERAL_SEQUENTIAL, ignore_done, NULL);
+}
+
 static void
 send_batches(int nops)
 {
@@ -1533,6 +1554,8 @@ send_ops(int nops)
 
 					if (op->parents)
 						send_parents(s, ctx);
+					if (zkl_test_orphan)
+						send_test_orphan(s);
 					zkr_node_prefix(s->mode, s->uuid, GetSystemIdentifier(), s->owner_pid,
 									prefix, sizeof(prefix));
 					child_path(s, prefix, path);

@@ -22,6 +22,7 @@ int			zkl_connect_timeout = 5000;
 int			zkl_max_locks = 1000;
 bool		zkl_verify_on_commit = false;
 bool		zkl_test_fail_worker = false;
+bool		zkl_test_orphan = false;
 
 #if PG_VERSION_NUM >= 150000
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -135,6 +136,11 @@ _PG_init(void)
 							 "For tests: the worker raises an ERROR when this turns on (at reload).",
 							 NULL,
 							 &zkl_test_fail_worker, false, PGC_SIGHUP,
+							 GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
+	DefineCustomBoolVariable("zk_lock.test_orphan",
+							 "For tests: before each lock node, the worker also creates one that no request owns.",
+							 NULL,
+							 &zkl_test_orphan, false, PGC_SIGHUP,
 							 GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zk_lock");
 	zkl_auth_init();

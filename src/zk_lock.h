@@ -190,6 +190,7 @@ extern int	zkl_connect_timeout;
 extern int	zkl_max_locks;
 extern bool zkl_verify_on_commit;
 extern bool zkl_test_fail_worker;
+extern bool zkl_test_orphan;
 
 /* shmem.c */
 extern ZklShared *zkl_shared;
