@@ -5,6 +5,7 @@
  * API and no PostgreSQL in the way.
  *
  *   floor HOST:PORT CYCLES INFLIGHT [BATCH]
+ *   floor HOST:PORT CYCLES read        (serial getChildren: one read round trip)
  *
  * INFLIGHT lanes run cycles at once, each on its own key node.  With BATCH,
  * lanes go in groups of BATCH whose creates, and then deletes, are coalesced
@@ -144,6 +145,32 @@ lane_deleted(int rc, const void *data)
 }
 
 static void
+read_done(int rc, const struct String_vector *strings, const void *data)
+{
+	check(rc, "getChildren");
+	done++;
+}
+
+/* CYCLES serial reads of one key node: the read round trip, on its own. */
+static void
+measure_reads(long cycles)
+{
+	double		t0 = now_s();
+	long		i;
+
+	for (i = 0; i < cycles; i++)
+	{
+		long		want = done + 1;
+
+		check(zoo_aget_children(zh, "/bench_floor/k0", 0, read_done, NULL), "getChildren");
+		while (done < want)
+			turn();
+	}
+	printf("reads %ld seconds %.3f mean_latency_ms %.3f\n", cycles, now_s() - t0,
+		   1000 * (now_s() - t0) / cycles);
+}
+
+static void
 lane_start(Lane *l)
 {
 	char		path[PATHLEN];
@@ -238,6 +265,7 @@ main(int argc, char **argv)
 	long		cycles;
 	int			inflight;
 	int			batch;
+	int			reads;
 	int			i;
 	double		t0;
 	double		elapsed;
@@ -249,7 +277,8 @@ main(int argc, char **argv)
 		return 2;
 	}
 	cycles = atol(argv[2]);
-	inflight = atoi(argv[3]);
+	reads = strcmp(argv[3], "read") == 0;
+	inflight = reads ? 1 : atoi(argv[3]);
 	batch = argc > 4 ? atoi(argv[4]) : 0;
 	if (inflight < 1 || inflight > MAX_LANES || batch < 0 || (batch && inflight % batch))
 	{
@@ -286,6 +315,13 @@ main(int argc, char **argv)
 	while (done < 1)
 		turn();
 
+	if (reads)
+	{
+		done = 0;
+		measure_reads(cycles);
+		zookeeper_close(zh);
+		return 0;
+	}
 	remaining = cycles;
 	done = 0;
 	latency_sum = 0;
