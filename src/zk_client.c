@@ -9,6 +9,10 @@
  */
 #include "postgres.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -18,6 +22,8 @@
 #include "zk_client.h"
 
 #define RESOLVE_DELAY_MS	30000
+/* bound on replies read in one wake-up, so the plan still runs often */
+#define MAX_REPLIES_PER_WAKE 256
 
 /*
  * One wait set while a connection lasts: creating one per loop turn costs
@@ -140,9 +146,36 @@ zkc_wait(zhandle_t *zh, long max_wait_ms)
 			zev |= ZOOKEEPER_READ;
 		if (rc & WL_SOCKET_WRITEABLE)
 			zev |= ZOOKEEPER_WRITE;
-		zookeeper_process(zh, zev);
+
+		/*
+		 * The library reads one reply per call.  Under load the socket holds
+		 * many: read them all before the next plan, which then sends what
+		 * they released in one go (ZNOTHING: none complete is left).
+		 */
+		if (zookeeper_process(zh, zev) == ZOK && (zev & ZOOKEEPER_READ))
+		{
+			for (i = 0; i < MAX_REPLIES_PER_WAKE; i++)
+				if (zoo_state(zh) != ZOO_CONNECTED_STATE ||
+					zookeeper_process(zh, ZOOKEEPER_READ) != ZOK)
+					break;
+		}
 	}
 	return rc;
+}
+
+/*
+ * The library writes every request at once, as two writes (length, then
+ * body), and the socket has Nagle off: a burst of requests would be as many
+ * packets, each waking the server.  Corking the socket for the burst sends
+ * it as one.  Only the connected socket the wait set watches is corked.
+ */
+void
+zkc_hold_sends(bool hold)
+{
+	int			on = hold ? 1 : 0;
+
+	if (wait_fd != PGINVALID_SOCKET && wait_connected)
+		(void) setsockopt(wait_fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(on));
 }
 
 /* SQLSTATE for a ZooKeeper error a user sees. */
