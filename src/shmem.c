@@ -115,6 +115,9 @@ zkl_free_slot(ZklSlot *slot)
 	slot->todo = 0;
 	slot->owner_procno = -1;
 	slot->owner_pid = 0;
+	while (zkl_shared->nused > 0 &&
+		   zkl_shared->slots[zkl_shared->nused - 1].zstate == ZKS_FREE)
+		zkl_shared->nused--;
 }
 
 /*
@@ -126,6 +129,7 @@ zkl_claim_slot(const char *key, char mode, bool nowait, const char *data)
 {
 	unsigned char rnd[16];
 	ZklSlot    *slot = NULL;
+	bool		wake;
 	int			n = zkl_shared->nslots;
 	int			idx = -1;
 	int			i;
@@ -135,14 +139,17 @@ zkl_claim_slot(const char *key, char mode, bool nowait, const char *data)
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not generate a random request id")));
 
+	/*
+	 * The lowest free slot: slots in use stay packed at the bottom, so the
+	 * worker's scans, which stop at nused, touch only those.  A reused slot
+	 * gets a new attempt number, which sets stale replies apart.
+	 */
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < n; i++)
 	{
-		int			j = (zkl_shared->claim_hint + i) % n;
-
-		if (zkl_shared->slots[j].zstate == ZKS_FREE)
+		if (zkl_shared->slots[i].zstate == ZKS_FREE)
 		{
-			idx = j;
+			idx = i;
 			break;
 		}
 	}
@@ -155,7 +162,8 @@ zkl_claim_slot(const char *key, char mode, bool nowait, const char *data)
 				 errdetail("All %d slots of the zk_lock request table are in use.", n),
 				 errhint("Raise zk_lock.max_locks and restart the server.")));
 	}
-	zkl_shared->claim_hint = (idx + 1) % n;
+	if (idx >= zkl_shared->nused)
+		zkl_shared->nused = idx + 1;
 
 	slot = &zkl_shared->slots[idx];
 	memset(slot, 0, offsetof(ZklSlot, key));
@@ -173,13 +181,19 @@ zkl_claim_slot(const char *key, char mode, bool nowait, const char *data)
 	slot->node[0] = '\0';
 	slot->watch[0] = '\0';
 	strlcpy(slot->data, data, sizeof(slot->data));
+	wake = !zkl_shared->writes_held;
 	LWLockRelease(zkl_shared->lock);
 
-	zkl_wake_worker();
+	if (wake)
+		zkl_wake_worker();
 	return idx;
 }
 
-/* Caller holds the lock exclusively; returns whether the worker must act. */
+/*
+ * Caller holds the lock exclusively; returns whether the worker must be
+ * woken for it: not while it waits for write replies, since it plans again
+ * on the next one.  Under load that spares a signal and a wake-up per lock.
+ */
 static bool
 abandon_locked(ZklSlot *slot)
 {
@@ -190,7 +204,7 @@ abandon_locked(ZklSlot *slot)
 		return false;
 	}
 	slot->abandoned = true;
-	return true;
+	return !zkl_shared->writes_held;
 }
 
 /*

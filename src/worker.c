@@ -65,16 +65,26 @@ typedef struct Op
 } Op;
 
 /*
- * Creates (or deletes) of several slots sent as one multi: one transaction
+ * Creates and deletes of several slots sent as one multi: one transaction
  * for the server instead of one each.  A multi is all or nothing, so when
  * one op fails the others were not applied and are simply sent again.
  */
-#define BATCH_MAX	8
+#define BATCH_MAX	32
+#define BATCH_POOL	4			/* spare batches kept for reuse */
+
+/*
+ * Write requests (creates, deletes, multis) in flight at once.  Under load,
+ * what arrives meanwhile waits for a reply and then goes out as one multi:
+ * the server's cost is per transaction, so batches grow with the load.  Two
+ * let a lone backend's next create go out while its last delete is still
+ * under way.
+ */
+#define WRITE_WINDOW 2
 
 typedef struct Batch
 {
-	bool		deletes;
 	int			n;
+	bool		del[BATCH_MAX]; /* a delete (else a create) */
 	int			idx[BATCH_MAX];	/* slots */
 	void	   *ctx[BATCH_MAX];	/* their reply contexts */
 	zoo_op_t	ops[BATCH_MAX];
@@ -82,7 +92,11 @@ typedef struct Batch
 	char		names[BATCH_MAX][ZKL_PATH_LEN]; /* ops' paths; created nodes' paths */
 } Batch;
 
+static Batch *batch_pool[BATCH_POOL];
+static int	batch_pooled = 0;
+
 static zhandle_t *zh = NULL;
+static int	writes_in_flight = 0;	/* creates, deletes and multis unanswered */
 static char *open_hosts = NULL;
 static bool session_ended = false;	/* expired or refused: open a new one */
 static TimestampTz next_open = 0;
@@ -198,7 +212,7 @@ wake_holders(void)
 {
 	int			i;
 
-	for (i = 0; i < zkl_shared->nslots; i++)
+	for (i = 0; i < zkl_shared->nused; i++)
 		if (zkl_shared->slots[i].zstate == ZKS_HELD)
 			zkl_wake_owner(&zkl_shared->slots[i]);
 }
@@ -238,7 +252,7 @@ each_slot(void (*fn) (ZklSlot *s))
 	int			i;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < zkl_shared->nslots; i++)
+	for (i = 0; i < zkl_shared->nused; i++)
 		fn(&zkl_shared->slots[i]);
 	LWLockRelease(zkl_shared->lock);
 }
@@ -362,6 +376,7 @@ create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 	ZklSlot    *s;
 	bool		stray = false;
 
+	writes_in_flight = Max(writes_in_flight - 1, 0);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	s = reply_slot(ctx);
 	if (s == NULL || s->zstate != ZKS_CREATING)
@@ -389,7 +404,7 @@ holds_shared(const ZklSlot *s)
 {
 	int			i;
 
-	for (i = 0; i < zkl_shared->nslots; i++)
+	for (i = 0; i < zkl_shared->nused; i++)
 	{
 		const ZklSlot *o = &zkl_shared->slots[i];
 
@@ -413,7 +428,7 @@ upgrade_deadlock(const ZklSlot *s)
 
 	if (s->mode != ZKL_MODE_EXCLUSIVE || !holds_shared(s))
 		return 0;
-	for (i = 0; i < zkl_shared->nslots; i++)
+	for (i = 0; i < zkl_shared->nused; i++)
 	{
 		const ZklSlot *o = &zkl_shared->slots[i];
 
@@ -468,7 +483,7 @@ find_suspects(const ZklSlot *s, int n)
 
 		if (!zkr_name_has_sysid(childbuf[i].name, GetSystemIdentifier()))
 			continue;
-		for (j = 0; j < zkl_shared->nslots && !known; j++)
+		for (j = 0; j < zkl_shared->nused && !known; j++)
 			known = zkl_shared->slots[j].zstate != ZKS_FREE &&
 				zkr_name_has_uuid(childbuf[i].name, zkl_shared->slots[j].uuid);
 		if (!known)
@@ -526,7 +541,7 @@ decide(ZklSlot *s, const struct String_vector *children)
 		find_suspects(s, n);
 
 	/* this backend's other nodes on the key never block it (at most one per mode) */
-	for (i = 0; i < zkl_shared->nslots && nmine < lengthof(mine); i++)
+	for (i = 0; i < zkl_shared->nused && nmine < lengthof(mine); i++)
 	{
 		const ZklSlot *o = &zkl_shared->slots[i];
 
@@ -549,6 +564,8 @@ decide(ZklSlot *s, const struct String_vector *children)
 			break;
 		case ZKR_GRANT:
 			s->zstate = ZKS_HELD;
+			/* a watch event seen before this read asks for nothing more */
+			s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH);
 			if (s->result == ZKR_PENDING)
 			{
 				s->result = ZKR_GRANTED;
@@ -665,11 +682,33 @@ delete_done(int rc, const void *ctx)
 {
 	ZklSlot    *s;
 
+	writes_in_flight = Max(writes_in_flight - 1, 0);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	s = reply_slot(ctx);
 	if (s != NULL && s->zstate == ZKS_DELETING)
 		delete_result(s, rc);
 	LWLockRelease(zkl_shared->lock);
+}
+
+/* A batch from the pool: under load one is in flight per multi at a time. */
+static Batch *
+batch_get(void)
+{
+	Batch	   *b;
+
+	b = batch_pooled > 0 ? batch_pool[--batch_pooled] :
+		MemoryContextAlloc(TopMemoryContext, sizeof(Batch));
+	b->n = 0;
+	return b;
+}
+
+static void
+batch_put(Batch *b)
+{
+	if (batch_pooled < BATCH_POOL)
+		batch_pool[batch_pooled++] = b;
+	else
+		pfree(b);
 }
 
 /*
@@ -692,6 +731,7 @@ multi_done(int rc, const void *data)
 	bool		stray[BATCH_MAX] = {0};
 	int			i;
 
+	writes_in_flight = Max(writes_in_flight - 1, 0);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < b->n; i++)
 	{
@@ -702,7 +742,7 @@ multi_done(int rc, const void *data)
 		if (rc != ZOK && !outcome_unknown(rc) && !rolled_back(rc, b->results[i].err))
 			err = b->results[i].err;
 
-		if (b->deletes)
+		if (b->del[i])
 		{
 			if (s == NULL || s->zstate != ZKS_DELETING)
 				continue;
@@ -734,7 +774,7 @@ multi_done(int rc, const void *data)
 	for (i = 0; i < b->n; i++)
 		if (stray[i])
 			zoo_adelete(zh, b->names[i], -1, orphan_deleted, NULL);
-	pfree(b);
+	batch_put(b);
 }
 
 /*
@@ -1258,6 +1298,34 @@ next_followup(ZklSlot *s, Op *op)
 }
 
 /*
+ * A local waiter whose predecessor is the node being deleted reads its queue
+ * right behind the delete, in the same round trip: the server answers a
+ * session in order, so the read sees the node gone.  That saves waiting for
+ * the watch event and a second round trip on every hand-over inside the
+ * cluster.  (The watch still fires later; its read finds the lock held.)
+ * Caller holds the lock.
+ */
+static bool
+tell_successor(const ZklSlot *d)
+{
+	int			i;
+
+	for (i = 0; i < zkl_shared->nused; i++)
+	{
+		ZklSlot    *w = &zkl_shared->slots[i];
+
+		if (w->zstate == ZKS_QUEUED && !w->abandoned && w->watch[0] != '\0' &&
+			strcmp(w->watch, d->node) == 0 && w->root_id == d->root_id &&
+			strcmp(w->key, d->key) == 0)
+		{
+			w->todo |= ZKT_CHILDREN;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * Under the lock, pick the calls owed and advance states so that no backend
  * can free those slots meanwhile.  Returns the ms until the earliest
  * connect deadline of an unsent request (-1: none).
@@ -1266,6 +1334,8 @@ static long
 plan_ops(int *nops)
 {
 	bool		connected;
+	bool		writes_open;
+	bool		successors = false;
 	TimestampTz now = GetCurrentTimestamp();
 	long		next_ms = -1;
 	int			n = 0;
@@ -1273,7 +1343,9 @@ plan_ops(int *nops)
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	connected = zh != NULL && zkl_shared->conn_state == ZKC_CONNECTED;
-	for (i = 0; i < zkl_shared->nslots; i++)
+	writes_open = writes_in_flight < WRITE_WINDOW;
+	zkl_shared->writes_held = connected && !writes_open;
+	for (i = 0; i < zkl_shared->nused; i++)
 	{
 		ZklSlot    *s = &zkl_shared->slots[i];
 		Op		   *op = &ops[n];
@@ -1288,6 +1360,8 @@ plan_ops(int *nops)
 			case ZKS_RECOVER:
 				if (s->abandoned && s->zstate == ZKS_NEW)
 					zkl_free_slot(s);
+				else if (connected && s->zstate == ZKS_NEW && !writes_open)
+					;			/* held back for the next multi */
 				else if (connected)
 				{
 					op->kind = (s->zstate == ZKS_NEW) ? OP_CREATE : OP_RECOVER;
@@ -1357,13 +1431,14 @@ plan_ops(int *nops)
 					break;
 				/* FALLTHROUGH */
 			case ZKS_DELETING:
-				if (connected && (s->todo & ZKT_DELETE))
+				if (connected && writes_open && (s->todo & ZKT_DELETE))
 				{
 					op->solo = (s->todo & ZKT_SOLO) != 0;
 					s->todo &= ~(ZKT_DELETE | ZKT_SOLO);
 					op->kind = OP_DELETE;
 					op->attempt = s->attempt;
 					n++;
+					successors |= tell_successor(s);
 				}
 				break;
 			case ZKS_GONE:
@@ -1372,6 +1447,22 @@ plan_ops(int *nops)
 				break;
 			default:
 				break;
+		}
+	}
+	/* successors told above whose turn in the loop had passed: read now */
+	for (i = 0; successors && i < zkl_shared->nused; i++)
+	{
+		ZklSlot    *s = &zkl_shared->slots[i];
+
+		if (s->zstate == ZKS_QUEUED && !s->abandoned && (s->todo & ZKT_CHILDREN))
+		{
+			ops[n].idx = i;
+			ops[n].parents = ops[n].solo = ops[n].batched = false;
+			if (next_followup(s, &ops[n]))
+			{
+				s->checked_at = now;
+				n++;
+			}
 		}
 	}
 	if (connected && zkl_query->state == ZKQ_ASKED)
@@ -1412,13 +1503,6 @@ send_parents(const ZklSlot *s, const void *ctx)
 }
 
 /*
- * Send the planned creates (those that need no parent nodes) and deletes in
- * multis of up to BATCH_MAX when there are several: each multi is one write
- * transaction for the server.  Two creates for one key never share a multi,
- * which gives all its nodes the same czxid, so each holder's fencing token
- * stays strictly greater than the one before.
- */
-/*
  * zk_lock.test_orphan: a node of our session, with our name pattern, that no
  * slot owns, ahead of the slot's own node: what a create applied after its
  * lookup leaves behind.  Tests use it to see such nodes cleaned up.
@@ -1439,86 +1523,99 @@ send_test_orphan(const ZklSlot *s)
 	zoo_acreate(zh, path, NULL, -1, node_acl, ZOO_EPHEMERAL_SEQUENTIAL, ignore_done, NULL);
 }
 
+/* Whether a planned op may go inside a multi. */
+static bool
+batchable(const Op *op)
+{
+	return (op->kind == OP_CREATE || op->kind == OP_DELETE) &&
+		!op->parents && !op->solo && !op->batched;
+}
+
+/*
+ * Send the planned creates (those that need no parent nodes) and deletes
+ * together in multis of up to BATCH_MAX when there are several: each multi
+ * is one write transaction for the server, and one round trip serves both
+ * the locks being released and those being asked for.  Two creates for one
+ * key never share a multi, which would give their nodes the same czxid, so
+ * each holder's fencing token stays strictly greater than the one before.
+ */
 static void
 send_batches(int nops)
 {
-	static const OpKind kinds[] = {OP_CREATE, OP_DELETE};
-	int			k;
+	int			eligible = 0;
 	int			i;
 	int			j;
 
-	for (k = 0; k < lengthof(kinds); k++)
+	/* the usual light-load case, one op: no multi */
+	for (i = 0; i < nops && eligible < 2; i++)
+		eligible += batchable(&ops[i]);
+	if (eligible < 2)
+		return;
+
+	for (;;)
 	{
-		for (;;)
+		Batch	   *b = batch_get();
+
+		for (i = 0; i < nops && b->n < BATCH_MAX; i++)
 		{
-			Batch	   *b;
-			int			eligible = 0;
+			Op		   *op = &ops[i];
+			const ZklSlot *s = &zkl_shared->slots[op->idx];
+			bool		del = op->kind == OP_DELETE;
+			bool		same_key = false;
 
-			/* the usual case, one op of a kind: no multi, nothing to allocate */
-			for (i = 0; i < nops && eligible < 2; i++)
-				eligible += ops[i].kind == kinds[k] && !ops[i].parents &&
-					!ops[i].solo && !ops[i].batched;
-			if (eligible < 2)
-				break;
-			b = MemoryContextAllocZero(TopMemoryContext, sizeof(Batch));
-
-			b->deletes = (kinds[k] == OP_DELETE);
-			for (i = 0; i < nops && b->n < BATCH_MAX; i++)
+			if (!batchable(op))
+				continue;
+			for (j = 0; j < b->n && !del && !same_key; j++)
+				same_key = !b->del[j] && strcmp(zkl_shared->slots[b->idx[j]].key, s->key) == 0;
+			if (same_key)
+				continue;
+			op->batched = true;
+			b->del[b->n] = del;
+			b->idx[b->n] = op->idx;
+			b->ctx[b->n] = slot_ctx(op->idx, op->attempt);
+			if (del)
 			{
-				Op		   *op = &ops[i];
-				const ZklSlot *s = &zkl_shared->slots[op->idx];
-				bool		same_key = false;
-
-				if (op->kind != kinds[k] || op->parents || op->solo || op->batched)
-					continue;
-				for (j = 0; j < b->n && !b->deletes; j++)
-					same_key |= strcmp(zkl_shared->slots[b->idx[j]].key, s->key) == 0;
-				if (same_key)
-					continue;
-				op->batched = true;
-				b->idx[b->n] = op->idx;
-				b->ctx[b->n] = slot_ctx(op->idx, op->attempt);
-				if (b->deletes)
-				{
-					child_path(s, s->node, b->names[b->n]);
-					zoo_delete_op_init(&b->ops[b->n], b->names[b->n], -1);
-				}
-				else
-				{
-					char		prefix[ZKL_NODE_BUFLEN];
-
-					/* names[] is read when the multi is sent, and gets the result */
-					zkr_node_prefix(s->mode, s->uuid, GetSystemIdentifier(), s->owner_pid,
-									prefix, sizeof(prefix));
-					child_path(s, prefix, b->names[b->n]);
-					zoo_create_op_init(&b->ops[b->n], b->names[b->n], s->data, strlen(s->data),
-									   node_acl, ZOO_EPHEMERAL_SEQUENTIAL,
-									   b->names[b->n], ZKL_PATH_LEN);
-				}
-				b->n++;
+				child_path(s, s->node, b->names[b->n]);
+				zoo_delete_op_init(&b->ops[b->n], b->names[b->n], -1);
 			}
-			if (b->n < 2)
+			else
 			{
-				/* nothing, or one op, left for a multi: it goes out on its own */
-				for (i = 0; i < nops && b->n == 1; i++)
-					if (ops[i].batched && ops[i].idx == b->idx[0])
-						ops[i].batched = false;
-				pfree(b);
-				break;
-			}
-			if (zoo_amulti(zh, b->n, b->ops, b->results, multi_done, b) != ZOK)
-				elog(ERROR, "zk_lock: could not send a ZooKeeper multi");
-			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-			zkl_shared->counters.batched += b->n;
-			LWLockRelease(zkl_shared->lock);
-			/* each key's children, in the same round trip, as for a single create */
-			for (j = 0; j < b->n && !b->deletes; j++)
-			{
-				char		path[ZKL_PATH_LEN];
+				char		prefix[ZKL_NODE_BUFLEN];
 
-				key_path(&zkl_shared->slots[b->idx[j]], path);
-				(void) zoo_aget_children2(zh, path, 0, children_done, b->ctx[j]);
+				/* names[] is read when the multi is sent, and gets the result */
+				zkr_node_prefix(s->mode, s->uuid, GetSystemIdentifier(), s->owner_pid,
+								prefix, sizeof(prefix));
+				child_path(s, prefix, b->names[b->n]);
+				zoo_create_op_init(&b->ops[b->n], b->names[b->n], s->data, strlen(s->data),
+								   node_acl, ZOO_EPHEMERAL_SEQUENTIAL,
+								   b->names[b->n], ZKL_PATH_LEN);
 			}
+			b->n++;
+		}
+		if (b->n < 2)
+		{
+			/* nothing, or one op, left for a multi: it goes out on its own */
+			for (i = 0; i < nops && b->n == 1; i++)
+				if (ops[i].batched && ops[i].idx == b->idx[0])
+					ops[i].batched = false;
+			batch_put(b);
+			break;
+		}
+		if (zoo_amulti(zh, b->n, b->ops, b->results, multi_done, b) != ZOK)
+			elog(ERROR, "zk_lock: could not send a ZooKeeper multi");
+		writes_in_flight++;
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		zkl_shared->counters.batched += b->n;
+		LWLockRelease(zkl_shared->lock);
+		/* each new node's key's children, in the same round trip, as for a single create */
+		for (j = 0; j < b->n; j++)
+		{
+			char		path[ZKL_PATH_LEN];
+
+			if (b->del[j])
+				continue;
+			key_path(&zkl_shared->slots[b->idx[j]], path);
+			(void) zoo_aget_children2(zh, path, 0, children_done, b->ctx[j]);
 		}
 	}
 }
@@ -1562,6 +1659,8 @@ send_ops(int nops)
 					rc = zoo_acreate2(zh, path, s->data, strlen(s->data),
 									  node_acl, ZOO_EPHEMERAL_SEQUENTIAL,
 									  create_done, ctx);
+					if (rc == ZOK)
+						writes_in_flight++;
 					/* same round trip: the server answers a session in order */
 					if (rc == ZOK)
 						rc = zoo_aget_children2(zh, parent, 0, children_done, ctx);
@@ -1595,6 +1694,8 @@ send_ops(int nops)
 			case OP_DELETE:
 				child_path(s, s->node, path);
 				rc = zoo_adelete(zh, path, -1, delete_done, ctx);
+				if (rc == ZOK)
+					writes_in_flight++;
 				break;
 		}
 
@@ -1711,7 +1812,7 @@ apply_root(void)
 	{
 		bool		used = i == zkl_shared->cur_root;
 
-		for (j = 0; j < zkl_shared->nslots && !used; j++)
+		for (j = 0; j < zkl_shared->nused && !used; j++)
 			used = zkl_shared->slots[j].zstate != ZKS_FREE && zkl_shared->slots[j].root_id == i;
 		if (!used)
 			pick = i;
@@ -1748,6 +1849,7 @@ open_session(void)
 	zkl_shared->state_since = GetCurrentTimestamp();
 	LWLockRelease(zkl_shared->lock);
 
+	writes_in_flight = 0;
 	zh = zkc_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
 				  session_watcher);
 	if (zh == NULL)
@@ -1859,6 +1961,7 @@ worker_exit(int code, Datum arg)
 		zkl_shared->worker_procno = -1;
 		zkl_shared->conn_state = ZKC_STOPPED;
 		zkl_shared->state_since = GetCurrentTimestamp();
+		zkl_shared->writes_held = false;
 	}
 	LWLockRelease(zkl_shared->lock);
 }
@@ -1874,7 +1977,8 @@ zkl_worker_main(Datum arg)
 		proc_exit(0);			/* exit code 0: not restarted */
 	before_shmem_exit(worker_exit, (Datum) 0);
 
-	ops = MemoryContextAlloc(TopMemoryContext, zkl_shared->nslots * sizeof(Op));
+	/* at most one op per slot, plus one read per told successor */
+	ops = MemoryContextAlloc(TopMemoryContext, 2 * zkl_shared->nslots * sizeof(Op));
 	verify_results = MemoryContextAllocZero(TopMemoryContext,
 											zkl_shared->nslots * sizeof(zoo_op_result_t));
 	each_slot(redo_in_flight);
@@ -1911,7 +2015,13 @@ zkl_worker_main(Datum arg)
 			open_session();
 
 		wait_ms = plan_ops(&nops);
-		if (nops > 0)
+		if (nops > 1)
+		{
+			zkc_hold_sends(true);
+			send_ops(nops);
+			zkc_hold_sends(false);
+		}
+		else if (nops > 0)
 			send_ops(nops);
 		if (ghosts != NIL)
 		{

@@ -139,7 +139,8 @@ typedef struct ZklShared
 	uint8		cur_root;		/* roots[] entry new locks use */
 	char		roots[ZKL_ROOTS][ZKL_MAX_ROOT_LEN + 1];
 	uint64		next_attempt;
-	int			claim_hint;		/* where the next free-slot search starts */
+	bool		writes_held;	/* worker waits for write replies, then plans again */
+	int			nused;			/* slots at and above this index are free */
 	int			nslots;
 	ZklSlot		slots[FLEXIBLE_ARRAY_MEMBER];
 } ZklShared;
