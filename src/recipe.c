@@ -95,6 +95,18 @@ is_mine(const ZkrChild *c, const char *const *mine, int nmine)
 	return false;
 }
 
+/*
+ * Whether a node ahead of ours blocks us: any other backend's node for a
+ * writer, another backend's writer for a reader.
+ */
+static bool
+blocks(const ZkrChild *c, bool exclusive, const char *const *mine, int nmine)
+{
+	if (!exclusive && c->mode != ZKL_MODE_EXCLUSIVE)
+		return false;
+	return !is_mine(c, mine, nmine);
+}
+
 ZkrVerdict
 zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
 		   const char *const *mine, int nmine, int *own, int *watch)
@@ -116,21 +128,29 @@ zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
 	if (me < 0)
 		return ZKR_ABSENT;
 
-	/*
-	 * Walk back from our node to the nearest node that conflicts: any other
-	 * backend's node for a writer, another backend's writer for a reader.
-	 */
+	/* walk back from our node to the nearest node that conflicts */
 	exclusive = children[me].mode == ZKL_MODE_EXCLUSIVE;
 	for (i = me - 1; i >= 0; i--)
 	{
-		if (!exclusive && children[i].mode != ZKL_MODE_EXCLUSIVE)
-			continue;
-		if (is_mine(&children[i], mine, nmine))
+		if (!blocks(&children[i], exclusive, mine, nmine))
 			continue;
 		*watch = i;
 		return ZKR_WAIT;
 	}
 	return ZKR_GRANT;
+}
+
+bool
+zkr_sole_blocker(const ZkrChild *children, int own, int watch,
+				 const char *const *mine, int nmine)
+{
+	bool		exclusive = children[own].mode == ZKL_MODE_EXCLUSIVE;
+	int			i;
+
+	for (i = watch - 1; i >= 0; i--)
+		if (blocks(&children[i], exclusive, mine, nmine))
+			return false;
+	return true;
 }
 
 void

@@ -59,6 +59,15 @@ extern ZkrVerdict zkr_decide(const ZkrChild *children, int n,
 							 const char *const *mine, int nmine,
 							 int *own, int *watch);
 
+/*
+ * After ZKR_WAIT: whether the watched node is the only one ahead of ours
+ * that blocks it.  Nodes ahead can only go (a later node gets a higher
+ * sequence), so once that one is deleted the request holds the lock, and
+ * no second read of the queue is needed to know it.
+ */
+extern bool zkr_sole_blocker(const ZkrChild *children, int own, int watch,
+							 const char *const *mine, int nmine);
+
 /* Format a request uuid (36 chars + NUL) from 16 random bytes (RFC 4122 v4). */
 extern void zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1]);
 

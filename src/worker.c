@@ -343,6 +343,8 @@ create_result(ZklSlot *s, int rc, const char *name, const struct Stat *stat)
 		strlcpy(s->node, base ? base + 1 : name, sizeof(s->node));
 		s->czxid = stat ? stat->czxid : 0;
 		s->zstate = ZKS_QUEUED; /* the pipelined getChildren decides */
+		s->watch[0] = '\0';		/* a former node's predecessor is not ours */
+		s->watch_sole = false;
 	}
 	else if (rc == ZNONODE)
 	{
@@ -525,6 +527,22 @@ check_suspects(void)
 }
 
 /* Run the recipe on a children listing.  Caller holds the lock. */
+/* The slot's node is first in line (for its mode).  Caller holds the lock. */
+static void
+grant(ZklSlot *s)
+{
+	s->zstate = ZKS_HELD;
+	/* a watch event seen before this answer asks for nothing more */
+	s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH);
+	if (s->result == ZKR_PENDING)
+	{
+		s->result = ZKR_GRANTED;
+		s->granted_at = GetCurrentTimestamp();
+		zkl_shared->counters.grants++;
+		zkl_wake_owner(s);
+	}
+}
+
 static void
 decide(ZklSlot *s, const struct String_vector *children)
 {
@@ -563,16 +581,7 @@ decide(ZklSlot *s, const struct String_vector *children)
 				requeue(s);
 			break;
 		case ZKR_GRANT:
-			s->zstate = ZKS_HELD;
-			/* a watch event seen before this read asks for nothing more */
-			s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH);
-			if (s->result == ZKR_PENDING)
-			{
-				s->result = ZKR_GRANTED;
-				s->granted_at = GetCurrentTimestamp();
-				zkl_shared->counters.grants++;
-				zkl_wake_owner(s);
-			}
+			grant(s);
 			break;
 		case ZKR_WAIT:
 			if (!s->nowait && (other = upgrade_deadlock(s)) != 0)
@@ -595,6 +604,7 @@ decide(ZklSlot *s, const struct String_vector *children)
 			else
 			{
 				strlcpy(s->watch, childbuf[watch].name, sizeof(s->watch));
+				s->watch_sole = zkr_sole_blocker(childbuf, own, watch, mine, nmine);
 				s->todo |= ZKT_WATCH;
 			}
 			break;
@@ -652,9 +662,25 @@ predecessor_watch(zhandle_t *h, int type, int state, const char *path, void *ctx
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	s = reply_slot(ctx);
 	if (s != NULL && s->zstate == ZKS_QUEUED)
-		s->todo |= ZKT_CHILDREN;	/* it may have vanished for other reasons */
+	{
+		char		watched[ZKL_PATH_LEN];
+
+		/*
+		 * Our only blocker deleted: the lock is ours without reading the
+		 * queue again.  Anything else (an older watch, a data change):
+		 * read it.
+		 */
+		child_path(s, s->watch, watched);
+		if (type == ZOO_DELETED_EVENT && s->watch_sole && s->watch[0] != '\0' &&
+			strcmp(path, watched) == 0)
+			grant(s);
+		else
+			s->todo |= ZKT_CHILDREN;
+	}
 	LWLockRelease(zkl_shared->lock);
 }
+
+static ZklSlot *successor(const ZklSlot *d);
 
 /* A delete's outcome for its slot (in DELETING).  Caller holds the lock. */
 static void
@@ -672,6 +698,13 @@ delete_result(ZklSlot *s, int rc)
 						s->node, zerror(rc))));
 	else
 		zkl_shared->counters.releases++;
+	if (rc == ZOK || rc == ZNONODE)
+	{
+		ZklSlot    *w = successor(s);
+
+		if (w != NULL && w->watch_sole)
+			grant(w);			/* see tell_successor() */
+	}
 	s->zstate = ZKS_GONE;
 	if (s->abandoned)
 		zkl_free_slot(s);
@@ -1297,16 +1330,9 @@ next_followup(ZklSlot *s, Op *op)
 	return false;
 }
 
-/*
- * A local waiter whose predecessor is the node being deleted reads its queue
- * right behind the delete, in the same round trip: the server answers a
- * session in order, so the read sees the node gone.  That saves waiting for
- * the watch event and a second round trip on every hand-over inside the
- * cluster.  (The watch still fires later; its read finds the lock held.)
- * Caller holds the lock.
- */
-static bool
-tell_successor(const ZklSlot *d)
+/* The local waiter that watches the node of slot d, if any.  Caller holds the lock. */
+static ZklSlot *
+successor(const ZklSlot *d)
 {
 	int			i;
 
@@ -1317,12 +1343,54 @@ tell_successor(const ZklSlot *d)
 		if (w->zstate == ZKS_QUEUED && !w->abandoned && w->watch[0] != '\0' &&
 			strcmp(w->watch, d->node) == 0 && w->root_id == d->root_id &&
 			strcmp(w->key, d->key) == 0)
+			return w;
+	}
+	return NULL;
+}
+
+/*
+ * A delete is being sent.  A local waiter behind its node needs no watch
+ * event to learn of it: if that node was its only blocker, the delete's
+ * reply grants it (delete_result); otherwise it reads its queue right
+ * behind the delete, in the same round trip (the server answers a session
+ * in order, so the read sees the node gone).  Either way a hand-over inside
+ * the cluster saves a round trip; the watch still fires later and finds the
+ * lock held.  Returns whether a read was asked for.
+ */
+static bool
+tell_successor(const ZklSlot *d)
+{
+	ZklSlot    *w = successor(d);
+	int			i;
+
+	if (w == NULL || w->watch_sole)
+		return false;
+
+	/*
+	 * A node that held the lock exclusively had no other backend's node
+	 * ahead of it, and none can come later; so once it goes, nothing blocks
+	 * the waiter right behind it, unless the holder's backend has another
+	 * node on the key (it may be ahead, and it blocks the waiter).
+	 */
+	if (d->result == ZKR_GRANTED && d->mode == ZKL_MODE_EXCLUSIVE)
+	{
+		bool		sibling = false;
+
+		for (i = 0; i < zkl_shared->nused && !sibling; i++)
 		{
-			w->todo |= ZKT_CHILDREN;
-			return true;
+			const ZklSlot *o = &zkl_shared->slots[i];
+
+			sibling = o != d && o->zstate != ZKS_FREE && same_owner(o, d) &&
+				strcmp(o->key, d->key) == 0;
+		}
+		if (!sibling)
+		{
+			w->watch_sole = true;
+			return false;
 		}
 	}
-	return false;
+	w->todo |= ZKT_CHILDREN;
+	return true;
 }
 
 /*

@@ -75,6 +75,7 @@ typedef struct ZklSlot
 	ZklResult	result;
 	bool		abandoned;		/* owner is done with it */
 	bool		nowait;			/* try-lock: do not queue */
+	bool		watch_sole;		/* `watch` is the only node ahead that blocks us */
 	uint8		todo;			/* ZKT_* bits */
 	uint8		retries;		/* parent re-creations, to bound a loop */
 	uint8		verify;			/* ZKV_*, for zk_lock.verify_on_commit */

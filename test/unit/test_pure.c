@@ -154,6 +154,10 @@ test_recipe(void)
 	CHECK(zkr_decide(kids, n, U3, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
 		  "exclusive watches its immediate predecessor only");
 	CHECK(zkr_decide(kids, n, U4, NULL, 0, &own, &watch) == ZKR_ABSENT, "own node missing");
+	CHECK(zkr_decide(kids, n, U2, NULL, 0, &own, &watch) == ZKR_WAIT &&
+		  zkr_sole_blocker(kids, own, watch, NULL, 0), "second in line: its predecessor is its only blocker");
+	CHECK(zkr_decide(kids, n, U3, NULL, 0, &own, &watch) == ZKR_WAIT &&
+		  !zkr_sole_blocker(kids, own, watch, NULL, 0), "third in line: the first still blocks it");
 
 	/* shared: only exclusive nodes before it block; watch the last of them */
 	list[0] = node(0, 's', U1, "0000000001");
@@ -166,6 +170,14 @@ test_recipe(void)
 		  "writer waits for the reader before it");
 	CHECK(zkr_decide(kids, n, U4, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
 		  "reader behind a writer watches that writer, not the reader before it");
+	CHECK(zkr_sole_blocker(kids, own, watch, NULL, 0),
+		  "readers ahead of that writer do not block a reader");
+	CHECK(zkr_decide(kids, n, U2, NULL, 0, &own, &watch) == ZKR_WAIT &&
+		  zkr_sole_blocker(kids, own, watch, NULL, 0), "a writer behind one reader: that reader alone");
+	list[2] = node(2, 'x', U3, "0000000003");
+	n = zkr_collect(list, 4, kids);
+	CHECK(zkr_decide(kids, n, U4, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 2 &&
+		  !zkr_sole_blocker(kids, own, watch, NULL, 0), "a reader behind two writers: the earlier one blocks too");
 
 	/* a backend's own nodes never block it: a reader upgrading to writer */
 	{
@@ -178,6 +190,10 @@ test_recipe(void)
 		n = zkr_collect(list, 3, kids);
 		CHECK(zkr_decide(kids, n, U3, mine1, 1, &own, &watch) == ZKR_WAIT && watch == 1,
 			  "upgrading writer skips its own reader, waits for the other reader");
+		CHECK(zkr_sole_blocker(kids, own, watch, mine1, 1),
+			  "and its own reader ahead does not count as a blocker");
+		CHECK(!zkr_sole_blocker(kids, own, watch, NULL, 0),
+			  "another backend's reader there would");
 		list[1] = node(1, 'x', U2, "0000000002");
 		list[2] = node(2, 's', U3, "0000000003");
 		n = zkr_collect(list, 3, kids);
