@@ -14,12 +14,6 @@ use ZkLockTest;
 my $zk = start_zookeeper('waits');
 my $node = new_zk_cluster('w', $zk);
 
-sub nodes_of
-{
-	my ($key) = @_;
-	return scalar grep { m{^/zk_lock/t\Q$key\E/} } zk_lock_nodes($zk);
-}
-
 sub start_waiter
 {
 	my ($key, $tag) = @_;
@@ -36,7 +30,7 @@ $node->safe_psql('postgres', 'CREATE SEQUENCE grant_seq');
 my $holder = $node->background_psql('postgres');
 $holder->query_safe("BEGIN; SELECT zk_lock('cancel-me')");
 my $w = start_waiter('cancel-me', 'cancelled');
-ok(wait_for(sub { nodes_of('cancel-me') == 2 }, 10), 'waiter queued behind the holder in ZooKeeper');
+ok(wait_for(sub { key_queue_len($zk, 'cancel-me') == 2 }, 10), 'waiter queued behind the holder in ZooKeeper');
 is($node->safe_psql('postgres',
 		"SELECT wait_event_type || '/' || wait_event FROM pg_stat_activity WHERE backend_type = 'client backend' AND wait_event_type = 'Extension'"),
 	'Extension/Extension', 'the waiter shows an Extension wait in pg_stat_activity');
@@ -49,7 +43,7 @@ is($node->safe_psql('postgres',
 	'1', 'waiter cancelled');
 ok(pump_until($w->{run}, $w->{timeout}, \$w->{stderr}, qr/canceling statement due to user request/),
 	'the waiter got the cancel error');
-ok(wait_for(sub { nodes_of('cancel-me') == 1 }, 10), 'its node was deleted; the holder\'s remains');
+ok(wait_for(sub { key_queue_len($zk, 'cancel-me') == 1 }, 10), 'its node was deleted; the holder\'s remains');
 $holder->query_safe('COMMIT');
 is($node->safe_psql('postgres', "SELECT zk_try_lock('cancel-me')"), 't',
 	'after the holder commits the key is free: no cancelled waiter stands in front');
@@ -67,7 +61,7 @@ my ($ret, $stdout, $stderr) = $node->psql('postgres', $script, on_error_stop => 
 my $timeouts = () = $stderr =~ /canceling statement due to statement timeout/g;
 cmp_ok($timeouts, '>=', 20, "statement timeouts hit ($timeouts of 40)");
 unlike($stdout, qr/^t$/m, 'no bounded try-lock succeeded while the key was held');
-ok(wait_for(sub { nodes_of('in-flight') == 1 }, 10),
+ok(wait_for(sub { key_queue_len($zk, 'in-flight') == 1 }, 10),
 	'only the holder\'s node remains after 80 abandoned requests')
   or diag(join("\n", zk_lock_nodes($zk)));
 $holder->query_safe('COMMIT');
@@ -80,7 +74,7 @@ my @waiters;
 for my $i (1 .. 3)
 {
 	push @waiters, start_waiter('fifo', "w$i");
-	ok(wait_for(sub { nodes_of('fifo') == $i + 1 }, 10), "waiter $i queued");
+	ok(wait_for(sub { key_queue_len($zk, 'fifo') == $i + 1 }, 10), "waiter $i queued");
 }
 my $last = $node->safe_psql('postgres', 'SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM grant_seq');
 $holder->query_safe('COMMIT');
@@ -90,7 +84,7 @@ for my $i (1 .. 3)
 	my $got = $waiters[ $i - 1 ]->query_until(qr/granted:\d+/, '');
 	my ($n) = $got =~ /w$i granted:(\d+)/;
 	is($n, $last + $i, "waiter $i is granted ${\($i == 1 ? 'first' : 'next')}");
-	is(nodes_of('fifo'), 4 - $i, 'one node fewer after each hand-over');
+	is(key_queue_len($zk, 'fifo'), 4 - $i, 'one node fewer after each hand-over');
 	$waiters[ $i - 1 ]->query_safe('COMMIT');
 }
 $_->quit for @waiters;

@@ -15,12 +15,6 @@ my $zk = start_zookeeper('shared');
 my $a = new_zk_cluster('ra', $zk);
 my $b = new_zk_cluster('rb', $zk);
 
-sub queue_len
-{
-	my ($key) = @_;
-	return scalar grep { m{^/zk_lock/t\Q$key\E/} } zk_lock_nodes($zk);
-}
-
 # A session that asks for a lock in the background; ->granted waits for it.
 sub ask
 {
@@ -46,7 +40,7 @@ like($r2->query_until(qr/r2 granted/, ''), qr/r2 granted/, 'reader in B granted 
 is($a->safe_psql('postgres', "SELECT zk_try_lock('doc')"), 'f', 'a writer cannot get in');
 
 my $w = ask($a, "SELECT zk_lock('doc')", 'w');
-ok(wait_for(sub { queue_len('doc') == 3 }, 10), 'writer queued behind the two readers');
+ok(wait_for(sub { key_queue_len($zk, 'doc') == 3 }, 10), 'writer queued behind the two readers');
 is(state_of($a, 'doc'), 'shared:granted,exclusive:waiting', 'zk_locks in A: reader granted, writer waiting');
 my $queue_sql = "SELECT string_agg(position || ':' || mode || ':' || granted || ':' || cluster, ' ' ORDER BY position) FROM zk_lock_queue('doc')";
 is($a->safe_psql('postgres', $queue_sql), '1:shared:true:ra 2:shared:true:rb 3:exclusive:false:ra',
@@ -58,10 +52,10 @@ is($b->safe_psql('postgres', $queue_sql), $a->safe_psql('postgres', $queue_sql),
 is($b->safe_psql('postgres', "SELECT zk_try_lock_shared('doc')"), 'f',
 	'a new reader cannot jump ahead of the waiting writer');
 my $r3 = ask($b, "SELECT zk_lock_shared('doc')", 'r3');
-ok(wait_for(sub { queue_len('doc') == 4 }, 10), 'late reader queued behind the writer');
+ok(wait_for(sub { key_queue_len($zk, 'doc') == 4 }, 10), 'late reader queued behind the writer');
 
 $r1->query_safe('COMMIT');
-ok(wait_for(sub { queue_len('doc') == 3 }, 10), 'first reader gone');
+ok(wait_for(sub { key_queue_len($zk, 'doc') == 3 }, 10), 'first reader gone');
 is(state_of($a, 'doc'), 'exclusive:waiting', 'the writer still waits for the reader in B');
 $r2->query_safe('COMMIT');
 like($w->query_until(qr/w granted/, ''), qr/w granted/, 'writer granted once every reader is gone');
@@ -91,7 +85,7 @@ $u1->query_until(qr/u1 granted/, '');
 my $u2 = ask($a, "SELECT zk_lock_shared('dl')", 'u2');
 $u2->query_until(qr/u2 granted/, '');
 $u1->query_until(qr/asked again/, "\\echo asked again\nSELECT zk_lock('dl');\nSELECT 'u1 upgraded';\n");
-ok(wait_for(sub { queue_len('dl') == 3 }, 10), 'first upgrader waits for the other reader');
+ok(wait_for(sub { key_queue_len($zk, 'dl') == 3 }, 10), 'first upgrader waits for the other reader');
 $u2->query_safe('\set VERBOSITY verbose');
 $u2->query('SELECT zk_lock(\'dl\')');
 like($u2->{stderr}, qr/ERROR:  40P01: deadlock detected/, 'the second upgrader gets 40P01');
@@ -116,7 +110,7 @@ for my $step ([ $a, 'zk_lock_shared' ], [ $b, 'zk_lock_shared' ], [ $a, 'zk_lock
 	$s->set_query_timer_restart();
 	$s->query_until(qr/asked/, "\\echo asked\nBEGIN;\nSELECT $fn('mix');\nSELECT 'q$i granted';\n");
 	push @q, $s;
-	ok(wait_for(sub { queue_len('mix') == $i + 1 }, 10), "waiter $i queued");
+	ok(wait_for(sub { key_queue_len($zk, 'mix') == $i + 1 }, 10), "waiter $i queued");
 }
 ok(wait_for(sub { zk_mntr($zk)->{zk_watch_count} >= 5 }, 10), 'watches set');
 is(zk_mntr($zk)->{zk_watch_count}, 5, 'zk_watch_count = 5 for 5 mixed waiters: no child watch, no extra watch');
@@ -127,7 +121,7 @@ for my $k (0 .. $#q)
 	like($q[$k]->query_until(qr/q@{[$k+1]} granted/, ''), qr/granted/, "waiter @{[$k+1]} granted");
 	$q[$k]->query_safe('COMMIT');
 }
-ok(wait_for(sub { queue_len('mix') == 0 }, 10), 'queue drained');
+ok(wait_for(sub { key_queue_len($zk, 'mix') == 0 }, 10), 'queue drained');
 my $per = (zk_mntr($zk)->{zk_packets_received} - $before) / 5;
 cmp_ok($per, '<=', 5, sprintf('%.2f ZooKeeper requests per waiter', $per));
 $_->quit for (@q, $h);

@@ -18,12 +18,6 @@ my $zk = start_zookeeper('handover');
 my $a = new_zk_cluster('hoa', $zk);
 my $b = new_zk_cluster('hob', $zk);
 
-sub nodes_of
-{
-	my ($key) = @_;
-	return scalar grep { m{^/zk_lock/t\Q$key\E/} } zk_lock_nodes($zk);
-}
-
 # A session on NODE that, in a transaction, asks for a lock and prints
 # "got granted" once zk_lock returns, or "got <result>" of a try-lock.
 sub ask
@@ -59,18 +53,18 @@ sub remaining_blocker
 	my $holder = $a->background_psql('postgres');
 	$holder->query_safe("BEGIN; SELECT zk_lock('$key')");
 	my $quitter = ask($give_up_node, $give_up_call);
-	ok(wait_for(sub { nodes_of($key) == 2 }, 10), "$what: a request queued behind the holder");
+	ok(wait_for(sub { key_queue_len($zk, $key) == 2 }, 10), "$what: a request queued behind the holder");
 	my $waiter = ask($a, $waiter_call);
-	ok(wait_for(sub { nodes_of($key) == 3 }, 10), "$what: a waiter queued behind both");
+	ok(wait_for(sub { key_queue_len($zk, $key) == 3 }, 10), "$what: a waiter queued behind both");
 	ok(answered($quitter, 'false', 10), "$what: the middle request gave up");
-	ok(wait_for(sub { nodes_of($key) == 2 }, 10), "$what: its node is gone");
+	ok(wait_for(sub { key_queue_len($zk, $key) == 2 }, 10), "$what: its node is gone");
 	# time for a wrong grant to show: the watch fired, the read is one round trip
 	sleep 1;
 	is(states($a, $key), 'granted,waiting', "$what: the waiter still waits for the holder");
 	$holder->query_safe('COMMIT');
 	ok(answered($waiter, 'granted', 10), "$what: the waiter is granted once the holder commits");
 	$waiter->query_safe('COMMIT');
-	ok(wait_for(sub { nodes_of($key) == 0 }, 10), "$what: nothing left behind");
+	ok(wait_for(sub { key_queue_len($zk, $key) == 0 }, 10), "$what: nothing left behind");
 	$_->quit for ($holder, $quitter, $waiter);
 }
 
@@ -90,7 +84,7 @@ for my $i (1 .. 4)
 {
 	my $node = $i % 2 ? $b : $a;
 	push @chain, ask($node, "zk_lock('k4')");
-	ok(wait_for(sub { nodes_of('k4') == $i + 1 }, 10), "chain: waiter $i queued");
+	ok(wait_for(sub { key_queue_len($zk, 'k4') == $i + 1 }, 10), "chain: waiter $i queued");
 }
 $first->query_safe('COMMIT');
 for my $i (1 .. 4)
@@ -100,7 +94,7 @@ for my $i (1 .. 4)
 	is($holders, 1, "chain: waiter $i is the only holder in either cluster");
 	$chain[ $i - 1 ]->query_safe('COMMIT');
 }
-ok(wait_for(sub { nodes_of('k4') == 0 }, 10), 'chain: nothing left behind');
+ok(wait_for(sub { key_queue_len($zk, 'k4') == 0 }, 10), 'chain: nothing left behind');
 $_->quit for ($first, @chain);
 
 $a->stop;

@@ -14,7 +14,7 @@ use PostgreSQL::Test::Utils;
 use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(start_zookeeper start_ensemble stop_zookeeper zk_member
-  zk_restart_member zk_cmd zk_mntr zk_lock_nodes new_zk_cluster wait_for
+  zk_restart_member zk_cmd zk_mntr zk_lock_nodes key_queue_len new_zk_cluster wait_for
   start_proxy proxy_do install_counter run_counter_load);
 
 my $zk_script = dirname(__FILE__) . '/../test/zk.sh';
@@ -207,6 +207,13 @@ sub zk_lock_nodes
 	my ($port, $root) = @_;
 	$root //= '/zk_lock';
 	return grep { m{^\s*\Q$root\E/} } map { s/^\s+//r } split /\n/, zk_cmd($port, 'dump');
+}
+
+# How many lock nodes a key (text, under the default root) has in ZooKeeper.
+sub key_queue_len
+{
+	my ($port, $key) = @_;
+	return scalar grep { m{^/zk_lock/t\Q$key\E/} } zk_lock_nodes($port);
 }
 
 # A started cluster with zk_lock preloaded, pointing at the given ZooKeeper port(s).
