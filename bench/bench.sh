@@ -58,15 +58,51 @@ mntr() {	# mntr KEY: one counter of the server
 		print $1 if $r =~ /^\Q$ARGV[1]\E\t(\d+)/m;' "$zk_port" "$1"
 }
 
-# pgbench_tps PORT CLIENTS SQL: transactions per second over SECONDS_EACH
-pgbench_tps() {
+# pgbench_run PORT CLIENTS SQL: "cycles N rate R" over SECONDS_EACH
+pgbench_run() {
 	local f="$work/script_$RANDOM.sql"
 	printf '%s\n' "$3" >"$f"
 	"$bin/pgbench" -n -M prepared -c "$2" -j "$(($2 < 4 ? $2 : 4))" -T "$SECONDS_EACH" -f "$f" \
 		-h "$work" -p "$1" postgres 2>/dev/null |
-		sed -n 's/^tps = \([0-9]*\)\.[0-9]* (without initial connection time)/\1/p'
+		sed -n -e 's/^number of transactions actually processed: \([0-9]*\).*/cycles \1/p' \
+			-e 's/^tps = \([0-9]*\)\.[0-9]* (without initial connection time)/rate \1/p' | paste -sd ' '
 }
+pgbench_tps() { pgbench_run "$@" | field rate; }
 floor_rate() { "$work/floor" "$zk_hosts" "$1" "$2" ${3:-} | field cycles_per_s; }
+
+# Where the CPU goes: ZooKeeper, cluster A's worker, A's backends (the
+# postmaster's reaped children), the client (pgbench or floor), all in clock
+# ticks, and the machine's idle share.
+clk=$(getconf CLK_TCK)
+zk_pid=$(cat "$work/zk/zk.pid")
+pm_a=$(head -1 "$work/pg_A/postmaster.pid")
+worker_a=$(psql_a -c 'SELECT worker_pid FROM zk_lock_status()')
+ticks() { awk -v a="$2" -v b="$3" '{ print $a + $b }' "/proc/$1/stat"; }
+snap() {
+	echo "$(ticks "$zk_pid" 14 15) $(ticks "$worker_a" 14 15) $(ticks "$pm_a" 16 17)" \
+		"$(awk '/^cpu / { print $5, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat)"
+}
+# cpu_run CMD...: CMD prints "cycles N" and a rate; prints "rate R" and the
+# microseconds of CPU per cycle: zk worker backends client total, then idle %
+kids() { wc -w <"/proc/$pm_a/task/$pm_a/children"; }
+cpu_run() {
+	local s0 s1 out k0 i
+	k0=$(kids)
+	s0=$(snap)
+	out=$( ("$@"; me=$BASHPID; echo "client $(ticks "$me" 16 17)") | paste -sd ' ')
+	# backends count once the postmaster has reaped them
+	for ((i = 0; i < 50 && $(kids) > k0; i++)); do sleep 0.1; done
+	s1=$(snap)
+	awk -v s0="$s0" -v s1="$s1" -v out="$out" -v clk="$clk" 'BEGIN {
+		split(s0, a, " "); split(s1, b, " "); n = split(out, o, " ")
+		for (i = 1; i < n; i++) v[o[i]] = o[i + 1]
+		rate = ("rate" in v) ? v["rate"] : v["cycles_per_s"]
+		us = 1e6 / clk / v["cycles"]
+		zk = (b[1] - a[1]) * us; w = (b[2] - a[2]) * us; be = (b[3] - a[3]) * us; cl = v["client"] * us
+		printf "rate %d zk %.0f worker %.0f backends %.0f client %.0f total %.0f idle %.0f\n",
+			rate, zk, w, be, cl, zk + w + be + cl, 100 * (b[4] - a[4]) / (b[5] - a[5])
+	}'
+}
 curator_rate() {
 	java -cp "$work/classes:${jars#:}" CuratorBench "$zk_hosts" "$1" "$2" "$SECONDS_EACH" | field cycles_per_s
 }
@@ -86,10 +122,12 @@ echo "measuring (about $((SECONDS_EACH * 23 / 60 + 1)) minutes) ..."
 # the references
 floor_8=$(floor_rate 8000 8)
 floor_32=$(floor_rate 12000 32)
-floor_batched=$(floor_rate 24000 32 8)
+cpu_floor=$(cpu_run "$work/floor" "$zk_hosts" 24000 32 8)
+floor_batched=$(echo "$cpu_floor" | field rate)
 core_1=$(pgbench_tps "$port_a" 1 "$core_cycle")
 core_8=$(pgbench_tps "$port_a" 8 "$core_cycle")
-core_32=$(pgbench_tps "$port_a" 32 "$core_cycle")
+cpu_core=$(cpu_run pgbench_run "$port_a" 32 "$core_cycle")
+core_32=$(echo "$cpu_core" | field rate)
 curator_8d=$(curator_rate 8 distinct)
 curator_32=$(curator_rate 32 distinct)
 curator_8same=$(curator_rate 8 same)
@@ -119,7 +157,8 @@ curator_1=$(median "${curator_r[@]}")
 floor_serial=$(median "${floor_r[@]}")
 floor_ms=$(median "${floor_ms_r[@]}")
 s2_8=$(pgbench_tps "$port_a" 8 "$(zk_cycle ':client_id::bigint')")
-s2=$(pgbench_tps "$port_a" 32 "$(zk_cycle ':client_id::bigint')")
+cpu_s2=$(cpu_run pgbench_run "$port_a" 32 "$(zk_cycle ':client_id::bigint')")
+s2=$(echo "$cpu_s2" | field rate)
 s3=$(pgbench_tps "$port_a" 8 "$(zk_cycle "'s3'")")
 
 # S4: two clusters hand one key back and forth; each grant and release is
@@ -148,11 +187,16 @@ read -r s4_n s4_p50 s4_p99 < <(psql_a -F ' ' -c "
 	SELECT count(*), round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2),
 	       round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2) FROM h")
 
-# S6: the worker's memory across a long run, once warmed up by the above
-mem_before=$(worker_private)
+# S6: the worker's memory across a long run (six periods of the S2 load),
+# once warmed up by the above.  A leak grows in every period; the allocator
+# reaching its high-water mark grows once.
+mem_series=("$(worker_private)")
 cycles_before=$(psql_a -c 'SELECT grants FROM zk_lock_status()')
-SECONDS_EACH=$((SECONDS_EACH * 6)) pgbench_tps "$port_a" 32 "$(zk_cycle ':client_id::bigint')" >/dev/null
-mem_after=$(worker_private)
+for _ in 1 2 3 4 5 6; do
+	pgbench_tps "$port_a" 32 "$(zk_cycle ':client_id::bigint')" >/dev/null
+	mem_series+=("$(worker_private)")
+done
+mem_before=${mem_series[0]} mem_mid=${mem_series[3]} mem_after=${mem_series[6]}
 cycles=$(($(psql_a -c 'SELECT grants FROM zk_lock_status()') - cycles_before))
 slot_bytes=$(psql_a -c "SELECT round(size / current_setting('zk_lock.max_locks')::numeric)
 	FROM pg_shmem_allocations WHERE name = 'zk_lock'")
@@ -172,9 +216,22 @@ s4_ref=$(awk -v f="$floor_ms" -v r="$read_ms" 'BEGIN { printf "%.2f", f + r }')
 row "S4 hand-over A->B p50 / p99 (ms, n=$s4_n)" "$s4_p50 / $s4_p99" "2 writes + 1 read $s4_ref ms" "$(ratio "$s4_p50" "$s4_ref")" "<= 1.0" "$(awk -v r="$(ratio "$s4_p50" "$s4_ref")" 'BEGIN { print (r <= 1.0) ? "yes" : "NO" }')"
 row "S5 ZooKeeper requests per cycle (S1)" "$s5" "" "" "<= 3" "$(awk -v r="$s5" 'BEGIN { print (r <= 3) ? "yes" : "NO" }')"
 row "S6 worker private kB over $cycles cycles" "$mem_before -> $mem_after" "shared memory/slot $slot_bytes B" "" "no growth" "$([ "$mem_after" -le "$mem_before" ] && echo yes || echo "+$((mem_after - mem_before)) kB")"
+row "   the same, second half of the run" "$mem_mid -> $mem_after" "" "" "no growth" "$([ "$mem_after" -le "$mem_mid" ] && echo yes || echo "+$((mem_after - mem_mid)) kB")"
 row "core pg_advisory_xact_lock 1 / 32 clients" "" "$core_1 / $core_32" "" "" ""
 echo
+cpu_row() { printf '%-44s %9s %7s %9s %7s %6s %5s\n' "$@"; }
+cpu_line() {
+	local l=$2
+	cpu_row "$1" "$(echo "$l" | field zk)" "$(echo "$l" | field worker)" "$(echo "$l" | field backends)" \
+		"$(echo "$l" | field client)" "$(echo "$l" | field total)" "$(echo "$l" | field idle)%"
+}
+echo "CPU per lock cycle, 32 in flight (microseconds; $(nproc) cores):"
+cpu_row "" "ZooKeeper" "worker" "backends" "client" "total" "idle"
+cpu_line "batched floor (client: floor)" "$cpu_floor"
+cpu_line "zk_lock S2 (client: pgbench)" "$cpu_s2"
+cpu_line "core advisory locks (client: pgbench)" "$cpu_core"
 echo "S1 rounds (zk_lock / Curator / floor): ${s1_r[*]} / ${curator_r[*]} / ${floor_r[*]}"
+echo "S6 worker private kB after each period: ${mem_series[*]}"
 echo "S4's reference: one serial floor cycle (create + getChildren pipelined, then delete:"
 echo "two write round trips) plus one read round trip ($read_ms ms, serial getChildren)."
 
