@@ -526,7 +526,6 @@ check_suspects(void)
 	nsuspects = 0;
 }
 
-/* Run the recipe on a children listing.  Caller holds the lock. */
 /* The slot's node is first in line (for its mode).  Caller holds the lock. */
 static void
 grant(ZklSlot *s)
@@ -543,6 +542,7 @@ grant(ZklSlot *s)
 	}
 }
 
+/* Run the recipe on a children listing.  Caller holds the lock. */
 static void
 decide(ZklSlot *s, const struct String_vector *children)
 {
