@@ -21,6 +21,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "zk_lock.h"
@@ -101,23 +102,45 @@ zkl_check_usable(void)
 				 errhint("Set zk_lock.hosts to the ZooKeeper ensemble, e.g. 'zk1:2181,zk2:2181', and reload.")));
 }
 
+/*
+ * The part of the node data that is the same for every request of this
+ * backend: with the names, and without them for when they make it too long.
+ */
+static char *data_head[2] = {NULL, NULL};
+
+static const char *
+node_data_head(bool names)
+{
+	if (data_head[names] == NULL)
+	{
+		StringInfoData buf;
+		char	   *db = get_database_name(MyDatabaseId);
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		initStringInfo(&buf);
+		appendStringInfoString(&buf, "{\"cluster\":");
+		escape_json(&buf, names && cluster_name ? cluster_name : "");
+		appendStringInfo(&buf, ",\"sysid\":\"" UINT64_FORMAT "\",\"pid\":%d,\"db\":",
+						 GetSystemIdentifier(), MyProcPid);
+		escape_json(&buf, names && db ? db : "");
+		data_head[names] = buf.data;
+		MemoryContextSwitchTo(old);
+	}
+	return data_head[names];
+}
+
 /* Node data: who asked, as JSON, for humans and tools reading ZooKeeper. */
 static char *
 node_data(char mode)
 {
 	StringInfoData buf;
-	char	   *db = get_database_name(MyDatabaseId);
 	bool		names = true;
 
 	initStringInfo(&buf);
 	for (;;)
 	{
 		resetStringInfo(&buf);
-		appendStringInfoString(&buf, "{\"cluster\":");
-		escape_json(&buf, names && cluster_name ? cluster_name : "");
-		appendStringInfo(&buf, ",\"sysid\":\"" UINT64_FORMAT "\",\"pid\":%d,\"db\":",
-						 GetSystemIdentifier(), MyProcPid);
-		escape_json(&buf, names && db ? db : "");
+		appendStringInfoString(&buf, node_data_head(names));
 		appendStringInfo(&buf, ",\"xid\":%u,\"mode\":\"%c\",\"since\":",
 						 XidFromFullTransactionId(GetTopFullTransactionIdIfAny()), mode);
 		escape_json(&buf, timestamptz_to_str(GetCurrentTimestamp()));
@@ -130,18 +153,28 @@ node_data(char mode)
 	return buf.data;
 }
 
+/*
+ * The worker's answer to our request.  It is one word, written by the worker
+ * before it sets our latch, and the slot stays ours until we abandon it, so
+ * no lock is needed: the barrier orders this read after the latch's reset.
+ */
 static ZklResult
-read_result(int idx, ZklZkState *zstate, TimestampTz *queued_at)
+slot_result(int idx)
+{
+	pg_read_barrier();
+	return zkl_shared->slots[idx].result;
+}
+
+/* How far an unanswered request got, for the deadline that prevents a hang. */
+static void
+read_progress(int idx, ZklZkState *zstate, TimestampTz *queued_at)
 {
 	ZklSlot    *slot = &zkl_shared->slots[idx];
-	ZklResult	r;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	r = slot->result;
 	*zstate = slot->zstate;
 	*queued_at = slot->queued_at;
 	LWLockRelease(zkl_shared->lock);
-	return r;
 }
 
 /* Give up on a request unless it was answered meanwhile; returns its result. */
@@ -164,18 +197,24 @@ wait_for_answer(int idx, WaitKind kind, int timeout_ms, bool *lock_timed_out)
 {
 	TimestampTz start = GetCurrentTimestamp();
 
+	/* just claimed: unsent and queued now, as far as the deadline goes */
+	ZklZkState	zstate = ZKS_NEW;
+	TimestampTz queued_at = start;
+	bool		fresh = true;
+
 	*lock_timed_out = false;
 	for (;;)
 	{
-		ZklZkState	zstate;
-		TimestampTz queued_at;
-		ZklResult	r = read_result(idx, &zstate, &queued_at);
+		ZklResult	r = slot_result(idx);
 		long		elapsed;
 		long		sleep_ms = -1;
 		int			rc;
 
 		if (r != ZKR_PENDING)
 			return r;
+		if (!fresh)
+			read_progress(idx, &zstate, &queued_at);
+		fresh = false;
 
 		elapsed = (long) ((GetCurrentTimestamp() - start) / 1000);
 		if (kind == WAIT_BOUNDED)

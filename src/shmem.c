@@ -6,6 +6,7 @@
 
 #include <signal.h>
 
+#include "common/pg_prng.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
@@ -64,6 +65,22 @@ zkl_require_shared(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("zk_lock is not loaded"),
 				 errhint("Add zk_lock to shared_preload_libraries and restart the server.")));
+}
+
+/*
+ * A fresh request id.  It must be unique, not secret: node names also carry
+ * the system identifier and the pid, and every process's generator is seeded
+ * from a strong source when it starts.  A strong random draw per lock cost
+ * more CPU than the rest of claiming a slot.
+ */
+void
+zkl_new_uuid(char out[ZKL_UUID_LEN + 1])
+{
+	uint64		rnd[2];
+
+	rnd[0] = pg_prng_uint64(&pg_global_prng_state);
+	rnd[1] = pg_prng_uint64(&pg_global_prng_state);
+	zkr_format_uuid((const unsigned char *) rnd, out);
 }
 
 void
@@ -127,17 +144,11 @@ zkl_free_slot(ZklSlot *slot)
 int
 zkl_claim_slot(const char *key, char mode, bool nowait, const char *data)
 {
-	unsigned char rnd[16];
 	ZklSlot    *slot = NULL;
 	bool		wake;
 	int			n = zkl_shared->nslots;
 	int			idx = -1;
 	int			i;
-
-	if (!pg_strong_random(rnd, sizeof(rnd)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not generate a random request id")));
 
 	/*
 	 * The lowest free slot: slots in use stay packed at the bottom, so the
@@ -176,7 +187,7 @@ zkl_claim_slot(const char *key, char mode, bool nowait, const char *data)
 	slot->attempt = ++zkl_shared->next_attempt;
 	slot->requested_at = GetCurrentTimestamp();
 	slot->queued_at = slot->requested_at;
-	zkr_format_uuid(rnd, slot->uuid);
+	zkl_new_uuid(slot->uuid);
 	strlcpy(slot->key, key, sizeof(slot->key));
 	slot->node[0] = '\0';
 	slot->watch[0] = '\0';

@@ -193,11 +193,7 @@ deny_slot(ZklSlot *s)
 static void
 requeue(ZklSlot *s)
 {
-	unsigned char rnd[16];
-
-	if (!pg_strong_random(rnd, sizeof(rnd)))
-		elog(ERROR, "could not generate a random request id");
-	zkr_format_uuid(rnd, s->uuid);
+	zkl_new_uuid(s->uuid);
 	s->zstate = ZKS_NEW;
 	s->queued_at = GetCurrentTimestamp();
 	s->todo = 0;
@@ -1578,14 +1574,11 @@ send_parents(const ZklSlot *s, const void *ctx)
 static void
 send_test_orphan(const ZklSlot *s)
 {
-	unsigned char rnd[16];
 	char		uuid[ZKL_UUID_LEN + 1];
 	char		prefix[ZKL_NODE_BUFLEN];
 	char		path[ZKL_PATH_LEN];
 
-	if (!pg_strong_random(rnd, sizeof(rnd)))
-		return;
-	zkr_format_uuid(rnd, uuid);
+	zkl_new_uuid(uuid);
 	zkr_node_prefix(s->mode, uuid, GetSystemIdentifier(), s->owner_pid, prefix, sizeof(prefix));
 	child_path(s, prefix, path);
 	zoo_acreate(zh, path, NULL, -1, node_acl, ZOO_EPHEMERAL_SEQUENTIAL, ignore_done, NULL);

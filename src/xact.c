@@ -203,7 +203,11 @@ zkl_set_pending(int slot)
 	pending_slot = slot;
 }
 
-/* Key of a granted lock of ours whose session ended, or NULL.  Caller holds the lock. */
+/*
+ * Key of a granted lock of ours whose session ended, or NULL.  Caller holds
+ * the lock, or has just issued a read barrier: a result is one word that
+ * only the worker changes while the slot is ours.
+ */
 static const char *
 lost_key(void)
 {
@@ -270,6 +274,7 @@ check_not_lost(void)
 {
 	TimestampTz deadline;
 	bool		asked = false;
+	bool		verify = zkl_verify_on_commit;
 
 	if (nlocals == 0)
 		return;
@@ -284,11 +289,18 @@ check_not_lost(void)
 		long		left;
 		int			i;
 
-		/* exclusive only to ask for verification: most commits just read */
-		LWLockAcquire(zkl_shared->lock, zkl_verify_on_commit ? LW_EXCLUSIVE : LW_SHARED);
+		/*
+		 * Locked only to ask for verification.  Most commits just read words
+		 * the worker writes, which needs no lock: every committing backend
+		 * taking it, even shared, contended with the worker under load.
+		 */
+		if (verify)
+			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		else
+			pg_read_barrier();
 		lost = lost_key();
 		connected = zkl_shared->conn_state == ZKC_CONNECTED;
-		if (lost == NULL && zkl_verify_on_commit)
+		if (lost == NULL && verify)
 		{
 			for (i = 0; i < nlocals; i++)
 			{
@@ -304,7 +316,8 @@ check_not_lost(void)
 			}
 			asked = true;
 		}
-		LWLockRelease(zkl_shared->lock);
+		if (verify)
+			LWLockRelease(zkl_shared->lock);
 		if (wake)
 			zkl_wake_worker();
 

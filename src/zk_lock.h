@@ -204,6 +204,7 @@ extern int	zkl_claim_slot(const char *key, char mode, bool nowait, const char *d
 extern ZklResult zkl_abandon_slot(int idx);
 extern void zkl_abandon_slots(const int *idx, int n);
 extern ZklResult zkl_cancel_slot(int idx);
+extern void zkl_new_uuid(char out[ZKL_UUID_LEN + 1]);
 extern void zkl_wake_worker(void);
 extern void zkl_wake_owner(ZklSlot *slot);
 extern void zkl_free_slot(ZklSlot *slot);
