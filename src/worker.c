@@ -10,6 +10,9 @@
  *      completions and watchers, which only record results and set bits.
  * Library calls are never made while holding the lock: the library may run
  * completions from inside them, and those take the lock.
+ *
+ * Nodes no request owns are found and deleted in orphans.c; zk_lock_queue()'s
+ * live read of a key is in queue_read.c.
  */
 #include "postgres.h"
 
@@ -31,14 +34,9 @@
 
 #include "zk_lock.h"
 #include "zk_client.h"
+#include "worker.h"
 
-/* A reply's context: slot index in the low bits, the slot's attempt above. */
-#define CTX_IDX_BITS	20
-#define CTX_ATTEMPT_MASK ((UINT64CONST(1) << (64 - CTX_IDX_BITS)) - 1)
-
-#define ZKL_PATH_LEN		2048
 #define MAX_PARENT_RETRIES	5
-#define REOPEN_DELAY_MS		1000
 
 /* In the data directory: the session to close after a crash-restart. */
 #define SESSION_FILE		"pg_zk_lock.session"
@@ -95,15 +93,14 @@ typedef struct Batch
 static Batch *batch_pool[BATCH_POOL];
 static int	batch_pooled = 0;
 
-static zhandle_t *zh = NULL;
+zhandle_t  *zkl_zh = NULL;
 static int	writes_in_flight = 0;	/* creates, deletes and multis unanswered */
 static char *open_hosts = NULL;
 static bool session_ended = false;	/* expired or refused: open a new one */
 static TimestampTz next_open = 0;
 static Op  *ops = NULL;
-static ZkrChild *childbuf = NULL;
+ZkrChild   *zkl_childbuf = NULL;
 static int	maxchild = 0;
-static bool query_to_send = false;	/* zk_lock_queue() asked: read the key */
 static zoo_op_result_t *verify_results = NULL;	/* one per slot, alive until the reply */
 static struct ACL_vector *node_acl = NULL;	/* ACL of the nodes we create */
 static char session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
@@ -138,14 +135,14 @@ slot_root(const ZklSlot *s)
 	return zkl_shared->roots[s->root_id];
 }
 
-static void
-key_path(const ZklSlot *s, char *out)
+void
+zkl_key_path(const ZklSlot *s, char *out)
 {
 	snprintf(out, ZKL_PATH_LEN, "%s/%s", slot_root(s), s->key);
 }
 
-static void
-child_path(const ZklSlot *s, const char *name, char *out)
+void
+zkl_child_path(const ZklSlot *s, const char *name, char *out)
 {
 	snprintf(out, ZKL_PATH_LEN, "%s/%s/%s", slot_root(s), s->key, name);
 }
@@ -154,8 +151,8 @@ child_path(const ZklSlot *s, const char *name, char *out)
  * The request may or may not have been applied: its reply was lost, or (seen
  * under connection resets) the library could not match it to its request.
  */
-static bool
-outcome_unknown(int rc)
+bool
+zkl_outcome_unknown(int rc)
 {
 	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZRUNTIMEINCONSISTENCY;
 }
@@ -317,13 +314,6 @@ key_node_done(int rc, const char *value, const void *ctx)
 	LWLockRelease(zkl_shared->lock);
 }
 
-static void
-orphan_deleted(int rc, const void *ctx)
-{
-	if (rc != ZOK && rc != ZNONODE)
-		ereport(LOG, (errmsg("zk_lock: could not delete a stray lock node: %s", zerror(rc))));
-}
-
 /*
  * A create's outcome for its slot (in CREATING).  stat is NULL for a create
  * inside a multi, which returns no Stat: the token is read when asked for.
@@ -354,7 +344,7 @@ create_result(ZklSlot *s, int rc, const char *name, const struct Stat *stat)
 			fail_slot(s, ERRCODE_EXTERNAL_ROUTINE_EXCEPTION, ZKS_GONE,
 					  "could not create the ZooKeeper node for the lock under %s", slot_root(s));
 	}
-	else if (outcome_unknown(rc))
+	else if (zkl_outcome_unknown(rc))
 	{
 		s->zstate = ZKS_RECOVER;	/* it may have been made: look for our uuid */
 		zkl_shared->counters.recovered++;
@@ -384,7 +374,7 @@ create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 	LWLockRelease(zkl_shared->lock);
 
 	if (stray)
-		zoo_adelete(zh, name, -1, orphan_deleted, NULL);
+		zoo_adelete(zkl_zh, name, -1, zkl_orphan_deleted, NULL);
 }
 
 static bool
@@ -438,88 +428,24 @@ upgrade_deadlock(const ZklSlot *s)
 	return 0;
 }
 
-/* Parse and sort a children listing into childbuf; returns how many. */
-static int
-collect_children(const struct String_vector *children)
+/* Parse and sort a children listing into zkl_childbuf; returns how many. */
+int
+zkl_collect_children(const struct String_vector *children)
 {
 	if (children->count > maxchild)
 	{
 		maxchild = Max(children->count, 64);
-		childbuf = childbuf ? repalloc(childbuf, maxchild * sizeof(ZkrChild))
+		zkl_childbuf = zkl_childbuf ? repalloc(zkl_childbuf, maxchild * sizeof(ZkrChild))
 			: MemoryContextAlloc(TopMemoryContext, maxchild * sizeof(ZkrChild));
 	}
-	return zkr_collect((const char *const *) children->data, children->count, childbuf);
+	return zkr_collect((const char *const *) children->data, children->count, zkl_childbuf);
 }
 
-/*
- * Nodes of this cluster's session that no slot knows of would block their
- * key for as long as the session lives.  A waiter that has waited long
- * looks for them in its listing: nodes with our system identifier whose
- * uuid no slot carries.  They are deleted only after an exists() shows our
- * session owns them (a promoted standby shares our system identifier).
- */
 /* How often a waiter with nothing in flight re-reads its queue. */
 static long
 recheck_ms(void)
 {
 	return Max(1000, zkl_shared->negotiated_timeout / 2);
-}
-
-#define MAX_SUSPECTS 8
-static char suspects[MAX_SUSPECTS][ZKL_PATH_LEN];
-static int	nsuspects = 0;
-
-static void
-find_suspects(const ZklSlot *s, int n)
-{
-	int			i;
-	int			j;
-
-	for (i = 0; i < n && nsuspects < MAX_SUSPECTS; i++)
-	{
-		bool		known = false;
-
-		if (!zkr_name_has_sysid(childbuf[i].name, GetSystemIdentifier()))
-			continue;
-		for (j = 0; j < zkl_shared->nused && !known; j++)
-			known = zkl_shared->slots[j].zstate != ZKS_FREE &&
-				zkr_name_has_uuid(childbuf[i].name, zkl_shared->slots[j].uuid);
-		if (!known)
-			child_path(s, childbuf[i].name, suspects[nsuspects++]);
-	}
-}
-
-static void
-suspect_stat_done(int rc, const struct Stat *stat, const void *data)
-{
-	char	   *path = (char *) data;
-	bool		ours;
-
-	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	ours = rc == ZOK && stat->ephemeralOwner == zkl_shared->session_id;
-	LWLockRelease(zkl_shared->lock);
-	if (ours)
-	{
-		ereport(LOG, (errmsg("zk_lock: deleting lock node %s: no request of this cluster owns it", path)));
-		zoo_adelete(zh, path, -1, orphan_deleted, NULL);
-	}
-	pfree(path);
-}
-
-/* Send what find_suspects() found; without the lock. */
-static void
-check_suspects(void)
-{
-	int			i;
-
-	for (i = 0; i < nsuspects; i++)
-	{
-		char	   *path = MemoryContextStrdup(TopMemoryContext, suspects[i]);
-
-		if (zoo_aexists(zh, path, 0, suspect_stat_done, path) != ZOK)
-			pfree(path);
-	}
-	nsuspects = 0;
 }
 
 /* The slot's node is first in line (for its mode).  Caller holds the lock. */
@@ -550,9 +476,9 @@ decide(ZklSlot *s, const struct String_vector *children)
 	int			other;
 	int			i;
 
-	n = collect_children(children);
+	n = zkl_collect_children(children);
 	if (TimestampDifferenceExceeds(s->requested_at, GetCurrentTimestamp(), recheck_ms()))
-		find_suspects(s, n);
+		zkl_find_suspects(s, n);
 
 	/* this backend's other nodes on the key never block it (at most one per mode) */
 	for (i = 0; i < zkl_shared->nused && nmine < lengthof(mine); i++)
@@ -564,7 +490,7 @@ decide(ZklSlot *s, const struct String_vector *children)
 			mine[nmine++] = o->uuid;
 	}
 
-	switch (zkr_decide(childbuf, n, s->uuid, mine, nmine, &own, &watch))
+	switch (zkr_decide(zkl_childbuf, n, s->uuid, mine, nmine, &own, &watch))
 	{
 		case ZKR_ABSENT:
 			/* our node was removed behind our back: queue again */
@@ -599,8 +525,8 @@ decide(ZklSlot *s, const struct String_vector *children)
 			}
 			else
 			{
-				strlcpy(s->watch, childbuf[watch].name, sizeof(s->watch));
-				s->watch_sole = zkr_sole_blocker(childbuf, own, watch, mine, nmine);
+				strlcpy(s->watch, zkl_childbuf[watch].name, sizeof(s->watch));
+				s->watch_sole = zkr_sole_blocker(zkl_childbuf, own, watch, mine, nmine);
 				s->todo |= ZKT_WATCH;
 			}
 			break;
@@ -619,14 +545,14 @@ children_done(int rc, const struct String_vector *strings, const struct Stat *st
 	{
 		if (rc == ZOK)
 			decide(s, strings);
-		else if (outcome_unknown(rc))
+		else if (zkl_outcome_unknown(rc))
 			s->todo |= ZKT_CHILDREN;	/* again once reconnected */
 		else if (rc == ZNONODE)
 			requeue(s);			/* key node gone, so is our node */
 		/* session errors: session_lost() re-queues */
 	}
 	LWLockRelease(zkl_shared->lock);
-	check_suspects();
+	zkl_check_suspects();
 }
 
 static void
@@ -642,7 +568,7 @@ exists_done(int rc, const struct Stat *stat, const void *ctx)
 	 * reply may or may not have set the watch.  Either way, look again.
 	 */
 	if (s != NULL && s->zstate == ZKS_QUEUED &&
-		(rc == ZNONODE || outcome_unknown(rc)))
+		(rc == ZNONODE || zkl_outcome_unknown(rc)))
 		s->todo |= ZKT_CHILDREN;
 	LWLockRelease(zkl_shared->lock);
 }
@@ -666,7 +592,7 @@ predecessor_watch(zhandle_t *h, int type, int state, const char *path, void *ctx
 		 * queue again.  Anything else (an older watch, a data change):
 		 * read it.
 		 */
-		child_path(s, s->watch, watched);
+		zkl_child_path(s, s->watch, watched);
 		if (type == ZOO_DELETED_EVENT && s->watch_sole && s->watch[0] != '\0' &&
 			strcmp(path, watched) == 0)
 			grant(s);
@@ -682,7 +608,7 @@ static ZklSlot *successor(const ZklSlot *d);
 static void
 delete_result(ZklSlot *s, int rc)
 {
-	if (outcome_unknown(rc))
+	if (zkl_outcome_unknown(rc))
 	{
 		s->todo |= ZKT_DELETE;	/* retried until done or the session ends */
 		zkl_shared->counters.delete_retries++;
@@ -748,7 +674,7 @@ batch_put(Batch *b)
 static bool
 rolled_back(int rc, int err)
 {
-	return rc != ZOK && !outcome_unknown(rc) &&
+	return rc != ZOK && !zkl_outcome_unknown(rc) &&
 		rc != ZSESSIONEXPIRED && rc != ZCLOSING && rc != ZINVALIDSTATE &&
 		(err == ZOK || err == ZRUNTIMEINCONSISTENCY);
 }
@@ -768,7 +694,7 @@ multi_done(int rc, const void *data)
 		int			err = rc;
 
 		/* a definite refusal names the op at fault; the others were rolled back */
-		if (rc != ZOK && !outcome_unknown(rc) && !rolled_back(rc, b->results[i].err))
+		if (rc != ZOK && !zkl_outcome_unknown(rc) && !rolled_back(rc, b->results[i].err))
 			err = b->results[i].err;
 
 		if (b->del[i])
@@ -802,95 +728,8 @@ multi_done(int rc, const void *data)
 
 	for (i = 0; i < b->n; i++)
 		if (stray[i])
-			zoo_adelete(zh, b->names[i], -1, orphan_deleted, NULL);
+			zoo_adelete(zkl_zh, b->names[i], -1, zkl_orphan_deleted, NULL);
 	batch_put(b);
-}
-
-/*
- * A create whose reply was lost, and whose node a later listing did not
- * show, can still be applied after that listing: the server handles a
- * session's old and new connections on different threads.  Its node would
- * block the key for as long as the session lives, so the key is listed once
- * more a little later and a node with that request's uuid is deleted.
- */
-#define GHOST_DELAY_MS	1000
-
-typedef struct Ghost
-{
-	TimestampTz due;
-	char		uuid[ZKL_UUID_LEN + 1];
-	char		key_path[ZKL_PATH_LEN];
-} Ghost;
-
-static List *ghosts = NIL;		/* waiting for their due time */
-
-/* Caller holds the lock. */
-static void
-remember_ghost(const ZklSlot *s)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-	Ghost	   *g = palloc(sizeof(Ghost));
-
-	g->due = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), GHOST_DELAY_MS);
-	strlcpy(g->uuid, s->uuid, sizeof(g->uuid));
-	key_path(s, g->key_path);
-	ghosts = lappend(ghosts, g);
-	MemoryContextSwitchTo(old);
-}
-
-static void
-ghost_children_done(int rc, const struct String_vector *strings, const void *data)
-{
-	Ghost	   *g = (Ghost *) data;
-	int			i;
-
-	if (outcome_unknown(rc))
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-		ghosts = lappend(ghosts, g);	/* again once reconnected */
-		MemoryContextSwitchTo(old);
-		return;
-	}
-	for (i = 0; rc == ZOK && i < strings->count; i++)
-	{
-		if (zkr_name_has_uuid(strings->data[i], g->uuid))
-		{
-			char		path[ZKL_PATH_LEN];
-
-			snprintf(path, sizeof(path), "%s/%s", g->key_path, strings->data[i]);
-			ereport(LOG, (errmsg("zk_lock: deleting lock node %s: its create was given up for lost", path)));
-			zoo_adelete(zh, path, -1, orphan_deleted, NULL);
-		}
-	}
-	pfree(g);
-}
-
-/* List the keys of ghosts that are due; returns ms until the next one, or -1. */
-static long
-send_ghosts(void)
-{
-	TimestampTz now = GetCurrentTimestamp();
-	long		next_ms = -1;
-	ListCell   *lc;
-
-	if (zh == NULL || zoo_state(zh) != ZOO_CONNECTED_STATE)
-		return ghosts != NIL ? REOPEN_DELAY_MS : -1;
-	foreach(lc, ghosts)
-	{
-		Ghost	   *g = (Ghost *) lfirst(lc);
-		long		left = TimestampDifferenceMilliseconds(now, g->due);
-
-		if (left > 0)
-		{
-			next_ms = (next_ms < 0 || left < next_ms) ? left : next_ms;
-			continue;
-		}
-		ghosts = foreach_delete_current(ghosts, lc);
-		if (zoo_aget_children(zh, g->key_path, 0, ghost_children_done, g) != ZOK)
-			pfree(g);
-	}
-	return next_ms;
 }
 
 static void
@@ -903,7 +742,7 @@ recover_done(int rc, const struct String_vector *strings, const struct Stat *sta
 	s = reply_slot(ctx);
 	if (s != NULL && s->zstate == ZKS_RECOVERING)
 	{
-		if (outcome_unknown(rc))
+		if (zkl_outcome_unknown(rc))
 			s->zstate = ZKS_RECOVER;
 		else
 		{
@@ -924,7 +763,7 @@ recover_done(int rc, const struct String_vector *strings, const struct Stat *sta
 			else if (rc == ZOK || rc == ZNONODE)
 			{
 				/* it did not, or not yet: look once more later */
-				remember_ghost(s);
+				zkl_remember_ghost(s);
 				s->zstate = ZKS_GONE;
 				if (s->abandoned)
 					zkl_free_slot(s);
@@ -959,7 +798,7 @@ stat_done(int rc, const struct Stat *stat, const void *ctx)
 		{
 			/* another session's node, or gone: never adopt it; start over */
 			if (rc == ZOK)
-				child_path(s, s->node, stray);
+				zkl_child_path(s, s->node, stray);
 			if (s->abandoned)
 			{
 				s->zstate = ZKS_GONE;
@@ -968,7 +807,7 @@ stat_done(int rc, const struct Stat *stat, const void *ctx)
 			else
 				requeue(s);
 		}
-		else if (outcome_unknown(rc))
+		else if (zkl_outcome_unknown(rc))
 			s->todo |= ZKT_STAT;
 	}
 	else if (s != NULL && s->zstate == ZKS_HELD)
@@ -981,12 +820,12 @@ stat_done(int rc, const struct Stat *stat, const void *ctx)
 		}
 		else if (rc == ZOK || rc == ZNONODE)
 			zkl_lose_slot(s);
-		else if (outcome_unknown(rc))
+		else if (zkl_outcome_unknown(rc))
 			s->todo |= ZKT_STAT;
 	}
 	LWLockRelease(zkl_shared->lock);
 	if (stray[0] != '\0')
-		zoo_adelete(zh, stray, -1, orphan_deleted, NULL);
+		zoo_adelete(zkl_zh, stray, -1, zkl_orphan_deleted, NULL);
 }
 
 static void
@@ -1003,7 +842,7 @@ verify_done(int rc, const void *ctx)
 			s->verify = ZKV_OK;
 			zkl_wake_owner(s);
 		}
-		else if (outcome_unknown(rc))
+		else if (zkl_outcome_unknown(rc))
 			s->todo |= ZKT_VERIFY;	/* again once reconnected */
 		else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOAUTH)
 		{
@@ -1167,126 +1006,6 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 	}
 }
 
-/* ---- zk_lock_queue(): a live read of one key's queue ---- */
-
-static bool
-query_current(uint64 attempt)
-{
-	return zkl_query->state == ZKQ_RUNNING &&
-		(zkl_query->attempt & CTX_ATTEMPT_MASK) == attempt;
-}
-
-/* Caller holds the lock; the caller broadcasts once it has released it. */
-static void
-query_done(int sqlstate, const char *msg)
-{
-	zkl_query->sqlstate = sqlstate;
-	if (msg)
-		strlcpy(zkl_query->errmsg, msg, sizeof(zkl_query->errmsg));
-	zkl_query->state = ZKQ_DONE;
-}
-
-static void
-query_data_done(int rc, const char *value, int value_len, const struct Stat *stat,
-				const void *ctx)
-{
-	uint64		v = (uint64) (uintptr_t) ctx;
-	int			i = (int) (v & ((1 << CTX_IDX_BITS) - 1));
-	bool		finished = false;
-
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (query_current(v >> CTX_IDX_BITS) && i < zkl_query->nentries)
-	{
-		ZklQueueEntry *e = &zkl_query->entries[i];
-
-		if (outcome_unknown(rc) ||
-			rc == ZSESSIONEXPIRED || rc == ZCLOSING)
-			zkl_query->state = ZKQ_ASKED;	/* read it all again once connected */
-		else
-		{
-			/* ZNONODE: released since the listing; that row is left out */
-			e->have_data = (rc == ZOK);
-			if (rc == ZOK && value != NULL)
-			{
-				int			len = Min(value_len, ZKL_DATA_LEN - 1);
-
-				memcpy(e->data, value, len);
-				e->data[len] = '\0';
-			}
-			else
-				e->data[0] = '\0';
-			if (--zkl_query->pending == 0)
-			{
-				query_done(0, NULL);
-				finished = true;
-			}
-		}
-	}
-	LWLockRelease(zkl_shared->lock);
-	if (finished)
-		ConditionVariableBroadcast(&zkl_query->cv);
-}
-
-static void
-query_children_done(int rc, const struct String_vector *strings, const struct Stat *stat,
-					const void *ctx)
-{
-	uint64		attempt = (uint64) (uintptr_t) ctx;
-	char		parent[ZKL_PATH_LEN];
-	int			n = 0;
-	bool		finished = false;
-	int			i;
-
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (!query_current(attempt))
-	{
-		LWLockRelease(zkl_shared->lock);
-		return;
-	}
-	if (rc == ZOK)
-	{
-		n = collect_children(strings);
-		zkl_query->truncated = n > ZKL_QUEUE_MAX;
-		n = Min(n, ZKL_QUEUE_MAX);
-		for (i = 0; i < n; i++)
-		{
-			strlcpy(zkl_query->entries[i].node, childbuf[i].name, ZKL_NODE_BUFLEN);
-			zkl_query->entries[i].have_data = false;
-		}
-		zkl_query->nentries = zkl_query->pending = n;
-		if (n == 0)
-			query_done(0, NULL);
-	}
-	else if (rc == ZNONODE)
-		query_done(0, NULL);	/* no key node: nobody holds or waits */
-	else if (outcome_unknown(rc) ||
-			 rc == ZSESSIONEXPIRED || rc == ZCLOSING)
-		zkl_query->state = ZKQ_ASKED;
-	else
-	{
-		char		msg[ZKL_ERRMSG_LEN];
-
-		snprintf(msg, sizeof(msg), "could not read the lock queue: %s", zerror(rc));
-		query_done(zkc_sqlstate(rc), msg);
-	}
-	finished = zkl_query->state == ZKQ_DONE;
-	snprintf(parent, sizeof(parent), "%s/%s", zkl_shared->roots[zkl_shared->cur_root], zkl_query->key);
-	LWLockRelease(zkl_shared->lock);
-
-	if (finished)
-		ConditionVariableBroadcast(&zkl_query->cv);
-
-	/* entries are ours while RUNNING: read their names without the lock */
-	for (i = 0; i < n; i++)
-	{
-		char		path[ZKL_PATH_LEN];
-
-		snprintf(path, sizeof(path), "%s/%s", parent, zkl_query->entries[i].node);
-		zoo_aget(zh, path, 0, query_data_done,
-				 (void *) (uintptr_t) ((attempt << CTX_IDX_BITS) | (uint64) i));
-	}
-}
-
 /* ---- plan and send ---- */
 
 /*
@@ -1406,7 +1125,7 @@ plan_ops(int *nops)
 	int			i;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	connected = zh != NULL && zkl_shared->conn_state == ZKC_CONNECTED;
+	connected = zkl_zh != NULL && zkl_shared->conn_state == ZKC_CONNECTED;
 	writes_open = writes_in_flight < WRITE_WINDOW;
 	zkl_shared->writes_held = connected && !writes_open;
 	for (i = 0; i < zkl_shared->nused; i++)
@@ -1529,15 +1248,8 @@ plan_ops(int *nops)
 			}
 		}
 	}
-	if (connected && zkl_query->state == ZKQ_ASKED)
-	{
-		zkl_query->state = ZKQ_RUNNING;
-		zkl_query->attempt = ++zkl_shared->next_attempt;
-		zkl_query->nentries = 0;
-		zkl_query->truncated = false;
-		zkl_query->sqlstate = 0;
-		query_to_send = true;
-	}
+	if (connected)
+		zkl_query_start();
 	LWLockRelease(zkl_shared->lock);
 	*nops = n;
 	return next_ms;
@@ -1555,14 +1267,14 @@ send_parents(const ZklSlot *s, const void *ctx)
 	{
 		if (p)
 			*p = '\0';
-		zoo_acreate(zh, path, NULL, -1, node_acl, ZOO_PERSISTENT,
+		zoo_acreate(zkl_zh, path, NULL, -1, node_acl, ZOO_PERSISTENT,
 					ignore_done, NULL);
 		if (!p)
 			break;
 		*p = '/';
 	}
-	key_path(s, path);
-	zoo_acreate(zh, path, NULL, -1, node_acl, ZOO_CONTAINER,
+	zkl_key_path(s, path);
+	zoo_acreate(zkl_zh, path, NULL, -1, node_acl, ZOO_CONTAINER,
 				key_node_done, ctx);
 }
 
@@ -1580,8 +1292,8 @@ send_test_orphan(const ZklSlot *s)
 
 	zkl_new_uuid(uuid);
 	zkr_node_prefix(s->mode, uuid, GetSystemIdentifier(), s->owner_pid, prefix, sizeof(prefix));
-	child_path(s, prefix, path);
-	zoo_acreate(zh, path, NULL, -1, node_acl, ZOO_EPHEMERAL_SEQUENTIAL, ignore_done, NULL);
+	zkl_child_path(s, prefix, path);
+	zoo_acreate(zkl_zh, path, NULL, -1, node_acl, ZOO_EPHEMERAL_SEQUENTIAL, ignore_done, NULL);
 }
 
 /* Whether a planned op may go inside a multi. */
@@ -1636,7 +1348,7 @@ send_batches(int nops)
 			b->ctx[b->n] = slot_ctx(op->idx, op->attempt);
 			if (del)
 			{
-				child_path(s, s->node, b->names[b->n]);
+				zkl_child_path(s, s->node, b->names[b->n]);
 				zoo_delete_op_init(&b->ops[b->n], b->names[b->n], -1);
 			}
 			else
@@ -1646,7 +1358,7 @@ send_batches(int nops)
 				/* names[] is read when the multi is sent, and gets the result */
 				zkr_node_prefix(s->mode, s->uuid, GetSystemIdentifier(), s->owner_pid,
 								prefix, sizeof(prefix));
-				child_path(s, prefix, b->names[b->n]);
+				zkl_child_path(s, prefix, b->names[b->n]);
 				zoo_create_op_init(&b->ops[b->n], b->names[b->n], s->data, strlen(s->data),
 								   node_acl, ZOO_EPHEMERAL_SEQUENTIAL,
 								   b->names[b->n], ZKL_PATH_LEN);
@@ -1662,7 +1374,7 @@ send_batches(int nops)
 			batch_put(b);
 			break;
 		}
-		if (zoo_amulti(zh, b->n, b->ops, b->results, multi_done, b) != ZOK)
+		if (zoo_amulti(zkl_zh, b->n, b->ops, b->results, multi_done, b) != ZOK)
 			elog(ERROR, "zk_lock: could not send a ZooKeeper multi");
 		writes_in_flight++;
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
@@ -1675,8 +1387,8 @@ send_batches(int nops)
 
 			if (b->del[j])
 				continue;
-			key_path(&zkl_shared->slots[b->idx[j]], path);
-			(void) zoo_aget_children2(zh, path, 0, children_done, b->ctx[j]);
+			zkl_key_path(&zkl_shared->slots[b->idx[j]], path);
+			(void) zoo_aget_children2(zkl_zh, path, 0, children_done, b->ctx[j]);
 		}
 	}
 }
@@ -1703,7 +1415,7 @@ send_ops(int nops)
 		if (op->batched)
 			continue;
 
-		key_path(s, parent);
+		zkl_key_path(s, parent);
 		switch (op->kind)
 		{
 			case OP_CREATE:
@@ -1716,26 +1428,26 @@ send_ops(int nops)
 						send_test_orphan(s);
 					zkr_node_prefix(s->mode, s->uuid, GetSystemIdentifier(), s->owner_pid,
 									prefix, sizeof(prefix));
-					child_path(s, prefix, path);
-					rc = zoo_acreate2(zh, path, s->data, strlen(s->data),
+					zkl_child_path(s, prefix, path);
+					rc = zoo_acreate2(zkl_zh, path, s->data, strlen(s->data),
 									  node_acl, ZOO_EPHEMERAL_SEQUENTIAL,
 									  create_done, ctx);
 					if (rc == ZOK)
 						writes_in_flight++;
 					/* same round trip: the server answers a session in order */
 					if (rc == ZOK)
-						rc = zoo_aget_children2(zh, parent, 0, children_done, ctx);
+						rc = zoo_aget_children2(zkl_zh, parent, 0, children_done, ctx);
 				}
 				break;
 			case OP_CHILDREN:
-				rc = zoo_aget_children2(zh, parent, 0, children_done, ctx);
+				rc = zoo_aget_children2(zkl_zh, parent, 0, children_done, ctx);
 				break;
 			case OP_RECOVER:
-				rc = zoo_aget_children2(zh, parent, 0, recover_done, ctx);
+				rc = zoo_aget_children2(zkl_zh, parent, 0, recover_done, ctx);
 				break;
 			case OP_STAT:
-				child_path(s, s->node, path);
-				rc = zoo_aexists(zh, path, 0, stat_done, ctx);
+				zkl_child_path(s, s->node, path);
+				rc = zoo_aexists(zkl_zh, path, 0, stat_done, ctx);
 				break;
 			case OP_VERIFY:
 				{
@@ -1743,18 +1455,18 @@ send_ops(int nops)
 					 * reply proves the session alive there, now */
 					zoo_op_t	check;
 
-					child_path(s, s->node, path);
+					zkl_child_path(s, s->node, path);
 					zoo_check_op_init(&check, path, -1);
-					rc = zoo_amulti(zh, 1, &check, &verify_results[op->idx], verify_done, ctx);
+					rc = zoo_amulti(zkl_zh, 1, &check, &verify_results[op->idx], verify_done, ctx);
 				}
 				break;
 			case OP_WATCH:
-				child_path(s, s->watch, path);
-				rc = zoo_awexists(zh, path, predecessor_watch, ctx, exists_done, ctx);
+				zkl_child_path(s, s->watch, path);
+				rc = zoo_awexists(zkl_zh, path, predecessor_watch, ctx, exists_done, ctx);
 				break;
 			case OP_DELETE:
-				child_path(s, s->node, path);
-				rc = zoo_adelete(zh, path, -1, delete_done, ctx);
+				zkl_child_path(s, s->node, path);
+				rc = zoo_adelete(zkl_zh, path, -1, delete_done, ctx);
 				if (rc == ZOK)
 					writes_in_flight++;
 				break;
@@ -1815,7 +1527,7 @@ apply_auth(void)
 		if (strcmp(auth_complaint, why) != 0)
 			ereport(LOG, (errmsg("zk_lock: zk_lock.auth is unusable: %s", why)));
 		strlcpy(auth_complaint, why, sizeof(auth_complaint));
-		if (zh != NULL)
+		if (zkl_zh != NULL)
 			return true;		/* the session keeps the identity it has */
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		zkl_shared->auth_unusable = true;
@@ -1827,10 +1539,10 @@ apply_auth(void)
 	node_acl = zkl_node_acl(r == ZKL_AUTH_OK);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->auth_unusable = false;
-	if (r == ZKL_AUTH_NONE && zh == NULL)
+	if (r == ZKL_AUTH_NONE && zkl_zh == NULL)
 		set_auth_info("%s", "");
 	LWLockRelease(zkl_shared->lock);
-	if (r == ZKL_AUTH_OK && zh != NULL && strcmp(cred, session_cred) != 0)
+	if (r == ZKL_AUTH_OK && zkl_zh != NULL && strcmp(cred, session_cred) != 0)
 	{
 		/* ZooKeeper cannot take an identity back: a session only gains them */
 		if (session_cred[0] != '\0')
@@ -1841,7 +1553,7 @@ apply_auth(void)
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		set_auth_info("%s: sent", user);
 		LWLockRelease(zkl_shared->lock);
-		if (zoo_add_auth(zh, "digest", cred, strlen(cred), auth_done, NULL) != ZOK)
+		if (zoo_add_auth(zkl_zh, "digest", cred, strlen(cred), auth_done, NULL) != ZOK)
 			elog(ERROR, "zk_lock: could not send the ZooKeeper credential");
 	}
 	explicit_bzero(cred, sizeof(cred));
@@ -1911,9 +1623,9 @@ open_session(void)
 	LWLockRelease(zkl_shared->lock);
 
 	writes_in_flight = 0;
-	zh = zkc_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
+	zkl_zh = zkc_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
 				  session_watcher);
-	if (zh == NULL)
+	if (zkl_zh == NULL)
 	{
 		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
 		return;
@@ -1935,10 +1647,10 @@ reload_config(void)
 	/* one-shot (on a change), so the restarted worker does not fail again */
 	if (zkl_test_fail_worker && !was_failing)
 		elog(ERROR, "zk_lock worker failing on request (zk_lock.test_fail_worker)");
-	if (zh != NULL && zkl_hosts[0] != '\0' && strcmp(open_hosts, zkl_hosts) != 0)
+	if (zkl_zh != NULL && zkl_hosts[0] != '\0' && strcmp(open_hosts, zkl_hosts) != 0)
 	{
 		/* same ensemble, new list: keep the session and every lock */
-		if (zoo_set_servers(zh, zkl_hosts) == ZOK)
+		if (zoo_set_servers(zkl_zh, zkl_hosts) == ZOK)
 		{
 			ereport(LOG, (errmsg("zk_lock: ZooKeeper hosts changed to \"%s\"", zkl_hosts)));
 			pfree(open_hosts);
@@ -1948,7 +1660,7 @@ reload_config(void)
 			ereport(LOG, (errmsg("zk_lock: could not apply zk_lock.hosts \"%s\"", zkl_hosts)));
 	}
 	apply_root();
-	if (zh != NULL)
+	if (zkl_zh != NULL)
 		(void) apply_auth();
 }
 
@@ -2061,18 +1773,18 @@ zkl_worker_main(Datum arg)
 		if (ConfigReloadPending)
 			reload_config();
 
-		if (zh != NULL && !session_ended && cut_off_too_long())
+		if (zkl_zh != NULL && !session_ended && cut_off_too_long())
 			session_ended = true;
-		if (zh != NULL && session_ended)
+		if (zkl_zh != NULL && session_ended)
 		{
 			session_ended = false;
 			session_lost();
-			zkc_close(zh);
-			zh = NULL;
+			zkc_close(zkl_zh);
+			zkl_zh = NULL;
 			/* refused authentication would otherwise be retried in a tight loop */
 			next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
 		}
-		if (zh == NULL && zkl_hosts[0] != '\0' && GetCurrentTimestamp() >= next_open)
+		if (zkl_zh == NULL && zkl_hosts[0] != '\0' && GetCurrentTimestamp() >= next_open)
 			open_session();
 
 		wait_ms = plan_ops(&nops);
@@ -2084,25 +1796,16 @@ zkl_worker_main(Datum arg)
 		}
 		else if (nops > 0)
 			send_ops(nops);
-		if (ghosts != NIL)
 		{
-			long		ghost_ms = send_ghosts();
+			long		ghost_ms = zkl_send_ghosts();
 
 			if (ghost_ms >= 0)
 				wait_ms = (wait_ms < 0) ? ghost_ms : Min(wait_ms, ghost_ms);
 		}
-		if (query_to_send)
-		{
-			char		path[ZKL_PATH_LEN];
-
-			query_to_send = false;
-			snprintf(path, sizeof(path), "%s/%s", zkl_shared->roots[zkl_shared->cur_root], zkl_query->key);
-			zoo_aget_children2(zh, path, 0, query_children_done,
-							   (void *) (uintptr_t) (zkl_query->attempt & CTX_ATTEMPT_MASK));
-		}
-		if (zh == NULL && zkl_hosts[0] != '\0')
+		zkl_query_send();
+		if (zkl_zh == NULL && zkl_hosts[0] != '\0')
 			wait_ms = (wait_ms < 0) ? REOPEN_DELAY_MS : Min(wait_ms, REOPEN_DELAY_MS);
-		else if (zh != NULL)
+		else if (zkl_zh != NULL)
 		{
 			long		cut = cut_off_ms_left();
 
@@ -2111,8 +1814,8 @@ zkl_worker_main(Datum arg)
 		}
 
 		/* data read on a connection that stays up came from the server */
-		if ((zkc_wait(zh, wait_ms) & WL_SOCKET_READABLE) && zh != NULL &&
-			zoo_state(zh) == ZOO_CONNECTED_STATE)
+		if ((zkc_wait(zkl_zh, wait_ms) & WL_SOCKET_READABLE) && zkl_zh != NULL &&
+			zoo_state(zkl_zh) == ZOO_CONNECTED_STATE)
 			zkl_shared->last_heard = GetCurrentTimestamp();
 	}
 
@@ -2121,8 +1824,8 @@ zkl_worker_main(Datum arg)
 	 * clusters need not wait a session timeout.  Our holders lose their locks.
 	 */
 	session_lost();
-	zkc_close(zh);
-	zh = NULL;
+	zkc_close(zkl_zh);
+	zkl_zh = NULL;
 	unlink(SESSION_FILE);		/* closed: nothing left to clean up */
 	ereport(LOG, (errmsg("zk_lock worker stopped")));
 	proc_exit(1);				/* exit code 1: restarted unless shutting down */

@@ -1,0 +1,180 @@
+/*
+ * orphans.c — nodes of this cluster's session that no request owns.
+ *
+ * Such a node blocks its key for as long as the session lives.  Two things
+ * leave one behind, and each has its own check:
+ *   - a create whose reply was lost and that a lookup by uuid did not find
+ *     can still be applied after that lookup (a "ghost"): its key is listed
+ *     once more a little later and a node with that request's uuid deleted;
+ *   - anything else: a waiter that has waited long looks for such nodes in
+ *     its own listing ("suspects") and deletes those our session owns.
+ * Part of the worker: runs in its process only.
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "nodes/pg_list.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "zk_lock.h"
+#include "worker.h"
+
+/* Completion of a stray node's delete: only a failure is worth a word. */
+void
+zkl_orphan_deleted(int rc, const void *ctx)
+{
+	if (rc != ZOK && rc != ZNONODE)
+		ereport(LOG, (errmsg("zk_lock: could not delete a stray lock node: %s", zerror(rc))));
+}
+
+/*
+ * Nodes of this cluster's session that no slot knows of would block their
+ * key for as long as the session lives.  A waiter that has waited long
+ * looks for them in its listing: nodes with our system identifier whose
+ * uuid no slot carries.  They are deleted only after an exists() shows our
+ * session owns them (a promoted standby shares our system identifier).
+ */
+#define MAX_SUSPECTS 8
+static char suspects[MAX_SUSPECTS][ZKL_PATH_LEN];
+static int	nsuspects = 0;
+
+void
+zkl_find_suspects(const ZklSlot *s, int n)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < n && nsuspects < MAX_SUSPECTS; i++)
+	{
+		bool		known = false;
+
+		if (!zkr_name_has_sysid(zkl_childbuf[i].name, GetSystemIdentifier()))
+			continue;
+		for (j = 0; j < zkl_shared->nused && !known; j++)
+			known = zkl_shared->slots[j].zstate != ZKS_FREE &&
+				zkr_name_has_uuid(zkl_childbuf[i].name, zkl_shared->slots[j].uuid);
+		if (!known)
+			zkl_child_path(s, zkl_childbuf[i].name, suspects[nsuspects++]);
+	}
+}
+
+static void
+suspect_stat_done(int rc, const struct Stat *stat, const void *data)
+{
+	char	   *path = (char *) data;
+	bool		ours;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	ours = rc == ZOK && stat->ephemeralOwner == zkl_shared->session_id;
+	LWLockRelease(zkl_shared->lock);
+	if (ours)
+	{
+		ereport(LOG, (errmsg("zk_lock: deleting lock node %s: no request of this cluster owns it", path)));
+		zoo_adelete(zkl_zh, path, -1, zkl_orphan_deleted, NULL);
+	}
+	pfree(path);
+}
+
+/* Send what zkl_find_suspects() found; without the lock. */
+void
+zkl_check_suspects(void)
+{
+	int			i;
+
+	for (i = 0; i < nsuspects; i++)
+	{
+		char	   *path = MemoryContextStrdup(TopMemoryContext, suspects[i]);
+
+		if (zoo_aexists(zkl_zh, path, 0, suspect_stat_done, path) != ZOK)
+			pfree(path);
+	}
+	nsuspects = 0;
+}
+
+/*
+ * A create whose reply was lost, and whose node a later listing did not
+ * show, can still be applied after that listing: the server handles a
+ * session's old and new connections on different threads.  Its node would
+ * block the key for as long as the session lives, so the key is listed once
+ * more a little later and a node with that request's uuid is deleted.
+ */
+#define GHOST_DELAY_MS	1000
+
+typedef struct Ghost
+{
+	TimestampTz due;
+	char		uuid[ZKL_UUID_LEN + 1];
+	char		key_path[ZKL_PATH_LEN];
+} Ghost;
+
+static List *ghosts = NIL;		/* waiting for their due time */
+
+/* Caller holds the lock. */
+void
+zkl_remember_ghost(const ZklSlot *s)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	Ghost	   *g = palloc(sizeof(Ghost));
+
+	g->due = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), GHOST_DELAY_MS);
+	strlcpy(g->uuid, s->uuid, sizeof(g->uuid));
+	zkl_key_path(s, g->key_path);
+	ghosts = lappend(ghosts, g);
+	MemoryContextSwitchTo(old);
+}
+
+static void
+ghost_children_done(int rc, const struct String_vector *strings, const void *data)
+{
+	Ghost	   *g = (Ghost *) data;
+	int			i;
+
+	if (zkl_outcome_unknown(rc))
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		ghosts = lappend(ghosts, g);	/* again once reconnected */
+		MemoryContextSwitchTo(old);
+		return;
+	}
+	for (i = 0; rc == ZOK && i < strings->count; i++)
+	{
+		if (zkr_name_has_uuid(strings->data[i], g->uuid))
+		{
+			char		path[ZKL_PATH_LEN];
+
+			snprintf(path, sizeof(path), "%s/%s", g->key_path, strings->data[i]);
+			ereport(LOG, (errmsg("zk_lock: deleting lock node %s: its create was given up for lost", path)));
+			zoo_adelete(zkl_zh, path, -1, zkl_orphan_deleted, NULL);
+		}
+	}
+	pfree(g);
+}
+
+/* List the keys of ghosts that are due; returns ms until the next one, or -1. */
+long
+zkl_send_ghosts(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	long		next_ms = -1;
+	ListCell   *lc;
+
+	if (zkl_zh == NULL || zoo_state(zkl_zh) != ZOO_CONNECTED_STATE)
+		return ghosts != NIL ? REOPEN_DELAY_MS : -1;
+	foreach(lc, ghosts)
+	{
+		Ghost	   *g = (Ghost *) lfirst(lc);
+		long		left = TimestampDifferenceMilliseconds(now, g->due);
+
+		if (left > 0)
+		{
+			next_ms = (next_ms < 0 || left < next_ms) ? left : next_ms;
+			continue;
+		}
+		ghosts = foreach_delete_current(ghosts, lc);
+		if (zoo_aget_children(zkl_zh, g->key_path, 0, ghost_children_done, g) != ZOK)
+			pfree(g);
+	}
+	return next_ms;
+}

@@ -1,0 +1,161 @@
+/*
+ * queue_read.c — the worker's side of zk_lock_queue(): one live read of a
+ * key's queue in ZooKeeper, its children and then each one's data, for the
+ * backend that asked through the shared query area (see views.c).
+ * Part of the worker: runs in its process only.
+ */
+#include "postgres.h"
+
+#include "storage/condition_variable.h"
+
+#include "zk_lock.h"
+#include "zk_client.h"
+#include "worker.h"
+
+static bool query_to_send = false;	/* asked and started: read the key */
+
+static bool
+query_current(uint64 attempt)
+{
+	return zkl_query->state == ZKQ_RUNNING &&
+		(zkl_query->attempt & CTX_ATTEMPT_MASK) == attempt;
+}
+
+/* Caller holds the lock; the caller broadcasts once it has released it. */
+static void
+query_done(int sqlstate, const char *msg)
+{
+	zkl_query->sqlstate = sqlstate;
+	if (msg)
+		strlcpy(zkl_query->errmsg, msg, sizeof(zkl_query->errmsg));
+	zkl_query->state = ZKQ_DONE;
+}
+
+static void
+query_data_done(int rc, const char *value, int value_len, const struct Stat *stat,
+				const void *ctx)
+{
+	uint64		v = (uint64) (uintptr_t) ctx;
+	int			i = (int) (v & ((1 << CTX_IDX_BITS) - 1));
+	bool		finished = false;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (query_current(v >> CTX_IDX_BITS) && i < zkl_query->nentries)
+	{
+		ZklQueueEntry *e = &zkl_query->entries[i];
+
+		if (zkl_outcome_unknown(rc) ||
+			rc == ZSESSIONEXPIRED || rc == ZCLOSING)
+			zkl_query->state = ZKQ_ASKED;	/* read it all again once connected */
+		else
+		{
+			/* ZNONODE: released since the listing; that row is left out */
+			e->have_data = (rc == ZOK);
+			if (rc == ZOK && value != NULL)
+			{
+				int			len = Min(value_len, ZKL_DATA_LEN - 1);
+
+				memcpy(e->data, value, len);
+				e->data[len] = '\0';
+			}
+			else
+				e->data[0] = '\0';
+			if (--zkl_query->pending == 0)
+			{
+				query_done(0, NULL);
+				finished = true;
+			}
+		}
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (finished)
+		ConditionVariableBroadcast(&zkl_query->cv);
+}
+
+static void
+query_children_done(int rc, const struct String_vector *strings, const struct Stat *stat,
+					const void *ctx)
+{
+	uint64		attempt = (uint64) (uintptr_t) ctx;
+	char		parent[ZKL_PATH_LEN];
+	int			n = 0;
+	bool		finished = false;
+	int			i;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (!query_current(attempt))
+	{
+		LWLockRelease(zkl_shared->lock);
+		return;
+	}
+	if (rc == ZOK)
+	{
+		n = zkl_collect_children(strings);
+		zkl_query->truncated = n > ZKL_QUEUE_MAX;
+		n = Min(n, ZKL_QUEUE_MAX);
+		for (i = 0; i < n; i++)
+		{
+			strlcpy(zkl_query->entries[i].node, zkl_childbuf[i].name, ZKL_NODE_BUFLEN);
+			zkl_query->entries[i].have_data = false;
+		}
+		zkl_query->nentries = zkl_query->pending = n;
+		if (n == 0)
+			query_done(0, NULL);
+	}
+	else if (rc == ZNONODE)
+		query_done(0, NULL);	/* no key node: nobody holds or waits */
+	else if (zkl_outcome_unknown(rc) ||
+			 rc == ZSESSIONEXPIRED || rc == ZCLOSING)
+		zkl_query->state = ZKQ_ASKED;
+	else
+	{
+		char		msg[ZKL_ERRMSG_LEN];
+
+		snprintf(msg, sizeof(msg), "could not read the lock queue: %s", zerror(rc));
+		query_done(zkc_sqlstate(rc), msg);
+	}
+	finished = zkl_query->state == ZKQ_DONE;
+	snprintf(parent, sizeof(parent), "%s/%s", zkl_shared->roots[zkl_shared->cur_root], zkl_query->key);
+	LWLockRelease(zkl_shared->lock);
+
+	if (finished)
+		ConditionVariableBroadcast(&zkl_query->cv);
+
+	/* entries are ours while RUNNING: read their names without the lock */
+	for (i = 0; i < n; i++)
+	{
+		char		path[ZKL_PATH_LEN];
+
+		snprintf(path, sizeof(path), "%s/%s", parent, zkl_query->entries[i].node);
+		zoo_aget(zkl_zh, path, 0, query_data_done,
+				 (void *) (uintptr_t) ((attempt << CTX_IDX_BITS) | (uint64) i));
+	}
+}
+
+/* A backend asked: start the read.  Caller holds the lock, connected. */
+void
+zkl_query_start(void)
+{
+	if (zkl_query->state != ZKQ_ASKED)
+		return;
+	zkl_query->state = ZKQ_RUNNING;
+	zkl_query->attempt = ++zkl_shared->next_attempt;
+	zkl_query->nentries = 0;
+	zkl_query->truncated = false;
+	zkl_query->sqlstate = 0;
+	query_to_send = true;
+}
+
+/* Send the listing of a started read; without the lock. */
+void
+zkl_query_send(void)
+{
+	char		path[ZKL_PATH_LEN];
+
+	if (!query_to_send)
+		return;
+	query_to_send = false;
+	snprintf(path, sizeof(path), "%s/%s", zkl_shared->roots[zkl_shared->cur_root], zkl_query->key);
+	zoo_aget_children2(zkl_zh, path, 0, query_children_done,
+					   (void *) (uintptr_t) (zkl_query->attempt & CTX_ATTEMPT_MASK));
+}

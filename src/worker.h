@@ -1,0 +1,38 @@
+/*
+ * worker.h — what the zk_lock worker's files share (worker.c, orphans.c,
+ * queue_read.c).  Everything here runs in the worker process only.
+ */
+#ifndef ZK_LOCK_WORKER_H
+#define ZK_LOCK_WORKER_H
+
+#include <zookeeper/zookeeper.h>
+
+#include "zk_lock.h"
+
+/* A reply's context: slot index in the low bits, the slot's attempt above. */
+#define CTX_IDX_BITS	20
+#define CTX_ATTEMPT_MASK ((UINT64CONST(1) << (64 - CTX_IDX_BITS)) - 1)
+
+#define ZKL_PATH_LEN		2048
+#define REOPEN_DELAY_MS		1000
+
+/* worker.c */
+extern zhandle_t *zkl_zh;		/* the session's handle; NULL while none */
+extern ZkrChild *zkl_childbuf;	/* the last listing, parsed and sorted */
+extern int	zkl_collect_children(const struct String_vector *children);
+extern bool zkl_outcome_unknown(int rc);
+extern void zkl_key_path(const ZklSlot *s, char *out);
+extern void zkl_child_path(const ZklSlot *s, const char *name, char *out);
+
+/* orphans.c */
+extern void zkl_orphan_deleted(int rc, const void *ctx);
+extern void zkl_find_suspects(const ZklSlot *s, int n);
+extern void zkl_check_suspects(void);
+extern void zkl_remember_ghost(const ZklSlot *s);
+extern long zkl_send_ghosts(void);
+
+/* queue_read.c */
+extern void zkl_query_start(void);
+extern void zkl_query_send(void);
+
+#endif
