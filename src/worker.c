@@ -11,8 +11,9 @@
  * Library calls are never made while holding the lock: the library may run
  * completions from inside them, and those take the lock.
  *
- * Nodes no request owns are found and deleted in orphans.c; zk_lock_queue()'s
- * live read of a key is in queue_read.c.
+ * The session itself (opening, resuming, identity, root, cut-off) is in
+ * session.c; nodes no request owns are found and deleted in orphans.c;
+ * zk_lock_queue()'s live read of a key is in queue_read.c.
  */
 #include "postgres.h"
 
@@ -20,15 +21,12 @@
 
 #include "access/xlog.h"
 #include "miscadmin.h"
-#include "nodes/pg_list.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
-#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
-#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -38,8 +36,6 @@
 
 #define MAX_PARENT_RETRIES	5
 
-/* In the data directory: the session to close after a crash-restart. */
-#define SESSION_FILE		"pg_zk_lock.session"
 
 typedef enum OpKind
 {
@@ -95,17 +91,10 @@ static int	batch_pooled = 0;
 
 zhandle_t  *zkl_zh = NULL;
 static int	writes_in_flight = 0;	/* creates, deletes and multis unanswered */
-static char *open_hosts = NULL;
-static bool session_ended = false;	/* expired or refused: open a new one */
-static TimestampTz next_open = 0;
 static Op  *ops = NULL;
 ZkrChild   *zkl_childbuf = NULL;
 static int	maxchild = 0;
 static zoo_op_result_t *verify_results = NULL;	/* one per slot, alive until the reply */
-static struct ACL_vector *node_acl = NULL;	/* ACL of the nodes we create */
-static char session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
-static char session_user[ZKL_ERRMSG_LEN / 2];
-static char auth_complaint[ZKL_AUTH_INFO_LEN];	/* last logged, so it is logged once */
 
 static void *
 slot_ctx(int idx, uint64 attempt)
@@ -200,8 +189,8 @@ requeue(ZklSlot *s)
 }
 
 /* Holders committing while we were disconnected wait for this. Caller holds the lock. */
-static void
-wake_holders(void)
+void
+zkl_wake_holders(void)
 {
 	int			i;
 
@@ -210,7 +199,7 @@ wake_holders(void)
 			zkl_wake_owner(&zkl_shared->slots[i]);
 }
 
-/* One slot's part of session_lost(). */
+/* One slot's part of zkl_session_lost(). */
 static void
 forget_node(ZklSlot *s)
 {
@@ -255,8 +244,8 @@ each_slot(void (*fn) (ZklSlot *s))
  * node is gone with it.  Waiters queue again in the next session; holders
  * have lost their locks and must not commit.
  */
-static void
-session_lost(void)
+void
+zkl_session_lost(void)
 {
 	each_slot(forget_node);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
@@ -549,7 +538,7 @@ children_done(int rc, const struct String_vector *strings, const struct Stat *st
 			s->todo |= ZKT_CHILDREN;	/* again once reconnected */
 		else if (rc == ZNONODE)
 			requeue(s);			/* key node gone, so is our node */
-		/* session errors: session_lost() re-queues */
+		/* session errors: zkl_session_lost() re-queues */
 	}
 	LWLockRelease(zkl_shared->lock);
 	zkl_check_suspects();
@@ -849,161 +838,9 @@ verify_done(int rc, const void *ctx)
 			/* the node is gone: whoever deleted it, the lock is not ours */
 			zkl_lose_slot(s);
 		}
-		/* session errors: session_lost() marks the lock lost */
+		/* session errors: zkl_session_lost() marks the lock lost */
 	}
 	LWLockRelease(zkl_shared->lock);
-}
-
-/*
- * Remember the session in the data directory.  Shared memory (which lets a
- * restarted worker resume the session) does not survive a crash-restart;
- * this file lets the next worker close the orphaned session at once.
- */
-static void
-save_session_file(const clientid_t *id)
-{
-	FILE	   *f = AllocateFile(SESSION_FILE ".tmp", PG_BINARY_W);
-
-	if (f == NULL ||
-		fwrite(&id->client_id, sizeof(id->client_id), 1, f) != 1 ||
-		fwrite(id->passwd, sizeof(id->passwd), 1, f) != 1)
-	{
-		ereport(LOG, (errcode_for_file_access(),
-					  errmsg("zk_lock: could not write \"%s\": %m", SESSION_FILE ".tmp")));
-		if (f)
-			FreeFile(f);
-		return;
-	}
-	if (FreeFile(f) == 0)
-		(void) durable_rename(SESSION_FILE ".tmp", SESSION_FILE, LOG);
-}
-
-static bool
-read_session_file(clientid_t *id)
-{
-	FILE	   *f = AllocateFile(SESSION_FILE, PG_BINARY_R);
-	bool		ok;
-
-	if (f == NULL)
-		return false;
-	ok = fread(&id->client_id, sizeof(id->client_id), 1, f) == 1 &&
-		fread(id->passwd, sizeof(id->passwd), 1, f) == 1;
-	FreeFile(f);
-	return ok && id->client_id != 0;
-}
-
-static int	left_state = 0;		/* ZOO_*_STATE seen by left_session_watcher */
-
-static void
-left_session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
-{
-	if (type == ZOO_SESSION_EVENT &&
-		(state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE ||
-		 state == ZOO_AUTH_FAILED_STATE))
-		left_state = state;
-}
-
-/*
- * After a crash-restart, the previous incarnation's session may still hold
- * lock nodes that other clusters wait for.  Reattach to it just to close it,
- * so they need not wait a whole session timeout; then start afresh.
- */
-static void
-close_left_session(void)
-{
-	clientid_t	old;
-	zhandle_t  *h;
-	TimestampTz deadline;
-
-	if (!read_session_file(&old))
-		return;
-	h = zkc_open(zkl_hosts, zkl_session_timeout, &old, left_session_watcher);
-	if (h == NULL)
-		return;
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), zkl_connect_timeout);
-	left_state = 0;
-	while (left_state == 0 && !ShutdownRequestPending)
-	{
-		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-
-		if (left <= 0)
-			break;
-		zkc_wait(h, left);
-	}
-	/* closing a connected handle ends the session: its nodes go at once */
-	zkc_close(h);
-	if (left_state == ZOO_CONNECTED_STATE)
-		ereport(LOG, (errmsg("zk_lock: closed session 0x%llx left over from before a restart",
-							 (unsigned long long) old.client_id)));
-	else if (left_state == ZOO_EXPIRED_SESSION_STATE)
-		ereport(LOG, (errmsg("zk_lock: session 0x%llx left over from before a restart had expired",
-							 (unsigned long long) old.client_id)));
-	else
-		ereport(LOG, (errmsg("zk_lock: could not reach ZooKeeper to close session 0x%llx left over from before a restart",
-							 (unsigned long long) old.client_id)));
-	unlink(SESSION_FILE);
-}
-
-static void
-session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
-{
-	if (type != ZOO_SESSION_EVENT)
-		return;
-
-	if (state == ZOO_CONNECTED_STATE)
-	{
-		const clientid_t *id = zoo_client_id(h);
-		bool		changed;
-
-		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		changed = zkl_shared->session_id != 0 && zkl_shared->session_id != id->client_id;
-		LWLockRelease(zkl_shared->lock);
-		if (changed)
-			session_lost();		/* asked to resume a session that is gone */
-
-		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		changed = zkl_shared->session_id != id->client_id;
-		zkl_shared->session_id = id->client_id;
-		memcpy(zkl_shared->session_passwd, id->passwd, sizeof(zkl_shared->session_passwd));
-		zkl_shared->conn_state = ZKC_CONNECTED;
-		zkl_shared->state_since = GetCurrentTimestamp();
-		zkl_shared->last_heard = zkl_shared->state_since;
-		zkl_shared->negotiated_timeout = zoo_recv_timeout(h);
-		strlcpy(zkl_shared->server, zoo_get_current_server(h) ? zoo_get_current_server(h) : "",
-				sizeof(zkl_shared->server));
-		zkl_shared->counters.reconnects++;
-		wake_holders();
-		LWLockRelease(zkl_shared->lock);
-		if (changed)
-			save_session_file(id);	/* outside the lock: it syncs to disk */
-		ereport(LOG,
-				(errmsg("zk_lock: connected to ZooKeeper, session 0x%llx, timeout %d ms",
-						(unsigned long long) id->client_id, zoo_recv_timeout(h))));
-	}
-	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
-	{
-		bool		was_connected;
-
-		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		was_connected = zkl_shared->conn_state == ZKC_CONNECTED;
-		zkl_shared->conn_state = ZKC_CONNECTING;
-		if (was_connected)
-			zkl_shared->state_since = GetCurrentTimestamp();
-		LWLockRelease(zkl_shared->lock);
-		if (was_connected)
-			ereport(LOG, (errmsg("zk_lock: lost the connection to ZooKeeper; reconnecting")));
-	}
-	else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
-	{
-		ereport(LOG,
-				(errmsg("zk_lock: ZooKeeper session 0x%llx %s",
-						(unsigned long long) zoo_client_id(h)->client_id,
-						state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "was refused authentication")));
-		session_ended = true;
-		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		zkl_shared->counters.expirations++;
-		LWLockRelease(zkl_shared->lock);
-	}
 }
 
 /* ---- plan and send ---- */
@@ -1267,14 +1104,14 @@ send_parents(const ZklSlot *s, const void *ctx)
 	{
 		if (p)
 			*p = '\0';
-		zoo_acreate(zkl_zh, path, NULL, -1, node_acl, ZOO_PERSISTENT,
+		zoo_acreate(zkl_zh, path, NULL, -1, zkl_acl, ZOO_PERSISTENT,
 					ignore_done, NULL);
 		if (!p)
 			break;
 		*p = '/';
 	}
 	zkl_key_path(s, path);
-	zoo_acreate(zkl_zh, path, NULL, -1, node_acl, ZOO_CONTAINER,
+	zoo_acreate(zkl_zh, path, NULL, -1, zkl_acl, ZOO_CONTAINER,
 				key_node_done, ctx);
 }
 
@@ -1293,7 +1130,7 @@ send_test_orphan(const ZklSlot *s)
 	zkl_new_uuid(uuid);
 	zkr_node_prefix(s->mode, uuid, GetSystemIdentifier(), s->owner_pid, prefix, sizeof(prefix));
 	zkl_child_path(s, prefix, path);
-	zoo_acreate(zkl_zh, path, NULL, -1, node_acl, ZOO_EPHEMERAL_SEQUENTIAL, ignore_done, NULL);
+	zoo_acreate(zkl_zh, path, NULL, -1, zkl_acl, ZOO_EPHEMERAL_SEQUENTIAL, ignore_done, NULL);
 }
 
 /* Whether a planned op may go inside a multi. */
@@ -1360,7 +1197,7 @@ send_batches(int nops)
 								prefix, sizeof(prefix));
 				zkl_child_path(s, prefix, b->names[b->n]);
 				zoo_create_op_init(&b->ops[b->n], b->names[b->n], s->data, strlen(s->data),
-								   node_acl, ZOO_EPHEMERAL_SEQUENTIAL,
+								   zkl_acl, ZOO_EPHEMERAL_SEQUENTIAL,
 								   b->names[b->n], ZKL_PATH_LEN);
 			}
 			b->n++;
@@ -1430,7 +1267,7 @@ send_ops(int nops)
 									prefix, sizeof(prefix));
 					zkl_child_path(s, prefix, path);
 					rc = zoo_acreate2(zkl_zh, path, s->data, strlen(s->data),
-									  node_acl, ZOO_EPHEMERAL_SEQUENTIAL,
+									  zkl_acl, ZOO_EPHEMERAL_SEQUENTIAL,
 									  create_done, ctx);
 					if (rc == ZOK)
 						writes_in_flight++;
@@ -1473,7 +1310,7 @@ send_ops(int nops)
 		}
 
 		/*
-		 * ZINVALIDSTATE: the session just ended and session_lost() will
+		 * ZINVALIDSTATE: the session just ended and zkl_session_lost() will
 		 * re-queue.  Anything else is a local failure to build a request.
 		 */
 		if (rc != ZOK && rc != ZINVALIDSTATE)
@@ -1481,227 +1318,14 @@ send_ops(int nops)
 	}
 }
 
-/* ---- lifecycle ---- */
-
-static void
-set_auth_info(const char *fmt,...) pg_attribute_printf(1, 2);
-
-/* zk_lock_status().auth; caller holds the lock */
-static void
-set_auth_info(const char *fmt,...)
+/* A new handle has nothing in flight. */
+void
+zkl_forget_writes(void)
 {
-	va_list		ap;
-
-	va_start(ap, fmt);
-	vsnprintf(zkl_shared->auth_info, sizeof(zkl_shared->auth_info), fmt, ap);
-	va_end(ap);
-}
-
-static void
-auth_done(int rc, const void *ctx)
-{
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (rc == ZOK)
-		set_auth_info("%s: accepted", session_user);
-	else
-		set_auth_info("%s: refused by ZooKeeper (%s)", session_user, zerror(rc));
-	LWLockRelease(zkl_shared->lock);
-}
-
-/*
- * Read zk_lock.auth.  Unusable (a bad file, say) means no session at all:
- * requests then fail at once rather than create nodes anyone could delete.
- * Usable: the identity is added to the session (if open and not added yet),
- * and every node is created so that only it can change the node.
- */
-static bool
-apply_auth(void)
-{
-	char		cred[ZKL_ERRMSG_LEN];
-	char		user[ZKL_ERRMSG_LEN / 2];
-	const char *why;
-	ZklAuthResult r = zkl_load_credential(cred, sizeof(cred), user, sizeof(user), &why);
-
-	if (r == ZKL_AUTH_UNUSABLE)
-	{
-		if (strcmp(auth_complaint, why) != 0)
-			ereport(LOG, (errmsg("zk_lock: zk_lock.auth is unusable: %s", why)));
-		strlcpy(auth_complaint, why, sizeof(auth_complaint));
-		if (zkl_zh != NULL)
-			return true;		/* the session keeps the identity it has */
-		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		zkl_shared->auth_unusable = true;
-		set_auth_info("%s", why);
-		LWLockRelease(zkl_shared->lock);
-		return false;
-	}
-	auth_complaint[0] = '\0';
-	node_acl = zkl_node_acl(r == ZKL_AUTH_OK);
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zkl_shared->auth_unusable = false;
-	if (r == ZKL_AUTH_NONE && zkl_zh == NULL)
-		set_auth_info("%s", "");
-	LWLockRelease(zkl_shared->lock);
-	if (r == ZKL_AUTH_OK && zkl_zh != NULL && strcmp(cred, session_cred) != 0)
-	{
-		/* ZooKeeper cannot take an identity back: a session only gains them */
-		if (session_cred[0] != '\0')
-			ereport(LOG, (errmsg("zk_lock: new locks are created as ZooKeeper user \"%s\"; the session keeps \"%s\" too until it ends",
-								 user, session_user)));
-		strlcpy(session_cred, cred, sizeof(session_cred));
-		strlcpy(session_user, user, sizeof(session_user));
-		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		set_auth_info("%s: sent", user);
-		LWLockRelease(zkl_shared->lock);
-		if (zoo_add_auth(zkl_zh, "digest", cred, strlen(cred), auth_done, NULL) != ZOK)
-			elog(ERROR, "zk_lock: could not send the ZooKeeper credential");
-	}
-	explicit_bzero(cred, sizeof(cred));
-	return true;
-}
-
-/*
- * zk_lock.root changed: locks asked for from now on go under the new root;
- * earlier ones keep theirs until released.  Slots name their root by index
- * into a small table, whose entries are reused once no slot refers to them.
- */
-static void
-apply_root(void)
-{
-	int			pick = -1;
-	int			i;
-	int			j;
-
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (strcmp(zkl_shared->roots[zkl_shared->cur_root], zkl_root) == 0)
-	{
-		LWLockRelease(zkl_shared->lock);
-		return;
-	}
-	for (i = 0; i < ZKL_ROOTS && pick < 0; i++)
-		if (strcmp(zkl_shared->roots[i], zkl_root) == 0)
-			pick = i;
-	for (i = 0; i < ZKL_ROOTS && pick < 0; i++)
-	{
-		bool		used = i == zkl_shared->cur_root;
-
-		for (j = 0; j < zkl_shared->nused && !used; j++)
-			used = zkl_shared->slots[j].zstate != ZKS_FREE && zkl_shared->slots[j].root_id == i;
-		if (!used)
-			pick = i;
-	}
-	if (pick >= 0)
-	{
-		strlcpy(zkl_shared->roots[pick], zkl_root, sizeof(zkl_shared->roots[pick]));
-		zkl_shared->cur_root = pick;
-	}
-	LWLockRelease(zkl_shared->lock);
-	if (pick >= 0)
-		ereport(LOG, (errmsg("zk_lock: new locks go under zk_lock.root \"%s\"", zkl_root)));
-	else
-		ereport(LOG, (errmsg("zk_lock: zk_lock.root \"%s\" not applied yet: locks under %d earlier roots are still held; reload again once they are released",
-							 zkl_root, ZKL_ROOTS - 1)));
-}
-
-static void
-open_session(void)
-{
-	clientid_t	resume;
-	bool		have_resume;
-
-	if (!apply_auth())
-	{
-		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
-		return;
-	}
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	have_resume = zkl_shared->session_id != 0;
-	resume.client_id = zkl_shared->session_id;
-	memcpy(resume.passwd, zkl_shared->session_passwd, sizeof(resume.passwd));
-	zkl_shared->conn_state = ZKC_CONNECTING;
-	zkl_shared->state_since = GetCurrentTimestamp();
-	LWLockRelease(zkl_shared->lock);
-
 	writes_in_flight = 0;
-	zkl_zh = zkc_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
-				  session_watcher);
-	if (zkl_zh == NULL)
-	{
-		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
-		return;
-	}
-	if (open_hosts)
-		pfree(open_hosts);
-	open_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
-	session_cred[0] = '\0';	/* a new handle has no identity yet */
-	(void) apply_auth();
 }
 
-static void
-reload_config(void)
-{
-	bool		was_failing = zkl_test_fail_worker;
-
-	ConfigReloadPending = false;
-	ProcessConfigFile(PGC_SIGHUP);
-	/* one-shot (on a change), so the restarted worker does not fail again */
-	if (zkl_test_fail_worker && !was_failing)
-		elog(ERROR, "zk_lock worker failing on request (zk_lock.test_fail_worker)");
-	if (zkl_zh != NULL && zkl_hosts[0] != '\0' && strcmp(open_hosts, zkl_hosts) != 0)
-	{
-		/* same ensemble, new list: keep the session and every lock */
-		if (zoo_set_servers(zkl_zh, zkl_hosts) == ZOK)
-		{
-			ereport(LOG, (errmsg("zk_lock: ZooKeeper hosts changed to \"%s\"", zkl_hosts)));
-			pfree(open_hosts);
-			open_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
-		}
-		else
-			ereport(LOG, (errmsg("zk_lock: could not apply zk_lock.hosts \"%s\"", zkl_hosts)));
-	}
-	apply_root();
-	if (zkl_zh != NULL)
-		(void) apply_auth();
-}
-
-/*
- * The server expires a session once the full timeout has passed since it
- * last heard from us, and it only ever answers what it heard, so the session
- * can end no sooner than a timeout after our last reply from the server.
- * Once disconnected, our locks may be someone else's from then on: treat the
- * session as lost without waiting to be told (ZooKeeper only says so on
- * reconnect), and a little early (11/12 of the timeout), so we are never the
- * last to know.  A dead connection is noticed only after 2/3 of the timeout
- * without news, so a silent network leaves about a quarter of it to act.
- */
-static long
-cut_off_ms_left(void)
-{
-	long		left = -1;
-
-	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	if (zkl_shared->conn_state == ZKC_CONNECTING && zkl_shared->session_id != 0 &&
-		zkl_shared->negotiated_timeout > 0)
-		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-											   TimestampTzPlusMilliseconds(zkl_shared->last_heard,
-																		   zkl_shared->negotiated_timeout * 11 / 12));
-	LWLockRelease(zkl_shared->lock);
-	return left;
-}
-
-static bool
-cut_off_too_long(void)
-{
-	if (cut_off_ms_left() != 0)
-		return false;
-	ereport(LOG,
-			(errmsg("zk_lock: cut off from ZooKeeper past the session timeout; treating session 0x%llx as expired",
-					(unsigned long long) zkl_shared->session_id)));
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zkl_shared->counters.expirations++;
-	LWLockRelease(zkl_shared->lock);
-	return true;
-}
+/* ---- the worker process ---- */
 
 static bool
 claim_worker_role(void)
@@ -1755,37 +1379,16 @@ zkl_worker_main(Datum arg)
 	verify_results = MemoryContextAllocZero(TopMemoryContext,
 											zkl_shared->nslots * sizeof(zoo_op_result_t));
 	each_slot(redo_in_flight);
-	if (zkl_shared->roots[zkl_shared->cur_root][0] == '\0')
-		strlcpy(zkl_shared->roots[zkl_shared->cur_root], zkl_root, ZKL_MAX_ROOT_LEN + 1);
-	else
-		apply_root();			/* a restarted worker: the setting may have changed */
 	ereport(LOG, (errmsg("zk_lock worker started")));
-
-	/* fresh shared memory (server start or crash-restart): nothing to resume */
-	if (zkl_shared->session_id == 0 && zkl_hosts[0] != '\0')
-		close_left_session();
+	zkl_session_begin();
 
 	while (!ShutdownRequestPending)
 	{
 		long		wait_ms;
+		long		ghost_ms;
 		int			nops;
 
-		if (ConfigReloadPending)
-			reload_config();
-
-		if (zkl_zh != NULL && !session_ended && cut_off_too_long())
-			session_ended = true;
-		if (zkl_zh != NULL && session_ended)
-		{
-			session_ended = false;
-			session_lost();
-			zkc_close(zkl_zh);
-			zkl_zh = NULL;
-			/* refused authentication would otherwise be retried in a tight loop */
-			next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
-		}
-		if (zkl_zh == NULL && zkl_hosts[0] != '\0' && GetCurrentTimestamp() >= next_open)
-			open_session();
+		zkl_session_tend();
 
 		wait_ms = plan_ops(&nops);
 		if (nops > 1)
@@ -1796,22 +1399,11 @@ zkl_worker_main(Datum arg)
 		}
 		else if (nops > 0)
 			send_ops(nops);
-		{
-			long		ghost_ms = zkl_send_ghosts();
-
-			if (ghost_ms >= 0)
-				wait_ms = (wait_ms < 0) ? ghost_ms : Min(wait_ms, ghost_ms);
-		}
+		ghost_ms = zkl_send_ghosts();
+		if (ghost_ms >= 0)
+			wait_ms = (wait_ms < 0) ? ghost_ms : Min(wait_ms, ghost_ms);
 		zkl_query_send();
-		if (zkl_zh == NULL && zkl_hosts[0] != '\0')
-			wait_ms = (wait_ms < 0) ? REOPEN_DELAY_MS : Min(wait_ms, REOPEN_DELAY_MS);
-		else if (zkl_zh != NULL)
-		{
-			long		cut = cut_off_ms_left();
-
-			if (cut >= 0)
-				wait_ms = (wait_ms < 0) ? cut : Min(wait_ms, cut);
-		}
+		wait_ms = zkl_session_wait_ms(wait_ms);
 
 		/* data read on a connection that stays up came from the server */
 		if ((zkc_wait(zkl_zh, wait_ms) & WL_SOCKET_READABLE) && zkl_zh != NULL &&
@@ -1823,10 +1415,7 @@ zkl_worker_main(Datum arg)
 	 * Closing the session makes ZooKeeper drop our nodes at once, so other
 	 * clusters need not wait a session timeout.  Our holders lose their locks.
 	 */
-	session_lost();
-	zkc_close(zkl_zh);
-	zkl_zh = NULL;
-	unlink(SESSION_FILE);		/* closed: nothing left to clean up */
+	zkl_session_end();
 	ereport(LOG, (errmsg("zk_lock worker stopped")));
 	proc_exit(1);				/* exit code 1: restarted unless shutting down */
 }

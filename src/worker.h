@@ -1,6 +1,6 @@
 /*
- * worker.h — what the zk_lock worker's files share (worker.c, orphans.c,
- * queue_read.c).  Everything here runs in the worker process only.
+ * worker.h — what the zk_lock worker's files share (worker.c, session.c,
+ * orphans.c, queue_read.c).  Everything here runs in the worker process only.
  */
 #ifndef ZK_LOCK_WORKER_H
 #define ZK_LOCK_WORKER_H
@@ -23,6 +23,16 @@ extern int	zkl_collect_children(const struct String_vector *children);
 extern bool zkl_outcome_unknown(int rc);
 extern void zkl_key_path(const ZklSlot *s, char *out);
 extern void zkl_child_path(const ZklSlot *s, const char *name, char *out);
+extern void zkl_session_lost(void);
+extern void zkl_wake_holders(void);
+extern void zkl_forget_writes(void);
+
+/* session.c */
+extern struct ACL_vector *zkl_acl;
+extern void zkl_session_begin(void);
+extern void zkl_session_tend(void);
+extern long zkl_session_wait_ms(long wait_ms);
+extern void zkl_session_end(void);
 
 /* orphans.c */
 extern void zkl_orphan_deleted(int rc, const void *ctx);

@@ -1,0 +1,470 @@
+/*
+ * session.c — the worker's ZooKeeper session: opening, resuming and closing
+ * it, its connection state in shared memory, the identity and root it works
+ * under (reloadable), and the clock that declares it lost when the worker is
+ * cut off.  worker.c drives the lock requests through it.
+ * Part of the worker: runs in its process only.
+ */
+#include "postgres.h"
+
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "postmaster/interrupt.h"
+#include "storage/fd.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "zk_lock.h"
+#include "zk_client.h"
+#include "worker.h"
+
+/* In the data directory: the session to close after a crash-restart. */
+#define SESSION_FILE		"pg_zk_lock.session"
+
+struct ACL_vector *zkl_acl = NULL;	/* ACL of the nodes we create */
+
+static char *open_hosts = NULL;
+static bool session_ended = false;	/* expired or refused: open a new one */
+static TimestampTz next_open = 0;
+static char session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
+static char session_user[ZKL_ERRMSG_LEN / 2];
+static char auth_complaint[ZKL_AUTH_INFO_LEN];	/* last logged, so it is logged once */
+
+/*
+ * Remember the session in the data directory.  Shared memory (which lets a
+ * restarted worker resume the session) does not survive a crash-restart;
+ * this file lets the next worker close the orphaned session at once.
+ */
+static void
+save_session_file(const clientid_t *id)
+{
+	FILE	   *f = AllocateFile(SESSION_FILE ".tmp", PG_BINARY_W);
+
+	if (f == NULL ||
+		fwrite(&id->client_id, sizeof(id->client_id), 1, f) != 1 ||
+		fwrite(id->passwd, sizeof(id->passwd), 1, f) != 1)
+	{
+		ereport(LOG, (errcode_for_file_access(),
+					  errmsg("zk_lock: could not write \"%s\": %m", SESSION_FILE ".tmp")));
+		if (f)
+			FreeFile(f);
+		return;
+	}
+	if (FreeFile(f) == 0)
+		(void) durable_rename(SESSION_FILE ".tmp", SESSION_FILE, LOG);
+}
+
+static bool
+read_session_file(clientid_t *id)
+{
+	FILE	   *f = AllocateFile(SESSION_FILE, PG_BINARY_R);
+	bool		ok;
+
+	if (f == NULL)
+		return false;
+	ok = fread(&id->client_id, sizeof(id->client_id), 1, f) == 1 &&
+		fread(id->passwd, sizeof(id->passwd), 1, f) == 1;
+	FreeFile(f);
+	return ok && id->client_id != 0;
+}
+
+static int	left_state = 0;		/* ZOO_*_STATE seen by left_session_watcher */
+
+static void
+left_session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
+{
+	if (type == ZOO_SESSION_EVENT &&
+		(state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE ||
+		 state == ZOO_AUTH_FAILED_STATE))
+		left_state = state;
+}
+
+/*
+ * After a crash-restart, the previous incarnation's session may still hold
+ * lock nodes that other clusters wait for.  Reattach to it just to close it,
+ * so they need not wait a whole session timeout; then start afresh.
+ */
+static void
+close_left_session(void)
+{
+	clientid_t	old;
+	zhandle_t  *h;
+	TimestampTz deadline;
+
+	if (!read_session_file(&old))
+		return;
+	h = zkc_open(zkl_hosts, zkl_session_timeout, &old, left_session_watcher);
+	if (h == NULL)
+		return;
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), zkl_connect_timeout);
+	left_state = 0;
+	while (left_state == 0 && !ShutdownRequestPending)
+	{
+		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+
+		if (left <= 0)
+			break;
+		zkc_wait(h, left);
+	}
+	/* closing a connected handle ends the session: its nodes go at once */
+	zkc_close(h);
+	if (left_state == ZOO_CONNECTED_STATE)
+		ereport(LOG, (errmsg("zk_lock: closed session 0x%llx left over from before a restart",
+							 (unsigned long long) old.client_id)));
+	else if (left_state == ZOO_EXPIRED_SESSION_STATE)
+		ereport(LOG, (errmsg("zk_lock: session 0x%llx left over from before a restart had expired",
+							 (unsigned long long) old.client_id)));
+	else
+		ereport(LOG, (errmsg("zk_lock: could not reach ZooKeeper to close session 0x%llx left over from before a restart",
+							 (unsigned long long) old.client_id)));
+	unlink(SESSION_FILE);
+}
+
+static void
+session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
+{
+	if (type != ZOO_SESSION_EVENT)
+		return;
+
+	if (state == ZOO_CONNECTED_STATE)
+	{
+		const clientid_t *id = zoo_client_id(h);
+		bool		changed;
+
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		changed = zkl_shared->session_id != 0 && zkl_shared->session_id != id->client_id;
+		LWLockRelease(zkl_shared->lock);
+		if (changed)
+			zkl_session_lost();		/* asked to resume a session that is gone */
+
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		changed = zkl_shared->session_id != id->client_id;
+		zkl_shared->session_id = id->client_id;
+		memcpy(zkl_shared->session_passwd, id->passwd, sizeof(zkl_shared->session_passwd));
+		zkl_shared->conn_state = ZKC_CONNECTED;
+		zkl_shared->state_since = GetCurrentTimestamp();
+		zkl_shared->last_heard = zkl_shared->state_since;
+		zkl_shared->negotiated_timeout = zoo_recv_timeout(h);
+		strlcpy(zkl_shared->server, zoo_get_current_server(h) ? zoo_get_current_server(h) : "",
+				sizeof(zkl_shared->server));
+		zkl_shared->counters.reconnects++;
+		zkl_wake_holders();
+		LWLockRelease(zkl_shared->lock);
+		if (changed)
+			save_session_file(id);	/* outside the lock: it syncs to disk */
+		ereport(LOG,
+				(errmsg("zk_lock: connected to ZooKeeper, session 0x%llx, timeout %d ms",
+						(unsigned long long) id->client_id, zoo_recv_timeout(h))));
+	}
+	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
+	{
+		bool		was_connected;
+
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		was_connected = zkl_shared->conn_state == ZKC_CONNECTED;
+		zkl_shared->conn_state = ZKC_CONNECTING;
+		if (was_connected)
+			zkl_shared->state_since = GetCurrentTimestamp();
+		LWLockRelease(zkl_shared->lock);
+		if (was_connected)
+			ereport(LOG, (errmsg("zk_lock: lost the connection to ZooKeeper; reconnecting")));
+	}
+	else if (state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE)
+	{
+		ereport(LOG,
+				(errmsg("zk_lock: ZooKeeper session 0x%llx %s",
+						(unsigned long long) zoo_client_id(h)->client_id,
+						state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "was refused authentication")));
+		session_ended = true;
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		zkl_shared->counters.expirations++;
+		LWLockRelease(zkl_shared->lock);
+	}
+}
+
+static void
+set_auth_info(const char *fmt,...) pg_attribute_printf(1, 2);
+
+/* zk_lock_status().auth; caller holds the lock */
+static void
+set_auth_info(const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(zkl_shared->auth_info, sizeof(zkl_shared->auth_info), fmt, ap);
+	va_end(ap);
+}
+
+static void
+auth_done(int rc, const void *ctx)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (rc == ZOK)
+		set_auth_info("%s: accepted", session_user);
+	else
+		set_auth_info("%s: refused by ZooKeeper (%s)", session_user, zerror(rc));
+	LWLockRelease(zkl_shared->lock);
+}
+
+/*
+ * Read zk_lock.auth.  Unusable (a bad file, say) means no session at all:
+ * requests then fail at once rather than create nodes anyone could delete.
+ * Usable: the identity is added to the session (if open and not added yet),
+ * and every node is created so that only it can change the node.
+ */
+static bool
+apply_auth(void)
+{
+	char		cred[ZKL_ERRMSG_LEN];
+	char		user[ZKL_ERRMSG_LEN / 2];
+	const char *why;
+	ZklAuthResult r = zkl_load_credential(cred, sizeof(cred), user, sizeof(user), &why);
+
+	if (r == ZKL_AUTH_UNUSABLE)
+	{
+		if (strcmp(auth_complaint, why) != 0)
+			ereport(LOG, (errmsg("zk_lock: zk_lock.auth is unusable: %s", why)));
+		strlcpy(auth_complaint, why, sizeof(auth_complaint));
+		if (zkl_zh != NULL)
+			return true;		/* the session keeps the identity it has */
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		zkl_shared->auth_unusable = true;
+		set_auth_info("%s", why);
+		LWLockRelease(zkl_shared->lock);
+		return false;
+	}
+	auth_complaint[0] = '\0';
+	zkl_acl = zkl_node_acl(r == ZKL_AUTH_OK);
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->auth_unusable = false;
+	if (r == ZKL_AUTH_NONE && zkl_zh == NULL)
+		set_auth_info("%s", "");
+	LWLockRelease(zkl_shared->lock);
+	if (r == ZKL_AUTH_OK && zkl_zh != NULL && strcmp(cred, session_cred) != 0)
+	{
+		/* ZooKeeper cannot take an identity back: a session only gains them */
+		if (session_cred[0] != '\0')
+			ereport(LOG, (errmsg("zk_lock: new locks are created as ZooKeeper user \"%s\"; the session keeps \"%s\" too until it ends",
+								 user, session_user)));
+		strlcpy(session_cred, cred, sizeof(session_cred));
+		strlcpy(session_user, user, sizeof(session_user));
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		set_auth_info("%s: sent", user);
+		LWLockRelease(zkl_shared->lock);
+		if (zoo_add_auth(zkl_zh, "digest", cred, strlen(cred), auth_done, NULL) != ZOK)
+			elog(ERROR, "zk_lock: could not send the ZooKeeper credential");
+	}
+	explicit_bzero(cred, sizeof(cred));
+	return true;
+}
+
+/*
+ * zk_lock.root changed: locks asked for from now on go under the new root;
+ * earlier ones keep theirs until released.  Slots name their root by index
+ * into a small table, whose entries are reused once no slot refers to them.
+ */
+static void
+apply_root(void)
+{
+	int			pick = -1;
+	int			i;
+	int			j;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (strcmp(zkl_shared->roots[zkl_shared->cur_root], zkl_root) == 0)
+	{
+		LWLockRelease(zkl_shared->lock);
+		return;
+	}
+	for (i = 0; i < ZKL_ROOTS && pick < 0; i++)
+		if (strcmp(zkl_shared->roots[i], zkl_root) == 0)
+			pick = i;
+	for (i = 0; i < ZKL_ROOTS && pick < 0; i++)
+	{
+		bool		used = i == zkl_shared->cur_root;
+
+		for (j = 0; j < zkl_shared->nused && !used; j++)
+			used = zkl_shared->slots[j].zstate != ZKS_FREE && zkl_shared->slots[j].root_id == i;
+		if (!used)
+			pick = i;
+	}
+	if (pick >= 0)
+	{
+		strlcpy(zkl_shared->roots[pick], zkl_root, sizeof(zkl_shared->roots[pick]));
+		zkl_shared->cur_root = pick;
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (pick >= 0)
+		ereport(LOG, (errmsg("zk_lock: new locks go under zk_lock.root \"%s\"", zkl_root)));
+	else
+		ereport(LOG, (errmsg("zk_lock: zk_lock.root \"%s\" not applied yet: locks under %d earlier roots are still held; reload again once they are released",
+							 zkl_root, ZKL_ROOTS - 1)));
+}
+
+static void
+open_session(void)
+{
+	clientid_t	resume;
+	bool		have_resume;
+
+	if (!apply_auth())
+	{
+		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
+		return;
+	}
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	have_resume = zkl_shared->session_id != 0;
+	resume.client_id = zkl_shared->session_id;
+	memcpy(resume.passwd, zkl_shared->session_passwd, sizeof(resume.passwd));
+	zkl_shared->conn_state = ZKC_CONNECTING;
+	zkl_shared->state_since = GetCurrentTimestamp();
+	LWLockRelease(zkl_shared->lock);
+
+	zkl_forget_writes();
+	zkl_zh = zkc_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
+				  session_watcher);
+	if (zkl_zh == NULL)
+	{
+		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
+		return;
+	}
+	if (open_hosts)
+		pfree(open_hosts);
+	open_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
+	session_cred[0] = '\0';	/* a new handle has no identity yet */
+	(void) apply_auth();
+}
+
+static void
+reload_config(void)
+{
+	bool		was_failing = zkl_test_fail_worker;
+
+	ConfigReloadPending = false;
+	ProcessConfigFile(PGC_SIGHUP);
+	/* one-shot (on a change), so the restarted worker does not fail again */
+	if (zkl_test_fail_worker && !was_failing)
+		elog(ERROR, "zk_lock worker failing on request (zk_lock.test_fail_worker)");
+	if (zkl_zh != NULL && zkl_hosts[0] != '\0' && strcmp(open_hosts, zkl_hosts) != 0)
+	{
+		/* same ensemble, new list: keep the session and every lock */
+		if (zoo_set_servers(zkl_zh, zkl_hosts) == ZOK)
+		{
+			ereport(LOG, (errmsg("zk_lock: ZooKeeper hosts changed to \"%s\"", zkl_hosts)));
+			pfree(open_hosts);
+			open_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
+		}
+		else
+			ereport(LOG, (errmsg("zk_lock: could not apply zk_lock.hosts \"%s\"", zkl_hosts)));
+	}
+	apply_root();
+	if (zkl_zh != NULL)
+		(void) apply_auth();
+}
+
+/*
+ * The server expires a session once the full timeout has passed since it
+ * last heard from us, and it only ever answers what it heard, so the session
+ * can end no sooner than a timeout after our last reply from the server.
+ * Once disconnected, our locks may be someone else's from then on: treat the
+ * session as lost without waiting to be told (ZooKeeper only says so on
+ * reconnect), and a little early (11/12 of the timeout), so we are never the
+ * last to know.  A dead connection is noticed only after 2/3 of the timeout
+ * without news, so a silent network leaves about a quarter of it to act.
+ */
+static long
+cut_off_ms_left(void)
+{
+	long		left = -1;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	if (zkl_shared->conn_state == ZKC_CONNECTING && zkl_shared->session_id != 0 &&
+		zkl_shared->negotiated_timeout > 0)
+		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
+											   TimestampTzPlusMilliseconds(zkl_shared->last_heard,
+																		   zkl_shared->negotiated_timeout * 11 / 12));
+	LWLockRelease(zkl_shared->lock);
+	return left;
+}
+
+static bool
+cut_off_too_long(void)
+{
+	if (cut_off_ms_left() != 0)
+		return false;
+	ereport(LOG,
+			(errmsg("zk_lock: cut off from ZooKeeper past the session timeout; treating session 0x%llx as expired",
+					(unsigned long long) zkl_shared->session_id)));
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->counters.expirations++;
+	LWLockRelease(zkl_shared->lock);
+	return true;
+}
+
+/*
+ * Before the loop: the root this worker starts under, and a session left
+ * over from before a crash-restart.
+ */
+void
+zkl_session_begin(void)
+{
+	if (zkl_shared->roots[zkl_shared->cur_root][0] == '\0')
+		strlcpy(zkl_shared->roots[zkl_shared->cur_root], zkl_root, ZKL_MAX_ROOT_LEN + 1);
+	else
+		apply_root();			/* a restarted worker: the setting may have changed */
+
+	/* fresh shared memory (server start or crash-restart): nothing to resume */
+	if (zkl_shared->session_id == 0 && zkl_hosts[0] != '\0')
+		close_left_session();
+}
+
+/* Each loop turn: a reload, a session that ended, a session to open. */
+void
+zkl_session_tend(void)
+{
+	if (ConfigReloadPending)
+		reload_config();
+
+	if (zkl_zh != NULL && !session_ended && cut_off_too_long())
+		session_ended = true;
+	if (zkl_zh != NULL && session_ended)
+	{
+		session_ended = false;
+		zkl_session_lost();
+		zkc_close(zkl_zh);
+		zkl_zh = NULL;
+		/* refused authentication would otherwise be retried in a tight loop */
+		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
+	}
+	if (zkl_zh == NULL && zkl_hosts[0] != '\0' && GetCurrentTimestamp() >= next_open)
+		open_session();
+}
+
+/* How long the loop may sleep (-1: no limit) as far as the session goes. */
+long
+zkl_session_wait_ms(long wait_ms)
+{
+	if (zkl_zh == NULL && zkl_hosts[0] != '\0')
+		wait_ms = (wait_ms < 0) ? REOPEN_DELAY_MS : Min(wait_ms, REOPEN_DELAY_MS);
+	else if (zkl_zh != NULL)
+	{
+		long		cut = cut_off_ms_left();
+
+		if (cut >= 0)
+			wait_ms = (wait_ms < 0) ? cut : Min(wait_ms, cut);
+	}
+	return wait_ms;
+}
+
+/* The worker stops: close the session for good. */
+void
+zkl_session_end(void)
+{
+	zkl_session_lost();
+	zkc_close(zkl_zh);
+	zkl_zh = NULL;
+	unlink(SESSION_FILE);		/* closed: nothing left to clean up */
+}
