@@ -380,13 +380,12 @@ cut_off_ms_left(void)
 {
 	long		left = -1;
 
-	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	/* only the worker writes these fields: it reads them without the lock */
 	if (zkl_shared->conn_state == ZKC_CONNECTING && zkl_shared->session_id != 0 &&
 		zkl_shared->negotiated_timeout > 0)
 		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 											   TimestampTzPlusMilliseconds(zkl_shared->last_heard,
 																		   zkl_shared->negotiated_timeout * 11 / 12));
-	LWLockRelease(zkl_shared->lock);
 	return left;
 }
 
