@@ -156,12 +156,15 @@ ghost_children_done(int rc, const struct String_vector *strings, const void *dat
 long
 zkl_send_ghosts(void)
 {
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now;
 	long		next_ms = -1;
 	ListCell   *lc;
 
+	if (ghosts == NIL)
+		return -1;				/* the usual case, every loop turn */
+	now = GetCurrentTimestamp();
 	if (zkl_zh == NULL || zoo_state(zkl_zh) != ZOO_CONNECTED_STATE)
-		return ghosts != NIL ? REOPEN_DELAY_MS : -1;
+		return REOPEN_DELAY_MS;
 	foreach(lc, ghosts)
 	{
 		Ghost	   *g = (Ghost *) lfirst(lc);
