@@ -1,7 +1,9 @@
 # ZooKeeper failover on a 3-member ensemble.  During a mutual-exclusion load
-# from two clusters, first the leader is killed (SIGKILL), then, once it is
-# back, the member cluster A's worker is connected to.  Each time the
-# sessions and every lock survive and the load goes on after re-election.
+# from two clusters, first the member cluster A's worker is connected to (a
+# follower) is killed (SIGKILL), then, once it is back, the leader.  Each
+# time the sessions and every lock survive and the load goes on.  A is given
+# the two followers only, so that each run kills a connected follower and a
+# leader some other member's clients fail over from.
 use strict;
 use warnings;
 
@@ -14,7 +16,10 @@ use ZkLockTest;
 
 my @ports = start_ensemble('ens', 3);
 my $hosts = join(',', map { "127.0.0.1:$_" } @ports);
-my $a = new_zk_cluster('ea', undef, hosts => $hosts);
+my @followers = grep { $_->{mode} eq 'follower' } map { zk_member('ens', $_) } 1 .. 3;
+is(scalar @followers, 2, 'the ensemble has a leader and two followers');
+my $a = new_zk_cluster('ea', undef,
+	hosts => join(',', map { "127.0.0.1:$_->{port}" } @followers));
 my $b = new_zk_cluster('eb', undef, hosts => $hosts);
 
 sub status
@@ -84,22 +89,37 @@ sub load_with_kill
 	return $killed;
 }
 
-open my $fh, '>', $counter or die;
-print $fh "0\n";
-close $fh;
-my $leader = load_with_kill('leader killed', sub { member_where(sub { $_[0]{mode} eq 'leader' }) });
-is(count(), $expected, "leader killed: every increment counted ($expected)");
+sub reset_counter
+{
+	open my $fh, '>', $counter or die;
+	print $fh "0\n";
+	close $fh;
+}
 
-zk_restart_member('ens', $leader);
-open $fh, '>', $counter or die;
-print $fh "0\n";
-close $fh;
-load_with_kill('connected member killed', sub {
+sub member_of_a
+{
 	my $server = status($a, 'server');
 	note("A's worker is connected to $server");
 	return member_where(sub { $server =~ /:$_[0]{port}$/ });
+}
+
+reset_counter();
+my $follower = load_with_kill('connected follower killed', sub {
+	my ($i, $m) = member_of_a();
+	is($m->{mode}, 'follower', 'the member A is connected to is a follower');
+	return ($i, $m);
 });
-is(count(), $expected, "connected member killed: every increment counted ($expected)");
+is(count(), $expected, "connected follower killed: every increment counted ($expected)");
+
+zk_restart_member('ens', $follower);
+reset_counter();
+load_with_kill('leader killed', sub {
+	my ($i, $m) = member_where(sub { $_[0]{mode} eq 'leader' });
+	my ($ia) = member_of_a();
+	isnt($ia, $i, 'A is not connected to the leader');
+	return ($i, $m);
+});
+is(count(), $expected, "leader killed: every increment counted ($expected)");
 
 for my $node ($a, $b)
 {
