@@ -28,6 +28,14 @@ zkl_orphan_deleted(int rc, const void *ctx)
 		ereport(LOG, (errmsg("zk_lock: could not delete a stray lock node: %s", zerror(rc))));
 }
 
+/* Delete a node no request owns, saying why in the server log. */
+static void
+delete_orphan(const char *path, const char *why)
+{
+	ereport(LOG, (errmsg("zk_lock: deleting lock node %s: %s", path, why)));
+	zoo_adelete(zkl_zh, path, -1, zkl_orphan_deleted, NULL);
+}
+
 /*
  * Nodes of this cluster's session that no slot knows of would block their
  * key for as long as the session lives.  A waiter that has waited long
@@ -69,10 +77,7 @@ suspect_stat_done(int rc, const struct Stat *stat, const void *data)
 	ours = rc == ZOK && stat->ephemeralOwner == zkl_shared->session_id;
 	LWLockRelease(zkl_shared->lock);
 	if (ours)
-	{
-		ereport(LOG, (errmsg("zk_lock: deleting lock node %s: no request of this cluster owns it", path)));
-		zoo_adelete(zkl_zh, path, -1, zkl_orphan_deleted, NULL);
-	}
+		delete_orphan(path, "no request of this cluster owns it");
 	pfree(path);
 }
 
@@ -145,8 +150,7 @@ ghost_children_done(int rc, const struct String_vector *strings, const void *dat
 			char		path[ZKL_PATH_LEN];
 
 			snprintf(path, sizeof(path), "%s/%s", g->key_path, strings->data[i]);
-			ereport(LOG, (errmsg("zk_lock: deleting lock node %s: its create was given up for lost", path)));
-			zoo_adelete(zkl_zh, path, -1, zkl_orphan_deleted, NULL);
+			delete_orphan(path, "its create was given up for lost");
 		}
 	}
 	pfree(g);
