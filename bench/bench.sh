@@ -7,7 +7,7 @@ set -euo pipefail
 . "$(dirname "$0")/../test/lib.sh"
 
 if [ "${1:-}" != --inside ]; then
-	extra="libcurator-recipes-java gnuplot-nox"
+	extra="libcurator-recipes-java gnuplot-nox gdb"
 	command -v javac >/dev/null 2>&1 || extra="$extra default-jdk-headless"
 	# shellcheck disable=SC2086
 	bash "$ZKL_SRC/test/deps.sh" $extra >/dev/null
@@ -111,16 +111,28 @@ zk_cycle() { printf 'BEGIN;\nSELECT zk_lock(%s);\nCOMMIT;' "$1"; }
 core_cycle='BEGIN;
 SELECT pg_advisory_xact_lock(:client_id);
 COMMIT;'
-# the same with one latch sleep (1 ms) in it: what a backend's wait costs
+# zk_lock's cycle with a 1 ms latch sleep where it waits for ZooKeeper: what
+# the SQL and one wait cost a backend and pgbench, with no lock at all
 sleep_cycle='BEGIN;
-SELECT pg_advisory_xact_lock(:client_id);
 SELECT pg_sleep(0.001);
 COMMIT;'
-# the worker's own memory (kB): private pages, which a leak would grow (RSS
-# also counts the shared memory it touches)
+worker_pid() { psql_a -c 'SELECT worker_pid FROM zk_lock_status()'; }
+# the worker's own memory (kB): private pages (RSS also counts the shared
+# memory it touches).  These grow once while the allocator's heap reaches
+# its high-water mark, and with every code page the worker runs first.
 worker_private() {
-	awk '/^Private_(Clean|Dirty):/ { kb += $2 } END { print kb }' \
-		"/proc/$(psql_a -c 'SELECT worker_pid FROM zk_lock_status()')/smaps_rollup"
+	awk '/^Private_(Clean|Dirty):/ { kb += $2 } END { print kb }' "/proc/$(worker_pid)/smaps_rollup"
+}
+# the bytes the worker has allocated (PostgreSQL's contexts and the client
+# library alike), which a leak grows: glibc's malloc_stats(), called through
+# gdb while the worker is idle between load periods, prints them to the
+# worker's stderr, the server log.  "n/a" where gdb may not attach.
+worker_in_use() {
+	local log="$work/pg_A/log" n
+	n=$(wc -l <"$log")
+	timeout 60 gdb -p "$(worker_pid)" -batch -ex 'call (void) malloc_stats()' >/dev/null 2>&1 || true
+	tail -n +"$((n + 1))" "$log" | awk '/^Total \(incl\. mmap\):/ { t = 1 }
+		t && /^in use bytes/ { print $NF; found = 1; exit } END { if (!found) print "n/a" }'
 }
 
 echo "measuring (about $((SECONDS_EACH * 45 / 60 + 1)) minutes) ..."
@@ -206,15 +218,20 @@ read -r s4_n s4_p50 s4_p99 < <(psql_a -F ' ' -c "
 # the worker has granted a million locks since the server started (at most
 # 40 periods), once warmed up by the above.  A leak grows in every period;
 # the allocator reaching its high-water mark grows once.
+# gdb's first attach dirties a few pages of its own in the worker: before
+# the baseline, so that the series shows the worker's growth only.
 grants() { psql_a -c 'SELECT grants FROM zk_lock_status()'; }
-mem_series=("$(worker_private)")
+worker_in_use >/dev/null
+mem_series=("$(worker_private)") alloc_series=("$(worker_in_use)")
 cycles_before=$(grants)
 for ((p = 0; p < 40 && $(grants) < S6_CYCLES; p++)); do
 	pgbench_tps "$port_a" 32 "$(zk_cycle ':client_id::bigint')" >/dev/null
 	mem_series+=("$(worker_private)")
+	alloc_series+=("$(worker_in_use)")
 done
-mem_before=${mem_series[0]} mem_after=${mem_series[-1]}
-mem_mid=${mem_series[$((${#mem_series[@]} / 2))]}
+mid=$((${#mem_series[@]} / 2))
+mem_before=${mem_series[0]} mem_after=${mem_series[-1]} mem_mid=${mem_series[$mid]}
+alloc_before=${alloc_series[0]} alloc_after=${alloc_series[-1]} alloc_mid=${alloc_series[$mid]}
 cycles_total=$(grants)
 cycles=$((cycles_total - cycles_before))
 slot_bytes=$(psql_a -c "SELECT round(size / current_setting('zk_lock.max_locks')::numeric)
@@ -234,8 +251,12 @@ row "S3 8 clients, 1 key" "$s3" "Curator 8 on 1 key $curator_8same" "$(ratio "$s
 s4_ref=$(awk -v f="$floor_ms" -v r="$read_ms" 'BEGIN { printf "%.2f", f + r }')
 row "S4 hand-over A->B p50 / p99 (ms, n=$s4_n)" "$s4_p50 / $s4_p99" "2 writes + 1 read $s4_ref ms" "$(ratio "$s4_p50" "$s4_ref")" "<= 1.0" "$(awk -v r="$(ratio "$s4_p50" "$s4_ref")" 'BEGIN { print (r <= 1.0) ? "yes" : "NO" }')"
 row "S5 ZooKeeper requests per cycle (S1)" "$s5" "" "" "<= 3" "$(awk -v r="$s5" 'BEGIN { print (r <= 3) ? "yes" : "NO" }')"
-row "S6 worker private kB, $cycles_total cycles in all" "$mem_before -> $mem_after" "shared memory/slot $slot_bytes B" "" "no growth" "$([ "$mem_after" -le "$mem_before" ] && echo yes || echo "+$((mem_after - mem_before)) kB")"
-row "   the same, second half of the run" "$mem_mid -> $mem_after" "" "" "no growth" "$([ "$mem_after" -le "$mem_mid" ] && echo yes || echo "+$((mem_after - mem_mid)) kB")"
+growth() { awk -v a="$1" -v b="$2" -v u="$3" 'BEGIN {
+	if (a !~ /^[0-9]+$/ || b !~ /^[0-9]+$/) print "n/a"; else if (b <= a) print "yes"; else print "+" b - a " " u }'; }
+row "S6 worker allocated B, $cycles_total cycles in all" "$alloc_before -> $alloc_after" "shared memory/slot $slot_bytes B" "" "no growth" "$(growth "$alloc_before" "$alloc_after" B)"
+row "   the same, second half of the run" "$alloc_mid -> $alloc_after" "" "" "no growth" "$(growth "$alloc_mid" "$alloc_after" B)"
+row "S6 worker private kB (RSS less shared)" "$mem_before -> $mem_after" "" "" "" "$(growth "$mem_before" "$mem_after" kB)"
+row "   the same, second half of the run" "$mem_mid -> $mem_after" "" "" "" "$(growth "$mem_mid" "$mem_after" kB)"
 row "core pg_advisory_xact_lock 1 / 32 clients" "" "$core_1 / $core_32" "" "" ""
 echo
 cpu_row() { printf '%-44s %9s %7s %9s %7s %6s %5s\n' "$@"; }
@@ -249,11 +270,11 @@ cpu_row "" "ZooKeeper" "worker" "backends" "client" "total" "idle"
 cpu_line "batched floor (client: floor)" "$cpu_floor"
 cpu_line "zk_lock S2 (client: pgbench)" "$cpu_s2"
 cpu_line "core advisory locks (client: pgbench)" "$cpu_core"
-cpu_line "core with a 1 ms latch sleep (client: pgbench)" "$cpu_sleep"
+cpu_line "no lock, a 1 ms latch sleep (client: pgbench)" "$cpu_sleep"
 # S2's ceiling on this machine: the cores, as busy as S2 keeps them, over the
 # least a cycle can cost here: ZooKeeper's and the client library's share at
-# the lower of zk_lock's and the floor's, plus core's SQL cycle with one latch
-# sleep in it (a backend must wait for ZooKeeper's answer)
+# the lower of zk_lock's and the floor's, plus the same SQL cycle with a latch
+# sleep in place of the lock (a backend must wait for ZooKeeper's answer)
 read -r s2_ceiling s2_ceiling_us < <(awk -v cores="$(nproc)" \
 	-v zk="$(echo "$cpu_s2" | field zk)" -v fzk="$(echo "$cpu_floor" | field zk)" \
 	-v w="$(echo "$cpu_s2" | field worker)" -v fc="$(echo "$cpu_floor" | field client)" \
@@ -262,11 +283,15 @@ read -r s2_ceiling s2_ceiling_us < <(awk -v cores="$(nproc)" \
 		us = (zk < fzk ? zk : fzk) + (w < fc ? w : fc) + slp
 		printf "%.0f %.0f\n", cores * 1e6 * (1 - idle / 100) / us, us }')
 echo "S2 ceiling here: $(nproc) cores at S2's load / $s2_ceiling_us us (ZooKeeper + client library at the"
-echo "lower of zk_lock's and the floor's, core's SQL cycle, one latch sleep) = $s2_ceiling/s," \
+echo "lower of zk_lock's and the floor's, the SQL cycle with a latch sleep) = $s2_ceiling/s," \
 	"$(ratio "$s2_ceiling" "$floor_batched") x the batched floor; zk_lock reached $(ratio "$s2" "$s2_ceiling") of it"
+# S1 cannot pass the serial floor without holding a release back to share
+# a write with the next lock: what the Curator target asks of the floor
+echo "S1 at the serial floor would be $(ratio "$floor_serial" "$curator_1") x Curator 1 thread"
 echo "S1 rounds (zk_lock / Curator / floor): ${s1_r[*]} / ${curator_r[*]} / ${floor_r[*]}"
 echo "S2 rounds (zk_lock / batched floor / Curator 32): ${s2_r[*]} / ${floor_batched_r[*]} / ${curator_32_r[*]}"
-echo "S6 worker private kB after each period: ${mem_series[*]}"
+echo "S6 after each period, worker allocated B: ${alloc_series[*]}"
+echo "   and private kB: ${mem_series[*]}"
 echo "S4's reference: one serial floor cycle (create + getChildren pipelined, then delete:"
 echo "two write round trips) plus one read round trip ($read_ms ms, serial getChildren)."
 
