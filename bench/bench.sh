@@ -111,11 +111,11 @@ zk_cycle() { printf 'BEGIN;\nSELECT zk_lock(%s);\nCOMMIT;' "$1"; }
 core_cycle='BEGIN;
 SELECT pg_advisory_xact_lock(:client_id);
 COMMIT;'
-# zk_lock's cycle with a 1 ms latch sleep where it waits for ZooKeeper: what
-# the SQL and one wait cost a backend and pgbench, with no lock at all
-sleep_cycle='BEGIN;
-SELECT pg_sleep(0.001);
-COMMIT;'
+# zk_lock's cycle with a latch sleep of S seconds where it waits for
+# ZooKeeper: what the SQL and one wait cost a backend and pgbench, with no
+# lock at all.  Per cycle they cost more the slower the cycles come (fewer
+# wake-ups find work waiting), so S is chosen to run at S2's rate.
+sleep_cycle() { printf 'BEGIN;\nSELECT pg_sleep(%s);\nCOMMIT;' "$1"; }
 worker_pid() { psql_a -c 'SELECT worker_pid FROM zk_lock_status()'; }
 # the worker's own memory (kB): private pages (RSS also counts the shared
 # memory it touches).  These grow once while the allocator's heap reaches
@@ -144,7 +144,6 @@ core_1=$(pgbench_tps "$port_a" 1 "$core_cycle")
 core_8=$(pgbench_tps "$port_a" 8 "$core_cycle")
 cpu_core=$(cpu_run pgbench_run "$port_a" 32 "$core_cycle")
 core_32=$(echo "$cpu_core" | field rate)
-cpu_sleep=$(cpu_run pgbench_run "$port_a" 32 "$sleep_cycle")
 curator_8d=$(curator_rate 8 distinct)
 curator_8same=$(curator_rate 8 same)
 
@@ -184,6 +183,10 @@ for _ in 1 2 3; do
 	curator_32_r+=("$(curator_rate 32 distinct)")
 done
 s2=$(median "${s2_r[@]}")
+# 32 clients sleeping S each, plus their SQL, come at about S2's rate when
+# S is 0.85 of a client's S2 cycle
+sleep_s=$(awk -v r="$s2" 'BEGIN { printf "%.4f", 0.85 * 32 / r }')
+cpu_sleep=$(cpu_run pgbench_run "$port_a" 32 "$(sleep_cycle "$sleep_s")")
 floor_batched=$(median "${floor_batched_r[@]}")
 curator_32=$(median "${curator_32_r[@]}")
 s3=$(pgbench_tps "$port_a" 8 "$(zk_cycle "'s3'")")
@@ -270,7 +273,7 @@ cpu_row "" "ZooKeeper" "worker" "backends" "client" "total" "idle"
 cpu_line "batched floor (client: floor)" "$cpu_floor"
 cpu_line "zk_lock S2 (client: pgbench)" "$cpu_s2"
 cpu_line "core advisory locks (client: pgbench)" "$cpu_core"
-cpu_line "no lock, a 1 ms latch sleep (client: pgbench)" "$cpu_sleep"
+cpu_line "SQL + latch sleep, no lock, $(echo "$cpu_sleep" | field rate)/s (pgbench)" "$cpu_sleep"
 # S2's ceiling on this machine: the cores, as busy as S2 keeps them, over the
 # least a cycle can cost here: ZooKeeper's and the client library's share at
 # the lower of zk_lock's and the floor's, plus the same SQL cycle with a latch
@@ -283,8 +286,11 @@ read -r s2_ceiling s2_ceiling_us < <(awk -v cores="$(nproc)" \
 		us = (zk < fzk ? zk : fzk) + (w < fc ? w : fc) + slp
 		printf "%.0f %.0f\n", cores * 1e6 * (1 - idle / 100) / us, us }')
 echo "S2 ceiling here: $(nproc) cores at S2's load / $s2_ceiling_us us (ZooKeeper + client library at the"
-echo "lower of zk_lock's and the floor's, the SQL cycle with a latch sleep) = $s2_ceiling/s," \
+echo "lower of zk_lock's and the floor's, the SQL cycle with a latch sleep at S2's rate) = $s2_ceiling/s," \
 	"$(ratio "$s2_ceiling" "$floor_batched") x the batched floor; zk_lock reached $(ratio "$s2" "$s2_ceiling") of it"
+echo "zk_lock's own CPU per S2 cycle: worker $(echo "$cpu_s2" | field worker) us; above that SQL cycle," \
+	"backends $(awk -v a="$(echo "$cpu_s2" | field backends)" -v b="$(echo "$cpu_sleep" | field backends)" 'BEGIN { printf "%+d", a - b }') us," \
+	"pgbench $(awk -v a="$(echo "$cpu_s2" | field client)" -v b="$(echo "$cpu_sleep" | field client)" 'BEGIN { printf "%+d", a - b }') us"
 # S1 cannot pass the serial floor without holding a release back to share
 # a write with the next lock: what the Curator target asks of the floor
 echo "S1 at the serial floor would be $(ratio "$floor_serial" "$curator_1") x Curator 1 thread"
