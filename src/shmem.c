@@ -12,6 +12,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "storage/shmem.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "zk_lock.h"
@@ -92,10 +93,43 @@ zkl_wake_worker(void)
 		SetLatch(&GetPGProcByNumber(procno)->procLatch);
 }
 
+/*
+ * Owners to wake once the slot-table lock is let go.  Setting another
+ * process's latch signals it, and that system call (an interrupt to another
+ * core, in a VM an exit to the host) need not lengthen the lock's hold for
+ * every backend queued on it.  Only the worker defers (it answers many
+ * slots per lock hold); a deferred wake is never lost, as the worker
+ * flushes them after every reply and before it sleeps or exits.
+ */
+static int *wake_procnos = NULL;
+static int	wake_count = 0;
+
+void
+zkl_defer_wakes(void)
+{
+	if (wake_procnos == NULL)
+		wake_procnos = MemoryContextAlloc(TopMemoryContext,
+										  zkl_shared->nslots * sizeof(int));
+}
+
+void
+zkl_flush_wakes(void)
+{
+	int			i;
+
+	for (i = 0; i < wake_count; i++)
+		SetLatch(&GetPGProcByNumber(wake_procnos[i])->procLatch);
+	wake_count = 0;
+}
+
 void
 zkl_wake_owner(ZklSlot *slot)
 {
-	if (!slot->abandoned && slot->owner_procno >= 0)
+	if (slot->abandoned || slot->owner_procno < 0)
+		return;
+	if (wake_procnos != NULL && wake_count < zkl_shared->nslots)
+		wake_procnos[wake_count++] = slot->owner_procno;
+	else
 		SetLatch(&GetPGProcByNumber(slot->owner_procno)->procLatch);
 }
 

@@ -1361,6 +1361,7 @@ worker_exit(int code, Datum arg)
 		zkl_shared->writes_held = false;
 	}
 	LWLockRelease(zkl_shared->lock);
+	zkl_flush_wakes();
 }
 
 void
@@ -1373,6 +1374,8 @@ zkl_worker_main(Datum arg)
 	if (!claim_worker_role())
 		proc_exit(0);			/* exit code 0: not restarted */
 	before_shmem_exit(worker_exit, (Datum) 0);
+	zkl_defer_wakes();
+	zkc_set_settle(zkl_flush_wakes);
 
 	/* at most one op per slot, plus one read per told successor */
 	ops = MemoryContextAlloc(TopMemoryContext, 2 * zkl_shared->nslots * sizeof(Op));
@@ -1389,6 +1392,7 @@ zkl_worker_main(Datum arg)
 		int			nops;
 
 		zkl_session_tend();
+		zkl_flush_wakes();		/* owners the session's turn woke */
 
 		wait_ms = plan_ops(&nops);
 		if (nops > 1)

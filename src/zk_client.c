@@ -36,6 +36,22 @@ static pgsocket wait_fd = PGINVALID_SOCKET;
 static bool wait_connected = false;
 static int	sock_pos = -1;
 
+/* the caller's work owed after each reply's callbacks, and before a sleep */
+static void (*settle_hook) (void) = NULL;
+
+void
+zkc_set_settle(void (*settle) (void))
+{
+	settle_hook = settle;
+}
+
+static void
+settle(void)
+{
+	if (settle_hook != NULL)
+		settle_hook();
+}
+
 /* The library's own log lines are for debugging; state changes we log ourselves. */
 static void
 zkc_log(const char *message)
@@ -130,6 +146,7 @@ zkc_wait(zhandle_t *zh, long max_wait_ms)
 	else if (sock_pos >= 0)
 		ModifyWaitEvent(wait_set, sock_pos, sock_events, NULL);
 
+	settle();
 	nevents = WaitEventSetWait(wait_set, wait_ms, events, lengthof(events), PG_WAIT_EXTENSION);
 	for (i = 0; i < nevents; i++)
 		rc |= events[i].events;
@@ -141,6 +158,7 @@ zkc_wait(zhandle_t *zh, long max_wait_ms)
 	if (zh != NULL)
 	{
 		int			zev = 0;
+		int			rc_zk;
 
 		if (rc & WL_SOCKET_READABLE)
 			zev |= ZOOKEEPER_READ;
@@ -152,12 +170,19 @@ zkc_wait(zhandle_t *zh, long max_wait_ms)
 		 * many: read them all before the next plan, which then sends what
 		 * they released in one go (ZNOTHING: none complete is left).
 		 */
-		if (zookeeper_process(zh, zev) == ZOK && (zev & ZOOKEEPER_READ))
+		rc_zk = zookeeper_process(zh, zev);
+		settle();
+		if (rc_zk == ZOK && (zev & ZOOKEEPER_READ))
 		{
 			for (i = 0; i < MAX_REPLIES_PER_WAKE; i++)
-				if (zoo_state(zh) != ZOO_CONNECTED_STATE ||
-					zookeeper_process(zh, ZOOKEEPER_READ) != ZOK)
+			{
+				if (zoo_state(zh) != ZOO_CONNECTED_STATE)
 					break;
+				rc_zk = zookeeper_process(zh, ZOOKEEPER_READ);
+				settle();
+				if (rc_zk != ZOK)
+					break;
+			}
 		}
 	}
 	return rc;

@@ -207,6 +207,8 @@ extern ZklResult zkl_cancel_slot(int idx);
 extern void zkl_new_uuid(char out[ZKL_UUID_LEN + 1]);
 extern void zkl_wake_worker(void);
 extern void zkl_wake_owner(ZklSlot *slot);
+extern void zkl_defer_wakes(void);
+extern void zkl_flush_wakes(void);
 extern void zkl_free_slot(ZklSlot *slot);
 extern void zkl_lose_slot(ZklSlot *slot);
 
