@@ -6,62 +6,62 @@
 -- The C functions tell text from bigint keys by the argument's type.
 
 CREATE FUNCTION zk_lock(key text) RETURNS void
-AS 'MODULE_PATHNAME', 'zk_lock' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_lock_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_lock(key bigint) RETURNS void
-AS 'MODULE_PATHNAME', 'zk_lock' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_lock_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_try_lock(key text) RETURNS boolean
-AS 'MODULE_PATHNAME', 'zk_try_lock' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_try_lock_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_try_lock(key bigint) RETURNS boolean
-AS 'MODULE_PATHNAME', 'zk_try_lock' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_try_lock_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_try_lock(key text, timeout_ms integer) RETURNS boolean
-AS 'MODULE_PATHNAME', 'zk_try_lock' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_try_lock_ms_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_try_lock(key bigint, timeout_ms integer) RETURNS boolean
-AS 'MODULE_PATHNAME', 'zk_try_lock' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_try_lock_ms_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_unlock(key text) RETURNS boolean
-AS 'MODULE_PATHNAME', 'zk_unlock' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_unlock_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_unlock(key bigint) RETURNS boolean
-AS 'MODULE_PATHNAME', 'zk_unlock' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_unlock_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 -- Shared (read) locks: readers share, a writer excludes everyone, FIFO.
 
 CREATE FUNCTION zk_lock_shared(key text) RETURNS void
-AS 'MODULE_PATHNAME', 'zk_lock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_lock_shared_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_lock_shared(key bigint) RETURNS void
-AS 'MODULE_PATHNAME', 'zk_lock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_lock_shared_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_try_lock_shared(key text) RETURNS boolean
-AS 'MODULE_PATHNAME', 'zk_try_lock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_try_lock_shared_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_try_lock_shared(key bigint) RETURNS boolean
-AS 'MODULE_PATHNAME', 'zk_try_lock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_try_lock_shared_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_try_lock_shared(key text, timeout_ms integer) RETURNS boolean
-AS 'MODULE_PATHNAME', 'zk_try_lock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_try_lock_shared_ms_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_try_lock_shared(key bigint, timeout_ms integer) RETURNS boolean
-AS 'MODULE_PATHNAME', 'zk_try_lock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_try_lock_shared_ms_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_unlock_shared(key text) RETURNS boolean
-AS 'MODULE_PATHNAME', 'zk_unlock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_unlock_shared_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_unlock_shared(key bigint) RETURNS boolean
-AS 'MODULE_PATHNAME', 'zk_unlock_shared' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_unlock_shared_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 -- Fencing token of a held lock (the lock node's czxid): greater for every later holder.
 
 CREATE FUNCTION zk_lock_token(key text) RETURNS bigint
-AS 'MODULE_PATHNAME', 'zk_lock_token' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_lock_token_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_lock_token(key bigint) RETURNS bigint
-AS 'MODULE_PATHNAME', 'zk_lock_token' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_lock_token_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 -- Release every lock of this session, both modes.
 
@@ -95,12 +95,12 @@ AS 'MODULE_PATHNAME', 'zk_lock_status' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 CREATE FUNCTION zk_lock_queue_raw(key text,
     OUT "position" integer, OUT mode text, OUT granted boolean, OUT node text, OUT data text)
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'zk_lock_queue_raw' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_lock_queue_raw_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE FUNCTION zk_lock_queue_raw(key bigint,
     OUT "position" integer, OUT mode text, OUT granted boolean, OUT node text, OUT data text)
 RETURNS SETOF record
-AS 'MODULE_PATHNAME', 'zk_lock_queue_raw' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+AS 'MODULE_PATHNAME', 'zk_lock_queue_raw_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 -- Who asked, from a lock node's data (JSON written by zk_lock; other data gives NULLs).
 CREATE FUNCTION zk_lock_holder(data text,

@@ -26,14 +26,7 @@
 
 #include "zk_lock.h"
 
-PG_FUNCTION_INFO_V1(zk_lock);
-PG_FUNCTION_INFO_V1(zk_try_lock);
-PG_FUNCTION_INFO_V1(zk_unlock);
-PG_FUNCTION_INFO_V1(zk_lock_shared);
-PG_FUNCTION_INFO_V1(zk_try_lock_shared);
-PG_FUNCTION_INFO_V1(zk_unlock_shared);
 PG_FUNCTION_INFO_V1(zk_unlock_all);
-PG_FUNCTION_INFO_V1(zk_lock_token);
 
 
 typedef enum WaitKind
@@ -359,54 +352,29 @@ release(FunctionCallInfo fcinfo, char keykind, char mode)
 	return false;
 }
 
-/*
- * One C entry point per operation: the SQL overloads for text and bigint keys
- * share it, and the key's type says which key space it belongs to.
- */
-char
-zkl_key_kind(FunctionCallInfo fcinfo)
+static Datum
+lock_wait(FunctionCallInfo fcinfo, char keykind, char mode)
 {
-	return get_fn_expr_argtype(fcinfo->flinfo, 0) == INT8OID ? ZKL_KEY_BIGINT : ZKL_KEY_TEXT;
-}
-
-Datum
-zk_lock(PG_FUNCTION_ARGS)
-{
-	acquire(fcinfo, zkl_key_kind(fcinfo), ZKL_MODE_EXCLUSIVE, WAIT_FOREVER);
+	acquire(fcinfo, keykind, mode, WAIT_FOREVER);
 	PG_RETURN_VOID();
 }
 
-Datum
-zk_try_lock(PG_FUNCTION_ARGS)
+static Datum
+lock_try(FunctionCallInfo fcinfo, char keykind, char mode)
 {
-	PG_RETURN_BOOL(acquire(fcinfo, zkl_key_kind(fcinfo), ZKL_MODE_EXCLUSIVE,
-						   PG_NARGS() > 1 ? WAIT_BOUNDED : WAIT_NONE));
+	PG_RETURN_BOOL(acquire(fcinfo, keykind, mode, WAIT_NONE));
 }
 
-Datum
-zk_unlock(PG_FUNCTION_ARGS)
+static Datum
+lock_try_within(FunctionCallInfo fcinfo, char keykind, char mode)
 {
-	PG_RETURN_BOOL(release(fcinfo, zkl_key_kind(fcinfo), ZKL_MODE_EXCLUSIVE));
+	PG_RETURN_BOOL(acquire(fcinfo, keykind, mode, WAIT_BOUNDED));
 }
 
-Datum
-zk_lock_shared(PG_FUNCTION_ARGS)
+static Datum
+unlock_one(FunctionCallInfo fcinfo, char keykind, char mode)
 {
-	acquire(fcinfo, zkl_key_kind(fcinfo), ZKL_MODE_SHARED, WAIT_FOREVER);
-	PG_RETURN_VOID();
-}
-
-Datum
-zk_try_lock_shared(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(acquire(fcinfo, zkl_key_kind(fcinfo), ZKL_MODE_SHARED,
-						   PG_NARGS() > 1 ? WAIT_BOUNDED : WAIT_NONE));
-}
-
-Datum
-zk_unlock_shared(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_BOOL(release(fcinfo, zkl_key_kind(fcinfo), ZKL_MODE_SHARED));
+	PG_RETURN_BOOL(release(fcinfo, keykind, mode));
 }
 
 Datum
@@ -421,8 +389,8 @@ zk_unlock_all(PG_FUNCTION_ARGS)
  * Fencing token of a lock this transaction holds: its node's czxid, which
  * grows across the whole ensemble, so each later holder's token is greater.
  */
-Datum
-zk_lock_token(PG_FUNCTION_ARGS)
+static Datum
+lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 {
 	char		key[ZKL_KEY_BUFLEN];
 	int			idx;
@@ -431,7 +399,7 @@ zk_lock_token(PG_FUNCTION_ARGS)
 	TimestampTz deadline;
 
 	zkl_require_shared();
-	zkl_key_arg(fcinfo, zkl_key_kind(fcinfo), key);
+	zkl_key_arg(fcinfo, keykind, key);
 	idx = zkl_local_slot(key, ZKL_MODE_EXCLUSIVE);
 	if (idx < 0)
 		idx = zkl_local_slot(key, ZKL_MODE_SHARED);
@@ -475,3 +443,18 @@ zk_lock_token(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 	}
 }
+
+/*
+ * One C entry point per SQL signature (zk_lock.h): the name says the key's
+ * type and the mode, so nothing is read from fn_expr, which a fast-path
+ * call does not have.
+ */
+ZKL_KEYED_ENTRIES(zk_lock, lock_wait, ZKL_MODE_EXCLUSIVE)
+ZKL_KEYED_ENTRIES(zk_try_lock, lock_try, ZKL_MODE_EXCLUSIVE)
+ZKL_KEYED_ENTRIES(zk_try_lock_ms, lock_try_within, ZKL_MODE_EXCLUSIVE)
+ZKL_KEYED_ENTRIES(zk_unlock, unlock_one, ZKL_MODE_EXCLUSIVE)
+ZKL_KEYED_ENTRIES(zk_lock_shared, lock_wait, ZKL_MODE_SHARED)
+ZKL_KEYED_ENTRIES(zk_try_lock_shared, lock_try, ZKL_MODE_SHARED)
+ZKL_KEYED_ENTRIES(zk_try_lock_shared_ms, lock_try_within, ZKL_MODE_SHARED)
+ZKL_KEYED_ENTRIES(zk_unlock_shared, unlock_one, ZKL_MODE_SHARED)
+ZKL_KEYED_ENTRIES(zk_lock_token, lock_token, 0)

@@ -18,7 +18,6 @@
 
 PG_FUNCTION_INFO_V1(zk_lock_requests);
 PG_FUNCTION_INFO_V1(zk_lock_status);
-PG_FUNCTION_INFO_V1(zk_lock_queue_raw);
 
 static const char *
 slot_state(const ZklSlot *s)
@@ -201,8 +200,8 @@ same_owner_name(const char *a, const char *b)
  * One row per node of the key's queue, in queue order: position, mode,
  * granted (by the recipe's own rule), node name and the node's data.
  */
-Datum
-zk_lock_queue_raw(PG_FUNCTION_ARGS)
+static Datum
+queue_raw(FunctionCallInfo fcinfo, char keykind, char unused)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char		key[ZKL_KEY_BUFLEN];
@@ -215,7 +214,7 @@ zk_lock_queue_raw(PG_FUNCTION_ARGS)
 	int			i;
 
 	zkl_check_usable();
-	zkl_key_arg(fcinfo, zkl_key_kind(fcinfo), key);
+	zkl_key_arg(fcinfo, keykind, key);
 	InitMaterializedSRF(fcinfo, 0);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										   zkl_connect_timeout + WORKER_GRACE_MS);
@@ -310,3 +309,5 @@ zk_lock_queue_raw(PG_FUNCTION_ARGS)
 	}
 	return (Datum) 0;
 }
+
+ZKL_KEYED_ENTRIES(zk_lock_queue_raw, queue_raw, 0)

@@ -238,11 +238,21 @@ extern void zkl_auth_init(void);
 extern ZklAuthResult zkl_load_credential(char *cred, size_t credlen, char *user, size_t userlen,
 										 const char **why);
 
+/*
+ * One C entry point per SQL signature: NAME_text and NAME_int8 call
+ * IMPL(fcinfo, key kind, ARG).  A function's argument types are never read
+ * from fn_expr, which a fast-path call (libpq's PQfn) does not have.
+ */
+#define ZKL_KEYED_ENTRIES(name, impl, arg) \
+PG_FUNCTION_INFO_V1(name##_text); \
+PG_FUNCTION_INFO_V1(name##_int8); \
+Datum name##_text(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_TEXT, arg); } \
+Datum name##_int8(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_BIGINT, arg); }
+
 /* lockfuncs.c */
 /* Slack before a backend decides the worker is not serving requests at all. */
 #define WORKER_GRACE_MS 2000
 extern char *zkl_display_key(const char *encoded);
-extern char zkl_key_kind(FunctionCallInfo fcinfo);
 extern void zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out);
 extern void zkl_check_usable(void);
 
