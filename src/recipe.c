@@ -11,36 +11,54 @@
 /* "x-" + uuid + "-" ... "-" + sequence */
 #define MIN_NAME_LEN (2 + ZKL_UUID_LEN + 1 + 1 + SEQ_DIGITS)
 
+/*
+ * ZooKeeper appends the sequence with "%010d" of a signed 32-bit counter:
+ * ten digits while it is positive; past 2^31 it turns negative, as a '-'
+ * and nine or ten digits ("-000000001", "-2147483648").  The name itself
+ * ends "-<pid>-" before the sequence, so a negative one follows "--".
+ */
+static bool
+parse_sequence(const char *name, size_t len, int32_t *seq)
+{
+	const char *p = name + len;
+	int			digits = 0;
+	bool		negative;
+	int64_t		v = 0;
+
+	while (p > name && p[-1] >= '0' && p[-1] <= '9' && digits <= SEQ_DIGITS)
+	{
+		p--;
+		digits++;
+	}
+	if (p - name < 2 || p[-1] != '-')
+		return false;
+	negative = p[-2] == '-';
+	if (negative ? (digits != SEQ_DIGITS - 1 && digits != SEQ_DIGITS) : digits != SEQ_DIGITS)
+		return false;
+	for (; *p; p++)
+		v = v * 10 + (*p - '0');
+	if (negative)
+		v = -v;
+	if (v < INT32_MIN || v > INT32_MAX)
+		return false;
+	*seq = (int32_t) v;
+	return true;
+}
+
 bool
 zkr_parse_child(const char *name, ZkrChild *out)
 {
 	size_t		len = strlen(name);
-	const char *s;
-	char	   *end;
-	long long	seq;
-	int			i;
 
 	if (len < MIN_NAME_LEN)
 		return false;
 	if ((name[0] != ZKL_MODE_EXCLUSIVE && name[0] != ZKL_MODE_SHARED) ||
 		name[1] != '-' || name[2 + ZKL_UUID_LEN] != '-')
 		return false;
-
-	/*
-	 * ZooKeeper appends the sequence as %010d; past 2^31 it turns negative
-	 * ("-000000001" is still ten characters).
-	 */
-	s = name + len - SEQ_DIGITS;
-	for (i = (s[0] == '-') ? 1 : 0; i < SEQ_DIGITS; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-	seq = strtoll(s, &end, 10);
-	if (*end != '\0')
+	if (!parse_sequence(name, len, &out->seq))
 		return false;
-
 	out->name = name;
 	out->mode = name[0];
-	out->seq = seq;
 	return true;
 }
 
@@ -62,13 +80,18 @@ zkr_name_has_sysid(const char *name, uint64_t sysid)
 		strncmp(name + 2 + ZKL_UUID_LEN, want, n) == 0;
 }
 
+int
+zkr_seq_cmp(int32_t a, int32_t b)
+{
+	int32_t		d = (int32_t) ((uint32_t) a - (uint32_t) b);
+
+	return (d > 0) - (d < 0);
+}
+
 static int
 child_cmp(const void *a, const void *b)
 {
-	int64_t		sa = ((const ZkrChild *) a)->seq;
-	int64_t		sb = ((const ZkrChild *) b)->seq;
-
-	return (sa > sb) - (sa < sb);
+	return zkr_seq_cmp(((const ZkrChild *) a)->seq, ((const ZkrChild *) b)->seq);
 }
 
 int

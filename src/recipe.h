@@ -21,7 +21,7 @@ typedef struct ZkrChild
 {
 	const char *name;			/* points into the caller's string */
 	char		mode;
-	int64_t		seq;
+	int32_t		seq;			/* ZooKeeper's signed 32-bit counter */
 } ZkrChild;
 
 typedef enum ZkrVerdict
@@ -41,7 +41,14 @@ extern bool zkr_name_has_uuid(const char *name, const char *uuid);
 extern bool zkr_name_has_sysid(const char *name, uint64_t sysid);
 
 /*
- * Parse and sort (by sequence, as an integer) the given names into out,
+ * Order of two sequence numbers (<0, 0, >0) as serial numbers: the counter
+ * wraps from 2^31 - 1 to -2^31, and a queue spans far less than 2^31
+ * creates, so the difference taken modulo 2^32 says which came first.
+ */
+extern int	zkr_seq_cmp(int32_t a, int32_t b);
+
+/*
+ * Parse and sort (by sequence, as a serial number) the given names into out,
  * skipping names that are not lock nodes; returns how many were kept.
  */
 extern int	zkr_collect(const char *const *names, int n, ZkrChild *out);

@@ -2,6 +2,7 @@
  * Unit tests for the I/O-free parts of zk_lock: key encoding (keys.c) and
  * the lock recipe's decisions (recipe.c).  Prints "N passed, M failed".
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,11 +209,35 @@ test_recipe(void)
 			  "without the ownership, the same reader waits");
 	}
 
-	/* integers, not strings: a sequence past 2^31 turns negative */
+	/*
+	 * The counter wraps: past 2147483647 ZooKeeper writes "-2147483648"
+	 * (eleven characters), then counts up through "-000000001" to
+	 * "0000000000".  Nodes made after the wrap come later in the queue.
+	 */
+	list[0] = node(0, 'x', U3, "-2147483648");
+	list[1] = node(1, 'x', U1, "2147483646");
+	list[2] = node(2, 'x', U2, "2147483647");
+	list[3] = node(3, 'x', U4, "-2147483647");
+	n = zkr_collect(list, 4, kids);
+	CHECK(n == 4, "names on both sides of the wrap parse");
+	CHECK(n == 4 && kids[0].seq == 2147483646 && kids[1].seq == 2147483647 &&
+		  kids[2].seq == INT32_MIN && kids[3].seq == INT32_MIN + 1,
+		  "ordered across the wrap as serial numbers");
+	CHECK(zkr_decide(kids, n, U1, NULL, 0, &own, &watch) == ZKR_GRANT,
+		  "the node made before the wrap holds the lock");
+	CHECK(zkr_decide(kids, n, U3, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
+		  "the first node after the wrap waits for the last one before it");
 	list[0] = node(0, 'x', U1, "-000000001");
-	list[1] = node(1, 'x', U2, "0000000005");
+	list[1] = node(1, 'x', U2, "0000000000");
 	n = zkr_collect(list, 2, kids);
-	CHECK(n == 2 && kids[0].seq == -1, "negative sequence parsed as an integer");
+	CHECK(n == 2 && kids[0].seq == -1 && kids[1].seq == 0, "-1 comes before 0");
+	CHECK(zkr_seq_cmp(INT32_MAX, INT32_MIN) < 0 && zkr_seq_cmp(-1, 0) < 0 &&
+		  zkr_seq_cmp(5, 5) == 0 && zkr_seq_cmp(7, 3) > 0, "serial comparison");
+	list[0] = node(0, 'x', U1, "-00000001");	/* too short for %010d */
+	list[1] = node(1, 'x', U1, "000000001");
+	list[2] = node(2, 'x', U1, "00000000001");
+	list[3] = node(3, 'x', U1, "-21474836480");
+	CHECK(zkr_collect(list, 4, kids) == 0, "sequences ZooKeeper never writes are refused");
 
 	list[0] = "x-short-0000000001";
 	CHECK(zkr_collect(list, 1, kids) == 0, "malformed name skipped");
