@@ -175,6 +175,19 @@ deny_slot(ZklSlot *s)
 			 "denied under %s: its nodes belong to another ZooKeeper identity", slot_root(s));
 }
 
+/*
+ * The slot has a new place in its queue (or none): what it knew of the old
+ * place is void.  A predecessor watched from there must neither grant it on
+ * its delete (another cluster's waiter may now stand between) nor count as
+ * its only blocker.  Caller holds the lock.
+ */
+static void
+forget_place(ZklSlot *s)
+{
+	s->watch[0] = '\0';
+	s->watch_sole = false;
+}
+
 /* Put a request back at the start, as a fresh request.  Caller holds the lock. */
 static void
 requeue(ZklSlot *s)
@@ -185,6 +198,7 @@ requeue(ZklSlot *s)
 	s->todo = 0;
 	s->retries = 0;
 	s->node[0] = '\0';
+	forget_place(s);
 	s->attempt = ++zkl_shared->next_attempt;
 }
 
@@ -318,8 +332,7 @@ create_result(ZklSlot *s, int rc, const char *name, const struct Stat *stat)
 		strlcpy(s->node, base ? base + 1 : name, sizeof(s->node));
 		s->czxid = stat ? stat->czxid : 0;
 		s->zstate = ZKS_QUEUED; /* the pipelined getChildren decides */
-		s->watch[0] = '\0';		/* a former node's predecessor is not ours */
-		s->watch_sole = false;
+		forget_place(s);
 	}
 	else if (rc == ZNONODE)
 	{
@@ -746,6 +759,7 @@ recover_done(int rc, const struct String_vector *strings, const struct Stat *sta
 			{
 				/* the create went through: adopt the node once its Stat says it is ours */
 				strlcpy(s->node, found, sizeof(s->node));
+				forget_place(s);
 				s->zstate = ZKS_QUEUED;
 				s->todo |= ZKT_STAT;
 			}
