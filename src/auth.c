@@ -9,6 +9,7 @@
  */
 #include "postgres.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,36 +54,54 @@ zkl_auth_init(void)
 	emit_log_hook = hide_auth_in_log;
 }
 
-/* Read the credential file; false with *why set when it is unusable. */
+/*
+ * Read the credential file; false with *why set when it is unusable.  The
+ * checks are made on the open file (fstat), and a link is refused, so the
+ * file checked is the file read.  A line too long for the buffer is an
+ * error, never silently cut.
+ */
 static bool
 read_credential_file(const char *path, char *out, size_t outlen, const char **why)
 {
 	struct stat st;
-	FILE	   *f;
-	size_t		n;
+	int			fd;
+	ssize_t		n;
+	size_t		len;
 
-	if (stat(path, &st) != 0)
+	fd = OpenTransientFile(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
 	{
-		*why = psprintf("cannot read file \"%s\": %m", path);
+		*why = psprintf(errno == ELOOP ? "file \"%s\" is a symbolic link" :
+						"cannot read file \"%s\": %m", path);
 		return false;
 	}
-	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+		(st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
 	{
+		CloseTransientFile(fd);
 		*why = psprintf("file \"%s\" must be a regular file owned by the server's user, without access for group or others (chmod 600)",
 						path);
 		return false;
 	}
-	f = AllocateFile(path, "r");
-	if (f == NULL)
+	n = read(fd, out, outlen);
+	CloseTransientFile(fd);
+	if (n < 0)
 	{
 		*why = psprintf("cannot read file \"%s\": %m", path);
 		return false;
 	}
-	n = fread(out, 1, outlen - 1, f);
-	FreeFile(f);
-	out[n] = '\0';
 	/* one line; a trailing newline is not part of it */
-	out[strcspn(out, "\r\n")] = '\0';
+	len = 0;
+	while (len < (size_t) n && out[len] != '\n' && out[len] != '\r')
+		len++;
+	if (len >= outlen)
+	{
+		explicit_bzero(out, outlen);
+		*why = psprintf("the line in file \"%s\" is too long (at most %zu bytes)",
+						path, outlen - 1);
+		return false;
+	}
+	out[len] = '\0';
 	return true;
 }
 

@@ -10,6 +10,7 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "common/string.h"
 #include "commands/dbcommands.h"
 #include "fmgr.h"
 #include "mb/pg_wchar.h"
@@ -36,16 +37,34 @@ typedef enum WaitKind
 	WAIT_BOUNDED				/* zk_try_lock(key, timeout_ms) */
 } WaitKind;
 
-/* Encoded key for display: the user's key as given (text) or its number. */
+/*
+ * Encoded key for display: the user's key as given (text) or its number.
+ * Text keys are kept as UTF-8; in a database of another encoding their
+ * non-ASCII characters are shown as \uXXXX escapes.  A conversion could
+ * fail, and this runs in error reports too, so it never converts.
+ */
 char *
 zkl_display_key(const char *encoded)
 {
 	char		buf[ZKL_KEY_BUFLEN];
 	char		kind;
+	StringInfoData out;
+	const unsigned char *p;
 
 	if (zkl_decode_key(encoded, &kind, buf, sizeof(buf)) < 0)
 		return pstrdup(encoded);
-	return pstrdup(buf);
+	if (kind != ZKL_KEY_TEXT || GetDatabaseEncoding() == PG_UTF8 ||
+		pg_is_ascii(buf))
+		return pstrdup(buf);
+	initStringInfo(&out);
+	for (p = (const unsigned char *) buf; *p; p += pg_utf_mblen(p))
+	{
+		if (*p < 0x80)
+			appendStringInfoChar(&out, (char) *p);
+		else
+			appendStringInfo(&out, "\\u%04X", (unsigned int) utf8_to_unicode(p));
+	}
+	return out.data;
 }
 
 void
@@ -229,12 +248,14 @@ wait_for_answer(int idx, WaitKind kind, int timeout_ms, bool *lock_timed_out)
 
 		/*
 		 * The worker fails unsent requests after connect_timeout, and answers
-		 * a try-lock as soon as ZooKeeper does.  Past that (plus slack) no
+		 * a try-lock as soon as ZooKeeper does (and any lock-delay is over).  Past that (plus slack) no
 		 * worker is serving us or ZooKeeper is not answering: never hang.
 		 */
 		if (zstate == ZKS_NEW || kind == WAIT_NONE)
 		{
-			long		limit = zkl_connect_timeout + WORKER_GRACE_MS;
+			/* a try-lock may also wait out a lock-delay (worker.c, grant) */
+			long		limit = zkl_connect_timeout + WORKER_GRACE_MS +
+				(zstate == ZKS_NEW ? 0 : zkl_lock_delay);
 
 			/* unsent: measured from when it (re)entered the queue */
 			if (zstate == ZKS_NEW)
@@ -296,9 +317,15 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 	switch (r)
 	{
 		case ZKR_GRANTED:
-			zkl_set_pending(-1);
-			zkl_local_add(idx, key, mode);
+			/* the worker wrote the granting session before the result */
+			pg_read_barrier();
+			zkl_local_add(idx, key, mode, zkl_shared->slots[idx].session_id);
 			return true;
+		case ZKR_LOST:
+			/* granted and lost before we saw it: the lock is not ours */
+			zkl_set_pending(-1);
+			zkl_abandon_slot(idx);
+			zkl_lost_error(key);
 		case ZKR_PENDING:		/* gave up on our own deadline */
 			if (lock_timed_out)
 				ereport(ERROR,

@@ -6,8 +6,8 @@
  *   - a create whose reply was lost and that a lookup by uuid did not find
  *     can still be applied after that lookup (a "ghost"): its key is listed
  *     once more a little later and a node with that request's uuid deleted;
- *   - anything else: a waiter that has waited long looks for such nodes in
- *     its own listing ("suspects") and deletes those our session owns.
+ *   - anything else: a waiter that has waited long and is blocked by such a
+ *     node ("suspect") deletes it once its owner is seen to be our session.
  * Part of the worker: runs in its process only.
  */
 #include "postgres.h"
@@ -38,33 +38,51 @@ delete_orphan(const char *path, const char *why)
 
 /*
  * Nodes of this cluster's session that no slot knows of would block their
- * key for as long as the session lives.  A waiter that has waited long
- * looks for them in its listing: nodes with our system identifier whose
- * uuid no slot carries.  They are deleted only after an exists() shows our
- * session owns them (a promoted standby shares our system identifier).
+ * key for as long as the session lives.  A waiter that has waited long and
+ * is blocked by a node with our system identifier whose uuid no slot
+ * carries suspects it.  Only the blocking node is looked at: a node that
+ * blocks nobody yet does no harm, and becomes some waiter's blocker before
+ * it can.  It is deleted only after an exists() shows our session owns it
+ * (a promoted standby shares our system identifier).
  */
 #define MAX_SUSPECTS 8
 static char suspects[MAX_SUSPECTS][ZKL_PATH_LEN];
 static int	nsuspects = 0;
 
-void
-zkl_find_suspects(const ZklSlot *s, int n)
+/* Whether some request of this cluster carries the uuid of node `name`.  Caller holds the lock. */
+static bool
+uuid_is_live(const char *name)
 {
-	int			i;
 	int			j;
 
-	for (i = 0; i < n && nsuspects < MAX_SUSPECTS; i++)
-	{
-		bool		known = false;
+	for (j = 0; j < zkl_shared->nused; j++)
+		if (zkl_shared->slots[j].zstate != ZKS_FREE &&
+			zkr_name_has_uuid(name, zkl_shared->slots[j].uuid))
+			return true;
+	return false;
+}
 
-		if (!zkr_name_has_sysid(zkl_childbuf[i].name, GetSystemIdentifier()))
-			continue;
-		for (j = 0; j < zkl_shared->nused && !known; j++)
-			known = zkl_shared->slots[j].zstate != ZKS_FREE &&
-				zkr_name_has_uuid(zkl_childbuf[i].name, zkl_shared->slots[j].uuid);
-		if (!known)
-			zkl_child_path(s, zkl_childbuf[i].name, suspects[nsuspects++]);
-	}
+/* Whether a node that blocks a waiter may be one no request owns.  Caller holds the lock. */
+bool
+zkl_may_be_orphan(const char *name)
+{
+	return zkr_name_has_sysid(name, GetSystemIdentifier()) && !uuid_is_live(name);
+}
+
+/* Caller holds the lock. */
+void
+zkl_suspect_blocker(const ZklSlot *s, const char *name)
+{
+	int			i;
+	char		path[ZKL_PATH_LEN];
+
+	if (nsuspects >= MAX_SUSPECTS || !zkl_may_be_orphan(name))
+		return;
+	zkl_child_path(s, name, path);
+	for (i = 0; i < nsuspects; i++)
+		if (strcmp(suspects[i], path) == 0)
+			return;
+	strlcpy(suspects[nsuspects++], path, ZKL_PATH_LEN);
 }
 
 static void
@@ -81,7 +99,7 @@ suspect_stat_done(int rc, const struct Stat *stat, const void *data)
 	pfree(path);
 }
 
-/* Send what zkl_find_suspects() found; without the lock. */
+/* Send what zkl_suspect_blocker() found; without the lock. */
 void
 zkl_check_suspects(void)
 {

@@ -107,35 +107,81 @@ zkr_collect(const char *const *names, int n, ZkrChild *out)
 	return kept;
 }
 
-static bool
-is_mine(const ZkrChild *c, const char *const *mine, int nmine)
+/* Index in mine[] of the backend's node c, or -1. */
+static int
+mine_index(const ZkrChild *c, const char *const *mine, int nmine)
 {
 	int			i;
 
 	for (i = 0; i < nmine; i++)
 		if (zkr_name_has_uuid(c->name, mine[i]))
-			return true;
-	return false;
+			return i;
+	return -1;
 }
 
 /*
- * Whether a node ahead of ours blocks us: any other backend's node for a
- * writer, another backend's writer for a reader.
+ * Where the backend's granted nodes stand: the first exclusive and the first
+ * shared one (-1: none), so that "does this node wait for us" is O(1).
+ */
+typedef struct OwnHolds
+{
+	int			first_x;
+	int			first_s;
+} OwnHolds;
+
+static OwnHolds
+own_holds(const ZkrChild *children, int n, const char *const *mine,
+		  const bool *held, int nmine)
+{
+	OwnHolds	h = {-1, -1};
+	int			i;
+
+	for (i = 0; held != NULL && i < n; i++)
+	{
+		int			m = mine_index(&children[i], mine, nmine);
+
+		if (m < 0 || !held[m])
+			continue;
+		if (children[i].mode == ZKL_MODE_EXCLUSIVE && h.first_x < 0)
+			h.first_x = i;
+		else if (children[i].mode == ZKL_MODE_SHARED && h.first_s < 0)
+			h.first_s = i;
+	}
+	return h;
+}
+
+/*
+ * Whether children[i] blocks a request of the backend: a writer is blocked
+ * by any node, a reader by writers.  Never by the backend's own nodes, nor
+ * by a node queued behind one the backend holds that it conflicts with:
+ * that one waits for the backend, not the other way round (core's rule, so
+ * a holder's further requests on its key never wait for its own waiters).
  */
 static bool
-blocks(const ZkrChild *c, bool exclusive, const char *const *mine, int nmine)
+blocks(const ZkrChild *children, int i, bool exclusive, const char *const *mine,
+	   int nmine, OwnHolds h)
 {
-	if (!exclusive && c->mode != ZKL_MODE_EXCLUSIVE)
+	const ZkrChild *c = &children[i];
+	bool		writer = c->mode == ZKL_MODE_EXCLUSIVE;
+
+	if (!exclusive && !writer)
 		return false;
-	return !is_mine(c, mine, nmine);
+	if (mine_index(c, mine, nmine) >= 0)
+		return false;
+	if (h.first_x >= 0 && h.first_x < i)
+		return false;
+	if (writer && h.first_s >= 0 && h.first_s < i)
+		return false;
+	return true;
 }
 
 ZkrVerdict
 zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
-		   const char *const *mine, int nmine, int *own, int *watch)
+		   const char *const *mine, const bool *held, int nmine, int *own, int *watch)
 {
 	int			me = -1;
 	bool		exclusive;
+	OwnHolds	h;
 	int			i;
 
 	for (i = 0; i < n; i++)
@@ -153,9 +199,10 @@ zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
 
 	/* walk back from our node to the nearest node that conflicts */
 	exclusive = children[me].mode == ZKL_MODE_EXCLUSIVE;
+	h = own_holds(children, me, mine, held, nmine);
 	for (i = me - 1; i >= 0; i--)
 	{
-		if (!blocks(&children[i], exclusive, mine, nmine))
+		if (!blocks(children, i, exclusive, mine, nmine, h))
 			continue;
 		*watch = i;
 		return ZKR_WAIT;
@@ -165,15 +212,27 @@ zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
 
 bool
 zkr_sole_blocker(const ZkrChild *children, int own, int watch,
-				 const char *const *mine, int nmine)
+				 const char *const *mine, const bool *held, int nmine)
 {
 	bool		exclusive = children[own].mode == ZKL_MODE_EXCLUSIVE;
+	OwnHolds	h = own_holds(children, own, mine, held, nmine);
 	int			i;
 
 	for (i = watch - 1; i >= 0; i--)
-		if (blocks(&children[i], exclusive, mine, nmine))
+		if (blocks(children, i, exclusive, mine, nmine, h))
 			return false;
 	return true;
+}
+
+int
+zkr_foreign_ahead(const ZkrChild *children, int own, const char *const *mine, int nmine)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < own; i++)
+		n += mine_index(&children[i], mine, nmine) < 0;
+	return n;
 }
 
 void

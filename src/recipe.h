@@ -59,11 +59,14 @@ extern int	zkr_collect(const char *const *names, int n, ZkrChild *out);
  * shared one only for the last exclusive node before it.  Only that one
  * node is watched, so a release wakes exactly one waiter (no herd).
  * Nodes whose uuid is in mine[] belong to the same backend and never block
- * it (a reader may ask to write, as core allows).
+ * it; held[k] (NULL: none) says mine[k] is granted, and a node queued behind
+ * a granted node of ours that it conflicts with waits for us, so it does not
+ * block us either (core's rule: a holder's further requests on its key, in
+ * either mode, never wait for the holder's own waiters).
  */
 extern ZkrVerdict zkr_decide(const ZkrChild *children, int n,
 							 const char *own_uuid,
-							 const char *const *mine, int nmine,
+							 const char *const *mine, const bool *held, int nmine,
 							 int *own, int *watch);
 
 /*
@@ -73,7 +76,15 @@ extern ZkrVerdict zkr_decide(const ZkrChild *children, int n,
  * no second read of the queue is needed to know it.
  */
 extern bool zkr_sole_blocker(const ZkrChild *children, int own, int watch,
-							 const char *const *mine, int nmine);
+							 const char *const *mine, const bool *held, int nmine);
+
+/*
+ * How many nodes ahead of children[own] are not the backend's own.  A node
+ * granted with none ahead holds the key alone (in its mode); one granted
+ * past other clusters' waiters (see zkr_decide) does not.
+ */
+extern int	zkr_foreign_ahead(const ZkrChild *children, int own,
+							  const char *const *mine, int nmine);
 
 /* Format a request uuid (36 chars + NUL) from 16 random bytes (RFC 4122 v4). */
 extern void zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1]);

@@ -1,6 +1,7 @@
 /*
  * session.c — the worker's ZooKeeper session: opening, resuming and closing
- * it, its connection state in shared memory, the identity and root it works
+ * it (a session left from before a crash-restart: left_session.c), its
+ * connection state in shared memory, the identity and root it works
  * under (reloadable), and the clock that declares it lost when the worker is
  * cut off.  worker.c drives the lock requests through it.
  * Part of the worker: runs in its process only.
@@ -20,9 +21,6 @@
 #include "zk_client.h"
 #include "worker.h"
 
-/* In the data directory: the session to close after a crash-restart. */
-#define SESSION_FILE		"pg_zk_lock.session"
-
 struct ACL_vector *zkl_acl = NULL;	/* ACL of the nodes we create */
 
 static char *open_hosts = NULL;
@@ -31,96 +29,6 @@ static TimestampTz next_open = 0;
 static char session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
 static char session_user[ZKL_ERRMSG_LEN / 2];
 static char auth_complaint[ZKL_AUTH_INFO_LEN];	/* last logged, so it is logged once */
-
-/*
- * Remember the session in the data directory.  Shared memory (which lets a
- * restarted worker resume the session) does not survive a crash-restart;
- * this file lets the next worker close the orphaned session at once.
- */
-static void
-save_session_file(const clientid_t *id)
-{
-	FILE	   *f = AllocateFile(SESSION_FILE ".tmp", PG_BINARY_W);
-
-	if (f == NULL ||
-		fwrite(&id->client_id, sizeof(id->client_id), 1, f) != 1 ||
-		fwrite(id->passwd, sizeof(id->passwd), 1, f) != 1)
-	{
-		ereport(LOG, (errcode_for_file_access(),
-					  errmsg("zk_lock: could not write \"%s\": %m", SESSION_FILE ".tmp")));
-		if (f)
-			FreeFile(f);
-		return;
-	}
-	if (FreeFile(f) == 0)
-		(void) durable_rename(SESSION_FILE ".tmp", SESSION_FILE, LOG);
-}
-
-static bool
-read_session_file(clientid_t *id)
-{
-	FILE	   *f = AllocateFile(SESSION_FILE, PG_BINARY_R);
-	bool		ok;
-
-	if (f == NULL)
-		return false;
-	ok = fread(&id->client_id, sizeof(id->client_id), 1, f) == 1 &&
-		fread(id->passwd, sizeof(id->passwd), 1, f) == 1;
-	FreeFile(f);
-	return ok && id->client_id != 0;
-}
-
-static int	left_state = 0;		/* ZOO_*_STATE seen by left_session_watcher */
-
-static void
-left_session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
-{
-	if (type == ZOO_SESSION_EVENT &&
-		(state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE ||
-		 state == ZOO_AUTH_FAILED_STATE))
-		left_state = state;
-}
-
-/*
- * After a crash-restart, the previous incarnation's session may still hold
- * lock nodes that other clusters wait for.  Reattach to it just to close it,
- * so they need not wait a whole session timeout; then start afresh.
- */
-static void
-close_left_session(void)
-{
-	clientid_t	old;
-	zhandle_t  *h;
-	TimestampTz deadline;
-
-	if (!read_session_file(&old))
-		return;
-	h = zkc_open(zkl_hosts, zkl_session_timeout, &old, left_session_watcher);
-	if (h == NULL)
-		return;
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), zkl_connect_timeout);
-	left_state = 0;
-	while (left_state == 0 && !ShutdownRequestPending)
-	{
-		long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
-
-		if (left <= 0)
-			break;
-		zkc_wait(h, left);
-	}
-	/* closing a connected handle ends the session: its nodes go at once */
-	zkc_close(h);
-	if (left_state == ZOO_CONNECTED_STATE)
-		ereport(LOG, (errmsg("zk_lock: closed session 0x%llx left over from before a restart",
-							 (unsigned long long) old.client_id)));
-	else if (left_state == ZOO_EXPIRED_SESSION_STATE)
-		ereport(LOG, (errmsg("zk_lock: session 0x%llx left over from before a restart had expired",
-							 (unsigned long long) old.client_id)));
-	else
-		ereport(LOG, (errmsg("zk_lock: could not reach ZooKeeper to close session 0x%llx left over from before a restart",
-							 (unsigned long long) old.client_id)));
-	unlink(SESSION_FILE);
-}
 
 static void
 session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
@@ -153,7 +61,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		zkl_wake_holders();
 		LWLockRelease(zkl_shared->lock);
 		if (changed)
-			save_session_file(id);	/* outside the lock: it syncs to disk */
+			zkl_left_save(id);	/* outside the lock: it syncs to disk */
 		ereport(LOG,
 				(errmsg("zk_lock: connected to ZooKeeper, session 0x%llx, timeout %d ms",
 						(unsigned long long) id->client_id, zoo_recv_timeout(h))));
@@ -416,8 +324,8 @@ zkl_session_begin(void)
 		apply_root();			/* a restarted worker: the setting may have changed */
 
 	/* fresh shared memory (server start or crash-restart): nothing to resume */
-	if (zkl_shared->session_id == 0 && zkl_hosts[0] != '\0')
-		close_left_session();
+	if (zkl_shared->session_id == 0)
+		zkl_left_begin();
 }
 
 /* Each loop turn: a reload, a session that ended, a session to open. */
@@ -465,5 +373,5 @@ zkl_session_end(void)
 	zkl_session_lost();
 	zkc_close(zkl_zh);
 	zkl_zh = NULL;
-	unlink(SESSION_FILE);		/* closed: nothing left to clean up */
+	zkl_left_forget();
 }

@@ -5,6 +5,7 @@
 #include "postgres.h"
 
 #include <signal.h>
+#include <time.h>
 
 #include "common/pg_prng.h"
 #include "miscadmin.h"
@@ -48,6 +49,8 @@ zkl_shmem_startup(void)
 		zkl_shared->worker_procno = -1;
 		zkl_shared->conn_state = ZKC_STOPPED;
 		zkl_shared->nslots = zkl_max_locks;
+		pg_atomic_init_u64(&zkl_shared->proof_at, 0);
+		ConditionVariableInit(&zkl_shared->proof_cv);
 	}
 	zkl_query = ShmemInitStruct("zk_lock query", sizeof(ZklQuery), &found);
 	if (!found)
@@ -307,4 +310,86 @@ zkl_cancel_slot(int idx)
 	if (wake)
 		zkl_wake_worker();
 	return result;
+}
+
+/*
+ * Microseconds of a clock that only moves forward, at the same rate as real
+ * time, and is the same in every process of the machine: the safety rules
+ * compare elapsed times, which a step of the wall clock must not change.
+ */
+int64
+zkl_mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * lock_delay as applied: it must exceed the commit proof's bound (of every
+ * cluster; this one's at least), so never less than twice this cluster's.
+ */
+int
+zkl_effective_lock_delay(void)
+{
+	return Max(zkl_lock_delay, 2 * zkl_proof_bound);
+}
+
+/*
+ * The worker records that the leader answered, for `session`, a request
+ * sent at `sent_at` (zkl_mono_now).  proof_at is zeroed around the change of session so
+ * that a reader never pairs one session's time with another session.
+ * Worker only; the lock is not needed.
+ */
+void
+zkl_proof_note(int64 sent_at, int64 session)
+{
+	bool		wanted;
+
+	if (session != zkl_shared->proof_session)
+	{
+		pg_atomic_write_u64(&zkl_shared->proof_at, 0);
+		pg_write_barrier();
+		zkl_shared->proof_session = session;
+		pg_write_barrier();
+	}
+	else if ((uint64) sent_at <= pg_atomic_read_u64(&zkl_shared->proof_at))
+		return;
+	pg_atomic_write_u64(&zkl_shared->proof_at, (uint64) sent_at);
+	pg_memory_barrier();
+	wanted = zkl_shared->proof_wanted;
+	if (wanted)
+	{
+		zkl_shared->proof_wanted = false;
+		ConditionVariableBroadcast(&zkl_shared->proof_cv);
+	}
+}
+
+/* The session ended: nothing it proved counts any more.  Worker only. */
+void
+zkl_proof_forget(void)
+{
+	pg_atomic_write_u64(&zkl_shared->proof_at, 0);
+	pg_write_barrier();
+	zkl_shared->proof_session = 0;
+	ConditionVariableBroadcast(&zkl_shared->proof_cv);
+}
+
+/* The proof's send time (0: none) and its session, read consistently. */
+int64
+zkl_proof_read(int64 *session)
+{
+	for (;;)
+	{
+		uint64		a = pg_atomic_read_u64(&zkl_shared->proof_at);
+		uint64		b;
+
+		pg_read_barrier();
+		*session = zkl_shared->proof_session;
+		pg_read_barrier();
+		b = pg_atomic_read_u64(&zkl_shared->proof_at);
+		if (a == b)
+			return (int64) a;
+	}
 }

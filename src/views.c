@@ -208,6 +208,7 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char unused)
 	TimestampTz deadline;
 	ZklQueueEntry *entries;
 	ZkrChild   *kids;
+	bool	   *granted;
 	int			n;
 	int			sqlstate;
 	char		errmsg_buf[ZKL_ERRMSG_LEN];
@@ -274,11 +275,13 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char unused)
 
 	/* entries are in queue order; decide each one as the recipe would */
 	kids = palloc(Max(n, 1) * sizeof(ZkrChild));
+	granted = palloc0(Max(n, 1) * sizeof(bool));
 	for (i = 0; i < n; i++)
 		(void) zkr_parse_child(entries[i].node, &kids[i]);	/* zkr_collect kept only lock nodes */
 	for (i = 0; i < n; i++)
 	{
 		const char **mine = palloc(Max(n, 1) * sizeof(char *));
+		bool	   *held = palloc(Max(n, 1) * sizeof(bool));
 		char	  **uuids = palloc(Max(n, 1) * sizeof(char *));
 		char		uuid[ZKL_UUID_LEN + 1];
 		int			nmine = 0;
@@ -296,13 +299,15 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char unused)
 			{
 				uuids[nmine] = pnstrdup(entries[j].node + 2, ZKL_UUID_LEN);
 				mine[nmine] = uuids[nmine];
+				held[nmine] = j < i && granted[j];	/* nodes ahead are decided */
 				nmine++;
 			}
 		}
 		strlcpy(uuid, entries[i].node + 2, sizeof(uuid));
 		values[0] = Int32GetDatum(i + 1);
 		values[1] = CStringGetTextDatum(entries[i].node[0] == ZKL_MODE_SHARED ? "shared" : "exclusive");
-		values[2] = BoolGetDatum(zkr_decide(kids, n, uuid, mine, nmine, &own, &watch) == ZKR_GRANT);
+		granted[i] = zkr_decide(kids, n, uuid, mine, held, nmine, &own, &watch) == ZKR_GRANT;
+		values[2] = BoolGetDatum(granted[i]);
 		values[3] = CStringGetTextDatum(entries[i].node);
 		values[4] = CStringGetTextDatum(entries[i].data);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

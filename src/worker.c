@@ -45,7 +45,8 @@ typedef enum OpKind
 	OP_DELETE,
 	OP_RECOVER,
 	OP_STAT,
-	OP_VERIFY
+	OP_VERIFY,
+	OP_BARRIER
 } OpKind;
 
 typedef struct Op
@@ -95,6 +96,13 @@ static Op  *ops = NULL;
 ZkrChild   *zkl_childbuf = NULL;
 static int	maxchild = 0;
 static zoo_op_result_t *verify_results = NULL;	/* one per slot, alive until the reply */
+
+/* The commit proof's own request (see zkl_proof_note): at most one in flight. */
+static bool proof_due = false;	/* plan_ops: send one this turn */
+static bool proof_in_flight = false;
+static int64 proof_sent = 0;	/* zkl_mono_now */
+static uint64 proof_gen = 0;	/* tags it: a new handle makes replies stale */
+static zoo_op_result_t proof_result;
 
 static void *
 slot_ctx(int idx, uint64 attempt)
@@ -146,6 +154,26 @@ zkl_outcome_unknown(int rc)
 	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZRUNTIMEINCONSISTENCY;
 }
 
+/*
+ * Whether the ZooKeeper leader answered a write: it checks the session
+ * before anything else, so any of these says the session was alive there
+ * after the request was sent.  Connection and session errors do not.
+ */
+static bool
+leader_answered(int rc)
+{
+	return rc == ZOK || rc == ZNONODE || rc == ZNODEEXISTS || rc == ZBADVERSION ||
+		rc == ZNOAUTH || rc == ZNOTEMPTY;
+}
+
+/* A write of slot s was answered with rc: maybe a fresher commit proof. */
+static void
+note_write_reply(const ZklSlot *s, int rc)
+{
+	if (leader_answered(rc))
+		zkl_proof_note(s->sent_at, zkl_shared->session_id);
+}
+
 /* Tell the owner its request failed.  Caller holds the lock. */
 static void
 fail_slot(ZklSlot *s, int sqlstate, ZklZkState zstate, const char *fmt,...)
@@ -186,6 +214,8 @@ forget_place(ZklSlot *s)
 {
 	s->watch[0] = '\0';
 	s->watch_sole = false;
+	s->at_head = false;
+	s->delayed_until = 0;
 }
 
 /* Put a request back at the start, as a fresh request.  Caller holds the lock. */
@@ -261,6 +291,8 @@ each_slot(void (*fn) (ZklSlot *s))
 void
 zkl_session_lost(void)
 {
+	zkl_proof_forget();
+	zkl_left_forget();			/* a later worker must not mistake it for a crash's leftover */
 	each_slot(forget_node);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->session_id = 0;
@@ -372,7 +404,10 @@ create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 	if (s == NULL || s->zstate != ZKS_CREATING)
 		stray = (rc == ZOK);	/* the request moved on: nobody wants this node */
 	else
+	{
+		note_write_reply(s, rc);
 		create_result(s, rc, name, stat);
+	}
 	LWLockRelease(zkl_shared->lock);
 
 	if (stray)
@@ -450,15 +485,40 @@ recheck_ms(void)
 	return Max(1000, zkl_shared->negotiated_timeout / 2);
 }
 
-/* The slot's node is first in line (for its mode).  Caller holds the lock. */
+/* A try-lock never queues: take its node away at once.  Caller holds the lock. */
+static void
+refuse_try(ZklSlot *s)
+{
+	if (s->result == ZKR_PENDING)
+		s->result = ZKR_NOT_GRANTED;
+	s->zstate = ZKS_DELETING;
+	s->todo = ZKT_DELETE;
+	zkl_wake_owner(s);
+}
+
+/*
+ * The slot's node is first in line (for its mode).  During a lock-delay
+ * (presence.c) the grant waits, and the queue is read again when it ends.
+ * A try-lock waits too: it never queues behind a holder, but the delay is
+ * no holder, and it ends within zk_lock.lock_delay.  Caller holds the lock.
+ */
 static void
 grant(ZklSlot *s)
 {
-	s->zstate = ZKS_HELD;
+	int64		until;
+
 	/* a watch event seen before this answer asks for nothing more */
-	s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH);
+	s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
+	if (s->result == ZKR_PENDING && zkl_grants_paused(zkl_mono_now(), &until))
+	{
+		s->delayed_until = until;
+		return;
+	}
+	s->zstate = ZKS_HELD;
 	if (s->result == ZKR_PENDING)
 	{
+		s->session_id = zkl_shared->session_id;
+		pg_write_barrier();		/* the owner reads it after the result, unlocked */
 		s->result = ZKR_GRANTED;
 		s->granted_at = GetCurrentTimestamp();
 		zkl_shared->counters.grants++;
@@ -471,6 +531,7 @@ static void
 decide(ZklSlot *s, const struct String_vector *children)
 {
 	const char *mine[8];
+	bool		held[8];
 	int			nmine = 0;
 	int			n;
 	int			own;
@@ -479,8 +540,6 @@ decide(ZklSlot *s, const struct String_vector *children)
 	int			i;
 
 	n = zkl_collect_children(children);
-	if (TimestampDifferenceExceeds(s->requested_at, GetCurrentTimestamp(), recheck_ms()))
-		zkl_find_suspects(s, n);
 
 	/* this backend's other nodes on the key never block it (at most one per mode) */
 	for (i = 0; i < zkl_shared->nused && nmine < lengthof(mine); i++)
@@ -489,10 +548,13 @@ decide(ZklSlot *s, const struct String_vector *children)
 
 		if (o != s && o->zstate != ZKS_FREE && same_owner(o, s) &&
 			strcmp(o->key, s->key) == 0)
+		{
+			held[nmine] = o->zstate == ZKS_HELD;
 			mine[nmine++] = o->uuid;
+		}
 	}
 
-	switch (zkr_decide(zkl_childbuf, n, s->uuid, mine, nmine, &own, &watch))
+	switch (zkr_decide(zkl_childbuf, n, s->uuid, mine, held, nmine, &own, &watch))
 	{
 		case ZKR_ABSENT:
 			/* our node was removed behind our back: queue again */
@@ -505,6 +567,7 @@ decide(ZklSlot *s, const struct String_vector *children)
 				requeue(s);
 			break;
 		case ZKR_GRANT:
+			s->at_head = zkr_foreign_ahead(zkl_childbuf, own, mine, nmine) == 0;
 			grant(s);
 			break;
 		case ZKR_WAIT:
@@ -517,19 +580,17 @@ decide(ZklSlot *s, const struct String_vector *children)
 				s->todo = ZKT_DELETE;
 			}
 			else if (s->nowait)
-			{
-				/* a try-lock never queues: take our node away at once */
-				if (s->result == ZKR_PENDING)
-					s->result = ZKR_NOT_GRANTED;
-				s->zstate = ZKS_DELETING;
-				s->todo = ZKT_DELETE;
-				zkl_wake_owner(s);
-			}
+				refuse_try(s);
 			else
 			{
 				strlcpy(s->watch, zkl_childbuf[watch].name, sizeof(s->watch));
-				s->watch_sole = zkr_sole_blocker(zkl_childbuf, own, watch, mine, nmine);
+				s->watch_sole = zkr_sole_blocker(zkl_childbuf, own, watch, mine, held, nmine);
+				/* granted when the watched node goes: alone at the head only if it was the one other */
+				s->at_head = s->watch_sole &&
+					zkr_foreign_ahead(zkl_childbuf, own, mine, nmine) == 1;
 				s->todo |= ZKT_WATCH;
+				if (TimestampDifferenceExceeds(s->requested_at, GetCurrentTimestamp(), recheck_ms()))
+					zkl_suspect_blocker(s, s->watch);
 			}
 			break;
 	}
@@ -557,8 +618,15 @@ children_done(int rc, const struct String_vector *strings, const struct Stat *st
 	zkl_check_suspects();
 }
 
+/*
+ * The watch on the predecessor is set with a read of its data, not with
+ * exists(): on a node that is already gone, exists() would leave a watch
+ * for its creation, which never comes (names are unique), for the life of
+ * the session.  A data read of a missing node sets no watch.
+ */
 static void
-exists_done(int rc, const struct Stat *stat, const void *ctx)
+watch_set(int rc, const char *value, int value_len, const struct Stat *stat,
+		  const void *ctx)
 {
 	ZklSlot    *s;
 
@@ -591,14 +659,38 @@ predecessor_watch(zhandle_t *h, int type, int state, const char *path, void *ctx
 
 		/*
 		 * Our only blocker deleted: the lock is ours without reading the
-		 * queue again.  Anything else (an older watch, a data change):
-		 * read it.
+		 * queue again, once one read of our own node has come back.  The
+		 * delete may be a session's death, and the server may send this
+		 * event before the one on the sessions' presence list from the same
+		 * transaction (presence.c); a reply comes after both, so by then
+		 * any lock-delay is known.  Anything else (an older watch, a data
+		 * change): read the queue.
 		 */
 		zkl_child_path(s, s->watch, watched);
 		if (type == ZOO_DELETED_EVENT && s->watch_sole && s->watch[0] != '\0' &&
 			strcmp(path, watched) == 0)
-			grant(s);
+			s->todo |= ZKT_BARRIER;
 		else
+			s->todo |= ZKT_CHILDREN;
+	}
+	LWLockRelease(zkl_shared->lock);
+}
+
+/* The read behind a sole blocker's delete event came back: grant, as decided then. */
+static void
+barrier_done(int rc, const struct Stat *stat, const void *ctx)
+{
+	ZklSlot    *s;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	s = reply_slot(ctx);
+	if (s != NULL && s->zstate == ZKS_QUEUED)
+	{
+		if (rc == ZOK)
+			grant(s);			/* nodes ahead only go: still nothing blocks it */
+		else if (rc == ZNONODE)
+			requeue(s);			/* our node is gone (a session change re-queues too) */
+		else if (zkl_outcome_unknown(rc))
 			s->todo |= ZKT_CHILDREN;
 	}
 	LWLockRelease(zkl_shared->lock);
@@ -643,7 +735,10 @@ delete_done(int rc, const void *ctx)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	s = reply_slot(ctx);
 	if (s != NULL && s->zstate == ZKS_DELETING)
+	{
+		note_write_reply(s, rc);
 		delete_result(s, rc);
+	}
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -686,6 +781,7 @@ multi_done(int rc, const void *data)
 {
 	Batch	   *b = (Batch *) data;
 	bool		stray[BATCH_MAX] = {0};
+	bool		noted = false;
 	int			i;
 
 	writes_in_flight = Max(writes_in_flight - 1, 0);
@@ -694,6 +790,12 @@ multi_done(int rc, const void *data)
 	{
 		ZklSlot    *s = reply_slot(b->ctx[i]);
 		int			err = rc;
+
+		if (s != NULL && !noted)
+		{
+			note_write_reply(s, rc);	/* one answer for the whole multi */
+			noted = true;
+		}
 
 		/* a definite refusal names the op at fault; the others were rolled back */
 		if (rc != ZOK && !zkl_outcome_unknown(rc) && !rolled_back(rc, b->results[i].err))
@@ -873,7 +975,8 @@ static const struct
 {
 	{ZKT_VERIFY, ZKT_VERIFY, OP_VERIFY},
 	{ZKT_STAT, ZKT_STAT, OP_STAT},
-	{ZKT_CHILDREN, ZKT_CHILDREN | ZKT_WATCH, OP_CHILDREN},
+	{ZKT_CHILDREN, ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER, OP_CHILDREN},
+	{ZKT_BARRIER, ZKT_BARRIER | ZKT_WATCH, OP_BARRIER},
 	{ZKT_WATCH, ZKT_WATCH, OP_WATCH},
 };
 
@@ -933,12 +1036,14 @@ tell_successor(const ZklSlot *d)
 		return false;
 
 	/*
-	 * A node that held the lock exclusively had no other backend's node
-	 * ahead of it, and none can come later; so once it goes, nothing blocks
-	 * the waiter right behind it, unless the holder's backend has another
-	 * node on the key (it may be ahead, and it blocks the waiter).
+	 * A node that held the lock exclusively, granted with no other backend's
+	 * node ahead of it (not past waiters queued behind its backend's other
+	 * node: recipe.c), has none ahead, and none can come later; so once it
+	 * goes, nothing blocks the waiter right behind it, unless the holder's
+	 * backend has another node on the key (it may be ahead, and it blocks
+	 * the waiter).
 	 */
-	if (d->result == ZKR_GRANTED && d->mode == ZKL_MODE_EXCLUSIVE)
+	if (d->result == ZKR_GRANTED && d->mode == ZKL_MODE_EXCLUSIVE && d->at_head)
 	{
 		bool		sibling = false;
 
@@ -952,11 +1057,113 @@ tell_successor(const ZklSlot *d)
 		if (!sibling)
 		{
 			w->watch_sole = true;
+			/* an exclusive waiter watches its immediate predecessor: then it is first */
+			w->at_head = w->mode == ZKL_MODE_EXCLUSIVE;
 			return false;
 		}
 	}
 	w->todo |= ZKT_CHILDREN;
 	return true;
+}
+
+/*
+ * The commit proof: while this cluster holds locks, keep it younger than
+ * half of zk_lock.proof_bound, so that commits need no round trip of their
+ * own; and get a fresh one whenever a committing backend asks.  Sets
+ * proof_due; returns next_ms, shortened to when the proof gets old.
+ * Caller holds the lock.
+ */
+static long
+plan_proof(bool keep_fresh, int64 mono, long next_ms)
+{
+	int64		session;
+	int64		at = zkl_proof_read(&session);
+	long		left = -1;
+
+	if (zkl_zh == NULL || zkl_shared->conn_state != ZKC_CONNECTED || proof_in_flight)
+		return next_ms;
+	if (session != zkl_shared->session_id)
+		at = 0;
+	if (keep_fresh)
+		left = (long) ((at + (int64) zkl_proof_bound * 500 - mono) / 1000);
+	proof_due = zkl_shared->proof_wanted || (keep_fresh && left <= 0);
+	if (!proof_due && left > 0)
+		next_ms = (next_ms < 0) ? left : Min(next_ms, left);
+	return next_ms;
+}
+
+static void
+proof_done(int rc, const void *data)
+{
+	if ((uintptr_t) data != proof_gen)
+		return;					/* sent on a handle that is gone */
+	proof_in_flight = false;
+	if (leader_answered(rc))
+		zkl_proof_note(proof_sent, zkl_shared->session_id);
+}
+
+/*
+ * One cheap leader-checked request: a multi holding a check of the root
+ * (a write, so it goes through the leader; its answer, even "no node",
+ * says the session was alive there).
+ */
+static void
+send_proof(void)
+{
+	zoo_op_t	check;
+
+	proof_due = false;
+	zoo_check_op_init(&check, zkl_shared->roots[zkl_shared->cur_root], -1);
+	proof_sent = zkl_mono_now();
+	if (zoo_amulti(zkl_zh, 1, &check, &proof_result, proof_done,
+				   (const void *) (uintptr_t) proof_gen) == ZOK)
+		proof_in_flight = true;
+}
+
+/* Whether the slot has, or may have, a node in ZooKeeper. */
+static bool
+has_node(const ZklSlot *s)
+{
+	return s->zstate != ZKS_FREE && s->zstate != ZKS_NEW && s->zstate != ZKS_GONE;
+}
+
+/*
+ * The root a new request goes under: the current one, unless a request of
+ * this cluster for the same key still has a node under an earlier root
+ * (zk_lock.root was reloaded meanwhile).  Then that root, so that inside the
+ * cluster a held key stays one lock.  Caller holds the lock.
+ */
+static uint8
+root_for(const ZklSlot *s, bool old_roots_live)
+{
+	int			i;
+
+	for (i = 0; old_roots_live && i < zkl_shared->nused; i++)
+	{
+		const ZklSlot *o = &zkl_shared->slots[i];
+
+		if (o != s && has_node(o) && o->root_id != zkl_shared->cur_root &&
+			strcmp(o->key, s->key) == 0)
+			return o->root_id;
+	}
+	return zkl_shared->cur_root;
+}
+
+/* Whether any request still has a node under a root other than the current one. */
+static bool
+old_roots_in_use(void)
+{
+	bool		reloaded = false;
+	int			i;
+
+	/* no root other than the current one was ever set: nothing to look for */
+	for (i = 0; i < ZKL_ROOTS; i++)
+		reloaded |= i != zkl_shared->cur_root && zkl_shared->roots[i][0] != '\0';
+	for (i = 0; reloaded && i < zkl_shared->nused; i++)
+		if (has_node(&zkl_shared->slots[i]) &&
+			zkl_shared->slots[i].root_id != zkl_shared->cur_root)
+			return true;
+	return false;
 }
 
 /*
@@ -970,7 +1177,10 @@ plan_ops(int *nops)
 	bool		connected;
 	bool		writes_open;
 	bool		successors = false;
+	bool		held = false;
+	bool		old_roots;
 	TimestampTz now = GetCurrentTimestamp();
+	int64		mono = zkl_mono_now();
 	long		next_ms = -1;
 	int			n = 0;
 	int			i;
@@ -978,6 +1188,7 @@ plan_ops(int *nops)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	connected = zkl_zh != NULL && zkl_shared->conn_state == ZKC_CONNECTED;
 	writes_open = writes_in_flight < WRITE_WINDOW;
+	old_roots = old_roots_in_use();
 	zkl_shared->writes_held = connected && !writes_open;
 	for (i = 0; i < zkl_shared->nused; i++)
 	{
@@ -988,6 +1199,7 @@ plan_ops(int *nops)
 		op->parents = false;
 		op->solo = false;
 		op->batched = false;
+		held |= s->zstate == ZKS_HELD;
 		switch (s->zstate)
 		{
 			case ZKS_NEW:
@@ -1002,13 +1214,14 @@ plan_ops(int *nops)
 					if (op->kind == OP_CREATE)
 					{
 						zkl_shared->counters.requests++;
-						s->root_id = zkl_shared->cur_root;
+						s->root_id = root_for(s, old_roots);
 						s->checked_at = now;	/* the pipelined getChildren */
 					}
 					op->parents = (s->todo & ZKT_PARENTS) != 0;
 					op->solo = (s->todo & ZKT_SOLO) != 0;
 					s->todo &= ~(ZKT_PARENTS | ZKT_SOLO);
 					s->attempt = ++zkl_shared->next_attempt;
+					s->sent_at = mono;
 					s->zstate = (s->zstate == ZKS_NEW) ? ZKS_CREATING : ZKS_RECOVERING;
 					op->attempt = s->attempt;
 					n++;
@@ -1044,19 +1257,34 @@ plan_ops(int *nops)
 					/*
 					 * A waiter with nothing in flight reads its queue again
 					 * now and then: a missed watch event must not leave it
-					 * waiting for ever.
+					 * waiting for ever.  One whose grant waits for a
+					 * lock-delay reads it when the delay ends.
 					 */
-					long		left = TimestampDifferenceMilliseconds(now,
-																	   TimestampTzPlusMilliseconds(s->checked_at, recheck_ms()));
+					long		left = s->delayed_until ?
+						(long) ((s->delayed_until - mono + 999) / 1000) :
+						TimestampDifferenceMilliseconds(now,
+														TimestampTzPlusMilliseconds(s->checked_at, recheck_ms()));
 
+					/*
+					 * Re-setting the watch on the blocker is enough (a read
+					 * of one node); the whole queue is read again only after
+					 * a lock-delay, or when the blocker may be a node of ours
+					 * that no request owns (which the read lets us find).
+					 */
 					if (left <= 0)
-						s->todo |= ZKT_CHILDREN;
+					{
+						bool		recheck_all = s->delayed_until != 0 || s->watch[0] == '\0' ||
+							zkl_may_be_orphan(s->watch);
+
+						s->delayed_until = 0;
+						s->todo |= recheck_all ? ZKT_CHILDREN : ZKT_WATCH;
+					}
 					else if (next_ms < 0 || left < next_ms)
 						next_ms = left;
 				}
 				if (!s->abandoned && connected && next_followup(s, op))
 				{
-					if (op->kind == OP_CHILDREN)
+					if (op->kind == OP_CHILDREN || op->kind == OP_WATCH)
 						s->checked_at = now;
 					n++;
 					break;
@@ -1069,6 +1297,7 @@ plan_ops(int *nops)
 				{
 					op->solo = (s->todo & ZKT_SOLO) != 0;
 					s->todo &= ~(ZKT_DELETE | ZKT_SOLO);
+					s->sent_at = mono;
 					op->kind = OP_DELETE;
 					op->attempt = s->attempt;
 					n++;
@@ -1101,19 +1330,20 @@ plan_ops(int *nops)
 	}
 	if (connected)
 		zkl_query_start();
+	next_ms = plan_proof(connected && held, mono, next_ms);
 	LWLockRelease(zkl_shared->lock);
 	*nops = n;
 	return next_ms;
 }
 
-/* Create root path components (persistent) and the key node (container). */
-static void
-send_parents(const ZklSlot *s, const void *ctx)
+/* Create every component of an absolute path as a persistent node. */
+void
+zkl_create_persistent(const char *target)
 {
 	char		path[ZKL_PATH_LEN];
 	char	   *p;
 
-	strlcpy(path, slot_root(s), sizeof(path));
+	strlcpy(path, target, sizeof(path));
 	for (p = strchr(path + 1, '/');; p = strchr(p + 1, '/'))
 	{
 		if (p)
@@ -1124,6 +1354,15 @@ send_parents(const ZklSlot *s, const void *ctx)
 			break;
 		*p = '/';
 	}
+}
+
+/* Create root path components (persistent) and the key node (container). */
+static void
+send_parents(const ZklSlot *s, const void *ctx)
+{
+	char		path[ZKL_PATH_LEN];
+
+	zkl_create_persistent(slot_root(s));
 	zkl_key_path(s, path);
 	zoo_acreate(zkl_zh, path, NULL, -1, zkl_acl, ZOO_CONTAINER,
 				key_node_done, ctx);
@@ -1300,6 +1539,10 @@ send_ops(int nops)
 				zkl_child_path(s, s->node, path);
 				rc = zoo_aexists(zkl_zh, path, 0, stat_done, ctx);
 				break;
+			case OP_BARRIER:
+				zkl_child_path(s, s->node, path);
+				rc = zoo_aexists(zkl_zh, path, 0, barrier_done, ctx);
+				break;
 			case OP_VERIFY:
 				{
 					/* a multi is a write: it goes through the leader, so a
@@ -1313,7 +1556,7 @@ send_ops(int nops)
 				break;
 			case OP_WATCH:
 				zkl_child_path(s, s->watch, path);
-				rc = zoo_awexists(zkl_zh, path, predecessor_watch, ctx, exists_done, ctx);
+				rc = zoo_awget(zkl_zh, path, predecessor_watch, ctx, watch_set, ctx);
 				break;
 			case OP_DELETE:
 				zkl_child_path(s, s->node, path);
@@ -1337,6 +1580,9 @@ void
 zkl_forget_writes(void)
 {
 	writes_in_flight = 0;
+	proof_in_flight = false;
+	proof_gen++;
+	zkl_presence_reset();
 }
 
 /* ---- the worker process ---- */
@@ -1406,6 +1652,8 @@ zkl_worker_main(Datum arg)
 		int			nops;
 
 		zkl_session_tend();
+		zkl_presence_tend();
+		zkl_left_tend();
 		zkl_flush_wakes();		/* owners the session's turn woke */
 
 		wait_ms = plan_ops(&nops);
@@ -1417,6 +1665,8 @@ zkl_worker_main(Datum arg)
 		}
 		else if (nops > 0)
 			send_ops(nops);
+		if (proof_due)
+			send_proof();
 		ghost_ms = zkl_send_ghosts();
 		if (ghost_ms >= 0)
 			wait_ms = (wait_ms < 0) ? ghost_ms : Min(wait_ms, ghost_ms);

@@ -1,6 +1,6 @@
 /*
  * worker.h — what the zk_lock worker's files share (worker.c, session.c,
- * orphans.c, queue_read.c).  Everything here runs in the worker process only.
+ * left_session.c, orphans.c, queue_read.c, presence.c).  Everything here runs in the worker process only.
  */
 #ifndef ZK_LOCK_WORKER_H
 #define ZK_LOCK_WORKER_H
@@ -26,6 +26,27 @@ extern void zkl_child_path(const ZklSlot *s, const char *name, char *out);
 extern void zkl_session_lost(void);
 extern void zkl_wake_holders(void);
 extern void zkl_forget_writes(void);
+extern void zkl_create_persistent(const char *path);
+
+/* presence.c */
+typedef enum ZklMarkState
+{
+	ZKL_MARK_PENDING,
+	ZKL_MARK_DONE,
+	ZKL_MARK_FAILED
+} ZklMarkState;
+
+extern void zkl_presence_tend(void);
+extern void zkl_presence_reset(void);
+extern bool zkl_presence_listed(void);
+extern ZklMarkState zkl_presence_mark_dead(int64 session);
+extern bool zkl_grants_paused(int64 now, int64 *until);
+
+/* left_session.c */
+extern void zkl_left_save(const clientid_t *id);
+extern void zkl_left_begin(void);
+extern void zkl_left_tend(void);
+extern void zkl_left_forget(void);
 
 /* session.c */
 extern struct ACL_vector *zkl_acl;
@@ -36,7 +57,8 @@ extern void zkl_session_end(void);
 
 /* orphans.c */
 extern void zkl_orphan_deleted(int rc, const void *ctx);
-extern void zkl_find_suspects(const ZklSlot *s, int n);
+extern bool zkl_may_be_orphan(const char *name);
+extern void zkl_suspect_blocker(const ZklSlot *s, const char *name);
 extern void zkl_check_suspects(void);
 extern void zkl_remember_ghost(const ZklSlot *s);
 extern long zkl_send_ghosts(void);

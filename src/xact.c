@@ -13,6 +13,7 @@
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/condition_variable.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "utils/elog.h"
@@ -44,6 +45,15 @@ static ZklLocal *locals = NULL;
 static int	nlocals = 0;
 static int	maxlocals = 0;
 static int	pending_slot = -1;	/* request being waited for, if any */
+
+/*
+ * What the commit must prove, for every lock this transaction held at any
+ * point (released early or not): the session that granted them, and whether
+ * one was lost or came from another session.  Reset at transaction end.
+ */
+static int64 xact_session = 0;	/* 0: no lock granted in this transaction */
+static bool xact_sessions_differ = false;
+static char *xact_lost = NULL;	/* key of a lost lock given up before commit */
 static emit_log_hook_type prev_emit_log_hook = NULL;
 
 #define LOST_MSG	"zk_lock lock on key \"%s\" was lost"
@@ -82,7 +92,48 @@ find_local(const char *key, char mode)
 	return NULL;
 }
 
-/* Drop entries whose holds are all gone, abandoning their slots at once. */
+/* The entry of a lock held in this mode now (not just kept), or NULL. */
+static ZklLocal *
+find_held(const char *key, char mode)
+{
+	ZklLocal   *l = find_local(key, mode);
+
+	return (l != NULL && l->nholds > 0) ? l : NULL;
+}
+
+/*
+ * Whether another mode of the entry's key is still held.  Then the entry's
+ * node stays, though its own holds are gone: a later node of ours on the
+ * key may have been granted past other clusters' waiters queued behind this
+ * one (recipe.c), and they must not be granted while we hold any mode.
+ */
+static bool
+key_still_held(const ZklLocal *l)
+{
+	int			i;
+
+	for (i = 0; i < nlocals; i++)
+		if (&locals[i] != l && locals[i].nholds > 0 && strcmp(locals[i].key, l->key) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Whether the lock's session ended after granting it.  The result is one
+ * word that only the worker changes while the slot is ours.
+ */
+static bool
+slot_lost(const ZklLocal *l)
+{
+	pg_read_barrier();
+	return zkl_shared->slots[l->slot].result == ZKR_LOST;
+}
+
+/*
+ * Drop entries whose holds are all gone, abandoning their slots at once.
+ * A lost lock given up this way still fails the commit: unlocking it does
+ * not undo that another cluster may have held it meanwhile.
+ */
 static void
 release_empty(void)
 {
@@ -93,12 +144,15 @@ release_empty(void)
 
 	for (i = 0; i < nlocals; i++)
 	{
-		if (locals[i].nholds > 0)
+		if (locals[i].nholds > 0 || key_still_held(&locals[i]))
 			locals[keep++] = locals[i];
 		else
 		{
+			if (xact_lost == NULL && slot_lost(&locals[i]))
+				xact_lost = locals[i].key;	/* kept in local_cxt until the end */
+			else
+				pfree(locals[i].key);
 			slots[nrel++] = locals[i].slot;
-			pfree(locals[i].key);
 			pfree(locals[i].depth);
 		}
 	}
@@ -131,6 +185,7 @@ release_all(void)
 	release_empty();
 }
 
+/* A further request on a key held in this mode stacks, as core does. */
 bool
 zkl_local_stack(const char *key, char mode)
 {
@@ -138,38 +193,56 @@ zkl_local_stack(const char *key, char mode)
 
 	if (l == NULL)
 		return false;
+	if (slot_lost(l))
+		zkl_lost_error(l->key);	/* stacking onto it would not make it held again */
 	push_hold(l);
 	return true;
 }
 
+/*
+ * The worker granted slot (by `session`): it is this transaction's now.
+ * Everything that can fail is done before the slot stops being the pending
+ * one, so that an error here leaves it to abandon_pending() and no grant is
+ * ever orphaned, nor abandoned twice.
+ */
 void
-zkl_local_add(int slot, const char *key, char mode)
+zkl_local_add(int slot, const char *key, char mode, int64 session)
 {
 	MemoryContext old = MemoryContextSwitchTo(local_cxt);
-	ZklLocal   *l;
+	ZklLocal	entry;
 
 	if (nlocals == maxlocals)
 	{
-		maxlocals = Max(8, maxlocals * 2);
-		locals = locals ? repalloc(locals, maxlocals * sizeof(ZklLocal))
-			: palloc(maxlocals * sizeof(ZklLocal));
+		int			newmax = Max(8, maxlocals * 2);
+
+		locals = locals ? repalloc(locals, newmax * sizeof(ZklLocal))
+			: palloc(newmax * sizeof(ZklLocal));
+		maxlocals = newmax;
 	}
-	l = &locals[nlocals++];
-	l->slot = slot;
-	l->mode = mode;
-	l->key = pstrdup(key);
-	l->nholds = 0;
-	l->ndepth = 0;
-	l->maxdepth = 4;
-	l->depth = palloc(l->maxdepth * sizeof(ZklHold));
-	push_hold(l);
+	entry.slot = slot;
+	entry.mode = mode;
+	entry.key = pstrdup(key);
+	entry.nholds = 0;
+	entry.ndepth = 0;
+	entry.maxdepth = 4;
+	entry.depth = palloc(entry.maxdepth * sizeof(ZklHold));
 	MemoryContextSwitchTo(old);
+
+	/* from here on nothing fails */
+	locals[nlocals] = entry;
+	push_hold(&locals[nlocals]);
+	nlocals++;
+	pending_slot = -1;
+	if (xact_session == 0)
+		xact_session = session;
+	else if (session != xact_session)
+		xact_sessions_differ = true;
 }
 
 bool
 zkl_local_unlock(const char *key, char mode)
 {
-	ZklLocal   *l = find_local(key, mode);
+	ZklLocal   *l = find_held(key, mode);
 	ZklHold    *top;
 
 	if (l == NULL)
@@ -192,7 +265,7 @@ zkl_local_unlock_all(void)
 int
 zkl_local_slot(const char *key, char mode)
 {
-	ZklLocal   *l = find_local(key, mode);
+	ZklLocal   *l = find_held(key, mode);
 
 	return l ? l->slot : -1;
 }
@@ -263,78 +336,125 @@ explain_lost_cancel(ErrorData *edata)
 }
 
 /*
- * At pre-commit: a transaction whose lock was lost must not commit, and one
- * whose worker is disconnected cannot know yet, so it waits (bounded) until
- * the worker is connected again or has declared the session lost.  With
- * zk_lock.verify_on_commit, each lock's node is also proven alive through
- * the ZooKeeper leader before the commit goes on.
+ * A session-level failure of the commit: the session that granted this
+ * transaction's locks cannot be shown alive, so another cluster may hold
+ * them.  40001, as for a lost lock: the application retries.
  */
 static void
-check_not_lost(void)
+unproven_error(const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not prove the zk_lock session alive before commit"),
+			 errdetail("%s", why),
+			 errhint(LOST_HINT)));
+}
+
+/*
+ * Whether the worker's proof shows our session alive recently enough: the
+ * leader answered a request of that session sent less than
+ * zk_lock.proof_bound ago.  A session that has ended (or been replaced)
+ * fails the commit at once.
+ */
+static bool
+proof_fresh(void)
+{
+	int64		session;
+	int64		at = zkl_proof_read(&session);
+	int64		current = zkl_shared->session_id;
+
+	if (current != 0 && current != xact_session)
+		unproven_error("The ZooKeeper session that granted the locks has ended.");
+	return session == xact_session && at != 0 &&
+		zkl_mono_now() - at < (int64) zkl_proof_bound * 1000;
+}
+
+/*
+ * Ask each held lock's node to be proven alive through the leader
+ * (zk_lock.verify_on_commit); true once all are.
+ */
+static bool
+verify_nodes(bool ask)
+{
+	bool		verified = true;
+	bool		wake = false;
+	int			i;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	for (i = 0; i < nlocals; i++)
+	{
+		ZklSlot    *slot = &zkl_shared->slots[locals[i].slot];
+
+		if (ask)
+		{
+			slot->verify = ZKV_ASKED;
+			slot->todo |= ZKT_VERIFY;
+			wake = true;
+		}
+		verified &= slot->verify == ZKV_OK;
+	}
+	LWLockRelease(zkl_shared->lock);
+	if (wake)
+		zkl_wake_worker();
+	return verified;
+}
+
+/*
+ * At pre-commit, for a transaction that held zk_locks at any point:
+ *   - a lock that was lost fails the commit, even if unlocked since;
+ *   - the commit never outlives the proof that the granting session is
+ *     alive: if the worker's proof is older than zk_lock.proof_bound, wait
+ *     (bounded) for a fresh one.  A stalled worker, or one whose server is
+ *     cut off from the leader, gets none, so such commits fail.
+ * The proof bound is below zk_lock.lock_delay, which other clusters wait
+ * after a holder's session dies before they grant its lock to anyone else:
+ * so our last possible commit comes before their grant.  With
+ * zk_lock.verify_on_commit, each held node is also checked via the leader.
+ */
+static void
+check_commit(void)
 {
 	TimestampTz deadline;
+	bool		verify = zkl_verify_on_commit && nlocals > 0;
 	bool		asked = false;
-	bool		verify = zkl_verify_on_commit;
+	bool		verified = !verify;
+	const char *lost;
 
-	if (nlocals == 0)
+	if (xact_session == 0)
 		return;
+	if (xact_lost != NULL)
+		zkl_lost_error(xact_lost);
+	if (xact_sessions_differ)
+		unproven_error("Its locks were granted by two ZooKeeper sessions: the first one ended.");
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-										   zkl_session_timeout + zkl_connect_timeout + WORKER_GRACE_MS);
+										   zkl_session_timeout + WORKER_GRACE_MS);
 	for (;;)
 	{
-		const char *lost = NULL;
-		bool		connected;
-		bool		verified = true;
-		bool		wake = false;
+		bool		fresh;
 		long		left;
-		int			i;
 
-		/*
-		 * Locked only to ask for verification.  Most commits just read words
-		 * the worker writes, which needs no lock: every committing backend
-		 * taking it, even shared, contended with the worker under load.
-		 */
-		if (verify)
-			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		else
-			pg_read_barrier();
+		pg_read_barrier();
 		lost = lost_key();
-		connected = zkl_shared->conn_state == ZKC_CONNECTED;
-		if (lost == NULL && verify)
-		{
-			for (i = 0; i < nlocals; i++)
-			{
-				ZklSlot    *slot = &zkl_shared->slots[locals[i].slot];
-
-				if (!asked)
-				{
-					slot->verify = ZKV_ASKED;
-					slot->todo |= ZKT_VERIFY;
-					wake = true;
-				}
-				verified &= slot->verify == ZKV_OK;
-			}
-			asked = true;
-		}
-		if (verify)
-			LWLockRelease(zkl_shared->lock);
-		if (wake)
-			zkl_wake_worker();
-
 		if (lost != NULL)
 			zkl_lost_error(lost);
-		if (connected && verified)
+		fresh = proof_fresh();
+		if (verify)
+			verified = verify_nodes(!asked);
+		asked = true;
+		if (fresh && verified)
 			return;
 
 		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (left <= 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_CONNECTION_FAILURE),
-					 errmsg("could not confirm zk_lock locks before commit: no answer from ZooKeeper")));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 left, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+			unproven_error("No proof from the ZooKeeper leader arrived in time.");
+		if (!fresh)
+		{
+			zkl_shared->proof_wanted = true;
+			pg_memory_barrier();
+			zkl_wake_worker();
+		}
+		/* the worker broadcasts each new proof; a lost lock or a verify wakes our latch */
+		ConditionVariableTimedSleep(&zkl_shared->proof_cv, Min(left, 100), PG_WAIT_EXTENSION);
 	}
 }
 
@@ -344,7 +464,8 @@ xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			check_not_lost();
+			check_commit();
+			ConditionVariableCancelSleep();	/* on error, the abort does it */
 			break;
 		case XACT_EVENT_PRE_PREPARE:
 			if (nlocals > 0)
@@ -352,6 +473,9 @@ xact_callback(XactEvent event, void *arg)
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot PREPARE a transaction that holds zk_lock locks"),
 						 errhint("Release them with zk_unlock_all() first.")));
+			/* released early: the same proof as a commit, now, for what was held */
+			check_commit();
+			ConditionVariableCancelSleep();
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_ABORT:
@@ -361,6 +485,9 @@ xact_callback(XactEvent event, void *arg)
 			release_all();
 			locals = NULL;
 			maxlocals = 0;
+			xact_session = 0;
+			xact_sessions_differ = false;
+			xact_lost = NULL;
 			MemoryContextReset(local_cxt);
 			break;
 		default:

@@ -21,6 +21,8 @@ int			zkl_session_timeout = 10000;
 int			zkl_connect_timeout = 5000;
 int			zkl_max_locks = 1000;
 bool		zkl_verify_on_commit = false;
+int			zkl_proof_bound = 1000;
+int			zkl_lock_delay = 2000;
 bool		zkl_test_fail_worker = false;
 bool		zkl_test_orphan = false;
 
@@ -132,6 +134,16 @@ _PG_init(void)
 							 "Prove the ZooKeeper session alive at commit with one round trip to the leader.",
 							 "Costs a ZooKeeper write round trip per commit that holds zk_lock locks.",
 							 &zkl_verify_on_commit, false, PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("zk_lock.proof_bound",
+							"Oldest proof that the ZooKeeper session is alive with which a transaction holding zk_lock locks may commit.",
+							"Older: the commit waits for the worker to get a fresh one from the ZooKeeper leader. Must be below zk_lock.lock_delay of every cluster sharing the locks.",
+							&zkl_proof_bound, 1000, 10, 60000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("zk_lock.lock_delay",
+							"How long no lock is granted after a ZooKeeper session that may have held one ended.",
+							"Must exceed zk_lock.proof_bound of every cluster sharing the locks, so that a holder cut off from ZooKeeper can no longer commit when the next holder is granted; at least twice this cluster's proof bound is applied.",
+							&zkl_lock_delay, 2000, 0, 600000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomBoolVariable("zk_lock.test_fail_worker",
 							 "For tests: the worker raises an ERROR when this turns on (at reload).",
 							 NULL,

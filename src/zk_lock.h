@@ -18,6 +18,7 @@
 
 #include "datatype/timestamp.h"
 #include "fmgr.h"
+#include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
 
@@ -56,6 +57,7 @@ typedef enum ZklResult
 #define ZKT_STAT		0x10	/* read an adopted node's Stat: owner, token */
 #define ZKT_VERIFY		0x20	/* prove the node (so the session) alive, via the leader */
 #define ZKT_SOLO		0x40	/* send the next create or delete on its own, not in a multi */
+#define ZKT_BARRIER		0x80	/* read once more, then grant (see predecessor_watch) */
 
 /* zk_lock.verify_on_commit progress of a held slot (ZklSlot.verify) */
 #define ZKV_NONE	0
@@ -76,6 +78,7 @@ typedef struct ZklSlot
 	bool		abandoned;		/* owner is done with it */
 	bool		nowait;			/* try-lock: do not queue */
 	bool		watch_sole;		/* `watch` is the only node ahead that blocks us */
+	bool		at_head;		/* worker only: once granted, no other backend's node is ahead */
 	uint8		todo;			/* ZKT_* bits */
 	uint8		retries;		/* parent re-creations, to bound a loop */
 	uint8		verify;			/* ZKV_*, for zk_lock.verify_on_commit */
@@ -89,6 +92,9 @@ typedef struct ZklSlot
 	TimestampTz queued_at;		/* when it last became NEW: connect deadlines */
 	TimestampTz checked_at;		/* when the worker last read the key's queue for it */
 	TimestampTz granted_at;
+	int64		sent_at;		/* worker only: when its create or delete went out (zkl_mono_now) */
+	int64		delayed_until;	/* worker only: its grant waits for lock-delay (zkl_mono_now) */
+	int64		session_id;		/* the session that granted it (set before result) */
 	int			sqlstate;		/* with ZKR_FAILED */
 	char		errmsg[ZKL_ERRMSG_LEN];
 	char		uuid[ZKL_UUID_LEN + 1];
@@ -141,6 +147,21 @@ typedef struct ZklShared
 	char		roots[ZKL_ROOTS][ZKL_MAX_ROOT_LEN + 1];
 	uint64		next_attempt;
 	bool		writes_held;	/* worker waits for write replies, then plans again */
+
+	/*
+	 * The commit proof (xact.c): the send time (zkl_mono_now) of the latest
+	 * request that the ZooKeeper leader answered for session proof_session,
+	 * so the session was alive there after that time.  The worker writes both
+	 * (zkl_proof_note); backends read them without the lock
+	 * (zkl_proof_read).  A committing backend that finds the proof too old
+	 * sets proof_wanted and sleeps on proof_cv; the worker sends a
+	 * leader-checked request, clears proof_wanted and broadcasts.
+	 */
+	pg_atomic_uint64 proof_at;
+	int64		proof_session;
+	bool		proof_wanted;
+	ConditionVariable proof_cv;
+
 	int			nused;			/* slots at and above this index are free */
 	int			nslots;
 	ZklSlot		slots[FLEXIBLE_ARRAY_MEMBER];
@@ -191,6 +212,8 @@ extern int	zkl_session_timeout;
 extern int	zkl_connect_timeout;
 extern int	zkl_max_locks;
 extern bool zkl_verify_on_commit;
+extern int	zkl_proof_bound;
+extern int	zkl_lock_delay;
 extern bool zkl_test_fail_worker;
 extern bool zkl_test_orphan;
 
@@ -211,13 +234,18 @@ extern void zkl_defer_wakes(void);
 extern void zkl_flush_wakes(void);
 extern void zkl_free_slot(ZklSlot *slot);
 extern void zkl_lose_slot(ZklSlot *slot);
+extern int64 zkl_mono_now(void);
+extern void zkl_proof_note(int64 sent_at, int64 session);
+extern void zkl_proof_forget(void);
+extern int64 zkl_proof_read(int64 *session);
+extern int	zkl_effective_lock_delay(void);
 
 /* worker.c */
 extern PGDLLEXPORT void zkl_worker_main(Datum arg);
 
 /* xact.c */
 extern void zkl_xact_init(void);
-extern void zkl_local_add(int slot, const char *key, char mode);
+extern void zkl_local_add(int slot, const char *key, char mode, int64 session);
 extern bool zkl_local_stack(const char *key, char mode);
 extern bool zkl_local_unlock(const char *key, char mode);
 extern void zkl_local_unlock_all(void);

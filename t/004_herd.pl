@@ -37,9 +37,11 @@ sub drain
 	}
 	my $nodes = sub { scalar grep { m{^/zk_lock/t\Q$key\E/} } zk_lock_nodes($zk) };
 	ok(wait_for(sub { $nodes->() == $waiters + 1 }, 30), "$waiters waiters queued in ZooKeeper");
-	ok(wait_for(sub { zk_mntr($zk)->{zk_watch_count} >= $waiters }, 10), 'their watches are set');
-	is(zk_mntr($zk)->{zk_watch_count}, $waiters,
-		"zk_watch_count = $waiters: one watch per waiter, no child watch on the key");
+	# besides, each cluster's worker watches the sessions' presence nodes (lock-delay)
+	my $expected = $waiters + scalar(@clusters);
+	ok(wait_for(sub { zk_mntr($zk)->{zk_watch_count} >= $expected }, 10), 'their watches are set');
+	is(zk_mntr($zk)->{zk_watch_count}, $expected,
+		"zk_watch_count = $waiters + one per cluster: one watch per waiter, no child watch on the key");
 
 	my $before = zk_mntr($zk)->{zk_packets_received};
 	$holder->query_safe('COMMIT');

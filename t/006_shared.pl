@@ -9,6 +9,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time usleep);
 use ZkLockTest;
 
 my $zk = start_zookeeper('shared');
@@ -112,8 +113,10 @@ for my $step ([ $a, 'zk_lock_shared' ], [ $b, 'zk_lock_shared' ], [ $a, 'zk_lock
 	push @q, $s;
 	ok(wait_for(sub { key_queue_len($zk, 'mix') == $i + 1 }, 10), "waiter $i queued");
 }
-ok(wait_for(sub { zk_mntr($zk)->{zk_watch_count} >= 5 }, 10), 'watches set');
-is(zk_mntr($zk)->{zk_watch_count}, 5, 'zk_watch_count = 5 for 5 mixed waiters: no child watch, no extra watch');
+# besides, each of the two clusters' workers watches the sessions' presence nodes (lock-delay)
+ok(wait_for(sub { zk_mntr($zk)->{zk_watch_count} >= 5 + 2 }, 10), 'watches set');
+is(zk_mntr($zk)->{zk_watch_count}, 5 + 2,
+	'zk_watch_count = 5 for 5 mixed waiters, + 1 per cluster: no child watch, no extra watch');
 my $before = zk_mntr($zk)->{zk_packets_received};
 $h->query_safe('COMMIT');
 for my $k (0 .. $#q)
@@ -125,6 +128,35 @@ ok(wait_for(sub { key_queue_len($zk, 'mix') == 0 }, 10), 'queue drained');
 my $per = (zk_mntr($zk)->{zk_packets_received} - $before) / 5;
 cmp_ok($per, '<=', 5, sprintf('%.2f ZooKeeper requests per waiter', $per));
 $_->quit for (@q, $h);
+
+# --- same key, same backend, as core: a holder's further requests on its key
+#     never wait for waiters queued behind it, and no waiter of another
+#     cluster is granted while the backend holds any mode of the key ---
+{
+	my $x = $a->background_psql('postgres', on_error_stop => 0);
+	$x->query_safe("BEGIN; SELECT zk_lock('own')");
+	my $w = $b->background_psql('postgres', on_error_stop => 0);
+	$w->set_query_timer_restart();
+	$w->query_until(qr/asked/, "\\echo asked\nBEGIN;\nSELECT zk_lock('own');\n\\echo w granted\n");
+	ok(wait_for(sub { key_queue_len($zk, 'own') == 2 }, 10), 'A holds own exclusively, B queues behind');
+	$x->query_safe("SET lock_timeout = '5s'");
+	my $t = time();
+	$x->query_safe("SELECT zk_lock_shared('own')");
+	cmp_ok(time() - $t, '<', 2, 'the holder asks for it shared too: granted at once, past B\'s waiter');
+	$x->query_safe("SELECT zk_unlock('own')");
+	is($x->query_safe("SELECT mode FROM zk_locks WHERE pid = pg_backend_pid() AND state = 'granted' AND key = 'own' ORDER BY mode"),
+		"exclusive\nshared", 'unlocking the exclusive hold keeps the node: a downgrade');
+	usleep(500_000);
+	$w->{run}->pump_nb;
+	unlike($w->{stdout}, qr/w granted/, 'B is not granted while A still holds the key shared');
+	$t = time();
+	$x->query_safe("SELECT zk_lock('own')");
+	cmp_ok(time() - $t, '<', 2, 'asking for it exclusive again: granted at once (nobody else reads)');
+	$x->query_safe('COMMIT');
+	like($w->query_until(qr/w granted/, ''), qr/w granted/, 'B is granted once A\'s transaction ends');
+	$w->query_safe('COMMIT');
+	$_->quit for ($x, $w);
+}
 
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left');
 $a->stop;

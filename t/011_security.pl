@@ -105,6 +105,22 @@ like($err, qr/ERROR:  28000: zk_lock.auth is unusable\n.*DETAIL:  file ".*zk_cre
 like(status($u, 'auth'), qr/without access for group or others/, 'zk_lock_status() says why');
 is(status($u, 'session_id'), '', 'and no session was opened with it');
 
+# the file checked is the file read: no symbolic link; and no silent cut
+my $link = "${PostgreSQL::Test::Utils::tmp_check}/zk_cred_link";
+symlink($credfile, $link) or die "symlink: $!";
+$u->append_conf('postgresql.conf', "zk_lock.auth = '$link'\n");
+$u->reload;
+ok(wait_for(sub { status($u, 'auth') =~ /zk_cred_link" is a symbolic link/ }, 10),
+	'a credential file reached through a symbolic link is refused');
+my $long = "${PostgreSQL::Test::Utils::tmp_check}/zk_cred_long";
+append_to_file($long, 'zkl:' . ('s' x 300) . "\n");
+chmod 0600, $long;
+$u->append_conf('postgresql.conf', "zk_lock.auth = '$long'\n");
+$u->reload;
+ok(wait_for(sub { status($u, 'auth') =~ /zk_cred_long" is too long/ }, 10),
+	'a credential line too long for zk_lock is refused, not cut short');
+is(status($u, 'session_id'), '', 'still no session');
+
 # --- the secret never shows ---
 $a->safe_psql('postgres', 'CREATE ROLE app LOGIN');
 ($ret, $out, $err) = $a->psql('postgres', 'SHOW zk_lock.auth', extra_params => [ '-U', 'app' ]);
@@ -160,7 +176,11 @@ $ha->query_safe("SELECT zk_lock('after reload')");
 ok(scalar(grep { m{^/zk_lock_v2/tafter reload/} } zk_lock_nodes($zk, '/zk_lock_v2')), 'a new lock goes under the new root')
   or diag(join("\n", zk_lock_nodes($zk, '/zk_lock_v2')));
 ok(scalar(grep { m{^/zk_lock/tacross reload/} } zk_lock_nodes($zk)), 'the earlier one stays under the old root');
+is($a->safe_psql('postgres', "SELECT zk_try_lock('across reload', 1000)"), 'f',
+	'another backend of A asking for the held key waits: its request goes under the root the key is held under');
 $ha->query_safe('COMMIT');
+is($a->safe_psql('postgres', "SELECT zk_try_lock('across reload', 5000)"), 't',
+	'once it is released, the key is free (under the new root)');
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) + scalar(zk_lock_nodes($zk, '/zk_lock_v2')) == 0 }, 10),
 	'both released: no node left under either root');
 

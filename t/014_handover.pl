@@ -1,7 +1,9 @@
 # Hand-overs that skip a second read of the queue, and the cases where they
 # must not.  A waiter whose only blocker is released is granted on the
-# delete itself: on its watch event (another cluster), or on its own
-# cluster's delete reply when the released node held the lock exclusively.
+# delete itself: on its watch event (another cluster; after one read of its
+# own node, so that a session death announced in the same transaction is
+# seen first), or on its own cluster's delete reply when the released node
+# held the lock exclusively.
 # When the watched node goes but another blocker is still ahead (a waiter
 # that gave up, a reader behind two writers), the waiter must read the queue
 # again and keep waiting.

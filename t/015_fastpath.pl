@@ -2,6 +2,7 @@
 # (PQfn), which some drivers use: a fast-path call has no parse tree, so a
 # function must not read its argument types from it.  Each call works on the
 # right key space, or fails with an SQLSTATE; the server never crashes.
+# Also: how keys show in a database that is not UTF-8.
 use strict;
 use warnings;
 
@@ -72,6 +73,17 @@ like(fastpath('zk_lock_token(bigint)', 'b:42'), qr/^error 55000 .*holds no zk_lo
 like(fastpath('zk_lock_queue_raw(bigint)', 'b:42'), qr/^error \w{5} /m,
 	'a set-returning function fails with an SQLSTATE');
 like(fastpath('zk_lock(text)', 't:'), qr/^error 22023 .*must not be empty/m, 'an empty key: 22023');
+
+# Keys are compared as UTF-8 in every database; in a database of another
+# encoding a key is shown with its non-ASCII characters escaped, never as
+# UTF-8 bytes read as that encoding.
+$node->safe_psql('postgres',
+	"CREATE DATABASE l1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0");
+$node->safe_psql('l1', 'CREATE EXTENSION zk_lock');
+is($node->safe_psql('l1', "BEGIN; SELECT zk_lock(convert_from('\\x636166e9', 'LATIN1')); SELECT key FROM zk_locks; COMMIT;"),
+	"\ncaf\\u00E9", 'a LATIN1 database shows the key with its accent escaped');
+is($node->safe_psql('postgres', "BEGIN; SELECT zk_lock(convert_from('\\x636166c3a9', 'UTF8')); SELECT key FROM zk_locks; COMMIT;"),
+	"\ncaf\xc3\xa9", 'a UTF-8 database shows it as it is');
 
 is($node->safe_psql('postgres', 'SELECT 1'), '1', 'the server is up');
 unlike(slurp_file($node->logfile), qr/terminated by signal|server process .* was terminated/,

@@ -13,8 +13,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Time::HiRes qw(time usleep);
 
-our @EXPORT = qw(start_zookeeper start_ensemble stop_zookeeper zk_member
-  zk_restart_member zk_cmd zk_mntr zk_lock_nodes key_queue_len new_zk_cluster wait_for
+our @EXPORT = qw(start_zookeeper start_ensemble start_partitionable_ensemble stop_zookeeper zk_member
+  zk_restart_member zk_cmd zk_mntr zk_lock_nodes zk_session_nodes key_queue_len new_zk_cluster wait_for
   start_proxy proxy_do install_counter run_counter_load);
 
 my $zk_script = dirname(__FILE__) . '/../test/zk.sh';
@@ -45,6 +45,42 @@ sub start_ensemble
 	chomp $ports;
 	push @zk_dirs, $dir;
 	return split /,/, $ports;
+}
+
+# A 3-member ensemble whose member 1 reaches the other two (their quorum and
+# election ports) only through proxies, so that blackholing those proxies
+# cuts member 1 off from the leader while its clients stay connected to it.
+# $sync_limit (ticks of 500 ms) is how long member 1 then goes on serving
+# them.  Returns (client ports, proxies).  Member 1 may still be elected
+# leader: the caller checks.
+sub start_partitionable_ensemble
+{
+	my ($name, $sync_limit) = @_;
+	my $dir = "${PostgreSQL::Test::Utils::tmp_check}/zk_$name";
+	local $ENV{ZK_SYNC_LIMIT} = $sync_limit;
+	my %m;
+	for (split /\n/, `bash $zk_script prepare $dir 3`)
+	{
+		my ($i, $client, $quorum, $election) = split ' ';
+		$m{$i} = { quorum => $quorum, election => $election };
+	}
+	die "could not configure an ensemble in $dir" if $? != 0 || keys %m != 3;
+	my $cfg = PostgreSQL::Test::Utils::slurp_file("$dir/1/zoo.cfg");
+	my @proxies;
+	for my $i (2, 3)
+	{
+		my ($q, $e) = map { start_proxy("${name}_${i}_$_", $m{$i}{$_}) } qw(quorum election);
+		push @proxies, $q, $e;
+		$cfg =~ s/^server\.$i=.*$/server.$i=127.0.0.1:$q->{port}:$e->{port}/m;
+	}
+	open my $fh, '>', "$dir/1/zoo.cfg" or die;
+	print $fh $cfg;
+	close $fh;
+	push @zk_dirs, $dir;
+	my $ports = `bash $zk_script start-all $dir`;
+	die "could not start the ensemble in $dir" if $? != 0;
+	chomp $ports;
+	return ([ split /,/, $ports ], \@proxies);
 }
 
 # Member $i (from 1) of an ensemble: its pid (undef when stopped), port and mode.
@@ -201,12 +237,21 @@ sub zk_mntr
 	return \%m;
 }
 
-# Ephemeral nodes under a root, from the server's `dump` (every lock node is ephemeral).
+# Lock nodes under a root, from the server's `dump` (every lock node is
+# ephemeral; so are the sessions' presence nodes, which are left out).
 sub zk_lock_nodes
 {
 	my ($port, $root) = @_;
 	$root //= '/zk_lock';
-	return grep { m{^\s*\Q$root\E/} } map { s/^\s+//r } split /\n/, zk_cmd($port, 'dump');
+	return grep { m{^\s*\Q$root\E/} && !m{/\.sessions/} } map { s/^\s+//r } split /\n/, zk_cmd($port, 'dump');
+}
+
+# Presence nodes and tombstones of the sessions under a root (lock-delay).
+sub zk_session_nodes
+{
+	my ($port, $root) = @_;
+	$root //= '/zk_lock';
+	return grep { m{^\Q$root\E/\.sessions/} } map { s/^\s+//r } split /\n/, zk_cmd($port, 'dump');
 }
 
 # How many lock nodes a key (text, under the default root) has in ZooKeeper.
@@ -221,7 +266,7 @@ sub new_zk_cluster
 {
 	my ($name, $zk_port, %opt) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
+	$node->init(%{ $opt{init} // {} });
 	my $hosts = $opt{hosts} // "127.0.0.1:$zk_port";
 	$hosts = '' unless defined $opt{hosts} || defined $zk_port;
 	my $preload = $opt{preload} // 1;

@@ -65,7 +65,7 @@ perl -MIO::Socket::INET -e '
 	alarm 5;
 	my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $ARGV[0], Timeout => 2) or die;
 	print $s "dump"; local $/; my $r = <$s>;
-	print map { "              $_\n" } sort { substr($a, -10) cmp substr($b, -10) } grep { m{^/zk_lock/} } map { s/^\s+//r } split /\n/, $r;' "$zk_port"
+	print map { "              $_\n" } sort { substr($a, -10) cmp substr($b, -10) } grep { m{^/zk_lock/} && !m{/\.sessions/} } map { s/^\s+//r } split /\n/, $r;' "$zk_port"
 wait "${pids[@]}"
 awk -v a="$(cat "$work/a_committed")" -v b="$(cat "$work/b_granted")" \
 	'BEGIN { printf "hand-over: B was granted %.1f ms after A committed\n", (b - a) * 1000 }'

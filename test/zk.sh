@@ -5,14 +5,22 @@
 #   test/zk.sh start DIR [PORT]   standalone server; prints its client port once it serves
 #   test/zk.sh ensemble DIR N     N-member ensemble in DIR/1..N; prints the client
 #                                 ports, comma-separated, once every member serves
+#   test/zk.sh prepare DIR N      configure such an ensemble without starting it;
+#                                 prints "member client quorum election" per member,
+#                                 so a test can route a member's view of the others
+#                                 through proxies (edit DIR/I/zoo.cfg) before
+#   test/zk.sh start-all DIR      starting every member configured under DIR
+#                                 (prints the client ports, as ensemble does)
+# ZK_SYNC_LIMIT (ticks of 500 ms, default 5) sets how long a follower cut off
+# from the leader goes on serving its clients.
 #   test/zk.sh restart DIR        start a stopped server (or member) again
 #   test/zk.sh stop DIR           stop the server in DIR, or every member under it (by PID)
 #   test/zk.sh port DIR           print the client port of the server in DIR
 #   test/zk.sh mode DIR           print standalone, leader or follower ("" if not serving)
 set -euo pipefail
 
-cmd=${1:?usage: zk.sh start|ensemble|restart|stop|port|mode DIR ...}
-dir=${2:?usage: zk.sh start|ensemble|restart|stop|port|mode DIR ...}
+cmd=${1:?usage: zk.sh start|ensemble|prepare|start-all|restart|stop|port|mode DIR ...}
+dir=${2:?usage: zk.sh start|ensemble|prepare|start-all|restart|stop|port|mode DIR ...}
 
 free_port() {
 	perl -MIO::Socket::INET -e \
@@ -36,7 +44,7 @@ write_cfg() {  # write_cfg DIR PORT [server.N lines]
 	cat >"$1/zoo.cfg" <<CFG
 tickTime=500
 initLimit=10
-syncLimit=5
+syncLimit=${ZK_SYNC_LIMIT:-5}
 dataDir=$1/data
 clientPort=$2
 clientPortAddress=127.0.0.1
@@ -93,6 +101,37 @@ stop_one() {  # stop_one DIR
 	rm -f "$1/zk.pid"
 }
 
+prepare() {  # prepare DIR N: members' configs; prints "i client quorum election" each
+	local base=$1 n=$2 servers="" i
+	local -a q=() e=()
+	for i in $(seq 1 "$n"); do
+		q[i]=$(free_port)
+		e[i]=$(free_port)
+		servers+="server.$i=127.0.0.1:${q[i]}:${e[i]}"$'\n'
+	done
+	for i in $(seq 1 "$n"); do
+		write_cfg "$base/$i" "$(free_port)" "$servers"
+		echo "$i" >"$base/$i/data/myid"
+		echo "$i $(cat "$base/$i/port") ${q[i]} ${e[i]}"
+	done
+}
+
+start_all() {  # start_all DIR: launch every member under DIR; prints client ports
+	local -a members=() ports=()
+	local m
+	for m in "$1"/*/; do
+		[ -f "$m/zoo.cfg" ] || continue
+		members+=("${m%/}")
+		ports+=("$(cat "$m/port")")
+	done
+	for m in "${members[@]}"; do launch "$m"; done
+	if ! wait_serving "${members[@]}"; then
+		for m in "${members[@]}"; do stop_one "$m"; done
+		return 1
+	fi
+	(IFS=,; echo "${ports[*]}")
+}
+
 case "$cmd" in
 start)
 	write_cfg "$dir" "${3:-$(free_port)}"
@@ -102,24 +141,14 @@ start)
 	;;
 ensemble)
 	n=${3:?usage: zk.sh ensemble DIR N}
-	servers=""
-	for i in $(seq 1 "$n"); do
-		servers+="server.$i=127.0.0.1:$(free_port):$(free_port)"$'\n'
-	done
-	members=()
-	ports=()
-	for i in $(seq 1 "$n"); do
-		write_cfg "$dir/$i" "$(free_port)" "$servers"
-		echo "$i" >"$dir/$i/data/myid"
-		members+=("$dir/$i")
-		ports+=("$(cat "$dir/$i/port")")
-	done
-	for m in "${members[@]}"; do launch "$m"; done
-	if ! wait_serving "${members[@]}"; then
-		for m in "${members[@]}"; do stop_one "$m"; done
-		exit 1
-	fi
-	(IFS=,; echo "${ports[*]}")
+	prepare "$dir" "$n" >/dev/null
+	start_all "$dir"
+	;;
+prepare)
+	prepare "$dir" "${3:?usage: zk.sh prepare DIR N}"
+	;;
+start-all)
+	start_all "$dir"
 	;;
 restart)
 	launch "$dir"
@@ -139,7 +168,7 @@ mode)
 	mode "$dir"
 	;;
 *)
-	echo "usage: zk.sh start|ensemble|restart|stop|port|mode DIR ..." >&2
+	echo "usage: zk.sh start|ensemble|prepare|start-all|restart|stop|port|mode DIR ..." >&2
 	exit 2
 	;;
 esac

@@ -151,14 +151,14 @@ test_recipe(void)
 	CHECK(n == 3, "foreign child skipped");
 	CHECK(kids[0].seq == 2 && kids[1].seq == 9 && kids[2].seq == 10, "sorted by sequence");
 
-	CHECK(zkr_decide(kids, n, U1, NULL, 0, &own, &watch) == ZKR_GRANT && own == 0, "lowest is granted");
-	CHECK(zkr_decide(kids, n, U3, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
+	CHECK(zkr_decide(kids, n, U1, NULL, NULL, 0, &own, &watch) == ZKR_GRANT && own == 0, "lowest is granted");
+	CHECK(zkr_decide(kids, n, U3, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
 		  "exclusive watches its immediate predecessor only");
-	CHECK(zkr_decide(kids, n, U4, NULL, 0, &own, &watch) == ZKR_ABSENT, "own node missing");
-	CHECK(zkr_decide(kids, n, U2, NULL, 0, &own, &watch) == ZKR_WAIT &&
-		  zkr_sole_blocker(kids, own, watch, NULL, 0), "second in line: its predecessor is its only blocker");
-	CHECK(zkr_decide(kids, n, U3, NULL, 0, &own, &watch) == ZKR_WAIT &&
-		  !zkr_sole_blocker(kids, own, watch, NULL, 0), "third in line: the first still blocks it");
+	CHECK(zkr_decide(kids, n, U4, NULL, NULL, 0, &own, &watch) == ZKR_ABSENT, "own node missing");
+	CHECK(zkr_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT &&
+		  zkr_sole_blocker(kids, own, watch, NULL, NULL, 0), "second in line: its predecessor is its only blocker");
+	CHECK(zkr_decide(kids, n, U3, NULL, NULL, 0, &own, &watch) == ZKR_WAIT &&
+		  !zkr_sole_blocker(kids, own, watch, NULL, NULL, 0), "third in line: the first still blocks it");
 
 	/* shared: only exclusive nodes before it block; watch the last of them */
 	list[0] = node(0, 's', U1, "0000000001");
@@ -166,19 +166,19 @@ test_recipe(void)
 	list[2] = node(2, 's', U3, "0000000003");
 	list[3] = node(3, 's', U4, "0000000004");
 	n = zkr_collect(list, 4, kids);
-	CHECK(zkr_decide(kids, n, U1, NULL, 0, &own, &watch) == ZKR_GRANT, "first reader granted");
-	CHECK(zkr_decide(kids, n, U2, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
+	CHECK(zkr_decide(kids, n, U1, NULL, NULL, 0, &own, &watch) == ZKR_GRANT, "first reader granted");
+	CHECK(zkr_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
 		  "writer waits for the reader before it");
-	CHECK(zkr_decide(kids, n, U4, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
+	CHECK(zkr_decide(kids, n, U4, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
 		  "reader behind a writer watches that writer, not the reader before it");
-	CHECK(zkr_sole_blocker(kids, own, watch, NULL, 0),
+	CHECK(zkr_sole_blocker(kids, own, watch, NULL, NULL, 0),
 		  "readers ahead of that writer do not block a reader");
-	CHECK(zkr_decide(kids, n, U2, NULL, 0, &own, &watch) == ZKR_WAIT &&
-		  zkr_sole_blocker(kids, own, watch, NULL, 0), "a writer behind one reader: that reader alone");
+	CHECK(zkr_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT &&
+		  zkr_sole_blocker(kids, own, watch, NULL, NULL, 0), "a writer behind one reader: that reader alone");
 	list[2] = node(2, 'x', U3, "0000000003");
 	n = zkr_collect(list, 4, kids);
-	CHECK(zkr_decide(kids, n, U4, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 2 &&
-		  !zkr_sole_blocker(kids, own, watch, NULL, 0), "a reader behind two writers: the earlier one blocks too");
+	CHECK(zkr_decide(kids, n, U4, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 2 &&
+		  !zkr_sole_blocker(kids, own, watch, NULL, NULL, 0), "a reader behind two writers: the earlier one blocks too");
 
 	/* a backend's own nodes never block it: a reader upgrading to writer */
 	{
@@ -189,24 +189,71 @@ test_recipe(void)
 		list[1] = node(1, 's', U2, "0000000002");
 		list[2] = node(2, 'x', U3, "0000000003");
 		n = zkr_collect(list, 3, kids);
-		CHECK(zkr_decide(kids, n, U3, mine1, 1, &own, &watch) == ZKR_WAIT && watch == 1,
+		CHECK(zkr_decide(kids, n, U3, mine1, NULL, 1, &own, &watch) == ZKR_WAIT && watch == 1,
 			  "upgrading writer skips its own reader, waits for the other reader");
-		CHECK(zkr_sole_blocker(kids, own, watch, mine1, 1),
+		CHECK(zkr_sole_blocker(kids, own, watch, mine1, NULL, 1),
 			  "and its own reader ahead does not count as a blocker");
-		CHECK(!zkr_sole_blocker(kids, own, watch, NULL, 0),
+		CHECK(!zkr_sole_blocker(kids, own, watch, NULL, NULL, 0),
 			  "another backend's reader there would");
 		list[1] = node(1, 'x', U2, "0000000002");
 		list[2] = node(2, 's', U3, "0000000003");
 		n = zkr_collect(list, 3, kids);
-		CHECK(zkr_decide(kids, n, U3, mine1, 1, &own, &watch) == ZKR_WAIT && watch == 1,
+		CHECK(zkr_decide(kids, n, U3, mine1, NULL, 1, &own, &watch) == ZKR_WAIT && watch == 1,
 			  "a reader still waits for another backend's writer");
 		list[0] = node(0, 'x', U1, "0000000001");
 		list[1] = node(1, 's', U3, "0000000002");
 		n = zkr_collect(list, 2, kids);
-		CHECK(zkr_decide(kids, n, U3, mine1, 1, &own, &watch) == ZKR_GRANT,
+		CHECK(zkr_decide(kids, n, U3, mine1, NULL, 1, &own, &watch) == ZKR_GRANT,
 			  "a writer may also read: its own exclusive node does not block its shared one");
-		CHECK(zkr_decide(kids, n, U3, mine3, 0, &own, &watch) == ZKR_WAIT && watch == 0,
+		CHECK(zkr_decide(kids, n, U3, mine3, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
 			  "without the ownership, the same reader waits");
+	}
+
+	/*
+	 * Same key, same backend, as core: a holder's further request is not
+	 * held up by waiters queued behind its own grant; another cluster's
+	 * holder still counts.
+	 */
+	{
+		const char *mine1[] = {U1};
+		const bool	held[] = {true};
+		const bool	waiting[] = {false};
+
+		list[0] = node(0, 'x', U1, "0000000001");	/* ours, held exclusive */
+		list[1] = node(1, 'x', U2, "0000000002");	/* another cluster waits */
+		list[2] = node(2, 's', U3, "0000000003");	/* ours: asks shared */
+		n = zkr_collect(list, 3, kids);
+		CHECK(zkr_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_GRANT,
+			  "exclusive holder asks shared: granted past the waiter behind it");
+		CHECK(zkr_foreign_ahead(kids, own, mine1, 1) == 1,
+			  "and granted with another cluster's node ahead: not alone at the head");
+		CHECK(zkr_foreign_ahead(kids, 0, mine1, 1) == 0, "the first node is");
+		CHECK(zkr_decide(kids, n, U3, mine1, waiting, 1, &own, &watch) == ZKR_WAIT && watch == 1,
+			  "while our first node only waits, the other waiter still blocks");
+		CHECK(zkr_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
+			  "and the other cluster's waiter keeps waiting for our first node");
+
+		list[0] = node(0, 's', U1, "0000000001");	/* ours, held shared */
+		list[2] = node(2, 'x', U3, "0000000003");	/* ours: asks exclusive */
+		n = zkr_collect(list, 3, kids);
+		CHECK(zkr_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_GRANT,
+			  "shared holder asks exclusive, no other reader: granted past a writer waiting for it");
+
+		list[3] = node(3, 's', U4, "0000000000");	/* another cluster reads, ahead */
+		n = zkr_collect(list, 4, kids);
+		CHECK(zkr_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_WAIT &&
+			  strcmp(kids[watch].name, list[3]) == 0,
+			  "another cluster's reader ahead still blocks the upgrade");
+		CHECK(zkr_sole_blocker(kids, own, watch, mine1, held, 1),
+			  "and is its only blocker: the writer behind our read waits for us");
+
+		list[3] = node(3, 's', U4, "0000000002");	/* a reader behind ours holds too */
+		list[1] = node(1, 'x', U2, "0000000004");
+		list[2] = node(2, 'x', U3, "0000000005");
+		n = zkr_collect(list, 4, kids);
+		CHECK(zkr_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_WAIT &&
+			  strcmp(kids[watch].name, list[3]) == 0,
+			  "a reader queued behind our read shares it, so it blocks our upgrade");
 	}
 
 	/*
@@ -223,9 +270,9 @@ test_recipe(void)
 	CHECK(n == 4 && kids[0].seq == 2147483646 && kids[1].seq == 2147483647 &&
 		  kids[2].seq == INT32_MIN && kids[3].seq == INT32_MIN + 1,
 		  "ordered across the wrap as serial numbers");
-	CHECK(zkr_decide(kids, n, U1, NULL, 0, &own, &watch) == ZKR_GRANT,
+	CHECK(zkr_decide(kids, n, U1, NULL, NULL, 0, &own, &watch) == ZKR_GRANT,
 		  "the node made before the wrap holds the lock");
-	CHECK(zkr_decide(kids, n, U3, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
+	CHECK(zkr_decide(kids, n, U3, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
 		  "the first node after the wrap waits for the last one before it");
 	list[0] = node(0, 'x', U1, "-000000001");
 	list[1] = node(1, 'x', U2, "0000000000");

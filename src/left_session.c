@@ -1,0 +1,189 @@
+/*
+ * left_session.c — the session file, and closing a session left over from
+ * before a crash-restart.
+ *
+ * Shared memory (which lets a restarted worker resume the session) does not
+ * survive a crash-restart; the file in the data directory lets the next
+ * worker close the orphaned session at once, so other clusters need not
+ * wait a whole session timeout for its nodes.  Every backend of the old
+ * incarnation is dead by then (the postmaster killed them before it reset
+ * shared memory), so no holder of that session can still commit: before
+ * closing it, the worker says so with a tombstone (presence.c), and other
+ * clusters grant its locks without a lock-delay.
+ *
+ * The file is stamped with the postmaster that wrote it (its pid and start
+ * time, which a crash-restart keeps and no other server shares).  A copy of
+ * the data directory (pg_basebackup, a snapshot) carries the file, but its
+ * postmaster is another one: it must never close the original's session,
+ * whose holders are alive.  Mode 0600: the file holds the session password.
+ * Part of the worker: runs in its process only.
+ */
+#include "postgres.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "miscadmin.h"
+#include "postmaster/interrupt.h"
+#include "storage/fd.h"
+#include "utils/timestamp.h"
+
+#include "zk_lock.h"
+#include "zk_client.h"
+#include "worker.h"
+
+#define SESSION_FILE		"pg_zk_lock.session"
+#define SESSION_FILE_MAGIC	0x5a4b4c32	/* "ZKL2" */
+
+typedef struct SessionFile
+{
+	uint32		magic;
+	int32		pm_pid;			/* the postmaster that wrote it */
+	TimestampTz pm_start;
+	int64		client_id;
+	char		passwd[16];
+} SessionFile;
+
+static clientid_t left;
+static bool left_pending = false;
+
+/* Remember the session in the data directory, stamped with this postmaster. */
+void
+zkl_left_save(const clientid_t *id)
+{
+	SessionFile sf;
+	int			fd;
+	bool		ok;
+
+	memset(&sf, 0, sizeof(sf));
+	sf.magic = SESSION_FILE_MAGIC;
+	sf.pm_pid = PostmasterPid;
+	sf.pm_start = PgStartTime;
+	sf.client_id = id->client_id;
+	memcpy(sf.passwd, id->passwd, sizeof(sf.passwd));
+	fd = OpenTransientFilePerm(SESSION_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY,
+							   S_IRUSR | S_IWUSR);
+	ok = fd >= 0 && write(fd, &sf, sizeof(sf)) == sizeof(sf);
+	if (!ok)
+		ereport(LOG, (errcode_for_file_access(),
+					  errmsg("zk_lock: could not write \"%s\": %m", SESSION_FILE ".tmp")));
+	if (fd >= 0 && CloseTransientFile(fd) != 0)
+		ok = false;
+	explicit_bzero(&sf, sizeof(sf));
+	if (ok)
+		(void) durable_rename(SESSION_FILE ".tmp", SESSION_FILE, LOG);
+}
+
+/*
+ * At worker start with fresh shared memory: a session this very postmaster
+ * left behind (a crash-restart) is to be closed once the new session is up.
+ * Anything else in the file is another server's: left alone in ZooKeeper.
+ */
+void
+zkl_left_begin(void)
+{
+	SessionFile sf;
+	int			fd = OpenTransientFile(SESSION_FILE, O_RDONLY | PG_BINARY);
+	bool		ok;
+
+	if (fd < 0)
+		return;
+	ok = read(fd, &sf, sizeof(sf)) == sizeof(sf) && sf.magic == SESSION_FILE_MAGIC &&
+		sf.client_id != 0;
+	CloseTransientFile(fd);
+	if (ok && sf.pm_pid == PostmasterPid && sf.pm_start == PgStartTime)
+	{
+		left.client_id = sf.client_id;
+		memcpy(left.passwd, sf.passwd, sizeof(left.passwd));
+		left_pending = true;
+	}
+	else
+		ereport(LOG,
+				(errmsg("zk_lock: not closing the ZooKeeper session named in \"%s\": another server instance wrote it",
+						SESSION_FILE),
+				 errdetail("A copy of a data directory must not end the original's session.")));
+	explicit_bzero(&sf, sizeof(sf));
+}
+
+static int	left_state = 0;		/* ZOO_*_STATE seen by left_session_watcher */
+
+static void
+left_session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
+{
+	if (type == ZOO_SESSION_EVENT &&
+		(state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE ||
+		 state == ZOO_AUTH_FAILED_STATE))
+		left_state = state;
+}
+
+/* Reattach to the left-over session just to close it: its nodes go at once. */
+static void
+close_left_session(void)
+{
+	zhandle_t  *h;
+	TimestampTz deadline;
+	long		bound;
+
+	left_pending = false;
+	h = zkc_open(zkl_hosts, zkl_session_timeout, &left, left_session_watcher);
+	if (h == NULL)
+		return;
+	/* our own session is not served meanwhile: stay well inside its pings */
+	bound = Min(zkl_connect_timeout, Max(zkl_shared->negotiated_timeout / 3, 100));
+	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), bound);
+	left_state = 0;
+	while (left_state == 0 && !ShutdownRequestPending)
+	{
+		long		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+
+		if (ms <= 0)
+			break;
+		zkc_wait(h, ms);
+	}
+	zkc_close(h);
+	if (left_state == ZOO_CONNECTED_STATE)
+		ereport(LOG, (errmsg("zk_lock: closed session 0x%llx left over from before a restart",
+							 (unsigned long long) left.client_id)));
+	else if (left_state == ZOO_EXPIRED_SESSION_STATE)
+		ereport(LOG, (errmsg("zk_lock: session 0x%llx left over from before a restart had expired",
+							 (unsigned long long) left.client_id)));
+	else
+		ereport(LOG, (errmsg("zk_lock: could not reach ZooKeeper to close session 0x%llx left over from before a restart; it ends by timeout",
+							 (unsigned long long) left.client_id)));
+	explicit_bzero(&left, sizeof(left));
+}
+
+/*
+ * Each loop turn: once the new session is up and listed, mark the left-over
+ * one dead (its holders are), then close it.
+ */
+void
+zkl_left_tend(void)
+{
+	if (!left_pending || !zkl_presence_listed())
+		return;
+	switch (zkl_presence_mark_dead(left.client_id))
+	{
+		case ZKL_MARK_PENDING:
+			return;
+		case ZKL_MARK_FAILED:
+			ereport(LOG, (errmsg("zk_lock: could not mark session 0x%llx as closed after a crash; other clusters wait zk_lock.lock_delay for its locks",
+								 (unsigned long long) left.client_id)));
+			break;
+		case ZKL_MARK_DONE:
+			break;
+	}
+	close_left_session();
+}
+
+/*
+ * The session ended (closed, expired, or given up for lost): nothing is
+ * left to close, and a worker restarted by an ERROR must not take the file
+ * for a crash's leftover (whose holders would all be dead).
+ */
+void
+zkl_left_forget(void)
+{
+	unlink(SESSION_FILE);
+}

@@ -1,0 +1,331 @@
+/*
+ * presence.c — lock-delay: no grant soon after a session that may have held
+ * a lock died.
+ *
+ * A holder whose session died (expired, or closed by its worker) may still
+ * commit until its cluster's commit proof runs out (zk_lock.proof_bound,
+ * xact.c).  So no cluster grants any lock for zk_lock.lock_delay (longer than
+ * that bound) after it learns that a session died.  Releases hand over at
+ * once: only deaths pause.
+ *
+ * Each worker keeps a presence node for its session,
+ *     <root>/.sessions/<session id in hex>     EPHEMERAL
+ * and a child watch on <root>/.sessions.  A dying session's presence node
+ * goes in the same transaction as its lock nodes, and ZooKeeper delivers a
+ * watch event before any reply that reflects the change, so by the time a
+ * reply shows a holder's node gone, the worker has already seen its
+ * session's presence node go and paused.  This covers a waiter behind the
+ * dead holder as well as a request that arrives after the node vanished.
+ * Until the worker has listed the sessions (its own among them) it knows of
+ * no death, so it pauses from its session's start too; and from a watch
+ * event until the listing that says what changed.
+ *
+ * After a crash-restart, the new worker closes the session left over from
+ * before it (left_session.c), whose holders are all dead.  It first creates
+ * a tombstone <root>/.sessions/<that id>.dead, owned by its new session;
+ * a session that vanishes with its tombstone present needs no lock-delay.
+ * Part of the worker: runs in its process only.
+ */
+#include "postgres.h"
+
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "zk_lock.h"
+#include "worker.h"
+
+#define SESSIONS_DIR	".sessions"
+#define DEAD_SUFFIX		".dead"
+#define STALE_POLL_MS	20		/* a listing is one round trip away */
+#define RETRY_MS		100		/* after a failed create or listing */
+
+static int64 for_session = 0;	/* the session whose presence we set up */
+static char for_root[ZKL_MAX_ROOT_LEN + 1]; /* and the root it is under */
+static bool listed = false;		/* a listing of this session arrived */
+static bool stale = false;		/* the watch fired: the listing is out of date */
+static bool presence_due = false;	/* (re)create our presence node */
+static bool list_due = false;	/* (re)list the sessions, with a watch */
+static bool list_in_flight = false;
+static int64 next_try = 0;		/* no retry before (zkl_mono_now) */
+static int	last_logged = ZOK;	/* the failure last logged, so it is logged once */
+static uint64 gen = 0;			/* tags calls: a new session makes replies stale */
+static int64 paused_until = 0;	/* zkl_mono_now */
+static int64 *known = NULL;		/* sessions of the last listing, sorted */
+static int	nknown = 0;
+static int64 *dead = NULL;		/* tombstones of the last listing, sorted */
+static int	ndead = 0;
+static ZklMarkState mark = ZKL_MARK_PENDING;
+static int64 mark_session = 0;	/* tombstone asked for (0: none) */
+
+static void
+sessions_path(char *out)
+{
+	snprintf(out, ZKL_PATH_LEN, "%s/" SESSIONS_DIR, for_root);
+}
+
+/* No grant before `until` (extends, never shortens, the pause). */
+static void
+pause_until(int64 until)
+{
+	if (until > paused_until)
+		paused_until = until;
+}
+
+static void
+pause_for_delay(void)
+{
+	pause_until(zkl_mono_now() + (int64) zkl_effective_lock_delay() * 1000);
+}
+
+/*
+ * A create or listing failed: try again a little later, and say so once
+ * (connection and session errors are the session's business, not ours).
+ */
+static void
+failed(int rc, const char *what)
+{
+	next_try = zkl_mono_now() + RETRY_MS * 1000;
+	if (zkl_outcome_unknown(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+		rc == ZINVALIDSTATE || rc == last_logged)
+		return;
+	last_logged = rc;
+	ereport(LOG, (errmsg("zk_lock: could not %s under zk_lock.root: %s; no lock is granted until it works",
+						 what, zerror(rc))));
+}
+
+static int
+cmp_session(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+static bool
+known_has(const int64 *list, int n, int64 id)
+{
+	return bsearch(&id, list, n, sizeof(int64), cmp_session) != NULL;
+}
+
+/* A child event on the sessions node: list again (the watch is one-shot). */
+static void
+sessions_watch(zhandle_t *h, int type, int state, const char *path, void *ctx)
+{
+	if (type == ZOO_SESSION_EVENT || (uintptr_t) ctx != gen)
+		return;
+	list_due = true;
+	stale = true;
+}
+
+/*
+ * A listing of the sessions.  One that was known and is gone died (or was
+ * closed): pause.  So does the first listing, which cannot tell what died
+ * just before it.
+ */
+/* Parse a listing into sorted session ids, live ones or tombstones. */
+static int64 *
+parse_listing(const struct String_vector *children, bool tombstones, int *n)
+{
+	int64	   *ids = MemoryContextAlloc(TopMemoryContext,
+										 Max(children->count, 1) * sizeof(int64));
+	int			i;
+
+	*n = 0;
+	for (i = 0; i < children->count; i++)
+	{
+		char	   *end;
+		unsigned long long id = strtoull(children->data[i], &end, 16);
+
+		if (end == children->data[i])
+			continue;
+		if (tombstones ? strcmp(end, DEAD_SUFFIX) == 0 : *end == '\0')
+			ids[(*n)++] = (int64) id;
+	}
+	qsort(ids, *n, sizeof(int64), cmp_session);
+	return ids;
+}
+
+/*
+ * A listing of the sessions.  One that was known and is gone, without a
+ * tombstone, died (or was closed while its holders live): pause.  So does
+ * the first listing, which cannot tell what died just before it.
+ */
+static void
+sessions_listed(int rc, const struct String_vector *children, const void *ctx)
+{
+	int64	   *now_known;
+	int			n;
+	bool		died = !listed;
+	int			i;
+
+	if ((uintptr_t) ctx != gen)
+		return;
+	list_in_flight = false;
+	if (rc != ZOK)
+	{
+		list_due = true;		/* still paused meanwhile */
+		presence_due |= rc == ZNONODE;	/* the sessions' node is missing */
+		failed(rc, "list the sessions");
+		return;
+	}
+	now_known = parse_listing(children, false, &n);
+	if (dead)
+		pfree(dead);
+	dead = parse_listing(children, true, &ndead);
+	for (i = 0; i < nknown && !died; i++)
+		died = !known_has(now_known, n, known[i]) && !known_has(dead, ndead, known[i]);
+	if (died)
+		pause_for_delay();
+	if (died && listed)
+		ereport(LOG,
+				(errmsg("zk_lock: a ZooKeeper session that may have held locks ended; no lock is granted for zk_lock.lock_delay (%d ms)",
+						zkl_effective_lock_delay())));
+	if (known)
+		pfree(known);
+	known = now_known;
+	nknown = n;
+	/* our own presence node must be there before we grant anything */
+	if (known_has(known, nknown, for_session))
+	{
+		listed = true;
+		last_logged = ZOK;
+		stale = list_due;		/* the watch may have fired meanwhile */
+	}
+	else
+	{
+		presence_due = true;	/* its create failed: again, then list again */
+		next_try = zkl_mono_now() + RETRY_MS * 1000;
+	}
+}
+
+static void
+presence_created(int rc, const char *value, const void *ctx)
+{
+	if ((uintptr_t) ctx != gen || rc == ZOK || rc == ZNODEEXISTS)
+		return;
+	presence_due = true;
+	failed(rc, "create the session's presence node");
+}
+
+/* Our presence node (and the path to it), then a listing behind it. */
+static void
+send_presence(void)
+{
+	char		dir[ZKL_PATH_LEN];
+	char		path[ZKL_PATH_LEN];
+
+	sessions_path(dir);
+	zkl_create_persistent(dir);
+	snprintf(path, sizeof(path), "%s/%016llx", dir, (unsigned long long) for_session);
+	zoo_acreate(zkl_zh, path, NULL, -1, zkl_acl, ZOO_EPHEMERAL, presence_created,
+				(const void *) (uintptr_t) gen);
+	presence_due = false;
+	list_due = true;
+}
+
+/*
+ * Each loop turn, while connected: set up this session's presence node under
+ * the current root (again after a new session or a root reload, blind until
+ * listed: clusters sharing locks switch roots together, drained), retry what
+ * failed, and list the sessions whenever the watch fired.
+ */
+void
+zkl_presence_tend(void)
+{
+	int64		session = zkl_shared->session_id;
+	const char *root = zkl_shared->roots[zkl_shared->cur_root];
+	char		dir[ZKL_PATH_LEN];
+
+	if (zkl_zh == NULL || zkl_shared->conn_state != ZKC_CONNECTED || session == 0)
+		return;
+	if (session != for_session || strcmp(root, for_root) != 0)
+	{
+		gen++;
+		for_session = session;
+		strlcpy(for_root, root, sizeof(for_root));
+		listed = false;
+		stale = false;
+		list_in_flight = false;
+		presence_due = true;
+		next_try = 0;
+		pause_for_delay();
+	}
+	if (zkl_mono_now() < next_try)
+		return;
+	if (presence_due)
+		send_presence();
+	if (list_due && !list_in_flight)
+	{
+		sessions_path(dir);
+		list_due = false;
+		if (zoo_awget_children(zkl_zh, dir, sessions_watch, (void *) (uintptr_t) gen,
+							   sessions_listed, (const void *) (uintptr_t) gen) == ZOK)
+			list_in_flight = true;
+		else
+			list_due = true;
+	}
+}
+
+/* A new handle: calls in flight on the old one will not be answered. */
+void
+zkl_presence_reset(void)
+{
+	gen++;
+	for_session = 0;
+	listed = false;
+	list_in_flight = false;
+	if (mark == ZKL_MARK_PENDING && mark_session != 0)
+		mark = ZKL_MARK_FAILED;
+}
+
+/* This session's presence node exists and the sessions were listed. */
+bool
+zkl_presence_listed(void)
+{
+	return listed;
+}
+
+static void
+tombstone_created(int rc, const char *value, const void *ctx)
+{
+	if (mark == ZKL_MARK_PENDING)
+		mark = (rc == ZOK || rc == ZNODEEXISTS) ? ZKL_MARK_DONE : ZKL_MARK_FAILED;
+}
+
+/*
+ * Say that a session's holders are all dead before closing it: a tombstone
+ * owned by our session.  Asks once; returns how far that got.
+ */
+ZklMarkState
+zkl_presence_mark_dead(int64 session)
+{
+	char		dir[ZKL_PATH_LEN];
+	char		path[ZKL_PATH_LEN];
+
+	if (mark_session == session)
+		return mark;
+	mark_session = session;
+	mark = ZKL_MARK_PENDING;
+	sessions_path(dir);
+	snprintf(path, sizeof(path), "%s/%016llx" DEAD_SUFFIX, dir, (unsigned long long) session);
+	if (zoo_acreate(zkl_zh, path, NULL, -1, zkl_acl, ZOO_EPHEMERAL, tombstone_created, NULL) != ZOK)
+		mark = ZKL_MARK_FAILED;
+	return mark;
+}
+
+/*
+ * Whether grants must wait, and until when (zkl_mono_now; a time to look
+ * again: while the listing is missing or out of date, that is a guess).
+ */
+bool
+zkl_grants_paused(int64 now, int64 *until)
+{
+	if (!listed || stale)
+	{
+		*until = Max(paused_until, now + STALE_POLL_MS * 1000);
+		return true;
+	}
+	*until = paused_until;
+	return now < paused_until;
+}

@@ -1,0 +1,122 @@
+# A follower cut off from the leader.  Cluster A is connected to member 1 of
+# a 3-member ensemble; member 1 reaches the other members only through
+# proxies, which the test blackholes.  Member 1 then goes on answering A's
+# pings (and reads) for syncLimit x tickTime (10 s here), longer than A's
+# session timeout (4 s), while the leader, hearing nothing of A, expires A's
+# session and another cluster, B, is granted A's keys.  Only the commit proof
+# (requests the leader answered) keeps A from committing:
+#  - A holds 'idle' (idle in its transaction, sending nothing), B waits for
+#    it; after B is granted, A tries to COMMIT: 40001.  (Before the commit
+#    proof, A's worker still counted itself connected then, and A committed.)
+#  - Healed and cut again: A commits one transaction after another under
+#    'k'; B asks for 'k' after the cut.  A's last commit comes before B's
+#    grant.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use List::Util ();
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use ZkLockTest;
+
+my ($ports, $proxies) = start_partitionable_ensemble('part', 20);
+END { proxy_do($_, 'pass') for @{ $proxies // [] }; }
+
+# member 1 must be a follower: restarted, it joins the ensemble as one
+if (zk_member('part', 1)->{mode} eq 'leader')
+{
+	kill 'KILL', zk_member('part', 1)->{pid};
+	ok(wait_for(sub { grep { zk_member('part', $_)->{mode} eq 'leader' } 2, 3 }, 20),
+		'a new leader among members 2 and 3');
+	zk_restart_member('part', 1);
+}
+is(zk_member('part', 1)->{mode}, 'follower', 'member 1 is a follower');
+
+my $conf = "zk_lock.session_timeout = '4s'\nzk_lock.connect_timeout = '30s'\n"
+  . "zk_lock.proof_bound = '1s'\nzk_lock.lock_delay = '2s'\n";
+my $a = new_zk_cluster('pa', undef, hosts => "127.0.0.1:$ports->[0]", conf => $conf);
+my $b = new_zk_cluster('pb', undef, hosts => "127.0.0.1:$ports->[1],127.0.0.1:$ports->[2]",
+	conf => $conf);
+# `dump` lists ephemeral nodes on the leader only
+sub leader_port
+{
+	my ($m) = grep { $_->{mode} eq 'leader' } map { zk_member('part', $_) } 1 .. 3;
+	return $m ? $m->{port} : $ports->[1];
+}
+
+sub status
+{
+	my ($node, $col) = @_;
+	return $node->safe_psql('postgres', "SELECT $col FROM zk_lock_status()");
+}
+
+for my $node ($a, $b)
+{
+	ok(wait_for(sub { $node->safe_psql('postgres', "SELECT zk_try_lock('warm', 0)") eq 't' }, 30),
+		$node->name . ' grants');
+}
+
+# --- A holds 'idle' (and sends nothing); B waits for it ---
+my $ha = $a->background_psql('postgres', on_error_stop => 0);
+$ha->query_safe("\\set VERBOSITY verbose\nBEGIN; SELECT zk_lock('idle')");
+my $wb = $b->background_psql('postgres', on_error_stop => 0);
+$wb->query_until(qr/asked/, "\\echo asked\nBEGIN;\nSELECT zk_lock('idle');\n\\echo idle granted\n");
+ok(wait_for(sub { key_queue_len(leader_port(), 'idle') == 2 }, 10), 'A holds idle, B waits');
+
+proxy_do($_, 'blackhole') for @$proxies;
+my $cut = time();
+ok(wait_for(sub { $wb->{run}->pump_nb; $wb->{stdout} =~ /idle granted/ }, 20),
+	'B is granted idle once the leader expired A\'s session');
+note(sprintf('B granted idle %.1f s after the cut; A\'s worker: %s', time() - $cut, status($a, 'state')));
+my $t = time();
+$ha->query('COMMIT');
+like($ha->{stderr}, qr/ERROR:  40001: (could not prove the zk_lock session alive before commit|zk_lock lock on key "idle" was lost)/,
+	'A\'s commit under idle fails with 40001');
+note(sprintf('A\'s commit failed after %.1f s; %.1f s after the cut', time() - $t, time() - $cut));
+$wb->query_safe('COMMIT');
+
+proxy_do($_, 'pass') for @$proxies;
+ok(wait_for(sub { zk_member('part', 1)->{mode} eq 'follower' }, 60), 'member 1 rejoins');
+ok(wait_for(sub { $a->safe_psql('postgres', "SELECT zk_try_lock('warm', 0)") eq 't' }, 60),
+	'A works again, in a new session');
+
+# --- A commits under 'k' in a loop across the cut; B asks for 'k' after it ---
+my $script = "${PostgreSQL::Test::Utils::tmp_check}/part.sql";
+append_to_file($script, "BEGIN;\nSELECT zk_lock('k');\nCOMMIT;\n");
+my $logprefix = "${PostgreSQL::Test::Utils::tmp_check}/part_pgbench";
+my ($out, $err) = ('', '');
+my $load = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', '1', '-T', '15', '-l', "--log-prefix=$logprefix", '-f', $script,
+	  '-h', $a->host, '-p', $a->port, 'postgres' ],
+	'>', \$out, '2>', \$err, IPC::Run::timeout(90));
+usleep(1_000_000);
+proxy_do($_, 'blackhole') for @$proxies;
+$cut = time();
+my $kb = $b->background_psql('postgres', on_error_stop => 0);
+$kb->query_until(qr/asked/, "\\echo asked\nBEGIN;\nSELECT zk_lock('k');\n\\echo k granted\n");
+ok(wait_for(sub { $kb->{run}->pump_nb; $kb->{stdout} =~ /k granted/ }, 30), 'B is granted k');
+my ($granted) = $kb->query_safe("SELECT extract(epoch FROM granted_at) FROM zk_locks WHERE key = 'k'")
+  =~ /([\d.]+)\s*$/;
+note(sprintf('B granted k %.1f s after the cut', $granted - $cut));
+$load->finish;
+my @ends = map { my @f = split ' '; $f[4] + $f[5] / 1e6 } map { split /\n/, slurp_file($_) } glob("$logprefix.*");
+cmp_ok(scalar(@ends), '>', 10, scalar(@ends) . ' commits of A under k');
+my $last = List::Util::max(@ends);
+cmp_ok($last, '<', $granted, sprintf('A\'s last commit under k came %.2f s before B\'s grant', $granted - $last));
+note(sprintf('A\'s last commit under k: %.2f s after the cut', $last - $cut));
+$kb->query_safe('COMMIT');
+
+proxy_do($_, 'pass') for @$proxies;
+ok(wait_for(sub { zk_member('part', 1)->{mode} eq 'follower' }, 60), 'member 1 rejoins again');
+ok(wait_for(sub { $a->safe_psql('postgres', "SELECT zk_try_lock('warm', 0)") eq 't' }, 60),
+	'A works again');
+
+$_->quit for ($ha, $wb, $kb);
+ok(wait_for(sub { scalar(zk_lock_nodes(leader_port())) == 0 }, 15), 'no lock node left')
+  or diag(join("\n", zk_lock_nodes(leader_port())));
+$a->stop;
+$b->stop;
+done_testing();
