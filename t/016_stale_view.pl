@@ -50,8 +50,8 @@ $stopped_pid = $worker;
 kill 'STOP', $worker;
 sleep 2;    # the proof (at most half of zk_lock.proof_bound old when it stopped) is stale now
 $ha->query_until(qr/sent/, "\\echo sent\nCOMMIT;\nSELECT 'brief committed';\n");
-usleep(500_000);
-unlike($ha->{stdout}, qr/brief committed/, 'with its worker stopped, A\'s commit waits for a fresh proof');
+ok(!wait_for(sub { $ha->{run}->pump_nb; $ha->{stdout} =~ /brief committed/ }, 1),
+	'with its worker stopped, A\'s commit waits for a fresh proof');
 kill 'CONT', $worker;
 $stopped_pid = undef;
 like($ha->query_until(qr/brief committed/, ''), qr/brief committed/,
