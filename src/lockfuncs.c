@@ -255,7 +255,7 @@ wait_for_answer(int idx, WaitKind kind, int timeout_ms, bool *lock_timed_out)
 		{
 			/* a try-lock may also wait out a lock-delay (worker.c, grant) */
 			long		limit = zkl_connect_timeout + WORKER_GRACE_MS +
-				(zstate == ZKS_NEW ? 0 : zkl_lock_delay);
+				(zstate == ZKS_NEW ? 0 : zkl_effective_lock_delay());
 
 			/* unsent: measured from when it (re)entered the queue */
 			if (zstate == ZKS_NEW)

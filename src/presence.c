@@ -54,6 +54,7 @@ static int64 *known = NULL;		/* sessions of the last listing, sorted */
 static int	nknown = 0;
 static int64 *dead = NULL;		/* tombstones of the last listing, sorted */
 static int	ndead = 0;
+static int32 last_cversion = -1;	/* the sessions node's, at the last listing */
 static ZklMarkState mark = ZKL_MARK_PENDING;
 static int64 mark_session = 0;	/* tombstone asked for (0: none) */
 
@@ -146,16 +147,34 @@ parse_listing(const struct String_vector *children, bool tombstones, int *n)
 	return ids;
 }
 
+/* How many of a's entries are not in b (both sorted). */
+static int
+missing_from(const int64 *a, int na, const int64 *b, int nb)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < na; i++)
+		n += !known_has(b, nb, a[i]);
+	return n;
+}
+
 /*
  * A listing of the sessions.  One that was known and is gone, without a
  * tombstone, died (or was closed while its holders live): pause.  So does
- * the first listing, which cannot tell what died just before it.
+ * the first listing, which cannot tell what died just before it, and one
+ * after which the list changed more often than the difference shows (the
+ * sessions node's cversion counts its children's changes): a session that
+ * came and went between two listings may have held a lock.
  */
 static void
-sessions_listed(int rc, const struct String_vector *children, const void *ctx)
+sessions_listed(int rc, const struct String_vector *children, const struct Stat *stat,
+				const void *ctx)
 {
 	int64	   *now_known;
+	int64	   *now_dead;
 	int			n;
+	int			nnow_dead;
 	bool		died = !listed;
 	int			i;
 
@@ -170,11 +189,18 @@ sessions_listed(int rc, const struct String_vector *children, const void *ctx)
 		return;
 	}
 	now_known = parse_listing(children, false, &n);
+	now_dead = parse_listing(children, true, &nnow_dead);
+	for (i = 0; i < nknown && !died; i++)
+		died = !known_has(now_known, n, known[i]) && !known_has(now_dead, nnow_dead, known[i]);
+	if (!died && last_cversion >= 0)
+		died = stat->cversion - last_cversion >
+			missing_from(known, nknown, now_known, n) + missing_from(now_known, n, known, nknown) +
+			missing_from(dead, ndead, now_dead, nnow_dead) + missing_from(now_dead, nnow_dead, dead, ndead);
+	last_cversion = stat->cversion;
 	if (dead)
 		pfree(dead);
-	dead = parse_listing(children, true, &ndead);
-	for (i = 0; i < nknown && !died; i++)
-		died = !known_has(now_known, n, known[i]) && !known_has(dead, ndead, known[i]);
+	dead = now_dead;
+	ndead = nnow_dead;
 	if (died)
 		pause_for_delay();
 	if (died && listed)
@@ -249,6 +275,7 @@ zkl_presence_tend(void)
 		list_in_flight = false;
 		presence_due = true;
 		next_try = 0;
+		last_cversion = -1;
 		pause_for_delay();
 	}
 	if (zkl_mono_now() < next_try)
@@ -259,8 +286,8 @@ zkl_presence_tend(void)
 	{
 		sessions_path(dir);
 		list_due = false;
-		if (zoo_awget_children(zkl_zh, dir, sessions_watch, (void *) (uintptr_t) gen,
-							   sessions_listed, (const void *) (uintptr_t) gen) == ZOK)
+		if (zoo_awget_children2(zkl_zh, dir, sessions_watch, (void *) (uintptr_t) gen,
+								sessions_listed, (const void *) (uintptr_t) gen) == ZOK)
 			list_in_flight = true;
 		else
 			list_due = true;
@@ -277,6 +304,17 @@ zkl_presence_reset(void)
 	list_in_flight = false;
 	if (mark == ZKL_MARK_PENDING && mark_session != 0)
 		mark = ZKL_MARK_FAILED;
+}
+
+/*
+ * A new connection of the same session: events may have been lost with the
+ * old one, so the list is out of date until read again through this one.
+ */
+void
+zkl_presence_reconnected(void)
+{
+	stale = true;
+	list_due = true;
 }
 
 /* This session's presence node exists and the sessions were listed. */

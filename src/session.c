@@ -58,7 +58,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		strlcpy(zkl_shared->server, zoo_get_current_server(h) ? zoo_get_current_server(h) : "",
 				sizeof(zkl_shared->server));
 		zkl_shared->counters.reconnects++;
-		zkl_wake_holders();
+		zkl_reconnected();
 		LWLockRelease(zkl_shared->lock);
 		if (changed)
 			zkl_left_save(id);	/* outside the lock: it syncs to disk */

@@ -316,13 +316,19 @@ zkl_cancel_slot(int idx)
  * Microseconds of a clock that only moves forward, at the same rate as real
  * time, and is the same in every process of the machine: the safety rules
  * compare elapsed times, which a step of the wall clock must not change.
+ * CLOCK_BOOTTIME also counts time the machine spent suspended, which
+ * CLOCK_MONOTONIC skips: a proof must age while the host sleeps.
  */
 int64
 zkl_mono_now(void)
 {
 	struct timespec ts;
 
+#ifdef CLOCK_BOOTTIME
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+#else
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
 	return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 

@@ -96,6 +96,8 @@ static Op  *ops = NULL;
 ZkrChild   *zkl_childbuf = NULL;
 static int	maxchild = 0;
 static zoo_op_result_t *verify_results = NULL;	/* one per slot, alive until the reply */
+static const char **mine_buf = NULL;	/* decide(): a backend's nodes, one per slot at most */
+static bool *held_buf = NULL;
 
 /* The commit proof's own request (see zkl_proof_note): at most one in flight. */
 static bool proof_due = false;	/* plan_ops: send one this turn */
@@ -232,15 +234,29 @@ requeue(ZklSlot *s)
 	s->attempt = ++zkl_shared->next_attempt;
 }
 
-/* Holders committing while we were disconnected wait for this. Caller holds the lock. */
+/*
+ * Connected again (the same session, perhaps through another server).
+ * Holders committing meanwhile wait for this.  A grant that waited for a
+ * barrier read (predecessor_watch) cannot rely on it now: the new server
+ * may not have applied the change the event announced, nor will it resend
+ * the presence list's event from the same transaction.  Read the queue
+ * instead.  Caller holds the lock.
+ */
 void
-zkl_wake_holders(void)
+zkl_reconnected(void)
 {
 	int			i;
 
 	for (i = 0; i < zkl_shared->nused; i++)
-		if (zkl_shared->slots[i].zstate == ZKS_HELD)
-			zkl_wake_owner(&zkl_shared->slots[i]);
+	{
+		ZklSlot    *s = &zkl_shared->slots[i];
+
+		if (s->zstate == ZKS_HELD)
+			zkl_wake_owner(s);
+		if (s->todo & ZKT_BARRIER)
+			s->todo = (s->todo & ~ZKT_BARRIER) | ZKT_CHILDREN;
+	}
+	zkl_presence_reconnected();
 }
 
 /* One slot's part of zkl_session_lost(). */
@@ -530,8 +546,8 @@ grant(ZklSlot *s)
 static void
 decide(ZklSlot *s, const struct String_vector *children)
 {
-	const char *mine[8];
-	bool		held[8];
+	const char **mine = mine_buf;
+	bool	   *held = held_buf;
 	int			nmine = 0;
 	int			n;
 	int			own;
@@ -541,8 +557,12 @@ decide(ZklSlot *s, const struct String_vector *children)
 
 	n = zkl_collect_children(children);
 
-	/* this backend's other nodes on the key never block it (at most one per mode) */
-	for (i = 0; i < zkl_shared->nused && nmine < lengthof(mine); i++)
+	/*
+	 * This backend's other nodes on the key never block it: all of them,
+	 * including ones being deleted, or one of its own could count as
+	 * another backend's and be waited for for ever.
+	 */
+	for (i = 0; i < zkl_shared->nused; i++)
 	{
 		const ZklSlot *o = &zkl_shared->slots[i];
 
@@ -1255,22 +1275,25 @@ plan_ops(int *nops)
 				else if (connected && s->zstate == ZKS_QUEUED && s->todo == 0)
 				{
 					/*
-					 * A waiter with nothing in flight reads its queue again
+					 * A waiter with nothing in flight checks its blocker again
 					 * now and then: a missed watch event must not leave it
-					 * waiting for ever.  One whose grant waits for a
-					 * lock-delay reads it when the delay ends.
+					 * waiting for ever.  Re-setting the watch is enough (a read
+					 * of one node); the whole queue is read again only when a
+					 * lock-delay ends (while one is in force, nothing is read),
+					 * or when the blocker may be a node of ours that no
+					 * request owns (which that read lets us find).
 					 */
+					int64		until;
 					long		left = s->delayed_until ?
 						(long) ((s->delayed_until - mono + 999) / 1000) :
 						TimestampDifferenceMilliseconds(now,
 														TimestampTzPlusMilliseconds(s->checked_at, recheck_ms()));
 
-					/*
-					 * Re-setting the watch on the blocker is enough (a read
-					 * of one node); the whole queue is read again only after
-					 * a lock-delay, or when the blocker may be a node of ours
-					 * that no request owns (which the read lets us find).
-					 */
+					if (left <= 0 && s->delayed_until && zkl_grants_paused(mono, &until))
+					{
+						s->delayed_until = until;
+						left = (long) ((until - mono + 999) / 1000);
+					}
 					if (left <= 0)
 					{
 						bool		recheck_all = s->delayed_until != 0 || s->watch[0] == '\0' ||
@@ -1641,6 +1664,8 @@ zkl_worker_main(Datum arg)
 	ops = MemoryContextAlloc(TopMemoryContext, 2 * zkl_shared->nslots * sizeof(Op));
 	verify_results = MemoryContextAllocZero(TopMemoryContext,
 											zkl_shared->nslots * sizeof(zoo_op_result_t));
+	mine_buf = MemoryContextAlloc(TopMemoryContext, zkl_shared->nslots * sizeof(char *));
+	held_buf = MemoryContextAlloc(TopMemoryContext, zkl_shared->nslots * sizeof(bool));
 	each_slot(redo_in_flight);
 	ereport(LOG, (errmsg("zk_lock worker started")));
 	zkl_session_begin();

@@ -24,7 +24,7 @@ extern bool zkl_outcome_unknown(int rc);
 extern void zkl_key_path(const ZklSlot *s, char *out);
 extern void zkl_child_path(const ZklSlot *s, const char *name, char *out);
 extern void zkl_session_lost(void);
-extern void zkl_wake_holders(void);
+extern void zkl_reconnected(void);
 extern void zkl_forget_writes(void);
 extern void zkl_create_persistent(const char *path);
 
@@ -38,6 +38,7 @@ typedef enum ZklMarkState
 
 extern void zkl_presence_tend(void);
 extern void zkl_presence_reset(void);
+extern void zkl_presence_reconnected(void);
 extern bool zkl_presence_listed(void);
 extern ZklMarkState zkl_presence_mark_dead(int64 session);
 extern bool zkl_grants_paused(int64 now, int64 *until);

@@ -48,6 +48,9 @@ sub drain
 	$_->finish for @runs;
 	is(scalar(grep { $_->result(0) != 0 } @runs), 0, 'every waiter got the lock and committed');
 	ok(wait_for(sub { $nodes->() == 0 }, 10), 'queue drained, no node left');
+	# a watch set on a predecessor already gone would stay for the session's life
+	ok(wait_for(sub { zk_mntr($zk)->{zk_watch_count} == scalar(@clusters) }, 10),
+		'no watch left behind but each cluster\'s one on the sessions');
 	my $per = (zk_mntr($zk)->{zk_packets_received} - $before) / $waiters;
 	cmp_ok($per, '<=', $bound, sprintf('%.2f ZooKeeper requests per hand-over with %d waiters', $per, $waiters));
 	$holder->quit;
