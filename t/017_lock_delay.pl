@@ -51,15 +51,8 @@ ok(wait_for(sub { status($a, 'state') eq 'connected' }, 20), 'A connected throug
 ok(wait_for(sub { $a->safe_psql('postgres', "SELECT zk_try_lock('warm', 0)") eq 't' }, 20), 'A grants');
 ok(wait_for(sub { $b->safe_psql('postgres', "SELECT zk_try_lock('warm', 0)") eq 't' }, 20), 'B grants');
 
-# --- A commits under 'k' in a loop; pgbench logs each transaction's end ---
-my $script = "${PostgreSQL::Test::Utils::tmp_check}/delay.sql";
-PostgreSQL::Test::Utils::append_to_file($script, "BEGIN;\nSELECT zk_lock('k');\nCOMMIT;\n");
-my $logprefix = "${PostgreSQL::Test::Utils::tmp_check}/delay_pgbench";
-my ($out, $err) = ('', '');
-my $load = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', '1', '-T', '40', '-l', "--log-prefix=$logprefix", '-f', $script,
-	  '-h', $a->host, '-p', $a->port, 'postgres' ],
-	'>', \$out, '2>', \$err, IPC::Run::timeout(90));
+# --- A commits under 'k' in a loop ---
+my $loop = start_commit_loop($a, 'k', 40);
 usleep(1_000_000);
 proxy_do($proxy, 'blackhole');
 my $cut = time();
@@ -70,14 +63,11 @@ ok(wait_for(sub { $wb->{run}->pump_nb; $wb->{stdout} =~ /b granted/ }, 30), 'B i
 note(sprintf('B granted %.1f s after the cut', time() - $cut));
 my ($granted) = $wb->query_safe("SELECT extract(epoch FROM granted_at) FROM zk_locks WHERE key = 'k'")
   =~ /([\d.]+)\s*$/;
-$load->finish;
-isnt($load->result(0), 0, 'A\'s load ended with an error');
+my ($rc, $err, @ends) = finish_commit_loop($loop);
+isnt($rc, 0, 'A\'s load ended with an error');
 like($err, qr/could not prove the zk_lock session alive|zk_lock lock on key "k" was lost|could not connect to ZooKeeper/,
 	'a zk_lock error: cut off, A could neither commit nor take the key again');
 
-my @lines = map { split /\n/, slurp_file($_) } glob("$logprefix.*");
-# client, transaction, latency, script, end (epoch s), end (us)
-my @ends = map { my @f = split ' '; $f[4] + $f[5] / 1e6 } @lines;
 cmp_ok(scalar(@ends), '>', 10, scalar(@ends) . ' commits of A before the cut');
 my $last = List::Util::max(@ends);
 cmp_ok($last, '<', $granted, sprintf('A\'s last commit came %.2f s before B\'s grant', $granted - $last));

@@ -84,14 +84,7 @@ ok(wait_for(sub { $a->safe_psql('postgres', "SELECT zk_try_lock('warm', 0)") eq 
 	'A works again, in a new session');
 
 # --- A commits under 'k' in a loop across the cut; B asks for 'k' after it ---
-my $script = "${PostgreSQL::Test::Utils::tmp_check}/part.sql";
-append_to_file($script, "BEGIN;\nSELECT zk_lock('k');\nCOMMIT;\n");
-my $logprefix = "${PostgreSQL::Test::Utils::tmp_check}/part_pgbench";
-my ($out, $err) = ('', '');
-my $load = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', '1', '-T', '15', '-l', "--log-prefix=$logprefix", '-f', $script,
-	  '-h', $a->host, '-p', $a->port, 'postgres' ],
-	'>', \$out, '2>', \$err, IPC::Run::timeout(90));
+my $loop = start_commit_loop($a, 'k', 15);
 usleep(1_000_000);
 proxy_do($_, 'blackhole') for @$proxies;
 $cut = time();
@@ -101,8 +94,7 @@ ok(wait_for(sub { $kb->{run}->pump_nb; $kb->{stdout} =~ /k granted/ }, 30), 'B i
 my ($granted) = $kb->query_safe("SELECT extract(epoch FROM granted_at) FROM zk_locks WHERE key = 'k'")
   =~ /([\d.]+)\s*$/;
 note(sprintf('B granted k %.1f s after the cut', $granted - $cut));
-$load->finish;
-my @ends = map { my @f = split ' '; $f[4] + $f[5] / 1e6 } map { split /\n/, slurp_file($_) } glob("$logprefix.*");
+my (undef, undef, @ends) = finish_commit_loop($loop);
 cmp_ok(scalar(@ends), '>', 10, scalar(@ends) . ' commits of A under k');
 my $last = List::Util::max(@ends);
 cmp_ok($last, '<', $granted, sprintf('A\'s last commit under k came %.2f s before B\'s grant', $granted - $last));

@@ -15,7 +15,7 @@ use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(start_zookeeper start_ensemble start_partitionable_ensemble stop_zookeeper zk_member
   zk_restart_member zk_cmd zk_mntr zk_lock_nodes zk_session_nodes key_queue_len new_zk_cluster wait_for
-  start_proxy proxy_do install_counter run_counter_load);
+  start_proxy proxy_do install_counter run_counter_load start_commit_loop finish_commit_loop);
 
 my $zk_script = dirname(__FILE__) . '/../test/zk.sh';
 my $proxy_script = dirname(__FILE__) . '/../test/zk_proxy.pl';
@@ -200,6 +200,36 @@ sub run_counter_load
 		push @results, [ $h->result(0), $$out, $$err ];
 	}
 	return @results;
+}
+
+# One client on $node taking $key and committing, transaction after
+# transaction, for up to $seconds (pgbench, logging when each one ended).
+# Stop it with finish_commit_loop.
+sub start_commit_loop
+{
+	my ($node, $key, $seconds) = @_;
+	my $n = ++$load_seq;
+	my $script = "${PostgreSQL::Test::Utils::tmp_check}/loop_$n.sql";
+	my $prefix = "${PostgreSQL::Test::Utils::tmp_check}/loop_$n";
+	PostgreSQL::Test::Utils::append_to_file($script, "BEGIN;\nSELECT zk_lock('$key');\nCOMMIT;\n");
+	my $err = '';
+	my $h = IPC::Run::start(
+		[ 'pgbench', '-n', '-c', '1', '-T', $seconds, '-l', "--log-prefix=$prefix", '-f', $script,
+		  '-h', $node->host, '-p', $node->port, 'postgres' ],
+		'>', \my $out, '2>', \$err, IPC::Run::timeout($seconds + 60));
+	return { run => $h, prefix => $prefix, err => \$err };
+}
+
+# Wait for such a loop to end; returns its exit code, its stderr and the end
+# times (epoch seconds) of its committed transactions.
+sub finish_commit_loop
+{
+	my ($loop) = @_;
+	$loop->{run}->finish;
+	# pgbench -l: client, transaction, latency, script, end (s), end (us)
+	my @ends = map { my @f = split ' '; $f[4] + $f[5] / 1e6 }
+	  map { split /\n/, PostgreSQL::Test::Utils::slurp_file($_) } glob("$loop->{prefix}.*");
+	return ($loop->{run}->result(0), ${ $loop->{err} }, @ends);
 }
 
 # Send a four-letter word; returns the answer.
