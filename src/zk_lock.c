@@ -4,6 +4,8 @@
  */
 #include "postgres.h"
 
+#include <ctype.h>
+
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
@@ -32,6 +34,78 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 void		_PG_init(void);
+
+/* One host:port (host a name or address, or [IPv6 address]) of a host list. */
+static bool
+valid_host_port(const char *e, size_t len)
+{
+	const char *colon;
+	const char *c;
+	long		port = 0;
+
+	if (len > 0 && e[0] == '[')
+	{
+		const char *close = memchr(e, ']', len);
+
+		if (close == NULL || close == e + 1 || close + 1 >= e + len || close[1] != ':')
+			return false;
+		for (c = e + 1; c < close; c++)
+			if (!isxdigit((unsigned char) *c) && *c != ':' && *c != '.')
+				return false;
+		colon = close + 1;
+	}
+	else
+	{
+		colon = memchr(e, ':', len);
+		if (colon == NULL || colon == e)
+			return false;
+		for (c = e; c < colon; c++)
+			if (!isalnum((unsigned char) *c) && *c != '.' && *c != '-' && *c != '_')
+				return false;
+	}
+	if (colon + 1 >= e + len || e + len - (colon + 1) > 5)
+		return false;
+	for (c = colon + 1; c < e + len; c++)
+	{
+		if (!isdigit((unsigned char) *c))
+			return false;
+		port = port * 10 + (*c - '0');
+	}
+	return port >= 1 && port <= 65535;
+}
+
+/*
+ * A host list is host:port[,host:port...], or empty (zk_lock off).  Checked
+ * here so that ALTER SYSTEM and a reload refuse a malformed one at once,
+ * instead of the worker retrying it for ever.
+ */
+static bool
+check_hosts(char **newval, void **extra, GucSource source)
+{
+	const char *p = *newval ? *newval : "";
+
+	if (*p == '\0')
+		return true;
+	for (;;)
+	{
+		size_t		len = strcspn(p, ",");
+
+		if (memchr(p, '/', len) != NULL)
+		{
+			GUC_check_errdetail("A ZooKeeper chroot suffix is not supported; set zk_lock.root instead.");
+			return false;
+		}
+		if (!valid_host_port(p, len))
+		{
+			GUC_check_errdetail("\"%.*s\" is not host:port: zk_lock.hosts is a comma-separated list such as 'zk1:2181,zk2:2181' (a port from 1 to 65535; an IPv6 address in brackets).",
+								(int) Min(len, 80), p);
+			return false;
+		}
+		if (p[len] == '\0')
+			return true;
+		p += len + 1;
+	}
+}
 
 /* A root must be an absolute ZooKeeper path ZooKeeper accepts, and not its own. */
 static bool
@@ -104,7 +178,7 @@ _PG_init(void)
 	DefineCustomStringVariable("zk_lock.hosts",
 							   "ZooKeeper servers, as host:port[,host:port...].",
 							   "Empty disables zk_lock. A new list for the same ensemble is applied on reload without losing the session.",
-							   &zkl_hosts, "", PGC_SIGHUP, 0, NULL, NULL, NULL);
+							   &zkl_hosts, "", PGC_SIGHUP, 0, check_hosts, NULL, NULL);
 	DefineCustomStringVariable("zk_lock.root",
 							   "ZooKeeper path under which lock nodes are kept.",
 							   "Clusters that share locks must use the same root. A new root applies to locks asked for after the reload.",

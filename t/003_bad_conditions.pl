@@ -50,6 +50,18 @@ ok(wait_for(sub { $u->safe_psql('postgres', 'SHOW zk_lock.hosts') eq '' }, 10), 
 ($code, $err) = sqlstate_of($u, "SELECT zk_lock('k')");
 is($code, '55000', 'hosts not set: object not in prerequisite state') or diag($err);
 like($err, qr/HINT:.*zk_lock.hosts/, 'with a hint');
+
+# --- a malformed host list is refused when set, not retried for ever ---
+for my $bad ('not a host list!!', '127.0.0.1', 'zk1:2181,', 'zk1:99999', 'zk1:2181/chroot', '[::1:2181')
+{
+	($code, $err) = sqlstate_of($u, "ALTER SYSTEM SET zk_lock.hosts = '$bad'");
+	is($code, '22023', "ALTER SYSTEM refuses zk_lock.hosts = '$bad' (22023)") or diag($err);
+}
+like($err, qr/DETAIL:  "\[::1:2181" is not host:port/, 'and says which entry is wrong');
+($code, $err) = sqlstate_of($u, "ALTER SYSTEM SET zk_lock.hosts = 'zk1.example:2181,10.0.0.2:2182,[::1]:2183'");
+is($code, 'none', 'a well-formed list of names, addresses and a bracketed IPv6 address is accepted')
+  or diag($err);
+$u->safe_psql('postgres', 'ALTER SYSTEM RESET zk_lock.hosts');
 $u->stop;
 
 # --- slot table full ---
