@@ -77,7 +77,10 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'zk_lock_requests' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 -- Like pg_locks, for zk_lock: one row per request (waiting, granted, releasing, lost).
+-- Readable by every role, as pg_locks: no secret in it.  (A view's user needs
+-- EXECUTE on the functions it calls, so zk_lock_requests() stays public too.)
 CREATE VIEW zk_locks AS SELECT * FROM zk_lock_requests();
+GRANT SELECT ON zk_locks TO PUBLIC;
 
 CREATE FUNCTION zk_lock_status(
     OUT worker_pid integer, OUT state text, OUT session_id text, OUT server text,
@@ -118,9 +121,11 @@ CREATE FUNCTION zk_lock_queue(key text,
     OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
     OUT since timestamptz, OUT node text)
 RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT q.position, q.mode, q.granted, h.*, q.node
-  FROM zk_lock_queue_raw(key) q, zk_lock_holder(q.data) h ORDER BY q.position
+  FROM @extschema@.zk_lock_queue_raw(key) q, @extschema@.zk_lock_holder(q.data) h
+  ORDER BY q.position
 $$;
 
 CREATE FUNCTION zk_lock_queue(key bigint,
@@ -128,7 +133,13 @@ CREATE FUNCTION zk_lock_queue(key bigint,
     OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
     OUT since timestamptz, OUT node text)
 RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT q.position, q.mode, q.granted, h.*, q.node
-  FROM zk_lock_queue_raw(key) q, zk_lock_holder(q.data) h ORDER BY q.position
+  FROM @extschema@.zk_lock_queue_raw(key) q, @extschema@.zk_lock_holder(q.data) h
+  ORDER BY q.position
 $$;
+
+-- zk_lock_queue() reads through these as its owner; nobody else needs them.
+REVOKE EXECUTE ON FUNCTION zk_lock_queue_raw(text), zk_lock_queue_raw(bigint),
+    zk_lock_holder(text) FROM PUBLIC;

@@ -1,0 +1,64 @@
+# Who may use zk_lock from SQL, and from which schema.
+#  - The extension installed in a schema that is not on search_path works
+#    with qualified names (zk_lock_queue included, whose helpers it calls).
+#  - Every role may read zk_locks, zk_lock_status() and zk_lock_queue(), as
+#    pg_locks; the internal helpers behind zk_lock_queue() are not public.
+#  - README's block restricting who may take locks does what it says.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZkLockTest;
+
+my $zk = start_zookeeper('access');
+my $node = new_zk_cluster('acc', $zk);
+
+$node->safe_psql('postgres', 'CREATE DATABASE app');
+$node->safe_psql('app', 'CREATE SCHEMA zk; CREATE EXTENSION zk_lock SCHEMA zk');
+$node->safe_psql('postgres', 'CREATE ROLE app_user LOGIN; CREATE ROLE locker LOGIN');
+$node->safe_psql('app', 'GRANT USAGE ON SCHEMA zk TO app_user, locker');
+
+# as ROLE, in database app, with zk off search_path; returns (sqlstate or 'ok', output, stderr)
+sub as_role
+{
+	my ($role, $sql) = @_;
+	my ($ret, $out, $err) = $node->psql('app', "\\set VERBOSITY verbose\n$sql",
+		extra_params => [ '-U', $role ]);
+	my ($code) = $err =~ /ERROR:\s+([0-9A-Z]{5}):/;
+	return ($code // 'ok', $out, $err);
+}
+
+is(($node->psql('app', 'SHOW search_path'))[1], '"$user", public', 'zk is not on search_path');
+my ($code, $out, $err) = as_role('app_user',
+	"BEGIN; SELECT zk.zk_lock('shelf'); SELECT count(*) FROM zk.zk_locks WHERE key = 'shelf';"
+	  . " SELECT position, mode, granted FROM zk.zk_lock_queue('shelf'); COMMIT;");
+is($code, 'ok', 'a plain role locks and reads zk_locks and zk_lock_queue() off search_path')
+  or diag($err);
+like($out, qr/^1\n1\|exclusive\|t$/m, 'seeing its own lock in both');
+($code, $out) = as_role('app_user', 'SELECT state FROM zk.zk_lock_status()');
+is($out, 'connected', 'and the worker\'s status');
+($code) = as_role('app_user', "SELECT * FROM zk.zk_lock_queue_raw('shelf')");
+is($code, '42501', 'zk_lock_queue_raw() is not public');
+($code) = as_role('app_user', "SELECT zk.zk_lock_holder('{}')");
+is($code, '42501', 'nor zk_lock_holder()');
+
+# README, "Security": the block that restricts who may take locks, as written there
+my ($block) = slurp_file("$FindBin::RealBin/../README.md") =~
+  /```sql\n(\s*-- restrict who may take zk_locks.*?)```/s;
+ok(defined $block, 'README has the block');
+$node->safe_psql('app', "SET search_path = zk;\n$block\nGRANT zk_lock_users TO locker;");
+($code) = as_role('app_user', "SELECT zk.zk_try_lock('shelf')");
+is($code, '42501', 'after it, a role outside zk_lock_users cannot lock');
+($code) = as_role('app_user', "SELECT zk.zk_lock_shared('shelf')");
+is($code, '42501', 'in either mode');
+($code, $out, $err) = as_role('locker', "SELECT zk.zk_try_lock('shelf', 1000)");
+is("$code $out", 'ok t', 'a member of zk_lock_users can') or diag($err);
+($code, $out) = as_role('app_user', 'SELECT count(*) FROM zk.zk_locks');
+is($code, 'ok', 'and everyone can still read zk_locks');
+
+ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left');
+$node->stop;
+done_testing();
