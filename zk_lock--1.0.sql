@@ -143,3 +143,32 @@ $$;
 -- zk_lock_queue() reads through these as its owner; nobody else needs them.
 REVOKE EXECUTE ON FUNCTION zk_lock_queue_raw(text), zk_lock_queue_raw(bigint),
     zk_lock_holder(text) FROM PUBLIC;
+
+-- What \df+ and \dv+ say of each object.
+COMMENT ON FUNCTION zk_lock(text) IS 'exclusive lock shared by every cluster on the ZooKeeper ensemble, until the transaction ends; waits (lock_timeout applies)';
+COMMENT ON FUNCTION zk_lock(bigint) IS 'exclusive lock shared by every cluster on the ZooKeeper ensemble, until the transaction ends; waits (lock_timeout applies)';
+COMMENT ON FUNCTION zk_try_lock(text) IS 'exclusive lock if no other holder has it, else false; never queues';
+COMMENT ON FUNCTION zk_try_lock(bigint) IS 'exclusive lock if no other holder has it, else false; never queues';
+COMMENT ON FUNCTION zk_try_lock(text, integer) IS 'exclusive lock, waiting at most timeout_ms (0: no wait); false on timeout';
+COMMENT ON FUNCTION zk_try_lock(bigint, integer) IS 'exclusive lock, waiting at most timeout_ms (0: no wait); false on timeout';
+COMMENT ON FUNCTION zk_unlock(text) IS 'release one exclusive acquisition early; warning and false if not held';
+COMMENT ON FUNCTION zk_unlock(bigint) IS 'release one exclusive acquisition early; warning and false if not held';
+COMMENT ON FUNCTION zk_lock_shared(text) IS 'shared (read) lock across clusters until the transaction ends; waits for writers';
+COMMENT ON FUNCTION zk_lock_shared(bigint) IS 'shared (read) lock across clusters until the transaction ends; waits for writers';
+COMMENT ON FUNCTION zk_try_lock_shared(text) IS 'shared lock if no writer holds or waits before it, else false; never queues';
+COMMENT ON FUNCTION zk_try_lock_shared(bigint) IS 'shared lock if no writer holds or waits before it, else false; never queues';
+COMMENT ON FUNCTION zk_try_lock_shared(text, integer) IS 'shared lock, waiting at most timeout_ms (0: no wait); false on timeout';
+COMMENT ON FUNCTION zk_try_lock_shared(bigint, integer) IS 'shared lock, waiting at most timeout_ms (0: no wait); false on timeout';
+COMMENT ON FUNCTION zk_unlock_shared(text) IS 'release one shared acquisition early; warning and false if not held';
+COMMENT ON FUNCTION zk_unlock_shared(bigint) IS 'release one shared acquisition early; warning and false if not held';
+COMMENT ON FUNCTION zk_lock_token(text) IS 'fencing token of a lock this transaction holds: grows from one holder of the key to the next';
+COMMENT ON FUNCTION zk_lock_token(bigint) IS 'fencing token of a lock this transaction holds: grows from one holder of the key to the next';
+COMMENT ON FUNCTION zk_unlock_all() IS 'release every zk_lock lock of this session, both modes';
+COMMENT ON FUNCTION zk_lock_requests() IS 'the rows of the zk_locks view: this cluster''s lock requests';
+COMMENT ON VIEW zk_locks IS 'this cluster''s zk_lock requests, like pg_locks: key, mode, state, node, fencing token, times';
+COMMENT ON FUNCTION zk_lock_status() IS 'the zk_lock worker: connection state, session, server, timeouts, counters, hosts, identity';
+COMMENT ON FUNCTION zk_lock_queue(text) IS 'every cluster''s holders and waiters for a key, in queue order, read live from ZooKeeper';
+COMMENT ON FUNCTION zk_lock_queue(bigint) IS 'every cluster''s holders and waiters for a key, in queue order, read live from ZooKeeper';
+COMMENT ON FUNCTION zk_lock_queue_raw(text) IS 'internal: the raw queue behind zk_lock_queue()';
+COMMENT ON FUNCTION zk_lock_queue_raw(bigint) IS 'internal: the raw queue behind zk_lock_queue()';
+COMMENT ON FUNCTION zk_lock_holder(text) IS 'internal: who asked, from a lock node''s data';

@@ -4,6 +4,7 @@
 #  - Every role may read zk_locks, zk_lock_status() and zk_lock_queue(), as
 #    pg_locks; the internal helpers behind zk_lock_queue() are not public.
 #  - README's block restricting who may take locks does what it says.
+#  - Every object of the extension has a comment (\df+, \dv+).
 use strict;
 use warnings;
 
@@ -58,6 +59,15 @@ is($code, '42501', 'in either mode');
 is("$code $out", 'ok t', 'a member of zk_lock_users can') or diag($err);
 ($code, $out) = as_role('app_user', 'SELECT count(*) FROM zk.zk_locks');
 is($code, 'ok', 'and everyone can still read zk_locks');
+
+# \df+ and \dv+ describe every object of the extension
+is($node->safe_psql('app', q{
+	SELECT string_agg(d.objid::regprocedure::text, ', ')
+	FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'zk_lock'
+	WHERE d.deptype = 'e' AND d.classid = 'pg_proc'::regclass
+	  AND obj_description(d.objid, 'pg_proc') IS NULL}), '', 'every function has a comment');
+isnt($node->safe_psql('app', "SELECT obj_description('zk.zk_locks'::regclass, 'pg_class')"), '',
+	'so has the view');
 
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left');
 $node->stop;
