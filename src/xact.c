@@ -414,7 +414,7 @@ verify_nodes(bool ask)
 static void
 check_commit(void)
 {
-	TimestampTz deadline;
+	TimestampTz deadline = 0;	/* set once a wait begins: most commits need none */
 	bool		verify = zkl_verify_on_commit && nlocals > 0;
 	bool		asked = false;
 	bool		verified = !verify;
@@ -426,8 +426,6 @@ check_commit(void)
 		zkl_lost_error(xact_lost);
 	if (xact_sessions_differ)
 		unproven_error("Its locks were granted by two ZooKeeper sessions: the first one ended.");
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-										   zkl_session_timeout + WORKER_GRACE_MS);
 	for (;;)
 	{
 		bool		fresh;
@@ -444,6 +442,9 @@ check_commit(void)
 		if (fresh && verified)
 			return;
 
+		if (deadline == 0)
+			deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+												   zkl_session_timeout + WORKER_GRACE_MS);
 		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (left <= 0)
 			unproven_error("No proof from the ZooKeeper leader arrived in time.");
@@ -453,7 +454,11 @@ check_commit(void)
 			pg_memory_barrier();
 			zkl_wake_worker();
 		}
-		/* the worker broadcasts each new proof; a lost lock or a verify wakes our latch */
+		/*
+		 * The worker broadcasts each new proof.  A lost lock or a verified
+		 * node only sets our latch, which does not end this sleep: the
+		 * 100 ms cap makes us look again.
+		 */
 		ConditionVariableTimedSleep(&zkl_shared->proof_cv, Min(left, 100), PG_WAIT_EXTENSION);
 	}
 }
