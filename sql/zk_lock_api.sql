@@ -139,3 +139,12 @@ SELECT zk_lock_token('fenced') > 0 AS positive,
        zk_lock_token('fenced') = (SELECT token FROM zk_locks WHERE key = 'fenced' AND state = 'granted') AS same_as_view,
        zk_lock_token(11) <> zk_lock_token('fenced') AS per_lock;
 COMMIT;
+-- an upgrade keeps the token of the transaction's oldest node on the key
+BEGIN;
+SELECT zk_lock_shared('fenced');
+CREATE TEMP TABLE shared_token AS SELECT zk_lock_token('fenced') AS t;
+SELECT zk_lock('fenced');
+SELECT zk_lock_token('fenced') = (SELECT t FROM shared_token) AS oldest_node,
+       (SELECT min(token) FROM zk_locks WHERE key = 'fenced' AND state = 'granted') = zk_lock_token('fenced') AS min_of_view,
+       (SELECT count(*) FROM zk_locks WHERE key = 'fenced' AND state = 'granted') AS nodes;
+COMMIT;

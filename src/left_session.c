@@ -31,7 +31,8 @@
 
 #include "zk_lock.h"
 #include "zk_client.h"
-#include "worker.h"
+#include "left_session.h"
+#include "presence.h"
 
 #define SESSION_FILE		"pg_zk_lock.session"
 #define SESSION_FILE_MAGIC	0x5a4b4c32	/* "ZKL2" */
@@ -130,7 +131,7 @@ close_left_session(void)
 	if (h == NULL)
 		return;
 	/* our own session is not served meanwhile: stay well inside its pings */
-	bound = Min(zkl_connect_timeout, Max(zkl_shared->negotiated_timeout / 3, 100));
+	bound = Min(zkl_connect_timeout, Max(zkl_shared->t.negotiated_timeout / 3, 100));
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), bound);
 	left_state = 0;
 	while (left_state == 0 && !ShutdownRequestPending)

@@ -37,36 +37,6 @@ typedef enum WaitKind
 	WAIT_BOUNDED				/* zk_try_lock(key, timeout_ms) */
 } WaitKind;
 
-/*
- * Encoded key for display: the user's key as given (text) or its number.
- * Text keys are kept as UTF-8; in a database of another encoding their
- * non-ASCII characters are shown as \uXXXX escapes.  A conversion could
- * fail, and this runs in error reports too, so it never converts.
- */
-char *
-zkl_display_key(const char *encoded)
-{
-	char		buf[ZKL_KEY_BUFLEN];
-	char		kind;
-	StringInfoData out;
-	const unsigned char *p;
-
-	if (zkl_decode_key(encoded, &kind, buf, sizeof(buf)) < 0)
-		return pstrdup(encoded);
-	if (kind != ZKL_KEY_TEXT || GetDatabaseEncoding() == PG_UTF8 ||
-		pg_is_ascii(buf))
-		return pstrdup(buf);
-	initStringInfo(&out);
-	for (p = (const unsigned char *) buf; *p; p += pg_utf_mblen(p))
-	{
-		if (*p < 0x80)
-			appendStringInfoChar(&out, (char) *p);
-		else
-			appendStringInfo(&out, "\\u%04X", (unsigned int) utf8_to_unicode(p));
-	}
-	return out.data;
-}
-
 void
 zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out)
 {
@@ -174,14 +144,14 @@ static ZklResult
 slot_result(int idx)
 {
 	pg_read_barrier();
-	return zkl_shared->slots[idx].result;
+	return zkl_shared->t.slots[idx].result;
 }
 
 /* How far an unanswered request got, for the deadline that prevents a hang. */
 static void
 read_progress(int idx, ZklZkState *zstate, TimestampTz *queued_at)
 {
-	ZklSlot    *slot = &zkl_shared->slots[idx];
+	ZklSlot    *slot = &zkl_shared->t.slots[idx];
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	*zstate = slot->zstate;
@@ -319,7 +289,7 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 		case ZKR_GRANTED:
 			/* the worker wrote the granting session before the result */
 			pg_read_barrier();
-			zkl_local_add(idx, key, mode, zkl_shared->slots[idx].session_id);
+			zkl_local_add(idx, key, mode, zkl_shared->t.slots[idx].session_id);
 			return true;
 		case ZKR_LOST:
 			/* granted and lost before we saw it: the lock is not ours */
@@ -338,7 +308,7 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 			return false;
 		default:
 			{
-				ZklSlot    *slot = &zkl_shared->slots[idx];
+				ZklSlot    *slot = &zkl_shared->t.slots[idx];
 				char		msg[ZKL_ERRMSG_LEN];
 				char		detail[ZKL_AUTH_INFO_LEN];
 				int			sqlstate;
@@ -413,49 +383,60 @@ zk_unlock_all(PG_FUNCTION_ARGS)
 }
 
 /*
- * Fencing token of a lock this transaction holds: its node's czxid, which
- * grows across the whole ensemble, so each later holder's token is greater.
+ * Fencing token of the key for this transaction: the czxid of its oldest
+ * node on the key.  czxids grow across the whole ensemble; and a request
+ * granted past another cluster's waiter (an upgrade: holds.h, recipe.c)
+ * passes only waiters queued behind that older node of ours, so each later
+ * exclusive holder's token is greater.
  */
 static Datum
 lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 {
 	char		key[ZKL_KEY_BUFLEN];
-	int			idx;
-	ZklResult	r;
-	int64		token;
+	int			slots[2];
+	int			n;
 	TimestampTz deadline;
 
 	zkl_require_shared();
 	zkl_key_arg(fcinfo, keykind, key);
-	idx = zkl_local_slot(key, ZKL_MODE_EXCLUSIVE);
-	if (idx < 0)
-		idx = zkl_local_slot(key, ZKL_MODE_SHARED);
-	if (idx < 0)
+	if (zkl_local_slot(key, ZKL_MODE_EXCLUSIVE) < 0 && zkl_local_slot(key, ZKL_MODE_SHARED) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("this transaction holds no zk_lock lock on key \"%s\"",
 						zkl_display_key(key))));
+	n = zkl_local_key_slots(key, slots, lengthof(slots));
 
 	/* a lock created inside a multi learns its czxid only when asked */
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										   zkl_session_timeout + WORKER_GRACE_MS);
 	for (;;)
 	{
-		ZklSlot    *slot = &zkl_shared->slots[idx];
 		bool		ask = false;
+		bool		lost = false;
+		int64		token = 0;
+		int			known = 0;
+		int			i;
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		r = slot->result;
-		token = slot->czxid;
-		if (r != ZKR_LOST && token == 0 && !(slot->todo & ZKT_STAT))
+		for (i = 0; i < n; i++)
 		{
-			slot->todo |= ZKT_STAT;
-			ask = true;
+			ZklSlot    *slot = &zkl_shared->t.slots[slots[i]];
+
+			lost |= slot->result == ZKR_LOST;
+			if (slot->czxid != 0)
+			{
+				token = (known++ == 0) ? slot->czxid : Min(token, slot->czxid);
+			}
+			else if (!(slot->todo & ZKT_STAT))
+			{
+				slot->todo |= ZKT_STAT;
+				ask = true;
+			}
 		}
 		LWLockRelease(zkl_shared->lock);
-		if (r == ZKR_LOST)
+		if (lost)
 			zkl_lost_error(key);
-		if (token != 0)
+		if (known == n)
 			PG_RETURN_INT64(token);
 		if (ask)
 			zkl_wake_worker();

@@ -18,7 +18,8 @@
 #include "utils/timestamp.h"
 
 #include "zk_lock.h"
-#include "worker.h"
+#include "zk_client.h"
+#include "orphans.h"
 
 /* Completion of a stray node's delete: only a failure is worth a word. */
 void
@@ -33,7 +34,7 @@ static void
 delete_orphan(const char *path, const char *why)
 {
 	ereport(LOG, (errmsg("zk_lock: deleting lock node %s: %s", path, why)));
-	zoo_adelete(zkl_zh, path, -1, zkl_orphan_deleted, NULL);
+	zoo_adelete(zkc_handle(), path, -1, zkl_orphan_deleted, NULL);
 }
 
 /*
@@ -55,9 +56,9 @@ uuid_is_live(const char *name)
 {
 	int			j;
 
-	for (j = 0; j < zkl_shared->nused; j++)
-		if (zkl_shared->slots[j].zstate != ZKS_FREE &&
-			zkr_name_has_uuid(name, zkl_shared->slots[j].uuid))
+	for (j = 0; j < zkl_shared->t.nused; j++)
+		if (zkl_shared->t.slots[j].zstate != ZKS_FREE &&
+			zkr_name_has_uuid(name, zkl_shared->t.slots[j].uuid))
 			return true;
 	return false;
 }
@@ -78,7 +79,7 @@ zkl_suspect_blocker(const ZklSlot *s, const char *name)
 
 	if (nsuspects >= MAX_SUSPECTS || !zkl_may_be_orphan(name))
 		return;
-	zkl_child_path(s, name, path);
+	zcore_child_path(&zkl_shared->t, s, name, path);
 	for (i = 0; i < nsuspects; i++)
 		if (strcmp(suspects[i], path) == 0)
 			return;
@@ -92,7 +93,7 @@ suspect_stat_done(int rc, const struct Stat *stat, const void *data)
 	bool		ours;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	ours = rc == ZOK && stat->ephemeralOwner == zkl_shared->session_id;
+	ours = rc == ZOK && stat->ephemeralOwner == zkl_shared->t.session_id;
 	LWLockRelease(zkl_shared->lock);
 	if (ours)
 		delete_orphan(path, "no request of this cluster owns it");
@@ -109,7 +110,7 @@ zkl_check_suspects(void)
 	{
 		char	   *path = MemoryContextStrdup(TopMemoryContext, suspects[i]);
 
-		if (zoo_aexists(zkl_zh, path, 0, suspect_stat_done, path) != ZOK)
+		if (zoo_aexists(zkc_handle(), path, 0, suspect_stat_done, path) != ZOK)
 			pfree(path);
 	}
 	nsuspects = 0;
@@ -142,7 +143,7 @@ zkl_remember_ghost(const ZklSlot *s)
 
 	g->due = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), GHOST_DELAY_MS);
 	strlcpy(g->uuid, s->uuid, sizeof(g->uuid));
-	zkl_key_path(s, g->key_path);
+	zcore_key_path(&zkl_shared->t, s, g->key_path);
 	ghosts = lappend(ghosts, g);
 	MemoryContextSwitchTo(old);
 }
@@ -153,7 +154,7 @@ ghost_children_done(int rc, const struct String_vector *strings, const void *dat
 	Ghost	   *g = (Ghost *) data;
 	int			i;
 
-	if (zkl_outcome_unknown(rc))
+	if (zcore_outcome_unknown(rc))
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
@@ -174,6 +175,11 @@ ghost_children_done(int rc, const struct String_vector *strings, const void *dat
 	pfree(g);
 }
 
+static void
+sync_done(int rc, const char *value, const void *data)
+{
+}
+
 /* List the keys of ghosts that are due; returns ms until the next one, or -1. */
 long
 zkl_send_ghosts(void)
@@ -185,8 +191,8 @@ zkl_send_ghosts(void)
 	if (ghosts == NIL)
 		return -1;				/* the usual case, every loop turn */
 	now = GetCurrentTimestamp();
-	if (zkl_zh == NULL || zoo_state(zkl_zh) != ZOO_CONNECTED_STATE)
-		return REOPEN_DELAY_MS;
+	if (zkc_handle() == NULL || zoo_state(zkc_handle()) != ZOO_CONNECTED_STATE)
+		return ZKC_REOPEN_DELAY_MS;
 	foreach(lc, ghosts)
 	{
 		Ghost	   *g = (Ghost *) lfirst(lc);
@@ -198,7 +204,9 @@ zkl_send_ghosts(void)
 			continue;
 		}
 		ghosts = foreach_delete_current(ghosts, lc);
-		if (zoo_aget_children(zkl_zh, g->key_path, 0, ghost_children_done, g) != ZOK)
+		/* after a sync, as for the first lookup (worker.c): a lagging server misses it */
+		(void) zoo_async(zkc_handle(), g->key_path, sync_done, NULL);
+		if (zoo_aget_children(zkc_handle(), g->key_path, 0, ghost_children_done, g) != ZOK)
 			pfree(g);
 	}
 	return next_ms;

@@ -32,7 +32,8 @@
 #include "utils/timestamp.h"
 
 #include "zk_lock.h"
-#include "worker.h"
+#include "zk_client.h"
+#include "presence.h"
 
 #define SESSIONS_DIR	".sessions"
 #define DEAD_SUFFIX		".dead"
@@ -86,7 +87,7 @@ static void
 failed(int rc, const char *what)
 {
 	next_try = zkl_mono_now() + RETRY_MS * 1000;
-	if (zkl_outcome_unknown(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+	if (zcore_outcome_unknown(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
 		rc == ZINVALIDSTATE || rc == last_logged)
 		return;
 	last_logged = rc;
@@ -242,9 +243,9 @@ send_presence(void)
 	char		path[ZKL_PATH_LEN];
 
 	sessions_path(dir);
-	zkl_create_persistent(dir);
+	zkc_create_persistent(dir);
 	snprintf(path, sizeof(path), "%s/%016llx", dir, (unsigned long long) for_session);
-	zoo_acreate(zkl_zh, path, NULL, -1, zkl_acl, ZOO_EPHEMERAL, presence_created,
+	zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), ZOO_EPHEMERAL, presence_created,
 				(const void *) (uintptr_t) gen);
 	presence_due = false;
 	list_due = true;
@@ -259,11 +260,11 @@ send_presence(void)
 void
 zkl_presence_tend(void)
 {
-	int64		session = zkl_shared->session_id;
-	const char *root = zkl_shared->roots[zkl_shared->cur_root];
+	int64		session = zkl_shared->t.session_id;
+	const char *root = zkl_shared->t.roots[zkl_shared->t.cur_root];
 	char		dir[ZKL_PATH_LEN];
 
-	if (zkl_zh == NULL || zkl_shared->conn_state != ZKC_CONNECTED || session == 0)
+	if (zkc_handle() == NULL || zkl_shared->t.conn_state != ZKC_CONNECTED || session == 0)
 		return;
 	if (session != for_session || strcmp(root, for_root) != 0)
 	{
@@ -286,7 +287,7 @@ zkl_presence_tend(void)
 	{
 		sessions_path(dir);
 		list_due = false;
-		if (zoo_awget_children2(zkl_zh, dir, sessions_watch, (void *) (uintptr_t) gen,
+		if (zoo_awget_children2(zkc_handle(), dir, sessions_watch, (void *) (uintptr_t) gen,
 								sessions_listed, (const void *) (uintptr_t) gen) == ZOK)
 			list_in_flight = true;
 		else
@@ -347,7 +348,7 @@ zkl_presence_mark_dead(int64 session)
 	mark = ZKL_MARK_PENDING;
 	sessions_path(dir);
 	snprintf(path, sizeof(path), "%s/%016llx" DEAD_SUFFIX, dir, (unsigned long long) session);
-	if (zoo_acreate(zkl_zh, path, NULL, -1, zkl_acl, ZOO_EPHEMERAL, tombstone_created, NULL) != ZOK)
+	if (zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), ZOO_EPHEMERAL, tombstone_created, NULL) != ZOK)
 		mark = ZKL_MARK_FAILED;
 	return mark;
 }

@@ -10,15 +10,16 @@
 
 #include "zk_lock.h"
 #include "zk_client.h"
-#include "worker.h"
+#include "queue_read.h"
 
 static bool query_to_send = false;	/* asked and started: read the key */
 
+/* Whether a reply tagged zcore_tag(i, attempt) belongs to the read under way. */
 static bool
-query_current(uint64 attempt)
+query_current(uint64 tag)
 {
 	return zkl_query->state == ZKQ_RUNNING &&
-		(zkl_query->attempt & CTX_ATTEMPT_MASK) == attempt;
+		zcore_tag(zcore_tag_idx(tag), zkl_query->attempt) == tag;
 }
 
 /* Caller holds the lock; the caller broadcasts once it has released it. */
@@ -36,15 +37,15 @@ query_data_done(int rc, const char *value, int value_len, const struct Stat *sta
 				const void *ctx)
 {
 	uint64		v = (uint64) (uintptr_t) ctx;
-	int			i = (int) (v & ((1 << CTX_IDX_BITS) - 1));
+	int			i = zcore_tag_idx(v);
 	bool		finished = false;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (query_current(v >> CTX_IDX_BITS) && i < zkl_query->nentries)
+	if (query_current(v) && i < zkl_query->nentries)
 	{
 		ZklQueueEntry *e = &zkl_query->entries[i];
 
-		if (zkl_outcome_unknown(rc) ||
+		if (zcore_outcome_unknown(rc) ||
 			rc == ZSESSIONEXPIRED || rc == ZCLOSING)
 			zkl_query->state = ZKQ_ASKED;	/* read it all again once connected */
 		else
@@ -76,35 +77,38 @@ static void
 query_children_done(int rc, const struct String_vector *strings, const struct Stat *stat,
 					const void *ctx)
 {
-	uint64		attempt = (uint64) (uintptr_t) ctx;
+	uint64		tag = (uint64) (uintptr_t) ctx;	/* zcore_tag(0, the read's attempt) */
 	char		parent[ZKL_PATH_LEN];
 	int			n = 0;
 	bool		finished = false;
 	int			i;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (!query_current(attempt))
+	if (!query_current(tag))
 	{
 		LWLockRelease(zkl_shared->lock);
 		return;
 	}
 	if (rc == ZOK)
 	{
-		n = zkl_collect_children(strings);
+		ZkrChild   *kids = palloc(Max(strings->count, 1) * sizeof(ZkrChild));
+
+		n = zkr_collect((const char *const *) strings->data, strings->count, kids);
 		zkl_query->truncated = n > ZKL_QUEUE_MAX;
 		n = Min(n, ZKL_QUEUE_MAX);
 		for (i = 0; i < n; i++)
 		{
-			strlcpy(zkl_query->entries[i].node, zkl_childbuf[i].name, ZKL_NODE_BUFLEN);
+			strlcpy(zkl_query->entries[i].node, kids[i].name, ZKL_NODE_BUFLEN);
 			zkl_query->entries[i].have_data = false;
 		}
+		pfree(kids);
 		zkl_query->nentries = zkl_query->pending = n;
 		if (n == 0)
 			query_done(0, NULL);
 	}
 	else if (rc == ZNONODE)
 		query_done(0, NULL);	/* no key node: nobody holds or waits */
-	else if (zkl_outcome_unknown(rc) ||
+	else if (zcore_outcome_unknown(rc) ||
 			 rc == ZSESSIONEXPIRED || rc == ZCLOSING)
 		zkl_query->state = ZKQ_ASKED;
 	else
@@ -115,7 +119,7 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 		query_done(zkc_sqlstate(rc), msg);
 	}
 	finished = zkl_query->state == ZKQ_DONE;
-	snprintf(parent, sizeof(parent), "%s/%s", zkl_shared->roots[zkl_shared->cur_root], zkl_query->key);
+	snprintf(parent, sizeof(parent), "%s/%s", zkl_shared->t.roots[zkl_shared->t.cur_root], zkl_query->key);
 	LWLockRelease(zkl_shared->lock);
 
 	if (finished)
@@ -127,8 +131,8 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 		char		path[ZKL_PATH_LEN];
 
 		snprintf(path, sizeof(path), "%s/%s", parent, zkl_query->entries[i].node);
-		zoo_aget(zkl_zh, path, 0, query_data_done,
-				 (void *) (uintptr_t) ((attempt << CTX_IDX_BITS) | (uint64) i));
+		zoo_aget(zkc_handle(), path, 0, query_data_done,
+				 (void *) (uintptr_t) (tag | (uint64) zcore_tag(i, 0)));
 	}
 }
 
@@ -139,7 +143,7 @@ zkl_query_start(void)
 	if (zkl_query->state != ZKQ_ASKED)
 		return;
 	zkl_query->state = ZKQ_RUNNING;
-	zkl_query->attempt = ++zkl_shared->next_attempt;
+	zkl_query->attempt = ++zkl_shared->t.next_attempt;
 	zkl_query->nentries = 0;
 	zkl_query->truncated = false;
 	zkl_query->sqlstate = 0;
@@ -155,7 +159,7 @@ zkl_query_send(void)
 	if (!query_to_send)
 		return;
 	query_to_send = false;
-	snprintf(path, sizeof(path), "%s/%s", zkl_shared->roots[zkl_shared->cur_root], zkl_query->key);
-	zoo_aget_children2(zkl_zh, path, 0, query_children_done,
-					   (void *) (uintptr_t) (zkl_query->attempt & CTX_ATTEMPT_MASK));
+	snprintf(path, sizeof(path), "%s/%s", zkl_shared->t.roots[zkl_shared->t.cur_root], zkl_query->key);
+	zoo_aget_children2(zkc_handle(), path, 0, query_children_done,
+					   (void *) (uintptr_t) zcore_tag(0, zkl_query->attempt));
 }

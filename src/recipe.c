@@ -18,7 +18,7 @@
  * ends "-<pid>-" before the sequence, so a negative one follows "--".
  */
 static bool
-parse_sequence(const char *name, size_t len, int32_t *seq)
+parse_sequence(const char *name, size_t len, int32_t *seq, size_t *start)
 {
 	const char *p = name + len;
 	int			digits = 0;
@@ -35,6 +35,7 @@ parse_sequence(const char *name, size_t len, int32_t *seq)
 	negative = p[-2] == '-';
 	if (negative ? (digits != SEQ_DIGITS - 1 && digits != SEQ_DIGITS) : digits != SEQ_DIGITS)
 		return false;
+	*start = (size_t) (p - name) - (negative ? 1 : 0);
 	for (; *p; p++)
 		v = v * 10 + (*p - '0');
 	if (negative)
@@ -49,13 +50,14 @@ bool
 zkr_parse_child(const char *name, ZkrChild *out)
 {
 	size_t		len = strlen(name);
+	size_t		start;
 
 	if (len < MIN_NAME_LEN)
 		return false;
 	if ((name[0] != ZKL_MODE_EXCLUSIVE && name[0] != ZKL_MODE_SHARED) ||
 		name[1] != '-' || name[2 + ZKL_UUID_LEN] != '-')
 		return false;
-	if (!parse_sequence(name, len, &out->seq))
+	if (!parse_sequence(name, len, &out->seq, &start))
 		return false;
 	out->name = name;
 	out->mode = name[0];
@@ -67,6 +69,48 @@ zkr_name_has_uuid(const char *name, const char *uuid)
 {
 	return strlen(name) >= MIN_NAME_LEN &&
 		memcmp(name + 2, uuid, ZKL_UUID_LEN) == 0;
+}
+
+/*
+ * The owner part of a lock node's name, "<sysid>-<pid>-" between its uuid
+ * and its sequence: where it starts and how long it is.
+ */
+static bool
+owner_part(const char *name, size_t *from, size_t *len)
+{
+	size_t		n = strlen(name);
+	size_t		start;
+	int32_t		seq;
+
+	if (n < MIN_NAME_LEN || !parse_sequence(name, n, &seq, &start))
+		return false;
+	*from = 2 + ZKL_UUID_LEN + 1;
+	if (start < *from)
+		return false;
+	*len = start - *from;
+	return true;
+}
+
+bool
+zkr_same_owner(const char *a, const char *b)
+{
+	size_t		fa,
+				la,
+				fb,
+				lb;
+
+	return owner_part(a, &fa, &la) && owner_part(b, &fb, &lb) && la == lb &&
+		memcmp(a + fa, b + fb, la) == 0;
+}
+
+bool
+zkr_uuid_of(const char *name, char out[ZKL_UUID_LEN + 1])
+{
+	if (strlen(name) < MIN_NAME_LEN)
+		return false;
+	memcpy(out, name + 2, ZKL_UUID_LEN);
+	out[ZKL_UUID_LEN] = '\0';
+	return true;
 }
 
 /* Was the node made by a cluster with this system identifier? */

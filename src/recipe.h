@@ -37,6 +37,12 @@ extern bool zkr_parse_child(const char *name, ZkrChild *out);
 /* Does this lock node name carry the given request uuid? */
 extern bool zkr_name_has_uuid(const char *name, const char *uuid);
 
+/* Whether two lock nodes belong to one backend (same system identifier and pid). */
+extern bool zkr_same_owner(const char *a, const char *b);
+
+/* The request uuid a lock node's name carries; false if it is not one. */
+extern bool zkr_uuid_of(const char *name, char out[ZKL_UUID_LEN + 1]);
+
 /* Whether a node name carries this system identifier (made by this cluster). */
 extern bool zkr_name_has_sysid(const char *name, uint64_t sysid);
 

@@ -19,9 +19,10 @@
 
 #include "zk_lock.h"
 #include "zk_client.h"
-#include "worker.h"
+#include "left_session.h"
+#include "session.h"
 
-struct ACL_vector *zkl_acl = NULL;	/* ACL of the nodes we create */
+static const ZklSessionEvents *events;	/* the worker's, from zkl_session_begin */
 
 static char *open_hosts = NULL;
 static bool session_ended = false;	/* expired or refused: open a new one */
@@ -42,23 +43,23 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		bool		changed;
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		changed = zkl_shared->session_id != 0 && zkl_shared->session_id != id->client_id;
+		changed = zkl_shared->t.session_id != 0 && zkl_shared->t.session_id != id->client_id;
 		LWLockRelease(zkl_shared->lock);
 		if (changed)
-			zkl_session_lost();		/* asked to resume a session that is gone */
+			events->lost();		/* asked to resume a session that is gone */
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		changed = zkl_shared->session_id != id->client_id;
-		zkl_shared->session_id = id->client_id;
+		changed = zkl_shared->t.session_id != id->client_id;
+		zkl_shared->t.session_id = id->client_id;
 		memcpy(zkl_shared->session_passwd, id->passwd, sizeof(zkl_shared->session_passwd));
-		zkl_shared->conn_state = ZKC_CONNECTED;
+		zkl_shared->t.conn_state = ZKC_CONNECTED;
 		zkl_shared->state_since = GetCurrentTimestamp();
 		zkl_shared->last_heard = zkl_shared->state_since;
-		zkl_shared->negotiated_timeout = zoo_recv_timeout(h);
+		zkl_shared->t.negotiated_timeout = zoo_recv_timeout(h);
 		strlcpy(zkl_shared->server, zoo_get_current_server(h) ? zoo_get_current_server(h) : "",
 				sizeof(zkl_shared->server));
-		zkl_shared->counters.reconnects++;
-		zkl_reconnected();
+		zkl_shared->t.counters.reconnects++;
+		events->reconnected();
 		LWLockRelease(zkl_shared->lock);
 		if (changed)
 			zkl_left_save(id);	/* outside the lock: it syncs to disk */
@@ -71,8 +72,8 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		bool		was_connected;
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		was_connected = zkl_shared->conn_state == ZKC_CONNECTED;
-		zkl_shared->conn_state = ZKC_CONNECTING;
+		was_connected = zkl_shared->t.conn_state == ZKC_CONNECTED;
+		zkl_shared->t.conn_state = ZKC_CONNECTING;
 		if (was_connected)
 			zkl_shared->state_since = GetCurrentTimestamp();
 		LWLockRelease(zkl_shared->lock);
@@ -87,7 +88,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 						state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "was refused authentication")));
 		session_ended = true;
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		zkl_shared->counters.expirations++;
+		zkl_shared->t.counters.expirations++;
 		LWLockRelease(zkl_shared->lock);
 	}
 }
@@ -136,22 +137,22 @@ apply_auth(void)
 		if (strcmp(auth_complaint, why) != 0)
 			ereport(LOG, (errmsg("zk_lock: zk_lock.auth is unusable: %s", why)));
 		strlcpy(auth_complaint, why, sizeof(auth_complaint));
-		if (zkl_zh != NULL)
+		if (zkc_handle() != NULL)
 			return true;		/* the session keeps the identity it has */
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		zkl_shared->auth_unusable = true;
+		zkl_shared->t.auth_unusable = true;
 		set_auth_info("%s", why);
 		LWLockRelease(zkl_shared->lock);
 		return false;
 	}
 	auth_complaint[0] = '\0';
-	zkl_acl = zkl_node_acl(r == ZKL_AUTH_OK);
+	zkc_set_acl(zkl_node_acl(r == ZKL_AUTH_OK));
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zkl_shared->auth_unusable = false;
-	if (r == ZKL_AUTH_NONE && zkl_zh == NULL)
+	zkl_shared->t.auth_unusable = false;
+	if (r == ZKL_AUTH_NONE && zkc_handle() == NULL)
 		set_auth_info("%s", "");
 	LWLockRelease(zkl_shared->lock);
-	if (r == ZKL_AUTH_OK && zkl_zh != NULL && strcmp(cred, session_cred) != 0)
+	if (r == ZKL_AUTH_OK && zkc_handle() != NULL && strcmp(cred, session_cred) != 0)
 	{
 		/* ZooKeeper cannot take an identity back: a session only gains them */
 		if (session_cred[0] != '\0')
@@ -162,7 +163,7 @@ apply_auth(void)
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		set_auth_info("%s: sent", user);
 		LWLockRelease(zkl_shared->lock);
-		if (zoo_add_auth(zkl_zh, "digest", cred, strlen(cred), auth_done, NULL) != ZOK)
+		if (zoo_add_auth(zkc_handle(), "digest", cred, strlen(cred), auth_done, NULL) != ZOK)
 			elog(ERROR, "zk_lock: could not send the ZooKeeper credential");
 	}
 	explicit_bzero(cred, sizeof(cred));
@@ -182,27 +183,27 @@ apply_root(void)
 	int			j;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (strcmp(zkl_shared->roots[zkl_shared->cur_root], zkl_root) == 0)
+	if (strcmp(zkl_shared->t.roots[zkl_shared->t.cur_root], zkl_root) == 0)
 	{
 		LWLockRelease(zkl_shared->lock);
 		return;
 	}
 	for (i = 0; i < ZKL_ROOTS && pick < 0; i++)
-		if (strcmp(zkl_shared->roots[i], zkl_root) == 0)
+		if (strcmp(zkl_shared->t.roots[i], zkl_root) == 0)
 			pick = i;
 	for (i = 0; i < ZKL_ROOTS && pick < 0; i++)
 	{
-		bool		used = i == zkl_shared->cur_root;
+		bool		used = i == zkl_shared->t.cur_root;
 
-		for (j = 0; j < zkl_shared->nused && !used; j++)
-			used = zkl_shared->slots[j].zstate != ZKS_FREE && zkl_shared->slots[j].root_id == i;
+		for (j = 0; j < zkl_shared->t.nused && !used; j++)
+			used = zkl_shared->t.slots[j].zstate != ZKS_FREE && zkl_shared->t.slots[j].root_id == i;
 		if (!used)
 			pick = i;
 	}
 	if (pick >= 0)
 	{
-		strlcpy(zkl_shared->roots[pick], zkl_root, sizeof(zkl_shared->roots[pick]));
-		zkl_shared->cur_root = pick;
+		strlcpy(zkl_shared->t.roots[pick], zkl_root, sizeof(zkl_shared->t.roots[pick]));
+		zkl_shared->t.cur_root = pick;
 	}
 	LWLockRelease(zkl_shared->lock);
 	if (pick >= 0)
@@ -220,23 +221,23 @@ open_session(void)
 
 	if (!apply_auth())
 	{
-		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
+		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
 		return;
 	}
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	have_resume = zkl_shared->session_id != 0;
-	resume.client_id = zkl_shared->session_id;
+	have_resume = zkl_shared->t.session_id != 0;
+	resume.client_id = zkl_shared->t.session_id;
 	memcpy(resume.passwd, zkl_shared->session_passwd, sizeof(resume.passwd));
-	zkl_shared->conn_state = ZKC_CONNECTING;
+	zkl_shared->t.conn_state = ZKC_CONNECTING;
 	zkl_shared->state_since = GetCurrentTimestamp();
 	LWLockRelease(zkl_shared->lock);
 
-	zkl_forget_writes();
-	zkl_zh = zkc_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
-				  session_watcher);
-	if (zkl_zh == NULL)
+	events->new_handle();
+	zkc_set_handle(zkc_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
+				  session_watcher));
+	if (zkc_handle() == NULL)
 	{
-		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
+		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
 		return;
 	}
 	if (open_hosts)
@@ -256,10 +257,10 @@ reload_config(void)
 	/* one-shot (on a change), so the restarted worker does not fail again */
 	if (zkl_test_fail_worker && !was_failing)
 		elog(ERROR, "zk_lock worker failing on request (zk_lock.test_fail_worker)");
-	if (zkl_zh != NULL && zkl_hosts[0] != '\0' && strcmp(open_hosts, zkl_hosts) != 0)
+	if (zkc_handle() != NULL && zkl_hosts[0] != '\0' && strcmp(open_hosts, zkl_hosts) != 0)
 	{
 		/* same ensemble, new list: keep the session and every lock */
-		if (zoo_set_servers(zkl_zh, zkl_hosts) == ZOK)
+		if (zoo_set_servers(zkc_handle(), zkl_hosts) == ZOK)
 		{
 			ereport(LOG, (errmsg("zk_lock: ZooKeeper hosts changed to \"%s\"", zkl_hosts)));
 			pfree(open_hosts);
@@ -269,7 +270,7 @@ reload_config(void)
 			ereport(LOG, (errmsg("zk_lock: could not apply zk_lock.hosts \"%s\"", zkl_hosts)));
 	}
 	apply_root();
-	if (zkl_zh != NULL)
+	if (zkc_handle() != NULL)
 		(void) apply_auth();
 }
 
@@ -289,11 +290,11 @@ cut_off_ms_left(void)
 	long		left = -1;
 
 	/* only the worker writes these fields: it reads them without the lock */
-	if (zkl_shared->conn_state == ZKC_CONNECTING && zkl_shared->session_id != 0 &&
-		zkl_shared->negotiated_timeout > 0)
+	if (zkl_shared->t.conn_state == ZKC_CONNECTING && zkl_shared->t.session_id != 0 &&
+		zkl_shared->t.negotiated_timeout > 0)
 		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
 											   TimestampTzPlusMilliseconds(zkl_shared->last_heard,
-																		   zkl_shared->negotiated_timeout * 11 / 12));
+																		   zkl_shared->t.negotiated_timeout * 11 / 12));
 	return left;
 }
 
@@ -304,9 +305,9 @@ cut_off_too_long(void)
 		return false;
 	ereport(LOG,
 			(errmsg("zk_lock: cut off from ZooKeeper past the session timeout; treating session 0x%llx as expired",
-					(unsigned long long) zkl_shared->session_id)));
+					(unsigned long long) zkl_shared->t.session_id)));
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zkl_shared->counters.expirations++;
+	zkl_shared->t.counters.expirations++;
 	LWLockRelease(zkl_shared->lock);
 	return true;
 }
@@ -316,15 +317,16 @@ cut_off_too_long(void)
  * over from before a crash-restart.
  */
 void
-zkl_session_begin(void)
+zkl_session_begin(const ZklSessionEvents *ev)
 {
-	if (zkl_shared->roots[zkl_shared->cur_root][0] == '\0')
-		strlcpy(zkl_shared->roots[zkl_shared->cur_root], zkl_root, ZKL_MAX_ROOT_LEN + 1);
+	events = ev;
+	if (zkl_shared->t.roots[zkl_shared->t.cur_root][0] == '\0')
+		strlcpy(zkl_shared->t.roots[zkl_shared->t.cur_root], zkl_root, ZKL_MAX_ROOT_LEN + 1);
 	else
 		apply_root();			/* a restarted worker: the setting may have changed */
 
 	/* fresh shared memory (server start or crash-restart): nothing to resume */
-	if (zkl_shared->session_id == 0)
+	if (zkl_shared->t.session_id == 0)
 		zkl_left_begin();
 }
 
@@ -335,18 +337,18 @@ zkl_session_tend(void)
 	if (ConfigReloadPending)
 		reload_config();
 
-	if (zkl_zh != NULL && !session_ended && cut_off_too_long())
+	if (zkc_handle() != NULL && !session_ended && cut_off_too_long())
 		session_ended = true;
-	if (zkl_zh != NULL && session_ended)
+	if (zkc_handle() != NULL && session_ended)
 	{
 		session_ended = false;
-		zkl_session_lost();
-		zkc_close(zkl_zh);
-		zkl_zh = NULL;
+		events->lost();
+		zkc_close(zkc_handle());
+		zkc_set_handle(NULL);
 		/* refused authentication would otherwise be retried in a tight loop */
-		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), REOPEN_DELAY_MS);
+		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
 	}
-	if (zkl_zh == NULL && zkl_hosts[0] != '\0' && GetCurrentTimestamp() >= next_open)
+	if (zkc_handle() == NULL && zkl_hosts[0] != '\0' && GetCurrentTimestamp() >= next_open)
 		open_session();
 }
 
@@ -354,9 +356,9 @@ zkl_session_tend(void)
 long
 zkl_session_wait_ms(long wait_ms)
 {
-	if (zkl_zh == NULL && zkl_hosts[0] != '\0')
-		wait_ms = (wait_ms < 0) ? REOPEN_DELAY_MS : Min(wait_ms, REOPEN_DELAY_MS);
-	else if (zkl_zh != NULL)
+	if (zkc_handle() == NULL && zkl_hosts[0] != '\0')
+		wait_ms = (wait_ms < 0) ? ZKC_REOPEN_DELAY_MS : Min(wait_ms, ZKC_REOPEN_DELAY_MS);
+	else if (zkc_handle() != NULL)
 	{
 		long		cut = cut_off_ms_left();
 
@@ -370,8 +372,8 @@ zkl_session_wait_ms(long wait_ms)
 void
 zkl_session_end(void)
 {
-	zkl_session_lost();
-	zkc_close(zkl_zh);
-	zkl_zh = NULL;
+	events->lost();
+	zkc_close(zkc_handle());
+	zkc_set_handle(NULL);
 	zkl_left_forget();
 }

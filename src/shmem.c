@@ -17,6 +17,7 @@
 #include "utils/timestamp.h"
 
 #include "zk_lock.h"
+#include "table.h"
 
 ZklShared  *zkl_shared = NULL;
 ZklQuery   *zkl_query = NULL;
@@ -24,7 +25,7 @@ ZklQuery   *zkl_query = NULL;
 static Size
 zkl_shmem_size(void)
 {
-	return add_size(offsetof(ZklShared, slots),
+	return add_size(offsetof(ZklShared, slot_array),
 					mul_size(sizeof(ZklSlot), zkl_max_locks));
 }
 
@@ -47,8 +48,9 @@ zkl_shmem_startup(void)
 		memset(zkl_shared, 0, zkl_shmem_size());
 		zkl_shared->lock = &(GetNamedLWLockTranche("zk_lock"))->lock;
 		zkl_shared->worker_procno = -1;
-		zkl_shared->conn_state = ZKC_STOPPED;
-		zkl_shared->nslots = zkl_max_locks;
+		zkl_shared->t.conn_state = ZKC_STOPPED;
+		zkl_shared->t.nslots = zkl_max_locks;
+		zkl_shared->t.slots = zkl_shared->slot_array;
 		pg_atomic_init_u64(&zkl_shared->proof_at, 0);
 		ConditionVariableInit(&zkl_shared->proof_cv);
 	}
@@ -112,7 +114,7 @@ zkl_defer_wakes(void)
 {
 	if (wake_procnos == NULL)
 		wake_procnos = MemoryContextAlloc(TopMemoryContext,
-										  zkl_shared->nslots * sizeof(int));
+										  zkl_shared->t.nslots * sizeof(int));
 }
 
 void
@@ -130,48 +132,10 @@ zkl_wake_owner(ZklSlot *slot)
 {
 	if (slot->abandoned || slot->owner_procno < 0)
 		return;
-	if (wake_procnos != NULL && wake_count < zkl_shared->nslots)
+	if (wake_procnos != NULL && wake_count < zkl_shared->t.nslots)
 		wake_procnos[wake_count++] = slot->owner_procno;
 	else
 		SetLatch(&GetPGProcByNumber(slot->owner_procno)->procLatch);
-}
-
-/*
- * A granted lock is gone with the session (or the node) that made it ours.
- * The owner's running statement is cancelled, as pg_cancel_backend would,
- * so that it stops acting under a lock it no longer has (the owner words
- * the error, see xact.c); its transaction can no longer commit.  An idle
- * owner ignores the signal and learns at commit.  Caller holds the lock
- * exclusively, so the owner is still the process that holds the slot.
- */
-void
-zkl_lose_slot(ZklSlot *slot)
-{
-	slot->zstate = ZKS_GONE;
-	if (slot->abandoned)
-	{
-		zkl_free_slot(slot);
-		return;
-	}
-	slot->result = ZKR_LOST;
-	zkl_shared->counters.lost++;
-	if (slot->owner_pid > 0)
-		(void) kill(slot->owner_pid, SIGINT);
-	zkl_wake_owner(slot);
-}
-
-/* Caller holds the lock. */
-void
-zkl_free_slot(ZklSlot *slot)
-{
-	slot->zstate = ZKS_FREE;
-	slot->abandoned = false;
-	slot->todo = 0;
-	slot->owner_procno = -1;
-	slot->owner_pid = 0;
-	while (zkl_shared->nused > 0 &&
-		   zkl_shared->slots[zkl_shared->nused - 1].zstate == ZKS_FREE)
-		zkl_shared->nused--;
 }
 
 /*
@@ -181,55 +145,35 @@ zkl_free_slot(ZklSlot *slot)
 int
 zkl_claim_slot(const char *key, char mode, bool nowait, const char *data)
 {
-	ZklSlot    *slot = NULL;
+	ZklRequest	r;
+	char		uuid[ZKL_UUID_LEN + 1];
 	bool		wake;
-	int			n = zkl_shared->nslots;
-	int			idx = -1;
-	int			i;
+	int			idx;
 
-	/*
-	 * The lowest free slot: slots in use stay packed at the bottom, so the
-	 * worker's scans, which stop at nused, touch only those.  A reused slot
-	 * gets a new attempt number, which sets stale replies apart.
-	 */
+	zkl_new_uuid(uuid);
+	r.key = key;
+	r.mode = mode;
+	r.nowait = nowait;
+	r.data = data;
+	r.procno = MyProc->pgprocno;
+	r.pid = MyProcPid;
+	r.now = GetCurrentTimestamp();
+	r.uuid = uuid;
+
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < n; i++)
-	{
-		if (zkl_shared->slots[i].zstate == ZKS_FREE)
-		{
-			idx = i;
-			break;
-		}
-	}
+	idx = zkt_find_free(&zkl_shared->t);
 	if (idx < 0)
 	{
 		LWLockRelease(zkl_shared->lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),	/* 53200, as core's full lock table */
 				 errmsg("out of zk_lock slots"),
-				 errdetail("All %d slots of the zk_lock request table are in use.", n),
+				 errdetail("All %d slots of the zk_lock request table are in use.",
+						   zkl_shared->t.nslots),
 				 errhint("Raise zk_lock.max_locks and restart the server.")));
 	}
-	if (idx >= zkl_shared->nused)
-		zkl_shared->nused = idx + 1;
-
-	slot = &zkl_shared->slots[idx];
-	memset(slot, 0, offsetof(ZklSlot, key));
-	slot->zstate = ZKS_NEW;
-	slot->result = ZKR_PENDING;
-	slot->nowait = nowait;
-	slot->mode = mode;
-	slot->owner_procno = MyProc->pgprocno;
-	slot->owner_pid = MyProcPid;
-	slot->attempt = ++zkl_shared->next_attempt;
-	slot->requested_at = GetCurrentTimestamp();
-	slot->queued_at = slot->requested_at;
-	zkl_new_uuid(slot->uuid);
-	strlcpy(slot->key, key, sizeof(slot->key));
-	slot->node[0] = '\0';
-	slot->watch[0] = '\0';
-	strlcpy(slot->data, data, sizeof(slot->data));
-	wake = !zkl_shared->writes_held;
+	zkt_claim(&zkl_shared->t, idx, &r);
+	wake = !zkl_shared->t.writes_held;
 	LWLockRelease(zkl_shared->lock);
 
 	if (wake)
@@ -237,22 +181,10 @@ zkl_claim_slot(const char *key, char mode, bool nowait, const char *data)
 	return idx;
 }
 
-/*
- * Caller holds the lock exclusively; returns whether the worker must be
- * woken for it: not while it waits for write replies, since it plans again
- * on the next one.  Under load that spares a signal and a wake-up per lock.
- */
 static bool
 abandon_locked(ZklSlot *slot)
 {
-	if (slot->zstate == ZKS_NEW || slot->zstate == ZKS_GONE)
-	{
-		/* nothing exists or is under way in ZooKeeper */
-		zkl_free_slot(slot);
-		return false;
-	}
-	slot->abandoned = true;
-	return !zkl_shared->writes_held;
+	return zkt_abandon(&zkl_shared->t, slot);
 }
 
 /*
@@ -263,7 +195,7 @@ abandon_locked(ZklSlot *slot)
 ZklResult
 zkl_abandon_slot(int idx)
 {
-	ZklSlot    *slot = &zkl_shared->slots[idx];
+	ZklSlot    *slot = &zkl_shared->t.slots[idx];
 	ZklResult	result;
 	bool		wake;
 
@@ -285,7 +217,7 @@ zkl_abandon_slots(const int *idx, int n)
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < n; i++)
-		wake |= abandon_locked(&zkl_shared->slots[idx[i]]);
+		wake |= abandon_locked(&zkl_shared->t.slots[idx[i]]);
 	LWLockRelease(zkl_shared->lock);
 	if (wake)
 		zkl_wake_worker();
@@ -298,7 +230,7 @@ zkl_abandon_slots(const int *idx, int n)
 ZklResult
 zkl_cancel_slot(int idx)
 {
-	ZklSlot    *slot = &zkl_shared->slots[idx];
+	ZklSlot    *slot = &zkl_shared->t.slots[idx];
 	ZklResult	result;
 	bool		wake = false;
 
@@ -339,7 +271,7 @@ zkl_mono_now(void)
 int
 zkl_effective_lock_delay(void)
 {
-	return Max(zkl_lock_delay, 2 * zkl_proof_bound);
+	return zkt_lock_delay_ms(zkl_lock_delay, zkl_proof_bound);
 }
 
 /*
@@ -364,10 +296,10 @@ zkl_proof_note(int64 sent_at, int64 session)
 		return;
 	pg_atomic_write_u64(&zkl_shared->proof_at, (uint64) sent_at);
 	pg_memory_barrier();
-	wanted = zkl_shared->proof_wanted;
+	wanted = zkl_shared->t.proof_wanted;
 	if (wanted)
 	{
-		zkl_shared->proof_wanted = false;
+		zkl_shared->t.proof_wanted = false;
 		ConditionVariableBroadcast(&zkl_shared->proof_cv);
 	}
 }

@@ -43,11 +43,11 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 
 	/* copy under the lock, format without it */
-	copy = palloc(sizeof(ZklSlot) * zkl_shared->nslots);
+	copy = palloc(sizeof(ZklSlot) * zkl_shared->t.nslots);
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	for (i = 0; i < zkl_shared->nslots; i++)
-		if (zkl_shared->slots[i].zstate != ZKS_FREE)
-			copy[n++] = zkl_shared->slots[i];
+	for (i = 0; i < zkl_shared->t.nslots; i++)
+		if (zkl_shared->t.slots[i].zstate != ZKS_FREE)
+			copy[n++] = zkl_shared->t.slots[i];
 	LWLockRelease(zkl_shared->lock);
 
 	for (i = 0; i < n; i++)
@@ -109,24 +109,24 @@ zk_lock_status(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	memcpy(&snap, zkl_shared, offsetof(ZklShared, slots));
+	memcpy(&snap, zkl_shared, offsetof(ZklShared, slot_array));
 	LWLockRelease(zkl_shared->lock);
 
 	if (snap.worker_pid != 0)
 		values[0] = Int32GetDatum(snap.worker_pid);
 	else
 		nulls[0] = true;
-	values[1] = CStringGetTextDatum(conn_state_name(snap.conn_state));
-	if (snap.session_id != 0)
-		values[2] = CStringGetTextDatum(psprintf("0x%llx", (unsigned long long) snap.session_id));
+	values[1] = CStringGetTextDatum(conn_state_name(snap.t.conn_state));
+	if (snap.t.session_id != 0)
+		values[2] = CStringGetTextDatum(psprintf("0x%llx", (unsigned long long) snap.t.session_id));
 	else
 		nulls[2] = true;
-	if (snap.conn_state == ZKC_CONNECTED && snap.server[0] != '\0')
+	if (snap.t.conn_state == ZKC_CONNECTED && snap.server[0] != '\0')
 		values[3] = CStringGetTextDatum(snap.server);
 	else
 		nulls[3] = true;
-	if (snap.conn_state == ZKC_CONNECTED)
-		values[4] = Int32GetDatum(snap.negotiated_timeout);
+	if (snap.t.conn_state == ZKC_CONNECTED)
+		values[4] = Int32GetDatum(snap.t.negotiated_timeout);
 	else
 		nulls[4] = true;
 	if (snap.state_since != 0)
@@ -134,17 +134,17 @@ zk_lock_status(PG_FUNCTION_ARGS)
 										TimestampTzGetDatum(snap.state_since));
 	else
 		nulls[5] = true;
-	values[6] = Int32GetDatum(snap.nslots);
-	values[7] = Int64GetDatum(snap.counters.requests);
-	values[8] = Int64GetDatum(snap.counters.grants);
-	values[9] = Int64GetDatum(snap.counters.releases);
-	values[10] = Int64GetDatum(snap.counters.lost);
-	values[11] = Int64GetDatum(snap.counters.reconnects);
-	values[12] = Int64GetDatum(snap.counters.expirations);
-	values[13] = Int64GetDatum(snap.counters.recovered);
-	values[14] = Int64GetDatum(snap.counters.delete_retries);
-	values[15] = Int64GetDatum(snap.counters.batched);
-	values[16] = Int64GetDatum(snap.counters.rolled_back);
+	values[6] = Int32GetDatum(snap.t.nslots);
+	values[7] = Int64GetDatum(snap.t.counters.requests);
+	values[8] = Int64GetDatum(snap.t.counters.grants);
+	values[9] = Int64GetDatum(snap.t.counters.releases);
+	values[10] = Int64GetDatum(snap.t.counters.lost);
+	values[11] = Int64GetDatum(snap.t.counters.reconnects);
+	values[12] = Int64GetDatum(snap.t.counters.expirations);
+	values[13] = Int64GetDatum(snap.t.counters.recovered);
+	values[14] = Int64GetDatum(snap.t.counters.delete_retries);
+	values[15] = Int64GetDatum(snap.t.counters.batched);
+	values[16] = Int64GetDatum(snap.t.counters.rolled_back);
 	values[17] = CStringGetTextDatum(zkl_hosts ? zkl_hosts : "");
 	if (snap.auth_info[0] != '\0')
 		values[18] = CStringGetTextDatum(snap.auth_info);
@@ -183,17 +183,6 @@ sleep_until(TimestampTz deadline, const char *what)
 					 errmsg("zk_lock_queue: %s within zk_lock.connect_timeout (%d ms)",
 							what, zkl_connect_timeout)));
 	}
-}
-
-/* Owner of a lock node: "<sysid>-<pid>" between its uuid and its sequence. */
-static bool
-same_owner_name(const char *a, const char *b)
-{
-	size_t		la = strlen(a);
-	size_t		lb = strlen(b);
-	size_t		off = 2 + ZKL_UUID_LEN + 1;
-
-	return la == lb && la > off + 11 && strncmp(a + off, b + off, la - off - 11) == 0;
 }
 
 /*
@@ -295,15 +284,16 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char unused)
 			continue;			/* released while we read */
 		for (j = 0; j < n; j++)
 		{
-			if (j != i && same_owner_name(entries[i].node, entries[j].node))
+			if (j != i && zkr_same_owner(entries[i].node, entries[j].node))
 			{
-				uuids[nmine] = pnstrdup(entries[j].node + 2, ZKL_UUID_LEN);
+				uuids[nmine] = palloc(ZKL_UUID_LEN + 1);
+				(void) zkr_uuid_of(entries[j].node, uuids[nmine]);
 				mine[nmine] = uuids[nmine];
 				held[nmine] = j < i && granted[j];	/* nodes ahead are decided */
 				nmine++;
 			}
 		}
-		strlcpy(uuid, entries[i].node + 2, sizeof(uuid));
+		(void) zkr_uuid_of(entries[i].node, uuid);
 		values[0] = Int32GetDatum(i + 1);
 		values[1] = CStringGetTextDatum(entries[i].node[0] == ZKL_MODE_SHARED ? "shared" : "exclusive");
 		granted[i] = zkr_decide(kids, n, uuid, mine, held, nmine, &own, &watch) == ZKR_GRANT;

@@ -21,12 +21,13 @@
 #include "utils/timestamp.h"
 
 #include "zk_lock.h"
+#include "holds.h"
 
-typedef struct ZklHold
+typedef struct ZklDepth
 {
 	SubTransactionId subid;
 	int			count;
-} ZklHold;
+} ZklDepth;
 
 /* One granted lock of this backend (one slot, one node). */
 typedef struct ZklLocal
@@ -37,7 +38,7 @@ typedef struct ZklLocal
 	int			nholds;			/* total stacked acquisitions */
 	int			ndepth;
 	int			maxdepth;
-	ZklHold    *depth;			/* acquisitions by subtransaction, innermost last */
+	ZklDepth   *depth;			/* acquisitions by subtransaction, innermost last */
 } ZklLocal;
 
 static MemoryContext local_cxt = NULL;
@@ -46,14 +47,8 @@ static int	nlocals = 0;
 static int	maxlocals = 0;
 static int	pending_slot = -1;	/* request being waited for, if any */
 
-/*
- * What the commit must prove, for every lock this transaction held at any
- * point (released early or not): the session that granted them, and whether
- * one was lost or came from another session.  Reset at transaction end.
- */
-static int64 xact_session = 0;	/* 0: no lock granted in this transaction */
-static bool xact_sessions_differ = false;
-static char *xact_lost = NULL;	/* key of a lost lock given up before commit */
+/* What the commit must prove (holds.h); reset at transaction end. */
+static ZklXactProof xproof;
 static emit_log_hook_type prev_emit_log_hook = NULL;
 
 #define LOST_MSG	"zk_lock lock on key \"%s\" was lost"
@@ -74,7 +69,7 @@ push_hold(ZklLocal *l)
 	if (l->ndepth == l->maxdepth)
 	{
 		l->maxdepth *= 2;
-		l->depth = repalloc(l->depth, l->maxdepth * sizeof(ZklHold));
+		l->depth = repalloc(l->depth, l->maxdepth * sizeof(ZklDepth));
 	}
 	l->depth[l->ndepth].subid = cur;
 	l->depth[l->ndepth].count = 1;
@@ -102,23 +97,6 @@ find_held(const char *key, char mode)
 }
 
 /*
- * Whether another mode of the entry's key is still held.  Then the entry's
- * node stays, though its own holds are gone: a later node of ours on the
- * key may have been granted past other clusters' waiters queued behind this
- * one (recipe.c), and they must not be granted while we hold any mode.
- */
-static bool
-key_still_held(const ZklLocal *l)
-{
-	int			i;
-
-	for (i = 0; i < nlocals; i++)
-		if (&locals[i] != l && locals[i].nholds > 0 && strcmp(locals[i].key, l->key) == 0)
-			return true;
-	return false;
-}
-
-/*
  * Whether the lock's session ended after granting it.  The result is one
  * word that only the worker changes while the slot is ours.
  */
@@ -126,7 +104,7 @@ static bool
 slot_lost(const ZklLocal *l)
 {
 	pg_read_barrier();
-	return zkl_shared->slots[l->slot].result == ZKR_LOST;
+	return zkl_shared->t.slots[l->slot].result == ZKR_LOST;
 }
 
 /*
@@ -138,27 +116,40 @@ static void
 release_empty(void)
 {
 	int		   *slots = palloc(Max(nlocals, 1) * sizeof(int));
+	ZklHold    *holds = palloc(Max(nlocals, 1) * sizeof(ZklHold));
+	bool	   *keep = palloc(Max(nlocals, 1) * sizeof(bool));
 	int			nrel = 0;
-	int			keep = 0;
+	int			nkept = 0;
 	int			i;
 
 	for (i = 0; i < nlocals; i++)
 	{
-		if (locals[i].nholds > 0 || key_still_held(&locals[i]))
-			locals[keep++] = locals[i];
+		holds[i].slot = locals[i].slot;
+		holds[i].mode = locals[i].mode;
+		holds[i].key = locals[i].key;
+		holds[i].nholds = locals[i].nholds;
+	}
+	for (i = 0; i < nlocals; i++)
+		keep[i] = locals[i].nholds > 0 || zkh_keeps_node(holds, nlocals, i);
+	for (i = 0; i < nlocals; i++)
+	{
+		if (keep[i])
+			locals[nkept++] = locals[i];
 		else
 		{
-			if (xact_lost == NULL && slot_lost(&locals[i]))
-				xact_lost = locals[i].key;	/* kept in local_cxt until the end */
-			else
+			/* a lost key's string stays in local_cxt until the end */
+			zkh_released(&xproof, locals[i].key, slot_lost(&locals[i]));
+			if (xproof.lost_key != locals[i].key)
 				pfree(locals[i].key);
 			slots[nrel++] = locals[i].slot;
 			pfree(locals[i].depth);
 		}
 	}
-	nlocals = keep;
+	nlocals = nkept;
 	if (nrel > 0)
 		zkl_abandon_slots(slots, nrel);
+	pfree(keep);
+	pfree(holds);
 	pfree(slots);
 }
 
@@ -225,7 +216,7 @@ zkl_local_add(int slot, const char *key, char mode, int64 session)
 	entry.nholds = 0;
 	entry.ndepth = 0;
 	entry.maxdepth = 4;
-	entry.depth = palloc(entry.maxdepth * sizeof(ZklHold));
+	entry.depth = palloc(entry.maxdepth * sizeof(ZklDepth));
 	MemoryContextSwitchTo(old);
 
 	/* from here on nothing fails */
@@ -233,17 +224,14 @@ zkl_local_add(int slot, const char *key, char mode, int64 session)
 	push_hold(&locals[nlocals]);
 	nlocals++;
 	pending_slot = -1;
-	if (xact_session == 0)
-		xact_session = session;
-	else if (session != xact_session)
-		xact_sessions_differ = true;
+	zkh_granted(&xproof, session);
 }
 
 bool
 zkl_local_unlock(const char *key, char mode)
 {
 	ZklLocal   *l = find_held(key, mode);
-	ZklHold    *top;
+	ZklDepth   *top;
 
 	if (l == NULL)
 		return false;
@@ -259,6 +247,22 @@ void
 zkl_local_unlock_all(void)
 {
 	release_all();
+}
+
+/*
+ * The slots of every lock of this transaction on the key, held or kept for
+ * its other mode (at most max); returns how many.
+ */
+int
+zkl_local_key_slots(const char *key, int *out, int max)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < nlocals && n < max; i++)
+		if (strcmp(locals[i].key, key) == 0)
+			out[n++] = locals[i].slot;
+	return n;
 }
 
 /* The slot of a lock this transaction holds, or -1. */
@@ -287,7 +291,7 @@ lost_key(void)
 	int			i;
 
 	for (i = 0; i < nlocals; i++)
-		if (zkl_shared->slots[locals[i].slot].result == ZKR_LOST)
+		if (zkl_shared->t.slots[locals[i].slot].result == ZKR_LOST)
 			return locals[i].key;
 	return NULL;
 }
@@ -351,22 +355,34 @@ unproven_error(const char *why)
 }
 
 /*
- * Whether the worker's proof shows our session alive recently enough: the
- * leader answered a request of that session sent less than
- * zk_lock.proof_bound ago.  A session that has ended (or been replaced)
- * fails the commit at once.
+ * Whether the commit may go ahead as far as the session goes (holds.h):
+ * errors out if it never may, returns false while the proof is too old.
  */
 static bool
 proof_fresh(void)
 {
 	int64		session;
 	int64		at = zkl_proof_read(&session);
-	int64		current = zkl_shared->session_id;
+	const char *lost = lost_key();
 
-	if (current != 0 && current != xact_session)
-		unproven_error("The ZooKeeper session that granted the locks has ended.");
-	return session == xact_session && at != 0 &&
-		zkl_mono_now() - at < (int64) zkl_proof_bound * 1000;
+	switch (zkh_commit_verdict(&xproof, lost != NULL, at, session, zkl_shared->t.session_id,
+							   zkl_mono_now(), zkl_proof_bound))
+	{
+		case ZKH_COMMIT:
+			return true;
+		case ZKH_WAIT:
+			return false;
+		case ZKH_LOST:
+			zkl_lost_error(lost ? lost : xproof.lost_key);
+			break;
+		case ZKH_TWO_SESSIONS:
+			unproven_error("Its locks were granted by two ZooKeeper sessions: the first one ended.");
+			break;
+		case ZKH_ENDED:
+			unproven_error("The ZooKeeper session that granted the locks has ended.");
+			break;
+	}
+	return false;
 }
 
 /*
@@ -383,7 +399,7 @@ verify_nodes(bool ask)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < nlocals; i++)
 	{
-		ZklSlot    *slot = &zkl_shared->slots[locals[i].slot];
+		ZklSlot    *slot = &zkl_shared->t.slots[locals[i].slot];
 
 		if (ask)
 		{
@@ -418,23 +434,15 @@ check_commit(void)
 	bool		verify = zkl_verify_on_commit && nlocals > 0;
 	bool		asked = false;
 	bool		verified = !verify;
-	const char *lost;
 
-	if (xact_session == 0)
+	if (xproof.session == 0)
 		return;
-	if (xact_lost != NULL)
-		zkl_lost_error(xact_lost);
-	if (xact_sessions_differ)
-		unproven_error("Its locks were granted by two ZooKeeper sessions: the first one ended.");
 	for (;;)
 	{
 		bool		fresh;
 		long		left;
 
 		pg_read_barrier();
-		lost = lost_key();
-		if (lost != NULL)
-			zkl_lost_error(lost);
 		fresh = proof_fresh();
 		if (verify)
 			verified = verify_nodes(!asked);
@@ -450,7 +458,7 @@ check_commit(void)
 			unproven_error("No proof from the ZooKeeper leader arrived in time.");
 		if (!fresh)
 		{
-			zkl_shared->proof_wanted = true;
+			zkl_shared->t.proof_wanted = true;
 			pg_memory_barrier();
 			zkl_wake_worker();
 		}
@@ -490,9 +498,7 @@ xact_callback(XactEvent event, void *arg)
 			release_all();
 			locals = NULL;
 			maxlocals = 0;
-			xact_session = 0;
-			xact_sessions_differ = false;
-			xact_lost = NULL;
+			memset(&xproof, 0, sizeof(xproof));
 			MemoryContextReset(local_cxt);
 			break;
 		default:
@@ -524,7 +530,7 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		for (i = 0; i < nlocals; i++)
 		{
 			ZklLocal   *l = &locals[i];
-			ZklHold    *top;
+			ZklDepth   *top;
 
 			if (l->ndepth == 0 || l->depth[l->ndepth - 1].subid != mySubid)
 				continue;

@@ -1,6 +1,7 @@
 /*
- * zk_client.c — opening and closing the worker's ZooKeeper handle, and one
- * turn of its event loop.
+ * zk_client.c — opening and closing the worker's ZooKeeper handle, the
+ * handle and node ACL the worker's files share, and one turn of its event
+ * loop.
  *
  * The single-threaded client does nothing on its own: zookeeper_interest()
  * says which socket events and timeout it needs, we sleep on exactly that
@@ -35,6 +36,58 @@ static WaitEventSet *wait_set = NULL;
 static pgsocket wait_fd = PGINVALID_SOCKET;
 static bool wait_connected = false;
 static int	sock_pos = -1;
+
+static zhandle_t *the_handle = NULL;
+static struct ACL_vector *the_acl = NULL;
+
+zhandle_t *
+zkc_handle(void)
+{
+	return the_handle;
+}
+
+void
+zkc_set_handle(zhandle_t *zh)
+{
+	the_handle = zh;
+}
+
+struct ACL_vector *
+zkc_acl(void)
+{
+	return the_acl;
+}
+
+void
+zkc_set_acl(struct ACL_vector *acl)
+{
+	the_acl = acl;
+}
+
+static void
+parent_created(int rc, const char *value, const void *ctx)
+{
+	if (rc != ZOK && rc != ZNODEEXISTS)
+		ereport(DEBUG1, (errmsg_internal("zk_lock: parent create: %s", zerror(rc))));
+}
+
+void
+zkc_create_persistent(const char *target)
+{
+	char		path[ZKL_PATH_LEN];
+	char	   *p;
+
+	strlcpy(path, target, sizeof(path));
+	for (p = strchr(path + 1, '/');; p = strchr(p + 1, '/'))
+	{
+		if (p)
+			*p = '\0';
+		zoo_acreate(the_handle, path, NULL, -1, the_acl, ZOO_PERSISTENT, parent_created, NULL);
+		if (!p)
+			break;
+		*p = '/';
+	}
+}
 
 /* the caller's work owed after each reply's callbacks, and before a sleep */
 static void (*settle_hook) (void) = NULL;

@@ -6,6 +6,23 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include "core.h"
+
+/* After a failed open, or a session that ended, the next open waits this long. */
+#define ZKC_REOPEN_DELAY_MS		1000
+
+/*
+ * The worker's one handle (NULL while none) and the ACL of the nodes it
+ * creates.  session.c sets both; the worker's other files only read them.
+ */
+extern zhandle_t *zkc_handle(void);
+extern void zkc_set_handle(zhandle_t *zh);
+extern struct ACL_vector *zkc_acl(void);
+extern void zkc_set_acl(struct ACL_vector *acl);
+
+/* Create every component of an absolute path as a persistent node (no reply needed). */
+extern void zkc_create_persistent(const char *path);
+
 extern zhandle_t *zkc_open(const char *hosts, int session_timeout_ms,
 						   const clientid_t *resume, watcher_fn watcher);
 extern void zkc_close(zhandle_t *zh);

@@ -1,15 +1,7 @@
 /*
- * zk_lock.h — shared structures, states and GUCs of the zk_lock extension.
- *
- * A slot is one lock request of one backend.  Two parties touch it, always
- * under ZklShared->lock:
- *   - the owning backend claims it (FREE -> NEW), reads `result`, and finally
- *     abandons it (sets `abandoned`, or frees it outright when no ZooKeeper
- *     work was ever started or is left);
- *   - the worker drives `zstate` (the ZooKeeper side) and sets `result`.
- * A slot returns to FREE only when its owner has abandoned it and no node or
- * create is left in ZooKeeper, so nothing is ever orphaned by a backend
- * giving up early.
+ * zk_lock.h — shared memory, GUCs and the entry points of the zk_lock
+ * extension's files.  The slot table itself (and who writes which field of
+ * it) is described in slot.h.
  */
 #ifndef ZK_LOCK_H
 #define ZK_LOCK_H
@@ -24,129 +16,28 @@
 
 #include "keys.h"
 #include "recipe.h"
+#include "slot.h"
 
-/* ZooKeeper-side progress of a slot; changed by the worker only (but see FREE/NEW). */
-typedef enum ZklZkState
-{
-	ZKS_FREE = 0,				/* unused */
-	ZKS_NEW,					/* claimed, nothing sent yet */
-	ZKS_CREATING,				/* create (+ pipelined getChildren) in flight */
-	ZKS_RECOVER,				/* create's reply lost: node may exist, look it up */
-	ZKS_RECOVERING,				/* that lookup is in flight */
-	ZKS_QUEUED,					/* node exists, not granted yet */
-	ZKS_HELD,					/* node exists, granted */
-	ZKS_DELETING,				/* delete in flight */
-	ZKS_GONE					/* no node: deleted, failed, or lost */
-} ZklZkState;
-
-/* What the owning backend is told; set by the worker. */
-typedef enum ZklResult
-{
-	ZKR_PENDING = 0,
-	ZKR_GRANTED,
-	ZKR_NOT_GRANTED,			/* try-lock found the lock taken */
-	ZKR_FAILED,					/* see errcode/errmsg */
-	ZKR_LOST					/* granted, then the session that granted it ended */
-} ZklResult;
-
-/* Follow-up ZooKeeper calls the worker owes a slot (bits of ZklSlot.todo). */
-#define ZKT_CHILDREN	0x01	/* re-read the key's children and decide */
-#define ZKT_WATCH		0x02	/* set a watch on `watch` (the predecessor) */
-#define ZKT_DELETE		0x04	/* (re)send the delete of our node */
-#define ZKT_PARENTS		0x08	/* create root and key nodes, then the node */
-#define ZKT_STAT		0x10	/* read an adopted node's Stat: owner, token */
-#define ZKT_VERIFY		0x20	/* prove the node (so the session) alive, via the leader */
-#define ZKT_SOLO		0x40	/* send the next create or delete on its own, not in a multi */
-#define ZKT_BARRIER		0x80	/* read once more, then grant (see predecessor_watch) */
-
-/* zk_lock.verify_on_commit progress of a held slot (ZklSlot.verify) */
-#define ZKV_NONE	0
-#define ZKV_ASKED	1
-#define ZKV_OK		2
-
-#define ZKL_MAX_ROOT_LEN 512
-#define ZKL_ROOTS		4		/* zk_lock.root values in use at once (reloads) */
-#define ZKL_NODE_BUFLEN	96		/* own node name (child of the key node) */
-#define ZKL_ERRMSG_LEN	160
 #define ZKL_AUTH_INFO_LEN 1024	/* may quote a root or a file path in full */
-#define ZKL_DATA_LEN	256		/* node data: who holds it, for humans */
-
-typedef struct ZklSlot
-{
-	ZklZkState	zstate;
-	ZklResult	result;
-	bool		abandoned;		/* owner is done with it */
-	bool		nowait;			/* try-lock: do not queue */
-	bool		watch_sole;		/* `watch` is the only node ahead that blocks us */
-	bool		at_head;		/* worker only: once granted, no other backend's node is ahead */
-	uint8		todo;			/* ZKT_* bits */
-	uint8		retries;		/* parent re-creations, to bound a loop */
-	uint8		verify;			/* ZKV_*, for zk_lock.verify_on_commit */
-	char		mode;			/* ZKL_MODE_* */
-	uint8		root_id;		/* index in ZklShared.roots of its key's root */
-	int			owner_procno;
-	int			owner_pid;
-	uint64		attempt;		/* tags ZooKeeper calls; stale replies differ */
-	int64		czxid;			/* fencing token once created */
-	TimestampTz requested_at;	/* when the owner asked */
-	TimestampTz queued_at;		/* when it last became NEW: connect deadlines */
-	TimestampTz checked_at;		/* when the worker last read the key's queue for it */
-	TimestampTz granted_at;
-	int64		sent_at;		/* worker only: when its create or delete went out (zkl_mono_now) */
-	int64		delayed_until;	/* worker only: its grant waits for lock-delay (zkl_mono_now) */
-	int64		session_id;		/* the session that granted it (set before result) */
-	int			sqlstate;		/* with ZKR_FAILED */
-	char		errmsg[ZKL_ERRMSG_LEN];
-	char		uuid[ZKL_UUID_LEN + 1];
-	char		key[ZKL_KEY_BUFLEN];	/* encoded key = name of the key node */
-	char		node[ZKL_NODE_BUFLEN];	/* own node, once known */
-	char		watch[ZKL_NODE_BUFLEN]; /* predecessor to watch */
-	char		data[ZKL_DATA_LEN];
-} ZklSlot;
-
-typedef enum ZklConnState
-{
-	ZKC_STOPPED = 0,
-	ZKC_CONNECTING,
-	ZKC_CONNECTED
-} ZklConnState;
-
-/* Worker counters since the postmaster started, for zk_lock_status(). */
-typedef struct ZklCounters
-{
-	int64		requests;		/* lock nodes asked for (creates sent) */
-	int64		grants;
-	int64		releases;		/* lock nodes deleted */
-	int64		lost;			/* granted locks whose session ended */
-	int64		reconnects;		/* connections (re)established */
-	int64		expirations;	/* sessions expired or refused */
-	int64		recovered;		/* creates whose reply was lost, looked up by uuid */
-	int64		delete_retries; /* deletes whose reply was lost, sent again */
-	int64		batched;		/* creates and deletes sent inside multis */
-	int64		rolled_back;	/* ops of a multi sent again: a neighbour failed */
-} ZklCounters;
 
 #define ZKL_SERVER_LEN 64
 
+/*
+ * The cluster's zk_lock state in shared memory.  `t` is the slot table and
+ * what the worker tells backends (slot.h says who writes what); the rest is
+ * the worker's, except where noted.  Everything but proof_at is read and
+ * written under `lock`.
+ */
 typedef struct ZklShared
 {
 	LWLock	   *lock;
 	int			worker_procno;	/* -1 while no worker runs */
 	pid_t		worker_pid;
-	ZklConnState conn_state;
-	int64		session_id;		/* current session, kept so a restarted worker resumes it */
-	char		session_passwd[16];
+	char		session_passwd[16]; /* of t.session_id, so a restarted worker resumes it */
 	TimestampTz state_since;
 	TimestampTz last_heard;		/* last reply from the server; worker only */
-	int			negotiated_timeout;	/* ms, as the server granted it */
 	char		server[ZKL_SERVER_LEN]; /* server we are connected to */
-	ZklCounters counters;
-	bool		auth_unusable;	/* zk_lock.auth set but unusable: fail requests at once */
 	char		auth_info[ZKL_AUTH_INFO_LEN];	/* identity and its state; never the secret */
-	uint8		cur_root;		/* roots[] entry new locks use */
-	char		roots[ZKL_ROOTS][ZKL_MAX_ROOT_LEN + 1];
-	uint64		next_attempt;
-	bool		writes_held;	/* worker waits for write replies, then plans again */
 
 	/*
 	 * The commit proof (xact.c): the send time (zkl_mono_now) of the latest
@@ -154,17 +45,15 @@ typedef struct ZklShared
 	 * so the session was alive there after that time.  The worker writes both
 	 * (zkl_proof_note); backends read them without the lock
 	 * (zkl_proof_read).  A committing backend that finds the proof too old
-	 * sets proof_wanted and sleeps on proof_cv; the worker sends a
-	 * leader-checked request, clears proof_wanted and broadcasts.
+	 * sets t.proof_wanted and sleeps on proof_cv; the worker sends a
+	 * leader-checked request, clears t.proof_wanted and broadcasts.
 	 */
 	pg_atomic_uint64 proof_at;
 	int64		proof_session;
-	bool		proof_wanted;
 	ConditionVariable proof_cv;
 
-	int			nused;			/* slots at and above this index are free */
-	int			nslots;
-	ZklSlot		slots[FLEXIBLE_ARRAY_MEMBER];
+	ZklTable	t;
+	ZklSlot		slot_array[FLEXIBLE_ARRAY_MEMBER];	/* t.slots */
 } ZklShared;
 
 /*
@@ -232,8 +121,6 @@ extern void zkl_wake_worker(void);
 extern void zkl_wake_owner(ZklSlot *slot);
 extern void zkl_defer_wakes(void);
 extern void zkl_flush_wakes(void);
-extern void zkl_free_slot(ZklSlot *slot);
-extern void zkl_lose_slot(ZklSlot *slot);
 extern int64 zkl_mono_now(void);
 extern void zkl_proof_note(int64 sent_at, int64 session);
 extern void zkl_proof_forget(void);
@@ -251,6 +138,7 @@ extern bool zkl_local_unlock(const char *key, char mode);
 extern void zkl_local_unlock_all(void);
 extern void zkl_set_pending(int slot);
 extern int	zkl_local_slot(const char *key, char mode);
+extern int	zkl_local_key_slots(const char *key, int *out, int max);
 extern void zkl_lost_error(const char *key) pg_attribute_noreturn();
 
 /* auth.c */
@@ -277,10 +165,12 @@ PG_FUNCTION_INFO_V1(name##_int8); \
 Datum name##_text(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_TEXT, arg); } \
 Datum name##_int8(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_BIGINT, arg); }
 
+/* key_text.c */
+extern char *zkl_display_key(const char *encoded);
+
 /* lockfuncs.c */
 /* Slack before a backend decides the worker is not serving requests at all. */
 #define WORKER_GRACE_MS 2000
-extern char *zkl_display_key(const char *encoded);
 extern void zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out);
 extern void zkl_check_usable(void);
 

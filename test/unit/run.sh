@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Build and run the unit tests of the pure modules (key encoding, recipe).
+# Build and run the unit tests of the pure modules: key encoding and the
+# recipe (test_pure), the worker's decisions and a transaction's rules
+# (test_core).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-cc -std=c99 -Wall -Wextra -Werror -O1 -I"$here/../../src" -o "$here/test_pure" \
-	"$here/test_pure.c" "$here/../../src/keys.c" "$here/../../src/recipe.c"
+src=$here/../../src
+flags=(-std=c99 -Wall -Wextra -Werror -Wno-unused-parameter -O1 -I"$src")
+cc "${flags[@]}" -o "$here/test_pure" "$here/test_pure.c" "$src/keys.c" "$src/recipe.c"
+cc "${flags[@]}" -o "$here/test_core" "$here/test_core.c" "$src/core.c" "$src/table.c" \
+	"$src/holds.c" "$src/recipe.c"
 "$here/test_pure"
+"$here/test_core"

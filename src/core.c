@@ -1,0 +1,1351 @@
+/*
+ * core.c — the worker's decisions (see core.h): each slot's way through the
+ * recipe, from a claimed request to a granted, refused, failed or lost one
+ * and back to a free slot.  No I/O, no PostgreSQL: the host performs what
+ * is decided, and the simulator runs this file against a model ZooKeeper.
+ * Every function here that reads or writes the table runs under the
+ * slot-table lock; zcore_new_handle, zcore_write_sent and the proof's
+ * functions touch only the worker's own state (ZklCore) and need none.
+ */
+#include "core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <zookeeper/zookeeper.h>	/* result codes and event types only */
+
+#include "table.h"
+
+#define MAX_PARENT_RETRIES	5
+
+/*
+ * Write requests (creates, deletes, multis) in flight at once.  Under load,
+ * what arrives meanwhile waits for a reply and then goes out as one multi:
+ * the server's cost is per transaction, so batches grow with the load.  Two
+ * let a lone backend's next create go out while its last delete is still
+ * under way.
+ */
+#define WRITE_WINDOW 2
+
+#define CORE_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define CORE_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define lengthof_array(a) (sizeof(a) / sizeof((a)[0]))
+
+#define ERR_EXTERNAL	ZKL_SQLSTATE('3','8','0','0','0')
+#define ERR_PRIVILEGE	ZKL_SQLSTATE('4','2','5','0','1')
+#define ERR_DEADLOCK	ZKL_SQLSTATE('4','0','P','0','1')
+#define ERR_AUTH_SPEC	ZKL_SQLSTATE('2','8','0','0','0')
+#define ERR_NO_CONNECT	ZKL_SQLSTATE('0','8','0','0','1')
+
+static void
+copy_name(char *dst, size_t size, const char *src)
+{
+	snprintf(dst, size, "%s", src);
+}
+
+static int64_t
+wall(const ZklCore *c)
+{
+	return c->env->wall_now(c->env->arg);
+}
+
+static int64_t
+mono(const ZklCore *c)
+{
+	return c->env->mono_now(c->env->arg);
+}
+
+/* Whole ms from now until `then` (µs), rounded up; 0 once passed. */
+static long
+ms_until(int64_t now, int64_t then)
+{
+	return then <= now ? 0 : (long) ((then - now + 999) / 1000);
+}
+
+uint64_t
+zcore_tag(int idx, uint64_t attempt)
+{
+	uint64_t	mask = (UINT64_C(1) << (64 - ZKL_TAG_IDX_BITS)) - 1;
+
+	return ((attempt & mask) << ZKL_TAG_IDX_BITS) | (uint64_t) idx;
+}
+
+int
+zcore_tag_idx(uint64_t tag)
+{
+	return (int) (tag & ((UINT64_C(1) << ZKL_TAG_IDX_BITS) - 1));
+}
+
+/* The slot a reply belongs to, or NULL if it is stale. */
+static ZklSlot *
+reply_slot(const ZklCore *c, uint64_t tag)
+{
+	int			idx = zcore_tag_idx(tag);
+	ZklSlot    *s;
+
+	if (idx >= c->t->nslots)
+		return NULL;
+	s = &c->t->slots[idx];
+	if (s->zstate == ZKS_FREE || zcore_tag(idx, s->attempt) != tag)
+		return NULL;
+	return s;
+}
+
+void
+zcore_key_path(const ZklTable *t, const ZklSlot *s, char *out)
+{
+	snprintf(out, ZKL_PATH_LEN, "%s/%s", t->roots[s->root_id], s->key);
+}
+
+void
+zcore_child_path(const ZklTable *t, const ZklSlot *s, const char *name, char *out)
+{
+	snprintf(out, ZKL_PATH_LEN, "%s/%s/%s", t->roots[s->root_id], s->key, name);
+}
+
+/*
+ * The request may or may not have been applied: its reply was lost, or (seen
+ * under connection resets) the library could not match it to its request.
+ */
+bool
+zcore_outcome_unknown(int rc)
+{
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZRUNTIMEINCONSISTENCY;
+}
+
+/* The session ended under the request: nothing of it survives. */
+static bool
+session_error(int rc)
+{
+	return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
+}
+
+/*
+ * Whether the ZooKeeper leader answered a write: it checks the session
+ * before anything else, so any of these says the session was alive there
+ * after the request was sent.  Connection and session errors do not.
+ */
+static bool
+leader_answered(int rc)
+{
+	return rc == ZOK || rc == ZNONODE || rc == ZNODEEXISTS || rc == ZBADVERSION ||
+		rc == ZNOAUTH || rc == ZNOTEMPTY;
+}
+
+static void
+note_proof(ZklCore *c, int64_t sent_at)
+{
+	c->env->proof_note(c->env->arg, sent_at, c->t->session_id);
+}
+
+/* A write of slot s was answered with rc: maybe a fresher commit proof. */
+static void
+note_write_reply(ZklCore *c, const ZklSlot *s, int rc)
+{
+	if (leader_answered(rc))
+		note_proof(c, s->sent_at);
+}
+
+static void
+free_slot(ZklCore *c, ZklSlot *s)
+{
+	zkt_free(c->t, s);
+}
+
+static void
+wake(ZklCore *c, ZklSlot *s)
+{
+	if (!s->abandoned && s->owner_procno >= 0)
+		c->env->wake(c->env->arg, s);
+}
+
+/*
+ * A granted lock is gone with the session (or the node) that made it ours.
+ * The host cancels the owner's running statement so that it stops acting
+ * under a lock it no longer has; its transaction can no longer commit.
+ */
+static void
+lose_slot(ZklCore *c, ZklSlot *s)
+{
+	s->zstate = ZKS_GONE;
+	if (s->abandoned)
+	{
+		free_slot(c, s);
+		return;
+	}
+	s->result = ZKR_LOST;
+	c->t->counters.lost++;
+	c->env->interrupt(c->env->arg, s);
+	wake(c, s);
+}
+
+static void fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate,
+					  const char *fmt,...) __attribute__((format(printf, 5, 6)));
+
+/* Tell the owner its request failed. */
+static void
+fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
+	va_end(ap);
+	s->sqlstate = sqlstate;
+	s->zstate = zstate;
+	if (s->result == ZKR_PENDING)
+		s->result = ZKR_FAILED;
+	wake(c, s);
+	if (s->abandoned && zstate == ZKS_GONE)
+		free_slot(c, s);
+}
+
+/* ZooKeeper refused us under the slot's root. */
+static void
+deny_slot(ZklCore *c, ZklSlot *s)
+{
+	/* the backend adds the host's auth_info as the detail: a root may not fit errmsg */
+	fail_slot(c, s, ERR_PRIVILEGE, ZKS_GONE, "ZooKeeper denied access under zk_lock.root");
+	c->env->denied(c->env->arg, s);
+}
+
+/*
+ * The slot has a new place in its queue (or none): what it knew of the old
+ * place is void.  A predecessor watched from there must neither grant it on
+ * its delete (another cluster's waiter may now stand between) nor count as
+ * its only blocker.
+ */
+static void
+forget_place(ZklSlot *s)
+{
+	s->watch[0] = '\0';
+	s->watch_sole = false;
+	s->at_head = false;
+	s->delayed_until = 0;
+}
+
+/* Put a request back at the start, as a fresh request. */
+static void
+requeue(ZklCore *c, ZklSlot *s)
+{
+	c->env->new_uuid(c->env->arg, s->uuid);
+	s->zstate = ZKS_NEW;
+	s->queued_at = wall(c);
+	s->todo = 0;
+	s->retries = 0;
+	s->node[0] = '\0';
+	forget_place(s);
+	s->attempt = ++c->t->next_attempt;
+}
+
+/* Our node is gone: start over, or end if the owner is gone too. */
+static void
+start_over(ZklCore *c, ZklSlot *s)
+{
+	if (s->abandoned)
+	{
+		s->zstate = ZKS_GONE;
+		free_slot(c, s);
+	}
+	else
+		requeue(c, s);
+}
+
+/*
+ * Connected again (the same session, perhaps through another server).
+ * Holders committing meanwhile wait for this.  A grant that waited for a
+ * barrier read (zcore_watch_event) cannot rely on it now: the new server
+ * may not have applied the change the event announced, nor will it resend
+ * the presence list's event from the same transaction.  Read the queue
+ * instead.
+ */
+void
+zcore_reconnected(ZklCore *c)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *s = &c->t->slots[i];
+
+		if (s->zstate == ZKS_HELD)
+			wake(c, s);
+		if (s->todo & ZKT_BARRIER)
+			s->todo = (s->todo & ~ZKT_BARRIER) | ZKT_CHILDREN;
+	}
+}
+
+/* One slot's part of zcore_session_lost(). */
+static void
+forget_node(ZklCore *c, ZklSlot *s)
+{
+	switch (s->zstate)
+	{
+		case ZKS_CREATING:
+		case ZKS_RECOVER:
+		case ZKS_RECOVERING:
+		case ZKS_QUEUED:
+			if (s->abandoned)
+				free_slot(c, s);
+			else
+				requeue(c, s);
+			break;
+		case ZKS_HELD:
+			lose_slot(c, s);
+			break;
+		case ZKS_DELETING:
+			s->zstate = ZKS_GONE;
+			if (s->abandoned)
+				free_slot(c, s);
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * The session that held our nodes is gone (expired, or closed by us): every
+ * node is gone with it.  Waiters queue again in the next session; holders
+ * have lost their locks and must not commit.
+ */
+void
+zcore_session_lost(ZklCore *c)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+		forget_node(c, &c->t->slots[i]);
+	c->t->session_id = 0;
+	c->t->conn_state = ZKC_CONNECTING;
+}
+
+/* A new handle has nothing in flight. */
+void
+zcore_new_handle(ZklCore *c)
+{
+	c->writes_in_flight = 0;
+	c->proof_in_flight = false;
+	c->proof_due = false;
+	c->proof_gen++;
+}
+
+/*
+ * A new worker process takes over slots whose calls were in flight in the
+ * previous one; it resumes the same session, so redo what may be lost.
+ */
+void
+zcore_worker_restarted(ZklCore *c)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *s = &c->t->slots[i];
+
+		switch (s->zstate)
+		{
+			case ZKS_CREATING:
+			case ZKS_RECOVERING:
+				s->zstate = ZKS_RECOVER;
+				break;
+			case ZKS_QUEUED:
+				s->todo |= ZKT_CHILDREN;
+				break;
+			case ZKS_DELETING:
+				s->todo |= ZKT_DELETE;
+				break;
+			default:
+				break;
+		}
+	}
+}
+
+/* ---- replies ---- */
+
+void
+zcore_write_sent(ZklCore *c)
+{
+	c->writes_in_flight++;
+}
+
+static void
+write_answered(ZklCore *c)
+{
+	c->writes_in_flight = CORE_MAX(c->writes_in_flight - 1, 0);
+}
+
+/* The key node's create: refused means the root is someone else's. */
+void
+zcore_key_node_reply(ZklCore *c, uint64_t tag, int rc)
+{
+	ZklSlot    *s = reply_slot(c, tag);
+
+	if (rc == ZNOAUTH && s != NULL && s->zstate == ZKS_CREATING)
+		deny_slot(c, s);
+}
+
+/*
+ * A create's outcome for its slot (in CREATING).  Without a Stat (a create
+ * inside a multi returns none) the token is read when asked for.
+ */
+static void
+create_result(ZklCore *c, ZklSlot *s, int rc, const char *name, bool have_stat, int64_t czxid)
+{
+	if (rc == ZOK)
+	{
+		const char *base = strrchr(name, '/');
+
+		copy_name(s->node, sizeof(s->node), base ? base + 1 : name);
+		s->czxid = have_stat ? czxid : 0;
+		s->zstate = ZKS_QUEUED; /* the pipelined getChildren decides */
+		forget_place(s);
+	}
+	else if (rc == ZNONODE)
+	{
+		/* no key node yet (or the server just reaped an empty one) */
+		if (++s->retries <= MAX_PARENT_RETRIES)
+		{
+			s->zstate = ZKS_NEW;
+			s->todo |= ZKT_PARENTS;
+		}
+		else
+			fail_slot(c, s, ERR_EXTERNAL, ZKS_GONE,
+					  "could not create the ZooKeeper node for the lock under %s",
+					  c->t->roots[s->root_id]);
+	}
+	else if (zcore_outcome_unknown(rc))
+	{
+		s->zstate = ZKS_RECOVER;	/* it may have been made: look for our uuid */
+		c->t->counters.recovered++;
+	}
+	else if (session_error(rc))
+		s->zstate = ZKS_NEW;	/* nothing of it survives; send again */
+	else if (rc == ZNOAUTH)
+		deny_slot(c, s);
+	else
+		fail_slot(c, s, c->env->rc_sqlstate(rc), ZKS_GONE,
+				  "could not create the ZooKeeper lock node: %s", c->env->rc_text(rc));
+}
+
+bool
+zcore_create_reply(ZklCore *c, uint64_t tag, int rc, const char *name, bool have_stat,
+				   int64_t czxid)
+{
+	ZklSlot    *s = reply_slot(c, tag);
+
+	write_answered(c);
+	if (s == NULL || s->zstate != ZKS_CREATING)
+		return rc == ZOK;		/* the request moved on: nobody wants this node */
+	note_write_reply(c, s, rc);
+	create_result(c, s, rc, name, have_stat, czxid);
+	return false;
+}
+
+static bool
+same_owner(const ZklSlot *a, const ZklSlot *b)
+{
+	return a->owner_pid == b->owner_pid && a->owner_procno == b->owner_procno;
+}
+
+static bool
+same_key_owner(const ZklSlot *o, const ZklSlot *s)
+{
+	return o != s && o->zstate != ZKS_FREE && same_owner(o, s) && strcmp(o->key, s->key) == 0;
+}
+
+/* Does the owner of s hold the key shared?  (The upgrade case.) */
+static bool
+holds_shared(const ZklCore *c, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o->zstate == ZKS_HELD && o->mode == ZKL_MODE_SHARED && !o->abandoned &&
+			same_key_owner(o, s))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Two backends of this cluster that both hold a key shared and both wait to
+ * make it exclusive wait for each other forever.  Core would find that
+ * deadlock; we find it when the second of them queues, and fail that one.
+ * Returns the pid of the other backend, or 0.
+ */
+static int
+upgrade_deadlock(const ZklCore *c, const ZklSlot *s)
+{
+	int			i;
+
+	if (s->mode != ZKL_MODE_EXCLUSIVE || !holds_shared(c, s))
+		return 0;
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o != s && o->mode == ZKL_MODE_EXCLUSIVE && o->result == ZKR_PENDING &&
+			!o->abandoned && !same_owner(o, s) && strcmp(o->key, s->key) == 0 &&
+			holds_shared(c, o))
+			return o->owner_pid;
+	}
+	return 0;
+}
+
+/* How often a waiter with nothing in flight re-reads its queue. */
+static long
+recheck_ms(const ZklCore *c)
+{
+	return CORE_MAX(1000, c->t->negotiated_timeout / 2);
+}
+
+/* A try-lock never queues: take its node away at once. */
+static void
+refuse_try(ZklCore *c, ZklSlot *s)
+{
+	if (s->result == ZKR_PENDING)
+		s->result = ZKR_NOT_GRANTED;
+	s->zstate = ZKS_DELETING;
+	s->todo = ZKT_DELETE;
+	wake(c, s);
+}
+
+/*
+ * The slot's node is first in line (for its mode).  During a lock-delay
+ * (presence.c) the grant waits, and the queue is read again when it ends.
+ * A try-lock waits too: it never queues behind a holder, but the delay is
+ * no holder, and it ends within zk_lock.lock_delay.
+ */
+static void
+grant(ZklCore *c, ZklSlot *s)
+{
+	int64_t		until;
+
+	/* a watch event seen before this answer asks for nothing more */
+	s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
+	if (s->result == ZKR_PENDING && c->env->grants_paused(c->env->arg, mono(c), &until))
+	{
+		s->delayed_until = until;
+		return;
+	}
+	s->zstate = ZKS_HELD;
+	if (s->result == ZKR_PENDING)
+	{
+		s->session_id = c->t->session_id;
+		__atomic_thread_fence(__ATOMIC_RELEASE);	/* the owner reads it after the result, unlocked */
+		s->result = ZKR_GRANTED;
+		s->granted_at = wall(c);
+		c->t->counters.grants++;
+		wake(c, s);
+	}
+}
+
+/* Queue behind children[watch]: set the watch, unless it is an upgrade deadlock or a try. */
+static void
+wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, int nmine)
+{
+	int			other;
+
+	if (!s->nowait && (other = upgrade_deadlock(c, s)) != 0)
+	{
+		/* give up our place; our owner's abort releases its shared lock too */
+		fail_slot(c, s, ERR_DEADLOCK, ZKS_DELETING,
+				  "deadlock detected: processes %d and %d both hold a zk_lock shared and wait to make it exclusive",
+				  s->owner_pid, other);
+		s->todo = ZKT_DELETE;
+		return;
+	}
+	if (s->nowait)
+	{
+		refuse_try(c, s);
+		return;
+	}
+	copy_name(s->watch, sizeof(s->watch), kids[watch].name);
+	s->watch_sole = zkr_sole_blocker(kids, own, watch, c->mine, c->held, nmine);
+	/* granted when the watched node goes: alone at the head only if it was the one other */
+	s->at_head = s->watch_sole && zkr_foreign_ahead(kids, own, c->mine, nmine) == 1;
+	s->todo |= ZKT_WATCH;
+	if (wall(c) - s->requested_at >= (int64_t) recheck_ms(c) * 1000)
+		c->env->suspect(c->env->arg, s, s->watch);
+}
+
+/* Run the recipe on a children listing. */
+static void
+decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
+{
+	int			nmine = 0;
+	int			own;
+	int			watch;
+	int			i;
+
+	/*
+	 * This backend's other nodes on the key never block it: all of them,
+	 * including ones being deleted, or one of its own could count as
+	 * another backend's and be waited for for ever.
+	 */
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (same_key_owner(o, s))
+		{
+			c->held[nmine] = o->zstate == ZKS_HELD;
+			c->mine[nmine++] = o->uuid;
+		}
+	}
+
+	switch (zkr_decide(kids, n, s->uuid, c->mine, c->held, nmine, &own, &watch))
+	{
+		case ZKR_ABSENT:
+			/* our node was removed behind our back: queue again */
+			start_over(c, s);
+			break;
+		case ZKR_GRANT:
+			s->at_head = zkr_foreign_ahead(kids, own, c->mine, nmine) == 0;
+			grant(c, s);
+			break;
+		case ZKR_WAIT:
+			wait_behind(c, s, kids, own, watch, nmine);
+			break;
+	}
+}
+
+void
+zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int n)
+{
+	ZklSlot    *s = reply_slot(c, tag);
+
+	if (s == NULL || s->zstate != ZKS_QUEUED)
+		return;
+	if (rc == ZOK)
+		decide(c, s, kids, n);
+	else if (zcore_outcome_unknown(rc))
+		s->todo |= ZKT_CHILDREN;	/* again once reconnected */
+	else if (rc == ZNONODE)
+		requeue(c, s);			/* key node gone, so is our node */
+	/* session errors: zcore_session_lost() re-queues */
+}
+
+/*
+ * The watch on the predecessor is set with a read of its data, not with
+ * exists(): on a node that is already gone, exists() would leave a watch
+ * for its creation, which never comes (names are unique), for the life of
+ * the session.  A data read of a missing node sets no watch.
+ */
+void
+zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc)
+{
+	ZklSlot    *s = reply_slot(c, tag);
+
+	/*
+	 * ZNONODE: the predecessor went away before the watch was set.  A lost
+	 * reply may or may not have set the watch.  Either way, look again.
+	 */
+	if (s != NULL && s->zstate == ZKS_QUEUED && (rc == ZNONODE || zcore_outcome_unknown(rc)))
+		s->todo |= ZKT_CHILDREN;
+}
+
+void
+zcore_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path)
+{
+	ZklSlot    *s = reply_slot(c, tag);
+	char		watched[ZKL_PATH_LEN];
+
+	if (s == NULL || s->zstate != ZKS_QUEUED)
+		return;
+
+	/*
+	 * Our only blocker deleted: the lock is ours without reading the queue
+	 * again, once one read of our own node has come back.  The delete may be
+	 * a session's death, and the server may send this event before the one
+	 * on the sessions' presence list from the same transaction (presence.c);
+	 * a reply comes after both, so by then any lock-delay is known.
+	 * Anything else (an older watch, a data change): read the queue.
+	 */
+	zcore_child_path(c->t, s, s->watch, watched);
+	if (deleted && s->watch_sole && s->watch[0] != '\0' && strcmp(path, watched) == 0)
+		s->todo |= ZKT_BARRIER;
+	else
+		s->todo |= ZKT_CHILDREN;
+}
+
+/* The read behind a sole blocker's delete event came back: grant, as decided then. */
+void
+zcore_barrier_reply(ZklCore *c, uint64_t tag, int rc)
+{
+	ZklSlot    *s = reply_slot(c, tag);
+
+	if (s == NULL || s->zstate != ZKS_QUEUED)
+		return;
+	if (rc == ZOK)
+		grant(c, s);			/* nodes ahead only go: still nothing blocks it */
+	else if (rc == ZNONODE)
+		requeue(c, s);			/* our node is gone (a session change re-queues too) */
+	else if (zcore_outcome_unknown(rc))
+		s->todo |= ZKT_CHILDREN;
+}
+
+/* The local waiter that watches the node of slot d, if any. */
+static ZklSlot *
+successor(const ZklCore *c, const ZklSlot *d)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *w = &c->t->slots[i];
+
+		if (w->zstate == ZKS_QUEUED && !w->abandoned && w->watch[0] != '\0' &&
+			strcmp(w->watch, d->node) == 0 && w->root_id == d->root_id &&
+			strcmp(w->key, d->key) == 0)
+			return w;
+	}
+	return NULL;
+}
+
+/* A delete's outcome for its slot (in DELETING). */
+static void
+delete_result(ZklCore *c, ZklSlot *s, int rc)
+{
+	if (zcore_outcome_unknown(rc))
+	{
+		s->todo |= ZKT_DELETE;	/* retried until done or the session ends */
+		c->t->counters.delete_retries++;
+		return;
+	}
+	if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING)
+	{
+		char		msg[ZKL_ERRMSG_LEN + ZKL_NODE_BUFLEN];
+
+		snprintf(msg, sizeof(msg), "zk_lock: could not delete lock node %s: %s",
+				 s->node, c->env->rc_text(rc));
+		c->env->warn(c->env->arg, msg);
+	}
+	else
+		c->t->counters.releases++;
+	if (rc == ZOK || rc == ZNONODE)
+	{
+		ZklSlot    *w = successor(c, s);
+
+		if (w != NULL && w->watch_sole)
+			grant(c, w);		/* see tell_successor() */
+	}
+	s->zstate = ZKS_GONE;
+	if (s->abandoned)
+		free_slot(c, s);
+}
+
+void
+zcore_delete_reply(ZklCore *c, uint64_t tag, int rc)
+{
+	ZklSlot    *s = reply_slot(c, tag);
+
+	write_answered(c);
+	if (s == NULL || s->zstate != ZKS_DELETING)
+		return;
+	note_write_reply(c, s, rc);
+	delete_result(c, s, rc);
+}
+
+/*
+ * An op of a multi that the server refused because another op in it failed:
+ * not applied.  Only a definite refusal says so; when the outcome of the
+ * multi itself is unknown, so is each op's.
+ */
+static bool
+rolled_back(int rc, int err)
+{
+	return rc != ZOK && !zcore_outcome_unknown(rc) && !session_error(rc) &&
+		(err == ZOK || err == ZRUNTIMEINCONSISTENCY);
+}
+
+/* One op of a multi's reply; returns whether its created node is a stray. */
+static bool
+multi_op_reply(ZklCore *c, ZklSlot *s, bool del, const char *name, int rc, int err)
+{
+	bool		back = rolled_back(rc, err);
+
+	/* a definite refusal names the op at fault; the others were rolled back */
+	int			own = (rc != ZOK && !zcore_outcome_unknown(rc) && !back) ? err : rc;
+
+	if (del)
+	{
+		if (s == NULL || s->zstate != ZKS_DELETING)
+			return false;
+		if (back)
+		{
+			s->todo |= ZKT_DELETE | ZKT_SOLO;
+			c->t->counters.rolled_back++;
+		}
+		else
+			delete_result(c, s, own);
+		return false;
+	}
+	if (s == NULL || s->zstate != ZKS_CREATING)
+		return rc == ZOK;
+	if (back)
+	{
+		/*
+		 * A neighbour failed: send it again, alone, since it may fail the
+		 * same way (a new key's node is missing for each new key).
+		 */
+		s->zstate = ZKS_NEW;
+		s->todo |= ZKT_SOLO;
+		c->t->counters.rolled_back++;
+	}
+	else
+		create_result(c, s, own, name, false, 0);
+	return false;
+}
+
+void
+zcore_multi_reply(ZklCore *c, int n, const uint64_t *tags, const bool *del,
+				  const char *const *names, int rc, const int *errs, bool *stray)
+{
+	bool		noted = false;
+	int			i;
+
+	write_answered(c);
+	for (i = 0; i < n; i++)
+	{
+		ZklSlot    *s = reply_slot(c, tags[i]);
+
+		if (s != NULL && !noted)
+		{
+			note_write_reply(c, s, rc);	/* one answer for the whole multi */
+			noted = true;
+		}
+		stray[i] = multi_op_reply(c, s, del[i], names[i], rc, errs[i]);
+	}
+}
+
+void
+zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, int n)
+{
+	ZklSlot    *s = reply_slot(c, tag);
+	const char *found = NULL;
+	int			i;
+
+	if (s == NULL || s->zstate != ZKS_RECOVERING)
+		return;
+	if (zcore_outcome_unknown(rc))
+	{
+		s->zstate = ZKS_RECOVER;
+		return;
+	}
+	for (i = 0; rc == ZOK && i < n && !found; i++)
+		if (zkr_name_has_uuid(names[i], s->uuid))
+			found = names[i];
+
+	if (found)
+	{
+		/* the create went through: adopt the node once its Stat says it is ours */
+		copy_name(s->node, sizeof(s->node), found);
+		forget_place(s);
+		s->zstate = ZKS_QUEUED;
+		s->todo |= ZKT_STAT;
+	}
+	else if (rc == ZOK || rc == ZNONODE)
+	{
+		/* it did not, or not yet: look once more later */
+		c->env->ghost(c->env->arg, s);
+		s->zstate = ZKS_GONE;
+		start_over(c, s);
+	}
+	else
+		fail_slot(c, s, c->env->rc_sqlstate(rc), ZKS_GONE,
+				  "could not look up the ZooKeeper lock node: %s", c->env->rc_text(rc));
+}
+
+bool
+zcore_stat_reply(ZklCore *c, uint64_t tag, int rc, int64_t owner, int64_t czxid, char *stray)
+{
+	ZklSlot    *s = reply_slot(c, tag);
+	bool		ours = rc == ZOK && owner == c->t->session_id;
+
+	if (s == NULL)
+		return false;
+	if (s->zstate == ZKS_QUEUED)
+	{
+		if (ours)
+		{
+			s->czxid = czxid;	/* the fencing token */
+			s->todo |= ZKT_CHILDREN;
+		}
+		else if (rc == ZOK || rc == ZNONODE)
+		{
+			/* another session's node, or gone: never adopt it; start over */
+			if (rc == ZOK)
+				zcore_child_path(c->t, s, s->node, stray);
+			start_over(c, s);
+			return rc == ZOK;
+		}
+		else if (zcore_outcome_unknown(rc))
+			s->todo |= ZKT_STAT;
+	}
+	else if (s->zstate == ZKS_HELD)
+	{
+		/* the token of a lock created inside a multi, asked for by its owner */
+		if (ours)
+		{
+			s->czxid = czxid;
+			wake(c, s);
+		}
+		else if (rc == ZOK || rc == ZNONODE)
+			lose_slot(c, s);
+		else if (zcore_outcome_unknown(rc))
+			s->todo |= ZKT_STAT;
+	}
+	return false;
+}
+
+void
+zcore_verify_reply(ZklCore *c, uint64_t tag, int rc)
+{
+	ZklSlot    *s = reply_slot(c, tag);
+
+	if (s == NULL || s->zstate != ZKS_HELD || s->verify != ZKV_ASKED)
+		return;
+	if (rc == ZOK)
+	{
+		s->verify = ZKV_OK;
+		wake(c, s);
+	}
+	else if (zcore_outcome_unknown(rc))
+		s->todo |= ZKT_VERIFY;	/* again once reconnected */
+	else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOAUTH)
+		lose_slot(c, s);		/* the node is gone: whoever deleted it, the lock is not ours */
+	/* session errors: zcore_session_lost() marks the lock lost */
+}
+
+void
+zcore_proof_sent(ZklCore *c, bool ok)
+{
+	c->proof_due = false;
+	c->proof_in_flight = ok;
+}
+
+void
+zcore_proof_reply(ZklCore *c, uint64_t gen, int rc)
+{
+	if (gen != c->proof_gen)
+		return;					/* sent on a handle that is gone */
+	c->proof_in_flight = false;
+	if (leader_answered(rc))
+		note_proof(c, c->proof_sent);
+}
+
+/* ---- planning ---- */
+
+/*
+ * Follow-up calls a queued or held slot may owe, most urgent first: verify
+ * for a committing holder; an adopted node's Stat before any decision; a
+ * fresh listing (which makes a pending watch moot); then the watch.
+ */
+static const struct
+{
+	uint8_t		bit;
+	uint8_t		clears;
+	ZklOpKind	kind;
+}			followups[] =
+{
+	{ZKT_VERIFY, ZKT_VERIFY, OP_VERIFY},
+	{ZKT_STAT, ZKT_STAT, OP_STAT},
+	{ZKT_CHILDREN, ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER, OP_CHILDREN},
+	{ZKT_BARRIER, ZKT_BARRIER | ZKT_WATCH, OP_BARRIER},
+	{ZKT_WATCH, ZKT_WATCH, OP_WATCH},
+};
+
+/* A fresh op for slot idx at the end of the plan. */
+static ZklOp *
+new_op(ZklCore *c, int idx, ZklOpKind kind)
+{
+	ZklOp	   *op = &c->ops[c->nops++];
+
+	op->idx = idx;
+	op->kind = kind;
+	op->attempt = c->t->slots[idx].attempt;
+	op->parents = op->solo = op->batched = false;
+	return op;
+}
+
+/* Plan the slot's most urgent follow-up, if any. */
+static bool
+plan_followup(ZklCore *c, int idx, int64_t now)
+{
+	ZklSlot    *s = &c->t->slots[idx];
+	size_t		i;
+
+	for (i = 0; i < lengthof_array(followups); i++)
+	{
+		if (s->todo & followups[i].bit)
+		{
+			s->todo &= ~followups[i].clears;
+			if (followups[i].kind == OP_CHILDREN || followups[i].kind == OP_WATCH)
+				s->checked_at = now;
+			new_op(c, idx, followups[i].kind);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * A delete is being sent.  A local waiter behind its node needs no watch
+ * event to learn of it: if that node was its only blocker, the delete's
+ * reply grants it (delete_result); otherwise it reads its queue right
+ * behind the delete, in the same round trip (the server answers a session
+ * in order, so the read sees the node gone).  Either way a hand-over inside
+ * the cluster saves a round trip; the watch still fires later and finds the
+ * lock held.  Returns whether a read was asked for.
+ */
+static bool
+tell_successor(ZklCore *c, const ZklSlot *d)
+{
+	ZklSlot    *w = successor(c, d);
+	int			i;
+
+	if (w == NULL || w->watch_sole)
+		return false;
+
+	/*
+	 * A node that held the lock exclusively, granted with no other backend's
+	 * node ahead of it (not past waiters queued behind its backend's other
+	 * node: recipe.c), has none ahead, and none can come later; so once it
+	 * goes, nothing blocks the waiter right behind it, unless the holder's
+	 * backend has another node on the key (it may be ahead, and it blocks
+	 * the waiter).
+	 */
+	if (d->result == ZKR_GRANTED && d->mode == ZKL_MODE_EXCLUSIVE && d->at_head)
+	{
+		bool		sibling = false;
+
+		for (i = 0; i < c->t->nused && !sibling; i++)
+			sibling = same_key_owner(&c->t->slots[i], d);
+		if (!sibling)
+		{
+			w->watch_sole = true;
+			/* an exclusive waiter watches its immediate predecessor: then it is first */
+			w->at_head = w->mode == ZKL_MODE_EXCLUSIVE;
+			return false;
+		}
+	}
+	w->todo |= ZKT_CHILDREN;
+	return true;
+}
+
+/*
+ * The commit proof: while this cluster holds locks, keep it younger than
+ * half of zk_lock.proof_bound, so that commits need no round trip of their
+ * own; and get a fresh one whenever a committing backend asks.  Sets
+ * proof_due; returns next_ms, shortened to when the proof gets old.
+ */
+static long
+plan_proof(ZklCore *c, bool keep_fresh, int64_t now_mono, int64_t at, long next_ms)
+{
+	long		left = -1;
+
+	if (c->proof_in_flight)
+		return next_ms;
+	if (keep_fresh)
+		left = (long) ((at + (int64_t) c->proof_bound * 500 - now_mono) / 1000);
+	c->proof_due = c->t->proof_wanted || (keep_fresh && left <= 0);
+	if (!c->proof_due && left > 0)
+		next_ms = (next_ms < 0) ? left : CORE_MIN(next_ms, left);
+	return next_ms;
+}
+
+/* Whether the slot has, or may have, a node in ZooKeeper. */
+static bool
+has_node(const ZklSlot *s)
+{
+	return s->zstate != ZKS_FREE && s->zstate != ZKS_NEW && s->zstate != ZKS_GONE;
+}
+
+/*
+ * The root a new request goes under: the current one, unless a request of
+ * this cluster for the same key still has a node under an earlier root
+ * (zk_lock.root was reloaded meanwhile).  Then that root, so that inside the
+ * cluster a held key stays one lock.
+ */
+static uint8_t
+root_for(const ZklCore *c, const ZklSlot *s, bool old_roots_live)
+{
+	int			i;
+
+	for (i = 0; old_roots_live && i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o != s && has_node(o) && o->root_id != c->t->cur_root &&
+			strcmp(o->key, s->key) == 0)
+			return o->root_id;
+	}
+	return c->t->cur_root;
+}
+
+/* Whether any request still has a node under a root other than the current one. */
+static bool
+old_roots_in_use(const ZklCore *c)
+{
+	bool		reloaded = false;
+	int			i;
+
+	/* no root other than the current one was ever set: nothing to look for */
+	for (i = 0; i < ZKL_ROOTS; i++)
+		reloaded |= i != c->t->cur_root && c->t->roots[i][0] != '\0';
+	for (i = 0; reloaded && i < c->t->nused; i++)
+		if (has_node(&c->t->slots[i]) && c->t->slots[i].root_id != c->t->cur_root)
+			return true;
+	return false;
+}
+
+/* What one turn of planning knows. */
+typedef struct Turn
+{
+	bool		connected;
+	bool		writes_open;	/* another write may go out */
+	bool		old_roots;
+	int64_t		now;			/* wall */
+	int64_t		mono;
+	long		next_ms;		/* -1: no deadline yet */
+} Turn;
+
+static void
+sooner(Turn *turn, long ms)
+{
+	if (turn->next_ms < 0 || ms < turn->next_ms)
+		turn->next_ms = ms;
+}
+
+/* A request with no node: send its create (or lookup), or watch its connect deadline. */
+static void
+plan_unsent(ZklCore *c, int idx, Turn *turn)
+{
+	ZklSlot    *s = &c->t->slots[idx];
+	long		left;
+
+	if (s->abandoned && s->zstate == ZKS_NEW)
+	{
+		free_slot(c, s);
+		return;
+	}
+	if (turn->connected)
+	{
+		ZklOp	   *op;
+
+		if (s->zstate == ZKS_NEW && !turn->writes_open)
+			return;				/* held back for the next multi */
+		if (s->zstate == ZKS_NEW)
+		{
+			c->t->counters.requests++;
+			s->root_id = root_for(c, s, turn->old_roots);
+			s->checked_at = turn->now;	/* the pipelined getChildren */
+		}
+		s->attempt = ++c->t->next_attempt;
+		op = new_op(c, idx, s->zstate == ZKS_NEW ? OP_CREATE : OP_RECOVER);
+		op->parents = (s->todo & ZKT_PARENTS) != 0;
+		op->solo = (s->todo & ZKT_SOLO) != 0;
+		s->todo &= ~(ZKT_PARENTS | ZKT_SOLO);
+		s->sent_at = turn->mono;
+		s->zstate = (s->zstate == ZKS_NEW) ? ZKS_CREATING : ZKS_RECOVERING;
+		return;
+	}
+	if (s->result != ZKR_PENDING || s->abandoned)
+		return;
+	left = ms_until(turn->now, s->queued_at + (int64_t) c->connect_timeout * 1000);
+	/* a RECOVER slot stays: its node may exist, we delete it later */
+	if (c->t->auth_unusable && s->zstate == ZKS_NEW)
+		fail_slot(c, s, ERR_AUTH_SPEC, ZKS_GONE, "zk_lock.auth is unusable");
+	else if (left <= 0)
+		fail_slot(c, s, ERR_NO_CONNECT, s->zstate == ZKS_NEW ? ZKS_GONE : ZKS_RECOVER,
+				  "could not connect to ZooKeeper within zk_lock.connect_timeout (%d ms)",
+				  c->connect_timeout);
+	else
+		sooner(turn, left);
+}
+
+/*
+ * A waiter with nothing in flight checks its blocker again now and then: a
+ * missed watch event must not leave it waiting for ever.  Re-setting the
+ * watch is enough (a read of one node); the whole queue is read again only
+ * when a lock-delay ends (while one is in force, nothing is read), or when
+ * the blocker may be a node of ours that no request owns (which that read
+ * lets us find).
+ */
+static void
+plan_recheck(ZklCore *c, ZklSlot *s, Turn *turn)
+{
+	int64_t		until;
+	long		left = s->delayed_until ? ms_until(turn->mono, s->delayed_until) :
+		ms_until(turn->now, s->checked_at + (int64_t) recheck_ms(c) * 1000);
+
+	if (left <= 0 && s->delayed_until &&
+		c->env->grants_paused(c->env->arg, turn->mono, &until))
+	{
+		s->delayed_until = until;
+		left = ms_until(turn->mono, until);
+	}
+	if (left <= 0)
+	{
+		bool		recheck_all = s->delayed_until != 0 || s->watch[0] == '\0' ||
+			c->env->may_be_orphan(c->env->arg, s->watch);
+
+		s->delayed_until = 0;
+		s->todo |= recheck_all ? ZKT_CHILDREN : ZKT_WATCH;
+	}
+	else
+		sooner(turn, left);
+}
+
+/* Send the slot's delete if one is owed; returns whether a successor must read now. */
+static bool
+plan_delete(ZklCore *c, int idx, Turn *turn)
+{
+	ZklSlot    *s = &c->t->slots[idx];
+	ZklOp	   *op;
+
+	if (!turn->connected || !turn->writes_open || !(s->todo & ZKT_DELETE))
+		return false;
+	op = new_op(c, idx, OP_DELETE);
+	op->solo = (s->todo & ZKT_SOLO) != 0;
+	s->todo &= ~(ZKT_DELETE | ZKT_SOLO);
+	s->sent_at = turn->mono;
+	return tell_successor(c, s);
+}
+
+/* A queued or held slot: release it, re-check it, or send what it owes. */
+static bool
+plan_placed(ZklCore *c, int idx, Turn *turn)
+{
+	ZklSlot    *s = &c->t->slots[idx];
+
+	if (s->abandoned)
+	{
+		s->zstate = ZKS_DELETING;
+		s->todo = ZKT_DELETE;
+		return plan_delete(c, idx, turn);
+	}
+	if (!turn->connected)
+		return false;
+	if (s->zstate == ZKS_QUEUED && s->todo == 0)
+		plan_recheck(c, s, turn);
+	(void) plan_followup(c, idx, turn->now);
+	return false;
+}
+
+long
+zcore_plan(ZklCore *c, bool connected, int64_t proof_at)
+{
+	Turn		turn;
+	bool		successors = false;
+	bool		held = false;
+	int			i;
+
+	turn.connected = connected;
+	turn.writes_open = c->writes_in_flight < WRITE_WINDOW;
+	turn.old_roots = old_roots_in_use(c);
+	turn.now = wall(c);
+	turn.mono = mono(c);
+	turn.next_ms = -1;
+	c->nops = 0;
+	c->t->writes_held = connected && !turn.writes_open;
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *s = &c->t->slots[i];
+
+		held |= s->zstate == ZKS_HELD;
+		switch (s->zstate)
+		{
+			case ZKS_NEW:
+			case ZKS_RECOVER:
+				plan_unsent(c, i, &turn);
+				break;
+			case ZKS_QUEUED:
+			case ZKS_HELD:
+				successors |= plan_placed(c, i, &turn);
+				break;
+			case ZKS_DELETING:
+				successors |= plan_delete(c, i, &turn);
+				break;
+			case ZKS_GONE:
+				if (s->abandoned)
+					free_slot(c, s);
+				break;
+			default:
+				break;
+		}
+	}
+	/* successors told above whose turn in the loop had passed: read now */
+	for (i = 0; successors && i < c->t->nused; i++)
+	{
+		ZklSlot    *s = &c->t->slots[i];
+
+		if (s->zstate == ZKS_QUEUED && !s->abandoned && (s->todo & ZKT_CHILDREN))
+			(void) plan_followup(c, i, turn.now);
+	}
+	if (connected)
+		turn.next_ms = plan_proof(c, held, turn.mono, proof_at, turn.next_ms);
+	return turn.next_ms;
+}
+
+/* Whether a planned op may go inside a multi. */
+static bool
+batchable(const ZklOp *op)
+{
+	return (op->kind == OP_CREATE || op->kind == OP_DELETE) &&
+		!op->parents && !op->solo && !op->batched;
+}
+
+/*
+ * Creates and deletes of several slots go out as one multi: one transaction
+ * for the server instead of one each, and one round trip serves both the
+ * locks being released and those being asked for.  A multi is all or
+ * nothing, so when one op fails the others were not applied and are simply
+ * sent again.  Two creates for one key never share a multi, which would
+ * give their nodes the same czxid, so each holder's fencing token stays
+ * strictly greater than the one before.
+ */
+int
+zcore_next_batch(ZklCore *c, int *members)
+{
+	int			eligible = 0;
+	int			n = 0;
+	int			i;
+	int			j;
+
+	/* the usual light-load case, one op: no multi */
+	for (i = 0; i < c->nops && eligible < 2; i++)
+		eligible += batchable(&c->ops[i]);
+	if (eligible < 2)
+		return 0;
+	for (i = 0; i < c->nops && n < ZKL_BATCH_MAX; i++)
+	{
+		ZklOp	   *op = &c->ops[i];
+		const ZklSlot *s = &c->t->slots[op->idx];
+		bool		same_key = false;
+
+		if (!batchable(op))
+			continue;
+		for (j = 0; j < n && op->kind == OP_CREATE && !same_key; j++)
+			same_key = c->ops[members[j]].kind == OP_CREATE &&
+				strcmp(c->t->slots[c->ops[members[j]].idx].key, s->key) == 0;
+		if (same_key)
+			continue;
+		op->batched = true;
+		members[n++] = i;
+	}
+	if (n < 2)
+	{
+		/* one op left for a multi: it goes out on its own */
+		if (n == 1)
+			c->ops[members[0]].batched = false;
+		return 0;
+	}
+	c->t->counters.batched += n;
+	return n;
+}

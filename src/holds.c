@@ -1,0 +1,52 @@
+/*
+ * holds.c — release and commit rules of a transaction's locks (holds.h).
+ */
+#include "holds.h"
+
+#include <string.h>
+
+bool
+zkh_keeps_node(const ZklHold *holds, int n, int i)
+{
+	int			j;
+
+	for (j = 0; j < n; j++)
+		if (j != i && holds[j].nholds > 0 && strcmp(holds[j].key, holds[i].key) == 0)
+			return true;
+	return false;
+}
+
+void
+zkh_granted(ZklXactProof *p, int64_t session)
+{
+	if (p->session == 0)
+		p->session = session;
+	else if (session != p->session)
+		p->sessions_differ = true;
+}
+
+void
+zkh_released(ZklXactProof *p, const char *key, bool lost)
+{
+	/* unlocking a lost lock does not undo that another cluster may have held it */
+	if (lost && p->lost_key == NULL)
+		p->lost_key = key;
+}
+
+ZklCommitVerdict
+zkh_commit_verdict(const ZklXactProof *p, bool held_lost, int64_t proof_at,
+				   int64_t proof_session, int64_t current_session, int64_t mono, int bound_ms)
+{
+	if (p->session == 0)
+		return ZKH_COMMIT;		/* no lock granted: nothing to prove */
+	if (p->lost_key != NULL || held_lost)
+		return ZKH_LOST;
+	if (p->sessions_differ)
+		return ZKH_TWO_SESSIONS;
+	if (current_session != 0 && current_session != p->session)
+		return ZKH_ENDED;
+	if (proof_session == p->session && proof_at != 0 &&
+		mono - proof_at < (int64_t) bound_ms * 1000)
+		return ZKH_COMMIT;
+	return ZKH_WAIT;
+}

@@ -1,0 +1,68 @@
+/*
+ * holds.h — a transaction's locks as pure rules: when a released lock's
+ * node may go, and what the commit must prove.  xact.c keeps the locks in
+ * backend memory and applies these; the simulator applies the same.
+ */
+#ifndef ZK_LOCK_HOLDS_H
+#define ZK_LOCK_HOLDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One granted lock of a backend: one slot, one node. */
+typedef struct ZklHold
+{
+	int			slot;
+	char		mode;
+	const char *key;			/* encoded */
+	int			nholds;			/* stacked acquisitions left */
+} ZklHold;
+
+/*
+ * Whether holds[i], whose holds are all gone, must keep its node: another
+ * mode of its key is still held.  A later node of ours on the key may have
+ * been granted past other clusters' waiters queued behind this one
+ * (recipe.c), and they must not be granted while we hold any mode.
+ */
+extern bool zkh_keeps_node(const ZklHold *holds, int n, int i);
+
+/*
+ * What the commit must prove, for every lock the transaction held at any
+ * point (released early or not): the session that granted them, and
+ * whether one was lost or came from another session.
+ */
+typedef struct ZklXactProof
+{
+	int64_t		session;		/* 0: no lock granted in this transaction */
+	bool		sessions_differ;
+	const char *lost_key;		/* a lost lock given up before commit (caller keeps the string) */
+} ZklXactProof;
+
+extern void zkh_granted(ZklXactProof *p, int64_t session);
+/* A lock given up before commit: a loss stays a loss. */
+extern void zkh_released(ZklXactProof *p, const char *key, bool lost);
+
+typedef enum ZklCommitVerdict
+{
+	ZKH_COMMIT,
+	ZKH_WAIT,					/* the proof is too old: ask the worker, wait */
+	ZKH_LOST,					/* a lock was lost */
+	ZKH_TWO_SESSIONS,			/* granted by two sessions: the first one ended */
+	ZKH_ENDED					/* the granting session ended */
+} ZklCommitVerdict;
+
+/*
+ * The commit rule: a transaction whose locks session p->session granted may
+ * commit only while that session is current, none of its locks was lost
+ * (held_lost: one still held; p->lost_key: one given up), and the leader
+ * answered a request of that session sent less than bound_ms ago (proof_at,
+ * mono).  A holder whose session died commits no later than that; other
+ * clusters wait out a lock-delay longer than the bound before they grant its
+ * locks.
+ */
+extern ZklCommitVerdict zkh_commit_verdict(const ZklXactProof *p, bool held_lost,
+										   int64_t proof_at, int64_t proof_session,
+										   int64_t current_session, int64_t mono,
+										   int bound_ms);
+
+#endif

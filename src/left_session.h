@@ -1,0 +1,15 @@
+/*
+ * left_session.h — the session a crash left behind (left_session.c).
+ * Worker process only.
+ */
+#ifndef ZK_LOCK_LEFT_SESSION_H
+#define ZK_LOCK_LEFT_SESSION_H
+
+#include <zookeeper/zookeeper.h>
+
+extern void zkl_left_save(const clientid_t *id);
+extern void zkl_left_begin(void);
+extern void zkl_left_tend(void);
+extern void zkl_left_forget(void);
+
+#endif

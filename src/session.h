@@ -1,0 +1,21 @@
+/*
+ * session.h — the worker's ZooKeeper session (session.c).  Worker process
+ * only.  It tells the worker of session changes through the events it is
+ * given, and never calls back into the worker otherwise.
+ */
+#ifndef ZK_LOCK_SESSION_H
+#define ZK_LOCK_SESSION_H
+
+typedef struct ZklSessionEvents
+{
+	void		(*lost) (void);	/* every node of the session is gone */
+	void		(*reconnected) (void);	/* same session, new connection; lock held */
+	void		(*new_handle) (void);	/* nothing is in flight any more */
+} ZklSessionEvents;
+
+extern void zkl_session_begin(const ZklSessionEvents *events);
+extern void zkl_session_tend(void);
+extern long zkl_session_wait_ms(long wait_ms);
+extern void zkl_session_end(void);
+
+#endif

@@ -1,0 +1,155 @@
+/*
+ * slot.h — the slot table: one slot per lock request of a backend, and the
+ * state the worker shares with backends.  Plain C, no PostgreSQL or
+ * ZooKeeper types, so the worker's decisions (core.c) and the backends'
+ * claim and release (table.c) run unchanged in the simulator.
+ *
+ * Who writes what.  Every write happens under the slot-table lock (in the
+ * server ZklShared->lock; the simulator runs one step at a time):
+ *   - the owning backend claims a slot (FREE -> NEW, every field), and
+ *     finally abandons it (sets `abandoned`, or frees it outright when no
+ *     ZooKeeper work was ever started or is left: table.c);
+ *   - the worker drives everything else: zstate, result, todo, node,
+ *     watch, the token, and the fields marked "worker only" (core.c);
+ *   - a backend that commits sets proof_wanted and reads the rest.
+ * A slot returns to FREE only when its owner has abandoned it and no node or
+ * create is left in ZooKeeper, so nothing is ever orphaned by a backend
+ * giving up early.  Backends read `result` without the lock: the worker sets
+ * session_id before it, behind a write barrier.
+ */
+#ifndef ZK_LOCK_SLOT_H
+#define ZK_LOCK_SLOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keys.h"
+#include "recipe.h"
+
+/* ZooKeeper-side progress of a slot. */
+typedef enum ZklZkState
+{
+	ZKS_FREE = 0,				/* unused */
+	ZKS_NEW,					/* claimed, nothing sent yet */
+	ZKS_CREATING,				/* create (+ pipelined getChildren) in flight */
+	ZKS_RECOVER,				/* create's reply lost: node may exist, look it up */
+	ZKS_RECOVERING,				/* that lookup is in flight */
+	ZKS_QUEUED,					/* node exists, not granted yet */
+	ZKS_HELD,					/* node exists, granted */
+	ZKS_DELETING,				/* delete in flight */
+	ZKS_GONE					/* no node: deleted, failed, or lost */
+} ZklZkState;
+
+/* What the owning backend is told. */
+typedef enum ZklResult
+{
+	ZKR_PENDING = 0,
+	ZKR_GRANTED,
+	ZKR_NOT_GRANTED,			/* try-lock found the lock taken */
+	ZKR_FAILED,					/* see errcode/errmsg */
+	ZKR_LOST					/* granted, then the session that granted it ended */
+} ZklResult;
+
+/* Follow-up ZooKeeper calls the worker owes a slot (bits of ZklSlot.todo). */
+#define ZKT_CHILDREN	0x01	/* re-read the key's children and decide */
+#define ZKT_WATCH		0x02	/* set a watch on `watch` (the predecessor) */
+#define ZKT_DELETE		0x04	/* (re)send the delete of our node */
+#define ZKT_PARENTS		0x08	/* create root and key nodes, then the node */
+#define ZKT_STAT		0x10	/* read an adopted node's Stat: owner, token */
+#define ZKT_VERIFY		0x20	/* prove the node (so the session) alive, via the leader */
+#define ZKT_SOLO		0x40	/* send the next create or delete on its own, not in a multi */
+#define ZKT_BARRIER		0x80	/* read once more, then grant (see core.c) */
+
+/* zk_lock.verify_on_commit progress of a held slot (ZklSlot.verify) */
+#define ZKV_NONE	0
+#define ZKV_ASKED	1
+#define ZKV_OK		2
+
+#define ZKL_MAX_ROOT_LEN 512
+#define ZKL_ROOTS		4		/* zk_lock.root values in use at once (reloads) */
+#define ZKL_NODE_BUFLEN	96		/* own node name (child of the key node) */
+#define ZKL_ERRMSG_LEN	160
+#define ZKL_DATA_LEN	256		/* node data: who holds it, for humans */
+
+/* Times are microseconds: `wall` ones on PostgreSQL's TimestampTz scale, `mono` ones of zkl_mono_now(). */
+typedef struct ZklSlot
+{
+	ZklZkState	zstate;
+	ZklResult	result;
+	bool		abandoned;		/* owner: it is done with it */
+	bool		nowait;			/* owner: try-lock, do not queue */
+	bool		watch_sole;		/* `watch` is the only node ahead that blocks us */
+	bool		at_head;		/* worker only: once granted, no other backend's node is ahead */
+	uint8_t		todo;			/* ZKT_* bits */
+	uint8_t		retries;		/* parent re-creations, to bound a loop */
+	uint8_t		verify;			/* ZKV_*; owner asks (ASKED), worker answers */
+	char		mode;			/* ZKL_MODE_* */
+	uint8_t		root_id;		/* index in ZklTable.roots of its key's root */
+	int			owner_procno;
+	int			owner_pid;
+	uint64_t	attempt;		/* tags ZooKeeper calls; stale replies differ */
+	int64_t		czxid;			/* fencing token once created */
+	int64_t		requested_at;	/* wall: when the owner asked */
+	int64_t		queued_at;		/* wall: when it last became NEW: connect deadlines */
+	int64_t		checked_at;		/* wall: when the worker last read the key's queue for it */
+	int64_t		granted_at;		/* wall */
+	int64_t		sent_at;		/* worker only, mono: when its create or delete went out */
+	int64_t		delayed_until;	/* worker only, mono: its grant waits for lock-delay */
+	int64_t		session_id;		/* the session that granted it (set before result) */
+	int			sqlstate;		/* with ZKR_FAILED */
+	char		errmsg[ZKL_ERRMSG_LEN];
+	char		uuid[ZKL_UUID_LEN + 1];
+	char		key[ZKL_KEY_BUFLEN];	/* encoded key = name of the key node */
+	char		node[ZKL_NODE_BUFLEN];	/* own node, once known */
+	char		watch[ZKL_NODE_BUFLEN]; /* predecessor to watch */
+	char		data[ZKL_DATA_LEN];
+} ZklSlot;
+
+typedef enum ZklConnState
+{
+	ZKC_STOPPED = 0,
+	ZKC_CONNECTING,
+	ZKC_CONNECTED
+} ZklConnState;
+
+/* Worker counters since the postmaster started, for zk_lock_status(). */
+typedef struct ZklCounters
+{
+	int64_t		requests;		/* lock nodes asked for (creates sent) */
+	int64_t		grants;
+	int64_t		releases;		/* lock nodes deleted */
+	int64_t		lost;			/* granted locks whose session ended */
+	int64_t		reconnects;		/* connections (re)established */
+	int64_t		expirations;	/* sessions expired or refused */
+	int64_t		recovered;		/* creates whose reply was lost, looked up by uuid */
+	int64_t		delete_retries; /* deletes whose reply was lost, sent again */
+	int64_t		batched;		/* creates and deletes sent inside multis */
+	int64_t		rolled_back;	/* ops of a multi sent again: a neighbour failed */
+} ZklCounters;
+
+/*
+ * The table and what the worker tells backends about its session.  All of it
+ * is written by the worker (its session module sets the session fields and
+ * roots), except slots as described above, next_attempt (taken by whoever
+ * claims or re-queues a slot) and proof_wanted (set by a committing backend,
+ * cleared by the worker).
+ */
+typedef struct ZklTable
+{
+	ZklConnState conn_state;
+	int64_t		session_id;		/* current session (0: none) */
+	int			negotiated_timeout;	/* ms, as the server granted it */
+	bool		auth_unusable;	/* zk_lock.auth set but unusable: fail requests at once */
+	bool		writes_held;	/* worker waits for write replies, then plans again */
+	bool		proof_wanted;	/* a committing backend waits for a fresh proof */
+	uint8_t		cur_root;		/* roots[] entry new locks use */
+	char		roots[ZKL_ROOTS][ZKL_MAX_ROOT_LEN + 1];
+	uint64_t	next_attempt;
+	ZklCounters counters;
+	int			nused;			/* slots at and above this index are free */
+	int			nslots;
+	ZklSlot    *slots;			/* nslots of them */
+} ZklTable;
+
+#endif

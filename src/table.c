@@ -1,0 +1,79 @@
+/*
+ * table.c — the backends' side of the slot table (see slot.h).  No I/O:
+ * shmem.c wraps these in the lock and the latches.
+ */
+#include "table.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int
+zkt_find_free(const ZklTable *t)
+{
+	int			i;
+
+	/*
+	 * The lowest free slot: slots in use stay packed at the bottom, so the
+	 * worker's scans, which stop at nused, touch only those.
+	 */
+	for (i = 0; i < t->nslots; i++)
+		if (t->slots[i].zstate == ZKS_FREE)
+			return i;
+	return -1;
+}
+
+void
+zkt_claim(ZklTable *t, int idx, const ZklRequest *r)
+{
+	ZklSlot    *s = &t->slots[idx];
+
+	if (idx >= t->nused)
+		t->nused = idx + 1;
+	memset(s, 0, offsetof(ZklSlot, key));
+	s->zstate = ZKS_NEW;
+	s->result = ZKR_PENDING;
+	s->nowait = r->nowait;
+	s->mode = r->mode;
+	s->owner_procno = r->procno;
+	s->owner_pid = r->pid;
+	/* a reused slot gets a new attempt number, which sets stale replies apart */
+	s->attempt = ++t->next_attempt;
+	s->requested_at = r->now;
+	s->queued_at = r->now;
+	snprintf(s->uuid, sizeof(s->uuid), "%s", r->uuid);
+	snprintf(s->key, sizeof(s->key), "%s", r->key);
+	s->node[0] = '\0';
+	s->watch[0] = '\0';
+	snprintf(s->data, sizeof(s->data), "%s", r->data);
+}
+
+void
+zkt_free(ZklTable *t, ZklSlot *s)
+{
+	s->zstate = ZKS_FREE;
+	s->abandoned = false;
+	s->todo = 0;
+	s->owner_procno = -1;
+	s->owner_pid = 0;
+	while (t->nused > 0 && t->slots[t->nused - 1].zstate == ZKS_FREE)
+		t->nused--;
+}
+
+bool
+zkt_abandon(ZklTable *t, ZklSlot *s)
+{
+	if (s->zstate == ZKS_NEW || s->zstate == ZKS_GONE)
+	{
+		/* nothing exists or is under way in ZooKeeper */
+		zkt_free(t, s);
+		return false;
+	}
+	s->abandoned = true;
+	return !t->writes_held;
+}
+
+int
+zkt_lock_delay_ms(int lock_delay_ms, int proof_bound_ms)
+{
+	return lock_delay_ms > 2 * proof_bound_ms ? lock_delay_ms : 2 * proof_bound_ms;
+}

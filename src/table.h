@@ -1,0 +1,43 @@
+/*
+ * table.h — claiming and releasing slots (backends).
+ * Pure: the caller holds the slot-table lock and supplies clock and ids.
+ */
+#ifndef ZK_LOCK_TABLE_H
+#define ZK_LOCK_TABLE_H
+
+#include "slot.h"
+
+/* A new request's identity and settings, from its backend. */
+typedef struct ZklRequest
+{
+	const char *key;			/* encoded */
+	char		mode;			/* ZKL_MODE_* */
+	bool		nowait;			/* try-lock */
+	const char *data;			/* node data */
+	int			procno;
+	int			pid;
+	int64_t		now;			/* wall */
+	const char *uuid;			/* a fresh request id */
+} ZklRequest;
+
+/* The lowest free slot, or -1 when the table is full. */
+extern int	zkt_find_free(const ZklTable *t);
+
+/* Fill slot idx (free) for the request. */
+extern void zkt_claim(ZklTable *t, int idx, const ZklRequest *r);
+
+/*
+ * The owner is done with the slot.  Returns whether the worker must be
+ * woken for it: not while it waits for write replies (it plans again on the
+ * next one), nor when the slot is freed at once (nothing exists or is under
+ * way in ZooKeeper).
+ */
+extern bool zkt_abandon(ZklTable *t, ZklSlot *s);
+
+/* Back to FREE; nused shrinks past trailing free slots. */
+extern void zkt_free(ZklTable *t, ZklSlot *s);
+
+/* The lock-delay in force: longer than every cluster's proof bound (this one's at least). */
+extern int	zkt_lock_delay_ms(int lock_delay_ms, int proof_bound_ms);
+
+#endif

@@ -1,0 +1,417 @@
+/*
+ * Unit tests of the worker's decisions (core.c) and a transaction's rules
+ * (holds.c), one written-down interleaving each.  The simulator (test/sim)
+ * explores interleavings at random; these pin the ones that once went wrong.
+ * Prints "N passed, M failed".
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <zookeeper/zookeeper.h>	/* result codes */
+
+#include "core.h"
+#include "holds.h"
+#include "table.h"
+
+static int	passed;
+static int	failed;
+
+#define CHECK(cond, what) \
+	do { \
+		if (cond) passed++; \
+		else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, what); } \
+	} while (0)
+
+#define NSLOTS 8
+
+/* ---- a host for core.c: a clock, and what it was asked to do ---- */
+
+static int64_t now_us = 1000000;
+static unsigned int uuid_counter;
+static int	interrupts;
+static bool paused;
+static int64_t paused_until;
+static int64_t noted_at;
+static int64_t noted_session;
+
+static int64_t
+env_now(void *arg)
+{
+	return now_us;
+}
+
+static void
+env_uuid(void *arg, char out[ZKL_UUID_LEN + 1])
+{
+	snprintf(out, ZKL_UUID_LEN + 1, "%08x-0000-4000-8000-000000000000", ++uuid_counter);
+}
+
+static void
+env_wake(void *arg, ZklSlot *s)
+{
+}
+
+static void
+env_interrupt(void *arg, ZklSlot *s)
+{
+	interrupts++;
+}
+
+static void
+env_denied(void *arg, const ZklSlot *s)
+{
+}
+
+static bool
+env_paused(void *arg, int64_t now, int64_t *until)
+{
+	*until = paused_until;
+	return paused;
+}
+
+static void
+env_suspect(void *arg, const ZklSlot *s, const char *name)
+{
+}
+
+static bool
+env_orphan(void *arg, const char *name)
+{
+	return false;
+}
+
+static void
+env_ghost(void *arg, const ZklSlot *s)
+{
+}
+
+static void
+env_proof(void *arg, int64_t sent_at, int64_t session)
+{
+	noted_at = sent_at;
+	noted_session = session;
+}
+
+static const char *
+env_text(int rc)
+{
+	return "error";
+}
+
+static int
+env_sqlstate(int rc)
+{
+	return 1;
+}
+
+static void
+env_warn(void *arg, const char *msg)
+{
+}
+
+static const ZklCoreEnv env = {
+	NULL, env_now, env_now, env_uuid, env_wake, env_interrupt, env_denied, env_paused,
+	env_suspect, env_orphan, env_ghost, env_proof, env_text, env_sqlstate, env_warn
+};
+
+static ZklTable table;
+static ZklSlot slots[NSLOTS];
+static ZklCore core;
+static ZklOp ops[2 * NSLOTS];
+static const char *mine[NSLOTS];
+static bool held[NSLOTS];
+
+static void
+setup(void)
+{
+	memset(&table, 0, sizeof(table));
+	memset(slots, 0, sizeof(slots));
+	memset(&core, 0, sizeof(core));
+	table.slots = slots;
+	table.nslots = NSLOTS;
+	table.conn_state = ZKC_CONNECTED;
+	table.session_id = 0x100;
+	table.negotiated_timeout = 4000;
+	strcpy(table.roots[0], "/r");
+	core.t = &table;
+	core.env = &env;
+	core.connect_timeout = 5000;
+	core.proof_bound = 1000;
+	core.ops = ops;
+	core.mine = mine;
+	core.held = held;
+	paused = false;
+	interrupts = 0;
+}
+
+static int
+claim(char mode, int pid)
+{
+	ZklRequest	r;
+	char		uuid[ZKL_UUID_LEN + 1];
+	int			idx = zkt_find_free(&table);
+
+	env_uuid(NULL, uuid);
+	r.key = "tk";
+	r.mode = mode;
+	r.nowait = false;
+	r.data = "";
+	r.procno = pid;
+	r.pid = pid;
+	r.now = now_us;
+	r.uuid = uuid;
+	zkt_claim(&table, idx, &r);
+	return idx;
+}
+
+/* Plan, and return the tag of slot idx's op of this kind (0: none planned). */
+static uint64_t
+planned(int idx, ZklOpKind kind)
+{
+	int			i;
+
+	for (i = 0; i < core.nops; i++)
+		if (ops[i].idx == idx && ops[i].kind == kind)
+			return zcore_tag(idx, ops[i].attempt);
+	return 0;
+}
+
+/* The node name ZooKeeper gives slot idx's create, with this sequence. */
+static const char *
+node_of(int idx, int seq, char *buf)
+{
+	char		prefix[ZKL_NODE_BUFLEN];
+
+	zkr_node_prefix(slots[idx].mode, slots[idx].uuid, 7, slots[idx].owner_pid, prefix, sizeof(prefix));
+	sprintf(buf, "%s%010d", prefix, seq);
+	return buf;
+}
+
+/* Create slot idx's node with this sequence and answer its listing with names[]. */
+static void
+create_and_list(int idx, int seq, const char *const *names, int n)
+{
+	char		name[ZKL_NODE_BUFLEN];
+	uint64_t	tag;
+	ZkrChild	kids[8];
+
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(idx, OP_CREATE);
+	CHECK(tag != 0, "a create is planned");
+	(void) zcore_create_reply(&core, tag, ZOK, node_of(idx, seq, name), true, 10 + seq);
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(names, n, kids));
+}
+
+/*
+ * A waiter's stale predecessor: W waits behind local holder D (its only
+ * blocker).  W's node vanishes; W queues again, its create's reply is lost
+ * and the lookup adopts its new node.  Then D's node is deleted: that must
+ * not grant W, whose new place it has not read yet.
+ */
+static void
+test_stale_watch(void)
+{
+	char		dn[ZKL_NODE_BUFLEN];
+	char		wn[ZKL_NODE_BUFLEN];
+	char		wn2[ZKL_NODE_BUFLEN];
+	const char *list[3];
+	ZkrChild	kids[4];
+	int			d;
+	int			w;
+	uint64_t	tag;
+
+	setup();
+	d = claim(ZKL_MODE_EXCLUSIVE, 1);
+	list[0] = node_of(d, 0, dn);
+	create_and_list(d, 0, list, 1);
+	CHECK(slots[d].result == ZKR_GRANTED, "first node granted");
+
+	w = claim(ZKL_MODE_EXCLUSIVE, 2);
+	list[1] = node_of(w, 1, wn);
+	create_and_list(w, 1, list, 2);
+	CHECK(slots[w].zstate == ZKS_QUEUED && slots[w].watch_sole, "second waits on the first alone");
+
+	/* W's node is gone from a listing: it queues again */
+	(void) zcore_plan(&core, true, now_us);
+	slots[w].todo |= ZKT_CHILDREN;
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(w, OP_CHILDREN);
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 1, kids));
+	CHECK(slots[w].zstate == ZKS_NEW, "requeued");
+	CHECK(slots[w].watch[0] == '\0' && !slots[w].watch_sole, "requeue forgets the watched node");
+
+	/* its create's reply is lost; the lookup finds the node and adopts it */
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(w, OP_CREATE);
+	(void) zcore_create_reply(&core, tag, ZCONNECTIONLOSS, "", false, 0);
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(w, OP_RECOVER);
+	list[1] = node_of(w, 2, wn2);
+	zcore_recover_reply(&core, tag, ZOK, list, 2);
+	CHECK(slots[w].zstate == ZKS_QUEUED && slots[w].watch[0] == '\0', "adopted, no watch yet");
+
+	/* D releases: its delete's reply must not grant W */
+	(void) zkt_abandon(&table, &slots[d]);
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(d, OP_DELETE);
+	CHECK(tag != 0, "the holder's delete is planned");
+	zcore_delete_reply(&core, tag, ZOK);
+	CHECK(slots[w].result == ZKR_PENDING, "a stale predecessor grants nothing");
+}
+
+/* The local hand-over: a waiter whose only blocker is a local holder is granted by the delete's reply. */
+static void
+test_local_handover(void)
+{
+	char		dn[ZKL_NODE_BUFLEN];
+	char		wn[ZKL_NODE_BUFLEN];
+	const char *list[2];
+	int			d;
+	int			w;
+	uint64_t	tag;
+
+	setup();
+	d = claim(ZKL_MODE_EXCLUSIVE, 1);
+	list[0] = node_of(d, 0, dn);
+	create_and_list(d, 0, list, 1);
+	w = claim(ZKL_MODE_EXCLUSIVE, 2);
+	list[1] = node_of(w, 1, wn);
+	create_and_list(w, 1, list, 2);
+	(void) zkt_abandon(&table, &slots[d]);
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(d, OP_DELETE);
+	zcore_delete_reply(&core, tag, ZOK);
+	CHECK(slots[w].result == ZKR_GRANTED, "granted by the delete's reply");
+	CHECK(slots[d].zstate == ZKS_FREE, "the released slot is free");
+}
+
+/* A grant during a lock-delay waits; the queue is read again once it ends. */
+static void
+test_lock_delay(void)
+{
+	char		n0[ZKL_NODE_BUFLEN];
+	const char *list[1];
+	int			s;
+
+	setup();
+	paused = true;
+	paused_until = now_us + 2000000;
+	s = claim(ZKL_MODE_EXCLUSIVE, 1);
+	list[0] = node_of(s, 0, n0);
+	create_and_list(s, 0, list, 1);
+	CHECK(slots[s].result == ZKR_PENDING && slots[s].delayed_until == paused_until,
+		  "no grant during a lock-delay");
+	now_us += 1000000;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(s, OP_CHILDREN) == 0, "nothing read while it lasts");
+	now_us += 1000001;
+	paused = false;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(s, OP_CHILDREN) != 0, "the queue is read again when it ends");
+}
+
+/* The session ends: holders are lost (and told), waiters queue again. */
+static void
+test_session_lost(void)
+{
+	char		n0[ZKL_NODE_BUFLEN];
+	char		n1[ZKL_NODE_BUFLEN];
+	const char *list[2];
+	int			h;
+	int			w;
+
+	setup();
+	h = claim(ZKL_MODE_EXCLUSIVE, 1);
+	list[0] = node_of(h, 0, n0);
+	create_and_list(h, 0, list, 1);
+	w = claim(ZKL_MODE_EXCLUSIVE, 2);
+	list[1] = node_of(w, 1, n1);
+	create_and_list(w, 1, list, 2);
+	zcore_session_lost(&core);
+	CHECK(slots[h].result == ZKR_LOST && interrupts == 1, "the holder lost its lock and was told");
+	CHECK(slots[w].zstate == ZKS_NEW && slots[w].result == ZKR_PENDING, "the waiter queues again");
+	CHECK(table.session_id == 0, "no session");
+}
+
+/* While locks are held, a commit proof is kept fresh; its reply notes the send time. */
+static void
+test_proof(void)
+{
+	char		n0[ZKL_NODE_BUFLEN];
+	const char *list[1];
+	int			s;
+
+	setup();
+	s = claim(ZKL_MODE_EXCLUSIVE, 1);
+	list[0] = node_of(s, 0, n0);
+	create_and_list(s, 0, list, 1);
+	CHECK(noted_at == slots[s].sent_at, "the create's answer is a proof");
+	now_us += 600000;
+	(void) zcore_plan(&core, true, noted_at);
+	CHECK(core.proof_due, "a proof older than half the bound is renewed");
+	core.proof_sent = now_us;
+	zcore_proof_sent(&core, true);
+	zcore_proof_reply(&core, core.proof_gen, ZSESSIONEXPIRED);
+	CHECK(noted_at != now_us, "a session error proves nothing");
+	zcore_proof_sent(&core, true);
+	zcore_proof_reply(&core, core.proof_gen + 1, ZOK);
+	CHECK(noted_at != now_us, "a reply from an old handle proves nothing");
+	zcore_proof_reply(&core, core.proof_gen, ZOK);
+	CHECK(noted_at == now_us && noted_session == 0x100, "the leader's answer proves the session");
+}
+
+static void
+test_holds(void)
+{
+	ZklHold		h[3] = {{0, 'x', "ta", 0}, {1, 's', "ta", 1}, {2, 'x', "tb", 0}};
+	ZklXactProof p;
+
+	CHECK(zkh_keeps_node(h, 3, 0), "a node stays while the key's other mode is held");
+	CHECK(!zkh_keeps_node(h, 3, 2), "a node of a key no longer held goes");
+
+	memset(&p, 0, sizeof(p));
+	CHECK(zkh_commit_verdict(&p, false, 0, 0, 0, 0, 1000) == ZKH_COMMIT, "no lock, nothing to prove");
+	zkh_granted(&p, 7);
+	CHECK(zkh_commit_verdict(&p, false, 5000000, 7, 7, 5500000, 1000) == ZKH_COMMIT, "fresh proof");
+	CHECK(zkh_commit_verdict(&p, false, 5000000, 7, 7, 6000000, 1000) == ZKH_WAIT, "proof as old as the bound");
+	CHECK(zkh_commit_verdict(&p, false, 5000000, 7, 8, 5500000, 1000) == ZKH_ENDED, "the session changed");
+	CHECK(zkh_commit_verdict(&p, true, 5000000, 7, 7, 5500000, 1000) == ZKH_LOST, "a held lock is lost");
+	zkh_released(&p, "ta", true);
+	CHECK(zkh_commit_verdict(&p, false, 5000000, 7, 7, 5500000, 1000) == ZKH_LOST,
+		  "unlocking a lost lock does not undo the loss");
+	memset(&p, 0, sizeof(p));
+	zkh_granted(&p, 7);
+	zkh_granted(&p, 9);
+	CHECK(zkh_commit_verdict(&p, false, 5000000, 9, 9, 5500000, 1000) == ZKH_TWO_SESSIONS,
+		  "granted by two sessions");
+}
+
+static void
+test_names(void)
+{
+	char		uuid[ZKL_UUID_LEN + 1];
+	const char *a = "x-11111111-1111-4111-8111-111111111111-7300000000000000001-4242-2147483647";
+	const char *b = "s-22222222-2222-4222-8222-222222222222-7300000000000000001-4242--2147483648";
+	const char *c = "s-33333333-3333-4333-8333-333333333333-7300000000000000001-4243--000000001";
+
+	CHECK(zkr_same_owner(a, b), "one backend's nodes on both sides of the wrap");
+	CHECK(!zkr_same_owner(b, c), "another pid is another backend");
+	CHECK(zkr_uuid_of(b, uuid) && strcmp(uuid, "22222222-2222-4222-8222-222222222222") == 0,
+		  "the uuid of a node");
+	CHECK(!zkr_same_owner(a, "x-short"), "a foreign name owns nothing");
+}
+
+int
+main(void)
+{
+	test_stale_watch();
+	test_local_handover();
+	test_lock_delay();
+	test_session_lost();
+	test_proof();
+	test_holds();
+	test_names();
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed == 0 ? 0 : 1;
+}
