@@ -27,12 +27,12 @@ endif
 TAP_TESTS = 1
 ENCODING = UTF8
 NO_LOCALE = 1
-EXTRA_CLEAN = tmp_regress tmp_isolation output_iso test/unit/test_pure test/unit/test_core
+EXTRA_CLEAN = tmp_regress tmp_isolation output_iso test/unit/test_pure test/unit/test_core test/sim/sim
 
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
-.PHONY: test demo bench unit fuzz installcheck-regress installcheck-isolation installcheck-tap
+.PHONY: test demo bench unit fuzz sim sim-bites installcheck-regress installcheck-isolation installcheck-tap
 
 ifneq ($(PGXS),)
 include $(PGXS)
@@ -55,6 +55,24 @@ bench:
 
 unit:
 	bash test/unit/run.sh
+
+# The deterministic simulation (test/sim): random seeds for SIM_SECONDS, each
+# reported; SIM_SEED=N replays one seed step by step.  make test runs a
+# fixed set of seeds.
+SIM_SECONDS ?= 60
+sim:
+	@bash test/deps.sh
+ifdef SIM_SEED
+	bash test/sim/run.sh --seed $(SIM_SEED) --verbose
+else
+	bash test/sim/run.sh --seconds $(SIM_SECONDS)
+endif
+
+# Put back each fixed decision bug (test/sim/bugs) and show the simulation catches it.
+SIM_BITE_SECONDS ?= 60
+sim-bites:
+	@bash test/deps.sh
+	bash test/sim/bites.sh $(SIM_BITE_SECONDS)
 
 # A long libFuzzer run of the key encoding (make test runs a short one).
 FUZZ_SECONDS ?= 600

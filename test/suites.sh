@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every suite in a scratch tree (see run_all.sh): unit tests of the pure
-# modules, pg_regress, isolation specs and TAP.  Starts a ZooKeeper server for
+# modules, the simulation, pg_regress, isolation specs and TAP.  Starts a ZooKeeper server for
 # the pg_regress and isolation instances (TAP tests start their own) and stops
 # it on any exit.
 set -uo pipefail
@@ -44,6 +44,8 @@ run_suite() {
 }
 
 run_suite unit bash test/unit/run.sh
+# the worker's decisions against the model ZooKeeper: a fixed set of seeds (~30 s)
+run_suite sim bash test/sim/run.sh --seeds 1-8000 --seconds 60
 run_suite fuzz bash test/fuzz/run.sh 20
 run_suite bench-smoke bash bench/smoke.sh "$zk_port"
 run_suite regress "${mk[@]}" installcheck-regress

@@ -1,0 +1,2025 @@
+/*
+ * sim.c — deterministic simulation of zk_lock: several clusters, each
+ * running the real worker decisions (src/core.c) and the real slot table
+ * (src/table.c) for several backends, against the model ZooKeeper
+ * (zkmodel.c), under a seeded scheduler that also injects faults:
+ * connection resets, a follower cut off from the leader, a worker paused
+ * past its session timeout, containers reaped.  After every step it checks:
+ *   - never two holders of conflicting modes of one key that could both
+ *     commit now (by the real commit rule, table.c);
+ *   - FIFO: a grant never passes a conflicting request queued before it
+ *     (other than as core's same-backend rule allows); fencing tokens of
+ *     exclusive grants strictly increase;
+ *   - at the end, after a fault-free quiet phase: every request ended, no
+ *     slot in use, no lock node left.
+ * A failing seed prints the last steps and replays exactly.
+ *
+ * What is modeled rather than run: the worker's session handling (session.c),
+ * lock-delay's presence list (presence.c) and the orphan clean-up
+ * (orphans.c) are re-stated here in a few lines each, following those files.
+ *
+ * Usage: sim [--seed N] [--seeds A-B] [--seconds S] [--steps N] [--first-failure]
+ *            [--verbose]
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zookeeper/zookeeper.h>	/* result codes, event and state types */
+
+#include "core.h"
+#include "holds.h"
+#include "table.h"
+#include "zkmodel.h"
+
+#define NCLUSTERS	3
+#define NBACKENDS	3
+#define NKEYS		3
+#define NSLOTS		16
+#define MAXHOLD		4
+#define ROOT		"/zkl"
+#define SESSIONS	ROOT "/.sessions"
+
+#define SESSION_TIMEOUT	4000	/* ms */
+#define PROOF_BOUND		1000
+#define LOCK_DELAY		2000
+#define CONNECT_TIMEOUT	5000
+
+#define WORK_US		(30 * 1000000LL)	/* faults and load */
+#define FAULT_EVERY	3000000		/* us */
+#define QUIET_US	(180 * 1000000LL)	/* then no faults, no new work */
+#define TRACE		48
+
+/* ---- the run ---- */
+
+typedef enum Purpose
+{
+	P_NONE,
+	P_CREATE,
+	P_CHILDREN,
+	P_RECOVER,
+	P_STAT,
+	P_BARRIER,
+	P_WATCH,
+	P_VERIFY,
+	P_DELETE,
+	P_MULTI,
+	P_PROOF,
+	P_KEYNODE,
+	P_IGNORE,
+	P_PRES_LIST,
+	P_GHOST_LIST,
+	P_SUSPECT_STAT
+} Purpose;
+
+typedef struct Out
+{
+	uint64_t	id;
+	Purpose		purpose;
+	uint64_t	tag;			/* core tag, or presence/proof generation */
+	int			n;				/* multi */
+	uint64_t	tags[ZKL_BATCH_MAX];
+	bool		del[ZKL_BATCH_MAX];
+	char		path[ZKM_PATH];
+	char		uuid[ZKL_UUID_LEN + 1];
+} Out;
+
+typedef enum BState
+{
+	B_IDLE,
+	B_WAIT,
+	B_HOLD,
+	B_COMMIT,
+	B_DONE
+} BState;
+
+/* One step of a transaction's script. */
+typedef struct Act
+{
+	bool		pause;			/* idle in transaction for a while */
+	bool		unlock;
+	int			key;
+	char		mode;
+	int			kind;			/* lock: 0 wait for ever, 1 with timeout, 2 try */
+} Act;
+
+#define MAXACTS	8
+
+/* A lock a transaction held: from its grant to its release (0: still held). */
+typedef struct Span
+{
+	int			key;
+	char		mode;
+	int			cluster;
+	int			pid;
+	int64_t		from;
+	int64_t		to;
+} Span;
+
+#define MAXSPANS	8
+#define HISTORY		512			/* committed spans kept per key */
+
+typedef struct Backend
+{
+	BState		st;
+	int			nspans;
+	Span		spans[MAXSPANS];	/* this transaction's, for the commit check */
+	bool		lost_seen;		/* a lock of this transaction was lost (seen by check_step) */
+	int			pid;
+	int			nholds;
+	ZklHold		holds[MAXHOLD]; /* granted locks of this transaction (holds.h) */
+	ZklXactProof proof;
+	int			waiting;		/* slot waited for, -1: none */
+	int64_t		deadline;		/* of the wait or the commit (0: none) */
+	int			nacts;
+	int			next_act;
+	Act			acts[MAXACTS];
+	int64_t		next_at;
+	int			txns_left;
+	int			commits;
+} Backend;
+
+typedef struct Ghost
+{
+	char		key_path[ZKM_PATH];
+	char		uuid[ZKL_UUID_LEN + 1];
+	int64_t		due;
+} Ghost;
+
+typedef struct Cluster
+{
+	int			id;
+	ZklTable	t;
+	ZklSlot		slots[NSLOTS];
+	ZklCore		core;
+	ZklCoreEnv	env;
+	ZklOp		ops[2 * NSLOTS];
+	const char *mine[NSLOTS];
+	bool		held[NSLOTS];
+	int			client;			/* model handle, -1: none */
+	int64_t		next_open;
+	int64_t		last_heard;
+	bool		paused;
+	int64_t		paused_until;
+	int64_t		proof_at;
+	int64_t		proof_session;
+	Out		   *outs;
+	int			nouts;
+	int			capouts;
+	uint64_t	next_out;
+	/* presence (presence.c) */
+	int64_t		for_session;
+	bool		listed;
+	bool		stale;
+	bool		presence_due;
+	bool		list_due;
+	bool		list_in_flight;
+	uint64_t	pgen;
+	int64_t		grants_paused_until;
+	int64_t		known[NCLUSTERS * 64];
+	int			nknown;
+	int32_t		last_cversion;
+	/* orphans (orphans.c) */
+	Ghost		ghosts[NSLOTS];
+	int			nghosts;
+	char		suspects[4][ZKM_PATH];
+	int			nsuspects;
+	Backend		b[NBACKENDS];
+} Cluster;
+
+typedef struct Sim
+{
+	uint64_t	seed;
+	uint64_t	rng;
+	Zkm		   *m;
+	Cluster		c[NCLUSTERS];
+	int64_t		step;
+	bool		quiet;
+	bool		failed;
+	int64_t		last_x_czxid[NKEYS];
+	char		trace[TRACE][200];
+	int			ntrace;
+	bool		verbose;
+	Span		history[NKEYS][HISTORY];	/* spans of committed transactions */
+	int			nhistory[NKEYS];
+	/* granted slots already checked: cluster, slot, attempt */
+	uint64_t	seen_attempt[NCLUSTERS][NSLOTS];
+	int64_t		commits;
+	int64_t		grants;
+} Sim;
+
+static Sim *S;
+static bool verbose_run = false;
+
+
+static uint64_t
+rnd(void)
+{
+	S->rng ^= S->rng << 13;
+	S->rng ^= S->rng >> 7;
+	S->rng ^= S->rng << 17;
+	return S->rng;
+}
+
+static int
+rnd_int(int n)
+{
+	return (int) (rnd() % (uint64_t) n);
+}
+
+static bool
+chance(int percent)
+{
+	return rnd_int(1000) < percent * 10;
+}
+
+static void
+trace(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+
+static void
+trace(const char *fmt,...)
+{
+	va_list		ap;
+	char	   *line = S->trace[S->ntrace++ % TRACE];
+	int			n;
+
+	n = snprintf(line, 200, "%8.3fs #%" PRId64 " ", zkm_now(S->m) / 1e6, S->step);
+	va_start(ap, fmt);
+	vsnprintf(line + n, 200 - n, fmt, ap);
+	va_end(ap);
+	if (S->verbose)
+		printf("%s\n", line);
+}
+
+static void
+fail(const char *fmt,...) __attribute__((format(printf, 1, 2)));
+
+static void
+fail(const char *fmt,...)
+{
+	va_list		ap;
+	int			i;
+
+	if (S->failed)
+		return;
+	S->failed = true;
+	printf("seed %" PRIu64 " FAILED at step %" PRId64 " (%.3f s): ", S->seed, S->step,
+		   zkm_now(S->m) / 1e6);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\nlast steps:\n");
+	for (i = S->ntrace > TRACE ? S->ntrace - TRACE : 0; i < S->ntrace; i++)
+		printf("  %s\n", S->trace[i % TRACE]);
+	printf("replay: make sim SIM_SEED=%" PRIu64 "\n", S->seed);
+}
+
+static const char *
+key_name(int k)
+{
+	static const char *names[NKEYS] = {"tk0", "tk1", "tk2"};
+
+	return names[k];
+}
+
+/* ---- outstanding requests ---- */
+
+static Out *
+out_new(Cluster *c, Purpose p, uint64_t tag)
+{
+	Out		   *o;
+
+	if (c->nouts == c->capouts)
+	{
+		c->capouts = c->capouts ? 2 * c->capouts : 64;
+		c->outs = realloc(c->outs, c->capouts * sizeof(Out));
+	}
+	o = &c->outs[c->nouts++];
+	memset(o, 0, sizeof(*o));
+	o->id = ++c->next_out;
+	o->purpose = p;
+	o->tag = tag;
+	return o;
+}
+
+static bool
+out_take(Cluster *c, uint64_t id, Out *into)
+{
+	int			i;
+
+	for (i = 0; i < c->nouts; i++)
+		if (c->outs[i].id == id)
+		{
+			*into = c->outs[i];
+			c->outs[i] = c->outs[--c->nouts];
+			return true;
+		}
+	return false;
+}
+
+static void
+req_init(ZkmReq *r, ZkmReqKind kind, const char *path, const Out *o)
+{
+	memset(r, 0, sizeof(*r));
+	r->kind = kind;
+	snprintf(r->path, sizeof(r->path), "%s", path);
+	r->tag = o ? o->id : 0;
+}
+
+static void
+send_req(Cluster *c, ZkmReq *r)
+{
+	zkm_send(S->m, c->client, r);
+}
+
+/* A request whose reply nobody reads (parents, stray deletes). */
+static void
+send_blind(Cluster *c, ZkmReqKind kind, const char *path, int flags)
+{
+	ZkmReq		r;
+	Out		   *o = out_new(c, P_IGNORE, 0);
+
+	req_init(&r, kind, path, o);
+	r.flags = flags;
+	send_req(c, &r);
+}
+
+/* ---- what core.c asks of its host ---- */
+
+static int64_t
+env_now(void *arg)
+{
+	return zkm_now(S->m);
+}
+
+static void
+env_new_uuid(void *arg, char out[ZKL_UUID_LEN + 1])
+{
+	uint64_t	r[2];
+
+	r[0] = rnd();
+	r[1] = rnd();
+	zkr_format_uuid((const unsigned char *) r, out);
+}
+
+static void
+env_wake(void *arg, ZklSlot *s)
+{
+}
+
+static void
+env_interrupt(void *arg, ZklSlot *s)
+{
+}
+
+static void
+env_denied(void *arg, const ZklSlot *s)
+{
+	fail("denied: no ACLs in the model");
+}
+
+static bool
+env_grants_paused(void *arg, int64_t now, int64_t *until)
+{
+	Cluster    *c = arg;
+
+	if (!c->listed || c->stale)
+	{
+		*until = c->grants_paused_until > now + 20000 ? c->grants_paused_until : now + 20000;
+		return true;
+	}
+	*until = c->grants_paused_until;
+	return now < c->grants_paused_until;
+}
+
+static bool
+uuid_live(Cluster *c, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < c->t.nused; i++)
+		if (c->t.slots[i].zstate != ZKS_FREE && zkr_name_has_uuid(name, c->t.slots[i].uuid))
+			return true;
+	return false;
+}
+
+static void
+env_suspect(void *arg, const ZklSlot *s, const char *name)
+{
+	Cluster    *c = arg;
+	char		path[ZKL_PATH_LEN];
+	int			i;
+
+	if (!zkr_name_has_sysid(name, (uint64_t) c->id + 1) || uuid_live(c, name))
+		return;
+	zcore_child_path(&c->t, s, name, path);
+	for (i = 0; i < c->nsuspects; i++)
+		if (strcmp(c->suspects[i], path) == 0)
+			return;
+	if (c->nsuspects < 4)
+		snprintf(c->suspects[c->nsuspects++], ZKM_PATH, "%s", path);
+}
+
+static bool
+env_may_be_orphan(void *arg, const char *name)
+{
+	Cluster    *c = arg;
+
+	return zkr_name_has_sysid(name, (uint64_t) c->id + 1) && !uuid_live(c, name);
+}
+
+static void
+env_ghost(void *arg, const ZklSlot *s)
+{
+	Cluster    *c = arg;
+	Ghost	   *g;
+
+	if (c->nghosts == NSLOTS)
+		return;
+	g = &c->ghosts[c->nghosts++];
+	zcore_key_path(&c->t, s, g->key_path);
+	snprintf(g->uuid, sizeof(g->uuid), "%s", s->uuid);
+	g->due = zkm_now(S->m) + 1000000;
+}
+
+static void
+env_proof_note(void *arg, int64_t sent_at, int64_t session)
+{
+	Cluster    *c = arg;
+
+	if (session != c->proof_session)
+	{
+		c->proof_session = session;
+		c->proof_at = sent_at;
+	}
+	else if (sent_at > c->proof_at)
+		c->proof_at = sent_at;
+	c->t.proof_wanted = false;
+}
+
+static const char *
+env_rc_text(int rc)
+{
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), "rc %d", rc);
+	return buf;
+}
+
+static int
+env_rc_sqlstate(int rc)
+{
+	return ZKL_SQLSTATE('3', '8', '0', '0', '0');
+}
+
+static void
+env_warn(void *arg, const char *msg)
+{
+	trace("c%d warning: %s", ((Cluster *) arg)->id, msg);
+}
+
+/* ---- the worker: session (session.c), presence (presence.c), orphans ---- */
+
+static void
+proof_forget(Cluster *c)
+{
+	c->proof_at = 0;
+	c->proof_session = 0;
+}
+
+static void
+session_lost(Cluster *c)
+{
+	proof_forget(c);
+	zcore_session_lost(&c->core);
+}
+
+static void
+presence_pause(Cluster *c)
+{
+	int64_t		until = zkm_now(S->m) + (int64_t) zkt_lock_delay_ms(LOCK_DELAY, PROOF_BOUND) * 1000;
+
+	if (until > c->grants_paused_until)
+		c->grants_paused_until = until;
+}
+
+static void
+presence_reset(Cluster *c)
+{
+	c->pgen++;
+	c->for_session = 0;
+	c->listed = false;
+	c->list_in_flight = false;
+}
+
+static void
+open_session(Cluster *c)
+{
+	c->t.conn_state = ZKC_CONNECTING;
+	zcore_new_handle(&c->core);
+	presence_reset(c);
+	c->nouts = 0;
+	c->client = zkm_open(S->m, SESSION_TIMEOUT);
+	trace("c%d opens a session", c->id);
+}
+
+static void
+close_session(Cluster *c, const char *why)
+{
+	trace("c%d closes its session (%s)", c->id, why);
+	session_lost(c);
+	zkm_close(S->m, c->client);
+	c->client = -1;
+	c->nouts = 0;
+	c->next_open = zkm_now(S->m) + 1000000;
+}
+
+/* session.c's cut-off clock: lost at 11/12 of the timeout without news. */
+static void
+session_tend(Cluster *c)
+{
+	int64_t		now = zkm_now(S->m);
+
+	if (c->client >= 0 && c->t.conn_state == ZKC_CONNECTING && c->t.session_id != 0 &&
+		now - c->last_heard >= (int64_t) SESSION_TIMEOUT * 1000 * 11 / 12)
+		close_session(c, "cut off past the timeout");
+	if (c->client < 0 && now >= c->next_open && !S->failed)
+		open_session(c);
+}
+
+static void
+presence_tend(Cluster *c)
+{
+	int64_t		session = c->t.session_id;
+	char		path[ZKM_PATH];
+	ZkmReq		r;
+
+	if (c->client < 0 || c->t.conn_state != ZKC_CONNECTED || session == 0)
+		return;
+	if (session != c->for_session)
+	{
+		c->pgen++;
+		c->for_session = session;
+		c->listed = false;
+		c->stale = false;
+		c->list_in_flight = false;
+		c->presence_due = true;
+		c->last_cversion = -1;
+		presence_pause(c);
+	}
+	if (c->presence_due)
+	{
+		send_blind(c, ZKM_CREATE, ROOT, 0);
+		send_blind(c, ZKM_CREATE, SESSIONS, 0);
+		snprintf(path, sizeof(path), SESSIONS "/%016" PRIx64, session);
+		send_blind(c, ZKM_CREATE, path, ZKM_F_EPHEMERAL);
+		c->presence_due = false;
+		c->list_due = true;
+	}
+	if (c->list_due && !c->list_in_flight)
+	{
+		Out		   *o = out_new(c, P_PRES_LIST, c->pgen);
+
+		req_init(&r, ZKM_CHILDREN, SESSIONS, o);
+		r.watch = true;
+		r.wtag = (UINT64_C(1) << 63) | c->pgen;
+		send_req(c, &r);
+		c->list_due = false;
+		c->list_in_flight = true;
+	}
+}
+
+static bool
+known_has(const int64_t *ids, int n, int64_t id)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+static void
+presence_listed(Cluster *c, const ZkmMsg *msg)
+{
+	int64_t		now_known[NCLUSTERS * 64];
+	int			n = 0;
+	int			changes = 0;
+	bool		died = !c->listed;
+	int			i;
+
+	c->list_in_flight = false;
+	if (msg->rc != ZOK)
+	{
+		c->list_due = true;
+		c->presence_due |= msg->rc == ZNONODE;
+		return;
+	}
+	for (i = 0; i < msg->nchildren && n < NCLUSTERS * 64; i++)
+		now_known[n++] = (int64_t) strtoull(msg->children[i], NULL, 16);
+	for (i = 0; i < c->nknown; i++)
+		if (!known_has(now_known, n, c->known[i]))
+		{
+			died = true;
+			changes++;
+		}
+	for (i = 0; i < n; i++)
+		changes += !known_has(c->known, c->nknown, now_known[i]);
+	/* a session that came and went between two listings */
+	if (!died && c->last_cversion >= 0 && msg->cversion - c->last_cversion > changes)
+		died = true;
+	c->last_cversion = msg->cversion;
+	if (died)
+	{
+		presence_pause(c);
+		trace("c%d lock-delay until %.3f", c->id, c->grants_paused_until / 1e6);
+	}
+	memcpy(c->known, now_known, n * sizeof(int64_t));
+	c->nknown = n;
+	if (known_has(c->known, c->nknown, c->for_session))
+	{
+		c->listed = true;
+		c->stale = c->list_due;
+	}
+	else
+		c->presence_due = true;
+}
+
+static void
+ghosts_tend(Cluster *c)
+{
+	int			i;
+
+	for (i = 0; i < c->nghosts && c->t.conn_state == ZKC_CONNECTED; i++)
+		if (c->ghosts[i].due <= zkm_now(S->m))
+		{
+			Out		   *o = out_new(c, P_GHOST_LIST, 0);
+			ZkmReq		r;
+
+			snprintf(o->path, sizeof(o->path), "%s", c->ghosts[i].key_path);
+			snprintf(o->uuid, sizeof(o->uuid), "%s", c->ghosts[i].uuid);
+			send_blind(c, ZKM_SYNC, c->ghosts[i].key_path, 0);
+			req_init(&r, ZKM_CHILDREN, c->ghosts[i].key_path, o);
+			send_req(c, &r);
+			c->ghosts[i--] = c->ghosts[--c->nghosts];
+		}
+	for (i = 0; i < c->nsuspects && c->t.conn_state == ZKC_CONNECTED; i++)
+	{
+		Out		   *o = out_new(c, P_SUSPECT_STAT, 0);
+		ZkmReq		r;
+
+		snprintf(o->path, sizeof(o->path), "%s", c->suspects[i]);
+		req_init(&r, ZKM_EXISTS, c->suspects[i], o);
+		send_req(c, &r);
+	}
+	if (c->t.conn_state == ZKC_CONNECTED)
+		c->nsuspects = 0;
+}
+
+/* ---- sending what core.c planned ---- */
+
+static void
+create_path(Cluster *c, const ZklSlot *s, char *out)
+{
+	char		prefix[ZKL_NODE_BUFLEN];
+
+	zkr_node_prefix(s->mode, s->uuid, (uint64_t) c->id + 1, s->owner_pid, prefix, sizeof(prefix));
+	zcore_child_path(&c->t, s, prefix, out);
+}
+
+static void
+send_children(Cluster *c, const ZklSlot *s, Purpose p, uint64_t tag)
+{
+	char		path[ZKL_PATH_LEN];
+	ZkmReq		r;
+
+	zcore_key_path(&c->t, s, path);
+	req_init(&r, ZKM_CHILDREN, path, out_new(c, p, tag));
+	send_req(c, &r);
+}
+
+static void
+send_batches(Cluster *c)
+{
+	int			members[ZKL_BATCH_MAX];
+	int			n;
+	int			j;
+
+	while ((n = zcore_next_batch(&c->core, members)) > 0)
+	{
+		Out		   *o = out_new(c, P_MULTI, 0);
+		ZkmReq		r;
+
+		req_init(&r, ZKM_MULTI_OP, "/", o);
+		r.nsub = n;
+		o->n = n;
+		for (j = 0; j < n; j++)
+		{
+			const ZklOp *op = &c->ops[members[j]];
+			const ZklSlot *s = &c->t.slots[op->idx];
+
+			o->tags[j] = zcore_tag(op->idx, op->attempt);
+			o->del[j] = op->kind == OP_DELETE;
+			if (o->del[j])
+			{
+				r.sub[j].kind = ZKM_DELETE;
+				zcore_child_path(&c->t, s, s->node, r.sub[j].path);
+			}
+			else
+			{
+				r.sub[j].kind = ZKM_CREATE;
+				r.sub[j].flags = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
+				create_path(c, s, r.sub[j].path);
+			}
+		}
+		send_req(c, &r);
+		zcore_write_sent(&c->core);
+		for (j = 0; j < n; j++)
+			if (!o->del[j])
+				send_children(c, &c->t.slots[c->ops[members[j]].idx], P_CHILDREN, o->tags[j]);
+	}
+}
+
+static void
+send_op(Cluster *c, const ZklOp *op)
+{
+	const ZklSlot *s = &c->t.slots[op->idx];
+	uint64_t	tag = zcore_tag(op->idx, op->attempt);
+	char		path[ZKL_PATH_LEN];
+	ZkmReq		r;
+
+	switch (op->kind)
+	{
+		case OP_CREATE:
+			if (op->parents)
+			{
+				send_blind(c, ZKM_CREATE, ROOT, 0);
+				zcore_key_path(&c->t, s, path);
+				req_init(&r, ZKM_CREATE, path, out_new(c, P_KEYNODE, tag));
+				r.flags = ZKM_F_CONTAINER;
+				send_req(c, &r);
+			}
+			create_path(c, s, path);
+			req_init(&r, ZKM_CREATE, path, out_new(c, P_CREATE, tag));
+			r.flags = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
+			send_req(c, &r);
+			zcore_write_sent(&c->core);
+			send_children(c, s, P_CHILDREN, tag);
+			break;
+		case OP_CHILDREN:
+			send_children(c, s, P_CHILDREN, tag);
+			break;
+		case OP_RECOVER:
+			/* a view that includes whatever the leader applied of ours */
+			zcore_key_path(&c->t, s, path);
+			send_blind(c, ZKM_SYNC, path, 0);
+			send_children(c, s, P_RECOVER, tag);
+			break;
+		case OP_STAT:
+		case OP_BARRIER:
+			zcore_child_path(&c->t, s, s->node, path);
+			req_init(&r, ZKM_EXISTS, path, out_new(c, op->kind == OP_STAT ? P_STAT : P_BARRIER, tag));
+			send_req(c, &r);
+			break;
+		case OP_VERIFY:
+			req_init(&r, ZKM_MULTI_OP, "/", out_new(c, P_VERIFY, tag));
+			r.nsub = 1;
+			r.sub[0].kind = ZKM_EXISTS;
+			zcore_child_path(&c->t, s, s->node, r.sub[0].path);
+			send_req(c, &r);
+			break;
+		case OP_WATCH:
+			zcore_child_path(&c->t, s, s->watch, path);
+			req_init(&r, ZKM_GETDATA, path, out_new(c, P_WATCH, tag));
+			r.watch = true;
+			r.wtag = tag;
+			send_req(c, &r);
+			break;
+		case OP_DELETE:
+			zcore_child_path(&c->t, s, s->node, path);
+			req_init(&r, ZKM_DELETE, path, out_new(c, P_DELETE, tag));
+			send_req(c, &r);
+			zcore_write_sent(&c->core);
+			break;
+	}
+}
+
+/* One turn of the worker's loop, as in worker.c. */
+static void
+worker_turn(Cluster *c)
+{
+	bool		connected;
+	int			i;
+
+	if (c->paused)
+		return;
+	session_tend(c);
+	presence_tend(c);
+	connected = c->client >= 0 && c->t.conn_state == ZKC_CONNECTED;
+	(void) zcore_plan(&c->core, connected,
+					  c->proof_session == c->t.session_id ? c->proof_at : 0);
+	if (c->core.nops > 0 && c->client < 0)
+		fail("c%d planned ops without a session", c->id);
+	if (c->client < 0)
+		return;
+	send_batches(c);
+	for (i = 0; i < c->core.nops; i++)
+		if (!c->ops[i].batched)
+			send_op(c, &c->ops[i]);
+	if (c->core.proof_due)
+	{
+		Out		   *o = out_new(c, P_PROOF, c->core.proof_gen);
+		ZkmReq		r;
+
+		c->core.proof_sent = zkm_now(S->m);
+		req_init(&r, ZKM_MULTI_OP, "/", o);
+		r.nsub = 1;
+		r.sub[0].kind = ZKM_EXISTS;
+		snprintf(r.sub[0].path, sizeof(r.sub[0].path), "%s", ROOT);
+		send_req(c, &r);
+		zcore_proof_sent(&c->core, true);
+	}
+	ghosts_tend(c);
+}
+
+/* ---- replies ---- */
+
+static void
+on_state(Cluster *c, const ZkmMsg *msg)
+{
+	if (msg->type == ZKM_ST_CONNECTED)
+	{
+		int64_t		id = zkm_session(S->m, c->client);
+
+		if (c->t.session_id != 0 && c->t.session_id != id)
+			session_lost(c);
+		c->t.session_id = id;
+		c->t.conn_state = ZKC_CONNECTED;
+		c->t.negotiated_timeout = zkm_timeout(S->m, c->client);
+		c->last_heard = zkm_now(S->m);
+		zcore_reconnected(&c->core);
+		c->stale = true;
+		c->list_due = true;
+		trace("c%d connected, session %" PRIx64, c->id, id);
+	}
+	else if (msg->type == ZKM_ST_CONNECTING)
+	{
+		c->t.conn_state = ZKC_CONNECTING;
+		trace("c%d connection lost", c->id);
+	}
+	else if (msg->type == ZKM_ST_EXPIRED)
+		close_session(c, "expired");
+}
+
+static void
+on_multi(Cluster *c, const Out *o, const ZkmMsg *msg)
+{
+	const char *names[ZKL_BATCH_MAX];
+	bool		stray[ZKL_BATCH_MAX];
+	int			errs[ZKL_BATCH_MAX];
+	int			i;
+
+	for (i = 0; i < o->n; i++)
+	{
+		names[i] = msg->names[i];
+		errs[i] = msg->nsub > i ? msg->errs[i] : msg->rc;
+	}
+	zcore_multi_reply(&c->core, o->n, o->tags, o->del, names, msg->rc, errs, stray);
+	for (i = 0; i < o->n; i++)
+		if (stray[i])
+			send_blind(c, ZKM_DELETE, names[i], 0);
+}
+
+static void
+on_ghost_list(Cluster *c, const Out *o, const ZkmMsg *msg)
+{
+	int			i;
+
+	if (zcore_outcome_unknown(msg->rc) && c->nghosts < NSLOTS)
+	{
+		/* again once reconnected */
+		Ghost	   *g = &c->ghosts[c->nghosts++];
+
+		snprintf(g->key_path, sizeof(g->key_path), "%s", o->path);
+		snprintf(g->uuid, sizeof(g->uuid), "%s", o->uuid);
+		g->due = zkm_now(S->m);
+		return;
+	}
+	for (i = 0; msg->rc == ZOK && i < msg->nchildren; i++)
+		if (zkr_name_has_uuid(msg->children[i], o->uuid))
+		{
+			char		path[ZKM_PATH * 2];
+
+			snprintf(path, sizeof(path), "%s/%s", o->path, msg->children[i]);
+			trace("c%d deletes ghost %s", c->id, path);
+			send_blind(c, ZKM_DELETE, path, 0);
+		}
+}
+
+static void
+on_reply(Cluster *c, const ZkmMsg *msg)
+{
+	Out			o;
+	ZkrChild	kids[64];
+	char		stray[ZKL_PATH_LEN];
+	int			n;
+
+	if (!out_take(c, msg->tag, &o))
+		return;
+	if (o.purpose == P_CREATE || o.purpose == P_RECOVER || o.purpose == P_MULTI ||
+		o.purpose == P_DELETE || o.purpose == P_STAT)
+		trace("c%d reply %d slot %d rc %d %s", c->id, o.purpose, zcore_tag_idx(o.tag), msg->rc,
+			  msg->path);
+	switch (o.purpose)
+	{
+		case P_CREATE:
+			if (zcore_create_reply(&c->core, o.tag, msg->rc, msg->path, true, msg->czxid))
+				send_blind(c, ZKM_DELETE, msg->path, 0);
+			break;
+		case P_CHILDREN:
+			n = msg->rc == ZOK ? zkr_collect((const char *const *) msg->children,
+											 msg->nchildren < 64 ? msg->nchildren : 64, kids) : 0;
+			zcore_children_reply(&c->core, o.tag, msg->rc, kids, n);
+			break;
+		case P_RECOVER:
+			zcore_recover_reply(&c->core, o.tag, msg->rc, (const char *const *) msg->children,
+								msg->nchildren);
+			break;
+		case P_STAT:
+			if (zcore_stat_reply(&c->core, o.tag, msg->rc, msg->owner, msg->czxid, stray))
+				send_blind(c, ZKM_DELETE, stray, 0);
+			break;
+		case P_BARRIER:
+			zcore_barrier_reply(&c->core, o.tag, msg->rc);
+			break;
+		case P_WATCH:
+			zcore_watch_set_reply(&c->core, o.tag, msg->rc);
+			break;
+		case P_VERIFY:
+			zcore_verify_reply(&c->core, o.tag, msg->rc);
+			break;
+		case P_DELETE:
+			zcore_delete_reply(&c->core, o.tag, msg->rc);
+			break;
+		case P_MULTI:
+			on_multi(c, &o, msg);
+			break;
+		case P_PROOF:
+			zcore_proof_reply(&c->core, o.tag, msg->rc);
+			break;
+		case P_KEYNODE:
+			zcore_key_node_reply(&c->core, o.tag, msg->rc);
+			break;
+		case P_PRES_LIST:
+			if (o.tag == c->pgen)
+				presence_listed(c, msg);
+			break;
+		case P_GHOST_LIST:
+			on_ghost_list(c, &o, msg);
+			break;
+		case P_SUSPECT_STAT:
+			if (msg->rc == ZOK && msg->owner == c->t.session_id && !uuid_live(c, o.path))
+				send_blind(c, ZKM_DELETE, o.path, 0);
+			break;
+		case P_NONE:
+		case P_IGNORE:
+			break;
+	}
+}
+
+static void
+on_event(Cluster *c, const ZkmMsg *msg)
+{
+	if (msg->tag >> 63)
+	{
+		if ((msg->tag & ~(UINT64_C(1) << 63)) == c->pgen)
+		{
+			c->list_due = true;
+			c->stale = true;
+		}
+		return;
+	}
+	zcore_watch_event(&c->core, msg->tag, msg->type == ZKM_EV_DELETED, msg->path);
+}
+
+/* The worker reads one message from its connection. */
+static bool
+deliver(Cluster *c)
+{
+	ZkmMsg	   *msg;
+
+	if (c->client < 0 || c->paused || (msg = zkm_pop(S->m, c->client)) == NULL)
+		return false;
+	c->last_heard = zkm_now(S->m);
+	if (msg->kind == ZKM_STATE)
+		on_state(c, msg);
+	else if (msg->kind == ZKM_EVENT)
+		on_event(c, msg);
+	else
+		on_reply(c, msg);
+	zkm_msg_free(msg);
+	worker_turn(c);
+	return true;
+}
+
+/* ---- backends ---- */
+
+static int
+find_hold(Backend *b, int key, char mode)
+{
+	int			i;
+
+	for (i = 0; i < b->nholds; i++)
+		if (b->holds[i].nholds > 0 && b->holds[i].mode == mode &&
+			strcmp(b->holds[i].key, key_name(key)) == 0)
+			return i;
+	return -1;
+}
+
+static bool
+hold_lost(Cluster *c, const ZklHold *h)
+{
+	return c->t.slots[h->slot].result == ZKR_LOST;
+}
+
+/* The lock of slot s is given up now: its span ends. */
+static void
+end_span(Backend *b, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < b->nspans; i++)
+		if (b->spans[i].to == 0 && b->spans[i].key == s->key[2] - '0' &&
+			b->spans[i].mode == s->mode)
+			b->spans[i].to = zkm_now(S->m);
+}
+
+static bool conflict(char a, char b);
+
+/*
+ * A transaction commits: none of the locks it held at any point (released
+ * early or not) may have overlapped a conflicting lock of another committed
+ * transaction.  Both orders are checked, at the later commit.
+ */
+static void
+check_commit(Backend *b)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < b->nspans; i++)
+	{
+		Span	   *sp = &b->spans[i];
+		int			k = sp->key;
+		int			n = S->nhistory[k] < HISTORY ? S->nhistory[k] : HISTORY;
+
+		if (sp->to == 0)
+			sp->to = zkm_now(S->m);
+		for (j = 0; j < n; j++)
+		{
+			const Span *o = &S->history[k][j];
+
+			if (conflict(o->mode, sp->mode) && o->from < sp->to && sp->from < o->to)
+				fail("committed transactions overlap: c%d b%d held %s %c %.3f-%.3f, c%d b%d held it %c %.3f-%.3f",
+					 sp->cluster, sp->pid, key_name(k), sp->mode, sp->from / 1e6, sp->to / 1e6,
+					 o->cluster, o->pid, o->mode, o->from / 1e6, o->to / 1e6);
+		}
+	}
+	for (i = 0; i < b->nspans; i++)
+		S->history[b->spans[i].key][S->nhistory[b->spans[i].key]++ % HISTORY] = b->spans[i];
+}
+
+/* xact.c's release_empty(): give up what has no holds left, unless its node must stay. */
+static void
+release_empty(Cluster *c, Backend *b)
+{
+	bool		keep[MAXHOLD];
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < b->nholds; i++)
+		keep[i] = b->holds[i].nholds > 0 || zkh_keeps_node(b->holds, b->nholds, i);
+	for (i = 0; i < b->nholds; i++)
+	{
+		if (keep[i])
+		{
+			b->holds[n++] = b->holds[i];
+			continue;
+		}
+		zkh_released(&b->proof, b->holds[i].key, hold_lost(c, &b->holds[i]));
+		end_span(b, &c->t.slots[b->holds[i].slot]);
+		(void) zkt_abandon(&c->t, &c->t.slots[b->holds[i].slot]);
+	}
+	b->nholds = n;
+}
+
+static void
+end_xact(Cluster *c, Backend *b, const char *how)
+{
+	int			i;
+
+	if (b->waiting >= 0)
+		(void) zkt_abandon(&c->t, &c->t.slots[b->waiting]);
+	for (i = 0; i < b->nholds; i++)
+		b->holds[i].nholds = 0;
+	release_empty(c, b);
+	memset(&b->proof, 0, sizeof(b->proof));
+	b->nspans = 0;
+	b->lost_seen = false;
+	trace("c%d b%d %s", c->id, b->pid, how);
+	b->waiting = -1;
+	b->deadline = 0;
+	b->st = b->txns_left > 0 && !S->quiet ? B_IDLE : B_DONE;
+	b->next_at = zkm_now(S->m) + rnd_int(300000);
+	worker_turn(c);
+}
+
+static void add_act(Backend *b, bool unlock, int key, char mode, int kind);
+
+static void
+add_pause(Backend *b)
+{
+	add_act(b, false, 0, 0, 0);
+	b->acts[b->nacts - 1].pause = true;
+}
+
+static void
+add_act(Backend *b, bool unlock, int key, char mode, int kind)
+{
+	Act		   *a = &b->acts[b->nacts++];
+
+	a->pause = false;
+	a->unlock = unlock;
+	a->key = key;
+	a->mode = mode;
+	a->kind = kind;
+}
+
+/* A transaction's script: which locks it takes and gives up, in order. */
+static void
+plan_xact(Backend *b)
+{
+	int			k = rnd_int(NKEYS);
+	int			pattern = rnd_int(100);
+
+	b->nacts = 0;
+	b->next_act = 0;
+	if (pattern < 10)
+	{
+		/* an upgrade: shared, then exclusive; two upgraders wait for each other, so never for ever */
+		add_act(b, false, k, ZKL_MODE_SHARED, 1);
+		add_act(b, false, k, ZKL_MODE_EXCLUSIVE, chance(50) ? 1 : 2);
+	}
+	else if (pattern < 22)
+	{
+		/* exclusive, then shared (granted at once), then the exclusive given up */
+		add_act(b, false, k, ZKL_MODE_EXCLUSIVE, chance(50) ? 0 : 1);
+		add_act(b, false, k, ZKL_MODE_SHARED, 0);
+		if (chance(50))
+			add_pause(b);
+		add_act(b, true, k, ZKL_MODE_EXCLUSIVE, 0);
+	}
+	else
+	{
+		int			n = 1 + (chance(30) ? 1 : 0);
+		int			i;
+
+		/* several keys in one order everywhere: no deadlock across clusters */
+		k = rnd_int(NKEYS - n + 1);
+		for (i = 0; i < n; i++)
+		{
+			add_act(b, false, k + i, chance(70) ? ZKL_MODE_EXCLUSIVE : ZKL_MODE_SHARED,
+					chance(25) ? 0 : (chance(75) ? 1 : 2));
+			if (chance(10))
+				add_act(b, false, k + i, b->acts[b->nacts - 1].mode, 1);	/* stacks */
+		}
+		if (chance(20))
+		{
+			/* given up before the commit, maybe after idling a while */
+			if (chance(50))
+				add_pause(b);
+			add_act(b, true, k, b->acts[0].mode, 0);
+		}
+	}
+}
+
+static void next_act(Cluster *c, Backend *b);
+static bool any_lost(Cluster *c, Backend *b);
+
+static void
+do_unlock(Cluster *c, Backend *b, const Act *a)
+{
+	int			i = find_hold(b, a->key, a->mode);
+
+	if (i >= 0 && --b->holds[i].nholds == 0)
+		release_empty(c, b);
+	trace("c%d b%d unlocks %s %c", c->id, b->pid, key_name(a->key), a->mode);
+	next_act(c, b);
+}
+
+static void
+request(Cluster *c, Backend *b, const Act *a)
+{
+	ZklRequest	r;
+	char		uuid[ZKL_UUID_LEN + 1];
+	int			held = find_hold(b, a->key, a->mode);
+	int			idx;
+
+	if (held >= 0)
+	{
+		/* stacks, as core does; onto a lost lock it fails */
+		if (hold_lost(c, &b->holds[held]))
+		{
+			b->txns_left--;
+			end_xact(c, b, "aborts: stacking onto a lost lock");
+			return;
+		}
+		b->holds[held].nholds++;
+		next_act(c, b);
+		return;
+	}
+	idx = zkt_find_free(&c->t);
+	if (idx < 0)
+	{
+		end_xact(c, b, "aborts: out of slots");
+		return;
+	}
+	env_new_uuid(NULL, uuid);
+	r.key = key_name(a->key);
+	r.mode = a->mode;
+	r.nowait = a->kind == 2;
+	r.data = "sim";
+	r.procno = b->pid;
+	r.pid = b->pid;
+	r.now = zkm_now(S->m);
+	r.uuid = uuid;
+	zkt_claim(&c->t, idx, &r);
+	b->waiting = idx;
+	b->deadline = a->kind == 1 ? zkm_now(S->m) + 300000 + rnd_int(6000000) : 0;
+	b->st = B_WAIT;
+	trace("c%d b%d asks %s %c%s (slot %d)", c->id, b->pid, r.key, r.mode,
+		  r.nowait ? " try" : (b->deadline ? " timed" : ""), idx);
+	worker_turn(c);
+}
+
+static void
+next_act(Cluster *c, Backend *b)
+{
+	b->waiting = -1;
+	b->deadline = 0;
+	if (b->next_act < b->nacts)
+	{
+		const Act  *a = &b->acts[b->next_act++];
+
+		if (a->pause)
+		{
+			b->st = B_HOLD;
+			b->next_at = zkm_now(S->m) + rnd_int(3000000);
+		}
+		else if (a->unlock)
+			do_unlock(c, b, a);
+		else
+			request(c, b, a);
+		return;
+	}
+	b->st = B_HOLD;
+	b->next_at = zkm_now(S->m) + rnd_int(chance(10) ? 3000000 : 400000);
+}
+
+static void
+wait_step(Cluster *c, Backend *b)
+{
+	ZklSlot    *s = &c->t.slots[b->waiting];
+	ZklResult	res = s->result;
+
+	if (res == ZKR_PENDING && any_lost(c, b))
+	{
+		/* the worker cancels the waiting statement (zkl_lose_slot) */
+		b->txns_left--;
+		end_xact(c, b, "aborts: a lock was lost while it waited");
+		return;
+	}
+	if (res == ZKR_PENDING && b->deadline && zkm_now(S->m) >= b->deadline)
+	{
+		/* zkl_cancel_slot: give up only if still unanswered */
+		(void) zkt_abandon(&c->t, s);
+		b->waiting = -1;
+		b->txns_left--;
+		end_xact(c, b, "times out");
+		return;
+	}
+	if (res == ZKR_PENDING)
+		return;
+	if (res == ZKR_GRANTED)
+	{
+		ZklHold    *h = &b->holds[b->nholds++];
+
+		h->slot = b->waiting;
+		h->mode = s->mode;
+		h->key = key_name(s->key[2] - '0');
+		h->nholds = 1;
+		zkh_granted(&b->proof, s->session_id);
+		if (b->nspans < MAXSPANS)
+		{
+			Span	   *sp = &b->spans[b->nspans++];
+
+			sp->key = s->key[2] - '0';
+			sp->mode = s->mode;
+			sp->cluster = c->id;
+			sp->pid = b->pid;
+			sp->from = s->granted_at;
+			sp->to = 0;
+		}
+		trace("c%d b%d granted %s %c node %s", c->id, b->pid, s->key, s->mode, s->node);
+		next_act(c, b);
+	}
+	else if (res == ZKR_NOT_GRANTED)
+	{
+		(void) zkt_abandon(&c->t, s);
+		trace("c%d b%d try-lock refused %s", c->id, b->pid, s->key);
+		next_act(c, b);
+	}
+	else
+	{
+		trace("c%d b%d request failed: %s", c->id, b->pid, s->errmsg);
+		b->txns_left--;
+		end_xact(c, b, "aborts");
+	}
+}
+
+static bool
+any_lost(Cluster *c, Backend *b)
+{
+	int			i;
+
+	for (i = 0; i < b->nholds; i++)
+		if (hold_lost(c, &b->holds[i]))
+			return true;
+	return false;
+}
+
+/* The commit rule of xact.c, now. */
+static ZklCommitVerdict
+commit_verdict(Cluster *c, Backend *b)
+{
+	return zkh_commit_verdict(&b->proof, any_lost(c, b), c->proof_at, c->proof_session,
+							  c->t.session_id, zkm_now(S->m), PROOF_BOUND);
+}
+
+static void
+commit_step(Cluster *c, Backend *b)
+{
+	ZklCommitVerdict v = commit_verdict(c, b);
+
+	/* lost stays lost: unlocking a lost lock does not make the commit go through */
+	if (b->lost_seen && v != ZKH_LOST)
+		fail("c%d b%d lost a lock of its transaction, yet its commit is not refused as lost",
+			 c->id, b->pid);
+
+	if (v == ZKH_WAIT && zkm_now(S->m) < b->deadline)
+	{
+		c->t.proof_wanted = true;
+		return;
+	}
+	b->txns_left--;
+	if (v == ZKH_COMMIT)
+	{
+		check_commit(b);
+		b->commits++;
+		S->commits++;
+		end_xact(c, b, "commits");
+	}
+	else
+		end_xact(c, b, v == ZKH_WAIT ? "commit fails: no proof in time" : "commit fails: lost or ended");
+}
+
+static bool
+backend_step(Cluster *c, Backend *b)
+{
+	int64_t		now = zkm_now(S->m);
+
+	switch (b->st)
+	{
+		case B_IDLE:
+			if (now < b->next_at)
+				return false;
+			plan_xact(b);
+			next_act(c, b);
+			return true;
+		case B_WAIT:
+			wait_step(c, b);
+			return true;
+		case B_HOLD:
+			/* idle in transaction: a lost lock's cancel finds no statement to end */
+			if (now < b->next_at)
+				return false;
+			if (b->next_act < b->nacts)
+			{
+				next_act(c, b);
+				return true;
+			}
+			if (chance(15))
+			{
+				b->txns_left--;
+				end_xact(c, b, "rolls back");
+				return true;
+			}
+			b->st = B_COMMIT;
+			b->deadline = now + (int64_t) (SESSION_TIMEOUT + 2000) * 1000;
+			commit_step(c, b);
+			return true;
+		case B_COMMIT:
+			commit_step(c, b);
+			return true;
+		case B_DONE:
+			return false;
+	}
+	return false;
+}
+
+/* ---- invariants ---- */
+
+/* Which backend of which cluster owns the node of this name (-1: none). */
+static bool
+node_owner(const char *name, int *ci, int *pid, int *slot)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < NCLUSTERS; i++)
+		for (j = 0; j < S->c[i].t.nused; j++)
+		{
+			const ZklSlot *s = &S->c[i].t.slots[j];
+
+			if (s->zstate != ZKS_FREE && zkr_name_has_uuid(name, s->uuid))
+			{
+				*ci = i;
+				*pid = s->owner_pid;
+				*slot = j;
+				return true;
+			}
+		}
+	return false;
+}
+
+static bool
+conflict(char a, char b)
+{
+	return a == ZKL_MODE_EXCLUSIVE || b == ZKL_MODE_EXCLUSIVE;
+}
+
+/* A grant passes no conflicting request queued before it, unless core's same-backend rule allows. */
+static void
+check_fifo(Cluster *c, const ZklSlot *s)
+{
+	char		key_path[ZKL_PATH_LEN];
+	char		path[ZKL_PATH_LEN];
+	char	  **names;
+	ZkrChild	kids[128];
+	int64_t		owner;
+	int64_t		czxid;
+	int			own = -1;
+	int			n;
+	int			nn;
+	int			i;
+	int			k = s->key[2] - '0';
+
+	zcore_key_path(&c->t, s, key_path);
+	zcore_child_path(&c->t, s, s->node, path);
+	if (!zkm_leader_node(S->m, path, &owner, &czxid))
+		return;					/* its session is gone at the leader: it cannot commit */
+	nn = zkm_leader_children(S->m, key_path, &names);
+	n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+	for (i = 0; i < n; i++)
+		if (strcmp(kids[i].name, s->node) == 0)
+			own = i;
+	for (i = 0; i < own; i++)
+	{
+		int			ci = -1;
+		int			pid = 0;
+		int			slot;
+		bool		excused = false;
+		int			j;
+
+		if (!conflict(kids[i].mode, s->mode))
+			continue;
+		if (node_owner(kids[i].name, &ci, &pid, &slot) && ci == c->id && pid == s->owner_pid)
+			continue;			/* the backend's own node */
+		/* queued behind a granted node of this backend that it conflicts with */
+		for (j = 0; j < i && !excused; j++)
+		{
+			int			cj;
+			int			pj;
+			int			sj;
+
+			excused = conflict(kids[j].mode, kids[i].mode) &&
+				node_owner(kids[j].name, &cj, &pj, &sj) && cj == c->id && pj == s->owner_pid &&
+				S->c[cj].t.slots[sj].zstate == ZKS_HELD;
+		}
+		if (!excused)
+			fail("FIFO: c%d b%d granted %s %c node %s past %s", c->id, s->owner_pid, s->key,
+				 s->mode, s->node, kids[i].name);
+	}
+	zkm_names_free(names, nn);
+	if (s->mode == ZKL_MODE_EXCLUSIVE)
+	{
+		Backend    *b = &c->b[s->owner_pid - 100 * (c->id + 1)];
+
+		/* zk_lock_token(): the czxid of the transaction's oldest node on the key */
+		for (i = 0; i < b->nholds; i++)
+		{
+			const ZklSlot *o = &c->t.slots[b->holds[i].slot];
+			int64_t		other;
+
+			zcore_child_path(&c->t, o, o->node, path);
+			if (strcmp(o->key, s->key) == 0 && zkm_leader_node(S->m, path, &owner, &other) &&
+				other < czxid)
+				czxid = other;
+		}
+		if (czxid <= S->last_x_czxid[k])
+			fail("fencing: c%d b%d granted %s with token %" PRId64 " after %" PRId64,
+				 c->id, s->owner_pid, s->key, czxid, S->last_x_czxid[k]);
+		S->last_x_czxid[k] = czxid;
+	}
+}
+
+typedef struct Holder
+{
+	int			cluster;
+	int			pid;
+	int			key;
+	char		mode;
+} Holder;
+
+static void
+check_step(void)
+{
+	Holder		h[NCLUSTERS * NBACKENDS * MAXHOLD];
+	int			nh = 0;
+	int			i;
+	int			j;
+
+	for (i = 0; i < NCLUSTERS; i++)
+	{
+		Cluster    *c = &S->c[i];
+
+		for (j = 0; j < c->t.nused; j++)
+		{
+			ZklSlot    *s = &c->t.slots[j];
+
+			if (s->result == ZKR_GRANTED && !s->abandoned && S->seen_attempt[i][j] != s->attempt)
+			{
+				S->seen_attempt[i][j] = s->attempt;
+				S->grants++;
+				check_fifo(c, s);
+			}
+		}
+		for (j = 0; j < NBACKENDS; j++)
+		{
+			Backend    *b = &c->b[j];
+			int			k;
+
+			b->lost_seen |= any_lost(c, b);
+			if (b->nholds == 0 || commit_verdict(c, b) != ZKH_COMMIT)
+				continue;
+			for (k = 0; k < b->nholds; k++)
+			{
+				if (b->holds[k].nholds == 0)
+					continue;	/* given up; its node kept for the key's other mode */
+				h[nh].cluster = i;
+				h[nh].pid = b->pid;
+				h[nh].key = b->holds[k].key[2] - '0';
+				h[nh].mode = b->holds[k].mode;
+				nh++;
+			}
+		}
+	}
+	for (i = 0; i < nh; i++)
+		for (j = i + 1; j < nh; j++)
+			if (h[i].key == h[j].key && conflict(h[i].mode, h[j].mode) &&
+				(h[i].cluster != h[j].cluster || h[i].pid != h[j].pid))
+				fail("two holders could commit: c%d b%d %c and c%d b%d %c of %s",
+					 h[i].cluster, h[i].pid, h[i].mode, h[j].cluster, h[j].pid, h[j].mode,
+					 key_name(h[i].key));
+}
+
+static void
+dump_cluster(const Cluster *c)
+{
+	int			j;
+
+	printf("c%d: client %d conn %d session %" PRIx64 " listed %d stale %d paused_until %.3f outs %d\n",
+		   c->id, c->client, c->t.conn_state, c->t.session_id, c->listed, c->stale,
+		   c->grants_paused_until / 1e6, c->nouts);
+	if (c->client >= 0)
+		zkm_debug(S->m, c->client);
+	printf("  writes in flight %d, outs:", c->core.writes_in_flight);
+	for (j = 0; j < c->nouts; j++)
+		printf(" %d/%" PRIu64, c->outs[j].purpose, c->outs[j].id);
+	printf("\n");
+	for (j = 0; j < c->t.nused; j++)
+	{
+		const ZklSlot *s = &c->t.slots[j];
+
+		printf("  slot %d: z%d r%d todo %x ab %d key %s node %s watch %s sole %d delayed %.3f\n",
+			   j, s->zstate, s->result, s->todo, s->abandoned, s->key, s->node, s->watch,
+			   s->watch_sole, s->delayed_until / 1e6);
+	}
+}
+
+static void
+check_end(void)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < NCLUSTERS; i++)
+	{
+		Cluster    *c = &S->c[i];
+
+		for (j = 0; j < NBACKENDS; j++)
+			if (c->b[j].st != B_DONE)
+			{
+				fail("liveness: c%d b%d never finished (state %d)", i, c->b[j].pid, c->b[j].st);
+				dump_cluster(c);
+			}
+		for (j = 0; j < c->t.nused; j++)
+			if (c->t.slots[j].zstate != ZKS_FREE)
+				fail("c%d slot %d left in state %d", i, j, c->t.slots[j].zstate);
+	}
+	for (i = 0; i < NKEYS; i++)
+	{
+		char		path[ZKM_PATH];
+		char	  **names;
+		int			n;
+
+		snprintf(path, sizeof(path), ROOT "/%s", key_name(i));
+		n = zkm_leader_children(S->m, path, &names);
+		if (n > 0)
+			fail("node %s/%s left behind", path, names[0]);
+		for (j = 0; j < n; j++)
+		{
+			char		child[ZKM_PATH * 2];
+			int64_t		owner;
+			int64_t		czxid;
+
+			snprintf(child, sizeof(child), "%s/%s", path, names[j]);
+			(void) zkm_leader_node(S->m, child, &owner, &czxid);
+			printf("  at the leader: %s (session %" PRIx64 ")\n", child, owner);
+		}
+		zkm_names_free(names, n);
+	}
+}
+
+/* ---- the scheduler ---- */
+
+static void
+cluster_init(Cluster *c, int id)
+{
+	int			i;
+
+	memset(c, 0, sizeof(*c));
+	c->id = id;
+	c->t.nslots = NSLOTS;
+	c->t.slots = c->slots;
+	c->t.conn_state = ZKC_STOPPED;
+	snprintf(c->t.roots[0], sizeof(c->t.roots[0]), "%s", ROOT);
+	for (i = 0; i < NSLOTS; i++)
+		c->slots[i].owner_procno = -1;
+	c->env.arg = c;
+	c->env.wall_now = env_now;
+	c->env.mono_now = env_now;
+	c->env.new_uuid = env_new_uuid;
+	c->env.wake = env_wake;
+	c->env.interrupt = env_interrupt;
+	c->env.denied = env_denied;
+	c->env.grants_paused = env_grants_paused;
+	c->env.suspect = env_suspect;
+	c->env.may_be_orphan = env_may_be_orphan;
+	c->env.ghost = env_ghost;
+	c->env.proof_note = env_proof_note;
+	c->env.rc_text = env_rc_text;
+	c->env.rc_sqlstate = env_rc_sqlstate;
+	c->env.warn = env_warn;
+	c->core.t = &c->t;
+	c->core.env = &c->env;
+	c->core.connect_timeout = CONNECT_TIMEOUT;
+	c->core.proof_bound = PROOF_BOUND;
+	c->core.ops = c->ops;
+	c->core.mine = c->mine;
+	c->core.held = c->held;
+	c->client = -1;
+	c->last_cversion = -1;
+	for (i = 0; i < NBACKENDS; i++)
+	{
+		c->b[i].pid = 100 * (id + 1) + i;
+		c->b[i].waiting = -1;
+		c->b[i].txns_left = 1000;
+		c->b[i].next_at = rnd_int(500000);
+	}
+}
+
+static void
+fault(void)
+{
+	int			ci = rnd_int(NCLUSTERS);
+	Cluster    *c = &S->c[ci];
+	int			what = rnd_int(100);
+
+	if (what < 35 && c->client >= 0)
+	{
+		trace("fault: c%d connection reset", ci);
+		zkm_reset(S->m, c->client);
+	}
+	else if (what < 55)
+	{
+		int			s = 1 + rnd_int(zkm_nservers(S->m) - 1);
+
+		trace("fault: server %d cut off from the leader", s);
+		zkm_partition(S->m, s, true);
+	}
+	else if (what < 70 && c->client >= 0)
+	{
+		/* an operator (or a worker restart racing a commit) ends the session at the leader */
+		trace("fault: c%d session killed at the leader", ci);
+		zkm_kill(S->m, c->client);
+	}
+	else if (what < 85 && !c->paused)
+	{
+		c->paused = true;
+		c->paused_until = zkm_now(S->m) + 500000 + rnd_int(SESSION_TIMEOUT * 2000);
+		if (c->client >= 0)
+			zkm_set_paused(S->m, c->client, true);
+		trace("fault: c%d worker paused until %.3f", ci, c->paused_until / 1e6);
+	}
+	else if (zkm_step_reap(S->m))
+		trace("fault: an empty key node reaped");
+}
+
+static void
+heal(bool all)
+{
+	int			i;
+
+	for (i = 1; i < zkm_nservers(S->m); i++)
+		if (all || chance(1))
+			zkm_partition(S->m, i, false);
+	for (i = 0; i < NCLUSTERS; i++)
+	{
+		Cluster    *c = &S->c[i];
+
+		if (c->paused && (all || zkm_now(S->m) >= c->paused_until))
+		{
+			c->paused = false;
+			if (c->client >= 0)
+				zkm_set_paused(S->m, c->client, false);
+			trace("c%d worker resumes", i);
+		}
+	}
+}
+
+static void
+tick(int64_t us)
+{
+	int			i;
+
+	/* faults come at random, one every FAULT_EVERY on average */
+	if (!S->quiet && rnd_int(FAULT_EVERY) < us)
+		fault();
+	zkm_advance(S->m, us);
+	for (i = 0; i < NCLUSTERS; i++)
+	{
+		Cluster    *c = &S->c[i];
+
+		if (!c->paused && c->client >= 0 && zkm_connected(S->m, c->client))
+			c->last_heard = zkm_now(S->m);	/* pings answered */
+		worker_turn(c);
+	}
+}
+
+static void
+model_log(const char *line)
+{
+	trace("%s", line);
+}
+
+/* One step: something happens somewhere. */
+static void
+step(void)
+{
+	int			pick = rnd_int(100);
+	Cluster    *c = &S->c[rnd_int(NCLUSTERS)];
+	int			i;
+
+	S->step++;
+	if (pick < 18)
+	{
+		if (c->client >= 0 && zkm_step_server(S->m, c->client))
+			return;
+	}
+	else if (pick < 30)
+	{
+		if (zkm_step_leader(S->m))
+			return;
+	}
+	else if (pick < 42)
+	{
+		if (zkm_step_follower(S->m, 1 + rnd_int(zkm_nservers(S->m) - 1)))
+			return;
+	}
+	else if (pick < 62)
+	{
+		if (deliver(c))
+			return;
+	}
+	else if (pick < 80)
+	{
+		Backend    *b = &c->b[rnd_int(NBACKENDS)];
+
+		if (backend_step(c, b))
+			return;
+	}
+	else if (pick < 84)
+	{
+		if (c->client >= 0 && !c->paused && zkm_step_reconnect(S->m, c->client))
+			return;
+	}
+	if (S->quiet)
+	{
+		/* nothing picked: let the world settle in order before time moves */
+		for (i = 0; i < NCLUSTERS; i++)
+			if (S->c[i].client >= 0 && zkm_step_server(S->m, S->c[i].client))
+				return;
+		if (zkm_step_leader(S->m))
+			return;
+	}
+	heal(S->quiet);
+	/* round trips take a millisecond or two; now and then the world stalls longer */
+	tick(rnd_int(20) == 0 ? 20000 + rnd_int(100000) : 200 + rnd_int(3000));
+}
+
+static bool
+all_done(void)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < NCLUSTERS; i++)
+	{
+		for (j = 0; j < NBACKENDS; j++)
+			if (S->c[i].b[j].st != B_DONE)
+				return false;
+		for (j = 0; j < S->c[i].t.nused; j++)
+			if (S->c[i].t.slots[j].zstate != ZKS_FREE)
+				return false;
+	}
+	return !zkm_busy(S->m);
+}
+
+/* One seed: load with faults, then quiet until everything ended.  Returns steps run. */
+static int64_t
+run_seed(uint64_t seed, int64_t max_steps)
+{
+	Sim		   *sim = calloc(1, sizeof(Sim));
+	int32_t		cstart;
+	int64_t		steps;
+	int			i;
+
+	S = sim;
+	sim->seed = seed;
+	sim->verbose = verbose_run;
+	sim->rng = seed * 0x9E3779B97F4A7C15ull + 1;
+	/* a third of the seeds start key nodes' counters near the wrap */
+	cstart = seed % 3 == 0 ? INT32_MAX - 40 : 0;
+	sim->m = zkm_new(seed, 3, cstart);
+	zkm_set_log(sim->m, model_log);
+	for (i = 0; i < NCLUSTERS; i++)
+		cluster_init(&sim->c[i], i);
+	while (!sim->failed && sim->step < max_steps)
+	{
+		int64_t		now = zkm_now(sim->m);
+
+		if (!sim->quiet && now >= WORK_US)
+		{
+			sim->quiet = true;
+			trace("quiet: no more faults, no new transactions");
+			heal(true);
+			for (i = 0; i < NCLUSTERS; i++)
+			{
+				int			j;
+
+				for (j = 0; j < NBACKENDS; j++)
+					sim->c[i].b[j].txns_left = 0;
+			}
+		}
+		if (sim->quiet && (all_done() || now >= WORK_US + QUIET_US))
+			break;
+		step();
+		check_step();
+	}
+	if (!sim->failed && sim->step < max_steps)
+		check_end();
+	if (!sim->failed && sim->step >= max_steps)
+		fail("did not settle within %" PRId64 " steps", max_steps);
+	steps = sim->step;
+	if (sim->verbose || getenv("SIM_STATS"))
+		printf("seed %" PRIu64 ": %" PRId64 " steps, %" PRId64 " grants, %" PRId64 " commits\n",
+			   seed, steps, sim->grants, sim->commits);
+	for (i = 0; i < NCLUSTERS; i++)
+		free(sim->c[i].outs);
+	zkm_free(sim->m);
+	i = sim->failed;
+	free(sim);
+	S = NULL;
+	return i ? -steps : steps;
+}
+
+static double
+wall_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t	first = 1;
+	uint64_t	last = 0;
+	double		seconds = 0;
+	int64_t		max_steps = 20000000;
+	bool		verbose = false;
+	bool		first_failure = false;
+	int			passed = 0;
+	int			failed = 0;
+	int64_t		total_steps = 0;
+	double		t0 = wall_seconds();
+	uint64_t	seed;
+	int			i;
+
+	for (i = 1; i < argc; i++)
+	{
+		if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+			first = last = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
+		{
+			char	   *dash;
+
+			first = strtoull(argv[++i], &dash, 10);
+			last = *dash == '-' ? strtoull(dash + 1, NULL, 10) : first;
+		}
+		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+			seconds = atof(argv[++i]);
+		else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
+			max_steps = strtoll(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--first-failure") == 0)
+			first_failure = true;
+		else if (strcmp(argv[i], "--verbose") == 0)
+			verbose = verbose_run = true;
+		else
+		{
+			fprintf(stderr, "usage: sim [--seed N | --seeds A-B | --seconds S] [--steps N] [--verbose]\n");
+			return 2;
+		}
+	}
+	if (seconds > 0 && last == 0)
+	{
+		/* random seeds, as many as fit */
+		first = (uint64_t) time(NULL) * 1000 + (uint64_t) getpid() % 1000;
+		last = UINT64_MAX;
+	}
+	else if (last == 0)
+		last = first;
+	for (seed = first; seed <= last; seed++)
+	{
+		int64_t		steps;
+
+		if (seconds > 0 && wall_seconds() - t0 >= seconds)
+			break;
+		if (verbose)
+			printf("seed %" PRIu64 "\n", seed);
+		steps = run_seed(seed, max_steps);
+		total_steps += steps < 0 ? -steps : steps;
+		if (steps < 0)
+			failed++;
+		else
+			passed++;
+		if (steps < 0 && first_failure)
+			break;
+		if (seed == UINT64_MAX)
+			break;
+	}
+	printf("%.0f steps/s over %" PRId64 " steps in %.1f s\n",
+		   total_steps / (wall_seconds() - t0 + 1e-9), total_steps, wall_seconds() - t0);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,1300 @@
+/*
+ * zkmodel.c — the model ZooKeeper ensemble of the simulator (see zkmodel.h).
+ * Small and slow on purpose: trees are arrays searched by path.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "zkmodel.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zookeeper/zookeeper.h>	/* result codes, event and state types */
+
+typedef struct Node
+{
+	bool		used;
+	bool		container;
+	bool		had_child;
+	char		path[ZKM_PATH];
+	int64_t		owner;			/* ephemeral owner, 0: none */
+	int64_t		czxid;
+	int64_t		pzxid;			/* last child change */
+	int32_t		cversion;
+} Node;
+
+typedef struct Tree
+{
+	Node	   *nodes;
+	int			n;
+	int			cap;
+} Tree;
+
+typedef struct Prim
+{
+	bool		create;
+	bool		container;
+	int64_t		owner;
+	char		path[ZKM_PATH];
+} Prim;
+
+/* A reply that waits until the client's server applied a transaction. */
+typedef struct Route
+{
+	int			client;
+	int			gen;
+	ZkmMsg	   *msg;
+} Route;
+
+typedef struct LogTxn
+{
+	int64_t		zxid;
+	int			nprim;
+	Prim	   *prim;
+	Route		route;			/* client -1: none */
+} LogTxn;
+
+typedef struct Watch
+{
+	int			client;
+	int			gen;
+	bool		child;
+	char		path[ZKM_PATH];
+	uint64_t	wtag;
+	struct Watch *next;
+} Watch;
+
+typedef struct Server
+{
+	Tree		tree;
+	int			applied;		/* transactions of the log applied */
+	bool		cut;			/* cut off from the leader */
+	int64_t		cut_since;
+	Watch	   *watches;
+} Server;
+
+typedef struct ReqNode
+{
+	ZkmReq		req;
+	int			client;
+	int			sess;
+	int			gen;
+	int			server;
+	struct ReqNode *next;
+} ReqNode;
+
+typedef struct CWatch
+{
+	bool		child;
+	char		path[ZKM_PATH];
+	uint64_t	wtag;
+	struct CWatch *next;
+} CWatch;
+
+typedef struct Session
+{
+	int64_t		id;
+	int			timeout;
+	int64_t		last_heard;
+	bool		alive;
+} Session;
+
+typedef enum CState
+{
+	CS_UNUSED,
+	CS_CONNECTING,
+	CS_CONNECTED,
+	CS_DEAD						/* expired, told so */
+} CState;
+
+typedef struct Client
+{
+	CState		state;
+	int			sess;			/* index in sessions */
+	int			server;
+	int			gen;
+	bool		paused;
+	bool		blocked;		/* its server waits for a write's reply */
+	int64_t		last_zxid;
+	ReqNode    *out;			/* sent, not yet taken by its server */
+	ZkmMsg	   *inbox;
+	ZkmMsg	   *inbox_tail;
+	int			npending;		/* requests not answered yet, in order */
+	uint64_t   *pending_tag;
+	ZkmReqKind *pending_kind;
+	int			pending_cap;
+	CWatch	   *watches;		/* as the client library keeps them */
+} Client;
+
+struct Zkm
+{
+	uint64_t	rng;
+	int64_t		now;
+	int64_t		zxid;
+	int32_t		cversion_start;
+	int			nservers;
+	Server		servers[ZKM_SERVERS];
+	LogTxn		   *log;
+	int			nlog;
+	int			caplog;
+	ReqNode    *fwd;			/* writes forwarded to the leader, in order */
+	Session    *sessions;
+	int			nsessions;
+	Client		clients[ZKM_CLIENTS];
+	void		(*logf) (const char *line);
+};
+
+void
+zkm_set_log(Zkm *m, void (*log) (const char *line))
+{
+	m->logf = log;
+}
+
+static void *
+xalloc(size_t n)
+{
+	void	   *p = calloc(1, n);
+
+	if (p == NULL)
+	{
+		fprintf(stderr, "zkmodel: out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+static uint64_t
+rnd(Zkm *m)
+{
+	m->rng ^= m->rng << 13;
+	m->rng ^= m->rng >> 7;
+	m->rng ^= m->rng << 17;
+	return m->rng;
+}
+
+/* ---- trees ---- */
+
+static Node *
+find(const Tree *t, const char *path)
+{
+	int			i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->nodes[i].used && strcmp(t->nodes[i].path, path) == 0)
+			return &t->nodes[i];
+	return NULL;
+}
+
+static void
+parent_of(const char *path, char *out)
+{
+	const char *slash = strrchr(path, '/');
+	size_t		len = slash && slash != path ? (size_t) (slash - path) : 1;
+
+	memcpy(out, path, len);
+	out[len] = '\0';
+}
+
+static bool
+is_child(const char *path, const char *parent)
+{
+	size_t		len = strlen(parent);
+
+	if (strcmp(parent, "/") == 0)
+		return path[0] == '/' && path[1] != '\0' && strchr(path + 1, '/') == NULL;
+	return strncmp(path, parent, len) == 0 && path[len] == '/' &&
+		strchr(path + len + 1, '/') == NULL;
+}
+
+static int
+count_children(const Tree *t, const char *path)
+{
+	int			i;
+	int			n = 0;
+
+	for (i = 0; i < t->n; i++)
+		n += t->nodes[i].used && is_child(t->nodes[i].path, path);
+	return n;
+}
+
+static Node *
+add_node(Tree *t)
+{
+	int			i;
+
+	for (i = 0; i < t->n; i++)
+		if (!t->nodes[i].used)
+			return &t->nodes[i];
+	if (t->n == t->cap)
+	{
+		t->cap = t->cap ? 2 * t->cap : 64;
+		t->nodes = realloc(t->nodes, t->cap * sizeof(Node));
+		if (t->nodes == NULL)
+			exit(2);
+	}
+	memset(&t->nodes[t->n], 0, sizeof(Node));
+	return &t->nodes[t->n++];
+}
+
+
+/* Apply one primitive (already checked at the leader). */
+static void
+apply_prim(Zkm *m, Tree *t, const Prim *p, int64_t zxid)
+{
+	char		parent[ZKM_PATH];
+	Node	   *par;
+
+	parent_of(p->path, parent);
+	par = find(t, parent);
+	if (p->create)
+	{
+		Node	   *n = add_node(t);
+
+		n->used = true;
+		snprintf(n->path, sizeof(n->path), "%s", p->path);
+		n->owner = p->owner;
+		n->container = p->container;
+		n->czxid = zxid;
+		n->pzxid = zxid;
+		n->cversion = p->container ? m->cversion_start : 0;
+	}
+	else
+	{
+		Node	   *n = find(t, p->path);
+
+		if (n)
+			n->used = false;
+	}
+	if (par)
+	{
+		/* a signed 32-bit counter: it wraps */
+		par->cversion = (int32_t) ((uint32_t) par->cversion + 1);
+		par->pzxid = zxid;
+		par->had_child = true;
+	}
+}
+
+static void
+tree_init(Tree *t)
+{
+	Node	   *root = add_node(t);
+
+	root->used = true;
+	strcpy(root->path, "/");
+}
+
+/* ---- messages ---- */
+
+static ZkmMsg *
+new_msg(ZkmMsgKind kind)
+{
+	ZkmMsg	   *msg = xalloc(sizeof(ZkmMsg));
+
+	msg->kind = kind;
+	return msg;
+}
+
+void
+zkm_msg_free(ZkmMsg *msg)
+{
+	int			i;
+
+	for (i = 0; i < msg->nchildren; i++)
+		free(msg->children[i]);
+	free(msg->children);
+	free(msg);
+}
+
+static void
+push(Client *c, ZkmMsg *msg)
+{
+	msg->next = NULL;
+	if (c->inbox_tail)
+		c->inbox_tail->next = msg;
+	else
+		c->inbox = msg;
+	c->inbox_tail = msg;
+}
+
+static void
+pending_add(Client *c, uint64_t tag, ZkmReqKind kind)
+{
+	if (c->npending == c->pending_cap)
+	{
+		c->pending_cap = c->pending_cap ? 2 * c->pending_cap : 64;
+		c->pending_tag = realloc(c->pending_tag, c->pending_cap * sizeof(uint64_t));
+		c->pending_kind = realloc(c->pending_kind, c->pending_cap * sizeof(ZkmReqKind));
+	}
+	c->pending_tag[c->npending] = tag;
+	c->pending_kind[c->npending++] = kind;
+}
+
+static ZkmMsg *
+loss_reply(uint64_t tag, ZkmReqKind kind)
+{
+	ZkmMsg	   *msg = new_msg(ZKM_REPLY);
+
+	msg->req = kind;
+	msg->tag = tag;
+	msg->rc = ZCONNECTIONLOSS;
+	msg->local = true;
+	return msg;
+}
+
+/* ---- setup ---- */
+
+Zkm *
+zkm_new(uint64_t seed, int nservers, int32_t cversion_start)
+{
+	Zkm		   *m = xalloc(sizeof(Zkm));
+	int			i;
+
+	m->rng = seed * 2654435761u + 88172645463325252ull;
+	m->nservers = nservers;
+	m->cversion_start = cversion_start;
+	m->now = 1000000;
+	for (i = 0; i < nservers; i++)
+		tree_init(&m->servers[i].tree);
+	return m;
+}
+
+static void
+free_watches(Watch *w)
+{
+	while (w)
+	{
+		Watch	   *next = w->next;
+
+		free(w);
+		w = next;
+	}
+}
+
+static void
+free_client(Client *c)
+{
+	while (c->inbox)
+	{
+		ZkmMsg	   *next = c->inbox->next;
+
+		zkm_msg_free(c->inbox);
+		c->inbox = next;
+	}
+	c->inbox_tail = NULL;
+	while (c->out)
+	{
+		ReqNode    *next = c->out->next;
+
+		free(c->out);
+		c->out = next;
+	}
+	while (c->watches)
+	{
+		CWatch	   *next = c->watches->next;
+
+		free(c->watches);
+		c->watches = next;
+	}
+	free(c->pending_tag);
+	free(c->pending_kind);
+	memset(c, 0, sizeof(*c));
+}
+
+void
+zkm_free(Zkm *m)
+{
+	int			i;
+
+	for (i = 0; i < m->nservers; i++)
+	{
+		free(m->servers[i].tree.nodes);
+		free_watches(m->servers[i].watches);
+	}
+	for (i = 0; i < m->nlog; i++)
+	{
+		free(m->log[i].prim);
+		if (m->log[i].route.msg)
+			zkm_msg_free(m->log[i].route.msg);
+	}
+	free(m->log);
+	while (m->fwd)
+	{
+		ReqNode    *next = m->fwd->next;
+
+		free(m->fwd);
+		m->fwd = next;
+	}
+	for (i = 0; i < ZKM_CLIENTS; i++)
+		free_client(&m->clients[i]);
+	free(m->sessions);
+	free(m);
+}
+
+int64_t
+zkm_now(const Zkm *m)
+{
+	return m->now;
+}
+
+int
+zkm_nservers(const Zkm *m)
+{
+	return m->nservers;
+}
+
+/* ---- the log ---- */
+
+/* Append a transaction at the leader and apply it there. */
+static LogTxn *
+append_txn(Zkm *m, Prim *prim, int nprim)
+{
+	LogTxn	   *t;
+
+	if (m->nlog == m->caplog)
+	{
+		m->caplog = m->caplog ? 2 * m->caplog : 256;
+		m->log = realloc(m->log, m->caplog * sizeof(LogTxn));
+	}
+	t = &m->log[m->nlog++];
+	memset(t, 0, sizeof(*t));
+	t->zxid = ++m->zxid;
+	t->nprim = nprim;
+	t->prim = prim;
+	t->route.client = -1;
+	return t;
+}
+
+static void
+fire(Zkm *m, int s, const char *path, bool child, int type)
+{
+	Watch	  **pw = &m->servers[s].watches;
+
+	while (*pw)
+	{
+		Watch	   *w = *pw;
+
+		if (w->child == child && strcmp(w->path, path) == 0)
+		{
+			Client	   *c = &m->clients[w->client];
+
+			if (c->state == CS_CONNECTED && c->server == s && c->gen == w->gen)
+			{
+				ZkmMsg	   *msg = new_msg(ZKM_EVENT);
+
+				msg->tag = w->wtag;
+				msg->type = type;
+				msg->child = child;
+				snprintf(msg->path, sizeof(msg->path), "%s", path);
+				push(c, msg);
+			}
+			*pw = w->next;
+			free(w);
+		}
+		else
+			pw = &w->next;
+	}
+}
+
+/* Server s applies its next transaction: watches fire, a waiting reply goes out. */
+static void
+apply_next(Zkm *m, int s)
+{
+	Server	   *sv = &m->servers[s];
+	LogTxn		   *t = &m->log[sv->applied++];
+	int			i;
+
+	for (i = 0; i < t->nprim; i++)
+	{
+		const Prim *p = &t->prim[i];
+		char		parent[ZKM_PATH];
+
+		/* the leader applied it when it ordered it */
+		if (s != 0)
+			apply_prim(m, &sv->tree, p, t->zxid);
+		parent_of(p->path, parent);
+		if (p->create)
+			fire(m, s, parent, true, ZKM_EV_CHILD);
+		else
+		{
+			fire(m, s, p->path, false, ZKM_EV_DELETED);
+			fire(m, s, p->path, true, ZKM_EV_DELETED);
+			fire(m, s, parent, true, ZKM_EV_CHILD);
+		}
+	}
+	if (t->route.client >= 0 && t->route.msg)
+	{
+		Client	   *c = &m->clients[t->route.client];
+
+		if (c->state != CS_CONNECTED || c->gen != t->route.gen)
+		{
+			/* the connection is gone: so is the reply */
+			zkm_msg_free(t->route.msg);
+			t->route.msg = NULL;
+		}
+		else if (c->server == s)
+		{
+			t->route.msg->zxid = t->zxid;
+			push(c, t->route.msg);
+			c->blocked = false;
+			t->route.msg = NULL;
+		}
+	}
+}
+
+/* ---- sessions ---- */
+
+static void
+expire(Zkm *m, int si)
+{
+	Session    *se = &m->sessions[si];
+	Tree	   *lt = &m->servers[0].tree;
+	Prim	   *prim = xalloc((lt->n + 1) * sizeof(Prim));
+	int			n = 0;
+	int			i;
+
+	se->alive = false;
+	for (i = 0; i < lt->n; i++)
+		if (lt->nodes[i].used && lt->nodes[i].owner == se->id)
+		{
+			prim[n].create = false;
+			snprintf(prim[n].path, sizeof(prim[n].path), "%s", lt->nodes[i].path);
+			n++;
+		}
+	for (i = 0; i < n; i++)
+		apply_prim(m, lt, &prim[i], m->zxid + 1);
+	append_txn(m, prim, n);
+	apply_next(m, 0);
+	/* the server closes the connections of the session */
+	for (i = 0; i < ZKM_CLIENTS; i++)
+		if (m->clients[i].state == CS_CONNECTED && m->clients[i].sess == si)
+			zkm_reset(m, i);
+}
+
+int
+zkm_open(Zkm *m, int timeout_ms)
+{
+	int			i;
+
+	for (i = 0; i < ZKM_CLIENTS; i++)
+		if (m->clients[i].state == CS_UNUSED)
+			break;
+	if (i == ZKM_CLIENTS)
+		return -1;
+	m->sessions = realloc(m->sessions, (m->nsessions + 1) * sizeof(Session));
+	m->sessions[m->nsessions].id = 0x1000 + m->nsessions;
+	m->sessions[m->nsessions].timeout = timeout_ms;
+	m->sessions[m->nsessions].last_heard = m->now;
+	m->sessions[m->nsessions].alive = true;
+	memset(&m->clients[i], 0, sizeof(Client));
+	m->clients[i].state = CS_CONNECTING;
+	m->clients[i].sess = m->nsessions++;
+	return i;
+}
+
+int64_t
+zkm_session(const Zkm *m, int client)
+{
+	return m->sessions[m->clients[client].sess].id;
+}
+
+int
+zkm_timeout(const Zkm *m, int client)
+{
+	return m->sessions[m->clients[client].sess].timeout;
+}
+
+bool
+zkm_connected(const Zkm *m, int client)
+{
+	return m->clients[client].state == CS_CONNECTED;
+}
+
+bool
+zkm_session_alive(const Zkm *m, int64_t session)
+{
+	int			i;
+
+	for (i = 0; i < m->nsessions; i++)
+		if (m->sessions[i].id == session)
+			return m->sessions[i].alive;
+	return false;
+}
+
+void
+zkm_close(Zkm *m, int client)
+{
+	Client	   *c = &m->clients[client];
+
+	/* the close request reaches the leader only through a connection */
+	if (c->state == CS_CONNECTED && !m->servers[c->server].cut &&
+		m->sessions[c->sess].alive)
+		expire(m, c->sess);
+	free_client(c);
+}
+
+void
+zkm_kill(Zkm *m, int client)
+{
+	if (m->sessions[m->clients[client].sess].alive)
+		expire(m, m->clients[client].sess);
+}
+
+void
+zkm_set_paused(Zkm *m, int client, bool paused)
+{
+	m->clients[client].paused = paused;
+}
+
+void
+zkm_advance(Zkm *m, int64_t us)
+{
+	int			i;
+
+	m->now += us;
+	for (i = 0; i < ZKM_CLIENTS; i++)
+	{
+		Client	   *c = &m->clients[i];
+
+		/* pings: answered by any server, heard by the leader unless its server is cut off */
+		if (c->state == CS_CONNECTED && !c->paused && !m->servers[c->server].cut)
+			m->sessions[c->sess].last_heard = m->now;
+		/* a follower without its leader drops its clients after a while */
+		if (c->state == CS_CONNECTED && m->servers[c->server].cut &&
+			m->now - m->servers[c->server].cut_since > 2000000)
+			zkm_reset(m, i);
+	}
+	for (i = 0; i < m->nsessions; i++)
+		if (m->sessions[i].alive &&
+			m->now - m->sessions[i].last_heard > (int64_t) m->sessions[i].timeout * 1000)
+			expire(m, i);
+}
+
+/* ---- requests ---- */
+
+void
+zkm_send(Zkm *m, int client, const ZkmReq *req)
+{
+	Client	   *c = &m->clients[client];
+	ReqNode    *r;
+	ReqNode   **tail;
+
+	if (c->state != CS_CONNECTED)
+	{
+		/* the library fails it at once: no connection */
+		push(c, loss_reply(req->tag, req->kind));
+		return;
+	}
+	r = xalloc(sizeof(ReqNode));
+	r->req = *req;
+	r->client = client;
+	r->sess = c->sess;
+	r->gen = c->gen;
+	r->server = c->server;
+	for (tail = &c->out; *tail; tail = &(*tail)->next)
+		;
+	*tail = r;
+	pending_add(c, req->tag, req->kind);
+}
+
+static bool
+is_write(ZkmReqKind k)
+{
+	/* a sync goes through the leader like a write: its reply comes once the server has caught up */
+	return k == ZKM_CREATE || k == ZKM_DELETE || k == ZKM_MULTI_OP || k == ZKM_SYNC;
+}
+
+static char **
+list_children(const Tree *t, const char *path, int *n)
+{
+	char	  **names = xalloc((count_children(t, path) + 1) * sizeof(char *));
+	size_t		len = strcmp(path, "/") == 0 ? 0 : strlen(path);
+	int			i;
+
+	*n = 0;
+	for (i = 0; i < t->n; i++)
+		if (t->nodes[i].used && is_child(t->nodes[i].path, path))
+			names[(*n)++] = strdup(t->nodes[i].path + len + 1);
+	return names;
+}
+
+static void
+add_watch(Zkm *m, int s, int client, bool child, const char *path, uint64_t wtag)
+{
+	Watch	   *w = xalloc(sizeof(Watch));
+
+	w->client = client;
+	w->gen = m->clients[client].gen;
+	w->child = child;
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	w->wtag = wtag;
+	w->next = m->servers[s].watches;
+	m->servers[s].watches = w;
+}
+
+/* A read, answered by the client's server from its own tree. */
+static ZkmMsg *
+read_reply(Zkm *m, int s, const ReqNode *r)
+{
+	const Tree *t = &m->servers[s].tree;
+	const Node *n = find(t, r->req.path);
+	ZkmMsg	   *msg = new_msg(ZKM_REPLY);
+
+	msg->req = r->req.kind;
+	msg->tag = r->req.tag;
+	msg->cversion = 0;
+	if (n == NULL)
+	{
+		msg->rc = ZNONODE;
+		return msg;
+	}
+	msg->rc = ZOK;
+	msg->owner = n->owner;
+	msg->czxid = n->czxid;
+	if (r->req.kind == ZKM_CHILDREN)
+	{
+		msg->children = list_children(t, r->req.path, &msg->nchildren);
+		msg->cversion = n->cversion;
+	}
+	if (r->req.watch)
+	{
+		add_watch(m, s, r->client, r->req.kind == ZKM_CHILDREN, r->req.path, r->req.wtag);
+		msg->watch_set = true;
+		msg->wtag = r->req.wtag;
+		snprintf(msg->path, sizeof(msg->path), "%s", r->req.path);
+	}
+	return msg;
+}
+
+static int64_t
+server_zxid(const Zkm *m, int s)
+{
+	return m->servers[s].applied > 0 ? m->log[m->servers[s].applied - 1].zxid : 0;
+}
+
+bool
+zkm_step_server(Zkm *m, int client)
+{
+	Client	   *c = &m->clients[client];
+	ReqNode    *r = c->out;
+	int			s = c->server;
+
+	if (c->state != CS_CONNECTED || c->blocked || r == NULL)
+		return false;
+	c->out = r->next;
+	if (is_write(r->req.kind))
+	{
+		ReqNode   **tail;
+
+		/* forwarded to the leader; the next request waits for its reply */
+		r->next = NULL;
+		for (tail = &m->fwd; *tail; tail = &(*tail)->next)
+			;
+		*tail = r;
+		c->blocked = true;
+		return true;
+	}
+	{
+		ZkmMsg	   *msg = read_reply(m, s, r);
+
+		msg->zxid = server_zxid(m, s);
+		push(c, msg);
+	}
+	free(r);
+	return true;
+}
+
+/* Check one create or delete against the leader's tree (with earlier ops of a multi applied). */
+static int
+check_sub(Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
+{
+	char		parent[ZKM_PATH];
+	Node	   *par;
+
+	parent_of(sub->path, parent);
+	if (sub->kind == ZKM_EXISTS)
+		return find(t, sub->path) ? ZOK : ZNONODE;
+	if (sub->kind == ZKM_DELETE)
+	{
+		if (find(t, sub->path) == NULL)
+			return ZNONODE;
+		if (count_children(t, sub->path) > 0)
+			return ZNOTEMPTY;
+		out->create = false;
+		snprintf(out->path, sizeof(out->path), "%s", sub->path);
+		return ZOK;
+	}
+	par = find(t, parent);
+	if (par == NULL)
+		return ZNONODE;
+	if (par->owner != 0)
+		return ZNOCHILDRENFOREPHEMERALS;
+	out->create = true;
+	out->container = (sub->flags & ZKM_F_CONTAINER) != 0;
+	out->owner = (sub->flags & ZKM_F_EPHEMERAL) ? owner : 0;
+	if (sub->flags & ZKM_F_SEQUENTIAL)
+		snprintf(out->path, sizeof(out->path), "%s%010d", sub->path, par->cversion);
+	else
+		snprintf(out->path, sizeof(out->path), "%s", sub->path);
+	if (find(t, out->path))
+		return ZNODEEXISTS;
+	return ZOK;
+}
+
+bool
+zkm_step_leader(Zkm *m)
+{
+	ReqNode   **pr;
+	ReqNode    *r;
+	Client	   *c;
+	Session    *se;
+	ZkmMsg	   *msg;
+	Prim	   *prim;
+	ZkmSub		single;
+	const ZkmSub *subs;
+	int			nsub;
+	int			nprim = 0;
+	int			rc = ZOK;
+	int			i;
+	LogTxn		   *t;
+	Tree	   *lt = &m->servers[0].tree;
+
+	/* the first write that reached the leader: not from a server cut off from it */
+	for (pr = &m->fwd; *pr && (*pr)->server != 0 && m->servers[(*pr)->server].cut; pr = &(*pr)->next)
+		;
+	if (*pr == NULL)
+		return false;
+	r = *pr;
+	*pr = r->next;
+	c = &m->clients[r->client];
+	se = &m->sessions[r->sess];
+
+	msg = new_msg(ZKM_REPLY);
+	msg->req = r->req.kind;
+	msg->tag = r->req.tag;
+	if (r->req.kind == ZKM_MULTI_OP || r->req.kind == ZKM_SYNC)
+	{
+		subs = r->req.sub;
+		nsub = r->req.kind == ZKM_SYNC ? 0 : r->req.nsub;
+	}
+	else
+	{
+		single.kind = r->req.kind;
+		single.flags = r->req.flags;
+		memcpy(single.path, r->req.path, sizeof(single.path));
+		subs = &single;
+		nsub = 1;
+	}
+	prim = xalloc((nsub + 1) * sizeof(Prim));
+	if (!se->alive)
+		rc = ZSESSIONEXPIRED;
+	else
+	{
+		/* all or nothing: try the ops on a copy of the tree */
+		Tree		scratch;
+
+		se->last_heard = m->now;
+		scratch.n = scratch.cap = lt->n;
+		scratch.nodes = xalloc((lt->n + 1) * sizeof(Node));
+		memcpy(scratch.nodes, lt->nodes, lt->n * sizeof(Node));
+		for (i = 0; i < nsub && rc == ZOK; i++)
+		{
+			Prim		p;
+			int			err = check_sub(&scratch, &subs[i], se->id, &p);
+
+			msg->errs[i] = err;
+			if (err != ZOK)
+			{
+				int			j;
+
+				for (j = i + 1; j < nsub; j++)
+					msg->errs[j] = ZRUNTIMEINCONSISTENCY;
+				for (j = 0; j < i; j++)
+					msg->errs[j] = ZOK;
+				rc = err;
+				nprim = 0;
+				break;
+			}
+			if (subs[i].kind != ZKM_EXISTS)
+			{
+				prim[nprim] = p;
+				apply_prim(m, &scratch, &p, m->zxid + 1);
+				if (p.create)
+					snprintf(msg->names[i], ZKM_PATH, "%s", p.path);
+				nprim++;
+			}
+		}
+		free(scratch.nodes);
+		for (i = 0; i < nprim; i++)
+			apply_prim(m, lt, &prim[i], m->zxid + 1);
+	}
+	msg->rc = rc;
+	msg->nsub = nsub;
+	if (r->req.kind == ZKM_CREATE && rc == ZOK)
+	{
+		snprintf(msg->path, sizeof(msg->path), "%s", prim[0].path);
+		msg->czxid = m->zxid + 1;
+	}
+	if (m->logf)
+	{
+		char		line[ZKM_PATH + 80];
+
+		for (i = 0; i < nprim; i++)
+		{
+			snprintf(line, sizeof(line), "leader: session %" PRIx64 " %s %s", se->id,
+					 prim[i].create ? "creates" : "deletes", prim[i].path);
+			m->logf(line);
+		}
+		if (rc != ZOK)
+		{
+			snprintf(line, sizeof(line), "leader: session %" PRIx64 " write refused: %d", se->id, rc);
+			m->logf(line);
+		}
+	}
+	/* every write, failed or not, takes its turn in the log */
+	t = append_txn(m, prim, nprim);
+	if (c->state == CS_CONNECTED && c->sess == r->sess && c->gen == r->gen)
+	{
+		t->route.client = r->client;
+		t->route.gen = r->gen;
+		t->route.msg = msg;
+	}
+	else
+		zkm_msg_free(msg);
+	free(r);
+	apply_next(m, 0);
+	return true;
+}
+
+bool
+zkm_step_follower(Zkm *m, int s)
+{
+	Server	   *sv = &m->servers[s];
+
+	if (s == 0 || sv->cut || sv->applied >= m->nlog)
+		return false;
+	apply_next(m, s);
+	return true;
+}
+
+bool
+zkm_step_reap(Zkm *m)
+{
+	Tree	   *lt = &m->servers[0].tree;
+	int			i;
+
+	for (i = 0; i < lt->n; i++)
+	{
+		Node	   *n = &lt->nodes[i];
+
+		if (n->used && n->container && n->had_child && count_children(lt, n->path) == 0)
+		{
+			Prim	   *p = xalloc(sizeof(Prim));
+
+			p->create = false;
+			snprintf(p->path, sizeof(p->path), "%s", n->path);
+			apply_prim(m, lt, p, m->zxid + 1);
+			append_txn(m, p, 1);
+			apply_next(m, 0);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- connections ---- */
+
+void
+zkm_reset(Zkm *m, int client)
+{
+	Client	   *c = &m->clients[client];
+	ReqNode   **pr;
+	ZkmMsg	   *state;
+	int			i;
+
+	if (c->state != CS_CONNECTED)
+		return;
+	c->state = CS_CONNECTING;
+	c->gen++;
+	c->blocked = false;
+	/* what the server sent and the client had not read is lost; the library's own news is not */
+	{
+		ZkmMsg	   *keep = NULL;
+		ZkmMsg	  **tail = &keep;
+
+		while (c->inbox)
+		{
+			ZkmMsg	   *next = c->inbox->next;
+
+			if (c->inbox->local)
+			{
+				*tail = c->inbox;
+				tail = &c->inbox->next;
+				*tail = NULL;
+			}
+			else
+				zkm_msg_free(c->inbox);
+			c->inbox = next;
+		}
+		c->inbox = keep;
+		c->inbox_tail = NULL;
+		for (tail = &keep; *tail; tail = &(*tail)->next)
+			c->inbox_tail = *tail;
+	}
+	while (c->out)
+	{
+		ReqNode    *next = c->out->next;
+
+		free(c->out);
+		c->out = next;
+	}
+	/* writes that never got past a server cut off from the leader are gone */
+	for (pr = &m->fwd; *pr;)
+	{
+		ReqNode    *r = *pr;
+
+		if (r->client == client && r->server != 0 && m->servers[r->server].cut)
+		{
+			*pr = r->next;
+			free(r);
+		}
+		else
+			pr = &r->next;
+	}
+	for (i = 0; i < c->npending; i++)
+		push(c, loss_reply(c->pending_tag[i], c->pending_kind[i]));
+	c->npending = 0;
+	state = new_msg(ZKM_STATE);
+	state->type = ZKM_ST_CONNECTING;
+	state->local = true;
+	push(c, state);
+}
+
+bool
+zkm_step_reconnect(Zkm *m, int client)
+{
+	Client	   *c = &m->clients[client];
+	ZkmMsg	   *state;
+	CWatch	   *w;
+	int			cand[ZKM_SERVERS];
+	int			n = 0;
+	int			s;
+	int			i;
+
+	if (c->state != CS_CONNECTING || c->paused)
+		return false;
+	/* a server that has seen all the client has: else it refuses the client */
+	for (i = 0; i < m->nservers; i++)
+		if (!m->servers[i].cut &&
+			server_zxid(m, i) >= c->last_zxid)
+			cand[n++] = i;
+	if (n == 0)
+		return false;
+	s = cand[rnd(m) % n];
+	state = new_msg(ZKM_STATE);
+	state->local = true;
+	if (!m->sessions[c->sess].alive)
+	{
+		state->type = ZKM_ST_EXPIRED;
+		c->state = CS_DEAD;
+		push(c, state);
+		return true;
+	}
+	c->state = CS_CONNECTED;
+	c->server = s;
+	c->gen++;
+	m->sessions[c->sess].last_heard = m->now;
+	state->type = ZKM_ST_CONNECTED;
+	push(c, state);
+	/* the library sets its watches again; what changed since fires now */
+	for (w = c->watches; w; w = w->next)
+	{
+		const Node *node = find(&m->servers[s].tree, w->path);
+
+		if (node == NULL || (w->child && node->pzxid > c->last_zxid))
+		{
+			ZkmMsg	   *ev = new_msg(ZKM_EVENT);
+
+			ev->tag = w->wtag;
+			ev->child = w->child;
+			ev->type = node == NULL ? ZKM_EV_DELETED : ZKM_EV_CHILD;
+			snprintf(ev->path, sizeof(ev->path), "%s", w->path);
+			push(c, ev);
+		}
+		else
+			add_watch(m, s, client, w->child, w->path, w->wtag);
+	}
+	return true;
+}
+
+static void
+add_cwatch(Client *c, bool child, const char *path, uint64_t wtag)
+{
+	CWatch	   *w = xalloc(sizeof(CWatch));
+
+	w->child = child;
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	w->wtag = wtag;
+	w->next = c->watches;
+	c->watches = w;
+}
+
+static void
+forget_cwatch(Client *c, bool child, const char *path)
+{
+	CWatch	  **pw;
+
+	for (pw = &c->watches; *pw; pw = &(*pw)->next)
+		if ((*pw)->child == child && strcmp((*pw)->path, path) == 0)
+		{
+			CWatch	   *w = *pw;
+
+			*pw = w->next;
+			free(w);
+			return;
+		}
+}
+
+ZkmMsg *
+zkm_pop(Zkm *m, int client)
+{
+	Client	   *c = &m->clients[client];
+	ZkmMsg	   *msg = c->inbox;
+
+	if (msg == NULL || c->paused)
+		return NULL;
+	c->inbox = msg->next;
+	if (c->inbox == NULL)
+		c->inbox_tail = NULL;
+	msg->next = NULL;
+	if (msg->kind == ZKM_REPLY && msg->rc != ZCONNECTIONLOSS)
+	{
+		/* answered in order: the oldest pending request */
+		if (c->npending > 0)
+		{
+			memmove(c->pending_tag, c->pending_tag + 1, (c->npending - 1) * sizeof(uint64_t));
+			memmove(c->pending_kind, c->pending_kind + 1, (c->npending - 1) * sizeof(ZkmReqKind));
+			c->npending--;
+		}
+	}
+	if (msg->zxid > c->last_zxid)
+		c->last_zxid = msg->zxid;
+	if (msg->kind == ZKM_REPLY && msg->rc == ZOK && msg->req == ZKM_GETDATA && msg->watch_set)
+		add_cwatch(c, false, msg->path, msg->wtag);
+	if (msg->kind == ZKM_REPLY && msg->rc == ZOK && msg->req == ZKM_CHILDREN && msg->watch_set)
+		add_cwatch(c, true, msg->path, msg->wtag);
+	if (msg->kind == ZKM_EVENT)
+		forget_cwatch(c, msg->child, msg->path);
+	return msg;
+}
+
+bool
+zkm_has_pending(const Zkm *m, int client)
+{
+	const Client *c = &m->clients[client];
+
+	return c->inbox != NULL || c->out != NULL || c->blocked;
+}
+
+bool
+zkm_busy(const Zkm *m)
+{
+	int			i;
+
+	if (m->fwd)
+		return true;
+	for (i = 1; i < m->nservers; i++)
+		if (m->servers[i].applied < m->nlog)
+			return true;
+	for (i = 0; i < ZKM_CLIENTS; i++)
+		if (m->clients[i].state != CS_UNUSED && zkm_has_pending(m, i))
+			return true;
+	return false;
+}
+
+void
+zkm_partition(Zkm *m, int server, bool cut)
+{
+	ReqNode   **pr;
+
+	if (server == 0)
+		return;
+	if (cut && !m->servers[server].cut)
+		m->servers[server].cut_since = m->now;
+	if (!cut && m->servers[server].cut)
+	{
+		int			i;
+
+		/* back with the leader, it syncs afresh and drops its clients */
+		m->servers[server].cut = false;
+		for (i = 0; i < ZKM_CLIENTS; i++)
+			if (m->clients[i].state == CS_CONNECTED && m->clients[i].server == server)
+				zkm_reset(m, i);
+	}
+	/* writes it had not forwarded yet never reach the leader */
+	for (pr = &m->fwd; cut && *pr;)
+	{
+		ReqNode    *r = *pr;
+
+		if (r->server == server)
+		{
+			*pr = r->next;
+			free(r);
+		}
+		else
+			pr = &r->next;
+	}
+	m->servers[server].cut = cut;
+}
+
+int
+zkm_leader_children(const Zkm *m, const char *path, char ***names)
+{
+	int			n;
+
+	*names = list_children(&m->servers[0].tree, path, &n);
+	return n;
+}
+
+void
+zkm_names_free(char **names, int n)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+bool
+zkm_leader_node(const Zkm *m, const char *path, int64_t *owner, int64_t *czxid)
+{
+	const Node *n = find(&m->servers[0].tree, path);
+
+	if (n == NULL)
+		return false;
+	*owner = n->owner;
+	*czxid = n->czxid;
+	return true;
+}
+
+void
+zkm_debug(const Zkm *m, int client)
+{
+	const Client *c = &m->clients[client];
+	const ReqNode *r;
+	int			nout = 0;
+	int			nfwd = 0;
+	int			i;
+
+	for (r = c->out; r; r = r->next)
+		nout++;
+	for (r = m->fwd; r; r = r->next)
+		nfwd += r->client == client;
+	printf("  model client %d: state %d server %d gen %d blocked %d out %d fwd %d pending %d paused %d inbox %d\n",
+		   client, c->state, c->server, c->gen, c->blocked, nout, nfwd, c->npending, c->paused,
+		   c->inbox != NULL);
+	for (i = 0; i < m->nservers; i++)
+		printf("  server %d: applied %d/%d cut %d\n", i, m->servers[i].applied, m->nlog, m->servers[i].cut);
+}

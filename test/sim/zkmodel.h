@@ -1,0 +1,147 @@
+/*
+ * zkmodel.h — a model of a ZooKeeper ensemble for the simulator.
+ *
+ * What it keeps of the real one:
+ *   - a leader that orders every write (one zxid each) and followers that
+ *     apply the same log later, each serving reads from its own, possibly
+ *     lagging, tree; a client's requests are answered in order, a write's
+ *     reply once the client's own server has applied it;
+ *   - sequential names from the parent's cversion, "%010d" of a signed
+ *     32-bit counter that wraps; containers; ephemerals of a session
+ *     deleted in one transaction when it expires or closes;
+ *   - one-shot data and child watches, fired by the server that applies the
+ *     change, ahead of any later reply on that connection; set again by
+ *     the client library on reconnect (fired at once if the node changed
+ *     since the client's last seen zxid);
+ *   - multi all-or-nothing with the real per-op results;
+ *   - connection resets that lose replies (a write may still be applied
+ *     after the reset, even after a read on the next connection), session
+ *     expiry at the leader from missed pings, a follower cut off from the
+ *     leader that keeps answering pings and reads.
+ * Result codes and event types are those of <zookeeper/zookeeper.h>.
+ */
+#ifndef ZKMODEL_H
+#define ZKMODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ZKM_PATH	200
+#define ZKM_SERVERS	3
+#define ZKM_CLIENTS	8
+#define ZKM_MULTI	32
+
+typedef enum ZkmReqKind
+{
+	ZKM_CREATE,
+	ZKM_DELETE,
+	ZKM_CHILDREN,				/* getChildren2, optionally with a child watch */
+	ZKM_GETDATA,				/* getData, optionally with a data watch */
+	ZKM_EXISTS,					/* exists, no watch */
+	ZKM_MULTI_OP,				/* creates, deletes and checks */
+	ZKM_SYNC					/* the server catches up with the leader first */
+} ZkmReqKind;
+
+#define ZKM_F_EPHEMERAL		0x01
+#define ZKM_F_SEQUENTIAL	0x02
+#define ZKM_F_CONTAINER		0x04
+
+typedef struct ZkmSub
+{
+	ZkmReqKind	kind;			/* ZKM_CREATE, ZKM_DELETE, or ZKM_EXISTS for a check */
+	int			flags;
+	char		path[ZKM_PATH];
+} ZkmSub;
+
+typedef struct ZkmReq
+{
+	ZkmReqKind	kind;
+	int			flags;			/* create */
+	bool		watch;
+	uint64_t	tag;			/* the caller's, returned with the reply */
+	uint64_t	wtag;			/* returned with the watch event */
+	int			nsub;			/* multi */
+	char		path[ZKM_PATH];
+	ZkmSub		sub[ZKM_MULTI];
+} ZkmReq;
+
+/* Event and state types (the library's are variables, not constants). */
+#define ZKM_EV_CHILD		4
+#define ZKM_EV_DELETED		2
+#define ZKM_ST_CONNECTING	1
+#define ZKM_ST_CONNECTED	3
+#define ZKM_ST_EXPIRED		(-112)
+
+typedef enum ZkmMsgKind
+{
+	ZKM_REPLY,
+	ZKM_EVENT,					/* a watch fired */
+	ZKM_STATE					/* session state: connected, connecting, expired */
+} ZkmMsgKind;
+
+typedef struct ZkmMsg
+{
+	ZkmMsgKind	kind;
+	ZkmReqKind	req;			/* REPLY */
+	uint64_t	tag;			/* REPLY: request's tag; EVENT: watch's wtag */
+	int			rc;
+	int			type;			/* EVENT: ZKM_EV_*; STATE: ZKM_ST_* */
+	char		path[ZKM_PATH]; /* created path; event's path */
+	int64_t		owner;			/* exists: ephemeralOwner */
+	int64_t		czxid;
+	int64_t		zxid;			/* the server's, when it answered (clients track the last seen) */
+	int32_t		cversion;		/* getChildren: the parent's */
+	int			nchildren;
+	char	  **children;		/* names, owned by the message */
+	bool		child;			/* EVENT: of a child watch */
+	bool		local;			/* made by the client library, not sent by a server */
+	bool		watch_set;		/* a read that left a watch (the library keeps it) */
+	uint64_t	wtag;
+	int			nsub;			/* multi */
+	int			errs[ZKM_MULTI];
+	char		names[ZKM_MULTI][ZKM_PATH];
+	struct ZkmMsg *next;
+} ZkmMsg;
+
+typedef struct Zkm Zkm;
+
+extern Zkm *zkm_new(uint64_t seed, int nservers, int32_t cversion_start);
+extern void zkm_free(Zkm *m);
+
+/* Virtual time, microseconds. */
+extern int64_t zkm_now(const Zkm *m);
+extern void zkm_advance(Zkm *m, int64_t us);
+
+/* A client handle: a new session (0 resume) or a resumed one. */
+extern int	zkm_open(Zkm *m, int timeout_ms);
+extern void zkm_close(Zkm *m, int client);	/* closes its session, if reachable */
+extern int64_t zkm_session(const Zkm *m, int client);
+extern int	zkm_timeout(const Zkm *m, int client);
+extern bool zkm_connected(const Zkm *m, int client);
+extern void zkm_send(Zkm *m, int client, const ZkmReq *req);
+extern ZkmMsg *zkm_pop(Zkm *m, int client);	/* next message for the client, or NULL */
+extern void zkm_msg_free(ZkmMsg *msg);
+extern void zkm_set_paused(Zkm *m, int client, bool paused);	/* no pings while paused */
+extern void zkm_kill(Zkm *m, int client);	/* the session ends at the leader */
+
+/* Scheduler hooks: each returns false when it had nothing to do. */
+extern bool zkm_step_server(Zkm *m, int client);	/* a server takes the client's next request */
+extern bool zkm_step_leader(Zkm *m);	/* the leader orders a forwarded write */
+extern bool zkm_step_follower(Zkm *m, int server);	/* a follower applies one transaction */
+extern bool zkm_step_reconnect(Zkm *m, int client);
+extern bool zkm_step_reap(Zkm *m);	/* remove an empty container */
+extern void zkm_reset(Zkm *m, int client);	/* drop the connection */
+extern void zkm_partition(Zkm *m, int server, bool cut);
+extern bool zkm_has_pending(const Zkm *m, int client);	/* messages or requests under way */
+extern bool zkm_busy(const Zkm *m);	/* anything in flight anywhere */
+extern int	zkm_nservers(const Zkm *m);
+extern void zkm_debug(const Zkm *m, int client);
+extern void zkm_set_log(Zkm *m, void (*log) (const char *line));
+
+/* The leader's tree, for invariants: children of path (names; caller frees with zkm_names_free). */
+extern int	zkm_leader_children(const Zkm *m, const char *path, char ***names);
+extern void zkm_names_free(char **names, int n);
+extern bool zkm_leader_node(const Zkm *m, const char *path, int64_t *owner, int64_t *czxid);
+extern bool zkm_session_alive(const Zkm *m, int64_t session);
+
+#endif
