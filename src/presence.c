@@ -34,6 +34,7 @@
 #include "zk_lock.h"
 #include "zk_client.h"
 #include "presence.h"
+#include "lock_delay.h"
 
 #define SESSIONS_DIR	".sessions"
 #define DEAD_SUFFIX		".dead"
@@ -120,11 +121,6 @@ sessions_watch(zhandle_t *h, int type, int state, const char *path, void *ctx)
 	stale = true;
 }
 
-/*
- * A listing of the sessions.  One that was known and is gone died (or was
- * closed): pause.  So does the first listing, which cannot tell what died
- * just before it.
- */
 /* Parse a listing into sorted session ids, live ones or tombstones. */
 static int64 *
 parse_listing(const struct String_vector *children, bool tombstones, int *n)
@@ -148,18 +144,6 @@ parse_listing(const struct String_vector *children, bool tombstones, int *n)
 	return ids;
 }
 
-/* How many of a's entries are not in b (both sorted). */
-static int
-missing_from(const int64 *a, int na, const int64 *b, int nb)
-{
-	int			n = 0;
-	int			i;
-
-	for (i = 0; i < na; i++)
-		n += !known_has(b, nb, a[i]);
-	return n;
-}
-
 /*
  * A listing of the sessions.  One that was known and is gone, without a
  * tombstone, died (or was closed while its holders live): pause.  So does
@@ -176,8 +160,9 @@ sessions_listed(int rc, const struct String_vector *children, const struct Stat 
 	int64	   *now_dead;
 	int			n;
 	int			nnow_dead;
-	bool		died = !listed;
-	int			i;
+	bool		died;
+	ZklListing	before;
+	ZklListing	after;
 
 	if ((uintptr_t) ctx != gen)
 		return;
@@ -191,12 +176,17 @@ sessions_listed(int rc, const struct String_vector *children, const struct Stat 
 	}
 	now_known = parse_listing(children, false, &n);
 	now_dead = parse_listing(children, true, &nnow_dead);
-	for (i = 0; i < nknown && !died; i++)
-		died = !known_has(now_known, n, known[i]) && !known_has(now_dead, nnow_dead, known[i]);
-	if (!died && last_cversion >= 0)
-		died = stat->cversion - last_cversion >
-			missing_from(known, nknown, now_known, n) + missing_from(now_known, n, known, nknown) +
-			missing_from(dead, ndead, now_dead, nnow_dead) + missing_from(now_dead, nnow_dead, dead, ndead);
+	before.live = known;
+	before.nlive = nknown;
+	before.dead = dead;
+	before.ndead = ndead;
+	before.cversion = last_cversion;
+	after.live = now_known;
+	after.nlive = n;
+	after.dead = now_dead;
+	after.ndead = nnow_dead;
+	after.cversion = stat->cversion;
+	died = zld_died(listed ? &before : NULL, &after);
 	last_cversion = stat->cversion;
 	if (dead)
 		pfree(dead);
@@ -360,11 +350,5 @@ zkl_presence_mark_dead(int64 session)
 bool
 zkl_grants_paused(int64 now, int64 *until)
 {
-	if (!listed || stale)
-	{
-		*until = Max(paused_until, now + STALE_POLL_MS * 1000);
-		return true;
-	}
-	*until = paused_until;
-	return now < paused_until;
+	return zld_paused(listed, stale, paused_until, now, STALE_POLL_MS * 1000, until);
 }

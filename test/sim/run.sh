@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the simulator from the real pure modules (src/core.c, table.c,
-# holds.c, recipe.c) and run it: `run.sh [sim options]` (see sim.c).
+# holds.c, lock_delay.c, recipe.c) and run it: `run.sh [sim options]` (see sim.c).
 # SIM_SRC points at another source tree (bites.sh builds patched copies).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -8,5 +8,5 @@ src=${SIM_SRC:-$here/../../src}
 out=${SIM_BIN:-$here/sim}
 cc -std=c99 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation \
 	-I"$src" -o "$out" "$here/sim.c" "$here/zkmodel.c" \
-	"$src/core.c" "$src/table.c" "$src/holds.c" "$src/recipe.c"
+	"$src/core.c" "$src/table.c" "$src/holds.c" "$src/lock_delay.c" "$src/recipe.c"
 exec "$out" "$@"

@@ -14,9 +14,10 @@
  *     slot in use, no lock node left.
  * A failing seed prints the last steps and replays exactly.
  *
- * What is modeled rather than run: the worker's session handling (session.c),
- * lock-delay's presence list (presence.c) and the orphan clean-up
- * (orphans.c) are re-stated here in a few lines each, following those files.
+ * What is re-stated here rather than run: the worker's session handling
+ * (session.c), the presence list's I/O (presence.c; its decisions are
+ * lock_delay.c, run as is) and the orphan clean-up (orphans.c), in a few
+ * lines each, following those files.
  *
  * Usage: sim [--seed N] [--seeds A-B] [--seconds S] [--steps N] [--first-failure]
  *            [--verbose]
@@ -35,6 +36,7 @@
 
 #include "core.h"
 #include "holds.h"
+#include "lock_delay.h"
 #include "table.h"
 #include "zkmodel.h"
 
@@ -389,13 +391,7 @@ env_grants_paused(void *arg, int64_t now, int64_t *until)
 {
 	Cluster    *c = arg;
 
-	if (!c->listed || c->stale)
-	{
-		*until = c->grants_paused_until > now + 20000 ? c->grants_paused_until : now + 20000;
-		return true;
-	}
-	*until = c->grants_paused_until;
-	return now < c->grants_paused_until;
+	return zld_paused(c->listed, c->stale, c->grants_paused_until, now, 20000, until);
 }
 
 static bool
@@ -611,8 +607,9 @@ presence_listed(Cluster *c, const ZkmMsg *msg)
 {
 	int64_t		now_known[NCLUSTERS * 64];
 	int			n = 0;
-	int			changes = 0;
-	bool		died = !c->listed;
+	bool		died;
+	ZklListing	before;
+	ZklListing	after;
 	int			i;
 
 	c->list_in_flight = false;
@@ -624,17 +621,17 @@ presence_listed(Cluster *c, const ZkmMsg *msg)
 	}
 	for (i = 0; i < msg->nchildren && n < NCLUSTERS * 64; i++)
 		now_known[n++] = (int64_t) strtoull(msg->children[i], NULL, 16);
-	for (i = 0; i < c->nknown; i++)
-		if (!known_has(now_known, n, c->known[i]))
-		{
-			died = true;
-			changes++;
-		}
-	for (i = 0; i < n; i++)
-		changes += !known_has(c->known, c->nknown, now_known[i]);
-	/* a session that came and went between two listings */
-	if (!died && c->last_cversion >= 0 && msg->cversion - c->last_cversion > changes)
-		died = true;
+	before.live = c->known;
+	before.nlive = c->nknown;
+	before.dead = NULL;
+	before.ndead = 0;
+	before.cversion = c->last_cversion;
+	after.live = now_known;
+	after.nlive = n;
+	after.dead = NULL;
+	after.ndead = 0;
+	after.cversion = msg->cversion;
+	died = zld_died(c->listed ? &before : NULL, &after);
 	c->last_cversion = msg->cversion;
 	if (died)
 	{

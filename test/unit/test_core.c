@@ -12,6 +12,7 @@
 
 #include "core.h"
 #include "holds.h"
+#include "lock_delay.h"
 #include "table.h"
 
 static int	passed;
@@ -388,6 +389,42 @@ test_holds(void)
 }
 
 static void
+test_lock_delay_rules(void)
+{
+	int64_t		ab[2] = {0xa, 0xb};
+	int64_t		a[1] = {0xa};
+	int64_t		b[1] = {0xb};
+	int64_t		abc[3] = {0xa, 0xb, 0xc};
+	ZklListing	before = {ab, 2, NULL, 0, 10};
+	ZklListing	after = {ab, 2, NULL, 0, 10};
+	int64_t		until;
+
+	CHECK(zld_died(NULL, &after), "the first listing cannot tell what died before it");
+	CHECK(!zld_died(&before, &after), "nothing changed");
+	after.live = a;
+	after.nlive = 1;
+	after.cversion = 11;
+	CHECK(zld_died(&before, &after), "a session gone without a tombstone died");
+	after.dead = b;
+	after.ndead = 1;
+	after.cversion = 12;
+	CHECK(!zld_died(&before, &after), "a session closed with a tombstone did not");
+	after.live = abc;
+	after.nlive = 3;
+	after.dead = NULL;
+	after.ndead = 0;
+	after.cversion = 13;
+	CHECK(zld_died(&before, &after), "one came and went between the listings");
+	after.cversion = 11;
+	CHECK(!zld_died(&before, &after), "one came, no more");
+
+	CHECK(zld_paused(false, false, 0, 100, 20, &until) && until == 120, "not listed: paused, poll soon");
+	CHECK(zld_paused(true, true, 500, 100, 20, &until) && until == 500, "out of date: paused");
+	CHECK(zld_paused(true, false, 500, 100, 20, &until) && until == 500, "during a lock-delay");
+	CHECK(!zld_paused(true, false, 500, 600, 20, &until), "after it");
+}
+
+static void
 test_names(void)
 {
 	char		uuid[ZKL_UUID_LEN + 1];
@@ -411,6 +448,7 @@ main(void)
 	test_session_lost();
 	test_proof();
 	test_holds();
+	test_lock_delay_rules();
 	test_names();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
