@@ -14,15 +14,8 @@
 #include "holds.h"
 #include "lock_delay.h"
 #include "table.h"
+#include "check.h"
 
-static int	passed;
-static int	failed;
-
-#define CHECK(cond, what) \
-	do { \
-		if (cond) passed++; \
-		else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, what); } \
-	} while (0)
 
 #define NSLOTS 8
 
@@ -204,6 +197,22 @@ create_and_list(int idx, int seq, const char *const *names, int n)
 	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(names, n, kids));
 }
 
+/* Names of the nodes made so far, in queue order. */
+static char made[4][ZKL_NODE_BUFLEN];
+static const char *queue[4];
+
+/* An exclusive holder (pid 1) and an exclusive waiter behind it (pid 2): their slots. */
+static void
+holder_and_waiter(int *d, int *w)
+{
+	*d = claim(ZKL_MODE_EXCLUSIVE, 1);
+	queue[0] = node_of(*d, 0, made[0]);
+	create_and_list(*d, 0, queue, 1);
+	*w = claim(ZKL_MODE_EXCLUSIVE, 2);
+	queue[1] = node_of(*w, 1, made[1]);
+	create_and_list(*w, 1, queue, 2);
+}
+
 /*
  * A waiter's stale predecessor: W waits behind local holder D (its only
  * blocker).  W's node vanishes; W queues again, its create's reply is lost
@@ -213,24 +222,14 @@ create_and_list(int idx, int seq, const char *const *names, int n)
 static void
 test_stale_watch(void)
 {
-	char		dn[ZKL_NODE_BUFLEN];
-	char		wn[ZKL_NODE_BUFLEN];
-	char		wn2[ZKL_NODE_BUFLEN];
-	const char *list[3];
 	ZkrChild	kids[4];
 	int			d;
 	int			w;
 	uint64_t	tag;
 
 	setup();
-	d = claim(ZKL_MODE_EXCLUSIVE, 1);
-	list[0] = node_of(d, 0, dn);
-	create_and_list(d, 0, list, 1);
+	holder_and_waiter(&d, &w);
 	CHECK(slots[d].result == ZKR_GRANTED, "first node granted");
-
-	w = claim(ZKL_MODE_EXCLUSIVE, 2);
-	list[1] = node_of(w, 1, wn);
-	create_and_list(w, 1, list, 2);
 	CHECK(slots[w].zstate == ZKS_QUEUED && slots[w].watch_sole, "second waits on the first alone");
 
 	/* W's node is gone from a listing: it queues again */
@@ -238,7 +237,7 @@ test_stale_watch(void)
 	slots[w].todo |= ZKT_CHILDREN;
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(w, OP_CHILDREN);
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 1, kids));
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue, 1, kids));
 	CHECK(slots[w].zstate == ZKS_NEW, "requeued");
 	CHECK(slots[w].watch[0] == '\0' && !slots[w].watch_sole, "requeue forgets the watched node");
 
@@ -248,8 +247,8 @@ test_stale_watch(void)
 	(void) zcore_create_reply(&core, tag, ZCONNECTIONLOSS, "", false, 0);
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(w, OP_RECOVER);
-	list[1] = node_of(w, 2, wn2);
-	zcore_recover_reply(&core, tag, ZOK, list, 2);
+	queue[1] = node_of(w, 2, made[2]);
+	zcore_recover_reply(&core, tag, ZOK, queue, 2);
 	CHECK(slots[w].zstate == ZKS_QUEUED && slots[w].watch[0] == '\0', "adopted, no watch yet");
 
 	/* D releases: its delete's reply must not grant W */
@@ -265,20 +264,12 @@ test_stale_watch(void)
 static void
 test_local_handover(void)
 {
-	char		dn[ZKL_NODE_BUFLEN];
-	char		wn[ZKL_NODE_BUFLEN];
-	const char *list[2];
 	int			d;
 	int			w;
 	uint64_t	tag;
 
 	setup();
-	d = claim(ZKL_MODE_EXCLUSIVE, 1);
-	list[0] = node_of(d, 0, dn);
-	create_and_list(d, 0, list, 1);
-	w = claim(ZKL_MODE_EXCLUSIVE, 2);
-	list[1] = node_of(w, 1, wn);
-	create_and_list(w, 1, list, 2);
+	holder_and_waiter(&d, &w);
 	(void) zkt_abandon(&table, &slots[d]);
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(d, OP_DELETE);
@@ -316,19 +307,11 @@ test_lock_delay(void)
 static void
 test_session_lost(void)
 {
-	char		n0[ZKL_NODE_BUFLEN];
-	char		n1[ZKL_NODE_BUFLEN];
-	const char *list[2];
 	int			h;
 	int			w;
 
 	setup();
-	h = claim(ZKL_MODE_EXCLUSIVE, 1);
-	list[0] = node_of(h, 0, n0);
-	create_and_list(h, 0, list, 1);
-	w = claim(ZKL_MODE_EXCLUSIVE, 2);
-	list[1] = node_of(w, 1, n1);
-	create_and_list(w, 1, list, 2);
+	holder_and_waiter(&h, &w);
 	zcore_session_lost(&core);
 	CHECK(slots[h].result == ZKR_LOST && interrupts == 1, "the holder lost its lock and was told");
 	CHECK(slots[w].zstate == ZKS_NEW && slots[w].result == ZKR_PENDING, "the waiter queues again");

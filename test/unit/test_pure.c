@@ -9,15 +9,8 @@
 
 #include "keys.h"
 #include "recipe.h"
+#include "check.h"
 
-static int	passed;
-static int	failed;
-
-#define CHECK(cond, what) \
-	do { \
-		if (cond) passed++; \
-		else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, what); } \
-	} while (0)
 
 static const char *U1 = "11111111-1111-4111-8111-111111111111";
 static const char *U2 = "22222222-2222-4222-8222-222222222222";
