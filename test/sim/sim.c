@@ -3,13 +3,18 @@
  * running the real worker decisions (src/core.c) and the real slot table
  * (src/table.c) for several backends, against the model ZooKeeper
  * (zkmodel.c), under a seeded scheduler that also injects faults:
- * connection resets, a follower cut off from the leader, a worker paused
- * past its session timeout, containers reaped.  After every step it checks:
+ * connection resets, a write applied whose reply is lost, a follower cut
+ * off from the leader, a worker paused past its session timeout, a session
+ * killed at the leader, a waiter's node deleted behind its back (that
+ * request is left out of the checks until it queues again), containers
+ * reaped.  After every step it checks:
  *   - never two holders of conflicting modes of one key that could both
- *     commit now (by the real commit rule, table.c);
+ *     commit now (by the real commit rule, holds.c);
  *   - FIFO: a grant never passes a conflicting request queued before it
  *     (other than as core's same-backend rule allows); fencing tokens of
- *     exclusive grants strictly increase;
+ *     exclusive grants strictly increase (as zk_lock_token gives them);
+ *   - a transaction that lost a lock is refused its commit as lost;
+ *   - committed transactions never held conflicting locks at once;
  *   - at the end, after a fault-free quiet phase: every request ended, no
  *     slot in use, no lock node left.
  * A failing seed prints the last steps and replays exactly.
@@ -122,6 +127,7 @@ typedef struct Span
 	int			pid;
 	int64_t		from;
 	int64_t		to;
+	char		uuid[ZKL_UUID_LEN + 1];	/* the request's */
 } Span;
 
 #define MAXSPANS	8
@@ -209,6 +215,12 @@ typedef struct Sim
 	int			ntrace;
 	bool		verbose;
 	Span		history[NKEYS][HISTORY];	/* spans of committed transactions */
+	/*
+	 * Requests whose node someone else deleted (a fault): zk_lock promises
+	 * them nothing until they queue again, under a new uuid.
+	 */
+	char		tainted[64][ZKL_UUID_LEN + 1];
+	int			ntainted;
 	int			nhistory[NKEYS];
 	/* granted slots already checked: cluster, slot, attempt */
 	uint64_t	seen_attempt[NCLUSTERS][NSLOTS];
@@ -1046,6 +1058,17 @@ hold_lost(Cluster *c, const ZklHold *h)
 	return c->t.slots[h->slot].result == ZKR_LOST;
 }
 
+static bool
+tainted(const char *uuid)
+{
+	int			i;
+
+	for (i = 0; i < S->ntainted && i < 64; i++)
+		if (strcmp(S->tainted[i], uuid) == 0)
+			return true;
+	return false;
+}
+
 /* The lock of slot s is given up now: its span ends. */
 static void
 end_span(Backend *b, const ZklSlot *s)
@@ -1079,10 +1102,12 @@ check_commit(Backend *b)
 
 		if (sp->to == 0)
 			sp->to = zkm_now(S->m);
-		for (j = 0; j < n; j++)
+		for (j = 0; j < n && !tainted(sp->uuid); j++)
 		{
 			const Span *o = &S->history[k][j];
 
+			if (tainted(o->uuid))
+				continue;
 			if (conflict(o->mode, sp->mode) && o->from < sp->to && sp->from < o->to)
 				fail("committed transactions overlap: c%d b%d held %s %c %.3f-%.3f, c%d b%d held it %c %.3f-%.3f",
 					 sp->cluster, sp->pid, key_name(k), sp->mode, sp->from / 1e6, sp->to / 1e6,
@@ -1332,6 +1357,7 @@ wait_step(Cluster *c, Backend *b)
 			sp->cluster = c->id;
 			sp->pid = b->pid;
 			sp->from = s->granted_at;
+			snprintf(sp->uuid, sizeof(sp->uuid), "%s", s->uuid);
 			sp->to = 0;
 		}
 		trace("c%d b%d granted %s %c node %s", c->id, b->pid, s->key, s->mode, s->node);
@@ -1488,6 +1514,8 @@ check_fifo(Cluster *c, const ZklSlot *s)
 	int			i;
 	int			k = s->key[2] - '0';
 
+	if (tainted(s->uuid))
+		return;					/* its node was deleted behind its back */
 	zcore_key_path(&c->t, s, key_path);
 	zcore_child_path(&c->t, s, s->node, path);
 	if (!zkm_leader_node(S->m, path, &owner, &czxid))
@@ -1588,8 +1616,8 @@ check_step(void)
 				continue;
 			for (k = 0; k < b->nholds; k++)
 			{
-				if (b->holds[k].nholds == 0)
-					continue;	/* given up; its node kept for the key's other mode */
+				if (b->holds[k].nholds == 0 || tainted(c->t.slots[b->holds[k].slot].uuid))
+					continue;	/* given up (node kept for the other mode); or its node deleted */
 				h[nh].cluster = i;
 				h[nh].pid = b->pid;
 				h[nh].key = b->holds[k].key[2] - '0';
@@ -1730,10 +1758,15 @@ fault(void)
 	Cluster    *c = &S->c[ci];
 	int			what = rnd_int(100);
 
-	if (what < 35 && c->client >= 0)
+	if (what < 20 && c->client >= 0)
 	{
 		trace("fault: c%d connection reset", ci);
 		zkm_reset(S->m, c->client);
+	}
+	else if (what < 35 && c->client >= 0)
+	{
+		trace("fault: c%d will lose its next write's reply", ci);
+		zkm_lose_write_reply(S->m, c->client);
 	}
 	else if (what < 55)
 	{
@@ -1748,7 +1781,28 @@ fault(void)
 		trace("fault: c%d session killed at the leader", ci);
 		zkm_kill(S->m, c->client);
 	}
-	else if (what < 85 && !c->paused)
+	else if (what < 77)
+	{
+		/* someone deletes a waiter's node behind its back: it must queue again */
+		int			j;
+
+		for (j = 0; j < c->t.nused; j++)
+		{
+			ZklSlot    *s = &c->t.slots[j];
+			char		path[ZKL_PATH_LEN];
+
+			if (s->zstate == ZKS_QUEUED && s->result == ZKR_PENDING && s->node[0] != '\0' &&
+				S->ntainted < 64)
+			{
+				snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", s->uuid);
+				zcore_child_path(&c->t, s, s->node, path);
+				trace("fault: %s deleted behind its owner's back", path);
+				zkm_admin_delete(S->m, path);
+				break;
+			}
+		}
+	}
+	else if (what < 88 && !c->paused)
 	{
 		c->paused = true;
 		c->paused_until = zkm_now(S->m) + 500000 + rnd_int(SESSION_TIMEOUT * 2000);

@@ -126,6 +126,7 @@ typedef struct Client
 	ZkmReqKind *pending_kind;
 	int			pending_cap;
 	CWatch	   *watches;		/* as the client library keeps them */
+	bool		lose_write_reply;	/* the next write's reply is lost: the connection drops */
 } Client;
 
 struct Zkm
@@ -533,6 +534,14 @@ apply_next(Zkm *m, int s)
 			zkm_msg_free(t->route.msg);
 			t->route.msg = NULL;
 		}
+		else if (c->server == s && c->lose_write_reply)
+		{
+			/* applied, but the connection drops before the reply gets through */
+			c->lose_write_reply = false;
+			zkm_msg_free(t->route.msg);
+			t->route.msg = NULL;
+			zkm_reset(m, t->route.client);
+		}
 		else if (c->server == s)
 		{
 			t->route.msg->zxid = t->zxid;
@@ -632,6 +641,28 @@ zkm_close(Zkm *m, int client)
 		m->sessions[c->sess].alive)
 		expire(m, c->sess);
 	free_client(c);
+}
+
+void
+zkm_admin_delete(Zkm *m, const char *path)
+{
+	Tree	   *lt = &m->servers[0].tree;
+	Prim	   *p;
+
+	if (find(lt, path) == NULL || count_children(lt, path) > 0)
+		return;
+	p = xalloc(sizeof(Prim));
+	p->create = false;
+	snprintf(p->path, sizeof(p->path), "%s", path);
+	apply_prim(m, lt, p, m->zxid + 1);
+	append_txn(m, p, 1);
+	apply_next(m, 0);
+}
+
+void
+zkm_lose_write_reply(Zkm *m, int client)
+{
+	m->clients[client].lose_write_reply = true;
 }
 
 void
