@@ -313,13 +313,23 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 				char		detail[ZKL_AUTH_INFO_LEN];
 				int			sqlstate;
 				bool		auth;
+				bool		conn;
 
 				LWLockAcquire(zkl_shared->lock, LW_SHARED);
 				strlcpy(msg, slot->errmsg, sizeof(msg));
 				sqlstate = slot->sqlstate;
 				auth = sqlstate == ERRCODE_INSUFFICIENT_PRIVILEGE ||
 					sqlstate == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
-				strlcpy(detail, auth ? zkl_shared->auth_info : "", sizeof(detail));
+				conn = sqlstate == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION ||
+					sqlstate == ERRCODE_CONNECTION_FAILURE;
+				if (auth)
+					strlcpy(detail, zkl_shared->auth_info, sizeof(detail));
+				else if (conn)
+					snprintf(detail, sizeof(detail), "ZooKeeper hosts: %s; last connection error: %s",
+							 zkl_shared->hosts[0] ? zkl_shared->hosts : zkl_hosts,
+							 zkl_shared->conn_error[0] ? zkl_shared->conn_error : "none seen yet");
+				else
+					detail[0] = '\0';
 				LWLockRelease(zkl_shared->lock);
 				zkl_set_pending(-1);
 				zkl_abandon_slot(idx);

@@ -25,6 +25,9 @@
 static const ZklSessionEvents *events;	/* the worker's, from zkl_session_begin */
 
 static char *open_hosts = NULL;
+static TimestampTz next_failure_log = 0;	/* failed connects: one LOG line per CONNECT_LOG_MS */
+
+#define CONNECT_LOG_MS 30000
 static bool session_ended = false;	/* expired or refused: open a new one */
 static TimestampTz next_open = 0;
 static char session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
@@ -59,8 +62,10 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		strlcpy(zkl_shared->server, zoo_get_current_server(h) ? zoo_get_current_server(h) : "",
 				sizeof(zkl_shared->server));
 		zkl_shared->t.counters.reconnects++;
+		zkl_shared->conn_error[0] = '\0';
 		events->reconnected();
 		LWLockRelease(zkl_shared->lock);
+		next_failure_log = 0;	/* the line below ends a run of logged failures */
 		if (changed)
 			zkl_left_save(id);	/* outside the lock: it syncs to disk */
 		ereport(LOG,
@@ -213,6 +218,18 @@ apply_root(void)
 							 zkl_root, ZKL_ROOTS - 1)));
 }
 
+/* The list the handle uses, for zk_lock_status() and connection errors. */
+static void
+publish_hosts(const char *hosts)
+{
+	if (open_hosts)
+		pfree(open_hosts);
+	open_hosts = MemoryContextStrdup(TopMemoryContext, hosts);
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	strlcpy(zkl_shared->hosts, hosts, sizeof(zkl_shared->hosts));
+	LWLockRelease(zkl_shared->lock);
+}
+
 static void
 open_session(void)
 {
@@ -240,11 +257,33 @@ open_session(void)
 		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
 		return;
 	}
-	if (open_hosts)
-		pfree(open_hosts);
-	open_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
+	publish_hosts(zkl_hosts);
 	session_cred[0] = '\0';	/* a new handle has no identity yet */
 	(void) apply_auth();
+}
+
+/*
+ * A failed connect, as the library said it: kept for the errors backends
+ * raise, and logged (at most once per CONNECT_LOG_MS, not at every retry).
+ */
+static void
+note_connect_failure(void)
+{
+	char		why[ZKL_ERRMSG_LEN];
+	TimestampTz now;
+
+	if (!zkc_take_error(why, sizeof(why)) || zkl_shared->t.conn_state == ZKC_CONNECTED)
+		return;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	strlcpy(zkl_shared->conn_error, why, sizeof(zkl_shared->conn_error));
+	LWLockRelease(zkl_shared->lock);
+	now = GetCurrentTimestamp();
+	if (now < next_failure_log)
+		return;
+	next_failure_log = TimestampTzPlusMilliseconds(now, CONNECT_LOG_MS);
+	ereport(LOG,
+			(errmsg("zk_lock: cannot connect to ZooKeeper at \"%s\": %s", open_hosts, why),
+			 errdetail("Trying again; this is logged at most every %d s.", CONNECT_LOG_MS / 1000)));
 }
 
 static void
@@ -259,12 +298,22 @@ reload_config(void)
 		elog(ERROR, "zk_lock worker failing on request (zk_lock.test_fail_worker)");
 	if (zkc_handle() != NULL && zkl_hosts[0] != '\0' && strcmp(open_hosts, zkl_hosts) != 0)
 	{
+		if (zkl_shared->t.session_id == 0)
+		{
+			/*
+			 * No session yet, so nothing to keep: a new handle tries the new
+			 * list at once (the library would go on retrying the old one).
+			 */
+			ereport(LOG, (errmsg("zk_lock: ZooKeeper hosts changed to \"%s\"; connecting there", zkl_hosts)));
+			zkc_close(zkc_handle());
+			zkc_set_handle(NULL);
+			next_open = 0;
+		}
 		/* same ensemble, new list: keep the session and every lock */
-		if (zoo_set_servers(zkc_handle(), zkl_hosts) == ZOK)
+		else if (zoo_set_servers(zkc_handle(), zkl_hosts) == ZOK)
 		{
 			ereport(LOG, (errmsg("zk_lock: ZooKeeper hosts changed to \"%s\"", zkl_hosts)));
-			pfree(open_hosts);
-			open_hosts = MemoryContextStrdup(TopMemoryContext, zkl_hosts);
+			publish_hosts(zkl_hosts);
 		}
 		else
 			ereport(LOG, (errmsg("zk_lock: could not apply zk_lock.hosts \"%s\"", zkl_hosts)));
@@ -350,6 +399,7 @@ zkl_session_tend(void)
 	}
 	if (zkc_handle() == NULL && zkl_hosts[0] != '\0' && GetCurrentTimestamp() >= next_open)
 		open_session();
+	note_connect_failure();
 }
 
 /* How long the loop may sleep (-1: no limit) as far as the session goes. */

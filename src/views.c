@@ -145,7 +145,8 @@ zk_lock_status(PG_FUNCTION_ARGS)
 	values[14] = Int64GetDatum(snap.t.counters.delete_retries);
 	values[15] = Int64GetDatum(snap.t.counters.batched);
 	values[16] = Int64GetDatum(snap.t.counters.rolled_back);
-	values[17] = CStringGetTextDatum(zkl_hosts ? zkl_hosts : "");
+	/* the list the worker uses (a reload takes effect there), else the setting */
+	values[17] = CStringGetTextDatum(snap.hosts[0] ? snap.hosts : (zkl_hosts ? zkl_hosts : ""));
 	if (snap.auth_info[0] != '\0')
 		values[18] = CStringGetTextDatum(snap.auth_info);
 	else

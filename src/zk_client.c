@@ -106,10 +106,39 @@ settle(void)
 }
 
 /* The library's own log lines are for debugging; state changes we log ourselves. */
+static char last_error[ZKL_ERRMSG_LEN];
+
+/*
+ * The library's own log lines are for debugging; state changes we log
+ * ourselves.  Its errors ("...:ZOO_ERROR@check_events@2985: Socket
+ * 127.0.0.1:1 zk retcode=-4, errno=111(Connection refused): ...") say why a
+ * connect failed: the last one is kept for session.c to report.
+ */
 static void
 zkc_log(const char *message)
 {
+	const char *e = strstr(message, "ZOO_ERROR@");
+
 	ereport(DEBUG1, (errmsg_internal("zookeeper: %s", message)));
+	if (e != NULL && (e = strstr(e, ": ")) != NULL)
+	{
+		size_t		n;
+
+		strlcpy(last_error, e + 2, sizeof(last_error));
+		n = strlen(last_error);
+		while (n > 0 && (last_error[n - 1] == '\n' || last_error[n - 1] == ' '))
+			last_error[--n] = '\0';
+	}
+}
+
+bool
+zkc_take_error(char *out, size_t outlen)
+{
+	if (last_error[0] == '\0')
+		return false;
+	strlcpy(out, last_error, outlen);
+	last_error[0] = '\0';
+	return true;
 }
 
 zhandle_t *

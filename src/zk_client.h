@@ -31,6 +31,9 @@ extern void zkc_set_settle(void (*settle) (void));
 extern void zkc_hold_sends(bool hold);
 extern int	zkc_sqlstate(int zrc);
 
+/* The library's last error line (a failed connect, say), without its prefix; "" once taken. */
+extern bool zkc_take_error(char *out, size_t outlen);
+
 /* auth.c: the ACL of every node we create */
 extern struct ACL_vector *zkl_node_acl(bool authenticated);
 

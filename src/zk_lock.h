@@ -21,6 +21,7 @@
 #define ZKL_AUTH_INFO_LEN 1024	/* may quote a root or a file path in full */
 
 #define ZKL_SERVER_LEN 64
+#define ZKL_HOSTS_LEN 1024
 
 /*
  * The cluster's zk_lock state in shared memory.  `t` is the slot table and
@@ -37,6 +38,8 @@ typedef struct ZklShared
 	TimestampTz state_since;
 	TimestampTz last_heard;		/* last reply from the server; worker only */
 	char		server[ZKL_SERVER_LEN]; /* server we are connected to */
+	char		hosts[ZKL_HOSTS_LEN];	/* the host list the worker's handle uses */
+	char		conn_error[ZKL_ERRMSG_LEN];	/* last failure to connect, until connected */
 	char		auth_info[ZKL_AUTH_INFO_LEN];	/* identity and its state; never the secret */
 
 	/*

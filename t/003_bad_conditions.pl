@@ -39,9 +39,29 @@ my $took = time() - $t0;
 is($code, '08001', 'ZooKeeper unreachable: connection error class 08') or diag($err);
 like($err, qr/could not connect to ZooKeeper within zk_lock.connect_timeout/, 'message names the setting');
 cmp_ok($took, '<', 10, 'and it returns (no hang)');
+like($err, qr/DETAIL:  ZooKeeper hosts: 127\.0\.0\.1:$dead_port; last connection error: .*Connection refused/,
+	'the error names the hosts tried and why the connect failed');
 ($code) = sqlstate_of($u, "SELECT zk_try_lock('k')");
 is($code, '08001', 'try-lock too');
 ok(worker_running($u), 'the worker is still running');
+my @failed = grep { /cannot connect to ZooKeeper at "127\.0\.0\.1:$dead_port": .*Connection refused/ }
+  split /\n/, PostgreSQL::Test::Utils::slurp_file($u->logfile);
+is(scalar(@failed), 1, 'the worker logged its failed connects once, not at every retry');
+
+# The right list, reloaded while no session exists, is used at once.
+$u->safe_psql('postgres', "ALTER SYSTEM SET zk_lock.hosts = '127.0.0.1:$zk'");
+$u->reload;
+$t0 = time();
+ok(wait_for(sub { $u->safe_psql('postgres', 'SELECT state FROM zk_lock_status()') eq 'connected' }, 20),
+	'a corrected zk_lock.hosts connects without a restart');
+cmp_ok(time() - $t0, '<', 10, 'within seconds, not after the old list times out');
+is($u->safe_psql('postgres', 'SELECT hosts FROM zk_lock_status()'), "127.0.0.1:$zk",
+	'zk_lock_status() shows the list in use');
+is($u->safe_psql('postgres', "BEGIN; SELECT count(*) FROM (SELECT zk_lock('k')) l; COMMIT;"), '1', 'and locks work');
+like(PostgreSQL::Test::Utils::slurp_file($u->logfile), qr/hosts changed to "127\.0\.0\.1:$zk"; connecting there/,
+	'the log says it moved to the new list');
+$u->safe_psql('postgres', "ALTER SYSTEM RESET zk_lock.hosts");
+$u->reload;
 
 # --- hosts not set ---
 $u->append_conf('postgresql.conf', "zk_lock.hosts = ''\n");
