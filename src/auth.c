@@ -13,7 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/base64.h"
+#include "common/cryptohash.h"
+#include "common/sha1.h"
 #include "storage/fd.h"
+#include "utils/resowner.h"
 #include "utils/elog.h"
 
 #include "zk_lock.h"
@@ -145,4 +149,59 @@ struct ACL_vector *
 zkl_node_acl(bool authenticated)
 {
 	return authenticated ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
+}
+
+/*
+ * The id ZooKeeper's digest scheme derives from "user:password", as it
+ * appears in a node's ACL: "user:" and base64(SHA-1("user:password")).
+ * False if it cannot be computed.
+ */
+static bool
+sha1(const char *text, uint8 *digest)
+{
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA1);
+	bool		ok;
+
+	if (ctx == NULL)
+		return false;
+	ok = pg_cryptohash_init(ctx) == 0 &&
+		pg_cryptohash_update(ctx, (const uint8 *) text, strlen(text)) == 0 &&
+		pg_cryptohash_final(ctx, digest, SHA1_DIGEST_LENGTH) == 0;
+	pg_cryptohash_free(ctx);
+	return ok;
+}
+
+bool
+zkl_digest_id(const char *cred, char *out, size_t outlen)
+{
+	uint8		digest[SHA1_DIGEST_LENGTH];
+	const char *colon = strchr(cred, ':');
+	ResourceOwner saved = CurrentResourceOwner;
+	bool		ok;
+	int			n;
+
+	if (colon == NULL)
+		return false;
+	/* the worker runs without a resource owner; the hash (OpenSSL's) needs one */
+	if (saved == NULL)
+		CurrentResourceOwner = ResourceOwnerCreate(NULL, "zk_lock digest");
+	ok = sha1(cred, digest);
+	if (saved == NULL)
+	{
+		ResourceOwner temp = CurrentResourceOwner;
+
+		CurrentResourceOwner = NULL;
+		ResourceOwnerRelease(temp, RESOURCE_RELEASE_BEFORE_LOCKS, true, false);
+		ResourceOwnerDelete(temp);
+	}
+	if (!ok)
+		return false;
+	n = colon - cred + 1;
+	if ((size_t) n + pg_b64_enc_len(sizeof(digest)) + 1 > outlen)
+		return false;
+	memcpy(out, cred, n);
+	n += pg_b64_encode((const char *) digest, sizeof(digest), out + n, (int) outlen - n - 1);
+	out[n] = '\0';
+	explicit_bzero(digest, sizeof(digest));
+	return true;
 }

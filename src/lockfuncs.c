@@ -337,7 +337,10 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 						(errcode(sqlstate ? sqlstate : ERRCODE_INTERNAL_ERROR),
 						 errmsg("%s", msg),
 						 detail[0] ? errdetail("%s.", detail) : 0,
-						 auth ? errhint("zk_lock.auth must name the ZooKeeper identity that owns zk_lock.root.") : 0));
+						 sqlstate == ERRCODE_INSUFFICIENT_PRIVILEGE ?
+						 errhint("zk_lock.auth must name the ZooKeeper identity that owns zk_lock.root.") :
+						 sqlstate == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION ?
+						 errhint("Fix zk_lock.auth (a credential file must be owned by the server's user, mode 0600), then reload.") : 0));
 			}
 	}
 	return false;				/* keep compiler quiet */

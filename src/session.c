@@ -32,6 +32,10 @@ static bool session_ended = false;	/* expired or refused: open a new one */
 static TimestampTz next_open = 0;
 static char session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
 static char session_user[ZKL_ERRMSG_LEN / 2];
+/* digest ids (as ACLs name them) of the identities added to this handle, latest last */
+#define MAX_SESSION_IDS 4
+static char session_ids[MAX_SESSION_IDS][ZKL_ERRMSG_LEN];
+static int	nsession_ids = 0;
 static char auth_complaint[ZKL_AUTH_INFO_LEN];	/* last logged, so it is logged once */
 
 static void
@@ -112,6 +116,53 @@ set_auth_info(const char *fmt,...)
 	va_end(ap);
 }
 
+/*
+ * Whether the root's ACL lets our identity in.  ZooKeeper's digest scheme
+ * accepts any password (it only derives an id from it), so a wrong one
+ * shows only against the ACL of the nodes it should reach.
+ */
+static void
+root_acl_done(int rc, struct ACL_vector *acl, struct Stat *stat, const void *ctx)
+{
+	bool		ours = false;
+	bool		earlier = false;
+	bool		open = false;
+	int			i;
+	int			j;
+
+	for (i = 0; rc == ZOK && acl != NULL && i < acl->count; i++)
+	{
+		const struct ACL *a = &acl->data[i];
+
+		open |= strcmp(a->id.scheme, "world") == 0 && (a->perms & ZOO_PERM_CREATE);
+		for (j = 0; j < nsession_ids && strcmp(a->id.scheme, "digest") == 0; j++)
+		{
+			if (strcmp(a->id.id, session_ids[j]) != 0)
+				continue;
+			ours |= j == nsession_ids - 1;
+			earlier |= j < nsession_ids - 1;
+		}
+	}
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (rc == ZNONODE)
+		set_auth_info("%s: accepted (zk_lock.root does not exist yet; it will be created as this user's)",
+					  session_user);
+	else if (rc == ZNOAUTH || (rc == ZOK && !ours && !earlier && !open))
+		/* reading an ACL takes read or admin rights on the node */
+		set_auth_info("%s: refused: zk_lock.root belongs to another identity (a wrong password, or another user)",
+					  session_user);
+	else if (rc != ZOK)
+		set_auth_info("%s: accepted", session_user);	/* the ACL could not be read: nothing more known */
+	else if (ours)
+		set_auth_info("%s: accepted, owner of zk_lock.root", session_user);
+	else if (earlier)
+		set_auth_info("%s: accepted; zk_lock.root belongs to an identity this session added before",
+					  session_user);
+	else
+		set_auth_info("%s: accepted (zk_lock.root is open to every identity)", session_user);
+	LWLockRelease(zkl_shared->lock);
+}
+
 static void
 auth_done(int rc, const void *ctx)
 {
@@ -121,6 +172,9 @@ auth_done(int rc, const void *ctx)
 	else
 		set_auth_info("%s: refused by ZooKeeper (%s)", session_user, zerror(rc));
 	LWLockRelease(zkl_shared->lock);
+	if (rc == ZOK && nsession_ids > 0 && zkc_handle() != NULL)
+		(void) zoo_aget_acl(zkc_handle(), zkl_shared->t.roots[zkl_shared->t.cur_root],
+							root_acl_done, NULL);
 }
 
 /*
@@ -165,6 +219,13 @@ apply_auth(void)
 								 user, session_user)));
 		strlcpy(session_cred, cred, sizeof(session_cred));
 		strlcpy(session_user, user, sizeof(session_user));
+		if (nsession_ids == MAX_SESSION_IDS)
+		{
+			memmove(session_ids[0], session_ids[1], (MAX_SESSION_IDS - 1) * sizeof(session_ids[0]));
+			nsession_ids--;
+		}
+		if (zkl_digest_id(cred, session_ids[nsession_ids], sizeof(session_ids[0])))
+			nsession_ids++;
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		set_auth_info("%s: sent", user);
 		LWLockRelease(zkl_shared->lock);
@@ -259,6 +320,7 @@ open_session(void)
 	}
 	publish_hosts(zkl_hosts);
 	session_cred[0] = '\0';	/* a new handle has no identity yet */
+	nsession_ids = 0;
 	(void) apply_auth();
 }
 

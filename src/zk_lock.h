@@ -156,6 +156,7 @@ extern const char *zkl_show_auth(void);
 extern void zkl_auth_init(void);
 extern ZklAuthResult zkl_load_credential(char *cred, size_t credlen, char *user, size_t userlen,
 										 const char **why);
+extern bool zkl_digest_id(const char *cred, char *out, size_t outlen);
 
 /*
  * One C entry point per SQL signature: NAME_text and NAME_int8 call

@@ -58,8 +58,8 @@ sub zkcli_as
 	return $out . $err;
 }
 
-ok(wait_for(sub { status($a, 'auth') eq 'zkl: accepted' }, 20), 'A authenticated (credential from a file)');
-ok(wait_for(sub { status($b, 'auth') eq 'zkl: accepted' }, 20), 'B authenticated (inline credential)');
+ok(wait_for(sub { status($a, 'auth') =~ /^zkl: accepted/ }, 20), 'A authenticated (credential from a file)');
+ok(wait_for(sub { status($b, 'auth') =~ /^zkl: accepted/ }, 20), 'B authenticated (inline credential)');
 
 # --- the same identity shares locks; nobody else can touch them ---
 my $ha = $a->background_psql('postgres');
@@ -82,6 +82,13 @@ ok(wait_for(sub { $b->safe_psql('postgres', "SELECT zk_try_lock('guarded')") eq 
 # --- wrong credentials, or none, on a root that belongs to zkl ---
 my $w = new_zk_cluster('sw', $zk, conf => "zk_lock.auth = 'zkl:wrong'\nlog_min_messages = debug2\n");
 my $n = new_zk_cluster('sn', $zk);
+# ZooKeeper takes any password for an identity; the root's ACL tells a wrong one
+ok(wait_for(sub { status($w, 'auth') =~ /^zkl: refused: zk_lock.root belongs to another identity/ }, 20),
+	'wrong credentials: zk_lock_status() says refused before any lock is asked for')
+  or diag(status($w, 'auth'));
+ok(wait_for(sub { status($a, 'auth') eq 'zkl: accepted, owner of zk_lock.root' }, 20),
+	'the right ones: accepted, as the owner of the root')
+  or diag(status($a, 'auth'));
 for my $case ([ $w, 'wrong credentials' ], [ $n, 'no credentials' ])
 {
 	my ($node, $what) = @$case;
@@ -102,6 +109,8 @@ my $u = new_zk_cluster('su', $zk, conf => "zk_lock.auth = '$loose'\n");
 my ($ret, $out, $err) = $u->psql('postgres', "\\set VERBOSITY verbose\nSELECT zk_lock('guarded')", on_error_stop => 0);
 like($err, qr/ERROR:  28000: zk_lock.auth is unusable\n.*DETAIL:  file ".*zk_cred_loose" must be a regular file owned by the server's user, without access for group or others/,
 	'a credential file others can read is refused (28000)');
+like($err, qr/HINT:  Fix zk_lock.auth \(a credential file must be owned by the server's user, mode 0600\), then reload/,
+	'with a hint about the file');
 like(status($u, 'auth'), qr/without access for group or others/, 'zk_lock_status() says why');
 is(status($u, 'session_id'), '', 'and no session was opened with it');
 
@@ -137,7 +146,8 @@ unlike($a->safe_psql('postgres', 'SELECT zk_lock_status()::text', extra_params =
 my $new_secret = 'Other-' . int(rand(1e9));
 $b->append_conf('postgresql.conf', "zk_lock.auth = 'zkl2:$new_secret'\n");
 $b->reload;
-ok(wait_for(sub { status($b, 'auth') eq 'zkl2: accepted' }, 10), 'B took a new identity on reload');
+ok(wait_for(sub { status($b, 'auth') =~ /^zkl2: accepted; zk_lock.root belongs to an identity this session added before/ }, 10),
+	'B took a new identity on reload (and keeps the one that owns the root)');
 like(slurp_file($b->logfile), qr/parameter "zk_lock.auth" \(value hidden\)/, 'the reload is logged');
 for my $node ($a, $b, $w, $u)
 {
