@@ -175,11 +175,6 @@ ghost_children_done(int rc, const struct String_vector *strings, const void *dat
 	pfree(g);
 }
 
-static void
-sync_done(int rc, const char *value, const void *data)
-{
-}
-
 /* List the keys of ghosts that are due; returns ms until the next one, or -1. */
 long
 zkl_send_ghosts(void)
@@ -205,7 +200,7 @@ zkl_send_ghosts(void)
 		}
 		ghosts = foreach_delete_current(ghosts, lc);
 		/* after a sync, as for the first lookup (worker.c): a lagging server misses it */
-		(void) zoo_async(zkc_handle(), g->key_path, sync_done, NULL);
+		(void) zoo_async(zkc_handle(), g->key_path, zkc_sync_answered, NULL);
 		if (zoo_aget_children(zkc_handle(), g->key_path, 0, ghost_children_done, g) != ZOK)
 			pfree(g);
 	}

@@ -231,23 +231,10 @@ collect_children(const struct String_vector *children)
 /* ---- completions and watchers: hand the result to core.c, under the lock ---- */
 
 static void
-ignore_done(int rc, const char *value, const void *ctx)
-{
-	if (rc != ZOK && rc != ZNODEEXISTS)
-		ereport(DEBUG1, (errmsg_internal("zk_lock: parent create: %s", zerror(rc))));
-}
-
-static void
-sync_done(int rc, const char *value, const void *ctx)
-{
-	/* the lookup behind it reports what matters */
-}
-
-static void
 key_node_done(int rc, const char *value, const void *ctx)
 {
 	if (rc != ZNOAUTH)
-		return ignore_done(rc, value, ctx);
+		return zkc_create_answered(rc, value, ctx);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zcore_key_node_reply(&core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
@@ -479,7 +466,7 @@ send_test_orphan(const ZklSlot *s)
 
 	zkl_new_uuid(uuid);
 	create_path(s, uuid, path);
-	zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), ZOO_EPHEMERAL_SEQUENTIAL, ignore_done, NULL);
+	zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), ZOO_EPHEMERAL_SEQUENTIAL, zkc_create_answered, NULL);
 }
 
 /* Send the multis core.c groups, each with the new nodes' listings right behind. */
@@ -490,6 +477,8 @@ send_batches(void)
 	int			n;
 	int			j;
 
+	if (core.nops < 2)
+		return;					/* the usual light-load turn: no multi, no lock taken */
 	for (;;)
 	{
 		Batch	   *b;
@@ -576,7 +565,7 @@ send_op(const ZklOp *op)
 			 * The server we reconnected to may lag the leader: a sync first,
 			 * so the lookup sees every create of ours the leader applied.
 			 */
-			rc = zoo_async(zkc_handle(), parent, sync_done, NULL);
+			rc = zoo_async(zkc_handle(), parent, zkc_sync_answered, NULL);
 			if (rc == ZOK)
 				rc = zoo_aget_children2(zkc_handle(), parent, 0, recover_done, ctx);
 			break;

@@ -64,11 +64,17 @@ zkc_set_acl(struct ACL_vector *acl)
 	the_acl = acl;
 }
 
-static void
-parent_created(int rc, const char *value, const void *ctx)
+void
+zkc_create_answered(int rc, const char *value, const void *ctx)
 {
 	if (rc != ZOK && rc != ZNODEEXISTS)
-		ereport(DEBUG1, (errmsg_internal("zk_lock: parent create: %s", zerror(rc))));
+		ereport(DEBUG1, (errmsg_internal("zk_lock: create: %s", zerror(rc))));
+}
+
+void
+zkc_sync_answered(int rc, const char *value, const void *ctx)
+{
+	/* the read behind the sync reports what matters */
 }
 
 void
@@ -82,7 +88,7 @@ zkc_create_persistent(const char *target)
 	{
 		if (p)
 			*p = '\0';
-		zoo_acreate(the_handle, path, NULL, -1, the_acl, ZOO_PERSISTENT, parent_created, NULL);
+		zoo_acreate(the_handle, path, NULL, -1, the_acl, ZOO_PERSISTENT, zkc_create_answered, NULL);
 		if (!p)
 			break;
 		*p = '/';

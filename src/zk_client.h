@@ -20,6 +20,10 @@ extern void zkc_set_handle(zhandle_t *zh);
 extern struct ACL_vector *zkc_acl(void);
 extern void zkc_set_acl(struct ACL_vector *acl);
 
+/* Completions for requests whose reply nobody needs: a create (parents, say) and a sync. */
+extern void zkc_create_answered(int rc, const char *value, const void *ctx);
+extern void zkc_sync_answered(int rc, const char *value, const void *ctx);
+
 /* Create every component of an absolute path as a persistent node (no reply needed). */
 extern void zkc_create_persistent(const char *path);
 
