@@ -22,12 +22,6 @@ my $a = new_zk_cluster('ea', undef,
 	hosts => join(',', map { "127.0.0.1:$_->{port}" } @followers));
 my $b = new_zk_cluster('eb', undef, hosts => $hosts);
 
-sub status
-{
-	my ($node, $col) = @_;
-	return $node->safe_psql('postgres', "SELECT $col FROM zk_lock_status()");
-}
-
 sub member_where
 {
 	my ($cond) = @_;
@@ -39,9 +33,9 @@ sub member_where
 	return;
 }
 
-ok(wait_for(sub { status($a, 'state') eq 'connected' && status($b, 'state') eq 'connected' }, 20),
+ok(wait_for(sub { zk_status($a, 'state') eq 'connected' && zk_status($b, 'state') eq 'connected' }, 20),
 	'both clusters connected to the ensemble');
-my %session = map { $_->name => status($_, 'session_id') } ($a, $b);
+my %session = map { $_->name => zk_status($_, 'session_id') } ($a, $b);
 
 # A lock held across both faults, by a transaction that stays open.
 my $held = $a->background_psql('postgres');
@@ -98,7 +92,7 @@ sub reset_counter
 
 sub member_of_a
 {
-	my $server = status($a, 'server');
+	my $server = zk_status($a, 'server');
 	note("A's worker is connected to $server");
 	return member_where(sub { $server =~ /:$_[0]{port}$/ });
 }
@@ -123,8 +117,8 @@ is(count(), $expected, "leader killed: every increment counted ($expected)");
 
 for my $node ($a, $b)
 {
-	is(status($node, 'session_id'), $session{ $node->name }, $node->name . ': same session throughout');
-	is(status($node, 'lost'), '0', $node->name . ': no lock lost');
+	is(zk_status($node, 'session_id'), $session{ $node->name }, $node->name . ': same session throughout');
+	is(zk_status($node, 'lost'), '0', $node->name . ': no lock lost');
 }
 is($held->query_safe("SELECT 'still held' FROM zk_locks WHERE key = 'held across failover' AND state = 'granted'"),
 	'still held', 'the lock held across both faults is still held');

@@ -38,13 +38,7 @@ sub guarded_write
 		"WITH w AS (UPDATE fenced SET token = $token, writer = '$writer' WHERE id = 1 AND token <= $token RETURNING 1) SELECT count(*) FROM w");
 }
 
-sub status
-{
-	my ($node, $col) = @_;
-	return $node->safe_psql('postgres', "SELECT $col FROM zk_lock_status()");
-}
-
-ok(wait_for(sub { status($a, 'state') eq 'connected' }, 20), 'A connected through the proxy');
+ok(wait_for(sub { zk_status($a, 'state') eq 'connected' }, 20), 'A connected through the proxy');
 
 # --- A holds 'fence' (idle in its transaction) and 'busy' (running a statement) ---
 my $ha = $a->background_psql('postgres', on_error_stop => 0);
@@ -96,7 +90,7 @@ is($accepted_after_b, 0, "every write with A's stale token was rejected ($reject
 is($b->safe_psql('postgres', 'SELECT writer FROM fenced'), 'B', 'the resource holds B\'s write');
 
 # A's worker declared its session lost on its own, and says so.
-ok(wait_for(sub { status($a, 'lost') >= 2 }, 10), 'A counts both locks as lost');
+ok(wait_for(sub { zk_status($a, 'lost') >= 2 }, 10), 'A counts both locks as lost');
 like($busy->query_until(qr/after sleep/, ''), qr/after sleep/, "A's running statement ended");
 like($busy->{stderr}, qr/ERROR:  40001: zk_lock lock on key "busy" was lost/,
 	'it was cancelled with a clear message');
@@ -108,7 +102,7 @@ is($b->safe_psql('postgres', 'SELECT writer FROM fenced'), 'B', 'B committed und
 
 # --- the network heals: A works again, in a new session ---
 proxy_do($proxy, 'pass');
-ok(wait_for(sub { status($a, 'state') eq 'connected' }, 30), 'A reconnected');
+ok(wait_for(sub { zk_status($a, 'state') eq 'connected' }, 30), 'A reconnected');
 note(sprintf('A connected again %.1f s after the cut', time() - $t0));
 is($a->safe_psql('postgres', "SELECT zk_try_lock('fence')"), 't', 'and can take the key again');
 $busy->query('ROLLBACK');
@@ -120,9 +114,9 @@ my $counter = install_counter('cutoff', $a, $b);
 my $clients = 4;
 my $per_client = 40;
 my $expected = 2 * $clients * $per_client;
-my $connects_before = status($a, 'connects');
-my $lost_before = status($a, 'lost');
-my $session = status($a, 'session_id');
+my $connects_before = zk_status($a, 'connects');
+my $lost_before = zk_status($a, 'lost');
+my $session = zk_status($a, 'session_id');
 my $resets = 0;
 my @res = run_counter_load([ $a, $b ], $clients, $per_client,
 	"BEGIN;\nSELECT zk_lock('counter');\nSELECT bump('$counter');\nCOMMIT;\n",
@@ -140,11 +134,11 @@ my @res = run_counter_load([ $a, $b ], $clients, $per_client,
 	});
 is($_->[0], 0, 'pgbench finished without errors') or diag($_->[2]) for @res;
 is(0 + slurp_file($counter), $expected, "every increment counted ($expected) across $resets resets");
-cmp_ok(status($a, 'connects') - $connects_before, '>=', $resets / 2, 'A really reconnected again and again');
-is(status($a, 'lost'), $lost_before, 'no lock was lost to the resets');
-is(status($a, 'session_id'), $session, 'A kept its session throughout');
+cmp_ok(zk_status($a, 'connects') - $connects_before, '>=', $resets / 2, 'A really reconnected again and again');
+is(zk_status($a, 'lost'), $lost_before, 'no lock was lost to the resets');
+is(zk_status($a, 'session_id'), $session, 'A kept its session throughout');
 note(sprintf('A: %d reconnections, %d creates recovered by uuid, %d deletes retried',
-	status($a, 'connects') - $connects_before, status($a, 'recovered'), status($a, 'delete_retries')));
+	zk_status($a, 'connects') - $connects_before, zk_status($a, 'recovered'), zk_status($a, 'delete_retries')));
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 20), 'no orphan lock node after the resets')
   or diag(join("\n", zk_lock_nodes($zk)));
 

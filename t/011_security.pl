@@ -32,12 +32,6 @@ my $p1 = start_proxy('sec1', $zk);
 my $a = new_zk_cluster('sa', undef, hosts => "127.0.0.1:$p1->{port}", conf => "zk_lock.auth = '$credfile'\n");
 my $b = new_zk_cluster('sb', $zk, conf => "zk_lock.auth = 'zkl:$secret'\n");
 
-sub status
-{
-	my ($node, $col) = @_;
-	return $node->safe_psql('postgres', "SELECT $col FROM zk_lock_status()");
-}
-
 # zkCli.sh from Debian's zookeeper package: a client with no identity, or
 # (zkcli_as) one that first authenticates.
 sub zkcli
@@ -58,8 +52,8 @@ sub zkcli_as
 	return $out . $err;
 }
 
-ok(wait_for(sub { status($a, 'auth') =~ /^zkl: accepted/ }, 20), 'A authenticated (credential from a file)');
-ok(wait_for(sub { status($b, 'auth') =~ /^zkl: accepted/ }, 20), 'B authenticated (inline credential)');
+ok(wait_for(sub { zk_status($a, 'auth') =~ /^zkl: accepted/ }, 20), 'A authenticated (credential from a file)');
+ok(wait_for(sub { zk_status($b, 'auth') =~ /^zkl: accepted/ }, 20), 'B authenticated (inline credential)');
 
 # --- the same identity shares locks; nobody else can touch them ---
 my $ha = $a->background_psql('postgres');
@@ -83,12 +77,12 @@ ok(wait_for(sub { $b->safe_psql('postgres', "SELECT zk_try_lock('guarded')") eq 
 my $w = new_zk_cluster('sw', $zk, conf => "zk_lock.auth = 'zkl:wrong'\nlog_min_messages = debug2\n");
 my $n = new_zk_cluster('sn', $zk);
 # ZooKeeper takes any password for an identity; the root's ACL tells a wrong one
-ok(wait_for(sub { status($w, 'auth') =~ /^zkl: refused: zk_lock.root belongs to another identity/ }, 20),
+ok(wait_for(sub { zk_status($w, 'auth') =~ /^zkl: refused: zk_lock.root belongs to another identity/ }, 20),
 	'wrong credentials: zk_lock_status() says refused before any lock is asked for')
-  or diag(status($w, 'auth'));
-ok(wait_for(sub { status($a, 'auth') eq 'zkl: accepted, owner of zk_lock.root' }, 20),
+  or diag(zk_status($w, 'auth'));
+ok(wait_for(sub { zk_status($a, 'auth') eq 'zkl: accepted, owner of zk_lock.root' }, 20),
 	'the right ones: accepted, as the owner of the root')
-  or diag(status($a, 'auth'));
+  or diag(zk_status($a, 'auth'));
 for my $case ([ $w, 'wrong credentials' ], [ $n, 'no credentials' ])
 {
 	my ($node, $what) = @$case;
@@ -98,7 +92,7 @@ for my $case ([ $w, 'wrong credentials' ], [ $n, 'no credentials' ])
 	like($err, qr/ERROR:  42501: ZooKeeper denied access under zk_lock.root\n.*DETAIL:  denied under \/zk_lock: its nodes belong to another ZooKeeper identity/,
 		"$what: the function fails with 42501");
 	cmp_ok(time() - $t0, '<', 3, "$what: fast");
-	like(status($node, 'auth'), qr/denied under \/zk_lock/, "$what: zk_lock_status() says so");
+	like(zk_status($node, 'auth'), qr/denied under \/zk_lock/, "$what: zk_lock_status() says so");
 }
 
 # --- an unusable setting fails fast, and nothing is created ---
@@ -111,24 +105,24 @@ like($err, qr/ERROR:  28000: zk_lock.auth is unusable\n.*DETAIL:  file ".*zk_cre
 	'a credential file others can read is refused (28000)');
 like($err, qr/HINT:  Fix zk_lock.auth \(a credential file must be owned by the server's user, mode 0600\), then reload/,
 	'with a hint about the file');
-like(status($u, 'auth'), qr/without access for group or others/, 'zk_lock_status() says why');
-is(status($u, 'session_id'), '', 'and no session was opened with it');
+like(zk_status($u, 'auth'), qr/without access for group or others/, 'zk_lock_status() says why');
+is(zk_status($u, 'session_id'), '', 'and no session was opened with it');
 
 # the file checked is the file read: no symbolic link; and no silent cut
 my $link = "${PostgreSQL::Test::Utils::tmp_check}/zk_cred_link";
 symlink($credfile, $link) or die "symlink: $!";
 $u->append_conf('postgresql.conf', "zk_lock.auth = '$link'\n");
 $u->reload;
-ok(wait_for(sub { status($u, 'auth') =~ /zk_cred_link" is a symbolic link/ }, 10),
+ok(wait_for(sub { zk_status($u, 'auth') =~ /zk_cred_link" is a symbolic link/ }, 10),
 	'a credential file reached through a symbolic link is refused');
 my $long = "${PostgreSQL::Test::Utils::tmp_check}/zk_cred_long";
 append_to_file($long, 'zkl:' . ('s' x 300) . "\n");
 chmod 0600, $long;
 $u->append_conf('postgresql.conf', "zk_lock.auth = '$long'\n");
 $u->reload;
-ok(wait_for(sub { status($u, 'auth') =~ /zk_cred_long" is too long/ }, 10),
+ok(wait_for(sub { zk_status($u, 'auth') =~ /zk_cred_long" is too long/ }, 10),
 	'a credential line too long for zk_lock is refused, not cut short');
-is(status($u, 'session_id'), '', 'still no session');
+is(zk_status($u, 'session_id'), '', 'still no session');
 
 # --- the secret never shows ---
 $a->safe_psql('postgres', 'CREATE ROLE app LOGIN');
@@ -146,7 +140,7 @@ unlike($a->safe_psql('postgres', 'SELECT zk_lock_status()::text', extra_params =
 my $new_secret = 'Other-' . int(rand(1e9));
 $b->append_conf('postgresql.conf', "zk_lock.auth = 'zkl2:$new_secret'\n");
 $b->reload;
-ok(wait_for(sub { status($b, 'auth') =~ /^zkl2: accepted; zk_lock.root belongs to an identity this session added before/ }, 10),
+ok(wait_for(sub { zk_status($b, 'auth') =~ /^zkl2: accepted; zk_lock.root belongs to an identity this session added before/ }, 10),
 	'B took a new identity on reload (and keeps the one that owns the root)');
 like(slurp_file($b->logfile), qr/parameter "zk_lock.auth" \(value hidden\)/, 'the reload is logged');
 for my $node ($a, $b, $w, $u)
@@ -163,17 +157,17 @@ $ha->query_safe('COMMIT');
 
 # --- reload: a new host list for the same ensemble keeps session and lock ---
 my $p2 = start_proxy('sec2', $zk);
-my $session = status($a, 'session_id');
+my $session = zk_status($a, 'session_id');
 $ha->query_safe("BEGIN; SELECT zk_lock('across reload')");
 my $new_hosts = "127.0.0.1:$p1->{port},127.0.0.1:$p2->{port}";
 $a->append_conf('postgresql.conf', "zk_lock.hosts = '$new_hosts'\n");
 $a->reload;
 ok(wait_for(sub { slurp_file($a->logfile) =~ /ZooKeeper hosts changed to "\Q$new_hosts\E"/ }, 10),
 	'A applied the new host list (logged)');
-ok(wait_for(sub { status($a, 'state') eq 'connected' }, 20), 'A is connected (it may have moved to the new host)');
-is(status($a, 'hosts'), $new_hosts, 'zk_lock_status() shows the new list');
-is(status($a, 'session_id'), $session, 'in the same session');
-is(status($a, 'lost'), '0', 'losing nothing');
+ok(wait_for(sub { zk_status($a, 'state') eq 'connected' }, 20), 'A is connected (it may have moved to the new host)');
+is(zk_status($a, 'hosts'), $new_hosts, 'zk_lock_status() shows the new list');
+is(zk_status($a, 'session_id'), $session, 'in the same session');
+is(zk_status($a, 'lost'), '0', 'losing nothing');
 is($b->safe_psql('postgres', "SELECT zk_try_lock('across reload')"), 'f', 'the held lock was kept');
 
 # --- reload: a new root applies to new locks; held ones keep theirs ---

@@ -32,20 +32,14 @@ my $b = new_zk_cluster('vb', $zk, conf => $conf);
 my $stopped_pid;
 END { kill 'CONT', $stopped_pid if $stopped_pid; }
 
-sub status
-{
-	my ($node, $col) = @_;
-	return $node->safe_psql('postgres', "SELECT $col FROM zk_lock_status()");
-}
-
-sub connected { return status($_[0], 'state') eq 'connected'; }
+sub connected { return zk_status($_[0], 'state') eq 'connected'; }
 
 ok(wait_for(sub { connected($a) }, 20), 'A connected through the proxy');
 
 # --- a short stop of A's worker only delays A's commit ---
 my $ha = $a->background_psql('postgres', on_error_stop => 0);
 $ha->query_safe("\\set VERBOSITY verbose\nBEGIN; SELECT zk_lock('brief')");
-my $worker = status($a, 'worker_pid');
+my $worker = zk_status($a, 'worker_pid');
 $stopped_pid = $worker;
 kill 'STOP', $worker;
 sleep 2;    # the proof (at most half of zk_lock.proof_bound old when it stopped) is stale now
@@ -76,7 +70,7 @@ like($ha->{stderr}, qr/ERROR:  40001: could not prove the zk_lock session alive 
 note(sprintf('A\'s commit failed %.1f s after its worker stopped', time() - $t0));
 kill 'CONT', $worker;
 $stopped_pid = undef;
-ok(wait_for(sub { connected($a) && status($a, 'expirations') >= 1 }, 30),
+ok(wait_for(sub { connected($a) && zk_status($a, 'expirations') >= 1 }, 30),
 	'A\'s worker, running again, finds its session gone and connects anew');
 
 # --- cut off past the session timeout: unlocking a lost lock does not help ---
@@ -87,12 +81,12 @@ for my $k (@keys)
 	$h{$k} = $a->background_psql('postgres', on_error_stop => 0);
 	$h{$k}->query_safe("\\set VERBOSITY verbose\nBEGIN; SELECT zk_lock('$k')");
 }
-my $lost_before = status($a, 'lost');
+my $lost_before = zk_status($a, 'lost');
 proxy_do($proxy, 'blackhole');
 ok(wait_for(sub {
 		scalar(grep { $b->safe_psql('postgres', "SELECT zk_try_lock('$_')") eq 't' } @keys) == 4
 	}, 3 * $timeout_s), 'B can take every key once A\'s session expired');
-ok(wait_for(sub { status($a, 'lost') >= $lost_before + 4 }, 10), 'A counts the four locks lost');
+ok(wait_for(sub { zk_status($a, 'lost') >= $lost_before + 4 }, 10), 'A counts the four locks lost');
 
 $h{'unlocked'}->query("SELECT zk_unlock('unlocked'); COMMIT");
 like($h{'unlocked'}->{stderr}, qr/ERROR:  40001: zk_lock lock on key "unlocked" was lost/,

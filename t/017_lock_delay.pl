@@ -30,12 +30,6 @@ my $a = new_zk_cluster('da', undef, hosts => "127.0.0.1:$proxy->{port}", conf =>
 	init => { allows_streaming => 1 });
 my $b = new_zk_cluster('db', $zk, conf => $conf);
 
-sub status
-{
-	my ($node, $col) = @_;
-	return $node->safe_psql('postgres', "SELECT $col FROM zk_lock_status()");
-}
-
 # The epoch of a server log line's timestamp ('%m': ms, UTC in these tests).
 sub log_epoch
 {
@@ -45,7 +39,7 @@ sub log_epoch
 	return timegm(0, $mi, $h, $d, $mo - 1, $y) + $s;
 }
 
-ok(wait_for(sub { status($a, 'state') eq 'connected' }, 20), 'A connected through the proxy');
+ok(wait_for(sub { zk_status($a, 'state') eq 'connected' }, 20), 'A connected through the proxy');
 # a fresh worker does not grant during its first lock_delay (it cannot know
 # what died just before it looked): wait that out before measuring
 ok(wait_for(sub { $a->safe_psql('postgres', "SELECT zk_try_lock('warm', 0)") eq 't' }, 20), 'A grants');
@@ -78,14 +72,14 @@ cmp_ok($granted - ($seen // 0), '>=', $delay_ms / 1000 - 0.01,
 		$granted - ($seen // 0), $delay_ms / 1000));
 $wb->query_safe('COMMIT');
 proxy_do($proxy, 'pass');
-ok(wait_for(sub { status($a, 'state') eq 'connected' }, 30), 'A reconnected');
+ok(wait_for(sub { zk_status($a, 'state') eq 'connected' }, 30), 'A reconnected');
 
 # --- a copy of A's data directory never touches A's session ---
 ok(wait_for(sub { $a->safe_psql('postgres', "SELECT zk_try_lock('warm', 0)") eq 't' }, 20),
 	'A grants again');
 my $ha = $a->background_psql('postgres', on_error_stop => 0);
 $ha->query_safe("BEGIN; SELECT zk_lock('primary-key')");
-my $session = status($a, 'session_id');
+my $session = zk_status($a, 'session_id');
 $a->backup('copy');
 my $standby = PostgreSQL::Test::Cluster->new('dcopy');
 $standby->init_from_backup($a, 'copy', has_streaming => 1);
@@ -95,7 +89,7 @@ ok(wait_for(sub { slurp_file($standby->logfile) =~ /connected to ZooKeeper, sess
 	'the copy\'s worker runs and connects');
 like(slurp_file($standby->logfile), qr/not closing the ZooKeeper session named in "pg_zk_lock.session"/,
 	'it leaves the session named in the copied file alone');
-is(status($a, 'session_id'), $session, 'A keeps its session');
+is(zk_status($a, 'session_id'), $session, 'A keeps its session');
 is($b->safe_psql('postgres', "SELECT zk_try_lock('primary-key', 1000)"), 'f', 'and its lock: B cannot take it');
 $ha->query_safe('COMMIT');
 pass('A commits under its lock');

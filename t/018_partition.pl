@@ -47,12 +47,6 @@ sub leader_port
 	return $m ? $m->{port} : $ports->[1];
 }
 
-sub status
-{
-	my ($node, $col) = @_;
-	return $node->safe_psql('postgres', "SELECT $col FROM zk_lock_status()");
-}
-
 for my $node ($a, $b)
 {
 	ok(wait_for(sub { $node->safe_psql('postgres', "SELECT zk_try_lock('warm', 0)") eq 't' }, 30),
@@ -70,7 +64,7 @@ proxy_do($_, 'blackhole') for @$proxies;
 my $cut = time();
 ok(wait_for(sub { $wb->{run}->pump_nb; $wb->{stdout} =~ /idle granted/ }, 20),
 	'B is granted idle once the leader expired A\'s session');
-note(sprintf('B granted idle %.1f s after the cut; A\'s worker: %s', time() - $cut, status($a, 'state')));
+note(sprintf('B granted idle %.1f s after the cut; A\'s worker: %s', time() - $cut, zk_status($a, 'state')));
 my $t = time();
 $ha->query('COMMIT');
 like($ha->{stderr}, qr/ERROR:  40001: (could not prove the zk_lock session alive before commit|zk_lock lock on key "idle" was lost)/,

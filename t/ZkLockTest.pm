@@ -15,7 +15,7 @@ use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(start_zookeeper start_ensemble start_partitionable_ensemble stop_zookeeper zk_member
   zk_restart_member zk_cmd zk_mntr zk_lock_nodes zk_session_nodes key_queue_len new_zk_cluster wait_for
-  start_proxy proxy_do install_counter run_counter_load start_commit_loop finish_commit_loop);
+  start_proxy proxy_do install_counter run_counter_load start_commit_loop finish_commit_loop zk_status);
 
 my $zk_script = dirname(__FILE__) . '/../test/zk.sh';
 my $proxy_script = dirname(__FILE__) . '/../test/zk_proxy.pl';
@@ -309,6 +309,13 @@ sub new_zk_cluster
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION zk_lock');
 	return $node;
+}
+
+# One column of a cluster's zk_lock_status().
+sub zk_status
+{
+	my ($node, $col) = @_;
+	return $node->safe_psql('postgres', "SELECT $col FROM zk_lock_status()");
 }
 
 # Poll a condition every 50 ms for up to $timeout seconds; true when it held.
