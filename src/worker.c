@@ -18,6 +18,7 @@
  */
 #include "postgres.h"
 
+#include <errno.h>
 #include <signal.h>
 
 #include "access/xlog.h"
@@ -686,12 +687,49 @@ core_init(void)
 											nslots * sizeof(zoo_op_result_t));
 }
 
+/*
+ * SIGTERM from the postmaster means shutdown: close the session.  From
+ * anyone else (pg_terminate_backend, kill) it means "restart": leave the
+ * session open so the next worker resumes it, as after an ERROR, and the
+ * cluster's holders keep their locks.
+ */
+static volatile sig_atomic_t terminated_by = 0;
+
+static void
+handle_sigterm(int signo, siginfo_t *info, void *context)
+{
+	int			save_errno = errno;
+
+	if (info != NULL && info->si_pid != PostmasterPid)
+		terminated_by = info->si_pid != 0 ? info->si_pid : -1;
+	ShutdownRequestPending = true;
+	SetLatch(MyLatch);
+	errno = save_errno;
+}
+
+static void
+set_signals(void)
+{
+	struct sigaction act;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	/* pg_cancel_backend has no statement to cancel here */
+	pqsignal(SIGINT, SIG_IGN);
+	memset(&act, 0, sizeof(act));
+	act.sa_sigaction = handle_sigterm;
+	sigemptyset(&act.sa_mask);
+	act.sa_flags = SA_SIGINFO | SA_RESTART;
+	if (sigaction(SIGTERM, &act, NULL) < 0)
+		elog(FATAL, "zk_lock: could not set the SIGTERM handler: %m");
+	BackgroundWorkerUnblockSignals();
+}
+
 void
 zkl_worker_main(Datum arg)
 {
-	pqsignal(SIGHUP, SignalHandlerForConfigReload);
-	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
-	BackgroundWorkerUnblockSignals();
+	set_signals();
+	/* no database: only a place in pg_stat_activity and pg_terminate_backend */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
 	if (!claim_worker_role())
 		proc_exit(0);			/* exit code 0: not restarted */
@@ -710,6 +748,8 @@ zkl_worker_main(Datum arg)
 		long		wait_ms;
 		long		ghost_ms;
 
+		/* barriers and the like: the worker has a place in the proc array */
+		CHECK_FOR_INTERRUPTS();
 		zkl_session_tend();
 		/* settings a reload may have changed */
 		core.connect_timeout = zkl_connect_timeout;
@@ -739,6 +779,14 @@ zkl_worker_main(Datum arg)
 		if ((zkc_wait(zkc_handle(), wait_ms) & WL_SOCKET_READABLE) && zkc_handle() != NULL &&
 			zoo_state(zkc_handle()) == ZOO_CONNECTED_STATE)
 			zkl_shared->last_heard = GetCurrentTimestamp();
+	}
+
+	if (terminated_by != 0)
+	{
+		ereport(LOG,
+				(errmsg("zk_lock worker terminated by PID %d; it restarts and resumes session 0x%llx",
+						(int) terminated_by, (unsigned long long) zkl_shared->t.session_id)));
+		proc_exit(1);
 	}
 
 	/*

@@ -241,8 +241,9 @@ _PG_init(void)
 	shmem_startup_hook = shmem_startup;
 
 	memset(&worker, 0, sizeof(worker));
-	worker.bgw_flags = BGWORKER_SHMEM_ACCESS;
-	worker.bgw_start_time = BgWorkerStart_PostmasterStart;
+	/* a connection (to no database) puts the worker in pg_stat_activity */
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = 1;
 	strlcpy(worker.bgw_library_name, "zk_lock", BGW_MAXLEN);
 	strlcpy(worker.bgw_function_name, "zkl_worker_main", BGW_MAXLEN);

@@ -1,7 +1,8 @@
 # The worker's session: state changes are logged; a ZooKeeper restart is
 # ridden out by reconnecting with the same session and every lock kept; a
-# worker stopped with SIGTERM closes its session so other clusters get the
-# lock at once, its holders' commits fail (40001), and it is restarted.
+# worker stopped with pg_terminate_backend (or any SIGTERM but the
+# postmaster's) is restarted and resumes the session, its holders keep their
+# locks; a shutdown closes the session so other clusters need not wait.
 use strict;
 use warnings;
 
@@ -9,6 +10,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use ZkLockTest;
 
 my $zk = start_zookeeper('session');
@@ -58,25 +60,39 @@ $ha->query_safe('COMMIT');
 like($hb->query_until(qr/b granted/, ''), qr/b granted/, 'A committed normally and B was granted');
 $hb->query_safe('COMMIT');
 
-# --- SIGTERM to the worker: session closed, holder's lock lost, worker back ---
+# --- pg_terminate_backend of the worker: it restarts and resumes its session ---
 $ha->query_safe("BEGIN; SELECT zk_lock('term-key')");
 is($b->safe_psql('postgres', "SELECT zk_try_lock('term-key')"), 'f', 'A holds term-key');
 my $old = worker_pid($a);
 ok($old, 'A\'s worker runs');
-kill 'TERM', $old;
-is($b->safe_psql('postgres', "SELECT zk_try_lock('term-key', 15000)"), 't',
-	'B gets the key well within the 30 s session timeout: the session was closed');
-$ha->query_safe('\\set VERBOSITY verbose');
-$ha->query('COMMIT');
-like($ha->{stderr}, qr/ERROR:  40001: zk_lock lock on key "term-key" was lost/, 'A\'s commit fails: its lock was lost');
+is($a->safe_psql('postgres',
+		"SELECT pid || ' ' || coalesce(datname, '-') FROM pg_stat_activity WHERE backend_type = 'zk_lock worker'"),
+	"$old -", 'the worker is in pg_stat_activity, as "zk_lock worker", with no database');
+my ($ret, $out, $err) = $a->psql('postgres', "SELECT pg_cancel_backend($old)");
+is($out . $err, 't', 'pg_cancel_backend reaches the worker, without a warning');
+usleep(300_000);
+is(worker_pid($a), $old, 'and leaves it running: it has no statement to cancel');
+($ret, $out, $err) = $a->psql('postgres', "SELECT pg_terminate_backend($old)");
+is($out . $err, 't', 'pg_terminate_backend stops it, without a warning');
 ok(wait_for(sub { my $p = worker_pid($a); $p && $p != $old }, 15), 'the worker was restarted');
-ok(wait_for(sub { scalar(session_ids($a)) >= 3 }, 15), 'and connected again');
-isnt((session_ids($a))[-1], $first_session, 'with a new session');
-is($a->safe_psql('postgres', "SELECT zk_try_lock('term-key')"), 't', 'A can lock again');
+like(slurp_file($a->logfile), qr/zk_lock worker terminated by PID \d+; it restarts and resumes session \Q$first_session\E/,
+	'the log says who stopped it and which session it resumes');
+ok(wait_for(sub { scalar(session_ids($a)) >= 3 }, 15), 'it connected again');
+is((session_ids($a))[-1], $first_session, 'with the same session');
+is($b->safe_psql('postgres', "SELECT zk_try_lock('term-key')"), 'f', 'A still holds term-key');
+$ha->query_safe('COMMIT');
+is($b->safe_psql('postgres', "SELECT zk_try_lock('term-key', 10000)"), 't',
+	'A commits normally, and B gets the key after it');
+
+# --- shutdown: the worker closes its session, ZooKeeper drops its nodes at once ---
 $ha->quit;
 $hb->quit;
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left');
+my $sid = (session_ids($a))[-1];
+like(zk_cmd($zk, 'dump'), qr/\Q$sid\E/, 'A\'s session has ephemeral nodes (its presence node)');
+$a->stop('fast');
+ok(wait_for(sub { zk_cmd($zk, 'dump') !~ /\Q$sid\E/ }, 10),
+	'gone within 10 s of a shutdown, well inside the 30 s session timeout: the session was closed');
 
-$a->stop;
 $b->stop;
 done_testing();
