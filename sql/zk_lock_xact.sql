@@ -95,9 +95,20 @@ SELECT zk_unlock_all();
 SELECT zk_unlock('all1');
 COMMIT;
 
--- outside an explicit transaction a lock lasts for its statement
+-- outside an explicit transaction a lock lasts for its statement, with a
+-- WARNING from every function that takes a lock (also inside a DO block)
 SELECT zk_lock('auto');
 SELECT zk_unlock('auto');
+SELECT zk_try_lock(7);
+SELECT zk_lock_shared('auto');
+SELECT zk_try_lock_shared('auto', 10);
+DO $$BEGIN PERFORM zk_lock('auto'); END$$;
+-- no WARNING inside a transaction block, explicit or implicit (one query
+-- string), nor from the unlock functions
+BEGIN;
+SELECT zk_lock('auto');
+COMMIT;
+SELECT 1 AS one \; SELECT zk_lock('auto') \; SELECT zk_unlock('auto');
 
 -- PREPARE TRANSACTION while holding a lock is an error; the transaction rolls back
 BEGIN;

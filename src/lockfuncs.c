@@ -22,6 +22,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
@@ -250,6 +251,23 @@ wait_for_answer(int idx, WaitKind kind, int timeout_ms, bool *lock_timed_out)
 	}
 }
 
+/*
+ * A transaction-bound lock taken in autocommit ends with its statement: legal,
+ * and right for a one-statement critical section, but rarely what was meant.
+ * Core warns the same way about SET LOCAL.
+ */
+static void
+warn_if_autocommit(FunctionCallInfo fcinfo)
+{
+	if (IsTransactionBlock())
+		return;
+	ereport(WARNING,
+			(errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
+			 errmsg("%s() outside a transaction block holds the lock only until the statement ends",
+					get_func_name(fcinfo->flinfo->fn_oid)),
+			 errhint("Call it after BEGIN: the lock is then held until COMMIT or ROLLBACK.")));
+}
+
 static bool
 acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 {
@@ -276,6 +294,7 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 			kind = WAIT_NONE;
 	}
 
+	warn_if_autocommit(fcinfo);
 	zkl_xact_init();
 	if (zkl_local_stack(key, mode))
 		return true;			/* already ours: stack, as core does */
