@@ -26,7 +26,8 @@ my $ha = $a->background_psql('postgres');
 $ha->query_safe("BEGIN; SELECT zk_lock('handover')");
 
 my $hb = $b->background_psql('postgres');
-$hb->query_until(qr/go/, "\\echo go\nSELECT zk_lock('handover'); SELECT 'b-granted', extract(epoch from clock_timestamp());\n");
+$hb->query_until(qr/go/,
+	"\\echo go\nBEGIN; SELECT zk_lock('handover'); SELECT 'b-granted', extract(epoch from clock_timestamp()); COMMIT;\n");
 ok(wait_for(sub { waiting_count($b) == 1 }, 10), 'B waits for the lock A holds');
 is($b->safe_psql('postgres', "SELECT zk_try_lock('handover')"), 'f',
 	'a third session in B cannot take it either');
@@ -68,7 +69,7 @@ my $hw = $b->background_psql('postgres', on_error_stop => 0);
 $hw->query_until(qr/go/, "\\echo go\nSELECT zk_lock('term-key');\n");
 ok(wait_for(sub { waiting_count($b) == 1 }, 10), 'waiter queued in B');
 $b->safe_psql('postgres',
-	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Extension'");
+	"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND wait_event_type = 'Extension'");
 ok(wait_for(sub { waiting_count($b) == 0 }, 10), 'waiter terminated');
 $ha->query_safe('COMMIT');
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10),

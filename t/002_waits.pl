@@ -39,7 +39,7 @@ is($node->safe_psql('postgres',
 	'granted:true:true,waiting:false:true',
 	'zk_locks shows the holder granted (with its fencing token) and the waiter waiting');
 is($node->safe_psql('postgres',
-		"SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE wait_event_type = 'Extension'"),
+		"SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE backend_type = 'client backend' AND wait_event_type = 'Extension'"),
 	'1', 'waiter cancelled');
 ok(pump_until($w->{run}, $w->{timeout}, \$w->{stderr}, qr/canceling statement due to user request/),
 	'the waiter got the cancel error');
