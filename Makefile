@@ -32,7 +32,7 @@ EXTRA_CLEAN = tmp_regress tmp_isolation output_iso test/unit/test_pure test/unit
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
-.PHONY: test demo bench unit fuzz sim sim-bites installcheck-regress installcheck-isolation installcheck-tap
+.PHONY: test demo bench deb unit fuzz sim sim-bites installcheck-regress installcheck-isolation installcheck-tap
 
 ifneq ($(PGXS),)
 include $(PGXS)
@@ -55,6 +55,10 @@ bench:
 
 unit:
 	bash test/unit/run.sh
+
+# The Debian package, built with debhelper and pg_buildext: build/deb/*.deb
+deb:
+	@bash debian/make-deb.sh
 
 # The deterministic simulation (test/sim): random seeds for SIM_SECONDS, each
 # reported; SIM_SEED=N replays one seed step by step.  make test runs a

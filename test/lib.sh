@@ -32,7 +32,7 @@ zkl_as_runner() {
 zkl_workdir() {
 	local work
 	work=$(mktemp -d "${TMPDIR:-/tmp}/zk_lock-$1.XXXXXX")
-	tar -C "$ZKL_SRC" --exclude=.git --exclude='*.o' --exclude='*.so' -cf - . | tar -C "$work" -xf -
+	tar -C "$ZKL_SRC" --exclude=.git --exclude=./build --exclude='*.o' --exclude='*.so' -cf - . | tar -C "$work" -xf -
 	chown -R "$(zkl_runner)" "$work"
 	chmod 755 "$work"
 	echo "$work"
