@@ -4,7 +4,7 @@
 # the checkout stays clean; prints the package's path last.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-bash "$src/test/deps.sh" debhelper fakeroot dpkg-dev >&2
+bash "$src/test/deps.sh" --build debhelper fakeroot dpkg-dev >&2
 
 out="$src/build/deb"
 rm -rf "$out"

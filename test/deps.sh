@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Install the Debian packages zk_lock needs to build and test, if missing,
-# and any given as arguments.
+# Install the Debian packages zk_lock needs to build and test (with --build:
+# to build), if missing, and any given as arguments.
 set -euo pipefail
 
-pkgs="make gcc postgresql-15 postgresql-server-dev-15 postgresql-client-15
-      libzookeeper-st-dev zookeeper libipc-run-perl clang libclang-rt-14-dev"
-command -v java >/dev/null 2>&1 || pkgs="$pkgs default-jre-headless"
-pkgs="$pkgs $*"	# extra packages a caller needs (make bench)
+# --build: only what building needs (make deb), not the servers and test tools
+pkgs="make gcc postgresql-server-dev-15 libzookeeper-st-dev"
+if [ "${1:-}" = --build ]; then
+	shift
+else
+	pkgs="$pkgs postgresql-15 postgresql-client-15 zookeeper libipc-run-perl clang libclang-rt-14-dev"
+	command -v java >/dev/null 2>&1 || pkgs="$pkgs default-jre-headless"
+fi
+pkgs="$pkgs $*"	# extra packages a caller needs (make bench, make deb)
 
 missing=""
 for p in $pkgs; do
