@@ -60,6 +60,16 @@ is("$code $out", 'ok t', 'a member of zk_lock_users can') or diag($err);
 ($code, $out) = as_role('app_user', 'SELECT count(*) FROM zk.zk_locks');
 is($code, 'ok', 'and everyone can still read zk_locks');
 
+# autocommit: the lock ends with the statement, and the caller is told so
+($code, $out, $err) = $node->psql('app', "SELECT zk.zk_lock('auto')");
+like($err, qr/WARNING:  zk_lock\(\) outside a transaction block holds the lock only until the statement ends/,
+	'a lock taken in autocommit warns that it ends with the statement');
+like($err, qr/HINT:  Call it after BEGIN/, 'with a hint');
+is($node->safe_psql('app', "SELECT count(*) FROM zk.zk_locks WHERE key = 'auto'"), '0',
+	'and it is gone once the statement ended');
+($code, $out, $err) = $node->psql('app', "BEGIN; SELECT zk.zk_lock('auto'); SELECT zk.zk_try_lock_shared('auto'); COMMIT;");
+is($err, '', 'inside a transaction block: no warning');
+
 # \df+ and \dv+ describe every object of the extension
 is($node->safe_psql('app', q{
 	SELECT string_agg(d.objid::regprocedure::text, ', ')
