@@ -5,8 +5,8 @@
  * characters and several Unicode ranges.  Rather than decode UTF-8 to find
  * the refused code points, every byte outside printable ASCII is written as
  * %XX, as is '%' itself; that is injective (percent-decoding inverts it) and
- * never yields a name ZooKeeper refuses.  The leading kind letter keeps text
- * and bigint keys apart and makes "." and ".." impossible.
+ * never yields a name ZooKeeper refuses.  The leading kind letter keeps text,
+ * bigint and (int, int) keys apart and makes "." and ".." impossible.
  */
 #include "keys.h"
 
@@ -61,6 +61,61 @@ zkl_encode_bigint_key(int64_t key, char *out, size_t outlen)
 	return (n < 0 || (size_t) n >= outlen) ? -1 : n;
 }
 
+int
+zkl_encode_pair_key(int32_t key1, int32_t key2, char *out, size_t outlen)
+{
+	int			n = snprintf(out, outlen, "%c%d.%d", ZKL_KEY_PAIR, (int) key1, (int) key2);
+
+	return (n < 0 || (size_t) n >= outlen) ? -1 : n;
+}
+
+/*
+ * One canonical int32 in decimal at *p (no '+', no leading zero, no "-0"):
+ * advances *p past it, false if there is none.
+ */
+static int
+take_int32(const char **p)
+{
+	const char *s = *p;
+	int			neg = (*s == '-');
+	long long	v = 0;
+	int			digits = 0;
+
+	s += neg;
+	if (*s == '0' && (neg || (s[1] >= '0' && s[1] <= '9')))
+		return 0;
+	while (*s >= '0' && *s <= '9' && digits <= 10)
+	{
+		v = v * 10 + (*s++ - '0');
+		digits++;
+	}
+	if (digits == 0 || digits > 10 || (neg ? -v < INT32_MIN : v > INT32_MAX))
+		return 0;
+	*p = s;
+	return 1;
+}
+
+static int
+decode_pair(const char *name, char *out, size_t outlen)
+{
+	const char *p = name + 1;
+	const char *first = p;
+	size_t		len;
+
+	if (!take_int32(&p) || *p != '.')
+		return -1;
+	len = (size_t) (p - first);
+	p++;
+	if (!take_int32(&p) || *p != '\0')
+		return -1;
+	if (strlen(name + 1) + 1 > outlen)
+		return -1;
+	memcpy(out, first, len);
+	out[len] = ',';
+	strcpy(out + len + 1, first + len + 1);
+	return (int) strlen(out);
+}
+
 static int
 hexval(char c)
 {
@@ -86,6 +141,11 @@ zkl_decode_key(const char *name, char *kind, char *out, size_t outlen)
 		memcpy(out, name + 1, len + 1);
 		*kind = ZKL_KEY_BIGINT;
 		return (int) len;
+	}
+	if (name[0] == ZKL_KEY_PAIR)
+	{
+		*kind = ZKL_KEY_PAIR;
+		return decode_pair(name, out, outlen);
 	}
 	if (name[0] != ZKL_KEY_TEXT || name[1] == '\0')
 		return -1;

@@ -13,6 +13,7 @@
 /* Key spaces, as core keeps pg_advisory_lock(bigint) apart from (int, int). */
 #define ZKL_KEY_TEXT	't'
 #define ZKL_KEY_BIGINT	'b'
+#define ZKL_KEY_PAIR	'p'			/* (key1 int, key2 int) */
 
 /* Longest text key, in bytes of its UTF-8 form. */
 #define ZKL_MAX_KEY_BYTES	256
@@ -29,9 +30,13 @@ extern int	zkl_encode_text_key(const char *raw, size_t len, char *out, size_t ou
 /* Encode a bigint key; never fails for outlen >= 22. */
 extern int	zkl_encode_bigint_key(int64_t key, char *out, size_t outlen);
 
+/* Encode an (int, int) key as "p<key1>.<key2>"; never fails for outlen >= 24. */
+extern int	zkl_encode_pair_key(int32_t key1, int32_t key2, char *out, size_t outlen);
+
 /*
- * Decode a node name made by the encoders above.  Sets *kind, writes the raw
- * text key (or the bigint's decimal form) NUL-terminated into out and returns
+ * Decode a node name made by the encoders above.  A pair decodes to
+ * "<key1>,<key2>".  Sets *kind, writes the raw
+ * text key (or the number's decimal form) NUL-terminated into out and returns
  * its length; -1 when name is not one of ours or out is too small.
  */
 extern int	zkl_decode_key(const char *name, char *kind, char *out, size_t outlen);

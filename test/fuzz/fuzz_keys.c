@@ -4,7 +4,7 @@
  *    path component of printable ASCII, never "." or "..", that decodes back
  *    to exactly the same bytes (so the encoding is injective);
  *  - two different keys never share a name;
- *  - a bigint key round-trips;
+ *  - a bigint key and an (int, int) key round-trip;
  *  - any string the decoder accepts is the encoding of what it decoded to,
  *    so no two names stand for one key.
  */
@@ -55,6 +55,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char		back[ZKL_KEY_BUFLEN];
 	char		again[ZKL_KEY_BUFLEN];
 	char		kind;
+	char	   *end;
 	int64_t		v;
 	int			n;
 	size_t		half = size / 2;
@@ -82,6 +83,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(strtoll(back, NULL, 10) == v);
 	}
 
+	/* (int, int) keys round-trip */
+	if (size >= 2 * sizeof(int32_t))
+	{
+		int32_t		k[2];
+
+		memcpy(k, data, sizeof(k));
+		n = zkl_encode_pair_key(k[0], k[1], a, sizeof(a));
+		check_name(a, n);
+		CHECK(zkl_decode_key(a, &kind, back, sizeof(back)) == n - 1 && kind == ZKL_KEY_PAIR);
+		CHECK(strtol(back, &end, 10) == k[0] && *end == ',' && strtol(end + 1, NULL, 10) == k[1]);
+	}
+
 	/* the decoder accepts canonical names only */
 	if (size < sizeof(a))
 	{
@@ -91,6 +104,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (n > 0 && kind == ZKL_KEY_TEXT)
 		{
 			CHECK(zkl_encode_text_key(back, (size_t) n, again, sizeof(again)) > 0);
+			CHECK(strcmp(again, a) == 0);
+		}
+		if (n > 0 && kind == ZKL_KEY_PAIR)
+		{
+			long		k1 = strtol(back, &end, 10);
+
+			CHECK(*end == ',');
+			CHECK(zkl_encode_pair_key((int32_t) k1, (int32_t) strtol(end + 1, NULL, 10),
+									  again, sizeof(again)) > 0);
 			CHECK(strcmp(again, a) == 0);
 		}
 	}

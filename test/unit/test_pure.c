@@ -102,6 +102,29 @@ test_keys(void)
 	CHECK(zkl_decode_key(enc, &kind, dec, sizeof(dec)) > 0 && kind == ZKL_KEY_BIGINT &&
 		  strcmp(dec, "-9223372036854775808") == 0, "bigint decodes");
 
+	/* (int, int) keys: a key space of their own, as core's pg_advisory_lock(int, int) */
+	CHECK(zkl_encode_pair_key(42, 1000, enc, sizeof(enc)) > 0 && strcmp(enc, "p42.1000") == 0, "pair");
+	zkl_encode_bigint_key(42, enc2, sizeof(enc2));
+	CHECK(strcmp(enc, enc2) != 0, "pair (42, 1000) and bigint 42 differ");
+	zkl_encode_pair_key(-2147483647 - 1, 2147483647, enc, sizeof(enc));
+	CHECK(strcmp(enc, "p-2147483648.2147483647") == 0, "pair extremes");
+	CHECK(zkl_decode_key(enc, &kind, dec, sizeof(dec)) > 0 && kind == ZKL_KEY_PAIR &&
+		  strcmp(dec, "-2147483648,2147483647") == 0, "pair decodes as key1,key2");
+	zkl_encode_pair_key(1, 23, enc, sizeof(enc));
+	zkl_encode_pair_key(12, 3, enc2, sizeof(enc2));
+	CHECK(strcmp(enc, enc2) != 0, "(1, 23) and (12, 3) differ");
+	CHECK(zkl_encode_pair_key(1, 2, enc, 4) == -1, "small buffer refused, no overflow");
+	{
+		static const char *const bad[] = {
+			"p", "p1", "p1.", "p.1", "p01.1", "p1.-0", "p+1.1", "p1.1.", "p1.2147483648",
+			"p-2147483649.0", "p99999999999.1", "p1 .1", "p1,1"
+		};
+
+		for (i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
+			CHECK(zkl_decode_key(bad[i], &kind, dec, sizeof(dec)) == -1, bad[i]);
+	}
+	CHECK(zkl_decode_key("p0.-7", &kind, dec, sizeof(dec)) == 4 && strcmp(dec, "0,-7") == 0, "p0.-7 decodes");
+
 	CHECK(zkl_decode_key("x", &kind, dec, sizeof(dec)) == -1, "foreign name refused");
 	CHECK(zkl_decode_key("ta%2", &kind, dec, sizeof(dec)) == -1, "truncated escape refused");
 	CHECK(zkl_decode_key("t%61", &kind, dec, sizeof(dec)) == -1, "needless escape refused (one name per key)");
