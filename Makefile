@@ -7,7 +7,7 @@ OBJS = src/zk_lock.o src/shmem.o src/worker.o src/zk_client.o src/recipe.o \
        src/session.o src/orphans.o src/queue_read.o src/presence.o \
        src/left_session.o src/core.o src/table.o src/holds.o src/key_text.o src/lock_delay.o
 EXTENSION = zk_lock
-DATA = zk_lock--1.0.sql
+DATA = zk_lock--1.0.sql zk_lock--1.0--1.1.sql
 PGFILEDESC = "zk_lock - advisory locks shared by PostgreSQL clusters through ZooKeeper"
 
 # Single-threaded client only: the _mt library runs callbacks on its own threads.
@@ -18,7 +18,7 @@ SHLIB_LINK = -lzookeeper_st
 # With EXISTING=1 they run against a running server instead (PGHOST, PGPORT,
 # PGUSER as for psql), which must preload zk_lock, reach a ZooKeeper and allow
 # prepared transactions.
-REGRESS = zk_lock_api zk_lock_xact
+REGRESS = zk_lock_api zk_lock_xact zk_lock_pairs
 ISOLATION = trylock timeouts shared
 ifndef EXISTING
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=test/tmp/zk_lock.conf

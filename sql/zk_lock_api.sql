@@ -1,6 +1,12 @@
 -- zk_lock SQL API: shapes, errors with their SQLSTATEs, key spaces.
 CREATE EXTENSION zk_lock;
 
+-- A worker grants nothing for zk_lock.lock_delay after its session starts;
+-- one blocking lock first, so the short try-locks below are not timed against it.
+BEGIN;
+SELECT zk_lock('warm-up');
+COMMIT;
+
 -- Runs a statement and reports its SQLSTATE and message instead of failing.
 CREATE FUNCTION outcome(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN

@@ -38,15 +38,27 @@ typedef enum WaitKind
 	WAIT_BOUNDED				/* zk_try_lock(key, timeout_ms) */
 } WaitKind;
 
+/* How many arguments the key takes: two for (key1 int, key2 int). */
+int
+zkl_key_nargs(char kind)
+{
+	return kind == ZKL_KEY_PAIR ? 2 : 1;
+}
+
 void
 zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out)
 {
-	if (PG_ARGISNULL(0))
+	if (PG_ARGISNULL(0) || (kind == ZKL_KEY_PAIR && PG_ARGISNULL(1)))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("zk_lock key must not be NULL")));
 
-	if (kind == ZKL_KEY_BIGINT)
+	if (kind == ZKL_KEY_PAIR)
+	{
+		if (zkl_encode_pair_key(PG_GETARG_INT32(0), PG_GETARG_INT32(1), out, ZKL_KEY_BUFLEN) < 0)
+			elog(ERROR, "could not encode (int, int) key");
+	}
+	else if (kind == ZKL_KEY_BIGINT)
 	{
 		if (zkl_encode_bigint_key(PG_GETARG_INT64(0), out, ZKL_KEY_BUFLEN) < 0)
 			elog(ERROR, "could not encode bigint key");
@@ -281,11 +293,13 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 	zkl_key_arg(fcinfo, keykind, key);
 	if (kind == WAIT_BOUNDED)
 	{
-		if (PG_ARGISNULL(1))
+		int			targ = zkl_key_nargs(keykind);
+
+		if (PG_ARGISNULL(targ))
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("zk_lock timeout must not be NULL")));
-		timeout_ms = PG_GETARG_INT32(1);
+		timeout_ms = PG_GETARG_INT32(targ);
 		if (timeout_ms < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -59,7 +59,8 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 
 		values[0] = Int32GetDatum(s->owner_pid);
 		values[1] = CStringGetTextDatum(zkl_display_key(s->key));
-		values[2] = CStringGetTextDatum(s->key[0] == ZKL_KEY_BIGINT ? "bigint" : "text");
+		values[2] = CStringGetTextDatum(s->key[0] == ZKL_KEY_BIGINT ? "bigint" :
+										s->key[0] == ZKL_KEY_PAIR ? "integer pair" : "text");
 		values[3] = CStringGetTextDatum(s->mode == ZKL_MODE_SHARED ? "shared" : "exclusive");
 		values[4] = CStringGetTextDatum(slot_state(s));
 		if (s->node[0] != '\0')

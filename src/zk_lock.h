@@ -159,15 +159,18 @@ extern ZklAuthResult zkl_load_credential(char *cred, size_t credlen, char *user,
 extern bool zkl_digest_id(const char *cred, char *out, size_t outlen);
 
 /*
- * One C entry point per SQL signature: NAME_text and NAME_int8 call
+ * One C entry point per SQL signature: NAME_text, NAME_int8 and
+ * NAME_int4_int4 (a (key1 int, key2 int) key) call
  * IMPL(fcinfo, key kind, ARG).  A function's argument types are never read
  * from fn_expr, which a fast-path call (libpq's PQfn) does not have.
  */
 #define ZKL_KEYED_ENTRIES(name, impl, arg) \
 PG_FUNCTION_INFO_V1(name##_text); \
 PG_FUNCTION_INFO_V1(name##_int8); \
+PG_FUNCTION_INFO_V1(name##_int4_int4); \
 Datum name##_text(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_TEXT, arg); } \
-Datum name##_int8(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_BIGINT, arg); }
+Datum name##_int8(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_BIGINT, arg); } \
+Datum name##_int4_int4(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_PAIR, arg); }
 
 /* key_text.c */
 extern char *zkl_display_key(const char *encoded);
@@ -175,6 +178,7 @@ extern char *zkl_display_key(const char *encoded);
 /* lockfuncs.c */
 /* Slack before a backend decides the worker is not serving requests at all. */
 #define WORKER_GRACE_MS 2000
+extern int	zkl_key_nargs(char kind);
 extern void zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out);
 extern void zkl_check_usable(void);
 

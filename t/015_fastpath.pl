@@ -47,6 +47,10 @@ my @granting = (
 	[ 'zk_try_lock_shared(bigint)', ['b:43'], 'bigint:43:shared' ],
 	[ 'zk_try_lock_shared(text,integer)', [ 't:fp-s', 'i:500' ], 'text:fp-s:shared' ],
 	[ 'zk_try_lock_shared(bigint,integer)', [ 'b:43', 'i:500' ], 'bigint:43:shared' ],
+	[ 'zk_lock(integer,integer)', [ 'i:1', 'i:2' ], 'integer pair:1,2:exclusive' ],
+	[ 'zk_try_lock(integer,integer,integer)', [ 'i:-1', 'i:2', 'i:0' ], 'integer pair:-1,2:exclusive' ],
+	[ 'zk_lock_shared(integer,integer)', [ 'i:3', 'i:4' ], 'integer pair:3,4:shared' ],
+	[ 'zk_try_lock_shared(integer,integer,integer)', [ 'i:3', 'i:4', 'i:500' ], 'integer pair:3,4:shared' ],
 );
 for my $c (@granting)
 {
@@ -61,7 +65,9 @@ for my $c (
 	[ 'zk_unlock(text)', ['t:fp-k'] ],
 	[ 'zk_unlock(bigint)', ['b:42'] ],
 	[ 'zk_unlock_shared(text)', ['t:fp-s'] ],
-	[ 'zk_unlock_shared(bigint)', ['b:43'] ])
+	[ 'zk_unlock_shared(bigint)', ['b:43'] ],
+	[ 'zk_unlock(integer,integer)', [ 'i:1', 'i:2' ] ],
+	[ 'zk_unlock_shared(integer,integer)', [ 'i:3', 'i:4' ] ])
 {
 	my ($sig, $args) = @$c;
 	like(fastpath($sig, @$args), qr/^result 00\nheld 0 \nalive 1$/m, "$sig: false, nothing held");
@@ -70,6 +76,8 @@ like(fastpath('zk_lock_token(text)', 't:fp-k'), qr/^error 55000 .*holds no zk_lo
 	'zk_lock_token(text): a clear error');
 like(fastpath('zk_lock_token(bigint)', 'b:42'), qr/^error 55000 .*holds no zk_lock lock on key "42"/m,
 	'zk_lock_token(bigint): the key read as a bigint');
+like(fastpath('zk_lock_token(integer,integer)', 'i:1', 'i:2'), qr/^error 55000 .*holds no zk_lock lock on key "1,2"/m,
+	'zk_lock_token(integer,integer): the key read as a pair');
 like(fastpath('zk_lock_queue_raw(bigint)', 'b:42'), qr/^error \w{5} /m,
 	'a set-returning function fails with an SQLSTATE');
 like(fastpath('zk_lock(text)', 't:'), qr/^error 22023 .*must not be empty/m, 'an empty key: 22023');
