@@ -85,7 +85,7 @@ SELECT zk_unlock(12345);
 
 -- try-lock forms on a free key
 BEGIN;
-SELECT zk_try_lock('free'), zk_try_lock(99), zk_try_lock('free2', 0), zk_try_lock(98, 100);
+SELECT zk_try_lock('free'), zk_try_lock(99), zk_try_lock('free2', 0), zk_try_lock(98, 5000);
 SELECT zk_unlock_all();
 SELECT zk_unlock('free');
 COMMIT;
@@ -110,7 +110,7 @@ FROM zk_lock_status();
 SELECT outcome($$SELECT zk_lock_shared(NULL::text)$$);
 SELECT outcome($$SELECT zk_try_lock_shared('', 5)$$);
 BEGIN;
-SELECT zk_lock_shared('rw'), zk_lock_shared('rw'), zk_try_lock_shared(5), zk_try_lock_shared('rw2', 10);
+SELECT zk_lock_shared('rw'), zk_lock_shared('rw'), zk_try_lock_shared(5), zk_try_lock_shared('rw2', 5000);
 SELECT zk_unlock('rw');
 SELECT key, key_type, mode, state FROM zk_locks
 WHERE pid = pg_backend_pid() AND state <> 'releasing' ORDER BY key;

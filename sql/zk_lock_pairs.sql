@@ -21,7 +21,7 @@ SELECT key FROM zk_locks;
 SELECT zk_unlock(-2147483648, 2147483647), zk_unlock(-2147483648, 2147483647);
 SELECT zk_lock_shared(3, 4);
 SELECT zk_try_lock_shared(3, 4, 0);
-SELECT zk_try_lock(5, 6, 100);
+SELECT zk_try_lock(5, 6, 5000);
 SELECT key, mode FROM zk_locks ORDER BY key, mode;
 SELECT zk_unlock_shared(3, 4), zk_unlock_shared(3, 4), zk_unlock(5, 6);
 COMMIT;

@@ -101,7 +101,7 @@ SELECT zk_lock('auto');
 SELECT zk_unlock('auto');
 SELECT zk_try_lock(7);
 SELECT zk_lock_shared('auto');
-SELECT zk_try_lock_shared('auto', 10);
+SELECT zk_try_lock_shared('auto', 5000);
 DO $$BEGIN PERFORM zk_lock('auto'); END$$;
 -- no WARNING inside a transaction block, explicit or implicit (one query
 -- string), nor from the unlock functions
