@@ -3,6 +3,8 @@
 # shellcheck shell=bash
 
 ZKL_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# zkl_workdir copies this tree: never let a wrong guess copy something else
+[ -f "$ZKL_SRC/zk_lock.control" ] || { echo "test/lib.sh: source tree not found (run it with bash)" >&2; exit 1; }
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
 export PG_CONFIG
 
