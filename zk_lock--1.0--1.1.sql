@@ -32,17 +32,6 @@ CREATE FUNCTION zk_lock_queue_raw(key1 integer, key2 integer,
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'zk_lock_queue_raw_int4_int4' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
-CREATE FUNCTION zk_lock_queue(key1 integer, key2 integer,
-    OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
-    OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
-    OUT since timestamptz, OUT node text)
-RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
-SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS $$
-  SELECT q.position, q.mode, q.granted, h.*, q.node
-  FROM @extschema@.zk_lock_queue_raw(key1, key2) q, @extschema@.zk_lock_holder(q.data) h
-  ORDER BY q.position
-$$;
 
 REVOKE EXECUTE ON FUNCTION zk_lock_queue_raw(integer, integer) FROM PUBLIC;
 
@@ -53,5 +42,154 @@ COMMENT ON FUNCTION zk_lock_shared(integer, integer) IS 'shared (read) lock on a
 COMMENT ON FUNCTION zk_try_lock_shared(integer, integer, integer) IS 'shared lock on an (int, int) key, waiting at most timeout_ms (0: no wait); false on timeout';
 COMMENT ON FUNCTION zk_unlock_shared(integer, integer) IS 'release one shared acquisition of an (int, int) key early; warning and false if not held';
 COMMENT ON FUNCTION zk_lock_token(integer, integer) IS 'fencing token of a lock on an (int, int) key this transaction holds';
-COMMENT ON FUNCTION zk_lock_queue(integer, integer) IS 'every cluster''s holders and waiters for an (int, int) key, in queue order, read live from ZooKeeper';
 COMMENT ON FUNCTION zk_lock_queue_raw(integer, integer) IS 'internal: the raw queue behind zk_lock_queue()';
+
+-- Session-level locks, as core's pg_advisory_lock: held until unlocked or the
+-- session ends, never released by COMMIT or ROLLBACK; repeated requests stack.
+CREATE FUNCTION zk_session_lock(key text) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_session_lock_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_lock(key bigint) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_session_lock_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_lock(key1 integer, key2 integer) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_session_lock_int4_int4' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock(key text) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_lock_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock(key bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_lock_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock(key text, timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_lock_ms_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock(key bigint, timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_lock_ms_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock(key1 integer, key2 integer, timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_lock_ms_int4_int4' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_unlock(key text) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_unlock_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_unlock(key bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_unlock_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_unlock(key1 integer, key2 integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_unlock_int4_int4' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_lock_shared(key text) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_session_lock_shared_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_lock_shared(key bigint) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_session_lock_shared_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_lock_shared(key1 integer, key2 integer) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_session_lock_shared_int4_int4' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock_shared(key text) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_lock_shared_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock_shared(key bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_lock_shared_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock_shared(key text, timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_lock_shared_ms_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock_shared(key bigint, timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_lock_shared_ms_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock_shared(key1 integer, key2 integer, timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_lock_shared_ms_int4_int4' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_unlock_shared(key text) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_unlock_shared_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_unlock_shared(key bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_unlock_shared_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_unlock_shared(key1 integer, key2 integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_unlock_shared_int4_int4' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_unlock_all() RETURNS void
+AS 'MODULE_PATHNAME', 'zk_session_unlock_all' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Introspection: each request's scope (transaction, session, or both).  The
+-- view is replaced in place, so views of users' own on zk_locks survive;
+-- the queue functions are recreated with the scope each node was asked at.
+
+CREATE FUNCTION zk_lock_request_rows(
+    OUT pid integer, OUT key text, OUT key_type text, OUT mode text, OUT state text,
+    OUT node text, OUT token bigint, OUT wait_start timestamptz, OUT granted_at timestamptz,
+    OUT scope text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'zk_lock_requests' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+CREATE OR REPLACE VIEW zk_locks AS SELECT * FROM zk_lock_request_rows();
+DROP FUNCTION zk_lock_requests();
+
+DROP FUNCTION zk_lock_queue(text);
+DROP FUNCTION zk_lock_queue(bigint);
+DROP FUNCTION zk_lock_holder(text);
+
+CREATE FUNCTION zk_lock_holder(data text,
+    OUT cluster text, OUT sysid text, OUT pid integer, OUT database text,
+    OUT xid bigint, OUT since timestamptz, OUT scope text)
+RETURNS record LANGUAGE sql STABLE PARALLEL SAFE
+AS $$
+  SELECT d->>'cluster', d->>'sysid', (d->>'pid')::integer, d->>'db',
+         nullif((d->>'xid')::bigint, 0), (d->>'since')::timestamptz,
+         CASE WHEN d IS NOT NULL THEN coalesce(d->>'scope', 'transaction') END
+  FROM (SELECT CASE WHEN data LIKE '{%' THEN data::jsonb END AS d) j
+$$;
+
+CREATE FUNCTION zk_lock_queue(key text,
+    OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
+    OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
+    OUT since timestamptz, OUT scope text, OUT node text)
+RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
+         h.since, h.scope, q.node
+  FROM @extschema@.zk_lock_queue_raw(key) q, @extschema@.zk_lock_holder(q.data) h
+  ORDER BY q.position
+$$;
+
+CREATE FUNCTION zk_lock_queue(key bigint,
+    OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
+    OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
+    OUT since timestamptz, OUT scope text, OUT node text)
+RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
+         h.since, h.scope, q.node
+  FROM @extschema@.zk_lock_queue_raw(key) q, @extschema@.zk_lock_holder(q.data) h
+  ORDER BY q.position
+$$;
+
+CREATE FUNCTION zk_lock_queue(key1 integer, key2 integer,
+    OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
+    OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
+    OUT since timestamptz, OUT scope text, OUT node text)
+RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
+         h.since, h.scope, q.node
+  FROM @extschema@.zk_lock_queue_raw(key1, key2) q, @extschema@.zk_lock_holder(q.data) h
+  ORDER BY q.position
+$$;
+
+REVOKE EXECUTE ON FUNCTION zk_lock_holder(text) FROM PUBLIC;
+
+COMMENT ON FUNCTION zk_session_lock(text) IS 'session-level exclusive lock across clusters, held until zk_session_unlock or the session ends; waits (lock_timeout applies)';
+COMMENT ON FUNCTION zk_session_lock(bigint) IS 'session-level exclusive lock across clusters, held until zk_session_unlock or the session ends; waits (lock_timeout applies)';
+COMMENT ON FUNCTION zk_session_lock(integer, integer) IS 'session-level exclusive lock across clusters, held until zk_session_unlock or the session ends; waits (lock_timeout applies)';
+COMMENT ON FUNCTION zk_session_try_lock(text) IS 'session-level exclusive lock if free, else false; never queues';
+COMMENT ON FUNCTION zk_session_try_lock(bigint) IS 'session-level exclusive lock if free, else false; never queues';
+COMMENT ON FUNCTION zk_session_try_lock(text, integer) IS 'session-level exclusive lock, waiting at most timeout_ms (0: no wait); false on timeout';
+COMMENT ON FUNCTION zk_session_try_lock(bigint, integer) IS 'session-level exclusive lock, waiting at most timeout_ms (0: no wait); false on timeout';
+COMMENT ON FUNCTION zk_session_try_lock(integer, integer, integer) IS 'session-level exclusive lock, waiting at most timeout_ms (0: no wait); false on timeout';
+COMMENT ON FUNCTION zk_session_unlock(text) IS 'release one session-level exclusive acquisition; warning and false if not held';
+COMMENT ON FUNCTION zk_session_unlock(bigint) IS 'release one session-level exclusive acquisition; warning and false if not held';
+COMMENT ON FUNCTION zk_session_unlock(integer, integer) IS 'release one session-level exclusive acquisition; warning and false if not held';
+COMMENT ON FUNCTION zk_session_lock_shared(text) IS 'session-level shared lock across clusters, held until zk_session_unlock_shared or the session ends; waits (lock_timeout applies)';
+COMMENT ON FUNCTION zk_session_lock_shared(bigint) IS 'session-level shared lock across clusters, held until zk_session_unlock_shared or the session ends; waits (lock_timeout applies)';
+COMMENT ON FUNCTION zk_session_lock_shared(integer, integer) IS 'session-level shared lock across clusters, held until zk_session_unlock_shared or the session ends; waits (lock_timeout applies)';
+COMMENT ON FUNCTION zk_session_try_lock_shared(text) IS 'session-level shared lock if free, else false; never queues';
+COMMENT ON FUNCTION zk_session_try_lock_shared(bigint) IS 'session-level shared lock if free, else false; never queues';
+COMMENT ON FUNCTION zk_session_try_lock_shared(text, integer) IS 'session-level shared lock, waiting at most timeout_ms (0: no wait); false on timeout';
+COMMENT ON FUNCTION zk_session_try_lock_shared(bigint, integer) IS 'session-level shared lock, waiting at most timeout_ms (0: no wait); false on timeout';
+COMMENT ON FUNCTION zk_session_try_lock_shared(integer, integer, integer) IS 'session-level shared lock, waiting at most timeout_ms (0: no wait); false on timeout';
+COMMENT ON FUNCTION zk_session_unlock_shared(text) IS 'release one session-level shared acquisition; warning and false if not held';
+COMMENT ON FUNCTION zk_session_unlock_shared(bigint) IS 'release one session-level shared acquisition; warning and false if not held';
+COMMENT ON FUNCTION zk_session_unlock_shared(integer, integer) IS 'release one session-level shared acquisition; warning and false if not held';
+COMMENT ON FUNCTION zk_session_unlock_all() IS 'release every session-level zk_lock lock of this session, both modes';
+COMMENT ON FUNCTION zk_unlock_all() IS 'release every transaction-level zk_lock lock of this transaction, both modes';
+COMMENT ON FUNCTION zk_lock_request_rows() IS 'the rows of the zk_locks view: this cluster''s lock requests';
+COMMENT ON VIEW zk_locks IS 'this cluster''s zk_lock requests, like pg_locks: key, mode, state, node, fencing token, times, scope';
+COMMENT ON FUNCTION zk_lock_holder(text) IS 'internal: who asked, from a lock node''s data';
+COMMENT ON FUNCTION zk_lock_queue(text) IS 'every cluster''s holders and waiters for a key, in queue order, read live from ZooKeeper';
+COMMENT ON FUNCTION zk_lock_queue(bigint) IS 'every cluster''s holders and waiters for a key, in queue order, read live from ZooKeeper';
+COMMENT ON FUNCTION zk_lock_queue(integer, integer) IS 'every cluster''s holders and waiters for an (int, int) key, in queue order, read live from ZooKeeper';

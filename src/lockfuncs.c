@@ -29,6 +29,7 @@
 #include "zk_lock.h"
 
 PG_FUNCTION_INFO_V1(zk_unlock_all);
+PG_FUNCTION_INFO_V1(zk_session_unlock_all);
 
 
 typedef enum WaitKind
@@ -126,7 +127,7 @@ node_data_head(bool names)
 
 /* Node data: who asked, as JSON, for humans and tools reading ZooKeeper. */
 static char *
-node_data(char mode)
+node_data(char mode, bool session)
 {
 	StringInfoData buf;
 	bool		names = true;
@@ -136,8 +137,9 @@ node_data(char mode)
 	{
 		resetStringInfo(&buf);
 		appendStringInfoString(&buf, node_data_head(names));
-		appendStringInfo(&buf, ",\"xid\":%u,\"mode\":\"%c\",\"since\":",
-						 XidFromFullTransactionId(GetTopFullTransactionIdIfAny()), mode);
+		appendStringInfo(&buf, ",\"xid\":%u,\"mode\":\"%c\",%s\"since\":",
+						 XidFromFullTransactionId(GetTopFullTransactionIdIfAny()), mode,
+						 session ? "\"scope\":\"session\"," : "");
 		escape_json(&buf, timestamptz_to_str(GetCurrentTimestamp()));
 		appendStringInfoChar(&buf, '}');
 		/* never cut JSON short: long names are left out instead */
@@ -281,7 +283,7 @@ warn_if_autocommit(FunctionCallInfo fcinfo)
 }
 
 static bool
-acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
+acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind, bool session)
 {
 	char		key[ZKL_KEY_BUFLEN];
 	int			timeout_ms = -1;
@@ -308,12 +310,15 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 			kind = WAIT_NONE;
 	}
 
-	warn_if_autocommit(fcinfo);
 	zkl_xact_init();
-	if (zkl_local_stack(key, mode))
+	if (session)
+		zkl_check_session_locks();
+	else
+		warn_if_autocommit(fcinfo);
+	if (zkl_local_stack(key, mode, session))
 		return true;			/* already ours: stack, as core does */
 
-	idx = zkl_claim_slot(key, mode, kind == WAIT_NONE, node_data(mode));
+	idx = zkl_claim_slot(key, mode, kind == WAIT_NONE, session, node_data(mode, session));
 	zkl_set_pending(idx);
 	r = wait_for_answer(idx, kind, timeout_ms, &lock_timed_out);
 
@@ -322,7 +327,7 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 		case ZKR_GRANTED:
 			/* the worker wrote the granting session before the result */
 			pg_read_barrier();
-			zkl_local_add(idx, key, mode, zkl_shared->t.slots[idx].session_id);
+			zkl_local_add(idx, key, mode, zkl_shared->t.slots[idx].session_id, session);
 			return true;
 		case ZKR_LOST:
 			/* granted and lost before we saw it: the lock is not ours */
@@ -380,51 +385,76 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind)
 }
 
 static bool
-release(FunctionCallInfo fcinfo, char keykind, char mode)
+release(FunctionCallInfo fcinfo, char keykind, char mode, bool session)
 {
 	char		key[ZKL_KEY_BUFLEN];
 
 	zkl_require_shared();
 	zkl_key_arg(fcinfo, keykind, key);
-	if (zkl_local_unlock(key, mode))
+	zkl_xact_init();
+	if (session)
+		zkl_check_session_locks();
+	if (zkl_local_unlock(key, mode, session))
 		return true;
 	ereport(WARNING,
-			(errmsg("you don't own a zk_lock %s lock on key \"%s\"",
+			(errmsg("you don't own a zk_lock %s%s lock on key \"%s\"",
+					session ? "session-level " : "",
 					mode == ZKL_MODE_SHARED ? "shared" : "exclusive",
 					zkl_display_key(key))));
 	return false;
 }
 
+/*
+ * Entry points: ARG is the mode letter, upper-case for the zk_session_*
+ * functions (ZKL_KEYED_ENTRIES passes one char).
+ */
+#define SESSION_LEVEL(mode)	((char) ((mode) - 'a' + 'A'))
+#define IS_SESSION(arg)		((arg) >= 'A' && (arg) <= 'Z')
+#define MODE_OF(arg)		((char) (IS_SESSION(arg) ? (arg) - 'A' + 'a' : (arg)))
+
 static Datum
-lock_wait(FunctionCallInfo fcinfo, char keykind, char mode)
+lock_wait(FunctionCallInfo fcinfo, char keykind, char arg)
 {
-	acquire(fcinfo, keykind, mode, WAIT_FOREVER);
+	acquire(fcinfo, keykind, MODE_OF(arg), WAIT_FOREVER, IS_SESSION(arg));
 	PG_RETURN_VOID();
 }
 
 static Datum
-lock_try(FunctionCallInfo fcinfo, char keykind, char mode)
+lock_try(FunctionCallInfo fcinfo, char keykind, char arg)
 {
-	PG_RETURN_BOOL(acquire(fcinfo, keykind, mode, WAIT_NONE));
+	PG_RETURN_BOOL(acquire(fcinfo, keykind, MODE_OF(arg), WAIT_NONE, IS_SESSION(arg)));
 }
 
 static Datum
-lock_try_within(FunctionCallInfo fcinfo, char keykind, char mode)
+lock_try_within(FunctionCallInfo fcinfo, char keykind, char arg)
 {
-	PG_RETURN_BOOL(acquire(fcinfo, keykind, mode, WAIT_BOUNDED));
+	PG_RETURN_BOOL(acquire(fcinfo, keykind, MODE_OF(arg), WAIT_BOUNDED, IS_SESSION(arg)));
 }
 
 static Datum
-unlock_one(FunctionCallInfo fcinfo, char keykind, char mode)
+unlock_one(FunctionCallInfo fcinfo, char keykind, char arg)
 {
-	PG_RETURN_BOOL(release(fcinfo, keykind, mode));
+	PG_RETURN_BOOL(release(fcinfo, keykind, MODE_OF(arg), IS_SESSION(arg)));
 }
 
+/* Every transaction-level lock of this backend, both modes. */
 Datum
 zk_unlock_all(PG_FUNCTION_ARGS)
 {
 	zkl_require_shared();
-	zkl_local_unlock_all();
+	zkl_xact_init();
+	zkl_local_unlock_all(false);
+	PG_RETURN_VOID();
+}
+
+/* Every session-level lock of this backend, both modes. */
+Datum
+zk_session_unlock_all(PG_FUNCTION_ARGS)
+{
+	zkl_require_shared();
+	zkl_xact_init();
+	zkl_check_session_locks();
+	zkl_local_unlock_all(true);
 	PG_RETURN_VOID();
 }
 
@@ -512,3 +542,11 @@ ZKL_KEYED_ENTRIES(zk_try_lock_shared, lock_try, ZKL_MODE_SHARED)
 ZKL_KEYED_ENTRIES(zk_try_lock_shared_ms, lock_try_within, ZKL_MODE_SHARED)
 ZKL_KEYED_ENTRIES(zk_unlock_shared, unlock_one, ZKL_MODE_SHARED)
 ZKL_KEYED_ENTRIES(zk_lock_token, lock_token, 0)
+ZKL_KEYED_ENTRIES(zk_session_lock, lock_wait, SESSION_LEVEL(ZKL_MODE_EXCLUSIVE))
+ZKL_KEYED_ENTRIES(zk_session_try_lock, lock_try, SESSION_LEVEL(ZKL_MODE_EXCLUSIVE))
+ZKL_KEYED_ENTRIES(zk_session_try_lock_ms, lock_try_within, SESSION_LEVEL(ZKL_MODE_EXCLUSIVE))
+ZKL_KEYED_ENTRIES(zk_session_unlock, unlock_one, SESSION_LEVEL(ZKL_MODE_EXCLUSIVE))
+ZKL_KEYED_ENTRIES(zk_session_lock_shared, lock_wait, SESSION_LEVEL(ZKL_MODE_SHARED))
+ZKL_KEYED_ENTRIES(zk_session_try_lock_shared, lock_try, SESSION_LEVEL(ZKL_MODE_SHARED))
+ZKL_KEYED_ENTRIES(zk_session_try_lock_shared_ms, lock_try_within, SESSION_LEVEL(ZKL_MODE_SHARED))
+ZKL_KEYED_ENTRIES(zk_session_unlock_shared, unlock_one, SESSION_LEVEL(ZKL_MODE_SHARED))

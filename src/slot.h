@@ -66,6 +66,10 @@ typedef enum ZklResult
 #define ZKV_ASKED	1
 #define ZKV_OK		2
 
+/* levels a granted slot is held at (ZklSlot.scope), for zk_locks */
+#define ZKL_SCOPE_XACT		0x01
+#define ZKL_SCOPE_SESSION	0x02
+
 #define ZKL_MAX_ROOT_LEN 512
 #define ZKL_ROOTS		4		/* zk_lock.root values in use at once (reloads) */
 #define ZKL_NODE_BUFLEN	96		/* own node name (child of the key node) */
@@ -84,6 +88,7 @@ typedef struct ZklSlot
 	uint8_t		todo;			/* ZKT_* bits */
 	uint8_t		retries;		/* parent re-creations, to bound a loop */
 	uint8_t		verify;			/* ZKV_*; owner asks (ASKED), worker answers */
+	uint8_t		scope;			/* owner: ZKL_SCOPE_* bits, the levels it is held at */
 	char		mode;			/* ZKL_MODE_* */
 	uint8_t		root_id;		/* index in ZklTable.roots of its key's root */
 	int			owner_procno;

@@ -33,6 +33,7 @@ zkt_claim(ZklTable *t, int idx, const ZklRequest *r)
 	s->zstate = ZKS_NEW;
 	s->result = ZKR_PENDING;
 	s->nowait = r->nowait;
+	s->scope = r->scope;
 	s->mode = r->mode;
 	s->owner_procno = r->procno;
 	s->owner_pid = r->pid;

@@ -13,6 +13,7 @@ typedef struct ZklRequest
 	const char *key;			/* encoded */
 	char		mode;			/* ZKL_MODE_* */
 	bool		nowait;			/* try-lock */
+	uint8_t		scope;			/* ZKL_SCOPE_*: the level it is asked at */
 	const char *data;			/* node data */
 	int			procno;
 	int			pid;

@@ -31,6 +31,20 @@ slot_state(const ZklSlot *s)
 	return "waiting";
 }
 
+static const char *
+scope_name(uint8 scope)
+{
+	switch (scope)
+	{
+		case ZKL_SCOPE_SESSION:
+			return "session";
+		case ZKL_SCOPE_SESSION | ZKL_SCOPE_XACT:
+			return "session and transaction";
+		default:
+			return "transaction";
+	}
+}
+
 Datum
 zk_lock_requests(PG_FUNCTION_ARGS)
 {
@@ -53,8 +67,8 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		const ZklSlot *s = &copy[i];
-		Datum		values[9];
-		bool		nulls[9] = {0};
+		Datum		values[10];
+		bool		nulls[10] = {0};
 		bool		granted = s->result == ZKR_GRANTED && !s->abandoned;
 
 		values[0] = Int32GetDatum(s->owner_pid);
@@ -77,6 +91,8 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 			values[8] = TimestampTzGetDatum(s->granted_at);
 		else
 			nulls[8] = true;
+		values[9] = CStringGetTextDatum(scope_name(s->scope));
+		/* the 1.0 definition has no scope column: the tuple takes the columns it has */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

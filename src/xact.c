@@ -5,6 +5,12 @@
  * PREPARE TRANSACTION is refused while locks are held, and backend exit
  * releases whatever is left (including a request still waiting).
  *
+ * Session-level locks (zk_session_lock) stack on the same entries with a
+ * count of their own, which only zk_session_unlock and backend exit lower.
+ * While any is held, every commit of the session must pass the same proof
+ * as a transaction that took a lock; a session-level lock that was lost
+ * fails the next commit (or zk_session_* call) once and is then dropped.
+ *
  * Releasing only marks the slots abandoned and wakes the worker, which
  * deletes the nodes: the commit path never waits for ZooKeeper.
  */
@@ -35,13 +41,17 @@ typedef struct ZklLocal
 	int			slot;
 	char		mode;
 	char	   *key;
-	int			nholds;			/* total stacked acquisitions */
+	int64		session;		/* the ZooKeeper session that granted it */
+	int			nholds;			/* stacked transaction-level acquisitions */
+	int			nsession;		/* stacked session-level acquisitions */
 	int			ndepth;
 	int			maxdepth;
-	ZklDepth   *depth;			/* acquisitions by subtransaction, innermost last */
+	ZklDepth   *depth;			/* transaction-level ones by subtransaction, innermost last */
 } ZklLocal;
 
+/* entries live as long as the backend (session-level locks); strings of the transaction in xact_cxt */
 static MemoryContext local_cxt = NULL;
+static MemoryContext xact_cxt = NULL;
 static ZklLocal *locals = NULL;
 static int	nlocals = 0;
 static int	maxlocals = 0;
@@ -87,13 +97,33 @@ find_local(const char *key, char mode)
 	return NULL;
 }
 
-/* The entry of a lock held in this mode now (not just kept), or NULL. */
+static int
+total_holds(const ZklLocal *l)
+{
+	return l->nholds + l->nsession;
+}
+
+/* The entry of a lock held in this mode now, at either level (not just kept), or NULL. */
 static ZklLocal *
 find_held(const char *key, char mode)
 {
 	ZklLocal   *l = find_local(key, mode);
 
-	return (l != NULL && l->nholds > 0) ? l : NULL;
+	return (l != NULL && total_holds(l) > 0) ? l : NULL;
+}
+
+/* Tell the slot's readers (zk_locks) at which levels it is held. */
+static void
+publish_scope(const ZklLocal *l)
+{
+	uint8		scope = (l->nholds > 0 ? ZKL_SCOPE_XACT : 0) |
+		(l->nsession > 0 ? ZKL_SCOPE_SESSION : 0);
+
+	if (zkl_shared->t.slots[l->slot].scope == scope)
+		return;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->t.slots[l->slot].scope = scope;
+	LWLockRelease(zkl_shared->lock);
 }
 
 /*
@@ -127,20 +157,24 @@ release_empty(void)
 		holds[i].slot = locals[i].slot;
 		holds[i].mode = locals[i].mode;
 		holds[i].key = locals[i].key;
-		holds[i].nholds = locals[i].nholds;
+		holds[i].nholds = total_holds(&locals[i]);
 	}
 	for (i = 0; i < nlocals; i++)
-		keep[i] = locals[i].nholds > 0 || zkh_keeps_node(holds, nlocals, i);
+		keep[i] = holds[i].nholds > 0 || zkh_keeps_node(holds, nlocals, i);
 	for (i = 0; i < nlocals; i++)
 	{
 		if (keep[i])
+		{
+			publish_scope(&locals[i]);
 			locals[nkept++] = locals[i];
+		}
 		else
 		{
-			/* a lost key's string stays in local_cxt until the end */
+			/* a lost key is named at commit: its string lives until the transaction ends */
 			zkh_released(&xproof, locals[i].key, slot_lost(&locals[i]));
-			if (xproof.lost_key != locals[i].key)
-				pfree(locals[i].key);
+			if (xproof.lost_key == locals[i].key)
+				xproof.lost_key = MemoryContextStrdup(xact_cxt, locals[i].key);
+			pfree(locals[i].key);
 			slots[nrel++] = locals[i].slot;
 			pfree(locals[i].depth);
 		}
@@ -165,28 +199,62 @@ abandon_pending(void)
 	}
 }
 
+/* Release the holds of one level (session: also the transaction's). */
 static void
-release_all(void)
+release_level(bool session)
 {
 	int			i;
 
 	abandon_pending();
 	for (i = 0; i < nlocals; i++)
+	{
 		locals[i].nholds = 0;
+		locals[i].ndepth = 0;
+		if (session)
+			locals[i].nsession = 0;
+	}
 	release_empty();
+}
+
+/*
+ * A lost session-level lock is reported once (by the error about to be
+ * raised) and is then no longer held: the transaction's end drops it.
+ */
+static void
+forget_lost_session_locks(void)
+{
+	int			i;
+
+	for (i = 0; i < nlocals; i++)
+		if (locals[i].nsession > 0 && slot_lost(&locals[i]))
+			locals[i].nsession = 0;
+}
+
+static void
+add_hold(ZklLocal *l, bool session)
+{
+	if (session)
+		l->nsession++;
+	else
+		push_hold(l);
+	publish_scope(l);
 }
 
 /* A further request on a key held in this mode stacks, as core does. */
 bool
-zkl_local_stack(const char *key, char mode)
+zkl_local_stack(const char *key, char mode, bool session)
 {
 	ZklLocal   *l = find_local(key, mode);
 
 	if (l == NULL)
 		return false;
 	if (slot_lost(l))
-		zkl_lost_error(l->key);	/* stacking onto it would not make it held again */
-	push_hold(l);
+	{
+		/* stacking onto it would not make it held again */
+		forget_lost_session_locks();
+		zkl_lost_error(l->key);
+	}
+	add_hold(l, session);
 	return true;
 }
 
@@ -197,7 +265,7 @@ zkl_local_stack(const char *key, char mode)
  * ever orphaned, nor abandoned twice.
  */
 void
-zkl_local_add(int slot, const char *key, char mode, int64 session)
+zkl_local_add(int slot, const char *key, char mode, int64 session, bool session_level)
 {
 	MemoryContext old = MemoryContextSwitchTo(local_cxt);
 	ZklLocal	entry;
@@ -213,40 +281,78 @@ zkl_local_add(int slot, const char *key, char mode, int64 session)
 	entry.slot = slot;
 	entry.mode = mode;
 	entry.key = pstrdup(key);
+	entry.session = session;
 	entry.nholds = 0;
+	entry.nsession = 0;
 	entry.ndepth = 0;
 	entry.maxdepth = 4;
 	entry.depth = palloc(entry.maxdepth * sizeof(ZklDepth));
 	MemoryContextSwitchTo(old);
 
-	/* from here on nothing fails */
+	/* from here on nothing fails (publish_scope cannot either) */
 	locals[nlocals] = entry;
-	push_hold(&locals[nlocals]);
+	add_hold(&locals[nlocals], session_level);
 	nlocals++;
 	pending_slot = -1;
 	zkh_granted(&xproof, session);
 }
 
 bool
-zkl_local_unlock(const char *key, char mode)
+zkl_local_unlock(const char *key, char mode, bool session)
 {
-	ZklLocal   *l = find_held(key, mode);
-	ZklDepth   *top;
+	ZklLocal   *l = find_local(key, mode);
 
-	if (l == NULL)
+	if (l == NULL || (session ? l->nsession : l->nholds) == 0)
 		return false;
-	top = &l->depth[l->ndepth - 1];
-	if (--top->count == 0)
-		l->ndepth--;
-	if (--l->nholds == 0)
+	if (session)
+		l->nsession--;
+	else
+	{
+		ZklDepth   *top = &l->depth[l->ndepth - 1];
+
+		if (--top->count == 0)
+			l->ndepth--;
+		l->nholds--;
+	}
+	if (total_holds(l) == 0)
 		release_empty();
+	else
+		publish_scope(l);
 	return true;
 }
 
 void
-zkl_local_unlock_all(void)
+zkl_local_unlock_all(bool session)
 {
-	release_all();
+	if (session)
+	{
+		int			i;
+
+		for (i = 0; i < nlocals; i++)
+			locals[i].nsession = 0;
+		release_empty();
+	}
+	else
+		release_level(false);
+}
+
+/*
+ * Before a zk_session_* call: a session-level lock lost since the last
+ * report fails it, once (40001, naming the key), and is then dropped.
+ */
+void
+zkl_check_session_locks(void)
+{
+	int			i;
+
+	for (i = 0; i < nlocals; i++)
+		if (locals[i].nsession > 0 && slot_lost(&locals[i]))
+		{
+			const char *key = locals[i].key;
+
+			forget_lost_session_locks();
+			zkl_lost_error(key);
+		}
 }
 
 /*
@@ -328,6 +434,7 @@ explain_lost_cancel(ErrorData *edata)
 		{
 			MemoryContext old = MemoryContextSwitchTo(ErrorContext);
 
+			forget_lost_session_locks();	/* this error reports it */
 			edata->sqlerrcode = ERRCODE_T_R_SERIALIZATION_FAILURE;
 			edata->message = psprintf(LOST_MSG, zkl_display_key(key));
 			edata->detail = pstrdup(LOST_DETAIL " The running statement was cancelled.");
@@ -373,6 +480,7 @@ proof_fresh(void)
 		case ZKH_WAIT:
 			return false;
 		case ZKH_LOST:
+			forget_lost_session_locks();
 			zkl_lost_error(lost ? lost : xproof.lost_key);
 			break;
 		case ZKH_TWO_SESSIONS:
@@ -434,7 +542,12 @@ check_commit(void)
 	bool		verify = zkl_verify_on_commit && nlocals > 0;
 	bool		asked = false;
 	bool		verified = !verify;
+	int			i;
 
+	/* a transaction runs under the session-level locks held at its commit */
+	for (i = 0; i < nlocals; i++)
+		if (locals[i].nsession > 0)
+			zkh_granted(&xproof, locals[i].session);
 	if (xproof.session == 0)
 		return;
 	for (;;)
@@ -471,6 +584,17 @@ check_commit(void)
 	}
 }
 
+static bool
+holds_xact_locks(void)
+{
+	int			i;
+
+	for (i = 0; i < nlocals; i++)
+		if (locals[i].nholds > 0)
+			return true;
+	return false;
+}
+
 static void
 xact_callback(XactEvent event, void *arg)
 {
@@ -481,7 +605,7 @@ xact_callback(XactEvent event, void *arg)
 			ConditionVariableCancelSleep();	/* on error, the abort does it */
 			break;
 		case XACT_EVENT_PRE_PREPARE:
-			if (nlocals > 0)
+			if (holds_xact_locks())
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot PREPARE a transaction that holds zk_lock locks"),
@@ -495,11 +619,9 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			release_all();
-			locals = NULL;
-			maxlocals = 0;
+			release_level(false);
 			memset(&xproof, 0, sizeof(xproof));
-			MemoryContextReset(local_cxt);
+			MemoryContextReset(xact_cxt);
 			break;
 		default:
 			break;
@@ -550,7 +672,7 @@ static void
 exit_callback(int code, Datum arg)
 {
 	if (zkl_shared != NULL)
-		release_all();
+		release_level(true);
 }
 
 void
@@ -560,6 +682,8 @@ zkl_xact_init(void)
 		return;
 	local_cxt = AllocSetContextCreate(TopMemoryContext, "zk_lock locks",
 									  ALLOCSET_SMALL_SIZES);
+	xact_cxt = AllocSetContextCreate(TopMemoryContext, "zk_lock transaction",
+									 ALLOCSET_SMALL_SIZES);
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
 	before_shmem_exit(exit_callback, (Datum) 0);

@@ -115,7 +115,7 @@ extern ZklQuery *zkl_query;
 extern void zkl_shmem_request(void);
 extern void zkl_shmem_startup(void);
 extern void zkl_require_shared(void);
-extern int	zkl_claim_slot(const char *key, char mode, bool nowait, const char *data);
+extern int	zkl_claim_slot(const char *key, char mode, bool nowait, bool session, const char *data);
 extern ZklResult zkl_abandon_slot(int idx);
 extern void zkl_abandon_slots(const int *idx, int n);
 extern ZklResult zkl_cancel_slot(int idx);
@@ -135,10 +135,11 @@ extern PGDLLEXPORT void zkl_worker_main(Datum arg);
 
 /* xact.c */
 extern void zkl_xact_init(void);
-extern void zkl_local_add(int slot, const char *key, char mode, int64 session);
-extern bool zkl_local_stack(const char *key, char mode);
-extern bool zkl_local_unlock(const char *key, char mode);
-extern void zkl_local_unlock_all(void);
+extern void zkl_local_add(int slot, const char *key, char mode, int64 session, bool session_level);
+extern bool zkl_local_stack(const char *key, char mode, bool session_level);
+extern bool zkl_local_unlock(const char *key, char mode, bool session_level);
+extern void zkl_local_unlock_all(bool session_level);
+extern void zkl_check_session_locks(void);
 extern void zkl_set_pending(int slot);
 extern int	zkl_local_slot(const char *key, char mode);
 extern int	zkl_local_key_slots(const char *key, int *out, int max);

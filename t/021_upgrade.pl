@@ -26,8 +26,14 @@ my $h = $a->background_psql('postgres');
 $h->query_safe("BEGIN; SELECT zk_lock('upgrade-key')");
 my $token = $h->query_safe("SELECT zk_lock_token('upgrade-key')");
 is($b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('upgrade-key', 0); COMMIT"), 'f', 'A holds upgrade-key');
+# (read from another session: a transaction that read zk_locks would hold the
+# view's lock and make ALTER EXTENSION UPDATE, which replaces the view, wait)
+is($a->safe_psql('postgres', "SELECT key || ' ' || state FROM zk_locks"), 'upgrade-key granted',
+	'the 1.0 zk_locks works with the 1.1 library (it takes the columns it has)');
+is($a->safe_psql('postgres', "SELECT string_agg(cluster || ':' || granted, ',') FROM zk_lock_queue('upgrade-key')"),
+	'ua:true', 'and so does the 1.0 zk_lock_queue');
 
-$a->safe_psql('postgres', 'ALTER EXTENSION zk_lock UPDATE');
+$a->safe_psql('postgres', 'ALTER EXTENSION zk_lock UPDATE', timeout => 60);
 is($a->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zk_lock'"), '1.1',
 	'ALTER EXTENSION zk_lock UPDATE brings A to 1.1');
 is($b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('upgrade-key', 0); COMMIT"), 'f',

@@ -1277,6 +1277,7 @@ request(Cluster *c, Backend *b, const Act *a)
 	r.key = key_name(a->key);
 	r.mode = a->mode;
 	r.nowait = a->kind == 2;
+	r.scope = ZKL_SCOPE_XACT;
 	r.data = "sim";
 	r.procno = b->pid;
 	r.pid = b->pid;

@@ -150,6 +150,7 @@ claim(char mode, int pid)
 	r.key = "tk";
 	r.mode = mode;
 	r.nowait = false;
+	r.scope = ZKL_SCOPE_XACT;
 	r.data = "";
 	r.procno = pid;
 	r.pid = pid;

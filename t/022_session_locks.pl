@@ -1,0 +1,102 @@
+# Session-level locks across two clusters: a lock survives COMMIT and
+# ROLLBACK and blocks the other cluster until zk_session_unlock or the
+# session ends; a lost one cancels the running statement with 40001, or
+# fails the next commit (or zk_session_* call) once with 40001 naming the
+# key, and is then no longer held.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use ZkLockTest;
+
+my $zk = start_zookeeper('session_locks');
+my $proxy = start_proxy('session_locks', $zk);
+END { proxy_do($proxy, 'pass') if $proxy; }
+
+my $timeout_s = 6;
+my $conf = "zk_lock.session_timeout = '${timeout_s}s'\nzk_lock.connect_timeout = '20s'\n";
+my $a = new_zk_cluster('sla', undef, hosts => "127.0.0.1:$proxy->{port}", conf => $conf);
+my $b = new_zk_cluster('slb', $zk, conf => $conf);
+ok(wait_for(sub { zk_status($a, 'state') eq 'connected' }, 20), 'A connected through the proxy');
+
+sub b_can_take
+{
+	my ($key) = @_;
+	return $b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('$key', 0); COMMIT");
+}
+
+# --- held across transactions, released by zk_session_unlock ---
+my $ha = $a->background_psql('postgres', on_error_stop => 0);
+$ha->query_safe("\\set VERBOSITY verbose\nSELECT zk_session_lock('job')");
+is($ha->{stderr}, '', 'taken outside a transaction block, without a warning');
+is(b_can_take('job'), 'f', 'B cannot take the key A holds');
+$ha->query_safe('BEGIN; SELECT 1; COMMIT');
+$ha->query_safe('BEGIN; SELECT 1; ROLLBACK');
+$ha->query_safe('SELECT 2');
+is(b_can_take('job'), 'f', 'still held after a COMMIT, a ROLLBACK and an autocommit statement');
+
+my $hb = $b->background_psql('postgres', on_error_stop => 0);
+$hb->query_until(qr/asked/, "\\echo asked\nSELECT zk_session_lock('job');\n\\echo b granted\n");
+ok(wait_for(sub { key_queue_len($zk, 'job') == 2 }, 10), 'B waits for it with zk_session_lock');
+ok(!wait_for(sub { $hb->{run}->pump_nb; $hb->{stdout} =~ /b granted/ }, 1), 'and keeps waiting');
+is($ha->query_safe("SELECT zk_session_unlock('job')"), 't', 'A unlocks it');
+ok(wait_for(sub { $hb->{run}->pump_nb; $hb->{stdout} =~ /b granted/ }, 10), 'and B is granted');
+like($hb->query_safe("SELECT zk_session_unlock('job')"), qr/\bt$/, 'B unlocks it in turn');
+
+# --- released when the session ends ---
+my $hc = $a->background_psql('postgres');
+$hc->query_safe("SELECT zk_session_lock_shared('job2')");
+is(b_can_take('job2'), 'f', 'a shared session-level lock keeps a writer of B out');
+$hc->quit;
+ok(wait_for(sub { b_can_take('job2') eq 't' }, 10), 'until its session ends');
+
+# --- lost: an idle holder, a running statement, a zk_session_* call ---
+my $hr = $a->background_psql('postgres', on_error_stop => 0);
+my $hs = $a->background_psql('postgres', on_error_stop => 0);
+$ha->query_safe("SELECT zk_session_lock('lost-idle')");
+$hs->query_safe("\\set VERBOSITY verbose\nSELECT zk_session_lock('lost-call')");
+$hr->query_safe("\\set VERBOSITY verbose\nSELECT zk_session_lock('lost-running')");
+$hr->query_until(qr/sleeping/, "\\echo sleeping\nSELECT pg_sleep(60);\n\\echo woke\n");
+my $lost_before = zk_status($a, 'lost');
+proxy_do($proxy, 'blackhole');
+ok(wait_for(sub {
+		scalar(grep { b_can_take($_) eq 't' } qw(lost-idle lost-call lost-running)) == 3
+	}, 4 * $timeout_s), 'B can take every key once A\'s session expired');
+ok(wait_for(sub { zk_status($a, 'lost') >= $lost_before + 3 }, 10), 'A counts the three locks lost');
+
+ok(wait_for(sub { $hr->{run}->pump_nb; $hr->{stdout} =~ /woke/ }, 10), 'the running statement ended');
+like($hr->{stderr}, qr/ERROR:  40001: zk_lock lock on key "lost-running" was lost/,
+	'cancelled with 40001 naming the key');
+$hr->{stderr} = '';
+$hr->query('SELECT 1');
+is($hr->{stderr}, '', 'that was the report: the next statement commits');
+
+$ha->query('SELECT 1');
+like($ha->{stderr}, qr/ERROR:  40001: zk_lock lock on key "lost-idle" was lost/,
+	'an idle holder\'s next commit fails with 40001 naming the key');
+$ha->{stderr} = '';
+$ha->query('SELECT 1');
+is($ha->{stderr}, '', 'once: the commit after it goes through');
+is($ha->query("SELECT count(*) FROM zk_locks WHERE pid = pg_backend_pid() AND state <> 'releasing'"), '0',
+	'and the lock is no longer held');
+
+$hs->query("SELECT zk_session_lock('another')");
+like($hs->{stderr}, qr/ERROR:  40001: zk_lock lock on key "lost-call" was lost/,
+	'the next zk_session_* call fails with 40001 naming the lost key');
+$hs->{stderr} = '';
+is($hs->query("SELECT zk_session_unlock('lost-call')"), 'f', 'after which it is not held');
+
+# --- back in a new session, session-level locks work again ---
+proxy_do($proxy, 'pass');
+ok(wait_for(sub { zk_status($a, 'state') eq 'connected' }, 30), 'A reconnected in a new session');
+is($ha->query_safe("SELECT zk_session_try_lock('after', 5000)"), 't', 'and locks again');
+is(b_can_take('after'), 'f', 'against B');
+$_->quit for ($ha, $hb, $hr, $hs);
+ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 15), 'no lock node left')
+  or diag(join("\n", zk_lock_nodes($zk)));
+$a->stop;
+$b->stop;
+done_testing();
