@@ -93,9 +93,11 @@ AS 'MODULE_PATHNAME', 'zk_session_unlock_shared_int4_int4' LANGUAGE C VOLATILE P
 CREATE FUNCTION zk_session_unlock_all() RETURNS void
 AS 'MODULE_PATHNAME', 'zk_session_unlock_all' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
--- Introspection: each request's scope (transaction, session, or both).  The
--- view is replaced in place, so views of users' own on zk_locks survive;
--- the queue functions are recreated with the scope each node was asked at.
+-- Introspection: each request's scope (transaction, session, both, or kept).
+-- The view is replaced in place, so views of users' own on zk_locks survive,
+-- and 1.0's zk_lock_requests() stays for any built on it.  The queue
+-- functions are recreated with the scope each node was asked at, as their
+-- last column.
 
 CREATE FUNCTION zk_lock_request_rows(
     OUT pid integer, OUT key text, OUT key_type text, OUT mode text, OUT state text,
@@ -105,7 +107,6 @@ RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'zk_lock_requests' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 CREATE OR REPLACE VIEW zk_locks AS SELECT * FROM zk_lock_request_rows();
-DROP FUNCTION zk_lock_requests();
 
 DROP FUNCTION zk_lock_queue(text);
 DROP FUNCTION zk_lock_queue(bigint);
@@ -125,12 +126,12 @@ $$;
 CREATE FUNCTION zk_lock_queue(key text,
     OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
     OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
-    OUT since timestamptz, OUT scope text, OUT node text)
+    OUT since timestamptz, OUT node text, OUT scope text)
 RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
-         h.since, h.scope, q.node
+         h.since, q.node, h.scope
   FROM @extschema@.zk_lock_queue_raw(key) q, @extschema@.zk_lock_holder(q.data) h
   ORDER BY q.position
 $$;
@@ -138,12 +139,12 @@ $$;
 CREATE FUNCTION zk_lock_queue(key bigint,
     OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
     OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
-    OUT since timestamptz, OUT scope text, OUT node text)
+    OUT since timestamptz, OUT node text, OUT scope text)
 RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
-         h.since, h.scope, q.node
+         h.since, q.node, h.scope
   FROM @extschema@.zk_lock_queue_raw(key) q, @extschema@.zk_lock_holder(q.data) h
   ORDER BY q.position
 $$;
@@ -151,17 +152,41 @@ $$;
 CREATE FUNCTION zk_lock_queue(key1 integer, key2 integer,
     OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
     OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
-    OUT since timestamptz, OUT scope text, OUT node text)
+    OUT since timestamptz, OUT node text, OUT scope text)
 RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
-         h.since, h.scope, q.node
+         h.since, q.node, h.scope
   FROM @extschema@.zk_lock_queue_raw(key1, key2) q, @extschema@.zk_lock_holder(q.data) h
   ORDER BY q.position
 $$;
 
 REVOKE EXECUTE ON FUNCTION zk_lock_holder(text) FROM PUBLIC;
+
+-- Where an administrator restricted who may lock (README, "Security"), the
+-- new lock functions get the same privileges as zk_lock(text) has.
+DO $$
+DECLARE
+  acl aclitem[] := (SELECT proacl FROM pg_proc WHERE oid = 'zk_lock(text)'::regprocedure);
+  f regprocedure;
+  g record;
+BEGIN
+  IF acl IS NULL THEN
+    RETURN;                        -- never restricted: default privileges
+  END IF;
+  FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+           JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
+           JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'zk_lock'
+           WHERE p.proname ~ '^zk_(session_)?(try_)?lock(_shared)?$' AND p.proacl IS NULL
+  LOOP
+    EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+    FOR g IN SELECT grantee FROM aclexplode(acl) WHERE privilege_type = 'EXECUTE' AND grantee <> 0
+    LOOP
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', f, g.grantee::regrole);
+    END LOOP;
+  END LOOP;
+END $$;
 
 COMMENT ON FUNCTION zk_session_lock(text) IS 'session-level exclusive lock across clusters, held until zk_session_unlock or the session ends; waits (lock_timeout applies)';
 COMMENT ON FUNCTION zk_session_lock(bigint) IS 'session-level exclusive lock across clusters, held until zk_session_unlock or the session ends; waits (lock_timeout applies)';
@@ -188,6 +213,7 @@ COMMENT ON FUNCTION zk_session_unlock_shared(integer, integer) IS 'release one s
 COMMENT ON FUNCTION zk_session_unlock_all() IS 'release every session-level zk_lock lock of this session, both modes';
 COMMENT ON FUNCTION zk_unlock_all() IS 'release every transaction-level zk_lock lock of this transaction, both modes';
 COMMENT ON FUNCTION zk_lock_request_rows() IS 'the rows of the zk_locks view: this cluster''s lock requests';
+COMMENT ON FUNCTION zk_lock_requests() IS 'the rows of 1.0''s zk_locks view, without scope; kept for views built on it';
 COMMENT ON VIEW zk_locks IS 'this cluster''s zk_lock requests, like pg_locks: key, mode, state, node, fencing token, times, scope';
 COMMENT ON FUNCTION zk_lock_holder(text) IS 'internal: who asked, from a lock node''s data';
 COMMENT ON FUNCTION zk_lock_queue(text) IS 'every cluster''s holders and waiters for a key, in queue order, read live from ZooKeeper';

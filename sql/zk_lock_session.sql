@@ -70,6 +70,16 @@ PREPARE TRANSACTION 'zk_session_prep2';      -- ERROR: a transaction-level lock 
 SELECT key, scope FROM zk_locks WHERE state <> 'releasing';
 SELECT zk_session_unlock('prep');
 
+-- exclusive in a transaction on a key the session holds shared: the exclusive
+-- node is kept until the shared hold goes
+SELECT zk_session_lock_shared('kp');
+BEGIN;
+SELECT zk_lock('kp');
+COMMIT;
+SELECT key, mode, scope FROM zk_locks WHERE state <> 'releasing' ORDER BY mode;
+SELECT zk_session_unlock_shared('kp');
+SELECT count(*) FROM zk_locks WHERE state <> 'releasing';
+
 -- a fencing token for a session-level lock
 SELECT zk_session_lock('tok');
 SELECT zk_lock_token('tok') > 0 AS has_token;

@@ -392,10 +392,15 @@ release(FunctionCallInfo fcinfo, char keykind, char mode, bool session)
 	zkl_require_shared();
 	zkl_key_arg(fcinfo, keykind, key);
 	zkl_xact_init();
+	/* release first: a lost lock reported here must not keep this one held */
+	if (zkl_local_unlock(key, mode, session))
+	{
+		if (session)
+			zkl_check_session_locks();
+		return true;
+	}
 	if (session)
 		zkl_check_session_locks();
-	if (zkl_local_unlock(key, mode, session))
-		return true;
 	ereport(WARNING,
 			(errmsg("you don't own a zk_lock %s%s lock on key \"%s\"",
 					session ? "session-level " : "",
@@ -453,8 +458,8 @@ zk_session_unlock_all(PG_FUNCTION_ARGS)
 {
 	zkl_require_shared();
 	zkl_xact_init();
+	zkl_local_unlock_all(true);	/* first: a report must not keep any held */
 	zkl_check_session_locks();
-	zkl_local_unlock_all(true);
 	PG_RETURN_VOID();
 }
 

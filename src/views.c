@@ -40,8 +40,11 @@ scope_name(uint8 scope)
 			return "session";
 		case ZKL_SCOPE_SESSION | ZKL_SCOPE_XACT:
 			return "session and transaction";
-		default:
+		case ZKL_SCOPE_XACT:
 			return "transaction";
+		default:
+			/* released, but its node stays while the key is held in the other mode */
+			return "kept";
 	}
 }
 

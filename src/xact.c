@@ -49,9 +49,8 @@ typedef struct ZklLocal
 	ZklDepth   *depth;			/* transaction-level ones by subtransaction, innermost last */
 } ZklLocal;
 
-/* entries live as long as the backend (session-level locks); strings of the transaction in xact_cxt */
+/* entries live as long as the backend (session-level locks) */
 static MemoryContext local_cxt = NULL;
-static MemoryContext xact_cxt = NULL;
 static ZklLocal *locals = NULL;
 static int	nlocals = 0;
 static int	maxlocals = 0;
@@ -59,6 +58,7 @@ static int	pending_slot = -1;	/* request being waited for, if any */
 
 /* What the commit must prove (holds.h); reset at transaction end. */
 static ZklXactProof xproof;
+static char xproof_lost_key[ZKL_KEY_BUFLEN];	/* xproof.lost_key points here */
 static emit_log_hook_type prev_emit_log_hook = NULL;
 
 #define LOST_MSG	"zk_lock lock on key \"%s\" was lost"
@@ -170,10 +170,13 @@ release_empty(void)
 		}
 		else
 		{
-			/* a lost key is named at commit: its string lives until the transaction ends */
+			/* a lost key is named at commit; copied, as nothing here may fail */
 			zkh_released(&xproof, locals[i].key, slot_lost(&locals[i]));
 			if (xproof.lost_key == locals[i].key)
-				xproof.lost_key = MemoryContextStrdup(xact_cxt, locals[i].key);
+			{
+				strlcpy(xproof_lost_key, locals[i].key, sizeof(xproof_lost_key));
+				xproof.lost_key = xproof_lost_key;
+			}
 			pfree(locals[i].key);
 			slots[nrel++] = locals[i].slot;
 			pfree(locals[i].depth);
@@ -217,16 +220,16 @@ release_level(bool session)
 }
 
 /*
- * A lost session-level lock is reported once (by the error about to be
- * raised) and is then no longer held: the transaction's end drops it.
+ * A lost session-level lock on key is reported once (by the error about to
+ * be raised) and is then no longer held: the transaction's end drops it.
  */
 static void
-forget_lost_session_locks(void)
+forget_lost_session_lock(const char *key)
 {
 	int			i;
 
 	for (i = 0; i < nlocals; i++)
-		if (locals[i].nsession > 0 && slot_lost(&locals[i]))
+		if (locals[i].nsession > 0 && strcmp(locals[i].key, key) == 0 && slot_lost(&locals[i]))
 			locals[i].nsession = 0;
 }
 
@@ -249,11 +252,7 @@ zkl_local_stack(const char *key, char mode, bool session)
 	if (l == NULL)
 		return false;
 	if (slot_lost(l))
-	{
-		/* stacking onto it would not make it held again */
-		forget_lost_session_locks();
-		zkl_lost_error(l->key);
-	}
+		zkl_lost_error(l->key);	/* stacking onto it would not make it held again */
 	add_hold(l, session);
 	return true;
 }
@@ -305,7 +304,11 @@ zkl_local_unlock(const char *key, char mode, bool session)
 	if (l == NULL || (session ? l->nsession : l->nholds) == 0)
 		return false;
 	if (session)
+	{
+		/* this transaction ran under it: its commit needs the same proof */
+		zkh_granted(&xproof, l->session);
 		l->nsession--;
+	}
 	else
 	{
 		ZklDepth   *top = &l->depth[l->ndepth - 1];
@@ -329,7 +332,11 @@ zkl_local_unlock_all(bool session)
 		int			i;
 
 		for (i = 0; i < nlocals; i++)
+		{
+			if (locals[i].nsession > 0)
+				zkh_granted(&xproof, locals[i].session);	/* as in zkl_local_unlock */
 			locals[i].nsession = 0;
+		}
 		release_empty();
 	}
 	else
@@ -348,10 +355,7 @@ zkl_check_session_locks(void)
 	for (i = 0; i < nlocals; i++)
 		if (locals[i].nsession > 0 && slot_lost(&locals[i]))
 		{
-			const char *key = locals[i].key;
-
-			forget_lost_session_locks();
-			zkl_lost_error(key);
+			zkl_lost_error(locals[i].key);
 		}
 }
 
@@ -402,10 +406,14 @@ lost_key(void)
 	return NULL;
 }
 
-/* 40001, so that applications retry as they do after a serialization failure. */
+/*
+ * 40001, so that applications retry as they do after a serialization failure.
+ * This reports a session-level lock on the key: it is dropped after.
+ */
 void
 zkl_lost_error(const char *key)
 {
+	forget_lost_session_lock(key);
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg(LOST_MSG, zkl_display_key(key)),
@@ -434,7 +442,7 @@ explain_lost_cancel(ErrorData *edata)
 		{
 			MemoryContext old = MemoryContextSwitchTo(ErrorContext);
 
-			forget_lost_session_locks();	/* this error reports it */
+			forget_lost_session_lock(key);	/* this error reports it */
 			edata->sqlerrcode = ERRCODE_T_R_SERIALIZATION_FAILURE;
 			edata->message = psprintf(LOST_MSG, zkl_display_key(key));
 			edata->detail = pstrdup(LOST_DETAIL " The running statement was cancelled.");
@@ -480,7 +488,6 @@ proof_fresh(void)
 		case ZKH_WAIT:
 			return false;
 		case ZKH_LOST:
-			forget_lost_session_locks();
 			zkl_lost_error(lost ? lost : xproof.lost_key);
 			break;
 		case ZKH_TWO_SESSIONS:
@@ -621,7 +628,6 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PARALLEL_ABORT:
 			release_level(false);
 			memset(&xproof, 0, sizeof(xproof));
-			MemoryContextReset(xact_cxt);
 			break;
 		default:
 			break;
@@ -682,8 +688,7 @@ zkl_xact_init(void)
 		return;
 	local_cxt = AllocSetContextCreate(TopMemoryContext, "zk_lock locks",
 									  ALLOCSET_SMALL_SIZES);
-	xact_cxt = AllocSetContextCreate(TopMemoryContext, "zk_lock transaction",
-									 ALLOCSET_SMALL_SIZES);
+
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
 	before_shmem_exit(exit_callback, (Datum) 0);

@@ -70,6 +70,27 @@ my $views = q{SELECT string_agg(c.relname || ' ' || c.relacl::text || ' ' || obj
 	JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'zk_lock'};
 is($a->safe_psql('postgres', $views), $b->safe_psql('postgres', $views), 'and the same view');
 
+# privileges restricted under 1.0 (README, "Security") carry over to the new lock functions
+$a->safe_psql('postgres', q{
+	CREATE DATABASE restricted;
+	CREATE ROLE lockers NOLOGIN;
+	CREATE ROLE member LOGIN IN ROLE lockers;
+	CREATE ROLE outsider LOGIN;});
+$a->safe_psql('restricted', q{
+	CREATE EXTENSION zk_lock VERSION '1.0';
+	REVOKE EXECUTE ON FUNCTION zk_lock(text), zk_try_lock(text) FROM PUBLIC;
+	GRANT EXECUTE ON FUNCTION zk_lock(text), zk_try_lock(text) TO lockers;
+	ALTER EXTENSION zk_lock UPDATE;});
+my $privs = q{SELECT string_agg(format('%s:%s', f, has_function_privilege('ROLE', f::regprocedure, 'EXECUTE')), ' ' ORDER BY f)
+	FROM unnest(ARRAY['zk_session_lock(text)', 'zk_session_try_lock_shared(integer,integer,integer)',
+					  'zk_lock(integer,integer)', 'zk_session_unlock(text)']) f};
+is($a->safe_psql('restricted', $privs =~ s/ROLE/outsider/r),
+	'zk_lock(integer,integer):f zk_session_lock(text):f zk_session_try_lock_shared(integer,integer,integer):f zk_session_unlock(text):t',
+	'after the update, a role outside the granted ones cannot call the new lock functions (unlocking stays open)');
+is($a->safe_psql('restricted', $privs =~ s/ROLE/member/r),
+	'zk_lock(integer,integer):t zk_session_lock(text):t zk_session_try_lock_shared(integer,integer,integer):t zk_session_unlock(text):t',
+	'a member of the granted role can');
+
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left');
 $a->stop;
 $b->stop;

@@ -53,7 +53,25 @@ is(b_can_take('job2'), 'f', 'a shared session-level lock keeps a writer of B out
 $hc->quit;
 ok(wait_for(sub { b_can_take('job2') eq 't' }, 10), 'until its session ends');
 
-# --- lost: an idle holder, a running statement, a zk_session_* call ---
+# --- unlocking inside a transaction: that commit still needs the proof ---
+$ha->query_safe("SELECT zk_session_lock('unlock-stale')");
+my $worker = zk_status($a, 'worker_pid');
+my $stopped = $worker;
+END { kill 'CONT', $stopped if $stopped; }
+kill 'STOP', $worker;
+sleep 2;    # the proof is older than zk_lock.proof_bound now
+$ha->query_until(qr/sent/, "\\echo sent\nBEGIN;\nSELECT zk_session_unlock('unlock-stale');\nCOMMIT;\n\\echo unlocked\n");
+ok(!wait_for(sub { $ha->{run}->pump_nb; $ha->{stdout} =~ /unlocked/ }, 1),
+	'with its worker stopped, a transaction that unlocks a session-level lock waits at COMMIT');
+kill 'CONT', $worker;
+$stopped = undef;
+ok(wait_for(sub { $ha->{run}->pump_nb; $ha->{stdout} =~ /unlocked/ }, 10), 'and commits once the worker runs again');
+is($ha->{stderr}, '', 'without an error');
+$ha->{stdout} = '';
+
+# --- lost: an idle holder, a running statement, a zk_session_* call, unlock_all ---
+my $hu = $a->background_psql('postgres', on_error_stop => 0);
+$hu->query_safe("\\set VERBOSITY verbose\nSELECT zk_session_lock('lost-u1'), zk_session_lock_shared('lost-u2')");
 my $hr = $a->background_psql('postgres', on_error_stop => 0);
 my $hs = $a->background_psql('postgres', on_error_stop => 0);
 $ha->query_safe("SELECT zk_session_lock('lost-idle')");
@@ -63,9 +81,9 @@ $hr->query_until(qr/sleeping/, "\\echo sleeping\nSELECT pg_sleep(60);\n\\echo wo
 my $lost_before = zk_status($a, 'lost');
 proxy_do($proxy, 'blackhole');
 ok(wait_for(sub {
-		scalar(grep { b_can_take($_) eq 't' } qw(lost-idle lost-call lost-running)) == 3
+		scalar(grep { b_can_take($_) eq 't' } qw(lost-idle lost-call lost-running lost-u1 lost-u2)) == 5
 	}, 4 * $timeout_s), 'B can take every key once A\'s session expired');
-ok(wait_for(sub { zk_status($a, 'lost') >= $lost_before + 3 }, 10), 'A counts the three locks lost');
+ok(wait_for(sub { zk_status($a, 'lost') >= $lost_before + 5 }, 10), 'A counts the five locks lost');
 
 ok(wait_for(sub { $hr->{run}->pump_nb; $hr->{stdout} =~ /woke/ }, 10), 'the running statement ended');
 like($hr->{stderr}, qr/ERROR:  40001: zk_lock lock on key "lost-running" was lost/,
@@ -89,12 +107,20 @@ like($hs->{stderr}, qr/ERROR:  40001: zk_lock lock on key "lost-call" was lost/,
 $hs->{stderr} = '';
 is($hs->query("SELECT zk_session_unlock('lost-call')"), 'f', 'after which it is not held');
 
+$hu->query('SELECT zk_session_unlock_all()');
+like($hu->{stderr}, qr/ERROR:  40001: zk_lock lock on key "lost-u[12]" was lost/,
+	'zk_session_unlock_all() with lost locks: its commit fails with 40001');
+$hu->{stderr} = '';
+is($hu->query("SELECT count(*) FROM zk_locks WHERE pid = pg_backend_pid() AND state <> 'releasing'"), '0',
+	'but it released them all');
+is($hu->{stderr}, '', 'and the next statement commits');
+
 # --- back in a new session, session-level locks work again ---
 proxy_do($proxy, 'pass');
 ok(wait_for(sub { zk_status($a, 'state') eq 'connected' }, 30), 'A reconnected in a new session');
 is($ha->query_safe("SELECT zk_session_try_lock('after', 5000)"), 't', 'and locks again');
 is(b_can_take('after'), 'f', 'against B');
-$_->quit for ($ha, $hb, $hr, $hs);
+$_->quit for ($ha, $hb, $hr, $hs, $hu);
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 15), 'no lock node left')
   or diag(join("\n", zk_lock_nodes($zk)));
 $a->stop;
