@@ -355,6 +355,11 @@ zcore_worker_restarted(ZklCore *c)
 			case ZKS_DELETING:
 				s->todo |= ZKT_DELETE;
 				break;
+			case ZKS_HELD:
+				/* a commit waits for this answer: the old worker's may be lost */
+				if (s->verify == ZKV_ASKED)
+					s->todo |= ZKT_VERIFY;
+				break;
 			default:
 				break;
 		}

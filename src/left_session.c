@@ -141,6 +141,7 @@ close_left_session(void)
 		if (ms <= 0)
 			break;
 		zkc_wait(h, ms);
+		CHECK_FOR_INTERRUPTS();	/* barriers (DROP DATABASE) wait for us */
 	}
 	zkc_close(h);
 	if (left_state == ZOO_CONNECTED_STATE)

@@ -137,6 +137,16 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 }
 
 /* A backend asked: start the read.  Caller holds the lock, connected. */
+/* A new worker: a read the previous one had under way is read again. */
+void
+zkl_query_restarted(void)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	if (zkl_query->state == ZKQ_RUNNING)
+		zkl_query->state = ZKQ_ASKED;
+	LWLockRelease(zkl_shared->lock);
+}
+
 void
 zkl_query_start(void)
 {

@@ -6,6 +6,7 @@
 #define ZK_LOCK_QUEUE_READ_H
 
 extern void zkl_query_start(void);
+extern void zkl_query_restarted(void);
 extern void zkl_query_send(void);
 
 #endif

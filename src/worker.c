@@ -694,6 +694,7 @@ core_init(void)
  * cluster's holders keep their locks.
  */
 static volatile sig_atomic_t terminated_by = 0;
+static volatile sig_atomic_t shutdown_by_postmaster = false;
 
 static void
 handle_sigterm(int signo, siginfo_t *info, void *context)
@@ -702,9 +703,31 @@ handle_sigterm(int signo, siginfo_t *info, void *context)
 
 	if (info != NULL && info->si_pid != PostmasterPid)
 		terminated_by = info->si_pid != 0 ? info->si_pid : -1;
+	else
+		shutdown_by_postmaster = true;	/* wins over any terminate */
 	ShutdownRequestPending = true;
 	SetLatch(MyLatch);
 	errno = save_errno;
+}
+
+/*
+ * A terminate that comes with a shutdown (a service manager signalling the
+ * whole process group) must still close the session: give the postmaster's
+ * own SIGTERM a moment to arrive.
+ */
+static bool
+shutdown_follows(void)
+{
+	int			i;
+
+	for (i = 0; i < 10 && !shutdown_by_postmaster; i++)
+	{
+		ResetLatch(MyLatch);
+		if (!shutdown_by_postmaster)
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 20, PG_WAIT_EXTENSION);
+	}
+	return shutdown_by_postmaster;
 }
 
 static void
@@ -740,6 +763,7 @@ zkl_worker_main(Datum arg)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zcore_worker_restarted(&core);
 	LWLockRelease(zkl_shared->lock);
+	zkl_query_restarted();
 	ereport(LOG, (errmsg("zk_lock worker started")));
 	zkl_session_begin(&session_events);
 
@@ -781,7 +805,7 @@ zkl_worker_main(Datum arg)
 			zkl_shared->last_heard = GetCurrentTimestamp();
 	}
 
-	if (terminated_by != 0)
+	if (terminated_by != 0 && !shutdown_by_postmaster && !shutdown_follows())
 	{
 		ereport(LOG,
 				(errmsg("zk_lock worker terminated by PID %d; it restarts and resumes session 0x%llx",

@@ -21,7 +21,7 @@ sub sqlstate_of
 	return ($code // 'none', $err);
 }
 
-# The worker has no database connection, so it is not in pg_stat_activity.
+# The worker process, found by its title (it runs even when a test breaks its session).
 sub worker_running
 {
 	my ($node) = @_;

@@ -90,9 +90,18 @@ $hb->quit;
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left');
 my $sid = (session_ids($a))[-1];
 like(zk_cmd($zk, 'dump'), qr/\Q$sid\E/, 'A\'s session has ephemeral nodes (its presence node)');
-$a->stop('fast');
+# A service manager stopping the cluster may signal every process at once:
+# the worker's SIGTERM from it must not be taken for a terminate.
+my $pm = $a->{_pid};
+my $w = worker_pid($a);
+note("worker $w, postmaster $pm");
+kill 'TERM', $w;
+kill 'INT', $pm;    # fast shutdown
+ok(wait_for(sub { !kill(0, $pm) }, 30), 'A shut down, its worker signalled by someone else too');
+$a->_update_pid(0);
 ok(wait_for(sub { zk_cmd($zk, 'dump') !~ /\Q$sid\E/ }, 10),
-	'gone within 10 s of a shutdown, well inside the 30 s session timeout: the session was closed');
+	'its nodes are gone within 10 s, well inside the 30 s session timeout: the session was closed');
+like(slurp_file($a->logfile), qr/zk_lock worker stopped/, 'the worker says it stopped (not that it restarts)');
 
 $b->stop;
 done_testing();

@@ -319,6 +319,33 @@ test_session_lost(void)
 	CHECK(table.session_id == 0, "no session");
 }
 
+/*
+ * A worker restarted (after an ERROR, or pg_terminate_backend) while a
+ * commit waited for its held node to be verified: the answer may be lost
+ * with the old process, so the new one asks again.
+ */
+static void
+test_restart_verify(void)
+{
+	char		n0[ZKL_NODE_BUFLEN];
+	const char *list[1];
+	int			s;
+
+	setup();
+	s = claim(ZKL_MODE_EXCLUSIVE, 1);
+	list[0] = node_of(s, 0, n0);
+	create_and_list(s, 0, list, 1);
+	CHECK(slots[s].zstate == ZKS_HELD, "granted");
+	slots[s].verify = ZKV_ASKED;
+	slots[s].todo |= ZKT_VERIFY;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(s, OP_VERIFY) != 0, "the verify is sent");
+	CHECK(!(slots[s].todo & ZKT_VERIFY), "and no longer owed");
+	zcore_worker_restarted(&core);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(s, OP_VERIFY) != 0, "a restarted worker sends it again");
+}
+
 /* While locks are held, a commit proof is kept fresh; its reply notes the send time. */
 static void
 test_proof(void)
@@ -431,6 +458,7 @@ main(void)
 	test_lock_delay();
 	test_session_lost();
 	test_proof();
+	test_restart_verify();
 	test_holds();
 	test_lock_delay_rules();
 	test_names();
