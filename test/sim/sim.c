@@ -12,17 +12,26 @@
  *     commit now (by the real commit rule, holds.c);
  *   - FIFO: a grant never passes a conflicting request queued before it
  *     (other than as core's same-backend rule allows); fencing tokens of
- *     exclusive grants strictly increase (as zk_lock_token gives them);
+ *     exclusive grants strictly increase (as zk_lock_token gives them;
+ *     equal only for a backend that held the key all along);
  *   - a transaction that lost a lock is refused its commit as lost;
- *   - committed transactions never held conflicting locks at once;
+ *   - committed transactions never held conflicting locks at once; a
+ *     transaction committed under a session-level lock held it from that
+ *     lock's grant to its commit;
+ *   - a session-level lock is released only by its unlock or the backend's
+ *     exit, never by a transaction's end;
  *   - at the end, after a fault-free quiet phase: every request ended, no
  *     slot in use, no lock node left.
  * A failing seed prints the last steps and replays exactly.
  *
+ * Backends run transactions, and now and then a session-level lock episode:
+ * one transaction takes it, the next ones run under it, the last gives it up.
+ *
  * What is re-stated here rather than run: the worker's session handling
  * (session.c), the presence list's I/O (presence.c; its decisions are
- * lock_delay.c, run as is) and the orphan clean-up (orphans.c), in a few
- * lines each, following those files.
+ * lock_delay.c, run as is), the orphan clean-up (orphans.c) and a backend's
+ * bookkeeping of its locks at both levels (xact.c; its rules are holds.c,
+ * run as is), in a few lines each, following those files.
  *
  * Usage: sim [--seed N] [--seeds A-B] [--seconds S] [--steps N] [--first-failure]
  *            [--verbose]
@@ -110,6 +119,7 @@ typedef enum BState
 typedef struct Act
 {
 	bool		pause;			/* idle in transaction for a while */
+	bool		session;		/* zk_session_lock / zk_session_unlock */
 	bool		unlock;
 	int			key;
 	char		mode;
@@ -141,7 +151,13 @@ typedef struct Backend
 	bool		lost_seen;		/* a lock of this transaction was lost (seen by check_step) */
 	int			pid;
 	int			nholds;
-	ZklHold		holds[MAXHOLD]; /* granted locks of this transaction (holds.h) */
+	ZklHold		holds[MAXHOLD]; /* granted locks (holds.h); .nholds counts both levels */
+	int			nsess[MAXHOLD]; /* of those, session-level acquisitions (xact.c) */
+	bool		wait_session;	/* the request waited for is session-level */
+	int			sess_key;		/* key of a session-level lock episode, -1: none */
+	char		sess_mode;
+	int			sess_txns;		/* transactions left to run under it */
+	int			sess_asked;		/* session-level requests of the episode: as many unlocks */
 	ZklXactProof proof;
 	int			waiting;		/* slot waited for, -1: none */
 	int64_t		deadline;		/* of the wait or the commit (0: none) */
@@ -211,6 +227,7 @@ typedef struct Sim
 	bool		quiet;
 	bool		failed;
 	int64_t		last_x_czxid[NKEYS];
+	int			last_x_owner[NKEYS];	/* pid of its holder (pids differ across clusters) */
 	char		trace[TRACE][200];
 	int			ntrace;
 	bool		verbose;
@@ -1058,6 +1075,32 @@ hold_lost(Cluster *c, const ZklHold *h)
 	return c->t.slots[h->slot].result == ZKR_LOST;
 }
 
+/* xact.c's zkl_lost_error(): a lost session-level lock on the key is reported, then dropped. */
+static void
+forget_lost_session(Cluster *c, Backend *b, const char *key)
+{
+	int			i;
+
+	for (i = 0; i < b->nholds; i++)
+		if (b->nsess[i] > 0 && strcmp(b->holds[i].key, key) == 0 && hold_lost(c, &b->holds[i]))
+		{
+			b->holds[i].nholds -= b->nsess[i];
+			b->nsess[i] = 0;
+		}
+}
+
+/* The key a commit or a cancelled statement reports lost (xact.c's lost_key()). */
+static const char *
+first_lost(Cluster *c, Backend *b)
+{
+	int			i;
+
+	for (i = 0; i < b->nholds; i++)
+		if (hold_lost(c, &b->holds[i]))
+			return b->holds[i].key;
+	return NULL;
+}
+
 static bool
 tainted(const char *uuid)
 {
@@ -1106,8 +1149,8 @@ check_commit(Backend *b)
 		{
 			const Span *o = &S->history[k][j];
 
-			if (tainted(o->uuid))
-				continue;
+			if (tainted(o->uuid) || (o->cluster == sp->cluster && o->pid == sp->pid))
+				continue;		/* a backend's own locks never conflict (session-level spans repeat) */
 			if (conflict(o->mode, sp->mode) && o->from < sp->to && sp->from < o->to)
 				fail("committed transactions overlap: c%d b%d held %s %c %.3f-%.3f, c%d b%d held it %c %.3f-%.3f",
 					 sp->cluster, sp->pid, key_name(k), sp->mode, sp->from / 1e6, sp->to / 1e6,
@@ -1132,6 +1175,7 @@ release_empty(Cluster *c, Backend *b)
 	{
 		if (keep[i])
 		{
+			b->nsess[n] = b->nsess[i];
 			b->holds[n++] = b->holds[i];
 			continue;
 		}
@@ -1150,8 +1194,20 @@ end_xact(Cluster *c, Backend *b, const char *how)
 	if (b->waiting >= 0)
 		(void) zkt_abandon(&c->t, &c->t.slots[b->waiting]);
 	for (i = 0; i < b->nholds; i++)
-		b->holds[i].nholds = 0;
+		b->holds[i].nholds = b->nsess[i];	/* session-level ones stay */
 	release_empty(c, b);
+	for (i = 0; i < b->nholds; i++)
+		if (b->nsess[i] > 0 && c->t.slots[b->holds[i].slot].abandoned)
+			fail("c%d b%d: the end of a transaction released a session-level lock on %s",
+				 c->id, b->pid, b->holds[i].key);
+	if (b->txns_left <= 0 || S->quiet)
+	{
+		/* the backend exits: that releases its session-level locks too */
+		for (i = 0; i < b->nholds; i++)
+			b->holds[i].nholds = b->nsess[i] = 0;
+		release_empty(c, b);
+		b->sess_key = -1;
+	}
 	memset(&b->proof, 0, sizeof(b->proof));
 	b->nspans = 0;
 	b->lost_seen = false;
@@ -1178,11 +1234,72 @@ add_act(Backend *b, bool unlock, int key, char mode, int kind)
 	Act		   *a = &b->acts[b->nacts++];
 
 	a->pause = false;
+	a->session = false;
 	a->unlock = unlock;
 	a->key = key;
 	a->mode = mode;
 	a->kind = kind;
 }
+
+static void
+add_session_act(Backend *b, bool unlock, int key, char mode, int kind)
+{
+	add_act(b, unlock, key, mode, kind);
+	b->acts[b->nacts - 1].session = true;
+}
+
+/*
+ * A session-level lock episode: one transaction takes it, the next ones run
+ * under it, the last one gives it up.  Requests while it is held never wait
+ * for ever: they would not follow the one key order that keeps clusters out
+ * of deadlock.
+ */
+static bool
+plan_session(Backend *b, int k)
+{
+	if (b->sess_key < 0)
+	{
+		if (!chance(8))
+			return false;
+		b->sess_key = k;
+		b->sess_mode = chance(70) ? ZKL_MODE_EXCLUSIVE : ZKL_MODE_SHARED;
+		b->sess_txns = 1 + rnd_int(3);
+		b->sess_asked = 1 + (chance(30) ? 1 : 0);	/* the second one stacks */
+		add_session_act(b, false, k, b->sess_mode, chance(50) ? 1 : 2);
+		if (b->sess_asked > 1)
+			add_session_act(b, false, k, b->sess_mode, 1);
+		return true;
+	}
+	if (--b->sess_txns <= 0)
+	{
+		if (chance(50))
+			add_pause(b);
+		while (b->sess_asked-- > 0)
+			add_session_act(b, true, b->sess_key, b->sess_mode, 0);
+		b->sess_key = -1;
+		return true;
+	}
+	/* under it: maybe the same key at transaction level, either mode */
+	if (chance(30))
+		k = b->sess_key;
+	add_act(b, false, k, chance(60) ? ZKL_MODE_EXCLUSIVE : ZKL_MODE_SHARED, chance(50) ? 1 : 2);
+	if (chance(30))
+		add_pause(b);
+	return true;
+}
+
+static bool
+holds_session(const Backend *b)
+{
+	int			i;
+
+	for (i = 0; i < b->nholds; i++)
+		if (b->nsess[i] > 0)
+			return true;
+	return false;
+}
+
+static void plan_plain(Backend *b, int k, int pattern);
 
 /* A transaction's script: which locks it takes and gives up, in order. */
 static void
@@ -1190,9 +1307,22 @@ plan_xact(Backend *b)
 {
 	int			k = rnd_int(NKEYS);
 	int			pattern = rnd_int(100);
+	int			i;
 
 	b->nacts = 0;
 	b->next_act = 0;
+	if (plan_session(b, k))
+		return;
+	plan_plain(b, k, pattern);
+	/* under a session-level lock no wait is for ever: it breaks the one key order */
+	for (i = 0; i < b->nacts; i++)
+		if (holds_session(b) && !b->acts[i].unlock && b->acts[i].kind == 0)
+			b->acts[i].kind = 1;
+}
+
+static void
+plan_plain(Backend *b, int k, int pattern)
+{
 	if (pattern < 10)
 	{
 		/* an upgrade: shared, then exclusive; two upgraders wait for each other, so never for ever */
@@ -1240,9 +1370,19 @@ do_unlock(Cluster *c, Backend *b, const Act *a)
 {
 	int			i = find_hold(b, a->key, a->mode);
 
-	if (i >= 0 && --b->holds[i].nholds == 0)
-		release_empty(c, b);
-	trace("c%d b%d unlocks %s %c", c->id, b->pid, key_name(a->key), a->mode);
+	if (i >= 0 && (a->session ? b->nsess[i] : b->holds[i].nholds - b->nsess[i]) > 0)
+	{
+		if (a->session)
+		{
+			/* the transaction ran under it: its commit needs the proof (xact.c) */
+			zkh_granted(&b->proof, c->t.slots[b->holds[i].slot].session_id);
+			b->nsess[i]--;
+		}
+		if (--b->holds[i].nholds == 0)
+			release_empty(c, b);
+	}
+	trace("c%d b%d unlocks %s %c%s", c->id, b->pid, key_name(a->key), a->mode,
+		  a->session ? " (session)" : "");
 	next_act(c, b);
 }
 
@@ -1259,11 +1399,13 @@ request(Cluster *c, Backend *b, const Act *a)
 		/* stacks, as core does; onto a lost lock it fails */
 		if (hold_lost(c, &b->holds[held]))
 		{
+			forget_lost_session(c, b, b->holds[held].key);
 			b->txns_left--;
 			end_xact(c, b, "aborts: stacking onto a lost lock");
 			return;
 		}
 		b->holds[held].nholds++;
+		b->nsess[held] += a->session;
 		next_act(c, b);
 		return;
 	}
@@ -1277,7 +1419,7 @@ request(Cluster *c, Backend *b, const Act *a)
 	r.key = key_name(a->key);
 	r.mode = a->mode;
 	r.nowait = a->kind == 2;
-	r.scope = ZKL_SCOPE_XACT;
+	r.scope = a->session ? ZKL_SCOPE_SESSION : ZKL_SCOPE_XACT;
 	r.data = "sim";
 	r.procno = b->pid;
 	r.pid = b->pid;
@@ -1285,6 +1427,7 @@ request(Cluster *c, Backend *b, const Act *a)
 	r.uuid = uuid;
 	zkt_claim(&c->t, idx, &r);
 	b->waiting = idx;
+	b->wait_session = a->session;
 	b->deadline = a->kind == 1 ? zkm_now(S->m) + 300000 + rnd_int(6000000) : 0;
 	b->st = B_WAIT;
 	trace("c%d b%d asks %s %c%s (slot %d)", c->id, b->pid, r.key, r.mode,
@@ -1324,7 +1467,8 @@ wait_step(Cluster *c, Backend *b)
 
 	if (res == ZKR_PENDING && any_lost(c, b))
 	{
-		/* the worker cancels the waiting statement (zkl_lose_slot) */
+		/* the worker cancels the waiting statement (zkl_lose_slot), which reports it */
+		forget_lost_session(c, b, first_lost(c, b));
 		b->txns_left--;
 		end_xact(c, b, "aborts: a lock was lost while it waited");
 		return;
@@ -1348,8 +1492,9 @@ wait_step(Cluster *c, Backend *b)
 		h->mode = s->mode;
 		h->key = key_name(s->key[2] - '0');
 		h->nholds = 1;
+		b->nsess[b->nholds - 1] = b->wait_session;
 		zkh_granted(&b->proof, s->session_id);
-		if (b->nspans < MAXSPANS)
+		if (!b->wait_session && b->nspans < MAXSPANS)
 		{
 			Span	   *sp = &b->spans[b->nspans++];
 
@@ -1389,12 +1534,43 @@ any_lost(Cluster *c, Backend *b)
 	return false;
 }
 
-/* The commit rule of xact.c, now. */
+/*
+ * The commit rule of xact.c, now: a transaction also runs under the
+ * session-level locks held at its commit.
+ */
 static ZklCommitVerdict
 commit_verdict(Cluster *c, Backend *b)
 {
-	return zkh_commit_verdict(&b->proof, any_lost(c, b), c->proof_at, c->proof_session,
+	ZklXactProof p = b->proof;
+	int			i;
+
+	for (i = 0; i < b->nholds; i++)
+		if (b->nsess[i] > 0)
+			zkh_granted(&p, c->t.slots[b->holds[i].slot].session_id);
+	return zkh_commit_verdict(&p, any_lost(c, b), c->proof_at, c->proof_session,
 							  c->t.session_id, zkm_now(S->m), PROOF_BOUND);
+}
+
+/* Each session-level lock held at commit: the transaction ran under it from its grant. */
+static void
+add_session_spans(Cluster *c, Backend *b)
+{
+	int			i;
+
+	for (i = 0; i < b->nholds && b->nspans < MAXSPANS; i++)
+		if (b->nsess[i] > 0)
+		{
+			const ZklSlot *s = &c->t.slots[b->holds[i].slot];
+			Span	   *sp = &b->spans[b->nspans++];
+
+			sp->key = s->key[2] - '0';
+			sp->mode = s->mode;
+			sp->cluster = c->id;
+			sp->pid = b->pid;
+			sp->from = s->granted_at;
+			snprintf(sp->uuid, sizeof(sp->uuid), "%s", s->uuid);
+			sp->to = 0;
+		}
 }
 
 static void
@@ -1413,8 +1589,11 @@ commit_step(Cluster *c, Backend *b)
 		return;
 	}
 	b->txns_left--;
+	if (v == ZKH_LOST)
+		forget_lost_session(c, b, first_lost(c, b) ? first_lost(c, b) : "");
 	if (v == ZKH_COMMIT)
 	{
+		add_session_spans(c, b);
 		check_commit(b);
 		b->commits++;
 		S->commits++;
@@ -1569,10 +1748,16 @@ check_fifo(Cluster *c, const ZklSlot *s)
 				other < czxid)
 				czxid = other;
 		}
-		if (czxid <= S->last_x_czxid[k])
+		/*
+		 * Equal only for the same backend, whose oldest node on the key is
+		 * still there: it has held the key all along (a session-level hold).
+		 */
+		if (czxid < S->last_x_czxid[k] ||
+			(czxid == S->last_x_czxid[k] && S->last_x_owner[k] != s->owner_pid))
 			fail("fencing: c%d b%d granted %s with token %" PRId64 " after %" PRId64,
 				 c->id, s->owner_pid, s->key, czxid, S->last_x_czxid[k]);
 		S->last_x_czxid[k] = czxid;
+		S->last_x_owner[k] = s->owner_pid;
 	}
 }
 
@@ -1748,6 +1933,7 @@ cluster_init(Cluster *c, int id)
 		c->b[i].pid = 100 * (id + 1) + i;
 		c->b[i].waiting = -1;
 		c->b[i].txns_left = 1000;
+		c->b[i].sess_key = -1;
 		c->b[i].next_at = rnd_int(500000);
 	}
 }
