@@ -1459,6 +1459,24 @@ next_act(Cluster *c, Backend *b)
 	b->next_at = zkm_now(S->m) + rnd_int(chance(10) ? 3000000 : 400000);
 }
 
+/* The transaction holds slot s's lock from its grant on (checked at commit). */
+static void
+open_span(Cluster *c, Backend *b, const ZklSlot *s)
+{
+	Span	   *sp;
+
+	if (b->nspans >= MAXSPANS)
+		return;
+	sp = &b->spans[b->nspans++];
+	sp->key = s->key[2] - '0';
+	sp->mode = s->mode;
+	sp->cluster = c->id;
+	sp->pid = b->pid;
+	sp->from = s->granted_at;
+	snprintf(sp->uuid, sizeof(sp->uuid), "%s", s->uuid);
+	sp->to = 0;
+}
+
 static void
 wait_step(Cluster *c, Backend *b)
 {
@@ -1494,18 +1512,8 @@ wait_step(Cluster *c, Backend *b)
 		h->nholds = 1;
 		b->nsess[b->nholds - 1] = b->wait_session;
 		zkh_granted(&b->proof, s->session_id);
-		if (!b->wait_session && b->nspans < MAXSPANS)
-		{
-			Span	   *sp = &b->spans[b->nspans++];
-
-			sp->key = s->key[2] - '0';
-			sp->mode = s->mode;
-			sp->cluster = c->id;
-			sp->pid = b->pid;
-			sp->from = s->granted_at;
-			snprintf(sp->uuid, sizeof(sp->uuid), "%s", s->uuid);
-			sp->to = 0;
-		}
+		if (!b->wait_session)
+			open_span(c, b, s);
 		trace("c%d b%d granted %s %c node %s", c->id, b->pid, s->key, s->mode, s->node);
 		next_act(c, b);
 	}
@@ -1557,20 +1565,9 @@ add_session_spans(Cluster *c, Backend *b)
 {
 	int			i;
 
-	for (i = 0; i < b->nholds && b->nspans < MAXSPANS; i++)
+	for (i = 0; i < b->nholds; i++)
 		if (b->nsess[i] > 0)
-		{
-			const ZklSlot *s = &c->t.slots[b->holds[i].slot];
-			Span	   *sp = &b->spans[b->nspans++];
-
-			sp->key = s->key[2] - '0';
-			sp->mode = s->mode;
-			sp->cluster = c->id;
-			sp->pid = b->pid;
-			sp->from = s->granted_at;
-			snprintf(sp->uuid, sizeof(sp->uuid), "%s", s->uuid);
-			sp->to = 0;
-		}
+			open_span(c, b, &c->t.slots[b->holds[i].slot]);
 }
 
 static void

@@ -319,6 +319,19 @@ test_session_lost(void)
 	CHECK(table.session_id == 0, "no session");
 }
 
+/* An exclusive request of pid 1, alone on its key: granted; its slot. */
+static int
+lone_holder(void)
+{
+	static char n0[ZKL_NODE_BUFLEN];
+	const char *list[1];
+	int			s = claim(ZKL_MODE_EXCLUSIVE, 1);
+
+	list[0] = node_of(s, 0, n0);
+	create_and_list(s, 0, list, 1);
+	return s;
+}
+
 /*
  * A worker restarted (after an ERROR, or pg_terminate_backend) while a
  * commit waited for its held node to be verified: the answer may be lost
@@ -327,14 +340,10 @@ test_session_lost(void)
 static void
 test_restart_verify(void)
 {
-	char		n0[ZKL_NODE_BUFLEN];
-	const char *list[1];
 	int			s;
 
 	setup();
-	s = claim(ZKL_MODE_EXCLUSIVE, 1);
-	list[0] = node_of(s, 0, n0);
-	create_and_list(s, 0, list, 1);
+	s = lone_holder();
 	CHECK(slots[s].zstate == ZKS_HELD, "granted");
 	slots[s].verify = ZKV_ASKED;
 	slots[s].todo |= ZKT_VERIFY;
@@ -350,14 +359,10 @@ test_restart_verify(void)
 static void
 test_proof(void)
 {
-	char		n0[ZKL_NODE_BUFLEN];
-	const char *list[1];
 	int			s;
 
 	setup();
-	s = claim(ZKL_MODE_EXCLUSIVE, 1);
-	list[0] = node_of(s, 0, n0);
-	create_and_list(s, 0, list, 1);
+	s = lone_holder();
 	CHECK(noted_at == slots[s].sent_at, "the create's answer is a proof");
 	now_us += 600000;
 	(void) zcore_plan(&core, true, noted_at);
