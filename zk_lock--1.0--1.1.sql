@@ -93,6 +93,38 @@ AS 'MODULE_PATHNAME', 'zk_session_unlock_shared_int4_int4' LANGUAGE C VOLATILE P
 CREATE FUNCTION zk_session_unlock_all() RETURNS void
 AS 'MODULE_PATHNAME', 'zk_session_unlock_all' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- Counting semaphores, transaction-bound: at most `holders` transactions of
+-- all clusters hold one key at once, admitted in FIFO order.  Their keys are a
+-- key space of their own; every request must give the key's holders.
+CREATE FUNCTION zk_semaphore(key text, holders integer) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_semaphore_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_semaphore(key bigint, holders integer) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_semaphore_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_try_semaphore(key text, holders integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_semaphore_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_try_semaphore(key bigint, holders integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_semaphore_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_try_semaphore(key text, holders integer, timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_semaphore_ms_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_try_semaphore(key bigint, holders integer, timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_semaphore_ms_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_unlock_semaphore(key text) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_unlock_semaphore_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_unlock_semaphore(key bigint) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_unlock_semaphore_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_semaphore_queue_raw(key text,
+    OUT "position" integer, OUT mode text, OUT granted boolean, OUT node text, OUT data text,
+    OUT holders integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'zk_semaphore_queue_raw_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_semaphore_queue_raw(key bigint,
+    OUT "position" integer, OUT mode text, OUT granted boolean, OUT node text, OUT data text,
+    OUT holders integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'zk_semaphore_queue_raw_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+REVOKE EXECUTE ON FUNCTION zk_semaphore_queue_raw(text) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION zk_semaphore_queue_raw(bigint) FROM PUBLIC;
+
 -- Introspection: each request's scope (transaction, session, both, or kept).
 -- The view is replaced in place, so views of users' own on zk_locks survive,
 -- and 1.0's zk_lock_requests() stays for any built on it.  The queue
@@ -102,7 +134,7 @@ AS 'MODULE_PATHNAME', 'zk_session_unlock_all' LANGUAGE C VOLATILE PARALLEL UNSAF
 CREATE FUNCTION zk_lock_request_rows(
     OUT pid integer, OUT key text, OUT key_type text, OUT mode text, OUT state text,
     OUT node text, OUT token bigint, OUT wait_start timestamptz, OUT granted_at timestamptz,
-    OUT scope text)
+    OUT scope text, OUT kind text, OUT holders integer)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'zk_lock_requests' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
@@ -126,38 +158,48 @@ $$;
 CREATE FUNCTION zk_lock_queue(key text,
     OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
     OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
-    OUT since timestamptz, OUT node text, OUT scope text)
+    OUT since timestamptz, OUT node text, OUT scope text, OUT kind text, OUT holders integer)
 RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
-         h.since, q.node, h.scope
-  FROM @extschema@.zk_lock_queue_raw(key) q, @extschema@.zk_lock_holder(q.data) h
-  ORDER BY q.position
+  SELECT * FROM (
+    SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
+           h.since, q.node, h.scope, 'lock'::text AS kind, NULL::integer AS holders
+    FROM @extschema@.zk_lock_queue_raw(key) q, @extschema@.zk_lock_holder(q.data) h
+    UNION ALL
+    SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
+           h.since, q.node, h.scope, 'semaphore', q.holders
+    FROM @extschema@.zk_semaphore_queue_raw(key) q, @extschema@.zk_lock_holder(q.data) h
+  ) u ORDER BY u.kind, u.position
 $$;
 
 CREATE FUNCTION zk_lock_queue(key bigint,
     OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
     OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
-    OUT since timestamptz, OUT node text, OUT scope text)
+    OUT since timestamptz, OUT node text, OUT scope text, OUT kind text, OUT holders integer)
 RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-  SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
-         h.since, q.node, h.scope
-  FROM @extschema@.zk_lock_queue_raw(key) q, @extschema@.zk_lock_holder(q.data) h
-  ORDER BY q.position
+  SELECT * FROM (
+    SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
+           h.since, q.node, h.scope, 'lock'::text AS kind, NULL::integer AS holders
+    FROM @extschema@.zk_lock_queue_raw(key) q, @extschema@.zk_lock_holder(q.data) h
+    UNION ALL
+    SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
+           h.since, q.node, h.scope, 'semaphore', q.holders
+    FROM @extschema@.zk_semaphore_queue_raw(key) q, @extschema@.zk_lock_holder(q.data) h
+  ) u ORDER BY u.kind, u.position
 $$;
 
 CREATE FUNCTION zk_lock_queue(key1 integer, key2 integer,
     OUT "position" integer, OUT mode text, OUT granted boolean, OUT cluster text,
     OUT sysid text, OUT pid integer, OUT database text, OUT xid bigint,
-    OUT since timestamptz, OUT node text, OUT scope text)
+    OUT since timestamptz, OUT node text, OUT scope text, OUT kind text, OUT holders integer)
 RETURNS SETOF record LANGUAGE sql VOLATILE PARALLEL UNSAFE
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT q.position, q.mode, q.granted, h.cluster, h.sysid, h.pid, h.database, h.xid,
-         h.since, q.node, h.scope
+         h.since, q.node, h.scope, 'lock'::text, NULL::integer
   FROM @extschema@.zk_lock_queue_raw(key1, key2) q, @extschema@.zk_lock_holder(q.data) h
   ORDER BY q.position
 $$;
@@ -178,7 +220,8 @@ BEGIN
   FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
            JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
            JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'zk_lock'
-           WHERE p.proname ~ '^zk_(session_)?(try_)?lock(_shared)?$' AND p.proacl IS NULL
+           WHERE p.proname ~ '^zk_((session_)?(try_)?lock(_shared)?|(try_)?semaphore)$'
+             AND p.proacl IS NULL
   LOOP
     EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
     FOR g IN SELECT grantee FROM aclexplode(acl) WHERE privilege_type = 'EXECUTE' AND grantee <> 0
@@ -210,12 +253,22 @@ COMMENT ON FUNCTION zk_session_try_lock_shared(integer, integer, integer) IS 'se
 COMMENT ON FUNCTION zk_session_unlock_shared(text) IS 'release one session-level shared acquisition; warning and false if not held';
 COMMENT ON FUNCTION zk_session_unlock_shared(bigint) IS 'release one session-level shared acquisition; warning and false if not held';
 COMMENT ON FUNCTION zk_session_unlock_shared(integer, integer) IS 'release one session-level shared acquisition; warning and false if not held';
+COMMENT ON FUNCTION zk_semaphore(text, integer) IS 'counting semaphore across clusters: waits (FIFO) until this transaction is one of at most holders holders; held until the transaction ends';
+COMMENT ON FUNCTION zk_semaphore(bigint, integer) IS 'counting semaphore across clusters: waits (FIFO) until this transaction is one of at most holders holders; held until the transaction ends';
+COMMENT ON FUNCTION zk_try_semaphore(text, integer) IS 'counting semaphore if a place is free, else false; never queues';
+COMMENT ON FUNCTION zk_try_semaphore(bigint, integer) IS 'counting semaphore if a place is free, else false; never queues';
+COMMENT ON FUNCTION zk_try_semaphore(text, integer, integer) IS 'counting semaphore, waiting at most timeout_ms (0: no wait); false on timeout';
+COMMENT ON FUNCTION zk_try_semaphore(bigint, integer, integer) IS 'counting semaphore, waiting at most timeout_ms (0: no wait); false on timeout';
+COMMENT ON FUNCTION zk_unlock_semaphore(text) IS 'release one acquisition of a semaphore early; warning and false if not held';
+COMMENT ON FUNCTION zk_unlock_semaphore(bigint) IS 'release one acquisition of a semaphore early; warning and false if not held';
 COMMENT ON FUNCTION zk_session_unlock_all() IS 'release every session-level zk_lock lock of this session, both modes';
 COMMENT ON FUNCTION zk_unlock_all() IS 'release every transaction-level zk_lock lock of this transaction, both modes';
 COMMENT ON FUNCTION zk_lock_request_rows() IS 'the rows of the zk_locks view: this cluster''s lock requests';
 COMMENT ON FUNCTION zk_lock_requests() IS 'the rows of 1.0''s zk_locks view, without scope; kept for views built on it';
 COMMENT ON VIEW zk_locks IS 'this cluster''s zk_lock requests, like pg_locks: key, mode, state, node, fencing token, times, scope';
 COMMENT ON FUNCTION zk_lock_holder(text) IS 'internal: who asked, from a lock node''s data';
-COMMENT ON FUNCTION zk_lock_queue(text) IS 'every cluster''s holders and waiters for a key, in queue order, read live from ZooKeeper';
-COMMENT ON FUNCTION zk_lock_queue(bigint) IS 'every cluster''s holders and waiters for a key, in queue order, read live from ZooKeeper';
+COMMENT ON FUNCTION zk_lock_queue(text) IS 'every cluster''s holders and waiters for a key, lock then semaphore, in queue order, read live from ZooKeeper';
+COMMENT ON FUNCTION zk_lock_queue(bigint) IS 'every cluster''s holders and waiters for a key, lock then semaphore, in queue order, read live from ZooKeeper';
+COMMENT ON FUNCTION zk_semaphore_queue_raw(text) IS 'internal: the raw semaphore queue behind zk_lock_queue()';
+COMMENT ON FUNCTION zk_semaphore_queue_raw(bigint) IS 'internal: the raw semaphore queue behind zk_lock_queue()';
 COMMENT ON FUNCTION zk_lock_queue(integer, integer) IS 'every cluster''s holders and waiters for an (int, int) key, in queue order, read live from ZooKeeper';

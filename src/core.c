@@ -37,6 +37,7 @@
 #define ERR_DEADLOCK	ZKL_SQLSTATE('4','0','P','0','1')
 #define ERR_AUTH_SPEC	ZKL_SQLSTATE('2','8','0','0','0')
 #define ERR_NO_CONNECT	ZKL_SQLSTATE('0','8','0','0','1')
+#define ERR_BAD_PARAM	ZKL_SQLSTATE('2','2','0','2','3')
 
 static void
 copy_name(char *dst, size_t size, const char *src)
@@ -616,7 +617,130 @@ decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 		case ZKR_WAIT:
 			wait_behind(c, s, kids, own, watch, nmine);
 			break;
+		case ZKR_MISMATCH:
+			break;				/* semaphores only */
 	}
+}
+
+/* ---- counting semaphores ---- */
+
+/*
+ * A semaphore waiter can be let in by the release of any node ahead of it,
+ * so it cannot watch one node as a lock waiter does.  Instead every listing
+ * of a semaphore key sets a child watch on the key node (worker.c), and the
+ * cluster treats the key as one: a listing decides for all its local
+ * waiters on the key, and a child event makes one of them read again.  A
+ * release then costs one read per cluster with waiters, however many wait.
+ */
+static bool
+sem_sibling(const ZklSlot *o, const ZklSlot *s)
+{
+	return o->zstate == ZKS_QUEUED && o->mode == ZKL_MODE_SEMAPHORE && !o->abandoned &&
+		o->root_id == s->root_id && strcmp(o->key, s->key) == 0;
+}
+
+/* One waiter's part of a listing of its semaphore key. */
+static void
+sem_decide(ZklCore *c, ZklSlot *o, bool reader, const ZkrChild *kids, int n)
+{
+	int			own;
+	int			other;
+
+	switch (zkr_decide_semaphore(kids, n, o->uuid, &own, &other))
+	{
+		case ZKR_ABSENT:
+			/* the reader's node is gone; another's may postdate the read: it reads itself */
+			if (reader)
+				start_over(c, o);
+			else
+				o->todo |= ZKT_CHILDREN;
+			break;
+		case ZKR_MISMATCH:
+			fail_slot(c, o, ERR_BAD_PARAM, ZKS_DELETING,
+					  "zk_semaphore holders %d differ from %d of a live request on the same key",
+					  o->holders, other);
+			o->todo = ZKT_DELETE;
+			break;
+		case ZKR_GRANT:
+			grant(c, o);
+			break;
+		case ZKR_WAIT:
+			if (o->nowait)
+				refuse_try(c, o);
+			else
+				o->todo &= ~ZKT_CHILDREN;	/* this listing is that read (see sem_event) */
+			break;
+	}
+}
+
+/*
+ * A listing of s's semaphore key: decide for every local waiter on it.  A
+ * waiter that asked for a read since got this one: a child event reaches the
+ * client before the reply of any read the server answers after the change.
+ */
+static void
+sem_listing(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
+{
+	int64_t		now = wall(c);
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		/* an adopted node's Stat comes first (followups) */
+		if ((o == s || sem_sibling(o, s)) && !(o->todo & ZKT_STAT))
+		{
+			o->checked_at = now;
+			sem_decide(c, o, o == s, kids, n);
+		}
+	}
+}
+
+/*
+ * A child event on a key node: if it is a semaphore key of ours, one local
+ * waiter reads it again (its read sets the watch again), unless one is due
+ * to already.  Returns whether the path was a semaphore key of ours.
+ */
+static bool
+sem_event(ZklCore *c, const char *path)
+{
+	ZklSlot    *reader = NULL;
+	bool		known = false;
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+		char		key_path[ZKL_PATH_LEN];
+
+		if (o->zstate == ZKS_FREE || o->mode != ZKL_MODE_SEMAPHORE)
+			continue;
+		zcore_key_path(c->t, o, key_path);
+		if (strcmp(key_path, path) != 0)
+			continue;
+		known = true;
+		if (!sem_sibling(o, o))
+			continue;
+		if (o->todo & ZKT_CHILDREN)
+			return true;
+		if (reader == NULL)
+			reader = o;
+	}
+	if (reader != NULL)
+		reader->todo |= ZKT_CHILDREN;
+	return known;
+}
+
+/* A semaphore waiter's periodic re-read, or another's read just planned, counts for all. */
+static void
+sem_checked(ZklCore *c, const ZklSlot *s, int64_t now)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+		if (sem_sibling(&c->t->slots[i], s))
+			c->t->slots[i].checked_at = now;
 }
 
 void
@@ -626,7 +750,9 @@ zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int
 
 	if (s == NULL || s->zstate != ZKS_QUEUED)
 		return;
-	if (rc == ZOK)
+	if (rc == ZOK && s->mode == ZKL_MODE_SEMAPHORE)
+		sem_listing(c, s, kids, n);
+	else if (rc == ZOK)
 		decide(c, s, kids, n);
 	else if (zcore_outcome_unknown(rc))
 		s->todo |= ZKT_CHILDREN;	/* again once reconnected */
@@ -657,9 +783,13 @@ zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc)
 void
 zcore_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path)
 {
-	ZklSlot    *s = reply_slot(c, tag);
+	ZklSlot    *s;
 	char		watched[ZKL_PATH_LEN];
 
+	/* a semaphore key's child watch: whoever set it, the key's waiters read */
+	if (sem_event(c, path))
+		return;
+	s = reply_slot(c, tag);
 	if (s == NULL || s->zstate != ZKS_QUEUED)
 		return;
 
@@ -990,7 +1120,9 @@ plan_followup(ZklCore *c, int idx, int64_t now)
 		if (s->todo & followups[i].bit)
 		{
 			s->todo &= ~followups[i].clears;
-			if (followups[i].kind == OP_CHILDREN || followups[i].kind == OP_WATCH)
+			if (followups[i].kind == OP_CHILDREN && s->mode == ZKL_MODE_SEMAPHORE)
+				sem_checked(c, s, now);
+			else if (followups[i].kind == OP_CHILDREN || followups[i].kind == OP_WATCH)
 				s->checked_at = now;
 			new_op(c, idx, followups[i].kind);
 			return true;

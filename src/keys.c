@@ -127,10 +127,31 @@ hexval(char c)
 }
 
 int
+zkl_semaphore_key(char *encoded)
+{
+	size_t		len = strlen(encoded);
+
+	memmove(encoded + 1, encoded, len + 1);
+	encoded[0] = ZKL_KEY_SEMAPHORE;
+	return (int) len + 1;
+}
+
+int
+zkl_is_semaphore_key(const char *encoded)
+{
+	return encoded[0] == ZKL_KEY_SEMAPHORE;
+}
+
+int
 zkl_decode_key(const char *name, char *kind, char *out, size_t outlen)
 {
 	const char *p;
 	size_t		o = 0;
+
+	/* only text and bigint keys have semaphores */
+	if (name[0] == ZKL_KEY_SEMAPHORE)
+		return (name[1] == ZKL_KEY_TEXT || name[1] == ZKL_KEY_BIGINT) ?
+			zkl_decode_key(name + 1, kind, out, outlen) : -1;
 
 	if (name[0] == ZKL_KEY_BIGINT)
 	{

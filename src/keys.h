@@ -14,12 +14,14 @@
 #define ZKL_KEY_TEXT	't'
 #define ZKL_KEY_BIGINT	'b'
 #define ZKL_KEY_PAIR	'p'			/* (key1 int, key2 int) */
+/* A semaphore's key: this letter before a text or bigint key's encoding. */
+#define ZKL_KEY_SEMAPHORE	'm'
 
 /* Longest text key, in bytes of its UTF-8 form. */
 #define ZKL_MAX_KEY_BYTES	256
 
-/* Room for an encoded key: kind letter, every byte escaped as %XX, NUL. */
-#define ZKL_KEY_BUFLEN	(1 + 3 * ZKL_MAX_KEY_BYTES + 1)
+/* Room for an encoded key: semaphore and kind letters, every byte escaped as %XX, NUL. */
+#define ZKL_KEY_BUFLEN	(2 + 3 * ZKL_MAX_KEY_BYTES + 1)
 
 /*
  * Encode a text key (raw bytes, UTF-8) into a single ZooKeeper node name.
@@ -34,7 +36,17 @@ extern int	zkl_encode_bigint_key(int64_t key, char *out, size_t outlen);
 extern int	zkl_encode_pair_key(int32_t key1, int32_t key2, char *out, size_t outlen);
 
 /*
- * Decode a node name made by the encoders above.  A pair decodes to
+ * The semaphore key for an encoded text or bigint key (in place: out holds
+ * ZKL_KEY_BUFLEN bytes).  Returns the new length.
+ */
+extern int	zkl_semaphore_key(char *encoded);
+
+/* Whether an encoded key is a semaphore's. */
+extern int	zkl_is_semaphore_key(const char *encoded);
+
+/*
+ * Decode a node name made by the encoders above (a semaphore's decodes as
+ * the key inside it).  A pair decodes to
  * "<key1>,<key2>".  Sets *kind, writes the raw
  * text key (or the number's decimal form) NUL-terminated into out and returns
  * its length; -1 when name is not one of ours or out is too small.

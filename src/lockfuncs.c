@@ -282,20 +282,62 @@ warn_if_autocommit(FunctionCallInfo fcinfo)
 			 errhint("Call it after BEGIN: the lock is then held until COMMIT or ROLLBACK.")));
 }
 
+/*
+ * A semaphore's holders argument (right after the key), checked; and its
+ * key, moved to the semaphores' key space.
+ */
+static int
+semaphore_arg(FunctionCallInfo fcinfo, char keykind, char *key)
+{
+	int			harg = zkl_key_nargs(keykind);
+	int			holders;
+
+	if (PG_ARGISNULL(harg))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("zk_semaphore holders must not be NULL")));
+	holders = PG_GETARG_INT32(harg);
+	if (holders < 1 || holders > ZKL_MAX_HOLDERS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zk_semaphore holders must be between 1 and %d", ZKL_MAX_HOLDERS)));
+	(void) zkl_semaphore_key(key);
+	return holders;
+}
+
+/* Stacking a semaphore asks for the holders it was taken with. */
+static void
+check_stacked_holders(const char *key, int holders)
+{
+	int			idx = zkl_local_slot(key, ZKL_MODE_SEMAPHORE);
+	int			have = idx < 0 ? holders : zkl_shared->t.slots[idx].holders;
+
+	if (have != holders)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zk_semaphore holders %d differ from %d of a live request on the same key",
+						holders, have),
+				 errdetail("This transaction holds semaphore \"%s\" with holders %d.",
+						   zkl_display_key(key), have)));
+}
+
 static bool
 acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind, bool session)
 {
 	char		key[ZKL_KEY_BUFLEN];
 	int			timeout_ms = -1;
+	int			holders = 0;
 	int			idx;
 	bool		lock_timed_out;
 	ZklResult	r;
 
 	zkl_check_usable();
 	zkl_key_arg(fcinfo, keykind, key);
+	if (mode == ZKL_MODE_SEMAPHORE)
+		holders = semaphore_arg(fcinfo, keykind, key);
 	if (kind == WAIT_BOUNDED)
 	{
-		int			targ = zkl_key_nargs(keykind);
+		int			targ = zkl_key_nargs(keykind) + (holders > 0);
 
 		if (PG_ARGISNULL(targ))
 			ereport(ERROR,
@@ -315,10 +357,13 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind, bool se
 		zkl_check_session_locks();
 	else
 		warn_if_autocommit(fcinfo);
+	if (holders > 0)
+		check_stacked_holders(key, holders);
 	if (zkl_local_stack(key, mode, session))
 		return true;			/* already ours: stack, as core does */
 
-	idx = zkl_claim_slot(key, mode, kind == WAIT_NONE, session, node_data(mode, session));
+	idx = zkl_claim_slot(key, mode, holders, kind == WAIT_NONE, session,
+						 node_data(mode, session));
 	zkl_set_pending(idx);
 	r = wait_for_answer(idx, kind, timeout_ms, &lock_timed_out);
 
@@ -391,6 +436,8 @@ release(FunctionCallInfo fcinfo, char keykind, char mode, bool session)
 
 	zkl_require_shared();
 	zkl_key_arg(fcinfo, keykind, key);
+	if (mode == ZKL_MODE_SEMAPHORE)
+		(void) zkl_semaphore_key(key);
 	zkl_xact_init();
 	/* release first: a lost lock reported here must not keep this one held */
 	if (zkl_local_unlock(key, mode, session))
@@ -401,11 +448,15 @@ release(FunctionCallInfo fcinfo, char keykind, char mode, bool session)
 	}
 	if (session)
 		zkl_check_session_locks();
-	ereport(WARNING,
-			(errmsg("you don't own a zk_lock %s%s lock on key \"%s\"",
-					session ? "session-level " : "",
-					mode == ZKL_MODE_SHARED ? "shared" : "exclusive",
-					zkl_display_key(key))));
+	if (mode == ZKL_MODE_SEMAPHORE)
+		ereport(WARNING,
+				(errmsg("you don't hold zk_lock semaphore \"%s\"", zkl_display_key(key))));
+	else
+		ereport(WARNING,
+				(errmsg("you don't own a zk_lock %s%s lock on key \"%s\"",
+						session ? "session-level " : "",
+						mode == ZKL_MODE_SHARED ? "shared" : "exclusive",
+						zkl_display_key(key))));
 	return false;
 }
 
@@ -480,7 +531,19 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 
 	zkl_require_shared();
 	zkl_key_arg(fcinfo, keykind, key);
-	if (zkl_local_slot(key, ZKL_MODE_EXCLUSIVE) < 0 && zkl_local_slot(key, ZKL_MODE_SHARED) < 0)
+	/* a semaphore holder's token: its own node's czxid, the same rule with one node */
+	if (zkl_local_slot(key, ZKL_MODE_EXCLUSIVE) < 0 && zkl_local_slot(key, ZKL_MODE_SHARED) < 0 &&
+		keykind != ZKL_KEY_PAIR)
+	{
+		char		semkey[ZKL_KEY_BUFLEN];
+
+		strlcpy(semkey, key, sizeof(semkey));
+		(void) zkl_semaphore_key(semkey);
+		if (zkl_local_slot(semkey, ZKL_MODE_SEMAPHORE) >= 0)
+			strlcpy(key, semkey, sizeof(key));
+	}
+	if (zkl_local_slot(key, ZKL_MODE_EXCLUSIVE) < 0 && zkl_local_slot(key, ZKL_MODE_SHARED) < 0 &&
+		zkl_local_slot(key, ZKL_MODE_SEMAPHORE) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("this transaction holds no zk_lock lock on key \"%s\"",
@@ -555,3 +618,9 @@ ZKL_KEYED_ENTRIES(zk_session_lock_shared, lock_wait, SESSION_LEVEL(ZKL_MODE_SHAR
 ZKL_KEYED_ENTRIES(zk_session_try_lock_shared, lock_try, SESSION_LEVEL(ZKL_MODE_SHARED))
 ZKL_KEYED_ENTRIES(zk_session_try_lock_shared_ms, lock_try_within, SESSION_LEVEL(ZKL_MODE_SHARED))
 ZKL_KEYED_ENTRIES(zk_session_unlock_shared, unlock_one, SESSION_LEVEL(ZKL_MODE_SHARED))
+
+/* Counting semaphores: text and bigint keys, transaction-level only. */
+ZKL_SEMAPHORE_ENTRIES(zk_semaphore, lock_wait)
+ZKL_SEMAPHORE_ENTRIES(zk_try_semaphore, lock_try)
+ZKL_SEMAPHORE_ENTRIES(zk_try_semaphore_ms, lock_try_within)
+ZKL_SEMAPHORE_ENTRIES(zk_unlock_semaphore, unlock_one)

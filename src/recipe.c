@@ -46,6 +46,28 @@ parse_sequence(const char *name, size_t len, int32_t *seq, size_t *start)
 	return true;
 }
 
+/*
+ * A semaphore node's holders: the digits after the last '.' of the owner
+ * part, which ends at `end` (the '-' before the sequence).
+ */
+static bool
+parse_holders(const char *name, size_t end, int32_t *holders)
+{
+	size_t		p = end;
+	int64_t		v = 0;
+
+	while (p > 2 + ZKL_UUID_LEN && name[p - 1] >= '0' && name[p - 1] <= '9')
+		p--;
+	if (p == end || end - p > 7 || name[p - 1] != '.' || name[p] == '0')
+		return false;
+	for (; p < end; p++)
+		v = v * 10 + (name[p] - '0');
+	if (v < 1 || v > ZKL_MAX_HOLDERS)
+		return false;
+	*holders = (int32_t) v;
+	return true;
+}
+
 bool
 zkr_parse_child(const char *name, ZkrChild *out)
 {
@@ -54,10 +76,14 @@ zkr_parse_child(const char *name, ZkrChild *out)
 
 	if (len < MIN_NAME_LEN)
 		return false;
-	if ((name[0] != ZKL_MODE_EXCLUSIVE && name[0] != ZKL_MODE_SHARED) ||
+	if ((name[0] != ZKL_MODE_EXCLUSIVE && name[0] != ZKL_MODE_SHARED &&
+		 name[0] != ZKL_MODE_SEMAPHORE) ||
 		name[1] != '-' || name[2 + ZKL_UUID_LEN] != '-')
 		return false;
 	if (!parse_sequence(name, len, &out->seq, &start))
+		return false;
+	out->holders = 0;
+	if (name[0] == ZKL_MODE_SEMAPHORE && !parse_holders(name, start - 1, &out->holders))
 		return false;
 	out->name = name;
 	out->mode = name[0];
@@ -279,6 +305,40 @@ zkr_foreign_ahead(const ZkrChild *children, int own, const char *const *mine, in
 	return n;
 }
 
+ZkrVerdict
+zkr_decide_semaphore(const ZkrChild *children, int n, const char *own_uuid,
+					 int *own, int *other)
+{
+	int			first = -1;
+	int			ahead = 0;
+	int			i;
+
+	*own = -1;
+	*other = 0;
+	for (i = 0; i < n; i++)
+	{
+		if (children[i].mode != ZKL_MODE_SEMAPHORE)
+			continue;
+		if (zkr_name_has_uuid(children[i].name, own_uuid))
+		{
+			*own = i;
+			break;
+		}
+		if (first < 0)
+			first = i;
+		ahead++;
+	}
+	if (*own < 0)
+		return ZKR_ABSENT;
+	if (first >= 0 && children[first].holders != children[*own].holders)
+	{
+		*other = children[first].holders;
+		return ZKR_MISMATCH;
+	}
+	/* a backend has one node per semaphore (requests stack), so all ahead are others' */
+	return ahead < children[*own].holders ? ZKR_GRANT : ZKR_WAIT;
+}
+
 void
 zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1])
 {
@@ -294,11 +354,14 @@ zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1])
 }
 
 int
-zkr_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid,
+zkr_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid, int holders,
 				char *out, size_t outlen)
 {
-	int			n = snprintf(out, outlen, "%c-%s-%llu-%d-", mode, uuid,
-							 (unsigned long long) sysid, pid);
+	int			n = (mode == ZKL_MODE_SEMAPHORE) ?
+		snprintf(out, outlen, "%c-%s-%llu-%d.%d-", mode, uuid,
+				 (unsigned long long) sysid, pid, holders) :
+		snprintf(out, outlen, "%c-%s-%llu-%d-", mode, uuid,
+				 (unsigned long long) sysid, pid);
 
 	return (n < 0 || (size_t) n >= outlen) ? -1 : n;
 }

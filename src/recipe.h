@@ -3,7 +3,12 @@
  *
  * Lock nodes are children of one key node, named
  *     <mode>-<uuid>-<system identifier>-<pid>-<10-digit sequence>
- * where mode is 'x' (exclusive) or 's' (shared).  Nothing here does I/O.
+ * where mode is 'x' (exclusive) or 's' (shared); a counting semaphore's
+ * nodes (mode 'c', under a key of their own key space) carry the request's
+ * holders after the pid:
+ *     c-<uuid>-<system identifier>-<pid>.<holders>-<10-digit sequence>
+ * so that every cluster sees what each live request asked for without a
+ * read per node.  Nothing here does I/O.
  */
 #ifndef ZK_LOCK_RECIPE_H
 #define ZK_LOCK_RECIPE_H
@@ -14,6 +19,10 @@
 
 #define ZKL_MODE_EXCLUSIVE	'x'
 #define ZKL_MODE_SHARED		's'
+#define ZKL_MODE_SEMAPHORE	'c'
+
+/* Most holders a semaphore may have (ten digits fit the node name). */
+#define ZKL_MAX_HOLDERS		1000000
 
 #define ZKL_UUID_LEN	36
 
@@ -22,13 +31,15 @@ typedef struct ZkrChild
 	const char *name;			/* points into the caller's string */
 	char		mode;
 	int32_t		seq;			/* ZooKeeper's signed 32-bit counter */
+	int32_t		holders;		/* a semaphore node's; 0 for a lock node */
 } ZkrChild;
 
 typedef enum ZkrVerdict
 {
 	ZKR_ABSENT,					/* our own node is not among the children */
 	ZKR_GRANT,					/* nothing before us conflicts */
-	ZKR_WAIT					/* watch children[*watch] and decide again */
+	ZKR_WAIT,					/* watch children[*watch] and decide again */
+	ZKR_MISMATCH				/* semaphore: an older live request has other holders */
 } ZkrVerdict;
 
 /* Parse one child name; false for names that are not lock nodes. */
@@ -92,11 +103,26 @@ extern bool zkr_sole_blocker(const ZkrChild *children, int own, int watch,
 extern int	zkr_foreign_ahead(const ZkrChild *children, int own,
 							  const char *const *mine, int nmine);
 
+/*
+ * A semaphore request (children of a semaphore key): granted while fewer
+ * than its `holders` nodes stand ahead of it.  Nodes ahead only go, so a
+ * listing that is out of date can only hold a grant back, never give one
+ * too many.  The oldest node sets the key's holders: a request whose own
+ * differs fails (ZKR_MISMATCH, *other = the oldest's).  There is no one
+ * node to watch: any node ahead may go first, so the caller watches the key's
+ * children (one watch per cluster and key: core.c).
+ */
+extern ZkrVerdict zkr_decide_semaphore(const ZkrChild *children, int n,
+									   const char *own_uuid, int *own, int *other);
+
 /* Format a request uuid (36 chars + NUL) from 16 random bytes (RFC 4122 v4). */
 extern void zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1]);
 
-/* Node name prefix for a request; ZooKeeper appends the sequence. */
+/*
+ * Node name prefix for a request; ZooKeeper appends the sequence.  holders:
+ * a semaphore request's (mode 'c'), 0 for a lock.
+ */
 extern int	zkr_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid,
-							char *out, size_t outlen);
+							int holders, char *out, size_t outlen);
 
 #endif

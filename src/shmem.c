@@ -143,7 +143,8 @@ zkl_wake_owner(ZklSlot *slot)
  * the table is full: nothing has been sent to ZooKeeper at that point.
  */
 int
-zkl_claim_slot(const char *key, char mode, bool nowait, bool session, const char *data)
+zkl_claim_slot(const char *key, char mode, int holders, bool nowait, bool session,
+			   const char *data)
 {
 	ZklRequest	r;
 	char		uuid[ZKL_UUID_LEN + 1];
@@ -153,6 +154,7 @@ zkl_claim_slot(const char *key, char mode, bool nowait, bool session, const char
 	zkl_new_uuid(uuid);
 	r.key = key;
 	r.mode = mode;
+	r.holders = holders;
 	r.nowait = nowait;
 	r.scope = session ? ZKL_SCOPE_SESSION : ZKL_SCOPE_XACT;
 	r.data = data;

@@ -90,6 +90,7 @@ typedef struct ZklSlot
 	uint8_t		verify;			/* ZKV_*; owner asks (ASKED), worker answers */
 	uint8_t		scope;			/* owner: ZKL_SCOPE_* bits, the levels it is held at */
 	char		mode;			/* ZKL_MODE_* */
+	int			holders;		/* a semaphore's (mode 'c'); 0 for a lock */
 	uint8_t		root_id;		/* index in ZklTable.roots of its key's root */
 	int			owner_procno;
 	int			owner_pid;

@@ -70,15 +70,17 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		const ZklSlot *s = &copy[i];
-		Datum		values[10];
-		bool		nulls[10] = {0};
+		Datum		values[12];
+		bool		nulls[12] = {0};
+		bool		semaphore = s->mode == ZKL_MODE_SEMAPHORE;
 		bool		granted = s->result == ZKR_GRANTED && !s->abandoned;
 
 		values[0] = Int32GetDatum(s->owner_pid);
 		values[1] = CStringGetTextDatum(zkl_display_key(s->key));
-		values[2] = CStringGetTextDatum(s->key[0] == ZKL_KEY_BIGINT ? "bigint" :
-										s->key[0] == ZKL_KEY_PAIR ? "integer pair" : "text");
-		values[3] = CStringGetTextDatum(s->mode == ZKL_MODE_SHARED ? "shared" : "exclusive");
+		values[2] = CStringGetTextDatum(s->key[semaphore] == ZKL_KEY_BIGINT ? "bigint" :
+										s->key[semaphore] == ZKL_KEY_PAIR ? "integer pair" : "text");
+		values[3] = CStringGetTextDatum(semaphore ? "counting" :
+										s->mode == ZKL_MODE_SHARED ? "shared" : "exclusive");
 		values[4] = CStringGetTextDatum(slot_state(s));
 		if (s->node[0] != '\0')
 			values[5] = CStringGetTextDatum(s->node);
@@ -95,6 +97,9 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 		else
 			nulls[8] = true;
 		values[9] = CStringGetTextDatum(scope_name(s->scope));
+		values[10] = CStringGetTextDatum(semaphore ? "semaphore" : "lock");
+		values[11] = Int32GetDatum(s->holders);
+		nulls[11] = !semaphore;
 		/* the 1.0 definition has no scope column: the tuple takes the columns it has */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
@@ -207,26 +212,17 @@ sleep_until(TimestampTz deadline, const char *what)
 }
 
 /*
- * One row per node of the key's queue, in queue order: position, mode,
- * granted (by the recipe's own rule), node name and the node's data.
+ * Have the worker read the queue of an encoded key; returns its nodes, in
+ * queue order, and how many in *n.
  */
-static Datum
-queue_raw(FunctionCallInfo fcinfo, char keykind, char unused)
+static ZklQueueEntry *
+read_queue(const char *key, int *n)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char		key[ZKL_KEY_BUFLEN];
 	TimestampTz deadline;
 	ZklQueueEntry *entries;
-	ZkrChild   *kids;
-	bool	   *granted;
-	int			n;
 	int			sqlstate;
 	char		errmsg_buf[ZKL_ERRMSG_LEN];
-	int			i;
 
-	zkl_check_usable();
-	zkl_key_arg(fcinfo, keykind, key);
-	InitMaterializedSRF(fcinfo, 0);
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
 										   zkl_connect_timeout + WORKER_GRACE_MS);
 
@@ -269,11 +265,11 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char unused)
 	ConditionVariableCancelSleep();
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	n = zkl_query->nentries;
+	*n = zkl_query->nentries;
 	sqlstate = zkl_query->sqlstate;
 	strlcpy(errmsg_buf, zkl_query->errmsg, sizeof(errmsg_buf));
-	entries = palloc(Max(n, 1) * sizeof(ZklQueueEntry));
-	memcpy(entries, zkl_query->entries, n * sizeof(ZklQueueEntry));
+	entries = palloc(Max(*n, 1) * sizeof(ZklQueueEntry));
+	memcpy(entries, zkl_query->entries, *n * sizeof(ZklQueueEntry));
 	if (zkl_query->truncated)
 		ereport(NOTICE,
 				(errmsg("zk_lock_queue shows the first %d contenders only", ZKL_QUEUE_MAX)));
@@ -282,48 +278,94 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char unused)
 
 	if (sqlstate != 0)
 		ereport(ERROR, (errcode(sqlstate), errmsg("%s", errmsg_buf)));
+	return entries;
+}
 
-	/* entries are in queue order; decide each one as the recipe would */
+/* Whether entries[i] holds the lock, by the recipe's rule (entries ahead are decided). */
+static bool
+lock_entry_granted(const ZklQueueEntry *entries, const ZkrChild *kids, int n, int i,
+				   const bool *granted)
+{
+	const char **mine = palloc(Max(n, 1) * sizeof(char *));
+	bool	   *held = palloc(Max(n, 1) * sizeof(bool));
+	char		uuid[ZKL_UUID_LEN + 1];
+	int			nmine = 0;
+	int			own;
+	int			watch;
+	int			j;
+
+	for (j = 0; j < n; j++)
+	{
+		if (j != i && zkr_same_owner(entries[i].node, entries[j].node))
+		{
+			char	   *u = palloc(ZKL_UUID_LEN + 1);
+
+			(void) zkr_uuid_of(entries[j].node, u);
+			mine[nmine] = u;
+			held[nmine] = j < i && granted[j];
+			nmine++;
+		}
+	}
+	(void) zkr_uuid_of(entries[i].node, uuid);
+	return zkr_decide(kids, n, uuid, mine, held, nmine, &own, &watch) == ZKR_GRANT;
+}
+
+/*
+ * One row per node of the key's queue, in queue order: position, mode,
+ * granted (by the recipe's own rule), node name, the node's data, and a
+ * semaphore's holders (the 1.0 lock queue's row type has no such column:
+ * the tuple takes the columns it has).  `what` is the semaphore mode for a
+ * semaphore's queue.
+ */
+static Datum
+queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char		key[ZKL_KEY_BUFLEN];
+	bool		semaphore = what == ZKL_MODE_SEMAPHORE;
+	ZklQueueEntry *entries;
+	ZkrChild   *kids;
+	bool	   *granted;
+	int			n;
+	int			i;
+
+	zkl_check_usable();
+	zkl_key_arg(fcinfo, keykind, key);
+	if (semaphore)
+		(void) zkl_semaphore_key(key);
+	InitMaterializedSRF(fcinfo, 0);
+	entries = read_queue(key, &n);
+
 	kids = palloc(Max(n, 1) * sizeof(ZkrChild));
 	granted = palloc0(Max(n, 1) * sizeof(bool));
 	for (i = 0; i < n; i++)
 		(void) zkr_parse_child(entries[i].node, &kids[i]);	/* zkr_collect kept only lock nodes */
 	for (i = 0; i < n; i++)
 	{
-		const char **mine = palloc(Max(n, 1) * sizeof(char *));
-		bool	   *held = palloc(Max(n, 1) * sizeof(bool));
-		char	  **uuids = palloc(Max(n, 1) * sizeof(char *));
+		Datum		values[6];
+		bool		nulls[6] = {0};
 		char		uuid[ZKL_UUID_LEN + 1];
-		int			nmine = 0;
 		int			own;
-		int			watch;
-		int			j;
-		Datum		values[5];
-		bool		nulls[5] = {0};
+		int			other;
 
 		if (!entries[i].have_data)
 			continue;			/* released while we read */
-		for (j = 0; j < n; j++)
-		{
-			if (j != i && zkr_same_owner(entries[i].node, entries[j].node))
-			{
-				uuids[nmine] = palloc(ZKL_UUID_LEN + 1);
-				(void) zkr_uuid_of(entries[j].node, uuids[nmine]);
-				mine[nmine] = uuids[nmine];
-				held[nmine] = j < i && granted[j];	/* nodes ahead are decided */
-				nmine++;
-			}
-		}
 		(void) zkr_uuid_of(entries[i].node, uuid);
+		granted[i] = semaphore ?
+			zkr_decide_semaphore(kids, n, uuid, &own, &other) == ZKR_GRANT :
+			lock_entry_granted(entries, kids, n, i, granted);
 		values[0] = Int32GetDatum(i + 1);
-		values[1] = CStringGetTextDatum(entries[i].node[0] == ZKL_MODE_SHARED ? "shared" : "exclusive");
-		granted[i] = zkr_decide(kids, n, uuid, mine, held, nmine, &own, &watch) == ZKR_GRANT;
+		values[1] = CStringGetTextDatum(semaphore ? "counting" :
+										entries[i].node[0] == ZKL_MODE_SHARED ? "shared" : "exclusive");
 		values[2] = BoolGetDatum(granted[i]);
 		values[3] = CStringGetTextDatum(entries[i].node);
 		values[4] = CStringGetTextDatum(entries[i].data);
+		values[5] = Int32GetDatum(kids[i].holders);
+		nulls[5] = !semaphore;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;
 }
 
 ZKL_KEYED_ENTRIES(zk_lock_queue_raw, queue_raw, 0)
+ZKL_SEMAPHORE_ENTRIES(zk_semaphore_queue_raw, queue_raw)

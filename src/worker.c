@@ -450,7 +450,8 @@ create_path(const ZklSlot *s, const char *uuid, char *out)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zkr_node_prefix(s->mode, uuid, GetSystemIdentifier(), s->owner_pid, prefix, sizeof(prefix));
+	zkr_node_prefix(s->mode, uuid, GetSystemIdentifier(), s->owner_pid, s->holders,
+					prefix, sizeof(prefix));
 	zcore_child_path(&zkl_shared->t, s, prefix, out);
 }
 
@@ -468,6 +469,20 @@ send_test_orphan(const ZklSlot *s)
 	zkl_new_uuid(uuid);
 	create_path(s, uuid, path);
 	zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), ZOO_EPHEMERAL_SEQUENTIAL, zkc_create_answered, NULL);
+}
+
+/*
+ * Read the key's children for slot s.  A semaphore's read also sets a child
+ * watch on the key: any node ahead may be the one whose release lets it in
+ * (core.c routes the event by the key's path, not by this tag).
+ */
+static int
+send_listing(const ZklSlot *s, const char *key_path, void *ctx)
+{
+	if (s->mode == ZKL_MODE_SEMAPHORE)
+		return zoo_awget_children2(zkc_handle(), key_path, predecessor_watch, ctx,
+								   children_done, ctx);
+	return zoo_aget_children2(zkc_handle(), key_path, 0, children_done, ctx);
 }
 
 /* Send the multis core.c groups, each with the new nodes' listings right behind. */
@@ -521,11 +536,13 @@ send_batches(void)
 		for (j = 0; j < b->n; j++)
 		{
 			char		path[ZKL_PATH_LEN];
+			const ZklSlot *s;
 
 			if (b->del[j])
 				continue;
-			zcore_key_path(&zkl_shared->t, &zkl_shared->t.slots[core.ops[members[j]].idx], path);
-			(void) zoo_aget_children2(zkc_handle(), path, 0, children_done, tag_ctx(b->tags[j]));
+			s = &zkl_shared->t.slots[core.ops[members[j]].idx];
+			zcore_key_path(&zkl_shared->t, s, path);
+			(void) send_listing(s, path, tag_ctx(b->tags[j]));
 		}
 	}
 }
@@ -555,11 +572,11 @@ send_op(const ZklOp *op)
 			{
 				zcore_write_sent(&core);
 				/* same round trip: the server answers a session in order */
-				rc = zoo_aget_children2(zkc_handle(), parent, 0, children_done, ctx);
+				rc = send_listing(s, parent, ctx);
 			}
 			break;
 		case OP_CHILDREN:
-			rc = zoo_aget_children2(zkc_handle(), parent, 0, children_done, ctx);
+			rc = send_listing(s, parent, ctx);
 			break;
 		case OP_RECOVER:
 			/*

@@ -115,7 +115,8 @@ extern ZklQuery *zkl_query;
 extern void zkl_shmem_request(void);
 extern void zkl_shmem_startup(void);
 extern void zkl_require_shared(void);
-extern int	zkl_claim_slot(const char *key, char mode, bool nowait, bool session, const char *data);
+extern int	zkl_claim_slot(const char *key, char mode, int holders, bool nowait, bool session,
+						   const char *data);
 extern ZklResult zkl_abandon_slot(int idx);
 extern void zkl_abandon_slots(const int *idx, int n);
 extern ZklResult zkl_cancel_slot(int idx);
@@ -172,6 +173,13 @@ PG_FUNCTION_INFO_V1(name##_int4_int4); \
 Datum name##_text(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_TEXT, arg); } \
 Datum name##_int8(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_BIGINT, arg); } \
 Datum name##_int4_int4(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_PAIR, arg); }
+
+/* The same for a semaphore's functions: text and bigint keys, mode 'c'. */
+#define ZKL_SEMAPHORE_ENTRIES(name, impl) \
+PG_FUNCTION_INFO_V1(name##_text); \
+PG_FUNCTION_INFO_V1(name##_int8); \
+Datum name##_text(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_TEXT, ZKL_MODE_SEMAPHORE); } \
+Datum name##_int8(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_BIGINT, ZKL_MODE_SEMAPHORE); }
 
 /* key_text.c */
 extern char *zkl_display_key(const char *encoded);

@@ -56,7 +56,10 @@
 
 #define NCLUSTERS	3
 #define NBACKENDS	3
-#define NKEYS		3
+#define NKEYS		3			/* lock keys */
+#define SEM_KEY		NKEYS		/* one semaphore key besides */
+#define NALL		(NKEYS + 1)
+#define SEM_HOLDERS	2
 #define NSLOTS		16
 #define MAXHOLD		4
 #define ROOT		"/zkl"
@@ -124,6 +127,7 @@ typedef struct Act
 	int			key;
 	char		mode;
 	int			kind;			/* lock: 0 wait for ever, 1 with timeout, 2 try */
+	int			holders;		/* a semaphore's (mode 'c') */
 } Act;
 
 #define MAXACTS	8
@@ -137,6 +141,7 @@ typedef struct Span
 	int			pid;
 	int64_t		from;
 	int64_t		to;
+	int			holders;		/* a semaphore's */
 	char		uuid[ZKL_UUID_LEN + 1];	/* the request's */
 } Span;
 
@@ -226,19 +231,19 @@ typedef struct Sim
 	int64_t		step;
 	bool		quiet;
 	bool		failed;
-	int64_t		last_x_czxid[NKEYS];
-	int			last_x_owner[NKEYS];	/* pid of its holder (pids differ across clusters) */
+	int64_t		last_x_czxid[NALL];
+	int			last_x_owner[NALL];	/* pid of its holder (pids differ across clusters) */
 	char		trace[TRACE][200];
 	int			ntrace;
 	bool		verbose;
-	Span		history[NKEYS][HISTORY];	/* spans of committed transactions */
+	Span		history[NALL][HISTORY];	/* spans of committed transactions */
 	/*
 	 * Requests whose node someone else deleted (a fault): zk_lock promises
 	 * them nothing until they queue again, under a new uuid.
 	 */
 	char		tainted[64][ZKL_UUID_LEN + 1];
 	int			ntainted;
-	int			nhistory[NKEYS];
+	int			nhistory[NALL];
 	/* granted slots already checked: cluster, slot, attempt */
 	uint64_t	seen_attempt[NCLUSTERS][NSLOTS];
 	int64_t		commits;
@@ -314,9 +319,16 @@ fail(const char *fmt,...)
 static const char *
 key_name(int k)
 {
-	static const char *names[NKEYS] = {"tk0", "tk1", "tk2"};
+	static const char *names[NALL] = {"tk0", "tk1", "tk2", "mtk3"};
 
 	return names[k];
+}
+
+/* The index of an encoded key: its last digit. */
+static int
+key_index(const char *key)
+{
+	return key[strlen(key) - 1] - '0';
 }
 
 /* ---- outstanding requests ---- */
@@ -716,7 +728,8 @@ create_path(Cluster *c, const ZklSlot *s, char *out)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zkr_node_prefix(s->mode, s->uuid, (uint64_t) c->id + 1, s->owner_pid, prefix, sizeof(prefix));
+	zkr_node_prefix(s->mode, s->uuid, (uint64_t) c->id + 1, s->owner_pid, s->holders,
+					prefix, sizeof(prefix));
 	zcore_child_path(&c->t, s, prefix, out);
 }
 
@@ -728,6 +741,9 @@ send_children(Cluster *c, const ZklSlot *s, Purpose p, uint64_t tag)
 
 	zcore_key_path(&c->t, s, path);
 	req_init(&r, ZKM_CHILDREN, path, out_new(c, p, tag));
+	/* a semaphore's listing sets a child watch on its key, as worker.c's */
+	r.watch = p == P_CHILDREN && s->mode == ZKL_MODE_SEMAPHORE;
+	r.wtag = tag;
 	send_req(c, &r);
 }
 
@@ -1119,12 +1135,48 @@ end_span(Backend *b, const ZklSlot *s)
 	int			i;
 
 	for (i = 0; i < b->nspans; i++)
-		if (b->spans[i].to == 0 && b->spans[i].key == s->key[2] - '0' &&
+		if (b->spans[i].to == 0 && b->spans[i].key == key_index(s->key) &&
 			b->spans[i].mode == s->mode)
 			b->spans[i].to = zkm_now(S->m);
 }
 
 static bool conflict(char a, char b);
+
+/*
+ * A semaphore span commits: at no moment of it were more committed
+ * transactions inside than its holders (the moments to look at are its start
+ * and the starts of the others inside it).
+ */
+static void
+check_semaphore_commit(const Span *sp)
+{
+	const Span *in[HISTORY];
+	int			nin = 0;
+	int			n = S->nhistory[sp->key] < HISTORY ? S->nhistory[sp->key] : HISTORY;
+	int			i;
+	int			j;
+
+	for (i = 0; i < n; i++)
+	{
+		const Span *o = &S->history[sp->key][i];
+
+		if (!tainted(o->uuid) && o->from < sp->to && sp->from < o->to)
+			in[nin++] = o;
+	}
+	for (i = -1; i < nin; i++)
+	{
+		int64_t		at = i < 0 ? sp->from : in[i]->from;
+		int			inside = 1;
+
+		if (at < sp->from)
+			continue;
+		for (j = 0; j < nin; j++)
+			inside += in[j]->from <= at && at < in[j]->to;
+		if (inside > sp->holders)
+			fail("committed transactions overlap: %d inside %s at %.3f, holders %d (c%d b%d)",
+				 inside, key_name(sp->key), at / 1e6, sp->holders, sp->cluster, sp->pid);
+	}
+}
 
 /*
  * A transaction commits: none of the locks it held at any point (released
@@ -1145,6 +1197,8 @@ check_commit(Backend *b)
 
 		if (sp->to == 0)
 			sp->to = zkm_now(S->m);
+		if (sp->mode == ZKL_MODE_SEMAPHORE && !tainted(sp->uuid))
+			check_semaphore_commit(sp);
 		for (j = 0; j < n && !tainted(sp->uuid); j++)
 		{
 			const Span *o = &S->history[k][j];
@@ -1239,6 +1293,7 @@ add_act(Backend *b, bool unlock, int key, char mode, int kind)
 	a->key = key;
 	a->mode = mode;
 	a->kind = kind;
+	a->holders = 0;
 }
 
 static void
@@ -1301,6 +1356,31 @@ holds_session(const Backend *b)
 
 static void plan_plain(Backend *b, int k, int pattern);
 
+/*
+ * A semaphore transaction: the semaphore alone (with other locks, holders
+ * waiting for each other's locks across clusters would deadlock, as with
+ * locks taken in different orders).  Now and then with other holders, which
+ * must fail (22023) while requests with SEM_HOLDERS live; it may stack, and
+ * may be given up early.
+ */
+static void
+plan_semaphore(Backend *b)
+{
+	int			holders = chance(5) ? SEM_HOLDERS + 1 : SEM_HOLDERS;
+
+	add_act(b, false, SEM_KEY, ZKL_MODE_SEMAPHORE, chance(25) ? 0 : (chance(75) ? 1 : 2));
+	b->acts[b->nacts - 1].holders = holders;
+	if (chance(10))
+	{
+		add_act(b, false, SEM_KEY, ZKL_MODE_SEMAPHORE, 1);	/* stacks */
+		b->acts[b->nacts - 1].holders = holders;
+	}
+	if (chance(30))
+		add_pause(b);
+	if (chance(15))
+		add_act(b, true, SEM_KEY, ZKL_MODE_SEMAPHORE, 0);
+}
+
 /* A transaction's script: which locks it takes and gives up, in order. */
 static void
 plan_xact(Backend *b)
@@ -1313,6 +1393,11 @@ plan_xact(Backend *b)
 	b->next_act = 0;
 	if (plan_session(b, k))
 		return;
+	if (pattern >= 80)
+	{
+		plan_semaphore(b);
+		return;
+	}
 	plan_plain(b, k, pattern);
 	/* under a session-level lock no wait is for ever: it breaks the one key order */
 	for (i = 0; i < b->nacts; i++)
@@ -1418,6 +1503,7 @@ request(Cluster *c, Backend *b, const Act *a)
 	env_new_uuid(NULL, uuid);
 	r.key = key_name(a->key);
 	r.mode = a->mode;
+	r.holders = a->holders;
 	r.nowait = a->kind == 2;
 	r.scope = a->session ? ZKL_SCOPE_SESSION : ZKL_SCOPE_XACT;
 	r.data = "sim";
@@ -1468,8 +1554,9 @@ open_span(Cluster *c, Backend *b, const ZklSlot *s)
 	if (b->nspans >= MAXSPANS)
 		return;
 	sp = &b->spans[b->nspans++];
-	sp->key = s->key[2] - '0';
+	sp->key = key_index(s->key);
 	sp->mode = s->mode;
+	sp->holders = s->holders;
 	sp->cluster = c->id;
 	sp->pid = b->pid;
 	sp->from = s->granted_at;
@@ -1508,7 +1595,7 @@ wait_step(Cluster *c, Backend *b)
 
 		h->slot = b->waiting;
 		h->mode = s->mode;
-		h->key = key_name(s->key[2] - '0');
+		h->key = key_name(key_index(s->key));
 		h->nholds = 1;
 		b->nsess[b->nholds - 1] = b->wait_session;
 		zkh_granted(&b->proof, s->session_id);
@@ -1689,7 +1776,7 @@ check_fifo(Cluster *c, const ZklSlot *s)
 	int			n;
 	int			nn;
 	int			i;
-	int			k = s->key[2] - '0';
+	int			k = key_index(s->key);
 
 	if (tainted(s->uuid))
 		return;					/* its node was deleted behind its back */
@@ -1702,6 +1789,10 @@ check_fifo(Cluster *c, const ZklSlot *s)
 	for (i = 0; i < n; i++)
 		if (strcmp(kids[i].name, s->node) == 0)
 			own = i;
+	/* a semaphore: granted with fewer than its holders ahead (nodes ahead only go) */
+	if (s->mode == ZKL_MODE_SEMAPHORE && own >= s->holders)
+		fail("semaphore: c%d b%d granted %s node %s with %d nodes ahead, holders %d",
+			 c->id, s->owner_pid, s->key, s->node, own, s->holders);
 	for (i = 0; i < own; i++)
 	{
 		int			ci = -1;
@@ -1764,7 +1855,27 @@ typedef struct Holder
 	int			pid;
 	int			key;
 	char		mode;
+	int			holders;		/* a semaphore's */
 } Holder;
+
+/* More semaphore holders that could commit now than any of them allows. */
+static void
+check_semaphore_holders(const Holder *h, int nh)
+{
+	int			count = 0;
+	int			least = 0;
+	int			i;
+
+	for (i = 0; i < nh; i++)
+	{
+		if (h[i].mode != ZKL_MODE_SEMAPHORE)
+			continue;
+		count++;
+		least = (least == 0 || h[i].holders < least) ? h[i].holders : least;
+	}
+	if (count > least)
+		fail("semaphore: %d holders could commit, holders %d", count, least);
+}
 
 static void
 check_step(void)
@@ -1803,8 +1914,9 @@ check_step(void)
 					continue;	/* given up (node kept for the other mode); or its node deleted */
 				h[nh].cluster = i;
 				h[nh].pid = b->pid;
-				h[nh].key = b->holds[k].key[2] - '0';
+				h[nh].key = key_index(b->holds[k].key);
 				h[nh].mode = b->holds[k].mode;
+				h[nh].holders = c->t.slots[b->holds[k].slot].holders;
 				nh++;
 			}
 		}
@@ -1816,6 +1928,7 @@ check_step(void)
 				fail("two holders could commit: c%d b%d %c and c%d b%d %c of %s",
 					 h[i].cluster, h[i].pid, h[i].mode, h[j].cluster, h[j].pid, h[j].mode,
 					 key_name(h[i].key));
+	check_semaphore_holders(h, nh);
 }
 
 static void
@@ -1862,7 +1975,7 @@ check_end(void)
 			if (c->t.slots[j].zstate != ZKS_FREE)
 				fail("c%d slot %d left in state %d", i, j, c->t.slots[j].zstate);
 	}
-	for (i = 0; i < NKEYS; i++)
+	for (i = 0; i < NALL; i++)
 	{
 		char		path[ZKM_PATH];
 		char	  **names;

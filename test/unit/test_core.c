@@ -22,6 +22,7 @@
 /* ---- a host for core.c: a clock, and what it was asked to do ---- */
 
 static int64_t now_us = 1000000;
+static int	claim_holders = 2;	/* holders of the next semaphore claim */
 static unsigned int uuid_counter;
 static int	interrupts;
 static bool paused;
@@ -149,6 +150,7 @@ claim(char mode, int pid)
 	env_uuid(NULL, uuid);
 	r.key = "tk";
 	r.mode = mode;
+	r.holders = mode == ZKL_MODE_SEMAPHORE ? claim_holders : 0;
 	r.nowait = false;
 	r.scope = ZKL_SCOPE_XACT;
 	r.data = "";
@@ -178,7 +180,8 @@ node_of(int idx, int seq, char *buf)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zkr_node_prefix(slots[idx].mode, slots[idx].uuid, 7, slots[idx].owner_pid, prefix, sizeof(prefix));
+	zkr_node_prefix(slots[idx].mode, slots[idx].uuid, 7, slots[idx].owner_pid, slots[idx].holders,
+					prefix, sizeof(prefix));
 	sprintf(buf, "%s%010d", prefix, seq);
 	return buf;
 }
@@ -455,6 +458,64 @@ test_names(void)
 	CHECK(!zkr_same_owner(a, "x-short"), "a foreign name owns nothing");
 }
 
+/*
+ * Semaphore of 1 with three local requests: a child event on the key makes
+ * one waiter read (not each), and its listing decides for all of them; the
+ * holders of a live request are the key's.
+ */
+static void
+test_semaphore(void)
+{
+	ZkrChild	kids[4];
+	int			a;
+	int			b;
+	int			w;
+	int			reading = 0;
+	int			i;
+	uint64_t	tag;
+
+	setup();
+	claim_holders = 1;
+	a = claim(ZKL_MODE_SEMAPHORE, 1);
+	queue[0] = node_of(a, 0, made[0]);
+	create_and_list(a, 0, queue, 1);
+	CHECK(slots[a].result == ZKR_GRANTED, "semaphore: the first is in");
+	b = claim(ZKL_MODE_SEMAPHORE, 2);
+	queue[1] = node_of(b, 1, made[1]);
+	create_and_list(b, 1, queue, 2);
+	w = claim(ZKL_MODE_SEMAPHORE, 3);
+	queue[2] = node_of(w, 2, made[2]);
+	create_and_list(w, 2, queue, 3);
+	CHECK(slots[b].result == ZKR_PENDING && slots[w].result == ZKR_PENDING &&
+		  slots[b].watch[0] == '\0', "the others wait, watching no one node");
+
+	/* two child events on the key (say, from watches of both reads): one read */
+	zcore_watch_event(&core, 12345, false, "/r/tk");
+	zcore_watch_event(&core, zcore_tag(w, slots[w].attempt), false, "/r/tk");
+	for (i = 0; i < NSLOTS; i++)
+		reading += (slots[i].todo & ZKT_CHILDREN) != 0;
+	CHECK(reading == 1, "a child event makes one local waiter read, not each");
+
+	/* A leaves; the one read decides for both waiters: B in, W waits on */
+	(void) zkt_abandon(&table, &slots[a]);
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(b, OP_CHILDREN) ? planned(b, OP_CHILDREN) : planned(w, OP_CHILDREN);
+	CHECK(tag != 0 && !(planned(b, OP_CHILDREN) && planned(w, OP_CHILDREN)), "one listing planned");
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue + 1, 2, kids));
+	CHECK(slots[b].result == ZKR_GRANTED && slots[w].result == ZKR_PENDING &&
+		  !(slots[w].todo & ZKT_CHILDREN), "that listing let B in and answered W too");
+
+	/* a request of holders 2 behind live requests of 1 fails, 22023, and goes */
+	claim_holders = 2;
+	a = claim(ZKL_MODE_SEMAPHORE, 4);
+	queue[0] = node_of(a, 3, made[3]);
+	create_and_list(a, 3, (const char *[]) {queue[1], queue[2], queue[0]}, 3);
+	CHECK(slots[a].result == ZKR_FAILED && slots[a].sqlstate == ZKL_SQLSTATE('2','2','0','2','3') &&
+		  strstr(slots[a].errmsg, "holders 2 differ from 1") != NULL &&
+		  (slots[a].todo & ZKT_DELETE), "mismatched holders: 22023 naming both, node deleted");
+	claim_holders = 2;
+}
+
 int
 main(void)
 {
@@ -467,6 +528,7 @@ main(void)
 	test_holds();
 	test_lock_delay_rules();
 	test_names();
+	test_semaphore();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }

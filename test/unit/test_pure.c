@@ -307,7 +307,7 @@ test_recipe(void)
 
 	zkr_format_uuid(bytes, uuid);
 	CHECK(strlen(uuid) == ZKL_UUID_LEN && uuid[14] == '4', "uuid v4 format");
-	CHECK(zkr_node_prefix('x', uuid, 7300000000000000001ULL, 4242, prefix, sizeof(prefix)) > 0,
+	CHECK(zkr_node_prefix('x', uuid, 7300000000000000001ULL, 4242, 0, prefix, sizeof(prefix)) > 0,
 		  "prefix fits");
 	snprintf(names[7], sizeof(names[7]), "%s0000000003", prefix);
 	CHECK(zkr_parse_child(names[7], &kids[0]) && kids[0].seq == 3 && kids[0].mode == 'x',
@@ -318,11 +318,84 @@ test_recipe(void)
 	CHECK(!zkr_name_has_sysid(names[7], 4242), "nor the pid");
 }
 
+/* A semaphore node: holders after the pid. */
+static const char *
+sem_node(int i, const char *uuid, int pid, const char *holders, const char *seq)
+{
+	snprintf(names[i], sizeof(names[i]), "c-%s-7300000000000000001-%d.%s-%s", uuid, pid, holders, seq);
+	return names[i];
+}
+
+static void
+test_semaphore_recipe(void)
+{
+	ZkrChild	kids[8];
+	const char *list[8];
+	char		key[ZKL_KEY_BUFLEN];
+	char		dec[ZKL_KEY_BUFLEN];
+	char		prefix[96];
+	char		kind = 0;
+	int			n;
+	int			own;
+	int			other;
+
+	list[0] = sem_node(0, U1, 10, "2", "0000000001");
+	list[1] = sem_node(1, U2, 11, "2", "0000000002");
+	list[2] = sem_node(2, U3, 12, "2", "0000000003");
+	list[3] = sem_node(3, U4, 13, "3", "0000000004");
+	n = zkr_collect(list, 4, kids);
+	CHECK(n == 4 && kids[0].holders == 2 && kids[3].holders == 3 && kids[0].mode == 'c',
+		  "semaphore nodes parse, with their holders");
+	CHECK(zkr_decide_semaphore(kids, n, U1, &own, &other) == ZKR_GRANT && own == 0, "first of 2 is in");
+	CHECK(zkr_decide_semaphore(kids, n, U2, &own, &other) == ZKR_GRANT && own == 1, "second of 2 is in");
+	CHECK(zkr_decide_semaphore(kids, n, U3, &own, &other) == ZKR_WAIT, "third of 2 waits");
+	CHECK(zkr_decide_semaphore(kids, n, U4, &own, &other) == ZKR_MISMATCH && other == 2,
+		  "holders 3 behind live requests of 2: mismatch, naming 2");
+	CHECK(zkr_decide_semaphore(kids + 1, n - 1, U3, &own, &other) == ZKR_GRANT,
+		  "once the first goes, the third is in (any node ahead may go first)");
+	CHECK(zkr_decide_semaphore(kids, n, "99999999-9999-4999-8999-999999999999", &own, &other) == ZKR_ABSENT,
+		  "own node missing");
+	CHECK(zkr_decide_semaphore(kids + 3, 1, U4, &own, &other) == ZKR_GRANT,
+		  "alone, any holders value is the key's");
+
+	/* names ZooKeeper could hold but we never make are not semaphore nodes */
+	list[0] = sem_node(0, U1, 10, "0", "0000000001");
+	list[1] = sem_node(1, U1, 10, "02", "0000000001");
+	list[2] = sem_node(2, U1, 10, "10000000", "0000000001");
+	snprintf(names[3], sizeof(names[3]), "c-%s-7300000000000000001-10-0000000001", U1);
+	list[3] = names[3];
+	CHECK(zkr_collect(list, 4, kids) == 0, "holders 0, leading zeros, too many or none: refused");
+
+	CHECK(zkr_node_prefix('c', U1, 7300000000000000001ULL, 4242, 1000000, prefix, sizeof(prefix)) > 0,
+		  "semaphore prefix fits, at the most holders");
+	snprintf(names[7], sizeof(names[7]), "%s-2147483648", prefix);
+	CHECK(zkr_parse_child(names[7], &kids[0]) && kids[0].holders == 1000000 && kids[0].seq == INT32_MIN,
+		  "and parses back past the sequence wrap");
+	CHECK(zkr_same_owner(names[7], names[7]) && zkr_name_has_sysid(names[7], 7300000000000000001ULL),
+		  "owner and cluster read as for locks");
+
+	/* the key space: text and bigint keys get an own one */
+	CHECK(zkl_encode_text_key("pool", 4, key, sizeof(key)) > 0 && zkl_semaphore_key(key) == 6 &&
+		  strcmp(key, "mtpool") == 0 && zkl_is_semaphore_key(key), "semaphore key of text");
+	CHECK(zkl_decode_key(key, &kind, dec, sizeof(dec)) == 4 && kind == ZKL_KEY_TEXT &&
+		  strcmp(dec, "pool") == 0, "decodes to its key");
+	CHECK(zkl_encode_bigint_key(-42, key, sizeof(key)) > 0 && zkl_semaphore_key(key) > 0 &&
+		  zkl_decode_key(key, &kind, dec, sizeof(dec)) > 0 && kind == ZKL_KEY_BIGINT &&
+		  strcmp(dec, "-42") == 0, "and of bigint");
+	CHECK(zkl_decode_key("mp1.2", &kind, dec, sizeof(dec)) < 0 && zkl_decode_key("m", &kind, dec, sizeof(dec)) < 0,
+		  "no semaphore of pairs, nor an empty one");
+	memset(dec, 'a', ZKL_MAX_KEY_BYTES);
+	memset(dec, 0x01, ZKL_MAX_KEY_BYTES);
+	CHECK(zkl_encode_text_key(dec, ZKL_MAX_KEY_BYTES, key, sizeof(key)) > 0 &&
+		  zkl_semaphore_key(key) == 2 + 3 * ZKL_MAX_KEY_BYTES, "the longest key still fits as a semaphore's");
+}
+
 int
 main(void)
 {
 	test_keys();
 	test_recipe();
+	test_semaphore_recipe();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }
