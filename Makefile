@@ -18,7 +18,7 @@ SHLIB_LINK = -lzookeeper_st
 # With EXISTING=1 they run against a running server instead (PGHOST, PGPORT,
 # PGUSER as for psql), which must preload zk_lock, reach a ZooKeeper and allow
 # prepared transactions.
-REGRESS = zk_lock_api zk_lock_xact zk_lock_pairs zk_lock_session zk_lock_semaphore
+REGRESS = zk_lock_api zk_lock_xact zk_lock_pairs zk_lock_session zk_lock_semaphore zk_lock_multi
 ISOLATION = trylock timeouts shared
 ifndef EXISTING
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=test/tmp/zk_lock.conf

@@ -93,6 +93,58 @@ AS 'MODULE_PATHNAME', 'zk_session_unlock_shared_int4_int4' LANGUAGE C VOLATILE P
 CREATE FUNCTION zk_session_unlock_all() RETURNS void
 AS 'MODULE_PATHNAME', 'zk_session_unlock_all' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
+-- Multi-key locks: every key of a text[] or bigint[], all or nothing.  The
+-- keys of one request are queued in one ZooKeeper multi, so two multi-key
+-- requests stand in one order on every key they share and never deadlock.
+CREATE FUNCTION zk_lock(keys text[]) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_locks_array_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_lock(keys bigint[]) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_locks_array_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_try_lock(keys text[]) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_locks_array_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_try_lock(keys bigint[]) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_locks_array_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_try_lock(keys text[], timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_locks_array_ms_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_try_lock(keys bigint[], timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_locks_array_ms_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_lock_shared(keys text[]) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_locks_shared_array_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_lock_shared(keys bigint[]) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_locks_shared_array_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_try_lock_shared(keys text[]) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_locks_shared_array_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_try_lock_shared(keys bigint[]) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_locks_shared_array_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_try_lock_shared(keys text[], timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_locks_shared_array_ms_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_try_lock_shared(keys bigint[], timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_try_locks_shared_array_ms_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_lock(keys text[]) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_session_locks_array_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_lock(keys bigint[]) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_session_locks_array_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock(keys text[]) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_locks_array_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock(keys bigint[]) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_locks_array_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock(keys text[], timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_locks_array_ms_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock(keys bigint[], timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_locks_array_ms_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_lock_shared(keys text[]) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_session_locks_shared_array_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_lock_shared(keys bigint[]) RETURNS void
+AS 'MODULE_PATHNAME', 'zk_session_locks_shared_array_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock_shared(keys text[]) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_locks_shared_array_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock_shared(keys bigint[]) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_locks_shared_array_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock_shared(keys text[], timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_locks_shared_array_ms_text' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+CREATE FUNCTION zk_session_try_lock_shared(keys bigint[], timeout_ms integer) RETURNS boolean
+AS 'MODULE_PATHNAME', 'zk_session_try_locks_shared_array_ms_int8' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
 -- Counting semaphores, transaction-bound: at most `holders` transactions of
 -- all clusters hold one key at once, admitted in FIFO order.  Their keys are a
 -- key space of their own; every request must give the key's holders.
@@ -253,6 +305,30 @@ COMMENT ON FUNCTION zk_session_try_lock_shared(integer, integer, integer) IS 'se
 COMMENT ON FUNCTION zk_session_unlock_shared(text) IS 'release one session-level shared acquisition; warning and false if not held';
 COMMENT ON FUNCTION zk_session_unlock_shared(bigint) IS 'release one session-level shared acquisition; warning and false if not held';
 COMMENT ON FUNCTION zk_session_unlock_shared(integer, integer) IS 'release one session-level shared acquisition; warning and false if not held';
+COMMENT ON FUNCTION zk_lock(text[]) IS 'exclusive locks on every key of the array, all or none, until the transaction ends; waits (lock_timeout applies)';
+COMMENT ON FUNCTION zk_lock(bigint[]) IS 'exclusive locks on every key of the array, all or none, until the transaction ends; waits (lock_timeout applies)';
+COMMENT ON FUNCTION zk_try_lock(text[]) IS 'exclusive locks on every key of the array if all are free, else false, holding and queueing none';
+COMMENT ON FUNCTION zk_try_lock(bigint[]) IS 'exclusive locks on every key of the array if all are free, else false, holding and queueing none';
+COMMENT ON FUNCTION zk_try_lock(text[], integer) IS 'exclusive locks on every key of the array, waiting at most timeout_ms (0: no wait); false on timeout, holding none';
+COMMENT ON FUNCTION zk_try_lock(bigint[], integer) IS 'exclusive locks on every key of the array, waiting at most timeout_ms (0: no wait); false on timeout, holding none';
+COMMENT ON FUNCTION zk_lock_shared(text[]) IS 'shared locks on every key of the array, all or none, until the transaction ends; waits';
+COMMENT ON FUNCTION zk_lock_shared(bigint[]) IS 'shared locks on every key of the array, all or none, until the transaction ends; waits';
+COMMENT ON FUNCTION zk_try_lock_shared(text[]) IS 'shared locks on every key of the array if all are free of writers, else false, holding none';
+COMMENT ON FUNCTION zk_try_lock_shared(bigint[]) IS 'shared locks on every key of the array if all are free of writers, else false, holding none';
+COMMENT ON FUNCTION zk_try_lock_shared(text[], integer) IS 'shared locks on every key of the array, waiting at most timeout_ms (0: no wait); false on timeout, holding none';
+COMMENT ON FUNCTION zk_try_lock_shared(bigint[], integer) IS 'shared locks on every key of the array, waiting at most timeout_ms (0: no wait); false on timeout, holding none';
+COMMENT ON FUNCTION zk_session_lock(text[]) IS 'session-level exclusive locks on every key of the array, all or none; waits';
+COMMENT ON FUNCTION zk_session_lock(bigint[]) IS 'session-level exclusive locks on every key of the array, all or none; waits';
+COMMENT ON FUNCTION zk_session_try_lock(text[]) IS 'session-level exclusive locks on every key of the array if all are free, else false, holding none';
+COMMENT ON FUNCTION zk_session_try_lock(bigint[]) IS 'session-level exclusive locks on every key of the array if all are free, else false, holding none';
+COMMENT ON FUNCTION zk_session_try_lock(text[], integer) IS 'session-level exclusive locks on every key of the array, waiting at most timeout_ms (0: no wait)';
+COMMENT ON FUNCTION zk_session_try_lock(bigint[], integer) IS 'session-level exclusive locks on every key of the array, waiting at most timeout_ms (0: no wait)';
+COMMENT ON FUNCTION zk_session_lock_shared(text[]) IS 'session-level shared locks on every key of the array, all or none; waits';
+COMMENT ON FUNCTION zk_session_lock_shared(bigint[]) IS 'session-level shared locks on every key of the array, all or none; waits';
+COMMENT ON FUNCTION zk_session_try_lock_shared(text[]) IS 'session-level shared locks on every key of the array if all are free of writers, else false';
+COMMENT ON FUNCTION zk_session_try_lock_shared(bigint[]) IS 'session-level shared locks on every key of the array if all are free of writers, else false';
+COMMENT ON FUNCTION zk_session_try_lock_shared(text[], integer) IS 'session-level shared locks on every key of the array, waiting at most timeout_ms (0: no wait)';
+COMMENT ON FUNCTION zk_session_try_lock_shared(bigint[], integer) IS 'session-level shared locks on every key of the array, waiting at most timeout_ms (0: no wait)';
 COMMENT ON FUNCTION zk_semaphore(text, integer) IS 'counting semaphore across clusters: waits (FIFO) until this transaction is one of at most holders holders; held until the transaction ends';
 COMMENT ON FUNCTION zk_semaphore(bigint, integer) IS 'counting semaphore across clusters: waits (FIFO) until this transaction is one of at most holders holders; held until the transaction ends';
 COMMENT ON FUNCTION zk_try_semaphore(text, integer) IS 'counting semaphore if a place is free, else false; never queues';

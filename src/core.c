@@ -38,6 +38,7 @@
 #define ERR_AUTH_SPEC	ZKL_SQLSTATE('2','8','0','0','0')
 #define ERR_NO_CONNECT	ZKL_SQLSTATE('0','8','0','0','1')
 #define ERR_BAD_PARAM	ZKL_SQLSTATE('2','2','0','2','3')
+#define ERR_SERIALIZATION	ZKL_SQLSTATE('4','0','0','0','1')
 
 static void
 copy_name(char *dst, size_t size, const char *src)
@@ -254,6 +255,32 @@ start_over(ZklCore *c, ZklSlot *s)
 }
 
 /*
+ * A queued node of ours is gone while our session lives: someone deleted it.
+ * A lone request queues again.  A multi-key request still waiting cannot:
+ * its one place in every key's queue (core.c, plan_group) is what keeps it
+ * out of deadlocks with other such requests, and a node made now would
+ * stand behind them on this key only.  It fails, to be retried whole.
+ */
+static void
+lost_place(ZklCore *c, ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; s->group != 0 && !s->abandoned && i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o->group == s->group && o->zstate != ZKS_FREE && o->result == ZKR_PENDING)
+		{
+			fail_slot(c, s, ERR_SERIALIZATION, ZKS_GONE,
+					  "zk_lock lost the queue place of one key of a multi-key request (its node was deleted)");
+			return;
+		}
+	}
+	start_over(c, s);
+}
+
+/*
  * Connected again (the same session, perhaps through another server).
  * Holders committing meanwhile wait for this.  A grant that waited for a
  * barrier read (zcore_watch_event) cannot rely on it now: the new server
@@ -392,6 +419,25 @@ zcore_key_node_reply(ZklCore *c, uint64_t tag, int rc)
 }
 
 /*
+ * A multi-key request's multi failed for want of one key node: the others
+ * may be missing too (new keys often come together), and the multi shows
+ * only the first.  Make every member's key node ahead of the next try.
+ */
+static void
+group_parents(ZklCore *c, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (o->group == s->group && (o->zstate == ZKS_NEW || o->zstate == ZKS_CREATING))
+			o->todo |= ZKT_PARENTS;
+	}
+}
+
+/*
  * A create's outcome for its slot (in CREATING).  Without a Stat (a create
  * inside a multi returns none) the token is read when asked for.
  */
@@ -405,6 +451,7 @@ create_result(ZklCore *c, ZklSlot *s, int rc, const char *name, bool have_stat, 
 		copy_name(s->node, sizeof(s->node), base ? base + 1 : name);
 		s->czxid = have_stat ? czxid : 0;
 		s->zstate = ZKS_QUEUED; /* the pipelined getChildren decides */
+		s->todo &= ~ZKT_PARENTS;	/* a group's failed multi may have asked (group_parents) */
 		forget_place(s);
 	}
 	else if (rc == ZNONODE)
@@ -414,6 +461,8 @@ create_result(ZklCore *c, ZklSlot *s, int rc, const char *name, bool have_stat, 
 		{
 			s->zstate = ZKS_NEW;
 			s->todo |= ZKT_PARENTS;
+			if (s->group != 0)
+				group_parents(c, s);
 		}
 		else
 			fail_slot(c, s, ERR_EXTERNAL, ZKS_GONE,
@@ -608,7 +657,7 @@ decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 	{
 		case ZKR_ABSENT:
 			/* our node was removed behind our back: queue again */
-			start_over(c, s);
+			lost_place(c, s);
 			break;
 		case ZKR_GRANT:
 			s->at_head = zkr_foreign_ahead(kids, own, c->mine, nmine) == 0;
@@ -645,6 +694,7 @@ sem_decide(ZklCore *c, ZklSlot *o, bool reader, const ZkrChild *kids, int n)
 {
 	int			own;
 	int			other;
+	int			i;
 
 	switch (zkr_decide_semaphore(kids, n, o->uuid, &own, &other))
 	{
@@ -666,9 +716,15 @@ sem_decide(ZklCore *c, ZklSlot *o, bool reader, const ZkrChild *kids, int n)
 			break;
 		case ZKR_WAIT:
 			if (o->nowait)
+			{
 				refuse_try(c, o);
-			else
-				o->todo &= ~ZKT_CHILDREN;	/* this listing is that read (see sem_event) */
+				break;
+			}
+			o->todo &= ~ZKT_CHILDREN;	/* this listing is that read (see sem_event) */
+			/* a node of ours that no request owns would hold its place for the session's life */
+			if (wall(c) - o->requested_at >= (int64_t) recheck_ms(c) * 1000)
+				for (i = 0; i < own; i++)
+					c->env->suspect(c->env->arg, o, kids[i].name);
 			break;
 	}
 }
@@ -698,15 +754,38 @@ sem_listing(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 }
 
 /*
- * A child event on a key node: if it is a semaphore key of ours, one local
- * waiter reads it again (its read sets the watch again), unless one is due
- * to already.  Returns whether the path was a semaphore key of ours.
+ * One local waiter on s's semaphore key reads it again (its read sets the
+ * watch again), unless one is due to already.  Returns whether one does.
+ */
+static bool
+sem_reader(ZklCore *c, const ZklSlot *s)
+{
+	ZklSlot    *reader = NULL;
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (!sem_sibling(o, s))
+			continue;			/* s itself only if it waits too (not when being deleted) */
+		if (o->todo & ZKT_CHILDREN)
+			return true;
+		if (reader == NULL)
+			reader = o;
+	}
+	if (reader != NULL)
+		reader->todo |= ZKT_CHILDREN;
+	return reader != NULL;
+}
+
+/*
+ * A child event on a key node: if it is a semaphore key of ours, a local
+ * waiter reads it.  Returns whether the path was a semaphore key of ours.
  */
 static bool
 sem_event(ZklCore *c, const char *path)
 {
-	ZklSlot    *reader = NULL;
-	bool		known = false;
 	int			i;
 
 	for (i = 0; i < c->t->nused; i++)
@@ -717,19 +796,13 @@ sem_event(ZklCore *c, const char *path)
 		if (o->zstate == ZKS_FREE || o->mode != ZKL_MODE_SEMAPHORE)
 			continue;
 		zcore_key_path(c->t, o, key_path);
-		if (strcmp(key_path, path) != 0)
-			continue;
-		known = true;
-		if (!sem_sibling(o, o))
-			continue;
-		if (o->todo & ZKT_CHILDREN)
+		if (strcmp(key_path, path) == 0)
+		{
+			(void) sem_reader(c, o);
 			return true;
-		if (reader == NULL)
-			reader = o;
+		}
 	}
-	if (reader != NULL)
-		reader->todo |= ZKT_CHILDREN;
-	return known;
+	return false;
 }
 
 /* A semaphore waiter's periodic re-read, or another's read just planned, counts for all. */
@@ -757,7 +830,7 @@ zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int
 	else if (zcore_outcome_unknown(rc))
 		s->todo |= ZKT_CHILDREN;	/* again once reconnected */
 	else if (rc == ZNONODE)
-		requeue(c, s);			/* key node gone, so is our node */
+		lost_place(c, s);		/* key node gone, so is our node */
 	/* session errors: zcore_session_lost() re-queues */
 }
 
@@ -819,7 +892,7 @@ zcore_barrier_reply(ZklCore *c, uint64_t tag, int rc)
 	if (rc == ZOK)
 		grant(c, s);			/* nodes ahead only go: still nothing blocks it */
 	else if (rc == ZNONODE)
-		requeue(c, s);			/* our node is gone (a session change re-queues too) */
+		lost_place(c, s);		/* our node is gone (a session change re-queues too) */
 	else if (zcore_outcome_unknown(rc))
 		s->todo |= ZKT_CHILDREN;
 }
@@ -1016,7 +1089,7 @@ zcore_stat_reply(ZklCore *c, uint64_t tag, int rc, int64_t owner, int64_t czxid,
 			/* another session's node, or gone: never adopt it; start over */
 			if (rc == ZOK)
 				zcore_child_path(c->t, s, s->node, stray);
-			start_over(c, s);
+			lost_place(c, s);
 			return rc == ZOK;
 		}
 		else if (zcore_outcome_unknown(rc))
@@ -1259,6 +1332,61 @@ sooner(Turn *turn, long ms)
 		turn->next_ms = ms;
 }
 
+/* Plan slot idx's create (NEW) or lookup (RECOVER). */
+static void
+plan_send(ZklCore *c, int idx, Turn *turn)
+{
+	ZklSlot    *s = &c->t->slots[idx];
+	ZklOp	   *op;
+
+	if (s->zstate == ZKS_NEW)
+	{
+		c->t->counters.requests++;
+		s->root_id = root_for(c, s, turn->old_roots);
+		s->checked_at = turn->now;	/* the pipelined getChildren */
+	}
+	s->attempt = ++c->t->next_attempt;
+	op = new_op(c, idx, s->zstate == ZKS_NEW ? OP_CREATE : OP_RECOVER);
+	op->parents = (s->todo & ZKT_PARENTS) != 0;
+	op->solo = (s->todo & ZKT_SOLO) != 0;
+	s->todo &= ~(ZKT_PARENTS | ZKT_SOLO);
+	s->sent_at = turn->mono;
+	s->zstate = (s->zstate == ZKS_NEW) ? ZKS_CREATING : ZKS_RECOVERING;
+}
+
+/*
+ * A multi-key request's new nodes are created in one multi, so that its
+ * place is the same in every key's queue: two such requests then stand in
+ * one order on all the keys they share and never wait for each other in a
+ * circle.  So its NEW slots go out together, and only once none of its
+ * creates is in flight or being looked up (a lost reply is looked up slot by
+ * slot, and one found absent must not go ahead of its group's others).
+ * Returns whether idx's group may go now; then plans every NEW member.
+ */
+static bool
+plan_group(ZklCore *c, int idx, Turn *turn)
+{
+	const ZklSlot *s = &c->t->slots[idx];
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o->group == s->group && o->zstate != ZKS_FREE &&
+			(o->zstate == ZKS_CREATING || o->zstate == ZKS_RECOVER || o->zstate == ZKS_RECOVERING))
+			return false;
+	}
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (o->group == s->group && o->zstate == ZKS_NEW && !o->abandoned)
+			plan_send(c, i, turn);
+	}
+	return true;
+}
+
 /* A request with no node: send its create (or lookup), or watch its connect deadline. */
 static void
 plan_unsent(ZklCore *c, int idx, Turn *turn)
@@ -1273,23 +1401,12 @@ plan_unsent(ZklCore *c, int idx, Turn *turn)
 	}
 	if (turn->connected)
 	{
-		ZklOp	   *op;
-
 		if (s->zstate == ZKS_NEW && !turn->writes_open)
 			return;				/* held back for the next multi */
-		if (s->zstate == ZKS_NEW)
-		{
-			c->t->counters.requests++;
-			s->root_id = root_for(c, s, turn->old_roots);
-			s->checked_at = turn->now;	/* the pipelined getChildren */
-		}
-		s->attempt = ++c->t->next_attempt;
-		op = new_op(c, idx, s->zstate == ZKS_NEW ? OP_CREATE : OP_RECOVER);
-		op->parents = (s->todo & ZKT_PARENTS) != 0;
-		op->solo = (s->todo & ZKT_SOLO) != 0;
-		s->todo &= ~(ZKT_PARENTS | ZKT_SOLO);
-		s->sent_at = turn->mono;
-		s->zstate = (s->zstate == ZKS_NEW) ? ZKS_CREATING : ZKS_RECOVERING;
+		if (s->zstate == ZKS_NEW && s->group != 0)
+			(void) plan_group(c, idx, turn);
+		else
+			plan_send(c, idx, turn);
 		return;
 	}
 	if (s->result != ZKR_PENDING || s->abandoned)
@@ -1352,6 +1469,15 @@ plan_delete(ZklCore *c, int idx, Turn *turn)
 	op->solo = (s->todo & ZKT_SOLO) != 0;
 	s->todo &= ~(ZKT_DELETE | ZKT_SOLO);
 	s->sent_at = turn->mono;
+
+	/*
+	 * A semaphore's local waiters read right behind the delete (the server
+	 * answers in order): a hand-over in one round trip, and no read owed by
+	 * a waiter that was just given up (it may be the one an event chose) is
+	 * lost for the others.
+	 */
+	if (s->mode == ZKL_MODE_SEMAPHORE)
+		return sem_reader(c, s);
 	return tell_successor(c, s);
 }
 
@@ -1430,12 +1556,56 @@ zcore_plan(ZklCore *c, bool connected, int64_t proof_at)
 	return turn.next_ms;
 }
 
-/* Whether a planned op may go inside a multi. */
+/*
+ * Whether a planned op may go inside a multi.  A multi-key request's creates
+ * always do, even after a rollback or with their key nodes to make first
+ * (the host sends those ahead of the multi).
+ */
 static bool
-batchable(const ZklOp *op)
+batchable(const ZklCore *c, const ZklOp *op)
 {
-	return (op->kind == OP_CREATE || op->kind == OP_DELETE) &&
-		!op->parents && !op->solo && !op->batched;
+	bool		grouped = op->kind == OP_CREATE && c->t->slots[op->idx].group != 0;
+
+	return (op->kind == OP_CREATE || op->kind == OP_DELETE) && !op->batched &&
+		(grouped || (!op->parents && !op->solo));
+}
+
+/* Whether a create for key is among members[0..n). */
+static bool
+creates_key(const ZklCore *c, const int *members, int n, const char *key)
+{
+	int			j;
+
+	for (j = 0; j < n; j++)
+		if (c->ops[members[j]].kind == OP_CREATE &&
+			strcmp(c->t->slots[c->ops[members[j]].idx].key, key) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The planned creates of op i's group, wherever they stand in the plan, into
+ * grp; how many, or 0 when the group cannot join this multi whole (a key
+ * already in it, or no room).
+ */
+static int
+group_ops(const ZklCore *c, int i, const int *members, int n, int *grp)
+{
+	uint64_t	group = c->t->slots[c->ops[i].idx].group;
+	int			m = 0;
+	int			j;
+
+	for (j = 0; j < c->nops; j++)
+	{
+		const ZklOp *op = &c->ops[j];
+
+		if (op->kind != OP_CREATE || op->batched || c->t->slots[op->idx].group != group)
+			continue;
+		if (n + m >= ZKL_BATCH_MAX || creates_key(c, members, n, c->t->slots[op->idx].key))
+			return 0;
+		grp[m++] = j;
+	}
+	return m;
 }
 
 /*
@@ -1457,21 +1627,43 @@ zcore_next_batch(ZklCore *c, int *members)
 
 	/* the usual light-load case, one op: no multi */
 	for (i = 0; i < c->nops && eligible < 2; i++)
-		eligible += batchable(&c->ops[i]);
+		eligible += batchable(c, &c->ops[i]);
 	if (eligible < 2)
 		return 0;
+	/*
+	 * A multi-key request's creates never go one by one, nor split: each
+	 * batch starts with one whole group, if any is left, so it always fits.
+	 */
+	for (i = 0; i < c->nops && n == 0; i++)
+	{
+		const ZklOp *op = &c->ops[i];
+
+		if (batchable(c, op) && op->kind == OP_CREATE && c->t->slots[op->idx].group != 0)
+			n = group_ops(c, i, members, 0, members);
+	}
+	for (j = 0; j < n; j++)
+		c->ops[members[j]].batched = true;
 	for (i = 0; i < c->nops && n < ZKL_BATCH_MAX; i++)
 	{
 		ZklOp	   *op = &c->ops[i];
 		const ZklSlot *s = &c->t->slots[op->idx];
-		bool		same_key = false;
+		int			grp[ZKL_BATCH_MAX];
+		int			m;
 
-		if (!batchable(op))
+		if (!batchable(c, op))
 			continue;
-		for (j = 0; j < n && op->kind == OP_CREATE && !same_key; j++)
-			same_key = c->ops[members[j]].kind == OP_CREATE &&
-				strcmp(c->t->slots[c->ops[members[j]].idx].key, s->key) == 0;
-		if (same_key)
+		if (op->kind == OP_CREATE && s->group != 0)
+		{
+			/* another group: whole, or in a later multi */
+			m = group_ops(c, i, members, n, grp);
+			for (j = 0; j < m; j++)
+			{
+				c->ops[grp[j]].batched = true;
+				members[n++] = grp[j];
+			}
+			continue;
+		}
+		if (op->kind == OP_CREATE && creates_key(c, members, n, s->key))
 			continue;
 		op->batched = true;
 		members[n++] = i;

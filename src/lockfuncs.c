@@ -19,6 +19,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "catalog/pg_type_d.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
@@ -46,6 +47,28 @@ zkl_key_nargs(char kind)
 	return kind == ZKL_KEY_PAIR ? 2 : 1;
 }
 
+/* A text key, encoded: the same bytes in every cluster, whatever the database's encoding. */
+static void
+encode_text(text *t, char *out)
+{
+	char	   *raw = text_to_cstring(t);
+	char	   *utf8 = pg_server_to_any(raw, strlen(raw), PG_UTF8);
+	size_t		ulen = strlen(utf8);
+
+	if (ulen == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zk_lock key must not be empty")));
+	if (ulen > ZKL_MAX_KEY_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zk_lock key is too long"),
+				 errdetail("The key takes %zu bytes in UTF-8; the limit is %d.",
+						   ulen, ZKL_MAX_KEY_BYTES)));
+	if (zkl_encode_text_key(utf8, ulen, out, ZKL_KEY_BUFLEN) < 0)
+		elog(ERROR, "could not encode key");
+}
+
 void
 zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out)
 {
@@ -65,26 +88,7 @@ zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out)
 			elog(ERROR, "could not encode bigint key");
 	}
 	else
-	{
-		char	   *raw = text_to_cstring(PG_GETARG_TEXT_PP(0));
-
-		/* one key must mean one lock in every cluster, whatever its encoding */
-		char	   *utf8 = pg_server_to_any(raw, strlen(raw), PG_UTF8);
-		size_t		ulen = strlen(utf8);
-
-		if (ulen == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("zk_lock key must not be empty")));
-		if (ulen > ZKL_MAX_KEY_BYTES)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("zk_lock key is too long"),
-					 errdetail("The key takes %zu bytes in UTF-8; the limit is %d.",
-							   ulen, ZKL_MAX_KEY_BYTES)));
-		if (zkl_encode_text_key(utf8, ulen, out, ZKL_KEY_BUFLEN) < 0)
-			elog(ERROR, "could not encode key");
-	}
+		encode_text(PG_GETARG_TEXT_PP(0), out);
 }
 
 void
@@ -174,23 +178,41 @@ read_progress(int idx, ZklZkState *zstate, TimestampTz *queued_at)
 	LWLockRelease(zkl_shared->lock);
 }
 
-/* Give up on a request unless it was answered meanwhile; returns its result. */
+/*
+ * Give up a request (every slot of it) unless all of it was granted
+ * meanwhile: returns ZKR_GRANTED then (the slots stay pending, for the
+ * caller to take), else ZKR_PENDING with every slot abandoned.
+ */
 static ZklResult
-cancel_if_pending(int idx)
+give_up(const int *idx, int n)
 {
-	ZklResult	r = zkl_cancel_slot(idx);
+	ZklResult	r[ZKL_MULTI_KEYS];
+	bool		all = true;
+	int			i;
 
-	if (r == ZKR_PENDING)
-		zkl_set_pending(-1);
-	return r;
+	for (i = 0; i < n; i++)
+	{
+		r[i] = zkl_cancel_slot(idx[i]);
+		all &= r[i] == ZKR_GRANTED;
+	}
+	if (all)
+		return ZKR_GRANTED;
+	zkl_set_pending(NULL, 0);
+	for (i = 0; i < n; i++)
+		if (r[i] != ZKR_PENDING)
+			(void) zkl_abandon_slot(idx[i]);	/* answered: cancel left it */
+	return ZKR_PENDING;
 }
 
 /*
- * Sleep until the worker answers, or until our own deadline.  Returns
- * ZKR_PENDING only after the request was given up (abandoned) on timeout.
+ * Sleep until the worker has answered every slot of a request (or one of
+ * them with other than a grant: its index goes to *which), or until our own
+ * deadline.  Returns ZKR_PENDING only after the request was given up
+ * (abandoned) on timeout.
  */
 static ZklResult
-wait_for_answer(int idx, WaitKind kind, int timeout_ms, bool *lock_timed_out)
+wait_for_answer(const int *idx, int n, WaitKind kind, int timeout_ms, bool *lock_timed_out,
+				int *which)
 {
 	TimestampTz start = GetCurrentTimestamp();
 
@@ -202,29 +224,43 @@ wait_for_answer(int idx, WaitKind kind, int timeout_ms, bool *lock_timed_out)
 	*lock_timed_out = false;
 	for (;;)
 	{
-		ZklResult	r = slot_result(idx);
+		int			slow = -1;	/* the first slot still unanswered */
 		long		elapsed;
 		long		sleep_ms = -1;
 		int			rc;
+		int			i;
 
-		if (r != ZKR_PENDING)
-			return r;
+		for (i = 0; i < n; i++)
+		{
+			ZklResult	r = slot_result(idx[i]);
+
+			if (r == ZKR_PENDING && slow < 0)
+				slow = i;
+			else if (r != ZKR_PENDING && r != ZKR_GRANTED)
+			{
+				*which = i;
+				return r;
+			}
+		}
+		if (slow < 0)
+			return ZKR_GRANTED;
 		if (!fresh)
-			read_progress(idx, &zstate, &queued_at);
+			read_progress(idx[slow], &zstate, &queued_at);
 		fresh = false;
 
 		elapsed = (long) ((GetCurrentTimestamp() - start) / 1000);
 		if (kind == WAIT_BOUNDED)
 		{
 			if (elapsed >= timeout_ms)
-				return cancel_if_pending(idx);
+				return give_up(idx, n);
 			sleep_ms = timeout_ms - elapsed;
 		}
 		else if (kind == WAIT_FOREVER && LockTimeout > 0)
 		{
 			if (elapsed >= LockTimeout)
 			{
-				r = cancel_if_pending(idx);
+				ZklResult	r = give_up(idx, n);
+
 				*lock_timed_out = (r == ZKR_PENDING);
 				return r;
 			}
@@ -245,7 +281,7 @@ wait_for_answer(int idx, WaitKind kind, int timeout_ms, bool *lock_timed_out)
 			/* unsent: measured from when it (re)entered the queue */
 			if (zstate == ZKS_NEW)
 				elapsed = (long) ((GetCurrentTimestamp() - queued_at) / 1000);
-			if (elapsed >= limit && cancel_if_pending(idx) == ZKR_PENDING)
+			if (elapsed >= limit && give_up(idx, n) == ZKR_PENDING)
 				ereport(ERROR,
 						(errcode(ERRCODE_CONNECTION_FAILURE),
 						 zstate == ZKS_NEW ?
@@ -321,112 +357,237 @@ check_stacked_holders(const char *key, int holders)
 						   zkl_display_key(key), have)));
 }
 
-static bool
-acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind, bool session)
+/* What a lock function asks for, besides its keys. */
+typedef struct Ask
 {
-	char		key[ZKL_KEY_BUFLEN];
-	int			timeout_ms = -1;
-	int			holders = 0;
-	int			idx;
+	char		mode;			/* ZKL_MODE_* */
+	WaitKind	wait;
+	int			timeout_ms;		/* WAIT_BOUNDED */
+	bool		session;		/* session-level */
+	int			holders;		/* a semaphore's; 0 for a lock */
+} Ask;
+
+/* The timeout argument at position targ, checked; 0 means no wait. */
+static void
+timeout_arg(FunctionCallInfo fcinfo, int targ, Ask *ask)
+{
+	if (ask->wait != WAIT_BOUNDED)
+		return;
+	if (PG_ARGISNULL(targ))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("zk_lock timeout must not be NULL")));
+	ask->timeout_ms = PG_GETARG_INT32(targ);
+	if (ask->timeout_ms < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zk_lock timeout must not be negative")));
+	if (ask->timeout_ms == 0)
+		ask->wait = WAIT_NONE;
+}
+
+/* Give up every slot of a request that was not granted. */
+static void
+abandon_all(const int *idx, int n)
+{
+	zkl_set_pending(NULL, 0);
+	zkl_abandon_slots(idx, n);
+}
+
+/* A request failed at slot idx[which]: give all of it up and report why. */
+static void
+report_failure(const int *idx, int n, int which)
+{
+	ZklSlot    *slot = &zkl_shared->t.slots[idx[which]];
+	char		msg[ZKL_ERRMSG_LEN];
+	char		detail[ZKL_AUTH_INFO_LEN];
+	int			sqlstate;
+	bool		auth;
+	bool		conn;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	strlcpy(msg, slot->errmsg, sizeof(msg));
+	sqlstate = slot->sqlstate;
+	auth = sqlstate == ERRCODE_INSUFFICIENT_PRIVILEGE ||
+		sqlstate == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
+	conn = sqlstate == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION ||
+		sqlstate == ERRCODE_CONNECTION_FAILURE;
+	if (auth)
+		strlcpy(detail, zkl_shared->auth_info, sizeof(detail));
+	else if (conn)
+		snprintf(detail, sizeof(detail), "ZooKeeper hosts: %s; last connection error: %s",
+				 zkl_shared->hosts[0] ? zkl_shared->hosts : zkl_hosts,
+				 zkl_shared->conn_error[0] ? zkl_shared->conn_error : "none seen yet");
+	else
+		detail[0] = '\0';
+	LWLockRelease(zkl_shared->lock);
+	abandon_all(idx, n);
+	ereport(ERROR,
+			(errcode(sqlstate ? sqlstate : ERRCODE_INTERNAL_ERROR),
+			 errmsg("%s", msg),
+			 detail[0] ? errdetail("%s.", detail) : 0,
+			 sqlstate == ERRCODE_INSUFFICIENT_PRIVILEGE ?
+			 errhint("zk_lock.auth must name the ZooKeeper identity that owns zk_lock.root.") :
+			 sqlstate == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION ?
+			 errhint("Fix zk_lock.auth (a credential file must be owned by the server's user, mode 0600), then reload.") : 0));
+}
+
+/*
+ * Take n distinct encoded keys, all or nothing: the ones this backend holds
+ * in the mode already stack (as core does), the others are asked for as one
+ * request (one slot each, created in one multi when several).  Returns false
+ * when a try or a bounded wait did not get all of them: then none is held,
+ * and none is queued.
+ */
+static bool
+acquire_keys(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, const Ask *ask)
+{
+	const char *fresh[ZKL_MULTI_KEYS];
+	bool		stack[ZKL_MULTI_KEYS];
+	int			idx[ZKL_MULTI_KEYS];
+	int			nfresh = 0;
+	int			which = 0;
 	bool		lock_timed_out;
 	ZklResult	r;
-
-	zkl_check_usable();
-	zkl_key_arg(fcinfo, keykind, key);
-	if (mode == ZKL_MODE_SEMAPHORE)
-		holders = semaphore_arg(fcinfo, keykind, key);
-	if (kind == WAIT_BOUNDED)
-	{
-		int			targ = zkl_key_nargs(keykind) + (holders > 0);
-
-		if (PG_ARGISNULL(targ))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("zk_lock timeout must not be NULL")));
-		timeout_ms = PG_GETARG_INT32(targ);
-		if (timeout_ms < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("zk_lock timeout must not be negative")));
-		if (timeout_ms == 0)
-			kind = WAIT_NONE;
-	}
+	int			i;
 
 	zkl_xact_init();
-	if (session)
+	if (ask->session)
 		zkl_check_session_locks();
 	else
 		warn_if_autocommit(fcinfo);
-	if (holders > 0)
-		check_stacked_holders(key, holders);
-	if (zkl_local_stack(key, mode, session))
-		return true;			/* already ours: stack, as core does */
-
-	idx = zkl_claim_slot(key, mode, holders, kind == WAIT_NONE, session,
-						 node_data(mode, session));
-	zkl_set_pending(idx);
-	r = wait_for_answer(idx, kind, timeout_ms, &lock_timed_out);
-
-	switch (r)
+	for (i = 0; i < n; i++)
 	{
-		case ZKR_GRANTED:
-			/* the worker wrote the granting session before the result */
-			pg_read_barrier();
-			zkl_local_add(idx, key, mode, zkl_shared->t.slots[idx].session_id, session);
-			return true;
-		case ZKR_LOST:
-			/* granted and lost before we saw it: the lock is not ours */
-			zkl_set_pending(-1);
-			zkl_abandon_slot(idx);
-			zkl_lost_error(key);
-		case ZKR_PENDING:		/* gave up on our own deadline */
-			if (lock_timed_out)
-				ereport(ERROR,
-						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-						 errmsg("canceling statement due to lock timeout")));
-			return false;
-		case ZKR_NOT_GRANTED:
-			zkl_set_pending(-1);
-			zkl_abandon_slot(idx);
-			return false;
-		default:
-			{
-				ZklSlot    *slot = &zkl_shared->t.slots[idx];
-				char		msg[ZKL_ERRMSG_LEN];
-				char		detail[ZKL_AUTH_INFO_LEN];
-				int			sqlstate;
-				bool		auth;
-				bool		conn;
-
-				LWLockAcquire(zkl_shared->lock, LW_SHARED);
-				strlcpy(msg, slot->errmsg, sizeof(msg));
-				sqlstate = slot->sqlstate;
-				auth = sqlstate == ERRCODE_INSUFFICIENT_PRIVILEGE ||
-					sqlstate == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
-				conn = sqlstate == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION ||
-					sqlstate == ERRCODE_CONNECTION_FAILURE;
-				if (auth)
-					strlcpy(detail, zkl_shared->auth_info, sizeof(detail));
-				else if (conn)
-					snprintf(detail, sizeof(detail), "ZooKeeper hosts: %s; last connection error: %s",
-							 zkl_shared->hosts[0] ? zkl_shared->hosts : zkl_hosts,
-							 zkl_shared->conn_error[0] ? zkl_shared->conn_error : "none seen yet");
-				else
-					detail[0] = '\0';
-				LWLockRelease(zkl_shared->lock);
-				zkl_set_pending(-1);
-				zkl_abandon_slot(idx);
-				ereport(ERROR,
-						(errcode(sqlstate ? sqlstate : ERRCODE_INTERNAL_ERROR),
-						 errmsg("%s", msg),
-						 detail[0] ? errdetail("%s.", detail) : 0,
-						 sqlstate == ERRCODE_INSUFFICIENT_PRIVILEGE ?
-						 errhint("zk_lock.auth must name the ZooKeeper identity that owns zk_lock.root.") :
-						 sqlstate == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION ?
-						 errhint("Fix zk_lock.auth (a credential file must be owned by the server's user, mode 0600), then reload.") : 0));
-			}
+		if (ask->holders > 0)
+			check_stacked_holders(keys[i], ask->holders);
+		/* one already held but lost fails here, before anything is asked */
+		stack[i] = zkl_local_held(keys[i], ask->mode);
+		if (!stack[i])
+			fresh[nfresh++] = keys[i];
 	}
-	return false;				/* keep compiler quiet */
+	if (nfresh > 0)
+	{
+		zkl_claim_slots(fresh, nfresh, ask->mode, ask->holders, ask->wait == WAIT_NONE,
+						ask->session, node_data(ask->mode, ask->session), idx);
+		zkl_set_pending(idx, nfresh);
+		r = wait_for_answer(idx, nfresh, ask->wait, ask->timeout_ms, &lock_timed_out, &which);
+		switch (r)
+		{
+			case ZKR_GRANTED:
+				break;
+			case ZKR_LOST:
+				/* granted and lost before we saw it: the lock is not ours */
+				abandon_all(idx, nfresh);
+				zkl_lost_error(fresh[which]);
+			case ZKR_PENDING:	/* gave up on our own deadline: all of it */
+				if (lock_timed_out)
+					ereport(ERROR,
+							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+							 errmsg("canceling statement due to lock timeout")));
+				return false;
+			case ZKR_NOT_GRANTED:
+				abandon_all(idx, nfresh);
+				return false;
+			default:
+				report_failure(idx, nfresh, which);
+		}
+		/* the worker wrote the granting session before the result */
+		pg_read_barrier();
+		for (i = 0; i < nfresh; i++)
+			zkl_local_add(idx[i], fresh[i], ask->mode, zkl_shared->t.slots[idx[i]].session_id,
+						  ask->session);
+	}
+	for (i = 0; i < n; i++)
+		if (stack[i])
+			(void) zkl_local_stack(keys[i], ask->mode, ask->session);
+	return true;
+}
+
+/* A lock or semaphore function on one key (text, bigint or a pair). */
+static bool
+acquire(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind, bool session)
+{
+	char		key[1][ZKL_KEY_BUFLEN];
+	Ask			ask = {mode, kind, -1, session, 0};
+
+	zkl_check_usable();
+	zkl_key_arg(fcinfo, keykind, key[0]);
+	if (mode == ZKL_MODE_SEMAPHORE)
+		ask.holders = semaphore_arg(fcinfo, keykind, key[0]);
+	timeout_arg(fcinfo, zkl_key_nargs(keykind) + (ask.holders > 0), &ask);
+	return acquire_keys(fcinfo, key, 1, &ask);
+}
+
+static int
+key_cmp(const void *a, const void *b)
+{
+	return strcmp((const char *) a, (const char *) b);
+}
+
+/*
+ * The keys of a text[] or bigint[] argument, encoded, sorted, each once;
+ * returns how many (1 to ZKL_MULTI_KEYS).
+ */
+static int
+key_array_arg(FunctionCallInfo fcinfo, char keykind, char (*keys)[ZKL_KEY_BUFLEN])
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nelems;
+	int			n = 0;
+	int			i;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("zk_lock keys must not be NULL")));
+	arr = PG_GETARG_ARRAYTYPE_P(0);
+	if (keykind == ZKL_KEY_TEXT)
+		deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &nelems);
+	else
+		deconstruct_array(arr, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, &nelems);
+	if (nelems == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("zk_lock keys must not be empty")));
+	for (i = 0; i < nelems; i++)
+	{
+		char		key[ZKL_KEY_BUFLEN];
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("zk_lock key must not be NULL")));
+		if (keykind == ZKL_KEY_TEXT)
+			encode_text(DatumGetTextPP(elems[i]), key);
+		else if (zkl_encode_bigint_key(DatumGetInt64(elems[i]), key, sizeof(key)) < 0)
+			elog(ERROR, "could not encode bigint key");
+		/* each key once: a duplicate counts once */
+		if (n > 0 && bsearch(key, keys, n, ZKL_KEY_BUFLEN, key_cmp) != NULL)
+			continue;
+		if (n == ZKL_MULTI_KEYS)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("zk_lock takes at most %d keys at once", ZKL_MULTI_KEYS)));
+		strlcpy(keys[n++], key, ZKL_KEY_BUFLEN);
+		qsort(keys, n, ZKL_KEY_BUFLEN, key_cmp);
+	}
+	return n;
+}
+
+/* A lock function on a text[] or bigint[] of keys: all of them, or none. */
+static bool
+acquire_array(FunctionCallInfo fcinfo, char keykind, char mode, WaitKind kind, bool session)
+{
+	char		(*keys)[ZKL_KEY_BUFLEN] = palloc(ZKL_MULTI_KEYS * ZKL_KEY_BUFLEN);
+	Ask			ask = {mode, kind, -1, session, 0};
+	int			n;
+
+	zkl_check_usable();
+	n = key_array_arg(fcinfo, keykind, keys);
+	timeout_arg(fcinfo, 1, &ask);
+	return acquire_keys(fcinfo, keys, n, &ask);
 }
 
 static bool
@@ -485,6 +646,25 @@ static Datum
 lock_try_within(FunctionCallInfo fcinfo, char keykind, char arg)
 {
 	PG_RETURN_BOOL(acquire(fcinfo, keykind, MODE_OF(arg), WAIT_BOUNDED, IS_SESSION(arg)));
+}
+
+static Datum
+locks_wait(FunctionCallInfo fcinfo, char keykind, char arg)
+{
+	acquire_array(fcinfo, keykind, MODE_OF(arg), WAIT_FOREVER, IS_SESSION(arg));
+	PG_RETURN_VOID();
+}
+
+static Datum
+locks_try(FunctionCallInfo fcinfo, char keykind, char arg)
+{
+	PG_RETURN_BOOL(acquire_array(fcinfo, keykind, MODE_OF(arg), WAIT_NONE, IS_SESSION(arg)));
+}
+
+static Datum
+locks_try_within(FunctionCallInfo fcinfo, char keykind, char arg)
+{
+	PG_RETURN_BOOL(acquire_array(fcinfo, keykind, MODE_OF(arg), WAIT_BOUNDED, IS_SESSION(arg)));
 }
 
 static Datum
@@ -620,7 +800,21 @@ ZKL_KEYED_ENTRIES(zk_session_try_lock_shared_ms, lock_try_within, SESSION_LEVEL(
 ZKL_KEYED_ENTRIES(zk_session_unlock_shared, unlock_one, SESSION_LEVEL(ZKL_MODE_SHARED))
 
 /* Counting semaphores: text and bigint keys, transaction-level only. */
-ZKL_SEMAPHORE_ENTRIES(zk_semaphore, lock_wait)
-ZKL_SEMAPHORE_ENTRIES(zk_try_semaphore, lock_try)
-ZKL_SEMAPHORE_ENTRIES(zk_try_semaphore_ms, lock_try_within)
-ZKL_SEMAPHORE_ENTRIES(zk_unlock_semaphore, unlock_one)
+ZKL_TEXT_INT8_ENTRIES(zk_semaphore, lock_wait, ZKL_MODE_SEMAPHORE)
+ZKL_TEXT_INT8_ENTRIES(zk_try_semaphore, lock_try, ZKL_MODE_SEMAPHORE)
+ZKL_TEXT_INT8_ENTRIES(zk_try_semaphore_ms, lock_try_within, ZKL_MODE_SEMAPHORE)
+ZKL_TEXT_INT8_ENTRIES(zk_unlock_semaphore, unlock_one, ZKL_MODE_SEMAPHORE)
+
+/* Multi-key locks: text[] and bigint[] of keys, all or nothing, at both levels. */
+ZKL_TEXT_INT8_ENTRIES(zk_locks_array, locks_wait, ZKL_MODE_EXCLUSIVE)
+ZKL_TEXT_INT8_ENTRIES(zk_try_locks_array, locks_try, ZKL_MODE_EXCLUSIVE)
+ZKL_TEXT_INT8_ENTRIES(zk_try_locks_array_ms, locks_try_within, ZKL_MODE_EXCLUSIVE)
+ZKL_TEXT_INT8_ENTRIES(zk_locks_shared_array, locks_wait, ZKL_MODE_SHARED)
+ZKL_TEXT_INT8_ENTRIES(zk_try_locks_shared_array, locks_try, ZKL_MODE_SHARED)
+ZKL_TEXT_INT8_ENTRIES(zk_try_locks_shared_array_ms, locks_try_within, ZKL_MODE_SHARED)
+ZKL_TEXT_INT8_ENTRIES(zk_session_locks_array, locks_wait, SESSION_LEVEL(ZKL_MODE_EXCLUSIVE))
+ZKL_TEXT_INT8_ENTRIES(zk_session_try_locks_array, locks_try, SESSION_LEVEL(ZKL_MODE_EXCLUSIVE))
+ZKL_TEXT_INT8_ENTRIES(zk_session_try_locks_array_ms, locks_try_within, SESSION_LEVEL(ZKL_MODE_EXCLUSIVE))
+ZKL_TEXT_INT8_ENTRIES(zk_session_locks_shared_array, locks_wait, SESSION_LEVEL(ZKL_MODE_SHARED))
+ZKL_TEXT_INT8_ENTRIES(zk_session_try_locks_shared_array, locks_try, SESSION_LEVEL(ZKL_MODE_SHARED))
+ZKL_TEXT_INT8_ENTRIES(zk_session_try_locks_shared_array_ms, locks_try_within, SESSION_LEVEL(ZKL_MODE_SHARED))

@@ -330,10 +330,21 @@ zkr_decide_semaphore(const ZkrChild *children, int n, const char *own_uuid,
 	}
 	if (*own < 0)
 		return ZKR_ABSENT;
-	if (first >= 0 && children[first].holders != children[*own].holders)
+
+	/*
+	 * Every node ahead must agree, not only the oldest: a node with other
+	 * holders behind the oldest would be let in by its own count once the
+	 * oldest goes, and all behind it by theirs.  A node granted stays ahead
+	 * of all later ones, so the live granted nodes of a key share one value.
+	 */
+	for (i = first; first >= 0 && i < *own; i++)
 	{
-		*other = children[first].holders;
-		return ZKR_MISMATCH;
+		if (children[i].mode == ZKL_MODE_SEMAPHORE &&
+			children[i].holders != children[*own].holders)
+		{
+			*other = children[i].holders;
+			return ZKR_MISMATCH;
+		}
 	}
 	/* a backend has one node per semaphore (requests stack), so all ahead are others' */
 	return ahead < children[*own].holders ? ZKR_GRANT : ZKR_WAIT;

@@ -107,8 +107,8 @@ extern int	zkr_foreign_ahead(const ZkrChild *children, int own,
  * A semaphore request (children of a semaphore key): granted while fewer
  * than its `holders` nodes stand ahead of it.  Nodes ahead only go, so a
  * listing that is out of date can only hold a grant back, never give one
- * too many.  The oldest node sets the key's holders: a request whose own
- * differs fails (ZKR_MISMATCH, *other = the oldest's).  There is no one
+ * too many.  Every node ahead must have the request's holders, or it fails
+ * (ZKR_MISMATCH, *other = the first that differs).  There is no one
  * node to watch: any node ahead may go first, so the caller watches the key's
  * children (one watch per cluster and key: core.c).
  */

@@ -139,20 +139,23 @@ zkl_wake_owner(ZklSlot *slot)
 }
 
 /*
- * Claim a free slot for a new request and wake the worker.  Errors out when
- * the table is full: nothing has been sent to ZooKeeper at that point.
+ * Claim a free slot for each of n keys (one request; n > 1: a multi-key one,
+ * whose slots share a group and are created in one multi) and wake the
+ * worker.  All or none: errors out when the table is full, before anything
+ * was sent to ZooKeeper.  The slots' indexes go to idx[].
  */
-int
-zkl_claim_slot(const char *key, char mode, int holders, bool nowait, bool session,
-			   const char *data)
+void
+zkl_claim_slots(const char *const *keys, int n, char mode, int holders, bool nowait,
+				bool session, const char *data, int *idx)
 {
 	ZklRequest	r;
-	char		uuid[ZKL_UUID_LEN + 1];
+	char		uuids[ZKL_MULTI_KEYS][ZKL_UUID_LEN + 1];
 	bool		wake;
-	int			idx;
+	int			i;
 
-	zkl_new_uuid(uuid);
-	r.key = key;
+	Assert(n >= 1 && n <= ZKL_MULTI_KEYS);
+	for (i = 0; i < n; i++)
+		zkl_new_uuid(uuids[i]);	/* may fail: before the lock */
 	r.mode = mode;
 	r.holders = holders;
 	r.nowait = nowait;
@@ -161,27 +164,34 @@ zkl_claim_slot(const char *key, char mode, int holders, bool nowait, bool sessio
 	r.procno = MyProc->pgprocno;
 	r.pid = MyProcPid;
 	r.now = GetCurrentTimestamp();
-	r.uuid = uuid;
 
+	/* the worker plans under this lock: it sees the whole group or none of it */
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	idx = zkt_find_free(&zkl_shared->t);
-	if (idx < 0)
+	r.group = n > 1 ? ++zkl_shared->t.next_attempt : 0;
+	for (i = 0; i < n; i++)
 	{
-		LWLockRelease(zkl_shared->lock);
-		ereport(ERROR,
-				(errcode(ERRCODE_OUT_OF_MEMORY),	/* 53200, as core's full lock table */
-				 errmsg("out of zk_lock slots"),
-				 errdetail("All %d slots of the zk_lock request table are in use.",
-						   zkl_shared->t.nslots),
-				 errhint("Raise zk_lock.max_locks and restart the server.")));
+		idx[i] = zkt_find_free(&zkl_shared->t);
+		if (idx[i] < 0)
+		{
+			while (--i >= 0)
+				zkt_free(&zkl_shared->t, &zkl_shared->t.slots[idx[i]]);
+			LWLockRelease(zkl_shared->lock);
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),	/* 53200, as core's full lock table */
+					 errmsg("out of zk_lock slots"),
+					 errdetail("All %d slots of the zk_lock request table are in use.",
+							   zkl_shared->t.nslots),
+					 errhint("Raise zk_lock.max_locks and restart the server.")));
+		}
+		r.uuid = uuids[i];
+		r.key = keys[i];
+		zkt_claim(&zkl_shared->t, idx[i], &r);
 	}
-	zkt_claim(&zkl_shared->t, idx, &r);
 	wake = !zkl_shared->t.writes_held;
 	LWLockRelease(zkl_shared->lock);
 
 	if (wake)
 		zkl_wake_worker();
-	return idx;
 }
 
 static bool

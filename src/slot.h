@@ -75,6 +75,7 @@ typedef enum ZklResult
 #define ZKL_NODE_BUFLEN	96		/* own node name (child of the key node) */
 #define ZKL_ERRMSG_LEN	160
 #define ZKL_DATA_LEN	256		/* node data: who holds it, for humans */
+#define ZKL_MULTI_KEYS	32		/* keys of one multi-key request (one ZooKeeper multi) */
 
 /* Times are microseconds: `wall` ones on PostgreSQL's TimestampTz scale, `mono` ones of zkl_mono_now(). */
 typedef struct ZklSlot
@@ -95,6 +96,7 @@ typedef struct ZklSlot
 	int			owner_procno;
 	int			owner_pid;
 	uint64_t	attempt;		/* tags ZooKeeper calls; stale replies differ */
+	uint64_t	group;			/* owner: a multi-key request's slots share it (0: none) */
 	int64_t		czxid;			/* fencing token once created */
 	int64_t		requested_at;	/* wall: when the owner asked */
 	int64_t		queued_at;		/* wall: when it last became NEW: connect deadlines */

@@ -36,6 +36,7 @@ zkt_claim(ZklTable *t, int idx, const ZklRequest *r)
 	s->scope = r->scope;
 	s->mode = r->mode;
 	s->holders = r->holders;
+	s->group = r->group;
 	s->owner_procno = r->procno;
 	s->owner_pid = r->pid;
 	/* a reused slot gets a new attempt number, which sets stale replies apart */

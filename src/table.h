@@ -13,6 +13,7 @@ typedef struct ZklRequest
 	const char *key;			/* encoded */
 	char		mode;			/* ZKL_MODE_* */
 	int			holders;		/* a semaphore's; 0 for a lock */
+	uint64_t	group;			/* a multi-key request's slots share it (0: none) */
 	bool		nowait;			/* try-lock */
 	uint8_t		scope;			/* ZKL_SCOPE_*: the level it is asked at */
 	const char *data;			/* node data */

@@ -328,6 +328,7 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
 	bool	   *granted;
 	int			n;
 	int			i;
+	int			k;
 
 	zkl_check_usable();
 	zkl_key_arg(fcinfo, keykind, key);
@@ -338,8 +339,13 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
 
 	kids = palloc(Max(n, 1) * sizeof(ZkrChild));
 	granted = palloc0(Max(n, 1) * sizeof(bool));
+	/* zkr_collect kept only lock nodes, but a name too long for an entry was cut: leave it out */
+	for (i = 0, k = 0; i < n; i++)
+		if (zkr_parse_child(entries[i].node, &kids[0]))
+			entries[k++] = entries[i];
+	n = k;
 	for (i = 0; i < n; i++)
-		(void) zkr_parse_child(entries[i].node, &kids[i]);	/* zkr_collect kept only lock nodes */
+		(void) zkr_parse_child(entries[i].node, &kids[i]);
 	for (i = 0; i < n; i++)
 	{
 		Datum		values[6];
@@ -368,4 +374,4 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
 }
 
 ZKL_KEYED_ENTRIES(zk_lock_queue_raw, queue_raw, 0)
-ZKL_SEMAPHORE_ENTRIES(zk_semaphore_queue_raw, queue_raw)
+ZKL_TEXT_INT8_ENTRIES(zk_semaphore_queue_raw, queue_raw, ZKL_MODE_SEMAPHORE)

@@ -521,6 +521,9 @@ send_batches(void)
 			}
 			else
 			{
+				/* a multi-key request's key nodes go first: the server answers in order */
+				if (op->parents)
+					send_parents(s, tag_ctx(b->tags[j]));
 				/* names[] is read when the multi is sent, and gets the result */
 				create_path(s, s->uuid, b->names[j]);
 				zoo_create_op_init(&b->ops[j], b->names[j], s->data, strlen(s->data),

@@ -54,7 +54,9 @@ static MemoryContext local_cxt = NULL;
 static ZklLocal *locals = NULL;
 static int	nlocals = 0;
 static int	maxlocals = 0;
-static int	pending_slot = -1;	/* request being waited for, if any */
+/* slots of the request being waited for (several: a multi-key one) */
+static int	pending[ZKL_MULTI_KEYS];
+static int	npending = 0;
 
 /* What the commit must prove (holds.h); reset at transaction end. */
 static ZklXactProof xproof;
@@ -193,13 +195,22 @@ release_empty(void)
 static void
 abandon_pending(void)
 {
-	if (pending_slot >= 0)
-	{
-		int			idx = pending_slot;
+	int			n = npending;
 
-		pending_slot = -1;
-		zkl_abandon_slot(idx);
-	}
+	npending = 0;
+	if (n > 0)
+		zkl_abandon_slots(pending, n);
+}
+
+/* The slot stops being pending: it is the transaction's, or given up. */
+static void
+unpend(int slot)
+{
+	int			i;
+
+	for (i = 0; i < npending; i++)
+		if (pending[i] == slot)
+			pending[i] = pending[--npending];
 }
 
 /* Release the holds of one level (session: also the transaction's). */
@@ -241,6 +252,20 @@ add_hold(ZklLocal *l, bool session)
 	else
 		push_hold(l);
 	publish_scope(l);
+}
+
+/*
+ * Whether a request on key in this mode would stack; one held but lost
+ * fails (stacking onto it would not make it held again).
+ */
+bool
+zkl_local_held(const char *key, char mode)
+{
+	ZklLocal   *l = find_local(key, mode);
+
+	if (l != NULL && slot_lost(l))
+		zkl_lost_error(l->key);
+	return l != NULL;
 }
 
 /* A further request on a key held in this mode stacks, as core does. */
@@ -292,7 +317,7 @@ zkl_local_add(int slot, const char *key, char mode, int64 session, bool session_
 	locals[nlocals] = entry;
 	add_hold(&locals[nlocals], session_level);
 	nlocals++;
-	pending_slot = -1;
+	unpend(slot);
 	zkh_granted(&xproof, session);
 }
 
@@ -385,9 +410,11 @@ zkl_local_slot(const char *key, char mode)
 }
 
 void
-zkl_set_pending(int slot)
+zkl_set_pending(const int *slots, int n)
 {
-	pending_slot = slot;
+	Assert(n <= ZKL_MULTI_KEYS);
+	memcpy(pending, slots, n * sizeof(int));
+	npending = n;
 }
 
 /*

@@ -115,8 +115,8 @@ extern ZklQuery *zkl_query;
 extern void zkl_shmem_request(void);
 extern void zkl_shmem_startup(void);
 extern void zkl_require_shared(void);
-extern int	zkl_claim_slot(const char *key, char mode, int holders, bool nowait, bool session,
-						   const char *data);
+extern void zkl_claim_slots(const char *const *keys, int n, char mode, int holders, bool nowait,
+							bool session, const char *data, int *idx);
 extern ZklResult zkl_abandon_slot(int idx);
 extern void zkl_abandon_slots(const int *idx, int n);
 extern ZklResult zkl_cancel_slot(int idx);
@@ -138,10 +138,11 @@ extern PGDLLEXPORT void zkl_worker_main(Datum arg);
 extern void zkl_xact_init(void);
 extern void zkl_local_add(int slot, const char *key, char mode, int64 session, bool session_level);
 extern bool zkl_local_stack(const char *key, char mode, bool session_level);
+extern bool zkl_local_held(const char *key, char mode);
 extern bool zkl_local_unlock(const char *key, char mode, bool session_level);
 extern void zkl_local_unlock_all(bool session_level);
 extern void zkl_check_session_locks(void);
-extern void zkl_set_pending(int slot);
+extern void zkl_set_pending(const int *slots, int n);
 extern int	zkl_local_slot(const char *key, char mode);
 extern int	zkl_local_key_slots(const char *key, int *out, int max);
 extern void zkl_lost_error(const char *key) pg_attribute_noreturn();
@@ -161,25 +162,23 @@ extern ZklAuthResult zkl_load_credential(char *cred, size_t credlen, char *user,
 extern bool zkl_digest_id(const char *cred, char *out, size_t outlen);
 
 /*
- * One C entry point per SQL signature: NAME_text, NAME_int8 and
- * NAME_int4_int4 (a (key1 int, key2 int) key) call
- * IMPL(fcinfo, key kind, ARG).  A function's argument types are never read
- * from fn_expr, which a fast-path call (libpq's PQfn) does not have.
+ * One C entry point per SQL signature: NAME_text and NAME_int8 call
+ * IMPL(fcinfo, key kind, ARG) (a text or bigint key, or for the multi-key
+ * functions a text[] or bigint[] of keys); ZKL_KEYED_ENTRIES adds
+ * NAME_int4_int4, a (key1 int, key2 int) key.  A function's argument types
+ * are never read from fn_expr, which a fast-path call (libpq's PQfn) does
+ * not have.
  */
-#define ZKL_KEYED_ENTRIES(name, impl, arg) \
+#define ZKL_TEXT_INT8_ENTRIES(name, impl, arg) \
 PG_FUNCTION_INFO_V1(name##_text); \
 PG_FUNCTION_INFO_V1(name##_int8); \
-PG_FUNCTION_INFO_V1(name##_int4_int4); \
 Datum name##_text(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_TEXT, arg); } \
-Datum name##_int8(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_BIGINT, arg); } \
-Datum name##_int4_int4(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_PAIR, arg); }
+Datum name##_int8(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_BIGINT, arg); }
 
-/* The same for a semaphore's functions: text and bigint keys, mode 'c'. */
-#define ZKL_SEMAPHORE_ENTRIES(name, impl) \
-PG_FUNCTION_INFO_V1(name##_text); \
-PG_FUNCTION_INFO_V1(name##_int8); \
-Datum name##_text(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_TEXT, ZKL_MODE_SEMAPHORE); } \
-Datum name##_int8(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_BIGINT, ZKL_MODE_SEMAPHORE); }
+#define ZKL_KEYED_ENTRIES(name, impl, arg) \
+ZKL_TEXT_INT8_ENTRIES(name, impl, arg) \
+PG_FUNCTION_INFO_V1(name##_int4_int4); \
+Datum name##_int4_int4(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_PAIR, arg); }
 
 /* key_text.c */
 extern char *zkl_display_key(const char *encoded);

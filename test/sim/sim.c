@@ -59,7 +59,7 @@
 #define NKEYS		3			/* lock keys */
 #define SEM_KEY		NKEYS		/* one semaphore key besides */
 #define NALL		(NKEYS + 1)
-#define SEM_HOLDERS	2
+#define SEM_HOLDERS	3
 #define NSLOTS		16
 #define MAXHOLD		4
 #define ROOT		"/zkl"
@@ -128,6 +128,8 @@ typedef struct Act
 	char		mode;
 	int			kind;			/* lock: 0 wait for ever, 1 with timeout, 2 try */
 	int			holders;		/* a semaphore's (mode 'c') */
+	int			nkeys;			/* a multi-key request's keys[] (0: just `key`) */
+	int			keys[NKEYS];
 } Act;
 
 #define MAXACTS	8
@@ -165,6 +167,8 @@ typedef struct Backend
 	int			sess_asked;		/* session-level requests of the episode: as many unlocks */
 	ZklXactProof proof;
 	int			waiting;		/* slot waited for, -1: none */
+	int			ngroup;			/* or the slots of a multi-key request waited for */
+	int			group[NKEYS];
 	int64_t		deadline;		/* of the wait or the commit (0: none) */
 	int			nacts;
 	int			next_act;
@@ -248,6 +252,9 @@ typedef struct Sim
 	uint64_t	seen_attempt[NCLUSTERS][NSLOTS];
 	int64_t		commits;
 	int64_t		grants;
+	/* the workload: every third seed leans on the semaphore */
+	int			sem_pct;		/* transactions that are a semaphore's */
+	int			mismatch_pct;	/* of those, with another holders number */
 } Sim;
 
 static Sim *S;
@@ -747,6 +754,20 @@ send_children(Cluster *c, const ZklSlot *s, Purpose p, uint64_t tag)
 	send_req(c, &r);
 }
 
+/* The root and the key node (a container), ahead of a create. */
+static void
+send_parents(Cluster *c, const ZklSlot *s, uint64_t tag)
+{
+	char		path[ZKL_PATH_LEN];
+	ZkmReq		r;
+
+	send_blind(c, ZKM_CREATE, ROOT, 0);
+	zcore_key_path(&c->t, s, path);
+	req_init(&r, ZKM_CREATE, path, out_new(c, P_KEYNODE, tag));
+	r.flags = ZKM_F_CONTAINER;
+	send_req(c, &r);
+}
+
 static void
 send_batches(Cluster *c)
 {
@@ -776,6 +797,8 @@ send_batches(Cluster *c)
 			}
 			else
 			{
+				if (op->parents)
+					send_parents(c, s, o->tags[j]);
 				r.sub[j].kind = ZKM_CREATE;
 				r.sub[j].flags = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
 				create_path(c, s, r.sub[j].path);
@@ -801,13 +824,7 @@ send_op(Cluster *c, const ZklOp *op)
 	{
 		case OP_CREATE:
 			if (op->parents)
-			{
-				send_blind(c, ZKM_CREATE, ROOT, 0);
-				zcore_key_path(&c->t, s, path);
-				req_init(&r, ZKM_CREATE, path, out_new(c, P_KEYNODE, tag));
-				r.flags = ZKM_F_CONTAINER;
-				send_req(c, &r);
-			}
+				send_parents(c, s, tag);
 			create_path(c, s, path);
 			req_init(&r, ZKM_CREATE, path, out_new(c, P_CREATE, tag));
 			r.flags = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
@@ -1240,6 +1257,17 @@ release_empty(Cluster *c, Backend *b)
 	b->nholds = n;
 }
 
+/* Give up every slot of the multi-key request waited for (lockfuncs.c's abandon_all). */
+static void
+abandon_group(Cluster *c, Backend *b)
+{
+	int			i;
+
+	for (i = 0; i < b->ngroup; i++)
+		(void) zkt_abandon(&c->t, &c->t.slots[b->group[i]]);
+	b->ngroup = 0;
+}
+
 static void
 end_xact(Cluster *c, Backend *b, const char *how)
 {
@@ -1247,6 +1275,7 @@ end_xact(Cluster *c, Backend *b, const char *how)
 
 	if (b->waiting >= 0)
 		(void) zkt_abandon(&c->t, &c->t.slots[b->waiting]);
+	abandon_group(c, b);
 	for (i = 0; i < b->nholds; i++)
 		b->holds[i].nholds = b->nsess[i];	/* session-level ones stay */
 	release_empty(c, b);
@@ -1294,6 +1323,7 @@ add_act(Backend *b, bool unlock, int key, char mode, int kind)
 	a->mode = mode;
 	a->kind = kind;
 	a->holders = 0;
+	a->nkeys = 0;
 }
 
 static void
@@ -1357,16 +1387,47 @@ holds_session(const Backend *b)
 static void plan_plain(Backend *b, int k, int pattern);
 
 /*
+ * A multi-key request, alone in its transaction, naming two or three keys
+ * in a random order and mostly waiting for ever: two of them that waited
+ * for each other in a circle would never finish (check_end).
+ */
+static void
+plan_multi(Backend *b)
+{
+	Act		   *a;
+	int			i;
+
+	add_act(b, false, 0, chance(70) ? ZKL_MODE_EXCLUSIVE : ZKL_MODE_SHARED,
+			chance(60) ? 0 : (chance(60) ? 1 : 2));
+	a = &b->acts[b->nacts - 1];
+	a->nkeys = 2 + (chance(50) ? 1 : 0);
+	for (i = 0; i < NKEYS; i++)
+		a->keys[i] = i;
+	for (i = NKEYS - 1; i > 0; i--)
+	{
+		int			j = rnd_int(i + 1);
+		int			t = a->keys[i];
+
+		a->keys[i] = a->keys[j];
+		a->keys[j] = t;
+	}
+	if (chance(30))
+		add_pause(b);
+}
+
+/*
  * A semaphore transaction: the semaphore alone (with other locks, holders
  * waiting for each other's locks across clusters would deadlock, as with
  * locks taken in different orders).  Now and then with other holders, which
- * must fail (22023) while requests with SEM_HOLDERS live; it may stack, and
- * may be given up early.
+ * must fail (22023) behind live requests of another number; it may stack,
+ * and may be given up early.
  */
 static void
 plan_semaphore(Backend *b)
 {
-	int			holders = chance(5) ? SEM_HOLDERS + 1 : SEM_HOLDERS;
+	/* now and then another number: fewer, or more (the riskier: 22023 must stop it) */
+	int			holders = chance(S->mismatch_pct) ?
+		(chance(50) ? SEM_HOLDERS - 1 : SEM_HOLDERS + 2) : SEM_HOLDERS;
 
 	add_act(b, false, SEM_KEY, ZKL_MODE_SEMAPHORE, chance(25) ? 0 : (chance(75) ? 1 : 2));
 	b->acts[b->nacts - 1].holders = holders;
@@ -1393,9 +1454,14 @@ plan_xact(Backend *b)
 	b->next_act = 0;
 	if (plan_session(b, k))
 		return;
-	if (pattern >= 80)
+	if (pattern >= 100 - S->sem_pct)
 	{
 		plan_semaphore(b);
+		return;
+	}
+	if (pattern >= 88 - S->sem_pct)
+	{
+		plan_multi(b);
 		return;
 	}
 	plan_plain(b, k, pattern);
@@ -1428,12 +1494,17 @@ plan_plain(Backend *b, int k, int pattern)
 		int			n = 1 + (chance(30) ? 1 : 0);
 		int			i;
 
-		/* several keys in one order everywhere: no deadlock across clusters */
+		/*
+		 * Several keys in one order everywhere: no deadlock among these; but
+		 * a multi-key request's place is one on all its keys, and one taken
+		 * key by key can hold one of them and wait for another behind it, as
+		 * with core's locks: such waits are bounded (lock_timeout).
+		 */
 		k = rnd_int(NKEYS - n + 1);
 		for (i = 0; i < n; i++)
 		{
 			add_act(b, false, k + i, chance(70) ? ZKL_MODE_EXCLUSIVE : ZKL_MODE_SHARED,
-					chance(25) ? 0 : (chance(75) ? 1 : 2));
+					(chance(25) && n == 1) ? 0 : (chance(75) ? 1 : 2));
 			if (chance(10))
 				add_act(b, false, k + i, b->acts[b->nacts - 1].mode, 1);	/* stacks */
 		}
@@ -1471,6 +1542,50 @@ do_unlock(Cluster *c, Backend *b, const Act *a)
 	next_act(c, b);
 }
 
+/* A multi-key request: one slot per key, claimed at once, sharing a group (shmem.c). */
+static void
+request_group(Cluster *c, Backend *b, const Act *a)
+{
+	ZklRequest	r;
+	char		uuid[ZKL_UUID_LEN + 1];
+	int			free_slots = 0;
+	int			i;
+
+	for (i = 0; i < NSLOTS; i++)
+		free_slots += c->t.slots[i].zstate == ZKS_FREE;
+	if (free_slots < a->nkeys)
+	{
+		end_xact(c, b, "aborts: out of slots");
+		return;
+	}
+	r.mode = a->mode;
+	r.holders = 0;
+	r.nowait = a->kind == 2;
+	r.scope = ZKL_SCOPE_XACT;
+	r.data = "sim";
+	r.procno = b->pid;
+	r.pid = b->pid;
+	r.now = zkm_now(S->m);
+	r.group = ++c->t.next_attempt;
+	for (i = 0; i < a->nkeys; i++)
+	{
+		env_new_uuid(NULL, uuid);
+		r.uuid = uuid;
+		r.key = key_name(a->keys[i]);
+		b->group[i] = zkt_find_free(&c->t);
+		zkt_claim(&c->t, b->group[i], &r);
+	}
+	b->ngroup = a->nkeys;
+	b->waiting = -1;
+	b->wait_session = false;
+	b->deadline = a->kind == 1 ? zkm_now(S->m) + 300000 + rnd_int(6000000) : 0;
+	b->st = B_WAIT;
+	trace("c%d b%d asks %s %s%s %c%s", c->id, b->pid, key_name(a->keys[0]), key_name(a->keys[1]),
+		  a->nkeys > 2 ? key_name(a->keys[2]) : "", a->mode,
+		  r.nowait ? " try" : (b->deadline ? " timed" : ""));
+	worker_turn(c);
+}
+
 static void
 request(Cluster *c, Backend *b, const Act *a)
 {
@@ -1504,6 +1619,7 @@ request(Cluster *c, Backend *b, const Act *a)
 	r.key = key_name(a->key);
 	r.mode = a->mode;
 	r.holders = a->holders;
+	r.group = 0;
 	r.nowait = a->kind == 2;
 	r.scope = a->session ? ZKL_SCOPE_SESSION : ZKL_SCOPE_XACT;
 	r.data = "sim";
@@ -1537,6 +1653,8 @@ next_act(Cluster *c, Backend *b)
 		}
 		else if (a->unlock)
 			do_unlock(c, b, a);
+		else if (a->nkeys > 0)
+			request_group(c, b, a);
 		else
 			request(c, b, a);
 		return;
@@ -1564,11 +1682,78 @@ open_span(Cluster *c, Backend *b, const ZklSlot *s)
 	sp->to = 0;
 }
 
+/* A granted slot is the transaction's now. */
+static void
+take_grant(Cluster *c, Backend *b, int idx)
+{
+	ZklSlot    *s = &c->t.slots[idx];
+	ZklHold    *h = &b->holds[b->nholds++];
+
+	h->slot = idx;
+	h->mode = s->mode;
+	h->key = key_name(key_index(s->key));
+	h->nholds = 1;
+	b->nsess[b->nholds - 1] = b->wait_session;
+	zkh_granted(&b->proof, s->session_id);
+	if (!b->wait_session)
+		open_span(c, b, s);
+	trace("c%d b%d granted %s %c node %s", c->id, b->pid, s->key, s->mode, s->node);
+}
+
+/* A multi-key request: all granted, or any other answer gives all of it up. */
+static void
+wait_group_step(Cluster *c, Backend *b)
+{
+	int			granted = 0;
+	int			i;
+
+	for (i = 0; i < b->ngroup; i++)
+	{
+		ZklResult	res = c->t.slots[b->group[i]].result;
+
+		if (res == ZKR_GRANTED)
+			granted++;
+		else if (res == ZKR_NOT_GRANTED)
+		{
+			abandon_group(c, b);
+			trace("c%d b%d multi-key try refused", c->id, b->pid);
+			next_act(c, b);
+			return;
+		}
+		else if (res != ZKR_PENDING)
+		{
+			b->txns_left--;
+			end_xact(c, b, res == ZKR_LOST ? "aborts: a lock was lost while it waited" : "aborts");
+			return;
+		}
+	}
+	if (granted == b->ngroup)
+	{
+		for (i = 0; i < b->ngroup; i++)
+			take_grant(c, b, b->group[i]);
+		b->ngroup = 0;
+		next_act(c, b);
+	}
+	else if (b->deadline && zkm_now(S->m) >= b->deadline)
+	{
+		b->txns_left--;
+		end_xact(c, b, "times out");
+	}
+}
+
 static void
 wait_step(Cluster *c, Backend *b)
 {
-	ZklSlot    *s = &c->t.slots[b->waiting];
-	ZklResult	res = s->result;
+	ZklSlot    *s;
+	ZklResult	res;
+
+	if (b->ngroup > 0)
+	{
+		wait_group_step(c, b);
+		return;
+	}
+	s = &c->t.slots[b->waiting];
+	res = s->result;
 
 	if (res == ZKR_PENDING && any_lost(c, b))
 	{
@@ -1591,17 +1776,7 @@ wait_step(Cluster *c, Backend *b)
 		return;
 	if (res == ZKR_GRANTED)
 	{
-		ZklHold    *h = &b->holds[b->nholds++];
-
-		h->slot = b->waiting;
-		h->mode = s->mode;
-		h->key = key_name(key_index(s->key));
-		h->nholds = 1;
-		b->nsess[b->nholds - 1] = b->wait_session;
-		zkh_granted(&b->proof, s->session_id);
-		if (!b->wait_session)
-			open_span(c, b, s);
-		trace("c%d b%d granted %s %c node %s", c->id, b->pid, s->key, s->mode, s->node);
+		take_grant(c, b, b->waiting);
 		next_act(c, b);
 	}
 	else if (res == ZKR_NOT_GRANTED)
@@ -2246,6 +2421,8 @@ run_seed(uint64_t seed, int64_t max_steps)
 	sim->rng = seed * 0x9E3779B97F4A7C15ull + 1;
 	/* a third of the seeds start key nodes' counters near the wrap */
 	cstart = seed % 3 == 0 ? INT32_MAX - 40 : 0;
+	sim->sem_pct = seed % 3 == 1 ? 80 : 12;
+	sim->mismatch_pct = seed % 3 == 1 ? 30 : 8;
 	sim->m = zkm_new(seed, 3, cstart);
 	zkm_set_log(sim->m, model_log);
 	for (i = 0; i < NCLUSTERS; i++)

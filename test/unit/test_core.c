@@ -151,6 +151,7 @@ claim(char mode, int pid)
 	r.key = "tk";
 	r.mode = mode;
 	r.holders = mode == ZKL_MODE_SEMAPHORE ? claim_holders : 0;
+	r.group = 0;
 	r.nowait = false;
 	r.scope = ZKL_SCOPE_XACT;
 	r.data = "";
@@ -516,6 +517,38 @@ test_semaphore(void)
 	claim_holders = 2;
 }
 
+/*
+ * Semaphore of 1, a foreign holder, local waiters B and W.  The holder
+ * leaves: one child event makes B read.  B is cancelled before the worker
+ * plans, so its read is dropped for its delete; W must read right behind
+ * that delete, not a recheck interval later.
+ */
+static void
+test_semaphore_reader_gone(void)
+{
+	char		foreign[ZKL_NODE_BUFLEN];
+	int			b;
+	int			w;
+
+	setup();
+	claim_holders = 1;
+	snprintf(foreign, sizeof(foreign), "c-ffffffff-0000-4000-8000-000000000000-9-99.1-%010d", 0);
+	queue[0] = foreign;
+	b = claim(ZKL_MODE_SEMAPHORE, 2);
+	queue[1] = node_of(b, 1, made[1]);
+	create_and_list(b, 1, queue, 2);
+	w = claim(ZKL_MODE_SEMAPHORE, 3);
+	queue[2] = node_of(w, 2, made[2]);
+	create_and_list(w, 2, queue, 3);
+	zcore_watch_event(&core, 999, false, "/r/tk");
+	CHECK((slots[b].todo & ZKT_CHILDREN) && !(slots[w].todo & ZKT_CHILDREN), "the event picks B to read");
+	(void) zkt_abandon(&table, &slots[b]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(b, OP_DELETE) != 0 && planned(w, OP_CHILDREN) != 0,
+		  "B cancelled: W reads right behind B's delete");
+	claim_holders = 2;
+}
+
 int
 main(void)
 {
@@ -529,6 +562,7 @@ main(void)
 	test_lock_delay_rules();
 	test_names();
 	test_semaphore();
+	test_semaphore_reader_gone();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }

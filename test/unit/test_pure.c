@@ -357,6 +357,15 @@ test_semaphore_recipe(void)
 		  "own node missing");
 	CHECK(zkr_decide_semaphore(kids + 3, 1, U4, &own, &other) == ZKR_GRANT,
 		  "alone, any holders value is the key's");
+	/* F(3) holds, F'(5) queued, Z(3) behind: Z must not go by the oldest alone */
+	list[0] = sem_node(0, U1, 10, "3", "0000000001");
+	list[1] = sem_node(1, U2, 11, "5", "0000000002");
+	list[2] = sem_node(2, U3, 12, "3", "0000000003");
+	n = zkr_collect(list, 3, kids);
+	CHECK(zkr_decide_semaphore(kids, n, U3, &own, &other) == ZKR_MISMATCH && other == 5,
+		  "a differing node behind the oldest fails the request too (else 5 could get in past 3)");
+	CHECK(zkr_decide_semaphore(kids + 1, n - 1, U3, &own, &other) == ZKR_MISMATCH && other == 5,
+		  "and once the oldest goes, the 5 ahead still counts against a 3");
 
 	/* names ZooKeeper could hold but we never make are not semaphore nodes */
 	list[0] = sem_node(0, U1, 10, "0", "0000000001");
