@@ -19,7 +19,7 @@ SHLIB_LINK = -lzookeeper_st
 # PGUSER as for psql), which must preload zk_lock, reach a ZooKeeper and allow
 # prepared transactions.
 REGRESS = zk_lock_api zk_lock_xact zk_lock_pairs zk_lock_session zk_lock_semaphore zk_lock_multi
-ISOLATION = trylock timeouts shared
+ISOLATION = trylock timeouts shared kinds
 ifndef EXISTING
 REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=test/tmp/zk_lock.conf
 ISOLATION_OPTS = --temp-instance=tmp_isolation --temp-config=test/tmp/zk_lock.conf

@@ -104,8 +104,21 @@ cpu_run() {
 			rate, zk, w, be, cl, zk + w + be + cl, 100 * (b[4] - a[4]) / (b[5] - a[5])
 	}'
 }
-curator_rate() {
-	java -cp "$work/classes:${jars#:}" CuratorBench "$zk_hosts" "$1" "$2" "$SECONDS_EACH" | field cycles_per_s
+curator_rate() {	# curator_rate THREADS KIND [ARG CLIENTS]
+	java -cp "$work/classes:${jars#:}" CuratorBench "$zk_hosts" "$1" "$2" "$SECONDS_EACH" ${3:-} ${4:-} |
+		field cycles_per_s
+}
+# both_rate CLIENTS_EACH SQL: the same load on cluster A and B at once, rates summed
+both_rate() {
+	local a
+	a=$(mktemp)
+	pgbench_tps "$port_a" "$1" "$2" >"$a" &
+	local pid=$!
+	local b
+	b=$(pgbench_tps "$port_b" "$1" "$2")
+	wait "$pid"
+	echo $(($(cat "$a") + b))
+	rm -f "$a"
 }
 zk_cycle() { printf 'BEGIN;\nSELECT zk_lock(%s);\nCOMMIT;' "$1"; }
 core_cycle='BEGIN;
@@ -135,7 +148,7 @@ worker_in_use() {
 		t && /^in use bytes/ { print $NF; found = 1; exit } END { if (!found) print "n/a" }'
 }
 
-echo "measuring (about $((SECONDS_EACH * 45 / 60 + 1)) minutes) ..."
+echo "measuring (about $((SECONDS_EACH * 49 / 60 + 1)) minutes) ..."
 
 # the references
 floor_8=$(floor_rate 8000 8)
@@ -237,6 +250,25 @@ read -r s4_n s4_p50 s4_p99 < <(psql_a -F ' ' -c "
 	SELECT count(*), round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2),
 	       round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2) FROM h")
 
+# S8: a counting semaphore of 3 on one key, 8 clients over two clusters (4
+# each), against Curator's InterProcessSemaphoreV2 with 3 leases, 8 threads
+# over two clients (sessions).
+s8=$(both_rate 4 'BEGIN;
+SELECT zk_semaphore('"'"'s8'"'"', 3);
+COMMIT;')
+curator_sem=$(curator_rate 8 semaphore 3 2)
+# S9: multi-key locks, two random keys of 8 each cycle, 8 clients over two
+# clusters, keys listed in random order (one multi: no deadlock), against
+# Curator's InterProcessMultiLock of the same two paths, listed sorted (it
+# takes them one by one, so any other order could deadlock).
+s9_cycle='\set k1 random(1, 8)
+\set k2 (:k1 + random(0, 6)) % 8 + 1
+BEGIN;
+SELECT zk_lock(array[:k1, :k2]::bigint[]);
+COMMIT;'
+s9=$(both_rate 4 "$s9_cycle")
+curator_multi=$(curator_rate 8 multi 8 2)
+
 # S6: the worker's memory across a long run: periods of the S2 load until
 # the worker has granted a million locks since the server started (at most
 # 40 periods), once warmed up by the above.  A leak grows in every period;
@@ -274,6 +306,8 @@ row "S3 8 clients, 1 key" "$s3" "Curator 8 on 1 key $curator_8same" "$(ratio "$s
 s4_ref=$(awk -v f="$write_ms" -v r="$read_ms" 'BEGIN { printf "%.2f", f + r }')
 row "S4 hand-over A->B p50 / p99 (ms, n=$s4_n)" "$s4_p50 / $s4_p99" "2 writes + 1 read $s4_ref ms" "$(ratio "$s4_p50" "$s4_ref")" "<= 1.0" "$(awk -v r="$(ratio "$s4_p50" "$s4_ref")" 'BEGIN { print (r <= 1.0) ? "yes" : "NO" }')"
 row "S5 ZooKeeper requests per cycle (S1)" "$s5" "" "" "<= 3" "$(awk -v r="$s5" 'BEGIN { print (r <= 3) ? "yes" : "NO" }')"
+row "S8 semaphore of 3, 8 clients, 2 clusters" "$s8" "Curator SemaphoreV2 $curator_sem" "$(ratio "$s8" "$curator_sem")" "" ""
+row "S9 2 of 8 keys at once, 8 clients, 2 clusters" "$s9" "Curator MultiLock $curator_multi" "$(ratio "$s9" "$curator_multi")" "" ""
 growth() { awk -v a="$1" -v b="$2" -v u="$3" 'BEGIN {
 	if (a !~ /^[0-9]+$/ || b !~ /^[0-9]+$/) print "n/a"; else if (b <= a) print "yes"; else print "+" b - a " " u }'; }
 row "S6 worker allocated B, $cycles_total cycles in all" "$alloc_before -> $alloc_after" "shared memory/slot $slot_bytes B" "" "no growth" "$(growth "$alloc_before" "$alloc_after" B)"

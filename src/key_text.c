@@ -24,6 +24,9 @@ zkl_display_key(const char *encoded)
 	StringInfoData out;
 	const unsigned char *p;
 
+	/* a semaphore's key reads as the key it was given as */
+	if (zkl_is_semaphore_key(encoded))
+		encoded++;
 	if (zkl_decode_key(encoded, &kind, buf, sizeof(buf)) < 0)
 		return pstrdup(encoded);
 	if (kind != ZKL_KEY_TEXT || GetDatabaseEncoding() == PG_UTF8 ||

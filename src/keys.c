@@ -148,10 +148,6 @@ zkl_decode_key(const char *name, char *kind, char *out, size_t outlen)
 	const char *p;
 	size_t		o = 0;
 
-	/* only text and bigint keys have semaphores */
-	if (name[0] == ZKL_KEY_SEMAPHORE)
-		return (name[1] == ZKL_KEY_TEXT || name[1] == ZKL_KEY_BIGINT) ?
-			zkl_decode_key(name + 1, kind, out, outlen) : -1;
 
 	if (name[0] == ZKL_KEY_BIGINT)
 	{

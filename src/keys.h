@@ -45,8 +45,8 @@ extern int	zkl_semaphore_key(char *encoded);
 extern int	zkl_is_semaphore_key(const char *encoded);
 
 /*
- * Decode a node name made by the encoders above (a semaphore's decodes as
- * the key inside it).  A pair decodes to
+ * Decode a node name made by the encoders above (a lock's; a semaphore's
+ * key is ZKL_KEY_SEMAPHORE and then one of these).  A pair decodes to
  * "<key1>,<key2>".  Sets *kind, writes the raw
  * text key (or the number's decimal form) NUL-terminated into out and returns
  * its length; -1 when name is not one of ours or out is too small.

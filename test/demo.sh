@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make demo`: a local ZooKeeper and two PostgreSQL clusters sharing one lock.
 # Cluster A takes zk_lock('nightly-settlement') and works for 2 s; cluster B
-# asks for the same lock meanwhile, waits, and gets it as A commits.
+# asks for the same lock meanwhile, waits, and gets it as A commits.  Then a
+# semaphore of 2 across both clusters, and a multi-key lock taken in
+# opposite key orders by both.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -69,6 +71,58 @@ perl -MIO::Socket::INET -e '
 wait "${pids[@]}"
 awk -v a="$(cat "$work/a_committed")" -v b="$(cat "$work/b_granted")" \
 	'BEGIN { printf "hand-over: B was granted %.1f ms after A committed\n", (b - a) * 1000 }'
+
+echo
+echo "--- a counting semaphore: at most 2 exports at once, in all clusters ---"
+for who in "A $port_a" "B $port_b"; do
+	set -- $who
+	psql_on "$2" <<SQL &
+BEGIN;
+SELECT zk_semaphore('nightly-export', 2) \g /dev/null
+SELECT $now || '  $1: in (zk_semaphore(''nightly-export'', 2)); exporting for 1.5 s';
+SELECT pg_sleep(1.5) \g /dev/null
+COMMIT;
+SQL
+	pids+=($!)
+done
+sleep 0.5
+psql_on "$port_a" 2>&1 <<SQL
+BEGIN;
+SELECT $now || '  A, a third session: zk_try_semaphore = ' || zk_try_semaphore('nightly-export', 2);
+COMMIT;
+SELECT $now || '  queue: ' || string_agg(cluster || ' ' || CASE WHEN granted THEN 'in' ELSE 'waiting' END, ', ' ORDER BY position)
+  FROM zk_lock_queue('nightly-export') WHERE kind = 'semaphore';
+SELECT $now || '  A, a third session asks with holders 3 instead:';
+\set ON_ERROR_STOP 0
+BEGIN;
+SELECT zk_semaphore('nightly-export', 3);
+ROLLBACK;
+\set ON_ERROR_STOP 1
+BEGIN;
+SELECT zk_semaphore('nightly-export', 2) \g /dev/null
+SELECT $now || '  A, a third session: in with holders 2, once A or B committed';
+COMMIT;
+SQL
+wait "${pids[@]}"
+
+echo
+echo "--- a multi-key lock: all keys in one ZooKeeper multi, so no deadlock ---"
+for who in "A $port_a array['account:17','account:42']" "B $port_b array['account:42','account:17']"; do
+	set -- $who
+	shown=${3//\'/\'\'}	# inside a SQL string
+	{
+		for _ in $(seq 100); do printf 'BEGIN;\nSELECT zk_lock(%s) \\g /dev/null\nCOMMIT;\n' "$3"; done
+		cat <<SQL
+BEGIN;
+SELECT zk_lock($3) \g /dev/null
+SELECT $now || '  $1: 100 transactions with zk_lock($shown) done;'
+  || ' tokens ' || zk_lock_token('account:17') || ' = ' || zk_lock_token('account:42') || ': one multi';
+COMMIT;
+SQL
+	} | psql_on "$2" &
+	pids+=($!)
+done
+wait "${pids[@]}"
 
 echo
 echo "--- cost of one uncontended lock cycle (BEGIN; lock; COMMIT), 500 transactions, 1 client ---"

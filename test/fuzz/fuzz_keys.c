@@ -5,6 +5,7 @@
  *    to exactly the same bytes (so the encoding is injective);
  *  - two different keys never share a name;
  *  - a bigint key and an (int, int) key round-trip;
+ *  - a text key's semaphore key is a name of its own, never read as a lock's;
  *  - any string the decoder accepts is the encoding of what it decoded to,
  *    so no two names stand for one key.
  */
@@ -45,6 +46,12 @@ check_text(const uint8_t *key, size_t n)
 	check_name(name, len);
 	CHECK(zkl_decode_key(name, &kind, back, sizeof(back)) == (int) n);
 	CHECK(kind == ZKL_KEY_TEXT && memcmp(back, key, n) == 0);
+
+	/* its semaphore's key: a name too, never read as a lock key, the lock key inside */
+	CHECK(zkl_semaphore_key(name) == len + 1);
+	check_name(name, len + 1);
+	CHECK(zkl_is_semaphore_key(name) && zkl_decode_key(name, &kind, back, sizeof(back)) == -1);
+	CHECK(zkl_decode_key(name + 1, &kind, back, sizeof(back)) == (int) n && memcmp(back, key, n) == 0);
 }
 
 int

@@ -459,6 +459,17 @@ test_names(void)
 	CHECK(!zkr_same_owner(a, "x-short"), "a foreign name owns nothing");
 }
 
+/* A semaphore request of pid, queued as the seq'th node behind queue[0 .. seq). */
+static int
+queue_semaphore(int pid, int seq)
+{
+	int			idx = claim(ZKL_MODE_SEMAPHORE, pid);
+
+	queue[seq] = node_of(idx, seq, made[seq]);
+	create_and_list(idx, seq, queue, seq + 1);
+	return idx;
+}
+
 /*
  * Semaphore of 1 with three local requests: a child event on the key makes
  * one waiter read (not each), and its listing decides for all of them; the
@@ -477,16 +488,10 @@ test_semaphore(void)
 
 	setup();
 	claim_holders = 1;
-	a = claim(ZKL_MODE_SEMAPHORE, 1);
-	queue[0] = node_of(a, 0, made[0]);
-	create_and_list(a, 0, queue, 1);
+	a = queue_semaphore(1, 0);
 	CHECK(slots[a].result == ZKR_GRANTED, "semaphore: the first is in");
-	b = claim(ZKL_MODE_SEMAPHORE, 2);
-	queue[1] = node_of(b, 1, made[1]);
-	create_and_list(b, 1, queue, 2);
-	w = claim(ZKL_MODE_SEMAPHORE, 3);
-	queue[2] = node_of(w, 2, made[2]);
-	create_and_list(w, 2, queue, 3);
+	b = queue_semaphore(2, 1);
+	w = queue_semaphore(3, 2);
 	CHECK(slots[b].result == ZKR_PENDING && slots[w].result == ZKR_PENDING &&
 		  slots[b].watch[0] == '\0', "the others wait, watching no one node");
 
@@ -534,12 +539,8 @@ test_semaphore_reader_gone(void)
 	claim_holders = 1;
 	snprintf(foreign, sizeof(foreign), "c-ffffffff-0000-4000-8000-000000000000-9-99.1-%010d", 0);
 	queue[0] = foreign;
-	b = claim(ZKL_MODE_SEMAPHORE, 2);
-	queue[1] = node_of(b, 1, made[1]);
-	create_and_list(b, 1, queue, 2);
-	w = claim(ZKL_MODE_SEMAPHORE, 3);
-	queue[2] = node_of(w, 2, made[2]);
-	create_and_list(w, 2, queue, 3);
+	b = queue_semaphore(2, 1);
+	w = queue_semaphore(3, 2);
 	zcore_watch_event(&core, 999, false, "/r/tk");
 	CHECK((slots[b].todo & ZKT_CHILDREN) && !(slots[w].todo & ZKT_CHILDREN), "the event picks B to read");
 	(void) zkt_abandon(&table, &slots[b]);
