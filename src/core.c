@@ -254,6 +254,14 @@ start_over(ZklCore *c, ZklSlot *s)
 		requeue(c, s);
 }
 
+/* A multi-key request's member cannot have its group's one place: the request fails. */
+static void
+fail_place(ZklCore *c, ZklSlot *s)
+{
+	fail_slot(c, s, ERR_SERIALIZATION, ZKS_GONE,
+			  "zk_lock lost the queue place of one key of a multi-key request (its node was deleted)");
+}
+
 /*
  * A queued node of ours is gone while our session lives: someone deleted it.
  * A lone request queues again.  A multi-key request still waiting cannot:
@@ -272,8 +280,7 @@ lost_place(ZklCore *c, ZklSlot *s)
 
 		if (o->group == s->group && o->zstate != ZKS_FREE && o->result == ZKR_PENDING)
 		{
-			fail_slot(c, s, ERR_SERIALIZATION, ZKS_GONE,
-					  "zk_lock lost the queue place of one key of a multi-key request (its node was deleted)");
+			fail_place(c, s);
 			return;
 		}
 	}
@@ -1367,21 +1374,34 @@ static bool
 plan_group(ZklCore *c, int idx, Turn *turn)
 {
 	const ZklSlot *s = &c->t->slots[idx];
+	bool		placed = false;
 	int			i;
 
 	for (i = 0; i < c->t->nused; i++)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o->group == s->group && o->zstate != ZKS_FREE &&
-			(o->zstate == ZKS_CREATING || o->zstate == ZKS_RECOVER || o->zstate == ZKS_RECOVERING))
+		if (o->group != s->group || o->zstate == ZKS_FREE || o->abandoned)
+			continue;
+		if (o->zstate == ZKS_CREATING || o->zstate == ZKS_RECOVER || o->zstate == ZKS_RECOVERING)
 			return false;
+		placed |= o->zstate == ZKS_QUEUED || o->zstate == ZKS_HELD;
 	}
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (o->group == s->group && o->zstate == ZKS_NEW && !o->abandoned)
+		if (o->group != s->group || o->zstate != ZKS_NEW || o->abandoned)
+			continue;
+
+		/*
+		 * A sibling kept its node from the group's multi (a lost reply's
+		 * lookups disagreed: a create applied late, or a node deleted from
+		 * outside): one made now would stand apart from it.
+		 */
+		if (placed)
+			fail_place(c, o);
+		else
 			plan_send(c, i, turn);
 	}
 	return true;

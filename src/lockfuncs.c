@@ -186,21 +186,9 @@ read_progress(int idx, ZklZkState *zstate, TimestampTz *queued_at)
 static ZklResult
 give_up(const int *idx, int n)
 {
-	ZklResult	r[ZKL_MULTI_KEYS];
-	bool		all = true;
-	int			i;
-
-	for (i = 0; i < n; i++)
-	{
-		r[i] = zkl_cancel_slot(idx[i]);
-		all &= r[i] == ZKR_GRANTED;
-	}
-	if (all)
+	if (zkl_cancel_slots(idx, n))
 		return ZKR_GRANTED;
 	zkl_set_pending(NULL, 0);
-	for (i = 0; i < n; i++)
-		if (r[i] != ZKR_PENDING)
-			(void) zkl_abandon_slot(idx[i]);	/* answered: cancel left it */
 	return ZKR_PENDING;
 }
 
@@ -491,6 +479,10 @@ acquire_keys(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, const
 			default:
 				report_failure(idx, nfresh, which);
 		}
+		/* a key that stacks may have been lost meanwhile: then take none */
+		for (i = 0; i < n; i++)
+			if (stack[i])
+				(void) zkl_local_held(keys[i], ask->mode);
 		/* the worker wrote the granting session before the result */
 		pg_read_barrier();
 		for (i = 0; i < nfresh; i++)

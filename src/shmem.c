@@ -237,24 +237,27 @@ zkl_abandon_slots(const int *idx, int n)
 }
 
 /*
- * Give up on a request only if it is still unanswered, atomically, so a grant
- * that lands just as a waiter times out is taken rather than thrown away.
+ * Give up a request (its n slots) unless all of it was granted, atomically:
+ * a grant that lands just as a waiter times out is taken rather than thrown
+ * away, and the worker never sees part of a multi-key request given up.
+ * Returns whether all was granted (then nothing is given up).
  */
-ZklResult
-zkl_cancel_slot(int idx)
+bool
+zkl_cancel_slots(const int *idx, int n)
 {
-	ZklSlot    *slot = &zkl_shared->t.slots[idx];
-	ZklResult	result;
+	bool		all = true;
 	bool		wake = false;
+	int			i;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	result = slot->result;
-	if (result == ZKR_PENDING)
-		wake = abandon_locked(slot);
+	for (i = 0; i < n; i++)
+		all &= zkl_shared->t.slots[idx[i]].result == ZKR_GRANTED;
+	for (i = 0; i < n && !all; i++)
+		wake |= abandon_locked(&zkl_shared->t.slots[idx[i]]);
 	LWLockRelease(zkl_shared->lock);
 	if (wake)
 		zkl_wake_worker();
-	return result;
+	return all;
 }
 
 /*

@@ -413,7 +413,8 @@ void
 zkl_set_pending(const int *slots, int n)
 {
 	Assert(n <= ZKL_MULTI_KEYS);
-	memcpy(pending, slots, n * sizeof(int));
+	if (n > 0)
+		memcpy(pending, slots, n * sizeof(int));
 	npending = n;
 }
 
@@ -425,11 +426,21 @@ zkl_set_pending(const int *slots, int n)
 static const char *
 lost_key(void)
 {
+	static char pending_key[ZKL_KEY_BUFLEN];
 	int			i;
 
 	for (i = 0; i < nlocals; i++)
 		if (zkl_shared->t.slots[locals[i].slot].result == ZKR_LOST)
 			return locals[i].key;
+	/* a multi-key request still waiting for others of its keys */
+	for (i = 0; i < npending; i++)
+	{
+		if (zkl_shared->t.slots[pending[i]].result == ZKR_LOST)
+		{
+			strlcpy(pending_key, zkl_shared->t.slots[pending[i]].key, sizeof(pending_key));
+			return pending_key;
+		}
+	}
 	return NULL;
 }
 
@@ -458,7 +469,7 @@ static void
 explain_lost_cancel(ErrorData *edata)
 {
 	if (edata->elevel == ERROR && edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
-		nlocals > 0 && zkl_shared != NULL)
+		(nlocals > 0 || npending > 0) && zkl_shared != NULL)
 	{
 		const char *key;
 

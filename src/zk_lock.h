@@ -119,7 +119,7 @@ extern void zkl_claim_slots(const char *const *keys, int n, char mode, int holde
 							bool session, const char *data, int *idx);
 extern ZklResult zkl_abandon_slot(int idx);
 extern void zkl_abandon_slots(const int *idx, int n);
-extern ZklResult zkl_cancel_slot(int idx);
+extern bool zkl_cancel_slots(const int *idx, int n);
 extern void zkl_new_uuid(char out[ZKL_UUID_LEN + 1]);
 extern void zkl_wake_worker(void);
 extern void zkl_wake_owner(ZklSlot *slot);

@@ -2174,6 +2174,33 @@ check_end(void)
 	}
 }
 
+/* The node of slot s at the leader, found by its uuid, deleted as by another client. */
+static bool
+delete_by_uuid(Cluster *c, const ZklSlot *s)
+{
+	char		key_path[ZKL_PATH_LEN];
+	char		path[ZKL_PATH_LEN * 2];
+	char	  **names;
+	bool		found = false;
+	int			n;
+	int			i;
+
+	zcore_key_path(&c->t, s, key_path);
+	n = zkm_leader_children(S->m, key_path, &names);
+	for (i = 0; i < n && !found; i++)
+	{
+		if (!zkr_name_has_uuid(names[i], s->uuid))
+			continue;
+		found = true;
+		snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", s->uuid);
+		snprintf(path, sizeof(path), "%s/%s", key_path, names[i]);
+		trace("fault: %s (its create's reply lost) deleted behind its owner's back", path);
+		zkm_admin_delete(S->m, path);
+	}
+	zkm_names_free(names, n);
+	return found;
+}
+
 /* ---- the scheduler ---- */
 
 static void
@@ -2272,6 +2299,10 @@ fault(void)
 				zkm_admin_delete(S->m, path);
 				break;
 			}
+			/* or a multi-key member's node whose create reply was lost, before its lookup */
+			if ((s->zstate == ZKS_RECOVER || s->zstate == ZKS_RECOVERING) && s->group != 0 &&
+				S->ntainted < 64 && delete_by_uuid(c, s))
+				break;
 		}
 	}
 	else if (what < 88 && !c->paused)

@@ -23,6 +23,7 @@
 
 static int64_t now_us = 1000000;
 static int	claim_holders = 2;	/* holders of the next semaphore claim */
+static uint64_t claim_group = 0;	/* group of the next claims (a multi-key request) */
 static unsigned int uuid_counter;
 static int	interrupts;
 static bool paused;
@@ -151,7 +152,7 @@ claim(char mode, int pid)
 	r.key = "tk";
 	r.mode = mode;
 	r.holders = mode == ZKL_MODE_SEMAPHORE ? claim_holders : 0;
-	r.group = 0;
+	r.group = claim_group;
 	r.nowait = false;
 	r.scope = ZKL_SCOPE_XACT;
 	r.data = "";
@@ -550,6 +551,49 @@ test_semaphore_reader_gone(void)
 	claim_holders = 2;
 }
 
+/*
+ * A multi-key request's multi: its reply is lost, and the lookups disagree
+ * (a create applied late, or a node deleted from outside): key a's node is
+ * absent, key b's is found.  a must not be created alone, behind requests
+ * queued since, while b keeps the group's old place: the request fails.
+ */
+static void
+test_group_split(void)
+{
+	const char *names[1];
+	char		found[ZKL_NODE_BUFLEN];
+	uint64_t	tags[2];
+	bool		del[2] = {false, false};
+	const char *made_names[2] = {"", ""};
+	int			errs[2] = {ZOK, ZOK};
+	bool		stray[2];
+	int			members[ZKL_BATCH_MAX];
+	int			a;
+	int			b;
+
+	setup();
+	claim_group = 77;
+	a = claim(ZKL_MODE_EXCLUSIVE, 1);
+	b = claim(ZKL_MODE_EXCLUSIVE, 1);
+	snprintf(slots[b].key, sizeof(slots[b].key), "tk2");
+	claim_group = 0;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(zcore_next_batch(&core, members) == 2, "the group's two creates go as one multi");
+	tags[0] = zcore_tag(a, slots[a].attempt);
+	tags[1] = zcore_tag(b, slots[b].attempt);
+	zcore_multi_reply(&core, 2, tags, del, made_names, ZCONNECTIONLOSS, errs, stray);
+	CHECK(slots[a].zstate == ZKS_RECOVER && slots[b].zstate == ZKS_RECOVER, "reply lost: both look up");
+	(void) zcore_plan(&core, true, now_us);
+	zcore_recover_reply(&core, zcore_tag(a, slots[a].attempt), ZOK, names, 0);
+	names[0] = node_of(b, 5, found);
+	zcore_recover_reply(&core, zcore_tag(b, slots[b].attempt), ZOK, names, 1);
+	CHECK(slots[a].zstate == ZKS_NEW && slots[b].zstate == ZKS_QUEUED, "a absent, b adopted");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(a, OP_CREATE) == 0, "a is not created alone");
+	CHECK(slots[a].result == ZKR_FAILED && slots[a].sqlstate == ZKL_SQLSTATE('4','0','0','0','1'),
+		  "the request fails with 40001, to be retried whole");
+}
+
 int
 main(void)
 {
@@ -564,6 +608,7 @@ main(void)
 	test_names();
 	test_semaphore();
 	test_semaphore_reader_gone();
+	test_group_split();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }
