@@ -14,13 +14,6 @@ my $zk = start_zookeeper('main');
 my $a = new_zk_cluster('a', $zk);
 my $b = new_zk_cluster('b', $zk);
 
-sub waiting_count
-{
-	my ($node) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND backend_type = 'client backend'");
-}
-
 # --- B blocks on a key A holds, and gets it right after A commits ---
 my $ha = $a->background_psql('postgres');
 $ha->query_safe("BEGIN; SELECT zk_lock('handover')");

@@ -16,13 +16,6 @@ my $zk = start_zookeeper('sem');
 my @c = (new_zk_cluster('sa', $zk), new_zk_cluster('sb', $zk), new_zk_cluster('sc', $zk));
 my ($ca, $cb, $cc) = @c;
 
-sub waiting_count
-{
-	my ($node) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND backend_type = 'client backend'");
-}
-
 # semaphore nodes of a text key under the default root
 sub sem_nodes
 {

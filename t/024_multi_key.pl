@@ -14,13 +14,6 @@ my $zk = start_zookeeper('multi');
 my $ca = new_zk_cluster('ma', $zk);
 my $cb = new_zk_cluster('mb', $zk);
 
-sub waiting_count
-{
-	my ($node) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND backend_type = 'client backend'");
-}
-
 # --- a try against one held key: false, and none of the others held or queued ---
 my $ha = $ca->background_psql('postgres');
 $ha->query_safe("BEGIN; SELECT zk_lock('y')");

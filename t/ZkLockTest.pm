@@ -15,7 +15,8 @@ use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(start_zookeeper start_ensemble start_partitionable_ensemble stop_zookeeper zk_member
   zk_restart_member zk_cmd zk_mntr zk_lock_nodes zk_session_nodes key_queue_len new_zk_cluster wait_for
-  start_proxy proxy_do install_counter run_counter_load start_commit_loop finish_commit_loop zk_status);
+  start_proxy proxy_do install_counter run_counter_load start_commit_loop finish_commit_loop zk_status
+  waiting_count);
 
 my $zk_script = dirname(__FILE__) . '/../test/zk.sh';
 my $proxy_script = dirname(__FILE__) . '/../test/zk_proxy.pl';
@@ -316,6 +317,14 @@ sub zk_status
 {
 	my ($node, $col) = @_;
 	return $node->safe_psql('postgres', "SELECT $col FROM zk_lock_status()");
+}
+
+# How many client backends of a node wait in zk_lock (an Extension wait event).
+sub waiting_count
+{
+	my ($node) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND backend_type = 'client backend'");
 }
 
 # Poll a condition every 50 ms for up to $timeout seconds; true when it held.
