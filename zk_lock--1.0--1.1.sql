@@ -341,7 +341,7 @@ COMMENT ON FUNCTION zk_session_unlock_all() IS 'release every session-level zk_l
 COMMENT ON FUNCTION zk_unlock_all() IS 'release every transaction-level zk_lock lock of this transaction, both modes';
 COMMENT ON FUNCTION zk_lock_request_rows() IS 'the rows of the zk_locks view: this cluster''s lock requests';
 COMMENT ON FUNCTION zk_lock_requests() IS 'the rows of 1.0''s zk_locks view, without scope; kept for views built on it';
-COMMENT ON VIEW zk_locks IS 'this cluster''s zk_lock requests, like pg_locks: key, mode, state, node, fencing token, times, scope';
+COMMENT ON VIEW zk_locks IS 'this cluster''s zk_lock requests, like pg_locks: key, mode, state, node, fencing token, times, scope, kind, holders';
 COMMENT ON FUNCTION zk_lock_holder(text) IS 'internal: who asked, from a lock node''s data';
 COMMENT ON FUNCTION zk_lock_queue(text) IS 'every cluster''s holders and waiters for a key, lock then semaphore, in queue order, read live from ZooKeeper';
 COMMENT ON FUNCTION zk_lock_queue(bigint) IS 'every cluster''s holders and waiters for a key, lock then semaphore, in queue order, read live from ZooKeeper';

@@ -53,13 +53,17 @@ ok(defined $block, 'README has the block');
 # run off search_path: the block must not depend on where the extension lives
 $node->safe_psql('app', "$block\nGRANT zk_lock_users TO locker;");
 for my $call ("zk_try_lock('shelf')", "zk_lock_shared('shelf')", 'zk_lock(1, 2)',
-	'zk_try_lock_shared(1, 2, 0)', "zk_session_lock('shelf')", 'zk_session_try_lock_shared(7, 0)')
+	'zk_try_lock_shared(1, 2, 0)', "zk_session_lock('shelf')", 'zk_session_try_lock_shared(7, 0)',
+	"zk_try_semaphore('shelf', 2)", "zk_semaphore(7, 1)", "zk_try_lock(array['shelf', 'rack'])",
+	'zk_session_lock_shared(array[7, 8]::bigint[])')
 {
 	($code) = as_role('app_user', "SELECT zk.$call");
 	is($code, '42501', "after it, a role outside zk_lock_users cannot call $call");
 }
 ($code) = as_role('app_user', "SELECT zk.zk_session_unlock('shelf')");
 is($code, 'ok', 'unlocking stays open: it only ever touches one\'s own locks');
+($code) = as_role('app_user', "SELECT zk.zk_unlock_semaphore('shelf')");
+is($code, 'ok', 'semaphores\' too');
 ($code, $out, $err) = as_role('locker', "SELECT zk.zk_try_lock('shelf', 1000)");
 is("$code $out", 'ok t', 'a member of zk_lock_users can') or diag($err);
 ($code, $out) = as_role('app_user', 'SELECT count(*) FROM zk.zk_locks');
