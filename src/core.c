@@ -15,6 +15,7 @@
 
 #include <zookeeper/zookeeper.h>	/* result codes and event types only */
 
+#include "cohort.h"
 #include "table.h"
 
 #define MAX_PARENT_RETRIES	5
@@ -182,6 +183,18 @@ lose_slot(ZklCore *c, ZklSlot *s)
 	wake(c, s);
 }
 
+void
+zcore_lose_slot(ZklCore *c, ZklSlot *s)
+{
+	lose_slot(c, s);
+}
+
+void
+zcore_wake_owner(ZklCore *c, ZklSlot *s)
+{
+	wake(c, s);
+}
+
 static void fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate,
 					  const char *fmt,...) __attribute__((format(printf, 5, 6)));
 
@@ -224,6 +237,7 @@ forget_place(ZklSlot *s)
 	s->watch[0] = '\0';
 	s->watch_sole = false;
 	s->at_head = false;
+	s->first = false;
 	s->delayed_until = 0;
 }
 
@@ -239,6 +253,12 @@ requeue(ZklCore *c, ZklSlot *s)
 	s->node[0] = '\0';
 	forget_place(s);
 	s->attempt = ++c->t->next_attempt;
+}
+
+void
+zcore_requeue_slot(ZklCore *c, ZklSlot *s)
+{
+	requeue(c, s);
 }
 
 /* Our node is gone: start over, or end if the owner is gone too. */
@@ -330,9 +350,17 @@ forget_node(ZklCore *c, ZklSlot *s)
 			lose_slot(c, s);
 			break;
 		case ZKS_DELETING:
+		case ZKS_LINGER:
 			s->zstate = ZKS_GONE;
 			if (s->abandoned)
 				free_slot(c, s);
+			break;
+		case ZKS_COHORT:
+			/* its holder's node went too: queue again, in ZooKeeper */
+			if (s->abandoned)
+				free_slot(c, s);
+			else
+				requeue(c, s);
 			break;
 		default:
 			break;
@@ -374,6 +402,7 @@ zcore_worker_restarted(ZklCore *c)
 {
 	int			i;
 
+	zcoh_forget_watches(c);
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *s = &c->t->slots[i];
@@ -606,6 +635,12 @@ grant(ZklCore *c, ZklSlot *s)
 	}
 }
 
+void
+zcore_grant_slot(ZklCore *c, ZklSlot *s)
+{
+	grant(c, s);
+}
+
 /* Queue behind children[watch]: set the watch, unless it is an upgrade deadlock or a try. */
 static void
 wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, int nmine)
@@ -630,6 +665,7 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, in
 	s->watch_sole = zkr_sole_blocker(kids, own, watch, c->mine, c->held, nmine);
 	/* granted when the watched node goes: alone at the head only if it was the one other */
 	s->at_head = s->watch_sole && zkr_foreign_ahead(kids, own, c->mine, nmine) == 1;
+	s->first = own == 1;		/* likewise, with the backend's own nodes counted */
 	s->todo |= ZKT_WATCH;
 	if (wall(c) - s->requested_at >= (int64_t) recheck_ms(c) * 1000)
 		c->env->suspect(c->env->arg, s, s->watch);
@@ -655,7 +691,8 @@ decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 
 		if (same_key_owner(o, s))
 		{
-			c->held[nmine] = o->zstate == ZKS_HELD;
+			/* one given up no longer holds (a node kept for a hand-over: cohort.c) */
+			c->held[nmine] = o->zstate == ZKS_HELD && !o->abandoned;
 			c->mine[nmine++] = o->uuid;
 		}
 	}
@@ -668,6 +705,7 @@ decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 			break;
 		case ZKR_GRANT:
 			s->at_head = zkr_foreign_ahead(kids, own, c->mine, nmine) == 0;
+			s->first = own == 0;
 			grant(c, s);
 			break;
 		case ZKR_WAIT:
@@ -828,6 +866,15 @@ zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int
 {
 	ZklSlot    *s = reply_slot(c, tag);
 
+	if (s != NULL && (s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER))
+	{
+		/* a holder's listing: who queues behind it (cohort.c) */
+		if (rc == ZOK && zcore_listing_watches(c, s) && s->mode != ZKL_MODE_SEMAPHORE)
+			zcoh_listed(c, s, kids, n);
+		else if (rc != ZOK)
+			zcoh_listing_failed(c, s, rc);
+		return;
+	}
 	if (s == NULL || s->zstate != ZKS_QUEUED)
 		return;
 	if (rc == ZOK && s->mode == ZKL_MODE_SEMAPHORE)
@@ -866,8 +913,8 @@ zcore_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path)
 	ZklSlot    *s;
 	char		watched[ZKL_PATH_LEN];
 
-	/* a semaphore key's child watch: whoever set it, the key's waiters read */
-	if (sem_event(c, path))
+	/* a key's child watch: whoever set it, routed by the key (semaphores, hand-over) */
+	if (sem_event(c, path) || zcoh_event(c, path))
 		return;
 	s = reply_slot(c, tag);
 	if (s == NULL || s->zstate != ZKS_QUEUED)
@@ -1248,6 +1295,7 @@ tell_successor(ZklCore *c, const ZklSlot *d)
 			w->watch_sole = true;
 			/* an exclusive waiter watches its immediate predecessor: then it is first */
 			w->at_head = w->mode == ZKL_MODE_EXCLUSIVE;
+			w->first = w->at_head;
 			return false;
 		}
 	}
@@ -1507,6 +1555,13 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 {
 	ZklSlot    *s = &c->t->slots[idx];
 
+	if (s->abandoned && zcoh_keeps(c, s))
+	{
+		/* a local waiter gets its node once the listing asked for is back */
+		if (turn->connected)
+			(void) plan_followup(c, idx, turn->now);
+		return false;
+	}
 	if (s->abandoned)
 	{
 		s->zstate = ZKS_DELETING;
@@ -1537,11 +1592,13 @@ zcore_plan(ZklCore *c, bool connected, int64_t proof_at)
 	turn.next_ms = -1;
 	c->nops = 0;
 	c->t->writes_held = connected && !turn.writes_open;
+	turn.next_ms = zcoh_plan(c, connected, turn.now, turn.mono);
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *s = &c->t->slots[i];
 
-		held |= s->zstate == ZKS_HELD;
+		/* a lingering node is kept for a commit soon: keep its proof fresh too */
+		held |= s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER;
 		switch (s->zstate)
 		{
 			case ZKS_NEW:

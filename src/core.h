@@ -73,6 +73,9 @@ typedef struct ZklCore
 	ZklOp	   *ops;			/* 2 * nslots */
 	const char **mine;			/* nslots */
 	bool	   *held;			/* nslots */
+	bool		handover;		/* zk_lock.local_handover (cohort.c) */
+	int			handover_limit; /* zk_lock.local_handover_limit */
+	int			linger_ms;		/* zk_lock.linger */
 
 	int			nops;			/* planned by the last zcore_plan() */
 	int			writes_in_flight;	/* creates, deletes and multis unanswered */
@@ -95,6 +98,13 @@ extern int	zcore_tag_idx(uint64_t tag);
 
 /* The request may or may not have been applied: its reply was lost. */
 extern bool zcore_outcome_unknown(int rc);
+
+/*
+ * Whether a listing of s's key sets a child watch on the key node: a
+ * semaphore's (its waiters' wake-up), and that of an exclusive lock's holder
+ * while local hand-over is on (cohort.c: who queues behind our node).
+ */
+extern bool zcore_listing_watches(const ZklCore *c, const ZklSlot *s);
 
 /* The slot's key node and a child of it, as full paths. */
 #define ZKL_PATH_LEN		2048

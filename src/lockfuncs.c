@@ -687,10 +687,12 @@ zk_session_unlock_all(PG_FUNCTION_ARGS)
 }
 
 /*
- * Fencing token of the key for this transaction: the czxid of its oldest
- * node on the key.  czxids grow across the whole ensemble; and a request
+ * Fencing token of the key for this transaction: that of its oldest node on
+ * the key, from the node's czxid and the hand-overs before this holder
+ * (zkr_fencing_token).  czxids grow across the whole ensemble; a request
  * granted past another cluster's waiter (an upgrade: holds.h, recipe.c)
- * passes only waiters queued behind that older node of ours, so each later
+ * passes only waiters queued behind that older node of ours; and a node is
+ * handed over only while it is at the head of the queue.  So each later
  * exclusive holder's token is greater.
  */
 static Datum
@@ -741,7 +743,17 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 			lost |= slot->result == ZKR_LOST;
 			if (slot->czxid != 0)
 			{
-				token = (known++ == 0) ? slot->czxid : Min(token, slot->czxid);
+				int64		t = zkr_fencing_token(slot->czxid, slot->handed);
+
+				if (t < 0)
+				{
+					LWLockRelease(zkl_shared->lock);
+					ereport(ERROR,
+							(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+							 errmsg("fencing token of key \"%s\" is out of range: ZooKeeper's zxid epoch is too large",
+									zkl_display_key(key))));
+				}
+				token = (known++ == 0) ? t : Min(token, t);
 			}
 			else if (!(slot->todo & ZKT_STAT))
 			{

@@ -32,6 +32,29 @@ query_done(int sqlstate, const char *msg)
 	zkl_query->state = ZKQ_DONE;
 }
 
+/*
+ * A node of this cluster's that passed to another local holder (cohort.c)
+ * still carries its creator's data: show the holder it has now, or none
+ * while it lingers.  Other clusters see the creator.
+ */
+static void
+local_holder(ZklQueueEntry *e)
+{
+	int			i;
+
+	for (i = 0; i < zkl_shared->t.nused; i++)
+	{
+		const ZklSlot *s = &zkl_shared->t.slots[i];
+
+		if ((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER) && strcmp(s->node, e->node) == 0 &&
+			strcmp(s->key, zkl_query->key) == 0 && (s->handed > 0 || s->zstate == ZKS_LINGER))
+		{
+			strlcpy(e->data, s->zstate == ZKS_HELD ? s->data : "", ZKL_DATA_LEN);
+			return;
+		}
+	}
+}
+
 static void
 query_data_done(int rc, const char *value, int value_len, const struct Stat *stat,
 				const void *ctx)
@@ -61,6 +84,7 @@ query_data_done(int rc, const char *value, int value_len, const struct Stat *sta
 			}
 			else
 				e->data[0] = '\0';
+			local_holder(e);
 			if (--zkl_query->pending == 0)
 			{
 				query_done(0, NULL);

@@ -364,6 +364,15 @@ zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1])
 			 b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
+int64_t
+zkr_fencing_token(int64_t czxid, int handed)
+{
+	if (czxid < 0 || czxid > (INT64_MAX >> ZKL_TOKEN_SHIFT) || handed < 0 ||
+		handed >= ZKL_HANDOVER_MAX)
+		return -1;
+	return czxid * ZKL_HANDOVER_MAX + handed;
+}
+
 int
 zkr_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid, int holders,
 				char *out, size_t outlen)

@@ -115,6 +115,17 @@ extern int	zkr_foreign_ahead(const ZkrChild *children, int own,
 extern ZkrVerdict zkr_decide_semaphore(const ZkrChild *children, int n,
 									   const char *own_uuid, int *own, int *other);
 
+/*
+ * The fencing token of a holder: its node's czxid times ZKL_HANDOVER_MAX,
+ * plus the local hand-overs of that node before this holder (cohort.c).
+ * czxids grow across the ensemble, so every hand-over of a node outranks
+ * the holders before it, and a node created later outranks them all.
+ * Returns -1 when czxid is too large for the scale (an epoch of 2^19).
+ */
+#define ZKL_TOKEN_SHIFT		12
+#define ZKL_HANDOVER_MAX	(1 << ZKL_TOKEN_SHIFT)	/* holders of one node */
+extern int64_t zkr_fencing_token(int64_t czxid, int handed);
+
 /* Format a request uuid (36 chars + NUL) from 16 random bytes (RFC 4122 v4). */
 extern void zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1]);
 

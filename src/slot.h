@@ -38,7 +38,9 @@ typedef enum ZklZkState
 	ZKS_QUEUED,					/* node exists, not granted yet */
 	ZKS_HELD,					/* node exists, granted */
 	ZKS_DELETING,				/* delete in flight */
-	ZKS_GONE					/* no node: deleted, failed, or lost */
+	ZKS_GONE,					/* no node: deleted, failed, or lost */
+	ZKS_COHORT,					/* no node: waits for a local holder's hand-over (cohort.c) */
+	ZKS_LINGER					/* owner gone, node kept for a repeat request (zk_lock.linger) */
 } ZklZkState;
 
 /* What the owning backend is told. */
@@ -86,6 +88,7 @@ typedef struct ZklSlot
 	bool		nowait;			/* owner: try-lock, do not queue */
 	bool		watch_sole;		/* `watch` is the only node ahead that blocks us */
 	bool		at_head;		/* worker only: once granted, no other backend's node is ahead */
+	bool		first;			/* worker only: once granted, no node at all is ahead */
 	uint8_t		todo;			/* ZKT_* bits */
 	uint8_t		retries;		/* parent re-creations, to bound a loop */
 	uint8_t		verify;			/* ZKV_*; owner asks (ASKED), worker answers */
@@ -97,7 +100,14 @@ typedef struct ZklSlot
 	int			owner_pid;
 	uint64_t	attempt;		/* tags ZooKeeper calls; stale replies differ */
 	uint64_t	group;			/* owner: a multi-key request's slots share it (0: none) */
-	int64_t		czxid;			/* fencing token once created */
+	int64_t		czxid;			/* its node's, once known: the fencing token's high part */
+	uint16_t	handed;			/* hand-overs of its node before this holder: the low part */
+	/* worker only: its node's local hand-over (cohort.c), passed on with the node */
+	bool		foreign;		/* a node queued behind ours was seen: the bound counts */
+	uint8_t		peek;			/* COH_PEEK_*: the child watch that tells of such nodes */
+	bool		kept;			/* released, its node kept until that listing is back */
+	uint16_t	since_foreign;	/* hand-overs since */
+	int64_t		linger_until;	/* mono, a LINGER slot's end */
 	int64_t		requested_at;	/* wall: when the owner asked */
 	int64_t		queued_at;		/* wall: when it last became NEW: connect deadlines */
 	int64_t		checked_at;		/* wall: when the worker last read the key's queue for it */
@@ -134,6 +144,7 @@ typedef struct ZklCounters
 	int64_t		delete_retries; /* deletes whose reply was lost, sent again */
 	int64_t		batched;		/* creates and deletes sent inside multis */
 	int64_t		rolled_back;	/* ops of a multi sent again: a neighbour failed */
+	int64_t		handovers;		/* grants passed inside the cluster, no round trip */
 } ZklCounters;
 
 /*

@@ -65,7 +65,7 @@ zkt_free(ZklTable *t, ZklSlot *s)
 bool
 zkt_abandon(ZklTable *t, ZklSlot *s)
 {
-	if (s->zstate == ZKS_NEW || s->zstate == ZKS_GONE)
+	if (s->zstate == ZKS_NEW || s->zstate == ZKS_GONE || s->zstate == ZKS_COHORT)
 	{
 		/* nothing exists or is under way in ZooKeeper */
 		zkt_free(t, s);

@@ -24,6 +24,8 @@ slot_state(const ZklSlot *s)
 {
 	if (s->result == ZKR_LOST)
 		return "lost";
+	if (s->zstate == ZKS_LINGER)
+		return "lingering";
 	if (s->abandoned || s->result == ZKR_NOT_GRANTED || s->result == ZKR_FAILED)
 		return "releasing";
 	if (s->result == ZKR_GRANTED)
@@ -86,9 +88,9 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 			values[5] = CStringGetTextDatum(s->node);
 		else
 			nulls[5] = true;
-		/* the fencing token is the node's czxid, known once created */
-		if (granted && s->czxid != 0)
-			values[6] = Int64GetDatum(s->czxid);
+		/* the fencing token: from the node's czxid, known once created */
+		if (granted && s->czxid != 0 && zkr_fencing_token(s->czxid, s->handed) >= 0)
+			values[6] = Int64GetDatum(zkr_fencing_token(s->czxid, s->handed));
 		else
 			nulls[6] = true;
 		values[7] = TimestampTzGetDatum(s->requested_at);

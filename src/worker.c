@@ -472,14 +472,14 @@ send_test_orphan(const ZklSlot *s)
 }
 
 /*
- * Read the key's children for slot s.  A semaphore's read also sets a child
- * watch on the key: any node ahead may be the one whose release lets it in
- * (core.c routes the event by the key's path, not by this tag).
+ * Read the key's children for slot s.  Some reads also set a child watch on
+ * the key (zcore_listing_watches); core.c routes its event by the key's
+ * path, not by this tag.
  */
 static int
 send_listing(const ZklSlot *s, const char *key_path, void *ctx)
 {
-	if (s->mode == ZKL_MODE_SEMAPHORE)
+	if (zcore_listing_watches(&core, s))
 		return zoo_awget_children2(zkc_handle(), key_path, predecessor_watch, ctx,
 								   children_done, ctx);
 	return zoo_aget_children2(zkc_handle(), key_path, 0, children_done, ctx);
@@ -699,6 +699,9 @@ core_init(void)
 	core.env = &core_env;
 	core.connect_timeout = zkl_connect_timeout;
 	core.proof_bound = zkl_proof_bound;
+	core.handover = zkl_local_handover;
+	core.handover_limit = zkl_local_handover_limit;
+	core.linger_ms = zkl_linger;
 	/* at most one op per slot, plus one read per told successor */
 	core.ops = MemoryContextAlloc(TopMemoryContext, 2 * nslots * sizeof(ZklOp));
 	core.mine = MemoryContextAlloc(TopMemoryContext, nslots * sizeof(char *));
@@ -798,6 +801,9 @@ zkl_worker_main(Datum arg)
 		/* settings a reload may have changed */
 		core.connect_timeout = zkl_connect_timeout;
 		core.proof_bound = zkl_proof_bound;
+		core.handover = zkl_local_handover;
+		core.handover_limit = zkl_local_handover_limit;
+		core.linger_ms = zkl_linger;
 		zkl_presence_tend();
 		zkl_left_tend();
 		zkl_flush_wakes();		/* owners the session's turn woke */

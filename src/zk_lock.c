@@ -25,6 +25,9 @@ int			zkl_max_locks = 1000;
 bool		zkl_verify_on_commit = false;
 int			zkl_proof_bound = 1000;
 int			zkl_lock_delay = 2000;
+bool		zkl_local_handover = true;
+int			zkl_local_handover_limit = 8;
+int			zkl_linger = 0;
 bool		zkl_test_fail_worker = false;
 bool		zkl_test_orphan = false;
 
@@ -217,6 +220,20 @@ _PG_init(void)
 							"How long no lock is granted after a ZooKeeper session that may have held one ended.",
 							"Must exceed zk_lock.proof_bound of every cluster sharing the locks, so that a holder cut off from ZooKeeper can no longer commit when the next holder is granted; at least twice this cluster's proof bound is applied.",
 							&zkl_lock_delay, 2000, 0, 600000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomBoolVariable("zk_lock.local_handover",
+							 "Pass an exclusive lock's ZooKeeper node from a releasing holder to a waiter of this cluster, with no round trip.",
+							 "Fencing tokens count the hand-overs; zk_lock.local_handover_limit bounds them once another request waits in ZooKeeper.",
+							 &zkl_local_handover, true, PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("zk_lock.local_handover_limit",
+							"Hand-overs inside this cluster after another request is seen queued for the key, before the node goes to it.",
+							NULL,
+							&zkl_local_handover_limit, 8, 0, 1000,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("zk_lock.linger",
+							"How long a released exclusive lock's node stays for a repeat request of this cluster (0: not at all).",
+							"Ends at once when a request of another cluster queues for the key.",
+							&zkl_linger, 0, 0, 60000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomBoolVariable("zk_lock.test_fail_worker",
 							 "For tests: the worker raises an ERROR when this turns on (at reload).",

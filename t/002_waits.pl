@@ -12,7 +12,10 @@ use Test::More;
 use ZkLockTest;
 
 my $zk = start_zookeeper('waits');
-my $node = new_zk_cluster('w', $zk);
+# The per-request queue in ZooKeeper (one node per waiter) is what this file
+# checks: local hand-over (on by default; t/026) would keep local waiters
+# out of ZooKeeper, so it is off here.
+my $node = new_zk_cluster('w', $zk, conf => "zk_lock.local_handover = off\n");
 
 sub start_waiter
 {

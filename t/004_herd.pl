@@ -12,7 +12,10 @@ use Test::More;
 use ZkLockTest;
 
 my $zk = start_zookeeper('herd');
-my @clusters = (new_zk_cluster('ha', $zk), new_zk_cluster('hb', $zk));
+# The per-request queue in ZooKeeper (one node per waiter) is what this file
+# checks: local hand-over (on by default; t/026) would keep local waiters
+# out of ZooKeeper, so it is off here.
+my @clusters = map { new_zk_cluster($_, $zk, conf => "zk_lock.local_handover = off\n") } qw(ha hb);
 
 # Upper bound on ZooKeeper requests per hand-over: the waiter's getChildren
 # after its watch fires, its delete at commit, and pings.  A herd (every

@@ -13,8 +13,11 @@ use Time::HiRes qw(time usleep);
 use ZkLockTest;
 
 my $zk = start_zookeeper('shared');
-my $a = new_zk_cluster('ra', $zk);
-my $b = new_zk_cluster('rb', $zk);
+# The per-request queue in ZooKeeper (one node per waiter) is what this file
+# checks: local hand-over (on by default; t/026) would keep local waiters
+# out of ZooKeeper, so it is off here.
+my $a = new_zk_cluster('ra', $zk, conf => "zk_lock.local_handover = off\n");
+my $b = new_zk_cluster('rb', $zk, conf => "zk_lock.local_handover = off\n");
 
 # A session that asks for a lock in the background; ->granted waits for it.
 sub ask

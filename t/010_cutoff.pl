@@ -121,17 +121,7 @@ my $resets = 0;
 my @res = run_counter_load([ $a, $b ], $clients, $per_client,
 	"BEGIN;\nSELECT zk_lock('counter');\nSELECT bump('$counter');\nCOMMIT;\n",
 	timeout => 180,
-	during => sub {
-		# bounded: at most 100 resets, 300 ms apart, while the load runs
-		for (1 .. 100)
-		{
-			my $n = slurp_file($counter) =~ s/\s+//gr;
-			last if $n ne '' && $n >= $expected - 10;
-			proxy_do($proxy, 'reset');
-			$resets++;
-			usleep(300_000);
-		}
-	});
+	during => sub { $resets = resets_until($proxy, sub { counter_reached($counter, $expected) }) });
 is($_->[0], 0, 'pgbench finished without errors') or diag($_->[2]) for @res;
 is(0 + slurp_file($counter), $expected, "every increment counted ($expected) across $resets resets");
 cmp_ok(zk_status($a, 'connects') - $connects_before, '>=', $resets / 2, 'A really reconnected again and again');

@@ -17,8 +17,11 @@ use Test::More;
 use ZkLockTest;
 
 my $zk = start_zookeeper('handover');
-my $a = new_zk_cluster('hoa', $zk);
-my $b = new_zk_cluster('hob', $zk);
+# The per-request queue in ZooKeeper (one node per waiter) is what this file
+# checks: local hand-over (on by default; t/026) would keep local waiters
+# out of ZooKeeper, so it is off here.
+my $a = new_zk_cluster('hoa', $zk, conf => "zk_lock.local_handover = off\n");
+my $b = new_zk_cluster('hob', $zk, conf => "zk_lock.local_handover = off\n");
 
 # A session on NODE that, in a transaction, asks for a lock and prints
 # "got granted" once zk_lock returns, or "got <result>" of a try-lock.

@@ -26,21 +26,6 @@ my $session = zk_status($ca, 'session_id');
 my $connects0 = zk_status($ca, 'connects');
 my $lost0 = zk_status($ca, 'lost');
 
-# bounded: at most 100 resets, 300 ms apart, until the load is nearly done
-sub resets_until
-{
-	my ($done) = @_;
-	my $n = 0;
-	for (1 .. 100)
-	{
-		last if $done->();
-		proxy_do($proxy, 'reset');
-		$n++;
-		usleep(300_000);
-	}
-	return $n;
-}
-
 # --- multi-key locks ---
 my $counter = install_counter('kres', $ca, $cb);
 my ($clients, $per) = (3, 30);
@@ -51,7 +36,7 @@ my @res = run_counter_load([ $ca, $cb ], $clients, $per,
 	"SELECT bump('$counter');\nCOMMIT;\n",
 	timeout => 240,
 	during => sub {
-		$resets = resets_until(sub { my $n = slurp_file($counter) =~ s/\s+//gr; $n ne '' && $n >= $expected - 10 });
+		$resets = resets_until($proxy, sub { counter_reached($counter, $expected) });
 	});
 is($_->[0], 0, 'multi-key load finished: no error, no deadlock') or diag($_->[2]) for @res;
 is(slurp_file($counter) =~ s/\s+//gr, $expected, "every increment counted ($expected) across $resets resets");
@@ -65,7 +50,7 @@ my $sem_resets = 0;
 	"BEGIN;\nSELECT zk_semaphore('kres', 2);\nSELECT extract(epoch from clock_timestamp()) AS t_in \\gset\n" .
 	"SELECT pg_sleep(0.003);\nINSERT INTO inside VALUES (to_timestamp(:t_in), clock_timestamp());\nCOMMIT;\n",
 	timeout => 240,
-	during => sub { $sem_resets = resets_until(sub { $count->() >= $sem_total - 10 }) });
+	during => sub { $sem_resets = resets_until($proxy, sub { $count->() >= $sem_total - 10 }) });
 is($_->[0], 0, 'semaphore load finished without errors') or diag($_->[2]) for @res;
 my @ev;
 for my $node ($ca, $cb)

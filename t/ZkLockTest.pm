@@ -16,7 +16,7 @@ use Time::HiRes qw(time usleep);
 our @EXPORT = qw(start_zookeeper start_ensemble start_partitionable_ensemble stop_zookeeper zk_member
   zk_restart_member zk_cmd zk_mntr zk_lock_nodes zk_session_nodes key_queue_len new_zk_cluster wait_for
   start_proxy proxy_do install_counter run_counter_load start_commit_loop finish_commit_loop zk_status
-  waiting_count);
+  waiting_count resets_until counter_reached);
 
 my $zk_script = dirname(__FILE__) . '/../test/zk.sh';
 my $proxy_script = dirname(__FILE__) . '/../test/zk_proxy.pl';
@@ -135,6 +135,30 @@ sub proxy_do
 	my ($proxy, $what) = @_;
 	my %sig = (blackhole => 'USR1', reset => 'USR2', pass => 'HUP');
 	kill $sig{$what} // die("unknown proxy action $what"), $proxy->{pid};
+}
+
+# Reset the proxy's connections every 300 ms until $done->() holds (at most
+# 100 times: bounded); returns how many resets.
+sub resets_until
+{
+	my ($proxy, $done) = @_;
+	my $n = 0;
+	for (1 .. 100)
+	{
+		last if $done->();
+		proxy_do($proxy, 'reset');
+		$n++;
+		usleep(300_000);
+	}
+	return $n;
+}
+
+# The counter of install_counter reached $n (less a margin for the last in flight).
+sub counter_reached
+{
+	my ($path, $n) = @_;
+	my $v = PostgreSQL::Test::Utils::slurp_file($path) =~ s/\s+//gr;
+	return $v ne '' && $v >= $n - 10;
 }
 
 # Stop what we started even when a test dies.

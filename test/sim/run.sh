@@ -8,5 +8,5 @@ src=${SIM_SRC:-$here/../../src}
 out=${SIM_BIN:-$here/sim}
 cc -std=c99 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation \
 	-I"$src" -o "$out" "$here/sim.c" "$here/zkmodel.c" \
-	"$src/core.c" "$src/table.c" "$src/holds.c" "$src/lock_delay.c" "$src/recipe.c"
+	"$src/core.c" "$src/table.c" "$src/holds.c" "$src/lock_delay.c" "$src/recipe.c" "$src/cohort.c"
 exec "$out" "$@"

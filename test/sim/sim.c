@@ -255,7 +255,23 @@ typedef struct Sim
 	/* the workload: every third seed leans on the semaphore */
 	int			sem_pct;		/* transactions that are a semaphore's */
 	int			mismatch_pct;	/* of those, with another holders number */
+	/* local hand-over (cohort.c): settings of the seed */
+	bool		handover;
+	int			handover_limit;
+	int			linger_ms;
+	int			hot_pct;		/* transactions that take just key 0 exclusive */
+	/*
+	 * The fairness bound, from what each cluster was told: once a listing
+	 * or a child event reached cluster c showing `waiter` queued behind its
+	 * node `node` of key k, at most handover_limit hand-overs of that node
+	 * may follow while the waiter still waits.
+	 */
+	char		told_node[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	char		told_waiter[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	int			told_passes[NCLUSTERS][NALL];
 } Sim;
+
+static int64_t handovers_seen = 0;	/* over the run, to show the seeds use it */
 
 static Sim *S;
 static bool verbose_run = false;
@@ -748,8 +764,8 @@ send_children(Cluster *c, const ZklSlot *s, Purpose p, uint64_t tag)
 
 	zcore_key_path(&c->t, s, path);
 	req_init(&r, ZKM_CHILDREN, path, out_new(c, p, tag));
-	/* a semaphore's listing sets a child watch on its key, as worker.c's */
-	r.watch = p == P_CHILDREN && s->mode == ZKL_MODE_SEMAPHORE;
+	/* some listings set a child watch on their key, as worker.c's */
+	r.watch = p == P_CHILDREN && zcore_listing_watches(&c->core, s);
 	r.wtag = tag;
 	send_req(c, &r);
 }
@@ -982,6 +998,137 @@ on_ghost_list(Cluster *c, const Out *o, const ZkmMsg *msg)
 		}
 }
 
+/* ---- the fairness bound of local hand-over ---- */
+
+/* Is name still queued under key k at the leader? */
+static bool
+leader_has(const Cluster *c, const ZklSlot *s, const char *name)
+{
+	char		path[ZKL_PATH_LEN];
+	int64_t		owner;
+	int64_t		czxid;
+
+	zcore_child_path(&c->t, s, name, path);
+	return zkm_leader_node(S->m, path, &owner, &czxid);
+}
+
+/* Cluster c now knows that `waiter` queues behind its node of slot s. */
+static void
+told(Cluster *c, const ZklSlot *s, const char *waiter)
+{
+	int			k = key_index(s->key);
+
+	if (strcmp(S->told_node[c->id][k], s->node) == 0 && S->told_waiter[c->id][k][0] != '\0' &&
+		leader_has(c, s, S->told_waiter[c->id][k]))
+		return;					/* told already, and that one still waits: keep counting */
+	snprintf(S->told_node[c->id][k], ZKL_NODE_BUFLEN, "%s", s->node);
+	snprintf(S->told_waiter[c->id][k], ZKL_NODE_BUFLEN, "%s", waiter);
+	S->told_passes[c->id][k] = 0;
+}
+
+/* A node hand-over may pass, held or lingering (a listing for it tells core who waits). */
+static bool
+passes_node(const Cluster *c, const ZklSlot *s)
+{
+	return S->handover && s->mode == ZKL_MODE_EXCLUSIVE && s->group == 0 && s->node[0] != '\0' &&
+		(s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER);
+}
+
+/* A listing for the slot of tag: core learns who queues behind that slot's node. */
+static void
+told_by_listing(Cluster *c, uint64_t tag, const ZkrChild *kids, int n)
+{
+	int			idx = zcore_tag_idx(tag);
+	const ZklSlot *s;
+	int			i;
+
+	if (idx >= c->t.nused)
+		return;
+	s = &c->t.slots[idx];
+	if (s->zstate == ZKS_FREE || zcore_tag(idx, s->attempt) != tag || !passes_node(c, s))
+		return;
+	for (i = 0; i + 1 < n; i++)
+		if (strcmp(kids[i].name, s->node) == 0)
+		{
+			told(c, s, kids[i + 1].name);
+			return;
+		}
+}
+
+/* A child event on a key: core reads the key again before any hand-over. */
+static void
+told_by_event(Cluster *c, const char *path)
+{
+	int			j;
+
+	for (j = 0; j < c->t.nused; j++)
+	{
+		const ZklSlot *s = &c->t.slots[j];
+		char		key_path[ZKL_PATH_LEN];
+		char	  **names;
+		ZkrChild	kids[128];
+		int			nn;
+		int			n;
+		int			i;
+
+		if (!passes_node(c, s))
+			continue;
+		zcore_key_path(&c->t, s, key_path);
+		if (strcmp(key_path, path) != 0)
+			continue;
+		nn = zkm_leader_children(S->m, key_path, &names);
+		n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+		for (i = 0; i + 1 < n; i++)
+			if (strcmp(kids[i].name, s->node) == 0)
+			{
+				told(c, s, kids[i + 1].name);
+				break;
+			}
+		zkm_names_free(names, nn);
+	}
+}
+
+/* Every node of a cluster has one slot (nodes pass between slots: cohort.c). */
+static void
+check_one_owner(const Cluster *c)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < c->t.nused; i++)
+	{
+		const ZklSlot *s = &c->t.slots[i];
+
+		if (s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD && s->zstate != ZKS_LINGER &&
+			s->zstate != ZKS_DELETING)
+			continue;
+		for (j = i + 1; j < c->t.nused; j++)
+		{
+			const ZklSlot *o = &c->t.slots[j];
+
+			if ((o->zstate == ZKS_QUEUED || o->zstate == ZKS_HELD || o->zstate == ZKS_LINGER ||
+				 o->zstate == ZKS_DELETING) && strcmp(o->node, s->node) == 0 &&
+				strcmp(o->key, s->key) == 0)
+				fail("c%d node %s of %s owned by slots %d and %d", c->id, s->node, s->key, i, j);
+		}
+	}
+}
+
+/* A grant by hand-over: within the bound. */
+static void
+check_handover(Cluster *c, const ZklSlot *s)
+{
+	int			k = key_index(s->key);
+
+	handovers_seen++;
+	if (strcmp(S->told_node[c->id][k], s->node) != 0 || !leader_has(c, s, S->told_waiter[c->id][k]))
+		return;
+	if (++S->told_passes[c->id][k] > S->handover_limit)
+		fail("fairness: c%d handed node %s of %s over %d times after it was told of waiter %s (limit %d)",
+			 c->id, s->node, s->key, S->told_passes[c->id][k], S->told_waiter[c->id][k],
+			 S->handover_limit);
+}
+
 static void
 on_reply(Cluster *c, const ZkmMsg *msg)
 {
@@ -1005,6 +1152,8 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 		case P_CHILDREN:
 			n = msg->rc == ZOK ? zkr_collect((const char *const *) msg->children,
 											 msg->nchildren < 64 ? msg->nchildren : 64, kids) : 0;
+			if (msg->rc == ZOK)
+				told_by_listing(c, o.tag, kids, n);
 			zcore_children_reply(&c->core, o.tag, msg->rc, kids, n);
 			break;
 		case P_RECOVER:
@@ -1065,6 +1214,8 @@ on_event(Cluster *c, const ZkmMsg *msg)
 		}
 		return;
 	}
+	if (msg->type == ZKM_EV_CHILD)
+		told_by_event(c, msg->path);
 	zcore_watch_event(&c->core, msg->tag, msg->type == ZKM_EV_DELETED, msg->path);
 }
 
@@ -1298,7 +1449,8 @@ end_xact(Cluster *c, Backend *b, const char *how)
 	b->waiting = -1;
 	b->deadline = 0;
 	b->st = b->txns_left > 0 && !S->quiet ? B_IDLE : B_DONE;
-	b->next_at = zkm_now(S->m) + rnd_int(300000);
+	/* hot seeds: back at once, as a client in a loop */
+	b->next_at = zkm_now(S->m) + rnd_int(S->hot_pct ? 20000 : 300000);
 	worker_turn(c);
 }
 
@@ -1454,17 +1606,21 @@ plan_xact(Backend *b)
 	b->next_act = 0;
 	if (plan_session(b, k))
 		return;
-	if (pattern >= 100 - S->sem_pct)
+	if (chance(S->hot_pct))
+		/* one hot key: local hand-overs, and other clusters' waiters behind them */
+		add_act(b, false, 0, ZKL_MODE_EXCLUSIVE, chance(50) ? 0 : (chance(70) ? 1 : 2));
+	else if (pattern >= 100 - S->sem_pct)
 	{
 		plan_semaphore(b);
 		return;
 	}
-	if (pattern >= 88 - S->sem_pct)
+	else if (pattern >= 88 - S->sem_pct)
 	{
 		plan_multi(b);
 		return;
 	}
-	plan_plain(b, k, pattern);
+	else
+		plan_plain(b, k, pattern);
 	/* under a session-level lock no wait is for ever: it breaks the one key order */
 	for (i = 0; i < b->nacts; i++)
 		if (holds_session(b) && !b->acts[i].unlock && b->acts[i].kind == 0)
@@ -2000,7 +2156,11 @@ check_fifo(Cluster *c, const ZklSlot *s)
 	{
 		Backend    *b = &c->b[s->owner_pid - 100 * (c->id + 1)];
 
-		/* zk_lock_token(): the czxid of the transaction's oldest node on the key */
+		/*
+		 * zk_lock_token(): that of the transaction's oldest node on the key,
+		 * from the leader's czxid and the node's hand-overs before it
+		 */
+		czxid = zkr_fencing_token(czxid, s->handed);
 		for (i = 0; i < b->nholds; i++)
 		{
 			const ZklSlot *o = &c->t.slots[b->holds[i].slot];
@@ -2008,8 +2168,8 @@ check_fifo(Cluster *c, const ZklSlot *s)
 
 			zcore_child_path(&c->t, o, o->node, path);
 			if (strcmp(o->key, s->key) == 0 && zkm_leader_node(S->m, path, &owner, &other) &&
-				other < czxid)
-				czxid = other;
+				zkr_fencing_token(other, o->handed) < czxid)
+				czxid = zkr_fencing_token(other, o->handed);
 		}
 		/*
 		 * Equal only for the same backend, whose oldest node on the key is
@@ -2072,14 +2232,22 @@ check_step(void)
 			{
 				S->seen_attempt[i][j] = s->attempt;
 				S->grants++;
+				if (s->handed > 0)
+					check_handover(c, s);
 				check_fifo(c, s);
 			}
 		}
+		check_one_owner(c);
 		for (j = 0; j < NBACKENDS; j++)
 		{
 			Backend    *b = &c->b[j];
 			int			k;
 
+			/* a request's slot is its owner's until the owner gives it up */
+			if (b->st == B_WAIT && b->ngroup == 0 && b->waiting >= 0 &&
+				c->t.slots[b->waiting].owner_pid != b->pid)
+				fail("c%d b%d waits on slot %d, which is no longer its own (state %d)", c->id,
+					 b->pid, b->waiting, c->t.slots[b->waiting].zstate);
 			b->lost_seen |= any_lost(c, b);
 			if (b->nholds == 0 || commit_verdict(c, b) != ZKH_COMMIT)
 				continue;
@@ -2235,6 +2403,9 @@ cluster_init(Cluster *c, int id)
 	c->core.env = &c->env;
 	c->core.connect_timeout = CONNECT_TIMEOUT;
 	c->core.proof_bound = PROOF_BOUND;
+	c->core.handover = S->handover;
+	c->core.handover_limit = S->handover_limit;
+	c->core.linger_ms = S->linger_ms;
 	c->core.ops = c->ops;
 	c->core.mine = c->mine;
 	c->core.held = c->held;
@@ -2313,6 +2484,12 @@ fault(void)
 			zkm_set_paused(S->m, c->client, true);
 		trace("fault: c%d worker paused until %.3f", ci, c->paused_until / 1e6);
 	}
+	else if (what < 94 && S->handover)
+	{
+		/* a reload turns local hand-over off, or back on */
+		c->core.handover = !c->core.handover;
+		trace("fault: c%d local hand-over %s", ci, c->core.handover ? "on" : "off");
+	}
 	else if (zkm_step_reap(S->m))
 		trace("fault: an empty key node reaped");
 }
@@ -2329,6 +2506,8 @@ heal(bool all)
 	{
 		Cluster    *c = &S->c[i];
 
+		if (all)
+			c->core.handover = S->handover;
 		if (c->paused && (all || zkm_now(S->m) >= c->paused_until))
 		{
 			c->paused = false;
@@ -2454,6 +2633,11 @@ run_seed(uint64_t seed, int64_t max_steps)
 	cstart = seed % 3 == 0 ? INT32_MAX - 40 : 0;
 	sim->sem_pct = seed % 3 == 1 ? 80 : 12;
 	sim->mismatch_pct = seed % 3 == 1 ? 30 : 8;
+	/* hand-over on in three seeds of four, lingering in half of those */
+	sim->handover = seed % 4 != 3;
+	sim->handover_limit = (int) (seed / 4 % 4);
+	sim->linger_ms = seed % 8 < 4 ? 0 : 50 * (int) (1 + seed / 8 % 5);
+	sim->hot_pct = sim->handover && seed % 2 == 0 ? 60 : 0;
 	sim->m = zkm_new(seed, 3, cstart);
 	zkm_set_log(sim->m, model_log);
 	for (i = 0; i < NCLUSTERS; i++)
@@ -2576,6 +2760,7 @@ main(int argc, char **argv)
 	}
 	printf("%.0f steps/s over %" PRId64 " steps in %.1f s\n",
 		   total_steps / (wall_seconds() - t0 + 1e-9), total_steps, wall_seconds() - t0);
+	printf("%" PRId64 " local hand-overs\n", handovers_seen);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -10,6 +10,7 @@
 
 #include <zookeeper/zookeeper.h>	/* result codes */
 
+#include "cohort.h"
 #include "core.h"
 #include "holds.h"
 #include "lock_delay.h"
@@ -594,6 +595,160 @@ test_group_split(void)
 		  "the request fails with 40001, to be retried whole");
 }
 
+/* A request of pid: claimed and planned once (a try-lock if nowait). */
+static int
+ask(int pid, bool nowait)
+{
+	int			s = claim(ZKL_MODE_EXCLUSIVE, pid);
+
+	slots[s].nowait = nowait;
+	(void) zcore_plan(&core, true, now_us);
+	return s;
+}
+
+/* Answer holder h's planned listing (its child watch) with h's node alone. */
+static void
+peek_alone(int h)
+{
+	const char *list[1];
+	ZkrChild	kids[1];
+	uint64_t	tag = planned(h, OP_CHILDREN);
+
+	CHECK(tag != 0 && slots[h].peek == COH_PEEK_ASKED, "the holder reads its queue, with a child watch");
+	list[0] = slots[h].node;
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 1, kids));
+	CHECK(slots[h].peek == COH_PEEK_ARMED, "armed");
+}
+
+/*
+ * Local hand-over: a local waiter gets the holder's node with no round trip
+ * and a greater token; a try-lock is refused locally; once a node behind is
+ * seen, at most local_handover_limit more hand-overs, then requests queue in
+ * ZooKeeper.  Nothing passes between a child event and the listing after it.
+ */
+static void
+test_cohort(void)
+{
+	const char *list[2];
+	char		other[ZKL_NODE_BUFLEN];
+	ZkrChild	kids[2];
+	int			h;
+	int			w;
+	int			t;
+	int			w2;
+	int			w3;
+	int			w4;
+	uint64_t	tag;
+
+	setup();
+	core.handover = true;
+	core.handover_limit = 1;
+	h = lone_holder();
+	snprintf(made[0], sizeof(made[0]), "%s", slots[h].node);
+	CHECK(slots[h].result == ZKR_GRANTED && slots[h].first, "the lone holder is first in line");
+	CHECK(slots[h].peek == COH_PEEK_NONE, "a waiter's listing sets no child watch");
+	w = ask(2, false);
+	CHECK(slots[w].zstate == ZKS_COHORT && planned(w, OP_CREATE) == 0, "a local waiter creates no node");
+	peek_alone(h);
+	t = ask(3, true);
+	CHECK(slots[t].result == ZKR_NOT_GRANTED && planned(t, OP_CREATE) == 0,
+		  "a try-lock is refused without a round trip");
+	(void) zkt_abandon(&table, &slots[t]);
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[w].result == ZKR_GRANTED && slots[w].handed == 1 && strcmp(slots[w].node, made[0]) == 0,
+		  "the release hands the node over");
+	CHECK(core.nops == 0 && slots[h].zstate == ZKS_FREE, "no delete, no round trip");
+	CHECK(zkr_fencing_token(slots[w].czxid, slots[w].handed) == 10 * ZKL_HANDOVER_MAX + 1,
+		  "the token counts the hand-over");
+
+	/* a child event: nothing passes before the next listing */
+	zcore_watch_event(&core, 0, false, "/r/tk");
+	CHECK(slots[w].peek == COH_PEEK_NONE, "the event disarms");
+	w2 = ask(4, false);
+	tag = planned(w, OP_CHILDREN);
+	CHECK(slots[w2].zstate == ZKS_COHORT && tag != 0, "another local waiter: the holder reads the queue");
+	(void) zkt_abandon(&table, &slots[w]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(w, OP_DELETE) == 0 && slots[w2].result == ZKR_PENDING,
+		  "the released node waits for that listing");
+	list[0] = made[0];
+	snprintf(other, sizeof(other), "x-00000000-0000-4000-8000-0000000000ff-9-9-%010d", 5);
+	list[1] = other;
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids));
+	CHECK(slots[w].foreign, "a node behind is seen");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[w2].result == ZKR_GRANTED && slots[w2].handed == 2 && slots[w2].since_foreign == 1,
+		  "one more hand-over within the limit");
+	w3 = ask(5, false);
+	CHECK(slots[w3].zstate == ZKS_COHORT, "past the limit a request still waits here");
+	w4 = ask(6, false);
+	(void) zkt_abandon(&table, &slots[w2]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(w2, OP_DELETE) != 0 && planned(w3, OP_CREATE) != 0,
+		  "then the node goes, and the first local waiter queues in ZooKeeper, in the same turn");
+	CHECK(slots[w4].zstate == ZKS_COHORT, "the next one waits behind that request, not in ZooKeeper");
+}
+
+/* A lost session: the holder of a handed-over node loses it; local waiters queue again. */
+static void
+test_cohort_session_lost(void)
+{
+	int			h;
+	int			w;
+	int			w2;
+
+	setup();
+	core.handover = true;
+	core.handover_limit = 8;
+	h = lone_holder();
+	w = ask(2, false);
+	peek_alone(h);
+	w2 = ask(3, false);
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[w].result == ZKR_GRANTED && slots[w2].zstate == ZKS_COHORT, "handed over, one waits");
+	zcore_session_lost(&core);
+	CHECK(slots[w].result == ZKR_LOST && interrupts == 1, "the new holder lost it and was told");
+	CHECK(slots[w2].zstate == ZKS_NEW && slots[w2].result == ZKR_PENDING, "the waiter queues again");
+}
+
+/* Linger: a released node stays for a repeat request; a child event ends that. */
+static void
+test_linger(void)
+{
+	int			h;
+	int			n;
+
+	setup();
+	core.handover = true;
+	core.linger_ms = 100;
+	h = lone_holder();
+	(void) zcore_plan(&core, true, now_us);
+	peek_alone(h);
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[h].zstate == ZKS_LINGER && core.nops == 0, "released, the node lingers");
+	n = ask(2, false);
+	CHECK(slots[n].result == ZKR_GRANTED && slots[n].handed == 1 && core.nops == 0,
+		  "a repeat request takes it with no round trip");
+	(void) zkt_abandon(&table, &slots[n]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[n].zstate == ZKS_LINGER, "lingers again");
+	zcore_watch_event(&core, 0, false, "/r/tk");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(n, OP_DELETE) != 0, "another cluster's request ends it at once");
+	(void) zcore_delete_reply(&core, planned(n, OP_DELETE), ZOK);
+	h = lone_holder();
+	(void) zcore_plan(&core, true, now_us);
+	peek_alone(h);
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zcore_plan(&core, true, now_us);
+	now_us += 100001;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(h, OP_DELETE) != 0, "and so does its time");
+}
+
 int
 main(void)
 {
@@ -609,6 +764,9 @@ main(void)
 	test_semaphore();
 	test_semaphore_reader_gone();
 	test_group_split();
+	test_cohort();
+	test_cohort_session_lost();
+	test_linger();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }

@@ -1,0 +1,165 @@
+# Local hand-over (lock cohorting): inside a cluster an exclusive lock's node
+# passes from a releasing holder to a local waiter with no round trip.
+#  - Under load on one key from both clusters, with A's connection reset
+#    every 300 ms: every increment counts, and every holder's fencing token
+#    is above the one before it, as a fenced resource outside both clusters
+#    sees them; local hand-overs and cross-cluster grants both happened.
+#  - A waiter of another cluster is granted after at most
+#    zk_lock.local_handover_limit more hand-overs (plus those before the
+#    holder's cluster could have seen it queue), not when the local load ends.
+#  - A session lost while holders got their nodes by hand-over: every such
+#    holder's commit fails with 40001, and B takes the keys.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use ZkLockTest;
+
+my $limit = 2;
+my $timeout_s = 6;
+my $zk = start_zookeeper('cohort');
+my $proxy = start_proxy('cohort', $zk);
+END { proxy_do($proxy, 'pass') if $proxy; }
+my $conf = "zk_lock.local_handover_limit = $limit\nzk_lock.session_timeout = '${timeout_s}s'\n"
+  . "zk_lock.connect_timeout = '20s'\n";
+my $ca = new_zk_cluster('coa', undef, hosts => "127.0.0.1:$proxy->{port}", conf => $conf);
+my $cb = new_zk_cluster('cob', $zk, conf => $conf);
+ok(wait_for(sub { zk_status($ca, 'state') eq 'connected' }, 20), 'A connected through the proxy');
+is($ca->safe_psql('postgres', 'SHOW zk_lock.local_handover'), 'on', 'local hand-over is on by default');
+$_->safe_psql('postgres', "ALTER SYSTEM SET lock_timeout = '60s'; SELECT pg_reload_conf()") for ($ca, $cb);
+
+# The high part of a token: its node's czxid.  Equal high parts in a row are hand-overs.
+sub node_of { return int($_[0] / 4096); }
+
+# --- mutual exclusion and tokens under load and connection resets ---
+my $counter = install_counter('cohort', $ca, $cb);
+my $fence = "${PostgreSQL::Test::Utils::tmp_check}/fence";
+append_to_file($fence, "0\n");
+chmod 0666, $fence;
+for my $node ($ca, $cb)
+{
+	# a resource that refuses a token not above the last one it saw
+	$node->safe_psql('postgres', q{
+CREATE FUNCTION fenced(path text, token bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE last bigint;
+BEGIN
+  last := coalesce(nullif(btrim(pg_read_file(path), E' \n'), '')::bigint, 0);
+  IF token <= last THEN
+    RAISE EXCEPTION 'fencing token % is not above %', token, last;
+  END IF;
+  EXECUTE format('COPY (SELECT %s) TO %L', token, path);
+  RETURN last;
+END $$;
+CREATE TABLE grants(token bigint, at timestamptz, cluster text);
+});
+}
+my ($clients, $per) = (4, 40);
+my $expected = 2 * $clients * $per;
+my $resets = 0;
+my @res = run_counter_load([ $ca, $cb ], $clients, $per,
+	"BEGIN;\nSELECT zk_lock('hot');\nSELECT bump('$counter');\n"
+	  . "INSERT INTO grants SELECT zk_lock_token('hot'), clock_timestamp(), current_setting('cluster_name')"
+	  . " FROM (SELECT fenced('$fence', zk_lock_token('hot'))) f;\nCOMMIT;\n",
+	timeout => 240,
+	during => sub { $resets = resets_until($proxy, sub { counter_reached($counter, $expected) }) });
+is($_->[0], 0, 'load finished: no error, the fenced resource refused no token') or diag($_->[2]) for @res;
+is(slurp_file($counter) =~ s/\s+//gr, $expected, "every increment counted ($expected) across $resets resets");
+
+my @grants;
+for my $node ($ca, $cb)
+{
+	push @grants, map { [ split /\|/ ] }
+	  split /\n/, $node->safe_psql('postgres', 'SELECT token, extract(epoch from at), cluster FROM grants');
+}
+@grants = sort { $a->[1] <=> $b->[1] } @grants;
+is(scalar(@grants), $expected, 'every holder logged its token');
+my ($rising, $local, $cross) = (1, 0, 0);
+for my $i (1 .. $#grants)
+{
+	my ($p, $g) = ($grants[ $i - 1 ], $grants[$i]);
+	$rising = 0, diag("token $g->[0] after $p->[0]") if $g->[0] <= $p->[0];
+	$local++ if node_of($g->[0]) == node_of($p->[0]);
+	$cross++ if $g->[2] ne $p->[2];
+}
+ok($rising, 'tokens strictly increase in the order the holders held the key');
+cmp_ok($local, '>', 10, "holders got the node by local hand-over ($local times)");
+cmp_ok($cross, '>', 2, "and the key went between the clusters ($cross times)");
+
+# --- a foreign waiter is served within the bound ---
+$ca->safe_psql('postgres', 'CREATE TABLE fair(token bigint, at timestamptz)');
+my $script = "${PostgreSQL::Test::Utils::tmp_check}/fair.sql";
+append_to_file($script,
+	"BEGIN;\nSELECT zk_lock('fair');\nINSERT INTO fair VALUES (zk_lock_token('fair'), clock_timestamp());\n"
+	  . "SELECT pg_sleep(0.02);\nCOMMIT;\n");
+my $err = '';
+my $h = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', 4, '-j', 4, '-T', 12, '-f', $script, '-h', $ca->host, '-p', $ca->port,
+	  'postgres' ],
+	'>', \my $out, '2>', \$err, IPC::Run::timeout(90));
+ok(wait_for(sub { $ca->safe_psql('postgres', 'SELECT count(*) FROM fair') >= 20 }, 30),
+	'A\'s four clients take turns on the key');
+my @waits;
+for my $round (1 .. 3)
+{
+	my $r = $cb->safe_psql('postgres',
+		"SELECT extract(epoch from clock_timestamp()) AS t0 \\gset\n"
+		  . "BEGIN;\nSELECT zk_lock('fair');\n"
+		  . "SELECT :t0, extract(epoch from clock_timestamp()), zk_lock_token('fair');\nCOMMIT;");
+	my ($t0, $t1, $token) = split /\|/, (grep { /\|/ } split /\n/, $r)[-1];
+	my $passed = $ca->safe_psql('postgres',
+		"SELECT count(*) FROM fair WHERE at > to_timestamp($t0) AND token < $token");
+	push @waits, sprintf('%.0f ms', 1000 * ($t1 - $t0));
+	# one more may come before B's node exists, and one while A's worker reads the queue
+	cmp_ok($passed, '<=', $limit + 2, "round $round: B was granted after $passed grants of A (limit $limit)");
+	usleep(200_000);
+}
+note('B waited ' . join(', ', @waits) . ' while A\'s four clients looped');
+$h->finish;
+is($h->result(0), 0, 'A\'s load ran without errors') or diag($err);
+my @ta = split /\n/, $ca->safe_psql('postgres', 'SELECT token FROM fair ORDER BY at');
+my $handed = grep { node_of($ta[$_]) == node_of($ta[ $_ - 1 ]) } 1 .. $#ta;
+cmp_ok($handed, '>', scalar(@ta) / 2, "most of A's grants were hand-overs ($handed of " . scalar(@ta) . ')');
+
+# --- a session lost while local holders got their nodes by hand-over ---
+my %hold;
+for my $k (qw(l1 l2))
+{
+	my $first = $ca->background_psql('postgres', on_error_stop => 0);
+	$first->query_safe("BEGIN; SELECT zk_lock('$k')");
+	my $next = $ca->background_psql('postgres', on_error_stop => 0);
+	$next->query_until(qr/asked/, "\\set VERBOSITY verbose\n\\echo asked\nBEGIN;\nSELECT zk_lock('$k');\n\\echo granted $k\n");
+	ok(wait_for(sub { waiting_count($ca) >= 1 }, 10), "$k: a local waiter behind the holder");
+	my $token0 = $first->query_safe("SELECT zk_lock_token('$k')");
+	$first->query_safe('COMMIT');
+	ok(wait_for(sub { $next->{run}->pump_nb; $next->{stdout} =~ /granted $k/ }, 10), "$k: handed over");
+	my ($token1) = $next->query_safe("SELECT zk_lock_token('$k')") =~ /(\d+)\s*$/;
+	ok(node_of($token1) == node_of($token0) && $token1 > $token0, "$k: same node, a greater token");
+	my ($pid) = $next->query_safe('SELECT pg_backend_pid()') =~ /(\d+)\s*$/;
+	is($ca->safe_psql('postgres', "SELECT pid FROM zk_lock_queue('$k') WHERE granted"), $pid,
+		"$k: zk_lock_queue shows the new holder");
+	is($ca->safe_psql('postgres', "SELECT pid || ' ' || token FROM zk_locks WHERE key = '$k' AND state = 'granted'"),
+		"$pid $token1", "$k: so does zk_locks, with its token");
+	$first->quit;
+	$hold{$k} = $next;
+}
+is(key_queue_len($zk, 'l1') + key_queue_len($zk, 'l2'), 2, 'one node per key in ZooKeeper');
+my $lost0 = zk_status($ca, 'lost');
+proxy_do($proxy, 'blackhole');
+ok(wait_for(sub { scalar(grep { $cb->safe_psql('postgres', "SELECT zk_try_lock('$_')") eq 't' } qw(l1 l2)) == 2 },
+		3 * $timeout_s), 'B takes both keys once A\'s session expired');
+proxy_do($proxy, 'pass');
+ok(wait_for(sub { zk_status($ca, 'lost') >= $lost0 + 2 }, 30), 'A counts both handed-over locks lost');
+for my $k (qw(l1 l2))
+{
+	$hold{$k}->query('COMMIT');
+	like($hold{$k}->{stderr}, qr/ERROR:  40001: zk_lock lock on key "$k" was lost/,
+		"$k: the handed-over holder's commit fails with 40001");
+	$hold{$k}->quit;
+}
+ok(wait_for(sub { zk_lock_nodes($zk) == 0 }, 20), 'no lock node left behind');
+
+done_testing();
