@@ -121,6 +121,16 @@ both_rate() {
 	rm -f "$a"
 }
 zk_cycle() { printf 'BEGIN;\nSELECT zk_lock(%s);\nCOMMIT;' "$1"; }
+# set_both NAME VALUE: a reloadable zk_lock setting on both clusters (DEFAULT: back to it)
+set_both() {
+	local p v
+	v=$([ "$2" = DEFAULT ] && echo DEFAULT || echo "'$2'")
+	for p in "$port_a" "$port_b"; do
+		"$bin/psql" -X -q -At -h "$work" -p "$p" -d postgres -v ON_ERROR_STOP=1 \
+			-c "ALTER SYSTEM SET zk_lock.$1 = $v" -c 'SELECT pg_reload_conf()' >/dev/null
+	done
+	sleep 1	# the workers read it on their next turn
+}
 core_cycle='BEGIN;
 SELECT pg_advisory_xact_lock(:client_id);
 COMMIT;'
@@ -148,7 +158,7 @@ worker_in_use() {
 		t && /^in use bytes/ { print $NF; found = 1; exit } END { if (!found) print "n/a" }'
 }
 
-echo "measuring (about $((SECONDS_EACH * 49 / 60 + 1)) minutes) ..."
+echo "measuring (about $((SECONDS_EACH * 53 / 60 + 1)) minutes) ..."
 
 # the references
 floor_8=$(floor_rate 8000 8)
@@ -181,6 +191,10 @@ done
 s1=$(median "${s1_r[@]}")
 curator_1=$(median "${curator_r[@]}")
 floor_serial=$(median "${floor_r[@]}")
+# S1 again with zk_lock.linger: the released node stays for the next cycle
+set_both linger 100ms
+s1_linger=$(pgbench_tps "$port_a" 1 "$(zk_cycle "'s1l'")")
+set_both linger DEFAULT
 s2_8=$(pgbench_tps "$port_a" 8 "$(zk_cycle ':client_id::bigint')")
 # S2 and its references, likewise in three interleaved rounds (the CPU
 # accounting is the last round's)
@@ -228,27 +242,61 @@ CREATE CONSTRAINT TRIGGER ho_release AFTER INSERT ON ho DEFERRABLE INITIALLY DEF
 	FOR EACH ROW WHEN (NEW.kind = 'grant') EXECUTE FUNCTION ho_release();
 SQL
 done
-read -r write_ms0 read_ms0 < <(s4_reference)
-ho_script='BEGIN;
-INSERT INTO ho SELECT current_setting('"'"'cluster_name'"'"'), '"'"'grant'"'"', clock_timestamp()
-	FROM (SELECT zk_lock('"'"'s4'"'"') OFFSET 0) AS l;
-COMMIT;'
-pgbench_tps "$port_a" 1 "$ho_script" >/dev/null &
-ho_pid=$!
-pgbench_tps "$port_b" 1 "$ho_script" >/dev/null
-wait "$ho_pid"
-read -r write_ms1 read_ms1 < <(s4_reference)
-read -r write_ms read_ms < <(awk -v w0="$write_ms0" -v w1="$write_ms1" -v r0="$read_ms0" -v r1="$read_ms1" \
-	'BEGIN { printf "%.3f %.3f\n", (w0 + w1) / 2, (r0 + r1) / 2 }')
-"$bin/psql" -X -q -h "$work" -p "$port_b" -d postgres -c "\\copy ho TO '$work/ho_b'"
-psql_a -c "\\copy ho FROM '$work/ho_b'"
-read -r s4_n s4_p50 s4_p99 < <(psql_a -F ' ' -c "
+s4_measure() {	# prints: hand-overs p50 p99
+	local p
+	for p in "$port_a" "$port_b"; do
+		"$bin/psql" -X -q -h "$work" -p "$p" -d postgres -c 'TRUNCATE ho'
+	done
+	pgbench_tps "$port_a" 1 "$ho_script" >/dev/null &
+	local ho_pid=$!
+	pgbench_tps "$port_b" 1 "$ho_script" >/dev/null
+	wait "$ho_pid"
+	rm -f "$work/ho_b"
+	"$bin/psql" -X -q -h "$work" -p "$port_b" -d postgres -c "\\copy ho TO '$work/ho_b'"
+	psql_a -c "\\copy ho FROM '$work/ho_b'" >/dev/null
+	psql_a -F ' ' -c "
 	WITH ev AS (SELECT *, lag(kind) OVER w AS pk, lag(cluster) OVER w AS pc, lag(at) OVER w AS pat
 	            FROM ho WINDOW w AS (ORDER BY at)),
 	     h AS (SELECT 1000 * extract(epoch FROM at - pat) AS ms FROM ev
 	           WHERE kind = 'grant' AND pk = 'release' AND pc <> cluster)
 	SELECT count(*), round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ms)::numeric, 2),
-	       round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2) FROM h")
+	       round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 2) FROM h"
+}
+read -r write_ms0 read_ms0 < <(s4_reference)
+ho_script='BEGIN;
+INSERT INTO ho SELECT current_setting('"'"'cluster_name'"'"'), '"'"'grant'"'"', clock_timestamp()
+	FROM (SELECT zk_lock('"'"'s4'"'"') OFFSET 0) AS l;
+COMMIT;'
+read -r s4_n s4_p50 s4_p99 < <(s4_measure)
+set_both local_handover off
+read -r s4_off_n s4_off_p50 s4_off_p99 < <(s4_measure)
+set_both local_handover DEFAULT
+read -r write_ms1 read_ms1 < <(s4_reference)
+read -r write_ms read_ms < <(awk -v w0="$write_ms0" -v w1="$write_ms1" -v r0="$read_ms0" -v r1="$read_ms1" \
+	'BEGIN { printf "%.3f %.3f\n", (w0 + w1) / 2, (r0 + r1) / 2 }')
+
+# S7: 8 clients of A and 1 of B on one key, local hand-over on and off: A's
+# rate, and B's cycles (its wait, mostly) from pgbench's per-transaction log
+s7_measure() {	# prints: A's rate, B's p99 ms, B's cycles
+	local prefix="$work/s7_$1" a rate f="$work/s7_b.sql"
+	a=$(mktemp)
+	pgbench_tps "$port_a" 8 "$(zk_cycle "'s7'")" >"$a" &
+	local pid=$!
+	printf '%s\n' "$(zk_cycle "'s7'")" >"$f"
+	"$bin/pgbench" -n -M prepared -c 1 -T "$SECONDS_EACH" -f "$f" -l --log-prefix="$prefix" \
+		-h "$work" -p "$port_b" postgres >/dev/null 2>&1
+	wait "$pid"
+	rate=$(cat "$a")
+	rm -f "$a"
+	# pgbench -l: client, transaction, latency (us), ...
+	cat "$prefix".* | awk '{ print $3 / 1000 }' | sort -n |
+		awk -v rate="$rate" '{ v[NR] = $1 } END { i = int(NR * 0.99 + 0.999); if (i < 1) i = 1
+			printf "%s %.2f %d\n", rate, v[i], NR }'
+}
+read -r s7_a s7_b99 s7_bn < <(s7_measure on)
+set_both local_handover off
+read -r s7_off_a s7_off_b99 s7_off_bn < <(s7_measure off)
+set_both local_handover DEFAULT
 
 # S8: a counting semaphore of 3 on one key, 8 clients over two clusters (4
 # each), against Curator's InterProcessSemaphoreV2 with 3 leases, 8 threads
@@ -302,9 +350,14 @@ row "S1 1 client, 1 key (median of 3)" "$s1" "floor serial $floor_serial" "$(rat
 row "" "" "Curator 1 thread $curator_1" "$(ratio "$s1" "$curator_1")" ">= 1.8" "$(meets "$(ratio "$s1" "$curator_1")" 1.8)"
 row "S2 32 clients, distinct keys (median of 3)" "$s2" "batched floor $floor_batched" "$(ratio "$s2" "$floor_batched")" ">= 0.7" "$(meets "$(ratio "$s2" "$floor_batched")" 0.7)"
 row "" "" "Curator 32 threads $curator_32" "$(ratio "$s2" "$curator_32")" ">= 2" "$(meets "$(ratio "$s2" "$curator_32")" 2)"
-row "S3 8 clients, 1 key" "$s3" "Curator 8 on 1 key $curator_8same" "$(ratio "$s3" "$curator_8same")" ">= 1.5" "$(meets "$(ratio "$s3" "$curator_8same")" 1.5)"
+row "S1 with zk_lock.linger = 100ms" "$s1_linger" "Curator 1 thread $curator_1" "$(ratio "$s1_linger" "$curator_1")" ">= 3" "$(meets "$(ratio "$s1_linger" "$curator_1")" 3)"
+row "" "" "core 1 client $core_1" "$(ratio "$s1_linger" "$core_1")" ">= 0.5" "$(meets "$(ratio "$s1_linger" "$core_1")" 0.5)"
+row "S3 8 clients, 1 key" "$s3" "Curator 8 on 1 key $curator_8same" "$(ratio "$s3" "$curator_8same")" ">= 5" "$(meets "$(ratio "$s3" "$curator_8same")" 5)"
 s4_ref=$(awk -v f="$write_ms" -v r="$read_ms" 'BEGIN { printf "%.2f", f + r }')
 row "S4 hand-over A->B p50 / p99 (ms, n=$s4_n)" "$s4_p50 / $s4_p99" "2 writes + 1 read $s4_ref ms" "$(ratio "$s4_p50" "$s4_ref")" "<= 1.0" "$(awk -v r="$(ratio "$s4_p50" "$s4_ref")" 'BEGIN { print (r <= 1.0) ? "yes" : "NO" }')"
+row "" "" "local hand-over off $s4_off_p50 / $s4_off_p99" "$(ratio "$s4_p50" "$s4_off_p50")" "<= 1.2" "$(awk -v r="$(ratio "$s4_p50" "$s4_off_p50")" 'BEGIN { print (r <= 1.2) ? "yes" : "NO" }')"
+row "S7 A: 8 clients + B: 1, 1 key: A's rate" "$s7_a" "local hand-over off $s7_off_a" "$(ratio "$s7_a" "$s7_off_a")" ">= 3" "$(meets "$(ratio "$s7_a" "$s7_off_a")" 3)"
+row "   B's p99 cycle (ms, n=$s7_bn / $s7_off_bn)" "$s7_b99" "local hand-over off $s7_off_b99" "$(ratio "$s7_b99" "$s7_off_b99")" "<= 2" "$(awk -v r="$(ratio "$s7_b99" "$s7_off_b99")" 'BEGIN { print (r <= 2) ? "yes" : "NO" }')"
 row "S5 ZooKeeper requests per cycle (S1)" "$s5" "" "" "<= 3" "$(awk -v r="$s5" 'BEGIN { print (r <= 3) ? "yes" : "NO" }')"
 row "S8 semaphore of 3, 8 clients, 2 clusters" "$s8" "Curator SemaphoreV2 $curator_sem" "$(ratio "$s8" "$curator_sem")" "" ""
 row "S9 2 of 8 keys at once, 8 clients, 2 clusters" "$s9" "Curator MultiLock $curator_multi" "$(ratio "$s9" "$curator_multi")" "" ""
@@ -357,15 +410,15 @@ echo "two write round trips, $write_ms ms) plus one read round trip ($read_ms ms
 echo "means of the measurements right before and right after S4."
 
 cat >"$work/throughput.dat" <<DAT
-# clients zk_lock floor curator core floor-batched
-1 $s1 $floor_serial $curator_1 $core_1 ?
-8 $s2_8 $floor_8 $curator_8d $core_8 ?
-32 $s2 $floor_32 $curator_32 $core_32 $floor_batched
+# clients zk_lock floor curator core floor-batched zk_lock-one-key curator-one-key
+1 $s1 $floor_serial $curator_1 $core_1 ? $s1_linger $curator_1
+8 $s2_8 $floor_8 $curator_8d $core_8 ? $s3 $curator_8same
+32 $s2 $floor_32 $curator_32 $core_32 $floor_batched ? ?
 DAT
 gnuplot <<PLOT
 set terminal pngcairo size 800,500
 set output '$work/bench/throughput.png'
-set title 'Lock cycles per second against concurrency (distinct keys, one cluster, one ZooKeeper)'
+set title 'Lock cycles per second against concurrency (one cluster, one ZooKeeper)'
 set xlabel 'clients (threads, cycles in flight)'
 set ylabel 'cycles/s'
 set logscale xy
@@ -373,10 +426,12 @@ set datafile missing '?'
 set xtics (1, 8, 32)
 set key right bottom
 set grid
-plot '$work/throughput.dat' using 1:2 with linespoints lw 2 title 'zk\\_lock', \
+plot '$work/throughput.dat' using 1:2 with linespoints lw 2 title 'zk\\_lock, distinct keys', \
      '' using 1:3 with linespoints title 'ZooKeeper floor (one session)', \
-     '' using 1:4 with linespoints title 'Curator InterProcessMutex (one client)', \
-     '' using 1:5 with linespoints title 'pg\\_advisory\\_xact\\_lock (core, one cluster)', \
-     '' using 1:6 with points pt 7 title 'ZooKeeper floor, creates and deletes in multis of 8'
+     '' using 1:4 with linespoints title 'Curator InterProcessMutex, distinct keys (one client)', \
+     '' using 1:5 with linespoints title 'pg\\_advisory\\_xact\\_lock (core, distinct keys)', \
+     '' using 1:6 with points pt 7 title 'ZooKeeper floor, creates and deletes in multis of 8', \
+     '' using 1:7 with linespoints lw 2 dt 2 title 'zk\\_lock, one key: local hand-over (1 client: linger)', \
+     '' using 1:8 with linespoints dt 2 title 'Curator InterProcessMutex, one key'
 PLOT
 echo "chart: bench/throughput.png"

@@ -47,7 +47,8 @@ bool
 zcore_listing_watches(const ZklCore *c, const ZklSlot *s)
 {
 	return s->mode == ZKL_MODE_SEMAPHORE ||
-		((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER) && eligible(c, s));
+		((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER ||
+		  (s->zstate == ZKS_QUEUED && s->peek == COH_PEEK_ASKED)) && eligible(c, s));
 }
 
 static bool
@@ -195,38 +196,64 @@ pass(ZklCore *c, ZklSlot *from, ZklSlot *to)
 	zcore_grant_slot(c, to);
 }
 
-/* A listing with a child watch for holder o (ZKT_CHILDREN goes out as one). */
+/*
+ * A listing with a child watch for holder o: ZKT_CHILDREN, which goes out as
+ * one (zcoh_listing_planned).  Asked again if that read was dropped unsent
+ * (a grant clears a waiter's owed reads).
+ */
 static void
 ask_peek(ZklSlot *o, bool connected)
 {
-	if (connected && o->peek == COH_PEEK_NONE)
+	if (connected && (o->peek == COH_PEEK_NONE ||
+					  (o->peek == COH_PEEK_WANTED && !(o->todo & ZKT_CHILDREN))))
 	{
-		o->peek = COH_PEEK_ASKED;
+		o->peek = COH_PEEK_WANTED;
 		o->todo |= ZKT_CHILDREN;
 	}
 }
 
+void
+zcoh_new_node(ZklSlot *s)
+{
+	s->handed = 0;
+	s->foreign = false;
+	s->since_foreign = 0;
+	s->peek = COH_PEEK_NONE;
+	s->kept = false;
+	s->linger_until = 0;
+}
+
+void
+zcoh_listing_planned(ZklSlot *s)
+{
+	if (s->peek == COH_PEEK_WANTED)
+		s->peek = COH_PEEK_ASKED;
+}
+
 /*
  * A queued node whose owner gave up goes on waiting for the local waiter
- * first in line: its place in ZooKeeper's queue is the cohort's.  It reads
- * the queue again (replies and events for the old slot are stale now).
+ * first in line: its place in ZooKeeper's queue is the cohort's.  What the
+ * old owner made of that place is void (its own other nodes did not block
+ * it, and they do block the new owner), so the new owner reads the queue
+ * again before anything else; replies and events for the old slot are
+ * stale now.  What was seen queued behind the node stays true.
  */
 static void
 move_place(ZklCore *c, ZklSlot *from, ZklSlot *to)
 {
 	memcpy(to->node, from->node, sizeof(to->node));
 	memcpy(to->uuid, from->uuid, sizeof(to->uuid));
-	memcpy(to->watch, from->watch, sizeof(to->watch));
 	to->czxid = from->czxid;
 	to->root_id = from->root_id;
-	to->watch_sole = from->watch_sole;
-	to->at_head = from->at_head;
-	to->first = from->first;
-	to->delayed_until = from->delayed_until;
+	to->watch[0] = '\0';
+	to->watch_sole = false;
+	to->at_head = false;
+	to->first = false;
+	to->delayed_until = 0;
 	to->checked_at = from->checked_at;
 	to->handed = 0;
-	to->foreign = false;
-	to->since_foreign = 0;
+	to->foreign = from->foreign;
+	to->since_foreign = from->since_foreign;
 	to->peek = COH_PEEK_NONE;
 	to->kept = false;
 	to->todo = ZKT_CHILDREN | (from->todo & ZKT_STAT);	/* an adopted node is checked first */
@@ -293,12 +320,15 @@ release(ZklCore *c, ZklSlot *o, bool connected, int64_t mono)
 {
 	ZklSlot    *w = first_waiter(c, o);
 
+	/* only a waiter behind this request (another local node of the key may have its own) */
+	if (w != NULL && carrier_of(c, w) != o)
+		w = NULL;
 	o->kept = false;
 	if (may_pass(c, o, connected, mono))
 	{
 		if (w != NULL)
 			pass(c, o, w);
-		else if (c->linger_ms > 0)
+		else if (c->linger_ms > 0 && !o->foreign)
 		{
 			o->zstate = ZKS_LINGER;
 			o->linger_until = mono + (int64_t) c->linger_ms * 1000;
@@ -360,16 +390,16 @@ zcoh_plan(ZklCore *c, bool connected, int64_t now, int64_t mono)
 		ZklSlot    *w;
 
 		if (o->zstate == ZKS_QUEUED && o->abandoned && eligible(c, o) &&
-			(w = first_waiter(c, o)) != NULL)
+			(w = first_waiter(c, o)) != NULL && !owner_has_other(c, o))
 		{
 			move_place(c, o, w);
 			continue;
 		}
-		if (!carries(c, o))
+		if (!carries(c, o) && !(o->zstate == ZKS_QUEUED && eligible(c, o) && !o->abandoned))
 			continue;
 		if (o->zstate == ZKS_LINGER)
 		{
-			if (mono >= o->linger_until || !may_pass(c, o, connected, mono))
+			if (mono >= o->linger_until || o->foreign || !may_pass(c, o, connected, mono))
 				end_linger(o);
 			else
 			{
@@ -380,6 +410,20 @@ zcoh_plan(ZklCore *c, bool connected, int64_t now, int64_t mono)
 		}
 		else if (o->abandoned)
 			release(c, o, connected, mono);
+		else if (o->zstate == ZKS_QUEUED)
+		{
+			/*
+			 * Its blocker went (a barrier read is due) and local waiters
+			 * wait behind it: read the queue instead, with the child watch,
+			 * so that one read both grants it and arms its hand-overs.
+			 */
+			if ((o->todo & ZKT_BARRIER) && o->peek == COH_PEEK_NONE && connected &&
+				first_waiter(c, o) != NULL)
+			{
+				o->todo = (o->todo & ~ZKT_BARRIER) | ZKT_CHILDREN;
+				o->peek = COH_PEEK_WANTED;
+			}
+		}
 		else if (c->linger_ms > 0 || first_waiter(c, o) != NULL)
 			ask_peek(o, connected);	/* ready before the release */
 	}
@@ -395,19 +439,21 @@ zcoh_keeps(const ZklCore *c, const ZklSlot *s)
 }
 
 void
-zcoh_listed(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
+zcoh_listed(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 {
-	bool		asked = s->peek == COH_PEEK_ASKED;
-
 	int			own = -1;
 	int			i;
 
+	if (!eligible(c, s))
+		return;
 	for (i = 0; i < n && own < 0; i++)
 		if (zkr_name_has_uuid(kids[i].name, s->uuid))
 			own = i;
 	if (own < 0)
 	{
 		/* a holder's node is gone from under it (a waiter's: decide() sees it) */
+		if (s->peek == COH_PEEK_ASKED)
+			s->peek = COH_PEEK_NONE;
 		if (s->zstate == ZKS_HELD)
 			zcore_lose_slot(c, s);
 		else if (s->zstate == ZKS_LINGER)
@@ -418,24 +464,35 @@ zcoh_listed(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 		return;
 	}
 	/*
-	 * The watch was set where the listing asked for was read: later arrivals
-	 * send an event.  An older listing (sent while the slot waited) set none,
+	 * A watched listing set the watch where it was read: later arrivals send
+	 * an event (which comes after this reply).  Another listing set none,
 	 * but what it shows is true all the same.
 	 */
-	if (asked)
+	if (watched)
 		s->peek = COH_PEEK_ARMED;
 	if (own < n - 1)
 		s->foreign = true;
+	if (s->foreign && s->zstate == ZKS_LINGER)
+		end_linger(s);			/* another request waits: no lingering for it */
 }
 
 void
 zcoh_listing_failed(ZklCore *c, ZklSlot *s, int rc)
 {
+	if (!eligible(c, s))
+		return;
 	if (rc == ZNONODE && s->zstate == ZKS_HELD)
 		zcore_lose_slot(c, s);	/* the key node is gone: so is ours */
 	else if (rc == ZNONODE && s->zstate == ZKS_LINGER)
 		end_linger(s);
-	else if (s->peek == COH_PEEK_ASKED)
+	else if (!zcore_outcome_unknown(rc) && rc != ZSESSIONEXPIRED && rc != ZCLOSING &&
+			 rc != ZINVALIDSTATE)
+	{
+		/* a queue we cannot read (say, access refused): no more hand-overs of this node */
+		s->foreign = true;
+		s->since_foreign = UINT16_MAX;
+	}
+	if (s->peek == COH_PEEK_ASKED)
 		s->peek = COH_PEEK_NONE;	/* asked again while needed */
 }
 

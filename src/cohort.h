@@ -11,7 +11,8 @@
 /* ZklSlot.peek: what the slot knows of nodes queued behind its own */
 #define COH_PEEK_NONE	0		/* nothing: a listing must come first */
 #define COH_PEEK_ASKED	1		/* that listing (with a child watch) is in flight */
-#define COH_PEEK_ARMED	2		/* a listing came back; no child event since */
+#define COH_PEEK_ARMED	2		/* a watched listing came back; no child event since */
+#define COH_PEEK_WANTED	3		/* that listing is owed (ZKT_CHILDREN), not sent yet */
 
 /* Runs first in every zcore_plan(): joins, hand-overs, lingers.  Returns ms until due again (-1: never). */
 extern long zcoh_plan(ZklCore *c, bool connected, int64_t now, int64_t mono);
@@ -19,14 +20,20 @@ extern long zcoh_plan(ZklCore *c, bool connected, int64_t now, int64_t mono);
 /* An abandoned holder whose node waits for a hand-over decision: not deleted yet. */
 extern bool zcoh_keeps(const ZklCore *c, const ZklSlot *s);
 
-/* A listing of held (or lingering) s's key came back (rc ZOK). */
-extern void zcoh_listed(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n);
+/* A listing of s's key came back (rc ZOK); watched: it set a child watch. */
+extern void zcoh_listed(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched);
 
-/* A listing asked by a holder did not come back. */
+/* A listing of s's key failed with rc. */
 extern void zcoh_listing_failed(ZklCore *c, ZklSlot *s, int rc);
 
 /* A child event on a lock key's node; returns whether path is one of our lock keys. */
 extern bool zcoh_event(ZklCore *c, const char *path);
+
+/* Slot s has a new node, or none: what hand-over knew of the old one is void. */
+extern void zcoh_new_node(ZklSlot *s);
+
+/* core.c plans slot s's listing now: a wanted one goes out with the watch. */
+extern void zcoh_listing_planned(ZklSlot *s);
 
 /* A new worker process: the child watches were the old process's. */
 extern void zcoh_forget_watches(ZklCore *c);

@@ -252,6 +252,7 @@ requeue(ZklCore *c, ZklSlot *s)
 	s->retries = 0;
 	s->node[0] = '\0';
 	forget_place(s);
+	zcoh_new_node(s);
 	s->attempt = ++c->t->next_attempt;
 }
 
@@ -486,6 +487,7 @@ create_result(ZklCore *c, ZklSlot *s, int rc, const char *name, bool have_stat, 
 
 		copy_name(s->node, sizeof(s->node), base ? base + 1 : name);
 		s->czxid = have_stat ? czxid : 0;
+		zcoh_new_node(s);
 		s->zstate = ZKS_QUEUED; /* the pipelined getChildren decides */
 		s->todo &= ~ZKT_PARENTS;	/* a group's failed multi may have asked (group_parents) */
 		forget_place(s);
@@ -862,21 +864,20 @@ sem_checked(ZklCore *c, const ZklSlot *s, int64_t now)
 }
 
 void
-zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int n)
+zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int n,
+					 bool watched)
 {
 	ZklSlot    *s = reply_slot(c, tag);
 
-	if (s != NULL && (s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER))
-	{
-		/* a holder's listing: who queues behind it (cohort.c) */
-		if (rc == ZOK && zcore_listing_watches(c, s) && s->mode != ZKL_MODE_SEMAPHORE)
-			zcoh_listed(c, s, kids, n);
-		else if (rc != ZOK)
-			zcoh_listing_failed(c, s, rc);
+	if (s == NULL || (s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD && s->zstate != ZKS_LINGER))
 		return;
-	}
-	if (s == NULL || s->zstate != ZKS_QUEUED)
-		return;
+	/* who queues behind a node local hand-over may pass (cohort.c) */
+	if (rc == ZOK)
+		zcoh_listed(c, s, kids, n, watched);
+	else
+		zcoh_listing_failed(c, s, rc);
+	if (s->zstate != ZKS_QUEUED)
+		return;					/* a holder's listing: for cohort.c only */
 	if (rc == ZOK && s->mode == ZKL_MODE_SEMAPHORE)
 		sem_listing(c, s, kids, n);
 	else if (rc == ZOK)
@@ -1108,6 +1109,7 @@ zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, 
 		/* the create went through: adopt the node once its Stat says it is ours */
 		copy_name(s->node, sizeof(s->node), found);
 		forget_place(s);
+		zcoh_new_node(s);
 		s->zstate = ZKS_QUEUED;
 		s->todo |= ZKT_STAT;
 	}
@@ -1251,6 +1253,8 @@ plan_followup(ZklCore *c, int idx, int64_t now)
 				sem_checked(c, s, now);
 			else if (followups[i].kind == OP_CHILDREN || followups[i].kind == OP_WATCH)
 				s->checked_at = now;
+			if (followups[i].kind == OP_CHILDREN)
+				zcoh_listing_planned(s);
 			new_op(c, idx, followups[i].kind);
 			return true;
 		}

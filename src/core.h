@@ -136,8 +136,9 @@ extern void zcore_write_sent(ZklCore *c);
 extern bool zcore_create_reply(ZklCore *c, uint64_t tag, int rc, const char *name,
 							   bool have_stat, int64_t czxid);
 extern void zcore_key_node_reply(ZklCore *c, uint64_t tag, int rc);
+/* watched: the listing set a child watch (zcore_listing_watches said so when it was sent) */
 extern void zcore_children_reply(ZklCore *c, uint64_t tag, int rc,
-								 const ZkrChild *kids, int n);
+								 const ZkrChild *kids, int n, bool watched);
 extern void zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc);
 extern void zcore_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path);
 extern void zcore_barrier_reply(ZklCore *c, uint64_t tag, int rc);

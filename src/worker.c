@@ -262,15 +262,29 @@ create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 }
 
 static void
-children_done(int rc, const struct String_vector *strings, const struct Stat *stat,
-			  const void *ctx)
+children_reply(int rc, const struct String_vector *strings, const void *ctx, bool watched)
 {
 	int			n = rc == ZOK ? collect_children(strings) : 0;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_children_reply(&core, ctx_tag(ctx), rc, childbuf, n);
+	zcore_children_reply(&core, ctx_tag(ctx), rc, childbuf, n, watched);
 	LWLockRelease(zkl_shared->lock);
 	zkl_check_suspects();
+}
+
+static void
+children_done(int rc, const struct String_vector *strings, const struct Stat *stat,
+			  const void *ctx)
+{
+	children_reply(rc, strings, ctx, false);
+}
+
+/* A listing that set a child watch on the key (send_listing). */
+static void
+watched_children_done(int rc, const struct String_vector *strings, const struct Stat *stat,
+					  const void *ctx)
+{
+	children_reply(rc, strings, ctx, true);
 }
 
 static void
@@ -481,7 +495,7 @@ send_listing(const ZklSlot *s, const char *key_path, void *ctx)
 {
 	if (zcore_listing_watches(&core, s))
 		return zoo_awget_children2(zkc_handle(), key_path, predecessor_watch, ctx,
-								   children_done, ctx);
+								   watched_children_done, ctx);
 	return zoo_aget_children2(zkc_handle(), key_path, 0, children_done, ctx);
 }
 

@@ -107,6 +107,7 @@ typedef struct Out
 	bool		del[ZKL_BATCH_MAX];
 	char		path[ZKM_PATH];
 	char		uuid[ZKL_UUID_LEN + 1];
+	bool		watched;		/* a listing that set a child watch */
 } Out;
 
 typedef enum BState
@@ -761,11 +762,13 @@ send_children(Cluster *c, const ZklSlot *s, Purpose p, uint64_t tag)
 {
 	char		path[ZKL_PATH_LEN];
 	ZkmReq		r;
+	Out		   *o = out_new(c, p, tag);
 
 	zcore_key_path(&c->t, s, path);
-	req_init(&r, ZKM_CHILDREN, path, out_new(c, p, tag));
+	req_init(&r, ZKM_CHILDREN, path, o);
 	/* some listings set a child watch on their key, as worker.c's */
 	r.watch = p == P_CHILDREN && zcore_listing_watches(&c->core, s);
+	o->watched = r.watch;
 	r.wtag = tag;
 	send_req(c, &r);
 }
@@ -1026,12 +1029,13 @@ told(Cluster *c, const ZklSlot *s, const char *waiter)
 	S->told_passes[c->id][k] = 0;
 }
 
-/* A node hand-over may pass, held or lingering (a listing for it tells core who waits). */
+/* A node hand-over may pass, now or once granted (a listing for it tells core who waits). */
 static bool
 passes_node(const Cluster *c, const ZklSlot *s)
 {
-	return S->handover && s->mode == ZKL_MODE_EXCLUSIVE && s->group == 0 && s->node[0] != '\0' &&
-		(s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER);
+	return c->core.handover && s->mode == ZKL_MODE_EXCLUSIVE && s->group == 0 &&
+		s->node[0] != '\0' &&
+		(s->zstate == ZKS_QUEUED || s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER);
 }
 
 /* A listing for the slot of tag: core learns who queues behind that slot's node. */
@@ -1154,7 +1158,7 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 											 msg->nchildren < 64 ? msg->nchildren : 64, kids) : 0;
 			if (msg->rc == ZOK)
 				told_by_listing(c, o.tag, kids, n);
-			zcore_children_reply(&c->core, o.tag, msg->rc, kids, n);
+			zcore_children_reply(&c->core, o.tag, msg->rc, kids, n, o.watched);
 			break;
 		case P_RECOVER:
 			zcore_recover_reply(&c->core, o.tag, msg->rc, (const char *const *) msg->children,
@@ -2292,9 +2296,11 @@ dump_cluster(const Cluster *c)
 	{
 		const ZklSlot *s = &c->t.slots[j];
 
-		printf("  slot %d: z%d r%d todo %x ab %d key %s node %s watch %s sole %d delayed %.3f\n",
+		printf("  slot %d: z%d r%d todo %x ab %d key %s node %s watch %s sole %d delayed %.3f"
+			   " first %d handed %d foreign %d/%d peek %d kept %d\n",
 			   j, s->zstate, s->result, s->todo, s->abandoned, s->key, s->node, s->watch,
-			   s->watch_sole, s->delayed_until / 1e6);
+			   s->watch_sole, s->delayed_until / 1e6, s->first, s->handed, s->foreign,
+			   s->since_foreign, s->peek, s->kept);
 	}
 }
 

@@ -201,7 +201,7 @@ create_and_list(int idx, int seq, const char *const *names, int n)
 	tag = planned(idx, OP_CREATE);
 	CHECK(tag != 0, "a create is planned");
 	(void) zcore_create_reply(&core, tag, ZOK, node_of(idx, seq, name), true, 10 + seq);
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(names, n, kids));
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(names, n, kids), false);
 }
 
 /* Names of the nodes made so far, in queue order. */
@@ -244,7 +244,7 @@ test_stale_watch(void)
 	slots[w].todo |= ZKT_CHILDREN;
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(w, OP_CHILDREN);
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue, 1, kids));
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue, 1, kids), false);
 	CHECK(slots[w].zstate == ZKS_NEW, "requeued");
 	CHECK(slots[w].watch[0] == '\0' && !slots[w].watch_sole, "requeue forgets the watched node");
 
@@ -509,7 +509,7 @@ test_semaphore(void)
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(b, OP_CHILDREN) ? planned(b, OP_CHILDREN) : planned(w, OP_CHILDREN);
 	CHECK(tag != 0 && !(planned(b, OP_CHILDREN) && planned(w, OP_CHILDREN)), "one listing planned");
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue + 1, 2, kids));
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue + 1, 2, kids), false);
 	CHECK(slots[b].result == ZKR_GRANTED && slots[w].result == ZKR_PENDING &&
 		  !(slots[w].todo & ZKT_CHILDREN), "that listing let B in and answered W too");
 
@@ -616,7 +616,10 @@ peek_alone(int h)
 
 	CHECK(tag != 0 && slots[h].peek == COH_PEEK_ASKED, "the holder reads its queue, with a child watch");
 	list[0] = slots[h].node;
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 1, kids));
+	/* an older listing (no watch) that comes back first arms nothing */
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 1, kids), false);
+	CHECK(slots[h].peek == COH_PEEK_ASKED, "a listing without the watch does not arm");
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 1, kids), true);
 	CHECK(slots[h].peek == COH_PEEK_ARMED, "armed");
 }
 
@@ -675,7 +678,7 @@ test_cohort(void)
 	list[0] = made[0];
 	snprintf(other, sizeof(other), "x-00000000-0000-4000-8000-0000000000ff-9-9-%010d", 5);
 	list[1] = other;
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids));
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids), true);
 	CHECK(slots[w].foreign, "a node behind is seen");
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(slots[w2].result == ZKR_GRANTED && slots[w2].handed == 2 && slots[w2].since_foreign == 1,
@@ -713,6 +716,40 @@ test_cohort_session_lost(void)
 	CHECK(slots[w2].zstate == ZKS_NEW && slots[w2].result == ZKR_PENDING, "the waiter queues again");
 }
 
+/*
+ * A released holder's node kept for a hand-over (waiting for its listing)
+ * is no longer its backend's lock: that backend's next request on the key
+ * (shared, its own node) must not pass another cluster's writer queued
+ * behind the kept node, which goes on to a local waiter.
+ */
+static void
+test_kept_node_not_held(void)
+{
+	char		sn[ZKL_NODE_BUFLEN];
+	char		fn[ZKL_NODE_BUFLEN];
+	const char *list[3];
+	int			h;
+	int			w;
+	int			s;
+
+	setup();
+	core.handover = true;
+	core.handover_limit = 8;
+	h = lone_holder();
+	w = ask(2, false);
+	CHECK(slots[w].zstate == ZKS_COHORT && slots[h].peek == COH_PEEK_ASKED, "a waiter; the holder's listing is out");
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[h].zstate == ZKS_HELD && slots[h].kept, "released, its node kept for the waiter");
+	s = claim(ZKL_MODE_SHARED, 1);
+	list[0] = slots[h].node;
+	snprintf(fn, sizeof(fn), "x-00000000-0000-4000-8000-0000000000ff-9-9-%010d", 1);
+	list[1] = fn;
+	list[2] = node_of(s, 2, sn);
+	create_and_list(s, 2, list, 3);
+	CHECK(slots[s].result == ZKR_PENDING, "the backend's new shared request waits for the writer");
+}
+
 /* Linger: a released node stays for a repeat request; a child event ends that. */
 static void
 test_linger(void)
@@ -738,6 +775,7 @@ test_linger(void)
 	zcore_watch_event(&core, 0, false, "/r/tk");
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(n, OP_DELETE) != 0, "another cluster's request ends it at once");
+	CHECK(slots[n].zstate == ZKS_DELETING, "deleting");
 	(void) zcore_delete_reply(&core, planned(n, OP_DELETE), ZOK);
 	h = lone_holder();
 	(void) zcore_plan(&core, true, now_us);
@@ -766,6 +804,7 @@ main(void)
 	test_group_split();
 	test_cohort();
 	test_cohort_session_lost();
+	test_kept_node_not_held();
 	test_linger();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
