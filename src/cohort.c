@@ -110,6 +110,30 @@ owner_has_other(const ZklCore *c, const ZklSlot *s)
 	return false;
 }
 
+/*
+ * A live request of o's backend on o's key that has decided (or will, on a
+ * reply under way) with o's node counted as its own (core's same-backend
+ * rule).  A request not sent yet decides only once o is gone; one waiting
+ * here for a hand-over decides nothing.
+ */
+static bool
+owner_decided(const ZklCore *c, const ZklSlot *o)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *s = &c->t->slots[i];
+
+		if (s != o && !s->abandoned && s->owner_pid == o->owner_pid &&
+			s->owner_procno == o->owner_procno && same_key(s, o) &&
+			s->zstate != ZKS_FREE && s->zstate != ZKS_NEW && s->zstate != ZKS_COHORT &&
+			s->zstate != ZKS_GONE)
+			return true;
+	}
+	return false;
+}
+
 /* A local request other than o holds o's key (in either mode) and is not done with it. */
 static bool
 other_holder(const ZklCore *c, const ZklSlot *o)
@@ -140,8 +164,13 @@ may_pass_but_peek(const ZklCore *c, const ZklSlot *o, bool connected, int64_t mo
 {
 	int64_t		until;
 
+	/*
+	 * The releasing backend's other live request on the key may have decided
+	 * with this node as its own: it must not become another backend's while
+	 * that decision stands.
+	 */
 	return connected && o->first && o->session_id == c->t->session_id &&
-		budget_left(c, o) && !other_holder(c, o) &&
+		budget_left(c, o) && !other_holder(c, o) && !owner_decided(c, o) &&
 		!c->env->grants_paused(c->env->arg, mono, &until);
 }
 
@@ -303,9 +332,13 @@ join(ZklCore *c, ZklSlot *s, bool connected, int64_t mono)
 			pass(c, o, s);
 		return;
 	}
-	if (s->nowait)
+	/*
+	 * A try-lock is refused without asking ZooKeeper while the key is held
+	 * here or waited for; once the holder is done with it (a COMMIT that has
+	 * returned) and nobody here waits, it is next in line like any request.
+	 */
+	if (s->nowait && !(o->zstate == ZKS_HELD && o->abandoned && first_waiter(c, o) == NULL))
 	{
-		/* held here, or waited for: a try-lock is refused without asking ZooKeeper */
 		s->result = ZKR_NOT_GRANTED;
 		s->zstate = ZKS_GONE;
 		zcore_wake_owner(c, s);
@@ -370,6 +403,16 @@ zcoh_plan(ZklCore *c, bool connected, int64_t now, int64_t mono)
 		if (s->zstate == ZKS_NEW && !s->abandoned && eligible(c, s))
 			join(c, s, connected, mono);
 	}
+	/* before waiters look for their request: a queued node whose owner gave up stays theirs */
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+		ZklSlot    *w;
+
+		if (o->zstate == ZKS_QUEUED && o->abandoned && eligible(c, o) &&
+			(w = first_waiter(c, o)) != NULL && !owner_has_other(c, o))
+			move_place(c, o, w);
+	}
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *s = &c->t->slots[i];
@@ -387,14 +430,7 @@ zcoh_plan(ZklCore *c, bool connected, int64_t now, int64_t mono)
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *o = &c->t->slots[i];
-		ZklSlot    *w;
 
-		if (o->zstate == ZKS_QUEUED && o->abandoned && eligible(c, o) &&
-			(w = first_waiter(c, o)) != NULL && !owner_has_other(c, o))
-		{
-			move_place(c, o, w);
-			continue;
-		}
 		if (!carries(c, o) && !(o->zstate == ZKS_QUEUED && eligible(c, o) && !o->abandoned))
 			continue;
 		if (o->zstate == ZKS_LINGER)

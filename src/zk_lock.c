@@ -26,7 +26,7 @@ bool		zkl_verify_on_commit = false;
 int			zkl_proof_bound = 1000;
 int			zkl_lock_delay = 2000;
 bool		zkl_local_handover = true;
-int			zkl_local_handover_limit = 8;
+int			zkl_local_handover_limit = 16;
 int			zkl_linger = 0;
 bool		zkl_test_fail_worker = false;
 bool		zkl_test_orphan = false;
@@ -228,7 +228,7 @@ _PG_init(void)
 	DefineCustomIntVariable("zk_lock.local_handover_limit",
 							"Hand-overs inside this cluster after another request is seen queued for the key, before the node goes to it.",
 							NULL,
-							&zkl_local_handover_limit, 8, 0, 1000,
+							&zkl_local_handover_limit, 16, 0, 1000,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("zk_lock.linger",
 							"How long a released exclusive lock's node stays for a repeat request of this cluster (0: not at all).",

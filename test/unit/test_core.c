@@ -748,6 +748,49 @@ test_kept_node_not_held(void)
 	list[2] = node_of(s, 2, sn);
 	create_and_list(s, 2, list, 3);
 	CHECK(slots[s].result == ZKR_PENDING, "the backend's new shared request waits for the writer");
+
+	/*
+	 * That request took the kept node for its backend's own: the node must
+	 * not pass to another backend now (the writer may yet give up, and the
+	 * shared request's verdict would grant it beside an exclusive holder).
+	 */
+	{
+		ZkrChild	kids[3];
+		uint64_t	tag = planned(h, OP_CHILDREN);
+
+		if (tag == 0)
+			tag = zcore_tag(h, slots[h].attempt);
+		zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 3, kids), true);
+	}
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[w].result == ZKR_PENDING && slots[w].zstate != ZKS_COHORT &&
+		  slots[h].zstate == ZKS_DELETING,
+		  "no hand-over while the releasing backend has another request on the key: the node goes");
+}
+
+/* A try-lock right after the holder's COMMIT (its release not planned yet) gets the key. */
+static void
+test_try_after_release(void)
+{
+	int			h;
+	int			w;
+	int			t;
+
+	setup();
+	core.handover = true;
+	core.handover_limit = 8;
+	h = lone_holder();
+	w = ask(2, false);
+	peek_alone(h);
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[w].result == ZKR_GRANTED, "handed over");
+	(void) zkt_abandon(&table, &slots[w]);
+	t = claim(ZKL_MODE_EXCLUSIVE, 3);
+	slots[t].nowait = true;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[t].result == ZKR_GRANTED && slots[t].handed == 2,
+		  "the try is next in line once the holder is done, granted by hand-over");
 }
 
 /* Linger: a released node stays for a repeat request; a child event ends that. */
@@ -805,6 +848,7 @@ main(void)
 	test_cohort();
 	test_cohort_session_lost();
 	test_kept_node_not_held();
+	test_try_after_release();
 	test_linger();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
