@@ -90,34 +90,15 @@ carrier_of(ZklCore *c, const ZklSlot *s)
 }
 
 /*
- * Another live request of s's backend on its key: core's same-backend rules
- * apply, not a hand-over.  One it has given up (its last transaction's,
- * being released) does not count: the backend no longer holds it.
+ * Another live request of o's backend on o's key (one it has given up, its
+ * last transaction's being released, does not count: the backend no longer
+ * holds it).  With `decided`, only one that has decided (or will, on a
+ * reply under way) with o's node counted as its own, by core's same-backend
+ * rule: a request not sent yet decides only once o is gone, and one
+ * waiting here for a hand-over decides nothing.
  */
 static bool
-owner_has_other(const ZklCore *c, const ZklSlot *s)
-{
-	int			i;
-
-	for (i = 0; i < c->t->nused; i++)
-	{
-		const ZklSlot *o = &c->t->slots[i];
-
-		if (o != s && o->zstate != ZKS_FREE && !o->abandoned && o->owner_pid == s->owner_pid &&
-			o->owner_procno == s->owner_procno && same_key(o, s))
-			return true;
-	}
-	return false;
-}
-
-/*
- * A live request of o's backend on o's key that has decided (or will, on a
- * reply under way) with o's node counted as its own (core's same-backend
- * rule).  A request not sent yet decides only once o is gone; one waiting
- * here for a hand-over decides nothing.
- */
-static bool
-owner_decided(const ZklCore *c, const ZklSlot *o)
+owner_other(const ZklCore *c, const ZklSlot *o, bool decided)
 {
 	int			i;
 
@@ -125,10 +106,11 @@ owner_decided(const ZklCore *c, const ZklSlot *o)
 	{
 		const ZklSlot *s = &c->t->slots[i];
 
-		if (s != o && !s->abandoned && s->owner_pid == o->owner_pid &&
-			s->owner_procno == o->owner_procno && same_key(s, o) &&
-			s->zstate != ZKS_FREE && s->zstate != ZKS_NEW && s->zstate != ZKS_COHORT &&
-			s->zstate != ZKS_GONE)
+		if (s == o || s->zstate == ZKS_FREE || s->abandoned || s->owner_pid != o->owner_pid ||
+			s->owner_procno != o->owner_procno || !same_key(s, o))
+			continue;
+		if (!decided ||
+			(s->zstate != ZKS_NEW && s->zstate != ZKS_COHORT && s->zstate != ZKS_GONE))
 			return true;
 	}
 	return false;
@@ -170,7 +152,7 @@ may_pass_but_peek(const ZklCore *c, const ZklSlot *o, bool connected, int64_t mo
 	 * that decision stands.
 	 */
 	return connected && o->first && o->session_id == c->t->session_id &&
-		budget_left(c, o) && !other_holder(c, o) && !owner_decided(c, o) &&
+		budget_left(c, o) && !other_holder(c, o) && !owner_other(c, o, true) &&
 		!c->env->grants_paused(c->env->arg, mono, &until);
 }
 
@@ -324,7 +306,7 @@ join(ZklCore *c, ZklSlot *s, bool connected, int64_t mono)
 {
 	ZklSlot    *o = carrier_of(c, s);
 
-	if (o == NULL || owner_has_other(c, s))
+	if (o == NULL || owner_other(c, s, false))
 		return;					/* its own node, behind whoever waits in ZooKeeper */
 	if (o->zstate == ZKS_LINGER)
 	{
@@ -410,7 +392,7 @@ zcoh_plan(ZklCore *c, bool connected, int64_t now, int64_t mono)
 		ZklSlot    *w;
 
 		if (o->zstate == ZKS_QUEUED && o->abandoned && eligible(c, o) &&
-			(w = first_waiter(c, o)) != NULL && !owner_has_other(c, o))
+			(w = first_waiter(c, o)) != NULL && !owner_other(c, o, false))
 			move_place(c, o, w);
 	}
 	for (i = 0; i < c->t->nused; i++)

@@ -26,10 +26,12 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
+#include "storage/fd.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/memutils.h"
+#include "utils/pidfile.h"
 #include "utils/timestamp.h"
 
 #include "zk_lock.h"
@@ -748,9 +750,35 @@ handle_sigterm(int signo, siginfo_t *info, void *context)
 }
 
 /*
+ * Whether the postmaster has begun to shut down: it says so in its pid file
+ * (in the data directory, our working directory) before it signals anyone.
+ */
+static bool
+postmaster_stopping(void)
+{
+	char		line[MAXPGPATH];
+	bool		stopping = false;
+	int			n = 0;
+	FILE	   *f = AllocateFile("postmaster.pid", "r");
+
+	if (f == NULL)
+		return false;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (++n == LOCK_FILE_LINE_PM_STATUS)
+		{
+			stopping = strncmp(line, PM_STATUS_STOPPING, strlen(PM_STATUS_STOPPING)) == 0;
+			break;
+		}
+	FreeFile(f);
+	return stopping;
+}
+
+/*
  * A terminate that comes with a shutdown (a service manager signalling the
  * whole process group) must still close the session: give the postmaster's
- * own SIGTERM a moment to arrive.
+ * own SIGTERM a moment to arrive.  Two SIGTERMs that arrive before the
+ * handler runs are one (standard signals do not queue), so the postmaster's
+ * may never be seen: its pid file says "stopping" all the same.
  */
 static bool
 shutdown_follows(void)
@@ -759,12 +787,14 @@ shutdown_follows(void)
 
 	for (i = 0; i < 10 && !shutdown_by_postmaster; i++)
 	{
+		if (postmaster_stopping())
+			return true;
 		ResetLatch(MyLatch);
 		if (!shutdown_by_postmaster)
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 20, PG_WAIT_EXTENSION);
 	}
-	return shutdown_by_postmaster;
+	return shutdown_by_postmaster || postmaster_stopping();
 }
 
 static void

@@ -693,6 +693,18 @@ test_cohort(void)
 	CHECK(slots[w4].zstate == ZKS_COHORT, "the next one waits behind that request, not in ZooKeeper");
 }
 
+/* Hand-over on: a lone holder (pid 1), armed, and a local waiter behind it (pid 2). */
+static void
+holder_and_local_waiter(int *h, int *w)
+{
+	setup();
+	core.handover = true;
+	core.handover_limit = 8;
+	*h = lone_holder();
+	*w = ask(2, false);
+	peek_alone(*h);
+}
+
 /* A lost session: the holder of a handed-over node loses it; local waiters queue again. */
 static void
 test_cohort_session_lost(void)
@@ -701,12 +713,7 @@ test_cohort_session_lost(void)
 	int			w;
 	int			w2;
 
-	setup();
-	core.handover = true;
-	core.handover_limit = 8;
-	h = lone_holder();
-	w = ask(2, false);
-	peek_alone(h);
+	holder_and_local_waiter(&h, &w);
 	w2 = ask(3, false);
 	(void) zkt_abandon(&table, &slots[h]);
 	(void) zcore_plan(&core, true, now_us);
@@ -776,12 +783,7 @@ test_try_after_release(void)
 	int			w;
 	int			t;
 
-	setup();
-	core.handover = true;
-	core.handover_limit = 8;
-	h = lone_holder();
-	w = ask(2, false);
-	peek_alone(h);
+	holder_and_local_waiter(&h, &w);
 	(void) zkt_abandon(&table, &slots[h]);
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(slots[w].result == ZKR_GRANTED, "handed over");
