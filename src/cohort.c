@@ -16,7 +16,7 @@
  * session: a lost session, the commit proof and lock-delay apply unchanged.
  *
  * Why it is fair enough.  Before its first hand-over a holder reads the
- * key's queue with a child watch (zcore_listing_watches; only holders set
+ * key's queue with a child watch (zcoh_listing_watches; only holders set
  * one, so waiters of other clusters get no events from it: no herd).  A node
  * queued behind ours is seen by that listing, or by the one that follows the
  * next child event; nothing passes while such a listing is out.  Once one
@@ -30,6 +30,7 @@
  */
 #include "cohort.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include <zookeeper/zookeeper.h>	/* result codes only */
@@ -38,13 +39,13 @@
 
 /* A request that may take part: an exclusive lock of one key, hand-over on. */
 static bool
-eligible(const ZklCore *c, const ZklSlot *s)
+eligible(const ZklCohort *c, const ZklSlot *s)
 {
 	return c->handover && s->mode == ZKL_MODE_EXCLUSIVE && s->group == 0;
 }
 
 bool
-zcore_listing_watches(const ZklCore *c, const ZklSlot *s)
+zcoh_listing_watches(const ZklCohort *c, const ZklSlot *s)
 {
 	return s->mode == ZKL_MODE_SEMAPHORE ||
 		((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER ||
@@ -58,7 +59,7 @@ same_key(const ZklSlot *a, const ZklSlot *b)
 }
 
 static bool
-carries(const ZklCore *c, const ZklSlot *o)
+carries(const ZklCohort *c, const ZklSlot *o)
 {
 	return (o->zstate == ZKS_HELD || o->zstate == ZKS_LINGER) && eligible(c, o);
 }
@@ -70,7 +71,7 @@ carries(const ZklCore *c, const ZklSlot *o)
  * wait here).
  */
 static ZklSlot *
-carrier_of(ZklCore *c, const ZklSlot *s)
+carrier_of(ZklCohort *c, const ZklSlot *s)
 {
 	int			i;
 
@@ -98,7 +99,7 @@ carrier_of(ZklCore *c, const ZklSlot *s)
  * waiting here for a hand-over decides nothing.
  */
 static bool
-owner_other(const ZklCore *c, const ZklSlot *o, bool decided)
+owner_other(const ZklCohort *c, const ZklSlot *o, bool decided)
 {
 	int			i;
 
@@ -118,7 +119,7 @@ owner_other(const ZklCore *c, const ZklSlot *o, bool decided)
 
 /* A local request other than o holds o's key (in either mode) and is not done with it. */
 static bool
-other_holder(const ZklCore *c, const ZklSlot *o)
+other_holder(const ZklCohort *c, const ZklSlot *o)
 {
 	int			i;
 
@@ -134,7 +135,7 @@ other_holder(const ZklCore *c, const ZklSlot *o)
 
 /* Hand-overs left before a waiter seen behind the node gets its turn. */
 static bool
-budget_left(const ZklCore *c, const ZklSlot *o)
+budget_left(const ZklCohort *c, const ZklSlot *o)
 {
 	return o->handed + 1 < ZKL_HANDOVER_MAX &&
 		(!o->foreign || o->since_foreign < c->handover_limit);
@@ -142,10 +143,8 @@ budget_left(const ZklCore *c, const ZklSlot *o)
 
 /* Everything but the child watch allows o's node to pass. */
 static bool
-may_pass_but_peek(const ZklCore *c, const ZklSlot *o, bool connected, int64_t mono)
+may_pass_but_peek(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono)
 {
-	int64_t		until;
-
 	/*
 	 * The releasing backend's other live request on the key may have decided
 	 * with this node as its own: it must not become another backend's while
@@ -153,18 +152,18 @@ may_pass_but_peek(const ZklCore *c, const ZklSlot *o, bool connected, int64_t mo
 	 */
 	return connected && o->first && o->session_id == c->t->session_id &&
 		budget_left(c, o) && !other_holder(c, o) && !owner_other(c, o, true) &&
-		!c->env->grants_paused(c->env->arg, mono, &until);
+		!c->host->grants_paused(c->host->arg, mono);
 }
 
 static bool
-may_pass(const ZklCore *c, const ZklSlot *o, bool connected, int64_t mono)
+may_pass(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono)
 {
 	return o->peek == COH_PEEK_ARMED && may_pass_but_peek(c, o, connected, mono);
 }
 
 /* The local waiter first in line for o's node. */
 static ZklSlot *
-first_waiter(ZklCore *c, const ZklSlot *o)
+first_waiter(ZklCohort *c, const ZklSlot *o)
 {
 	ZklSlot    *first = NULL;
 	int			i;
@@ -182,7 +181,7 @@ first_waiter(ZklCore *c, const ZklSlot *o)
 
 /* The node of `from` (done with it) becomes `to`'s, granted at once. */
 static void
-pass(ZklCore *c, ZklSlot *from, ZklSlot *to)
+pass(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
 	memcpy(to->node, from->node, sizeof(to->node));
 	memcpy(to->uuid, from->uuid, sizeof(to->uuid));
@@ -204,7 +203,7 @@ pass(ZklCore *c, ZklSlot *from, ZklSlot *to)
 	from->zstate = ZKS_GONE;
 	zkt_free(c->t, from);
 	c->t->counters.handovers++;
-	zcore_grant_slot(c, to);
+	c->host->grant(c->host->arg, to);
 }
 
 /*
@@ -250,7 +249,7 @@ zcoh_listing_planned(ZklSlot *s)
  * stale now.  What was seen queued behind the node stays true.
  */
 static void
-move_place(ZklCore *c, ZklSlot *from, ZklSlot *to)
+move_place(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
 	memcpy(to->node, from->node, sizeof(to->node));
 	memcpy(to->uuid, from->uuid, sizeof(to->uuid));
@@ -282,7 +281,7 @@ end_linger(ZklSlot *o)
 
 /* Hand-over turned off (a reload): everything waiting for one goes back to the recipe. */
 static void
-turn_off(ZklCore *c)
+turn_off(ZklCohort *c)
 {
 	int			i;
 
@@ -294,7 +293,7 @@ turn_off(ZklCore *c)
 		if (s->zstate == ZKS_COHORT && s->abandoned)
 			zkt_free(c->t, s);
 		else if (s->zstate == ZKS_COHORT)
-			zcore_requeue_slot(c, s);
+			c->host->requeue(c->host->arg, s);
 		else if (s->zstate == ZKS_LINGER)
 			end_linger(s);
 	}
@@ -302,7 +301,7 @@ turn_off(ZklCore *c)
 
 /* A new request: take a lingering node, wait for a local holder's, or queue in ZooKeeper. */
 static void
-join(ZklCore *c, ZklSlot *s, bool connected, int64_t mono)
+join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 {
 	ZklSlot    *o = carrier_of(c, s);
 
@@ -323,7 +322,7 @@ join(ZklCore *c, ZklSlot *s, bool connected, int64_t mono)
 	{
 		s->result = ZKR_NOT_GRANTED;
 		s->zstate = ZKS_GONE;
-		zcore_wake_owner(c, s);
+		c->host->wake(c->host->arg, s);
 		return;
 	}
 	s->zstate = ZKS_COHORT;
@@ -331,7 +330,7 @@ join(ZklCore *c, ZklSlot *s, bool connected, int64_t mono)
 
 /* A released holder's node: pass it, keep it for a moment, or let it go. */
 static void
-release(ZklCore *c, ZklSlot *o, bool connected, int64_t mono)
+release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 {
 	ZklSlot    *w = first_waiter(c, o);
 
@@ -364,11 +363,11 @@ release(ZklCore *c, ZklSlot *o, bool connected, int64_t mono)
 	 * wait behind its request.
 	 */
 	if (w != NULL)
-		zcore_requeue_slot(c, w);
+		c->host->requeue(c->host->arg, w);
 }
 
 long
-zcoh_plan(ZklCore *c, bool connected, int64_t now, int64_t mono)
+zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 {
 	long		next_ms = -1;
 	int			i;
@@ -406,7 +405,7 @@ zcoh_plan(ZklCore *c, bool connected, int64_t now, int64_t mono)
 			if (s->abandoned)
 				zkt_free(c->t, s);
 			else
-				zcore_requeue_slot(c, s);
+				c->host->requeue(c->host->arg, s);
 		}
 	}
 	for (i = 0; i < c->t->nused; i++)
@@ -450,14 +449,14 @@ zcoh_plan(ZklCore *c, bool connected, int64_t now, int64_t mono)
 }
 
 bool
-zcoh_keeps(const ZklCore *c, const ZklSlot *s)
+zcoh_keeps(const ZklCohort *c, const ZklSlot *s)
 {
 	/* release() decided so just now, in this turn's zcoh_plan() */
 	return s->kept && s->zstate == ZKS_HELD && carries(c, s);
 }
 
 void
-zcoh_listed(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
+zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 {
 	int			own = -1;
 	int			i;
@@ -473,7 +472,7 @@ zcoh_listed(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 		if (s->peek == COH_PEEK_ASKED)
 			s->peek = COH_PEEK_NONE;
 		if (s->zstate == ZKS_HELD)
-			zcore_lose_slot(c, s);
+			c->host->lose(c->host->arg, s);
 		else if (s->zstate == ZKS_LINGER)
 		{
 			s->zstate = ZKS_GONE;
@@ -495,16 +494,15 @@ zcoh_listed(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 }
 
 void
-zcoh_listing_failed(ZklCore *c, ZklSlot *s, int rc)
+zcoh_listing_failed(ZklCohort *c, ZklSlot *s, int rc, bool transient)
 {
 	if (!eligible(c, s))
 		return;
 	if (rc == ZNONODE && s->zstate == ZKS_HELD)
-		zcore_lose_slot(c, s);	/* the key node is gone: so is ours */
+		c->host->lose(c->host->arg, s);	/* the key node is gone: so is ours */
 	else if (rc == ZNONODE && s->zstate == ZKS_LINGER)
 		end_linger(s);
-	else if (!zcore_outcome_unknown(rc) && rc != ZSESSIONEXPIRED && rc != ZCLOSING &&
-			 rc != ZINVALIDSTATE)
+	else if (!transient)
 	{
 		/* a queue we cannot read (say, access refused): no more hand-overs of this node */
 		s->foreign = true;
@@ -515,7 +513,7 @@ zcoh_listing_failed(ZklCore *c, ZklSlot *s, int rc)
 }
 
 bool
-zcoh_event(ZklCore *c, const char *path)
+zcoh_event(ZklCohort *c, const char *path)
 {
 	bool		ours = false;
 	int			i;
@@ -523,12 +521,12 @@ zcoh_event(ZklCore *c, const char *path)
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *o = &c->t->slots[i];
-		char		key_path[ZKL_PATH_LEN];
+		char		key_path[ZKL_MAX_ROOT_LEN + ZKL_KEY_BUFLEN + 2];
 
 		if (o->zstate == ZKS_FREE || o->zstate == ZKS_NEW || o->zstate == ZKS_COHORT ||
 			o->zstate == ZKS_GONE || o->mode == ZKL_MODE_SEMAPHORE)
 			continue;
-		zcore_key_path(c->t, o, key_path);
+		snprintf(key_path, sizeof(key_path), "%s/%s", c->t->roots[o->root_id], o->key);
 		if (strcmp(key_path, path) != 0)
 			continue;
 		ours = true;
@@ -544,7 +542,7 @@ zcoh_event(ZklCore *c, const char *path)
 }
 
 void
-zcoh_forget_watches(ZklCore *c)
+zcoh_forget_watches(ZklCohort *c)
 {
 	int			i;
 

@@ -1,12 +1,33 @@
 /*
- * cohort.h — local hand-over of exclusive locks (cohort.c), and the few
- * steps of core.c it shares.  Internal to the worker's decisions: only
- * core.c and cohort.c include it.
+ * cohort.h — local hand-over of exclusive locks (cohort.c), below core.c:
+ * core.c calls it and hands it the few steps of its own that a hand-over
+ * takes (ZklCohortHost).  Pure, like core.c.
  */
 #ifndef ZK_LOCK_COHORT_H
 #define ZK_LOCK_COHORT_H
 
-#include "core.h"
+#include "slot.h"
+
+/* core.c's steps that a hand-over takes too; arg is passed back to each */
+typedef struct ZklCohortHost
+{
+	void	   *arg;
+	void		(*grant) (void *arg, ZklSlot *s);
+	void		(*lose) (void *arg, ZklSlot *s);	/* a held lock is gone */
+	void		(*requeue) (void *arg, ZklSlot *s); /* a fresh request again */
+	void		(*wake) (void *arg, ZklSlot *s);
+	bool		(*grants_paused) (void *arg, int64_t mono);
+} ZklCohortHost;
+
+/* Settings (the host sets the first block) and the table. */
+typedef struct ZklCohort
+{
+	bool		handover;		/* zk_lock.local_handover */
+	int			handover_limit; /* zk_lock.local_handover_limit */
+	int			linger_ms;		/* zk_lock.linger */
+	ZklTable   *t;
+	const ZklCohortHost *host;
+} ZklCohort;
 
 /* ZklSlot.peek: what the slot knows of nodes queued behind its own */
 #define COH_PEEK_NONE	0		/* nothing: a listing must come first */
@@ -15,19 +36,19 @@
 #define COH_PEEK_WANTED	3		/* that listing is owed (ZKT_CHILDREN), not sent yet */
 
 /* Runs first in every zcore_plan(): joins, hand-overs, lingers.  Returns ms until due again (-1: never). */
-extern long zcoh_plan(ZklCore *c, bool connected, int64_t now, int64_t mono);
+extern long zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono);
 
 /* An abandoned holder whose node waits for a hand-over decision: not deleted yet. */
-extern bool zcoh_keeps(const ZklCore *c, const ZklSlot *s);
+extern bool zcoh_keeps(const ZklCohort *c, const ZklSlot *s);
 
 /* A listing of s's key came back (rc ZOK); watched: it set a child watch. */
-extern void zcoh_listed(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched);
+extern void zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched);
 
-/* A listing of s's key failed with rc. */
-extern void zcoh_listing_failed(ZklCore *c, ZklSlot *s, int rc);
+/* A listing of s's key failed with rc; transient: its outcome is unknown, or the session ended. */
+extern void zcoh_listing_failed(ZklCohort *c, ZklSlot *s, int rc, bool transient);
 
 /* A child event on a lock key's node; returns whether path is one of our lock keys. */
-extern bool zcoh_event(ZklCore *c, const char *path);
+extern bool zcoh_event(ZklCohort *c, const char *path);
 
 /* Slot s has a new node, or none: what hand-over knew of the old one is void. */
 extern void zcoh_new_node(ZklSlot *s);
@@ -36,12 +57,10 @@ extern void zcoh_new_node(ZklSlot *s);
 extern void zcoh_listing_planned(ZklSlot *s);
 
 /* A new worker process: the child watches were the old process's. */
-extern void zcoh_forget_watches(ZklCore *c);
+extern void zcoh_forget_watches(ZklCohort *c);
 
-/* core.c's steps that cohort.c takes too */
-extern void zcore_grant_slot(ZklCore *c, ZklSlot *s);
-extern void zcore_lose_slot(ZklCore *c, ZklSlot *s);
-extern void zcore_requeue_slot(ZklCore *c, ZklSlot *s);
-extern void zcore_wake_owner(ZklCore *c, ZklSlot *s);
+/* Whether a listing of s's key sets a child watch (see zcore_listing_watches). */
+extern bool zcoh_listing_watches(const ZklCohort *c, const ZklSlot *s);
+
 
 #endif

@@ -15,7 +15,6 @@
 
 #include <zookeeper/zookeeper.h>	/* result codes and event types only */
 
-#include "cohort.h"
 #include "table.h"
 
 #define MAX_PARENT_RETRIES	5
@@ -40,6 +39,8 @@
 #define ERR_NO_CONNECT	ZKL_SQLSTATE('0','8','0','0','1')
 #define ERR_BAD_PARAM	ZKL_SQLSTATE('2','2','0','2','3')
 #define ERR_SERIALIZATION	ZKL_SQLSTATE('4','0','0','0','1')
+
+static ZklCohort *cohort_of(ZklCore *c);
 
 static void
 copy_name(char *dst, size_t size, const char *src)
@@ -183,18 +184,6 @@ lose_slot(ZklCore *c, ZklSlot *s)
 	wake(c, s);
 }
 
-void
-zcore_lose_slot(ZklCore *c, ZklSlot *s)
-{
-	lose_slot(c, s);
-}
-
-void
-zcore_wake_owner(ZklCore *c, ZklSlot *s)
-{
-	wake(c, s);
-}
-
 static void fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate,
 					  const char *fmt,...) __attribute__((format(printf, 5, 6)));
 
@@ -254,12 +243,6 @@ requeue(ZklCore *c, ZklSlot *s)
 	forget_place(s);
 	zcoh_new_node(s);
 	s->attempt = ++c->t->next_attempt;
-}
-
-void
-zcore_requeue_slot(ZklCore *c, ZklSlot *s)
-{
-	requeue(c, s);
 }
 
 /* Our node is gone: start over, or end if the owner is gone too. */
@@ -403,7 +386,7 @@ zcore_worker_restarted(ZklCore *c)
 {
 	int			i;
 
-	zcoh_forget_watches(c);
+	zcoh_forget_watches(cohort_of(c));
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *s = &c->t->slots[i];
@@ -637,10 +620,60 @@ grant(ZklCore *c, ZklSlot *s)
 	}
 }
 
-void
-zcore_grant_slot(ZklCore *c, ZklSlot *s)
+/* ---- local hand-over (cohort.c): the steps of ours that it takes ---- */
+
+static void
+host_grant(void *arg, ZklSlot *s)
 {
-	grant(c, s);
+	grant((ZklCore *) arg, s);
+}
+
+static void
+host_lose(void *arg, ZklSlot *s)
+{
+	lose_slot((ZklCore *) arg, s);
+}
+
+static void
+host_requeue(void *arg, ZklSlot *s)
+{
+	requeue((ZklCore *) arg, s);
+}
+
+static void
+host_wake(void *arg, ZklSlot *s)
+{
+	wake((ZklCore *) arg, s);
+}
+
+static bool
+host_grants_paused(void *arg, int64_t at)
+{
+	const ZklCore *c = arg;
+	int64_t		until;
+
+	return c->env->grants_paused(c->env->arg, at, &until);
+}
+
+/* c's hand-over state, with its table and our steps filled in. */
+static ZklCohort *
+cohort_of(ZklCore *c)
+{
+	c->cohort_host.arg = c;
+	c->cohort_host.grant = host_grant;
+	c->cohort_host.lose = host_lose;
+	c->cohort_host.requeue = host_requeue;
+	c->cohort_host.wake = host_wake;
+	c->cohort_host.grants_paused = host_grants_paused;
+	c->cohort.t = c->t;
+	c->cohort.host = &c->cohort_host;
+	return &c->cohort;
+}
+
+bool
+zcore_listing_watches(const ZklCore *c, const ZklSlot *s)
+{
+	return zcoh_listing_watches(&c->cohort, s);
 }
 
 /* Queue behind children[watch]: set the watch, unless it is an upgrade deadlock or a try. */
@@ -873,9 +906,9 @@ zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int
 		return;
 	/* who queues behind a node local hand-over may pass (cohort.c) */
 	if (rc == ZOK)
-		zcoh_listed(c, s, kids, n, watched);
+		zcoh_listed(cohort_of(c), s, kids, n, watched);
 	else
-		zcoh_listing_failed(c, s, rc);
+		zcoh_listing_failed(cohort_of(c), s, rc, zcore_outcome_unknown(rc) || session_error(rc));
 	if (s->zstate != ZKS_QUEUED)
 		return;					/* a holder's listing: for cohort.c only */
 	if (rc == ZOK && s->mode == ZKL_MODE_SEMAPHORE)
@@ -915,7 +948,7 @@ zcore_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path)
 	char		watched[ZKL_PATH_LEN];
 
 	/* a key's child watch: whoever set it, routed by the key (semaphores, hand-over) */
-	if (sem_event(c, path) || zcoh_event(c, path))
+	if (sem_event(c, path) || zcoh_event(cohort_of(c), path))
 		return;
 	s = reply_slot(c, tag);
 	if (s == NULL || s->zstate != ZKS_QUEUED)
@@ -1559,7 +1592,7 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 {
 	ZklSlot    *s = &c->t->slots[idx];
 
-	if (s->abandoned && zcoh_keeps(c, s))
+	if (s->abandoned && zcoh_keeps(cohort_of(c), s))
 	{
 		/* a local waiter gets its node once the listing asked for is back */
 		if (turn->connected)
@@ -1596,7 +1629,7 @@ zcore_plan(ZklCore *c, bool connected, int64_t proof_at)
 	turn.next_ms = -1;
 	c->nops = 0;
 	c->t->writes_held = connected && !turn.writes_open;
-	turn.next_ms = zcoh_plan(c, connected, turn.now, turn.mono);
+	turn.next_ms = zcoh_plan(cohort_of(c), connected, turn.now, turn.mono);
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *s = &c->t->slots[i];

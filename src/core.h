@@ -14,6 +14,7 @@
 #ifndef ZK_LOCK_CORE_H
 #define ZK_LOCK_CORE_H
 
+#include "cohort.h"
 #include "slot.h"
 
 /* What a planned op asks of ZooKeeper, on the slot's key (see worker.c for each call). */
@@ -73,9 +74,7 @@ typedef struct ZklCore
 	ZklOp	   *ops;			/* 2 * nslots */
 	const char **mine;			/* nslots */
 	bool	   *held;			/* nslots */
-	bool		handover;		/* zk_lock.local_handover (cohort.c) */
-	int			handover_limit; /* zk_lock.local_handover_limit */
-	int			linger_ms;		/* zk_lock.linger */
+	ZklCohort	cohort;			/* local hand-over: host sets its settings (cohort.h) */
 
 	int			nops;			/* planned by the last zcore_plan() */
 	int			writes_in_flight;	/* creates, deletes and multis unanswered */
@@ -83,6 +82,7 @@ typedef struct ZklCore
 	bool		proof_in_flight;
 	int64_t		proof_sent;		/* mono */
 	uint64_t	proof_gen;		/* tags it: a new handle makes replies stale */
+	ZklCohortHost cohort_host;	/* core.c's steps, for cohort.c */
 } ZklCore;
 
 /* SQLSTATE codes in PostgreSQL's packed form (utils/errcodes.h). */

@@ -715,9 +715,9 @@ core_init(void)
 	core.env = &core_env;
 	core.connect_timeout = zkl_connect_timeout;
 	core.proof_bound = zkl_proof_bound;
-	core.handover = zkl_local_handover;
-	core.handover_limit = zkl_local_handover_limit;
-	core.linger_ms = zkl_linger;
+	core.cohort.handover = zkl_local_handover;
+	core.cohort.handover_limit = zkl_local_handover_limit;
+	core.cohort.linger_ms = zkl_linger;
 	/* at most one op per slot, plus one read per told successor */
 	core.ops = MemoryContextAlloc(TopMemoryContext, 2 * nslots * sizeof(ZklOp));
 	core.mine = MemoryContextAlloc(TopMemoryContext, nslots * sizeof(char *));
@@ -845,9 +845,9 @@ zkl_worker_main(Datum arg)
 		/* settings a reload may have changed */
 		core.connect_timeout = zkl_connect_timeout;
 		core.proof_bound = zkl_proof_bound;
-		core.handover = zkl_local_handover;
-		core.handover_limit = zkl_local_handover_limit;
-		core.linger_ms = zkl_linger;
+		core.cohort.handover = zkl_local_handover;
+		core.cohort.handover_limit = zkl_local_handover_limit;
+		core.cohort.linger_ms = zkl_linger;
 		zkl_presence_tend();
 		zkl_left_tend();
 		zkl_flush_wakes();		/* owners the session's turn woke */

@@ -1033,7 +1033,7 @@ told(Cluster *c, const ZklSlot *s, const char *waiter)
 static bool
 passes_node(const Cluster *c, const ZklSlot *s)
 {
-	return c->core.handover && s->mode == ZKL_MODE_EXCLUSIVE && s->group == 0 &&
+	return c->core.cohort.handover && s->mode == ZKL_MODE_EXCLUSIVE && s->group == 0 &&
 		s->node[0] != '\0' &&
 		(s->zstate == ZKS_QUEUED || s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER);
 }
@@ -2409,9 +2409,9 @@ cluster_init(Cluster *c, int id)
 	c->core.env = &c->env;
 	c->core.connect_timeout = CONNECT_TIMEOUT;
 	c->core.proof_bound = PROOF_BOUND;
-	c->core.handover = S->handover;
-	c->core.handover_limit = S->handover_limit;
-	c->core.linger_ms = S->linger_ms;
+	c->core.cohort.handover = S->handover;
+	c->core.cohort.handover_limit = S->handover_limit;
+	c->core.cohort.linger_ms = S->linger_ms;
 	c->core.ops = c->ops;
 	c->core.mine = c->mine;
 	c->core.held = c->held;
@@ -2493,8 +2493,8 @@ fault(void)
 	else if (what < 94 && S->handover)
 	{
 		/* a reload turns local hand-over off, or back on */
-		c->core.handover = !c->core.handover;
-		trace("fault: c%d local hand-over %s", ci, c->core.handover ? "on" : "off");
+		c->core.cohort.handover = !c->core.cohort.handover;
+		trace("fault: c%d local hand-over %s", ci, c->core.cohort.handover ? "on" : "off");
 	}
 	else if (zkm_step_reap(S->m))
 		trace("fault: an empty key node reaped");
@@ -2513,7 +2513,7 @@ heal(bool all)
 		Cluster    *c = &S->c[i];
 
 		if (all)
-			c->core.handover = S->handover;
+			c->core.cohort.handover = S->handover;
 		if (c->paused && (all || zkm_now(S->m) >= c->paused_until))
 		{
 			c->paused = false;

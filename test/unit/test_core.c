@@ -644,8 +644,8 @@ test_cohort(void)
 	uint64_t	tag;
 
 	setup();
-	core.handover = true;
-	core.handover_limit = 1;
+	core.cohort.handover = true;
+	core.cohort.handover_limit = 1;
 	h = lone_holder();
 	snprintf(made[0], sizeof(made[0]), "%s", slots[h].node);
 	CHECK(slots[h].result == ZKR_GRANTED && slots[h].first, "the lone holder is first in line");
@@ -698,8 +698,8 @@ static void
 holder_and_local_waiter(int *h, int *w)
 {
 	setup();
-	core.handover = true;
-	core.handover_limit = 8;
+	core.cohort.handover = true;
+	core.cohort.handover_limit = 8;
 	*h = lone_holder();
 	*w = ask(2, false);
 	peek_alone(*h);
@@ -740,8 +740,8 @@ test_kept_node_not_held(void)
 	int			s;
 
 	setup();
-	core.handover = true;
-	core.handover_limit = 8;
+	core.cohort.handover = true;
+	core.cohort.handover_limit = 8;
 	h = lone_holder();
 	w = ask(2, false);
 	CHECK(slots[w].zstate == ZKS_COHORT && slots[h].peek == COH_PEEK_ASKED, "a waiter; the holder's listing is out");
@@ -803,8 +803,8 @@ test_linger(void)
 	int			n;
 
 	setup();
-	core.handover = true;
-	core.linger_ms = 100;
+	core.cohort.handover = true;
+	core.cohort.linger_ms = 100;
 	h = lone_holder();
 	(void) zcore_plan(&core, true, now_us);
 	peek_alone(h);
