@@ -179,29 +179,40 @@ first_waiter(ZklCohort *c, const ZklSlot *o)
 	return first;
 }
 
-/* The node of `from` (done with it) becomes `to`'s, granted at once. */
+/*
+ * `to` takes the node of `from` (given up: freed here), with what was seen
+ * queued behind it; what `from` made of its place is not taken.  The caller
+ * reads what else of `from` it needs first.
+ */
 static void
-pass(ZklCohort *c, ZklSlot *from, ZklSlot *to)
+take_node(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
 	memcpy(to->node, from->node, sizeof(to->node));
 	memcpy(to->uuid, from->uuid, sizeof(to->uuid));
 	to->czxid = from->czxid;
 	to->root_id = from->root_id;
-	to->handed = from->handed + 1;
 	to->foreign = from->foreign;
-	to->since_foreign = from->since_foreign + (from->foreign ? 1 : 0);
-	to->peek = from->peek;
 	to->kept = false;
-	to->at_head = true;
-	to->first = true;
 	to->watch[0] = '\0';
 	to->watch_sole = false;
 	to->delayed_until = 0;
-	to->linger_until = 0;
-	to->todo = 0;
-	to->zstate = ZKS_QUEUED;	/* until the grant, as after a listing */
+	to->zstate = ZKS_QUEUED;
 	from->zstate = ZKS_GONE;
 	zkt_free(c->t, from);
+}
+
+/* The node of `from` (done with it) becomes `to`'s, granted at once. */
+static void
+pass(ZklCohort *c, ZklSlot *from, ZklSlot *to)
+{
+	to->handed = from->handed + 1;
+	to->since_foreign = from->since_foreign + (from->foreign ? 1 : 0);
+	to->peek = from->peek;
+	to->at_head = true;
+	to->first = true;
+	to->linger_until = 0;
+	to->todo = 0;
+	take_node(c, from, to);		/* QUEUED until the grant, as after a listing */
 	c->t->counters.handovers++;
 	c->host->grant(c->host->arg, to);
 }
@@ -251,25 +262,14 @@ zcoh_listing_planned(ZklSlot *s)
 static void
 move_place(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
-	memcpy(to->node, from->node, sizeof(to->node));
-	memcpy(to->uuid, from->uuid, sizeof(to->uuid));
-	to->czxid = from->czxid;
-	to->root_id = from->root_id;
-	to->watch[0] = '\0';
-	to->watch_sole = false;
 	to->at_head = false;
 	to->first = false;
-	to->delayed_until = 0;
 	to->checked_at = from->checked_at;
 	to->handed = 0;
-	to->foreign = from->foreign;
 	to->since_foreign = from->since_foreign;
 	to->peek = COH_PEEK_NONE;
-	to->kept = false;
 	to->todo = ZKT_CHILDREN | (from->todo & ZKT_STAT);	/* an adopted node is checked first */
-	to->zstate = ZKS_QUEUED;
-	from->zstate = ZKS_GONE;
-	zkt_free(c->t, from);
+	take_node(c, from, to);
 }
 
 static void
