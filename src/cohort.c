@@ -1,5 +1,5 @@
 /*
- * cohort.c — local hand-over of exclusive locks: lock cohorting (Dice,
+ * cohort.c — local hand-over of locks: lock cohorting (Dice,
  * Marathe and Shavit, PPoPP 2012) with a cluster in place of a NUMA node.
  * While this cluster holds a key's node, a request of another local backend
  * for the key waits in shared memory (ZKS_COHORT) instead of queueing in
@@ -26,7 +26,13 @@
  *
  * Linger (zk_lock.linger): with no local waiter, a released node may stay
  * for a while under no owner (ZKS_LINGER), so that a repeat request takes it
- * at once; a child event ends that.
+ * at once; a child event ends that. *
+ * Readers (ride): a shared request joins a local reader's granted node that
+ * has no exclusive node ahead (`clear`), while no local exclusive request
+ * for the key is live, within the same bound: granted at once, `rides`, no
+ * node of its own.  Safe for the same reasons: the node stays while any of
+ * its readers holds (it passes to a rider when its owner is done), every
+ * reader is a holder of the same session, and a node lost loses them all.
  */
 #include "cohort.h"
 
@@ -37,11 +43,21 @@
 
 #include "table.h"
 
-/* A request that may take part: an exclusive lock of one key, hand-over on. */
+/*
+ * A request that may take part, hand-over on: a lock of one key whose node
+ * is its own (a node is handed over in exclusive mode, joined in shared).
+ */
 static bool
 eligible(const ZklCohort *c, const ZklSlot *s)
 {
-	return c->handover && s->mode == ZKL_MODE_EXCLUSIVE && s->group == 0;
+	return c->handover && s->mode != ZKL_MODE_SEMAPHORE && s->group == 0 && !s->rides;
+}
+
+/* An exclusive one: its node passes from holder to holder. */
+static bool
+eligible_x(const ZklCohort *c, const ZklSlot *s)
+{
+	return eligible(c, s) && s->mode == ZKL_MODE_EXCLUSIVE;
 }
 
 bool
@@ -61,7 +77,7 @@ same_key(const ZklSlot *a, const ZklSlot *b)
 static bool
 carries(const ZklCohort *c, const ZklSlot *o)
 {
-	return (o->zstate == ZKS_HELD || o->zstate == ZKS_LINGER) && eligible(c, o);
+	return (o->zstate == ZKS_HELD || o->zstate == ZKS_LINGER) && eligible_x(c, o);
 }
 
 /*
@@ -79,7 +95,7 @@ carrier_of(ZklCohort *c, const ZklSlot *s)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (o == s || !eligible(c, o) || !same_key(o, s))
+		if (o == s || !eligible_x(c, o) || !same_key(o, s))
 			continue;
 		if (carries(c, o) ||
 			(!o->abandoned && !o->nowait &&
@@ -137,7 +153,7 @@ other_holder(const ZklCohort *c, const ZklSlot *o)
 static bool
 budget_left(const ZklCohort *c, const ZklSlot *o)
 {
-	return o->handed + 1 < ZKL_HANDOVER_MAX &&
+	return o->node_handed + 1 < ZKL_HANDOVER_MAX &&
 		(!o->foreign || o->since_foreign < c->handover_limit);
 }
 
@@ -172,7 +188,8 @@ first_waiter(ZklCohort *c, const ZklSlot *o)
 	{
 		ZklSlot    *w = &c->t->slots[i];
 
-		if (w->zstate == ZKS_COHORT && !w->abandoned && same_key(w, o) &&
+		if (w->zstate == ZKS_COHORT && !w->abandoned && w->mode == ZKL_MODE_EXCLUSIVE &&
+			same_key(w, o) &&
 			(first == NULL || w->queued_at < first->queued_at))
 			first = w;
 	}
@@ -205,7 +222,8 @@ take_node(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 static void
 pass(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
-	to->handed = from->handed + 1;
+	to->handed = from->node_handed + 1;
+	to->node_handed = to->handed;
 	to->since_foreign = from->since_foreign + (from->foreign ? 1 : 0);
 	to->peek = from->peek;
 	to->at_head = true;
@@ -237,6 +255,8 @@ void
 zcoh_new_node(ZklSlot *s)
 {
 	s->handed = 0;
+	s->node_handed = 0;
+	s->rides = false;
 	s->foreign = false;
 	s->since_foreign = 0;
 	s->peek = COH_PEEK_NONE;
@@ -266,6 +286,7 @@ move_place(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	to->first = false;
 	to->checked_at = from->checked_at;
 	to->handed = 0;
+	to->node_handed = 0;
 	to->since_foreign = from->since_foreign;
 	to->peek = COH_PEEK_NONE;
 	to->todo = ZKT_CHILDREN | (from->todo & ZKT_STAT);	/* an adopted node is checked first */
@@ -366,12 +387,296 @@ release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 		c->host->requeue(c->host->arg, w);
 }
 
+/* ---- shared locks: local readers ride one node ---- */
+
+/* r holds shared through o's node (o: the slot that owns the node). */
+static bool
+rides_on(const ZklSlot *r, const ZklSlot *o)
+{
+	return r != o && r->rides && r->zstate == ZKS_HELD && r->root_id == o->root_id &&
+		same_key(r, o) && strcmp(r->node, o->node) == 0;
+}
+
+/* A live local reader rides o's node (the first one found), or NULL. */
+static ZklSlot *
+rider_of(ZklCohort *c, const ZklSlot *o)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *r = &c->t->slots[i];
+
+		if (rides_on(r, o) && !r->abandoned)
+			return r;
+	}
+	return NULL;
+}
+
+/*
+ * A local exclusive request for o's key that is not done, in any state:
+ * readers must not join past it (it would wait for ever), nor beside it
+ * (a backend's exclusive lock granted past its own shared node).
+ */
+static bool
+writer_here(const ZklCohort *c, const ZklSlot *o)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *w = &c->t->slots[i];
+
+		if (w->mode == ZKL_MODE_EXCLUSIVE && !w->abandoned && w->zstate != ZKS_FREE &&
+			w->zstate != ZKS_GONE && same_key(w, o))
+			return true;
+	}
+	return false;
+}
+
+/* A granted shared node of this cluster on s's key (its owner's slot). */
+static bool
+reader_node(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
+{
+	return o->zstate == ZKS_HELD && o->mode == ZKL_MODE_SHARED && eligible(c, o) && same_key(o, s);
+}
+
+/*
+ * The readers' bound is the key's, not one node's: readers may ride several
+ * shared nodes of this cluster on a key (made while none could be ridden),
+ * and a request seen queued behind one of them waits for them all.  So
+ * what one of them learns, all know (share_bound), and a join counts for
+ * all: returns the joins since, and whether one was seen.
+ */
+static uint16_t
+key_since_foreign(const ZklCohort *c, const ZklSlot *s, bool *foreign)
+{
+	uint16_t	since = 0;
+	int			i;
+
+	*foreign = false;
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (reader_node(c, o, s) && o->foreign)
+		{
+			*foreign = true;
+			since = o->since_foreign > since ? o->since_foreign : since;
+		}
+	}
+	return since;
+}
+
+static void
+share_bound(ZklCohort *c, const ZklSlot *s, uint16_t since)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (reader_node(c, o, s))
+		{
+			o->foreign = true;
+			o->since_foreign = since;
+		}
+	}
+}
+
+/*
+ * The cluster's shared holder of s's key whose node a reader could join,
+ * but for the child watch: granted with no exclusive node ahead at all
+ * (`clear`: so nothing it holds beside conflicts), in this session, within
+ * the bound, and with no local writer for the key.
+ */
+static ZklSlot *
+ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
+{
+	bool		foreign;
+	uint16_t	since = key_since_foreign(c, s, &foreign);
+	int			i;
+
+	if (!connected || writer_here(c, s) || c->host->grants_paused(c->host->arg, mono) ||
+		(foreign && since >= c->handover_limit))
+		return NULL;
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (reader_node(c, o, s) && !o->abandoned && o->clear &&
+			o->session_id == c->t->session_id && o->node_handed + 1 < ZKL_HANDOVER_MAX)
+			return o;
+	}
+	return NULL;
+}
+
+/*
+ * A shared request joins a local shared holder's node: granted at once, no
+ * node of its own.  Only once that holder's child watch is armed (it knows
+ * who queues behind its node); until then the request waits here for the
+ * one listing that arms it, and if that does not, queues in ZooKeeper as
+ * usual.  A try-lock does not wait for it.
+ */
+static void
+ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
+{
+	ZklSlot    *o = ride_host(c, s, connected, mono);
+	bool		foreign;
+	uint16_t	since;
+
+	if (o != NULL && o->peek == COH_PEEK_ARMED)
+	{
+		s->rides = true;
+		s->handed = o->node_handed + 1;
+		s->czxid = o->czxid;
+		s->root_id = o->root_id;
+		memcpy(s->node, o->node, sizeof(s->node));
+		s->first = o->first;
+		s->at_head = o->at_head;
+		s->clear = true;
+		s->todo = 0;
+		s->zstate = ZKS_QUEUED; /* until the grant */
+		c->host->grant(c->host->arg, s);
+		if (s->zstate != ZKS_HELD)
+		{
+			/* grants paused after all: no node to wait on, so queue as usual */
+			c->host->requeue(c->host->arg, s);
+			return;
+		}
+		o->node_handed = s->handed;
+		since = key_since_foreign(c, o, &foreign);
+		if (foreign)
+			share_bound(c, o, since + 1);
+		c->t->counters.handovers++;
+	}
+	else if (s->zstate == ZKS_COHORT && (o == NULL || o->peek == COH_PEEK_NONE))
+		c->host->requeue(c->host->arg, s);	/* that listing did not arm it */
+	else if (o != NULL && !(s->zstate == ZKS_NEW && s->nowait))
+	{
+		ask_peek(o, connected);	/* again if that read was dropped unsent */
+		s->zstate = ZKS_COHORT;
+	}
+	else if (o != NULL)
+		ask_peek(o, connected);	/* for the readers after it */
+}
+
+/*
+ * Who uses a shared node changed (a rider left, or the node passed to one):
+ * a local request for the key may now count the node as its backend's own
+ * (an upgrade waits for the other readers only), and with it the waiters
+ * queued behind it (core's same-backend rule), whichever node it watches.
+ * So every local waiter on the key reads its queue again: a change of
+ * users is rare next to the grants it saves.
+ */
+static void
+users_changed(ZklCohort *c, const ZklSlot *o)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *w = &c->t->slots[i];
+
+		if (w->zstate == ZKS_QUEUED && !w->abandoned && w->root_id == o->root_id &&
+			same_key(w, o))
+			w->todo |= ZKT_CHILDREN;
+	}
+}
+
+/*
+ * The owner of shared node `from` is done with it while readers ride it:
+ * the node becomes rider `to`'s, already granted, with what is known of
+ * its place; what was asked of it in flight is stale.
+ */
+static void
+pass_to_rider(ZklCohort *c, ZklSlot *from, ZklSlot *to)
+{
+	memcpy(to->uuid, from->uuid, sizeof(to->uuid));
+	if (from->czxid != 0)
+		to->czxid = from->czxid;
+	to->rides = false;
+	to->node_handed = from->node_handed;
+	to->foreign = from->foreign;
+	to->since_foreign = from->since_foreign;
+	to->peek = from->peek == COH_PEEK_ARMED ? COH_PEEK_ARMED : COH_PEEK_NONE;
+	to->kept = false;
+	from->zstate = ZKS_GONE;
+	zkt_free(c->t, from);
+	users_changed(c, to);
+}
+
+/*
+ * Riders first, whatever the settings (a reload may just have turned
+ * hand-over off): one that is done goes, and a node whose owner is done
+ * passes to a rider instead of being deleted under it.
+ */
+static void
+tend_riders(ZklCohort *c)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *r = &c->t->slots[i];
+
+		if (r->rides && r->zstate == ZKS_HELD && r->abandoned)
+		{
+			users_changed(c, r);
+			r->zstate = ZKS_GONE;
+			zkt_free(c->t, r);
+		}
+	}
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+		ZklSlot    *r;
+
+		if (o->zstate == ZKS_HELD && o->abandoned && !o->rides && o->mode == ZKL_MODE_SHARED &&
+			(r = rider_of(c, o)) != NULL)
+			pass_to_rider(c, o, r);
+	}
+}
+
+bool
+zcoh_ridden_by_others(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused && o->mode == ZKL_MODE_SHARED; i++)
+	{
+		const ZklSlot *r = &c->t->slots[i];
+
+		if (rides_on(r, o) && !r->abandoned &&
+			(r->owner_pid != s->owner_pid || r->owner_procno != s->owner_procno))
+			return true;
+	}
+	return false;
+}
+
+void
+zcoh_node_lost(ZklCohort *c, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (o != s && o->zstate == ZKS_HELD && o->root_id == s->root_id && same_key(o, s) &&
+			strcmp(o->node, s->node) == 0)
+			c->host->lose(c->host->arg, o);
+	}
+}
+
 long
 zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 {
 	long		next_ms = -1;
 	int			i;
 
+	tend_riders(c);
 	if (!c->handover)
 	{
 		turn_off(c);
@@ -381,8 +686,11 @@ zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 	{
 		ZklSlot    *s = &c->t->slots[i];
 
-		if (s->zstate == ZKS_NEW && !s->abandoned && eligible(c, s))
+		if (s->zstate == ZKS_NEW && !s->abandoned && eligible_x(c, s))
 			join(c, s, connected, mono);
+		else if ((s->zstate == ZKS_NEW || s->zstate == ZKS_COHORT) && !s->abandoned &&
+				 s->mode == ZKL_MODE_SHARED && eligible(c, s))
+			ride(c, s, connected, mono);
 	}
 	/* before waiters look for their request: a queued node whose owner gave up stays theirs */
 	for (i = 0; i < c->t->nused; i++)
@@ -390,7 +698,7 @@ zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 		ZklSlot    *o = &c->t->slots[i];
 		ZklSlot    *w;
 
-		if (o->zstate == ZKS_QUEUED && o->abandoned && eligible(c, o) &&
+		if (o->zstate == ZKS_QUEUED && o->abandoned && eligible_x(c, o) &&
 			(w = first_waiter(c, o)) != NULL && !owner_other(c, o, false))
 			move_place(c, o, w);
 	}
@@ -400,7 +708,8 @@ zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 		ZklSlot    *o;
 
 		/* a waiter with no request of its cluster to wait behind (gone, lost, given up) */
-		if (s->zstate == ZKS_COHORT && (o = carrier_of(c, s)) == NULL)
+		if (s->zstate == ZKS_COHORT && s->mode == ZKL_MODE_EXCLUSIVE &&
+			(o = carrier_of(c, s)) == NULL)
 		{
 			if (s->abandoned)
 				zkt_free(c->t, s);
@@ -412,7 +721,7 @@ zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (!carries(c, o) && !(o->zstate == ZKS_QUEUED && eligible(c, o) && !o->abandoned))
+		if (!carries(c, o) && !(o->zstate == ZKS_QUEUED && eligible_x(c, o) && !o->abandoned))
 			continue;
 		if (o->zstate == ZKS_LINGER)
 		{
@@ -451,8 +760,8 @@ zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 bool
 zcoh_keeps(const ZklCohort *c, const ZklSlot *s)
 {
-	/* release() decided so just now, in this turn's zcoh_plan() */
-	return s->kept && s->zstate == ZKS_HELD && carries(c, s);
+	/* release() decided so just now, in this turn's zcoh_plan(); a rider's node is not its own */
+	return (s->kept && s->zstate == ZKS_HELD && carries(c, s)) || (s->rides && s->zstate == ZKS_HELD);
 }
 
 void
@@ -487,8 +796,15 @@ zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 	 */
 	if (watched)
 		s->peek = COH_PEEK_ARMED;
-	if (own < n - 1)
-		s->foreign = true;
+	/* behind a shared node only a writer waits for it (readers there hold already) */
+	for (i = own + 1; i < n && !s->foreign; i++)
+		s->foreign = s->mode != ZKL_MODE_SHARED || kids[i].mode == ZKL_MODE_EXCLUSIVE;
+	if (s->foreign && s->mode == ZKL_MODE_SHARED && s->zstate == ZKS_HELD)
+	{
+		bool		foreign;
+
+		share_bound(c, s, key_since_foreign(c, s, &foreign));
+	}
 	if (s->foreign && s->zstate == ZKS_LINGER)
 		end_linger(s);			/* another request waits: no lingering for it */
 }

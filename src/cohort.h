@@ -1,5 +1,5 @@
 /*
- * cohort.h — local hand-over of exclusive locks (cohort.c), below core.c:
+ * cohort.h — local hand-over of locks (cohort.c), below core.c:
  * core.c calls it and hands it the few steps of its own that a hand-over
  * takes (ZklCohortHost).  Pure, like core.c.
  */
@@ -58,6 +58,15 @@ extern void zcoh_listing_planned(ZklSlot *s);
 
 /* A new worker process: the child watches were the old process's. */
 extern void zcoh_forget_watches(ZklCohort *c);
+
+/*
+ * Whether local readers of other backends than s's ride o's shared node:
+ * then it is not the node of o's backend alone (core's same-backend rule).
+ */
+extern bool zcoh_ridden_by_others(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s);
+
+/* Slot s held a node that is gone: so is every local hold through it. */
+extern void zcoh_node_lost(ZklCohort *c, const ZklSlot *s);
 
 /* Whether a listing of s's key sets a child watch (see zcore_listing_watches). */
 extern bool zcoh_listing_watches(const ZklCohort *c, const ZklSlot *s);

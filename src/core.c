@@ -172,7 +172,11 @@ wake(ZklCore *c, ZklSlot *s)
 static void
 lose_slot(ZklCore *c, ZklSlot *s)
 {
+	bool		held = s->zstate == ZKS_HELD;
+
 	s->zstate = ZKS_GONE;
+	if (held)
+		zcoh_node_lost(cohort_of(c), s);	/* every local holder through that node */
 	if (s->abandoned)
 	{
 		free_slot(c, s);
@@ -227,6 +231,7 @@ forget_place(ZklSlot *s)
 	s->watch_sole = false;
 	s->at_head = false;
 	s->first = false;
+	s->clear = false;
 	s->delayed_until = 0;
 }
 
@@ -701,6 +706,7 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, in
 	/* granted when the watched node goes: alone at the head only if it was the one other */
 	s->at_head = s->watch_sole && zkr_foreign_ahead(kids, own, c->mine, nmine) == 1;
 	s->first = own == 1;		/* likewise, with the backend's own nodes counted */
+	s->clear = zkr_exclusive_ahead(kids, own) == (kids[watch].mode == ZKL_MODE_EXCLUSIVE);
 	s->todo |= ZKT_WATCH;
 	if (wall(c) - s->requested_at >= (int64_t) recheck_ms(c) * 1000)
 		c->env->suspect(c->env->arg, s, s->watch);
@@ -724,7 +730,8 @@ decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (same_key_owner(o, s))
+		/* a node local readers ride with (cohort.c) is not one backend's */
+		if (same_key_owner(o, s) && !zcoh_ridden_by_others(cohort_of(c), o, s))
 		{
 			/* one given up no longer holds (a node kept for a hand-over: cohort.c) */
 			c->held[nmine] = o->zstate == ZKS_HELD && !o->abandoned;
@@ -741,6 +748,7 @@ decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 		case ZKR_GRANT:
 			s->at_head = zkr_foreign_ahead(kids, own, c->mine, nmine) == 0;
 			s->first = own == 0;
+			s->clear = zkr_exclusive_ahead(kids, own) == 0;
 			grant(c, s);
 			break;
 		case ZKR_WAIT:

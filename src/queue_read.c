@@ -35,7 +35,8 @@ query_done(int sqlstate, const char *msg)
 /*
  * A node of this cluster's that passed to another local holder (cohort.c)
  * still carries its creator's data: show the holder it has now, or none
- * while it lingers.  Other clusters see the creator.
+ * while it lingers.  Other clusters see the creator.  Readers riding a
+ * shared node are not its holder: zk_locks lists them.
  */
 static void
 local_holder(ZklQueueEntry *e)
@@ -46,7 +47,8 @@ local_holder(ZklQueueEntry *e)
 	{
 		const ZklSlot *s = &zkl_shared->t.slots[i];
 
-		if ((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER) && strcmp(s->node, e->node) == 0 &&
+		if ((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER) && !s->rides &&
+			strcmp(s->node, e->node) == 0 &&
 			strcmp(s->key, zkl_query->key) == 0 && (s->handed > 0 || s->zstate == ZKS_LINGER))
 		{
 			strlcpy(e->data, s->zstate == ZKS_HELD ? s->data : "", ZKL_DATA_LEN);

@@ -305,6 +305,17 @@ zkr_foreign_ahead(const ZkrChild *children, int own, const char *const *mine, in
 	return n;
 }
 
+int
+zkr_exclusive_ahead(const ZkrChild *children, int own)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < own; i++)
+		n += children[i].mode == ZKL_MODE_EXCLUSIVE;
+	return n;
+}
+
 ZkrVerdict
 zkr_decide_semaphore(const ZkrChild *children, int n, const char *own_uuid,
 					 int *own, int *other)

@@ -104,6 +104,13 @@ extern int	zkr_foreign_ahead(const ZkrChild *children, int own,
 							  const char *const *mine, int nmine);
 
 /*
+ * How many exclusive nodes stand ahead of children[own], the backend's own
+ * included.  A shared node granted with none ahead shares the key with
+ * shared holders only, so other local readers may join it (cohort.c).
+ */
+extern int	zkr_exclusive_ahead(const ZkrChild *children, int own);
+
+/*
  * A semaphore request (children of a semaphore key): granted while fewer
  * than its `holders` nodes stand ahead of it.  Nodes ahead only go, so a
  * listing that is out of date can only hold a grant back, never give one

@@ -89,6 +89,9 @@ typedef struct ZklSlot
 	bool		watch_sole;		/* `watch` is the only node ahead that blocks us */
 	bool		at_head;		/* worker only: once granted, no other backend's node is ahead */
 	bool		first;			/* worker only: once granted, no node at all is ahead */
+	bool		clear;			/* worker only: once granted, no exclusive node at all is ahead */
+	bool		rides;			/* worker only: holds shared through a local node of another
+								 * slot (`node`), none of its own (cohort.c) */
 	uint8_t		todo;			/* ZKT_* bits */
 	uint8_t		retries;		/* parent re-creations, to bound a loop */
 	uint8_t		verify;			/* ZKV_*; owner asks (ASKED), worker answers */
@@ -103,6 +106,7 @@ typedef struct ZklSlot
 	int64_t		czxid;			/* its node's, once known: the fencing token's high part */
 	uint16_t	handed;			/* hand-overs of its node before this holder: the low part */
 	/* worker only: its node's local hand-over (cohort.c), passed on with the node */
+	uint16_t	node_handed;	/* hand-overs and joins of its node so far */
 	bool		foreign;		/* a node queued behind ours was seen: the bound counts */
 	uint8_t		peek;			/* COH_PEEK_*: the child watch that tells of such nodes */
 	bool		kept;			/* released, its node kept until that listing is back */

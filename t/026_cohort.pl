@@ -90,37 +90,8 @@ cmp_ok($local, '>', 10, "holders got the node by local hand-over ($local times)"
 cmp_ok($cross, '>', 2, "and the key went between the clusters ($cross times)");
 
 # --- a foreign waiter is served within the bound ---
-$ca->safe_psql('postgres', 'CREATE TABLE fair(token bigint, at timestamptz)');
-my $script = "${PostgreSQL::Test::Utils::tmp_check}/fair.sql";
-append_to_file($script,
-	"BEGIN;\nSELECT zk_lock('fair');\nINSERT INTO fair VALUES (zk_lock_token('fair'), clock_timestamp());\n"
-	  . "SELECT pg_sleep(0.02);\nCOMMIT;\n");
-my $err = '';
-my $h = IPC::Run::start(
-	[ 'pgbench', '-n', '-c', 4, '-j', 4, '-T', 12, '-f', $script, '-h', $ca->host, '-p', $ca->port,
-	  'postgres' ],
-	'>', \my $out, '2>', \$err, IPC::Run::timeout(90));
-ok(wait_for(sub { $ca->safe_psql('postgres', 'SELECT count(*) FROM fair') >= 20 }, 30),
-	'A\'s four clients take turns on the key');
-my @waits;
-for my $round (1 .. 3)
-{
-	my $r = $cb->safe_psql('postgres',
-		"SELECT extract(epoch from clock_timestamp()) AS t0 \\gset\n"
-		  . "BEGIN;\nSELECT zk_lock('fair');\n"
-		  . "SELECT :t0, extract(epoch from clock_timestamp()), zk_lock_token('fair');\nCOMMIT;");
-	my ($t0, $t1, $token) = split /\|/, (grep { /\|/ } split /\n/, $r)[-1];
-	my $passed = $ca->safe_psql('postgres',
-		"SELECT count(*) FROM fair WHERE at > to_timestamp($t0) AND token < $token");
-	push @waits, sprintf('%.0f ms', 1000 * ($t1 - $t0));
-	# one more may come before B's node exists, and one while A's worker reads the queue
-	cmp_ok($passed, '<=', $limit + 2, "round $round: B was granted after $passed grants of A (limit $limit)");
-	usleep(200_000);
-}
-note('B waited ' . join(', ', @waits) . ' while A\'s four clients looped');
-$h->finish;
-is($h->result(0), 0, 'A\'s load ran without errors') or diag($err);
-my @ta = split /\n/, $ca->safe_psql('postgres', 'SELECT token FROM fair ORDER BY at');
+# one more may come before B's node exists, and one while A's worker reads the queue
+my @ta = foreign_writer_rounds($ca, $cb, 'fair', 'zk_lock', $limit, 2);
 my $handed = grep { node_of($ta[$_]) == node_of($ta[ $_ - 1 ]) } 1 .. $#ta;
 cmp_ok($handed, '>', scalar(@ta) / 2, "most of A's grants were hand-overs ($handed of " . scalar(@ta) . ')');
 

@@ -11,12 +11,13 @@ use File::Basename qw(dirname);
 use IO::Socket::INET;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
+use Test::More;
 use Time::HiRes qw(time usleep);
 
 our @EXPORT = qw(start_zookeeper start_ensemble start_partitionable_ensemble stop_zookeeper zk_member
   zk_restart_member zk_cmd zk_mntr zk_lock_nodes zk_session_nodes key_queue_len new_zk_cluster wait_for
   start_proxy proxy_do install_counter run_counter_load start_commit_loop finish_commit_loop zk_status
-  waiting_count resets_until counter_reached);
+  waiting_count resets_until counter_reached foreign_writer_rounds);
 
 my $zk_script = dirname(__FILE__) . '/../test/zk.sh';
 my $proxy_script = dirname(__FILE__) . '/../test/zk_proxy.pl';
@@ -255,6 +256,50 @@ sub finish_commit_loop
 	my @ends = map { my @f = split ' '; $f[4] + $f[5] / 1e6 }
 	  map { split /\n/, PostgreSQL::Test::Utils::slurp_file($_) } glob("$loop->{prefix}.*");
 	return ($loop->{run}->result(0), ${ $loop->{err} }, @ends);
+}
+
+# The local hand-over bound, seen from the other cluster: four clients of
+# $busy loop on $key with $lock_fn (20 ms holds, 12 s) while a client of
+# $other takes it exclusive three times.  Each time, the grants of $busy
+# after $other asked that came before its grant (smaller tokens) are at most
+# $limit plus $before: those before $other's node exists, and while $busy's
+# worker reads the queue.  Returns $busy's tokens in the order they were
+# granted.
+sub foreign_writer_rounds
+{
+	my ($busy, $other, $key, $lock_fn, $limit, $before) = @_;
+	my $script = "${PostgreSQL::Test::Utils::tmp_check}/bound_$key.sql";
+	$busy->safe_psql('postgres', "CREATE TABLE bound_$key(token bigint, at timestamptz)");
+	append_to_file($script,
+		"BEGIN;\nSELECT $lock_fn('$key');\n"
+		  . "INSERT INTO bound_$key VALUES (zk_lock_token('$key'), clock_timestamp());\n"
+		  . "SELECT pg_sleep(0.02);\nCOMMIT;\n");
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'pgbench', '-n', '-c', 4, '-j', 4, '-T', 12, '-f', $script, '-h', $busy->host, '-p', $busy->port,
+		  'postgres' ],
+		'>', \$out, '2>', \$err, IPC::Run::timeout(90));
+	ok(wait_for(sub { $busy->safe_psql('postgres', "SELECT count(*) FROM bound_$key") >= 20 }, 30),
+		"$key: four clients of one cluster take turns on the key");
+	my @waits;
+	for my $round (1 .. 3)
+	{
+		my $r = $other->safe_psql('postgres',
+			"SELECT extract(epoch from clock_timestamp()) AS t0 \\gset\n"
+			  . "BEGIN;\nSELECT zk_lock('$key');\n"
+			  . "SELECT :t0, extract(epoch from clock_timestamp()), zk_lock_token('$key');\nCOMMIT;");
+		my ($t0, $t1, $token) = split /\|/, (grep { /\|/ } split /\n/, $r)[-1];
+		my $passed = $busy->safe_psql('postgres',
+			"SELECT count(*) FROM bound_$key WHERE at > to_timestamp($t0) AND token < $token");
+		push @waits, sprintf('%.0f ms', 1000 * ($t1 - $t0));
+		cmp_ok($passed, '<=', $limit + $before,
+			"$key round $round: the other cluster was granted after $passed grants (limit $limit)");
+		usleep(200_000);
+	}
+	note("$key: the other cluster waited " . join(', ', @waits) . ' while four clients looped');
+	$h->finish;
+	is($h->result(0), 0, "$key: the load ran without errors") or diag($err);
+	return split /\n/, $busy->safe_psql('postgres', "SELECT token FROM bound_$key ORDER BY at");
 }
 
 # Send a four-letter word; returns the answer.

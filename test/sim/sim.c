@@ -260,7 +260,8 @@ typedef struct Sim
 	bool		handover;
 	int			handover_limit;
 	int			linger_ms;
-	int			hot_pct;		/* transactions that take just key 0 exclusive */
+	int			hot_pct;		/* transactions that take just key 0 */
+	int			hot_read_pct;	/* of them, readers (the others write) */
 	/*
 	 * The fairness bound, from what each cluster was told: once a listing
 	 * or a child event reached cluster c showing `waiter` queued behind its
@@ -270,9 +271,13 @@ typedef struct Sim
 	char		told_node[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
 	char		told_waiter[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
 	int			told_passes[NCLUSTERS][NALL];
+	/* the readers' bound is the key's: joins of any node ahead of that writer count */
+	char		rtold_waiter[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	int			rtold_joins[NCLUSTERS][NALL];
 } Sim;
 
 static int64_t handovers_seen = 0;	/* over the run, to show the seeds use it */
+static int64_t rides_seen = 0;	/* of them, readers joining a local reader's node */
 
 static Sim *S;
 static bool verbose_run = false;
@@ -1021,6 +1026,13 @@ told(Cluster *c, const ZklSlot *s, const char *waiter)
 {
 	int			k = key_index(s->key);
 
+	/* only a writer waits for readers */
+	if (waiter[0] == ZKL_MODE_EXCLUSIVE &&
+		(S->rtold_waiter[c->id][k][0] == '\0' || !leader_has(c, s, S->rtold_waiter[c->id][k])))
+	{
+		snprintf(S->rtold_waiter[c->id][k], ZKL_NODE_BUFLEN, "%s", waiter);
+		S->rtold_joins[c->id][k] = 0;
+	}
 	if (strcmp(S->told_node[c->id][k], s->node) == 0 && S->told_waiter[c->id][k][0] != '\0' &&
 		leader_has(c, s, S->told_waiter[c->id][k]))
 		return;					/* told already, and that one still waits: keep counting */
@@ -1033,9 +1045,25 @@ told(Cluster *c, const ZklSlot *s, const char *waiter)
 static bool
 passes_node(const Cluster *c, const ZklSlot *s)
 {
-	return c->core.cohort.handover && s->mode == ZKL_MODE_EXCLUSIVE && s->group == 0 &&
-		s->node[0] != '\0' &&
+	return c->core.cohort.handover && s->mode != ZKL_MODE_SEMAPHORE && s->group == 0 &&
+		!s->rides && s->node[0] != '\0' &&
 		(s->zstate == ZKS_QUEUED || s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER);
+}
+
+/*
+ * The first node behind kids[i] that waits for it, or -1: behind an
+ * exclusive node, the next; behind a shared one, the first writer (readers
+ * behind it hold already).
+ */
+static int
+waits_for(const ZkrChild *kids, int n, int i)
+{
+	int			j;
+
+	for (j = i + 1; j < n; j++)
+		if (kids[i].mode != ZKL_MODE_SHARED || kids[j].mode == ZKL_MODE_EXCLUSIVE)
+			return j;
+	return -1;
 }
 
 /* A listing for the slot of tag: core learns who queues behind that slot's node. */
@@ -1054,7 +1082,8 @@ told_by_listing(Cluster *c, uint64_t tag, const ZkrChild *kids, int n)
 	for (i = 0; i + 1 < n; i++)
 		if (strcmp(kids[i].name, s->node) == 0)
 		{
-			told(c, s, kids[i + 1].name);
+			if ((i = waits_for(kids, n, i)) >= 0)
+				told(c, s, kids[i].name);
 			return;
 		}
 }
@@ -1085,14 +1114,18 @@ told_by_event(Cluster *c, const char *path)
 		for (i = 0; i + 1 < n; i++)
 			if (strcmp(kids[i].name, s->node) == 0)
 			{
-				told(c, s, kids[i + 1].name);
+				if ((i = waits_for(kids, n, i)) >= 0)
+					told(c, s, kids[i].name);
 				break;
 			}
 		zkm_names_free(names, nn);
 	}
 }
 
-/* Every node of a cluster has one slot (nodes pass between slots: cohort.c). */
+/*
+ * Every node of a cluster has one slot (nodes pass between slots: cohort.c);
+ * riders own none, and the node a rider holds through has its owner's slot.
+ */
 static void
 check_one_owner(const Cluster *c)
 {
@@ -1102,20 +1135,44 @@ check_one_owner(const Cluster *c)
 	for (i = 0; i < c->t.nused; i++)
 	{
 		const ZklSlot *s = &c->t.slots[i];
+		bool		owned = false;
 
-		if (s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD && s->zstate != ZKS_LINGER &&
-			s->zstate != ZKS_DELETING)
+		if (s->rides && s->zstate == ZKS_HELD)
+		{
+			for (j = 0; j < c->t.nused && !owned; j++)
+			{
+				const ZklSlot *o = &c->t.slots[j];
+
+				owned = o->zstate == ZKS_HELD && !o->rides && o->root_id == s->root_id &&
+					strcmp(o->key, s->key) == 0 && strcmp(o->node, s->node) == 0;
+			}
+			if (!owned)
+				fail("c%d slot %d rides node %s of %s, which no slot holds", c->id, i, s->node, s->key);
+		}
+
+		if ((s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD && s->zstate != ZKS_LINGER &&
+			 s->zstate != ZKS_DELETING) || s->rides)
 			continue;
 		for (j = i + 1; j < c->t.nused; j++)
 		{
 			const ZklSlot *o = &c->t.slots[j];
 
 			if ((o->zstate == ZKS_QUEUED || o->zstate == ZKS_HELD || o->zstate == ZKS_LINGER ||
-				 o->zstate == ZKS_DELETING) && strcmp(o->node, s->node) == 0 &&
+				 o->zstate == ZKS_DELETING) && !o->rides && strcmp(o->node, s->node) == 0 &&
 				strcmp(o->key, s->key) == 0)
 				fail("c%d node %s of %s owned by slots %d and %d", c->id, s->node, s->key, i, j);
 		}
 	}
+}
+
+/* Whether node a stands ahead of node b in their key's queue. */
+static bool
+ahead_of(const char *a, const char *b)
+{
+	ZkrChild	ca;
+	ZkrChild	cb;
+
+	return zkr_parse_child(a, &ca) && zkr_parse_child(b, &cb) && zkr_seq_cmp(ca.seq, cb.seq) < 0;
 }
 
 /* A grant by hand-over: within the bound. */
@@ -1123,8 +1180,15 @@ static void
 check_handover(Cluster *c, const ZklSlot *s)
 {
 	int			k = key_index(s->key);
+	const char *w = S->rtold_waiter[c->id][k];
 
 	handovers_seen++;
+	rides_seen += s->rides;
+	/* a reader joining any of the cluster's nodes ahead of a writer it was told of */
+	if (s->rides && w[0] != '\0' && leader_has(c, s, w) && ahead_of(s->node, w) &&
+		++S->rtold_joins[c->id][k] > S->handover_limit)
+		fail("fairness: c%d let %d readers join its nodes of %s ahead of waiter %s it was told of (limit %d)",
+			 c->id, S->rtold_joins[c->id][k], s->key, w, S->handover_limit);
 	if (strcmp(S->told_node[c->id][k], s->node) != 0 || !leader_has(c, s, S->told_waiter[c->id][k]))
 		return;
 	if (++S->told_passes[c->id][k] > S->handover_limit)
@@ -1298,6 +1362,23 @@ tainted(const char *uuid)
 		if (strcmp(S->tainted[i], uuid) == 0)
 			return true;
 	return false;
+}
+
+/* The request uuid of the node a slot holds through: a rider's is its host's (cohort.c). */
+static void
+slot_uuid(const ZklSlot *s, char out[ZKL_UUID_LEN + 1])
+{
+	if (!s->rides || !zkr_uuid_of(s->node, out))
+		snprintf(out, ZKL_UUID_LEN + 1, "%s", s->uuid);
+}
+
+static bool
+slot_tainted(const ZklSlot *s)
+{
+	char		uuid[ZKL_UUID_LEN + 1];
+
+	slot_uuid(s, uuid);
+	return tainted(uuid);
 }
 
 /* The lock of slot s is given up now: its span ends. */
@@ -1611,8 +1692,19 @@ plan_xact(Backend *b)
 	if (plan_session(b, k))
 		return;
 	if (chance(S->hot_pct))
-		/* one hot key: local hand-overs, and other clusters' waiters behind them */
-		add_act(b, false, 0, ZKL_MODE_EXCLUSIVE, chance(50) ? 0 : (chance(70) ? 1 : 2));
+	{
+		/*
+		 * One hot key: local hand-overs, local readers riding one node,
+		 * upgrades of a ridden lock, and other clusters' waiters behind
+		 * them all.
+		 */
+		bool		reads = chance(S->hot_read_pct);
+
+		add_act(b, false, 0, reads ? ZKL_MODE_SHARED : ZKL_MODE_EXCLUSIVE,
+				chance(50) ? 0 : (chance(70) ? 1 : 2));
+		if (reads && chance(10))
+			add_act(b, false, 0, ZKL_MODE_EXCLUSIVE, chance(50) ? 1 : 2);
+	}
 	else if (pattern >= 100 - S->sem_pct)
 	{
 		plan_semaphore(b);
@@ -1838,7 +1930,7 @@ open_span(Cluster *c, Backend *b, const ZklSlot *s)
 	sp->cluster = c->id;
 	sp->pid = b->pid;
 	sp->from = s->granted_at;
-	snprintf(sp->uuid, sizeof(sp->uuid), "%s", s->uuid);
+	slot_uuid(s, sp->uuid);
 	sp->to = 0;
 }
 
@@ -2091,6 +2183,23 @@ node_owner(const char *name, int *ci, int *pid, int *slot)
 	return false;
 }
 
+/* Local readers of other backends hold through o's node (cohort.c). */
+static bool
+ridden_by_other(const Cluster *c, const ZklSlot *o)
+{
+	int			i;
+
+	for (i = 0; i < c->t.nused; i++)
+	{
+		const ZklSlot *r = &c->t.slots[i];
+
+		if (r->rides && r->zstate == ZKS_HELD && !r->abandoned && r->owner_pid != o->owner_pid &&
+			strcmp(r->key, o->key) == 0 && strcmp(r->node, o->node) == 0)
+			return true;
+	}
+	return false;
+}
+
 static bool
 conflict(char a, char b)
 {
@@ -2113,7 +2222,7 @@ check_fifo(Cluster *c, const ZklSlot *s)
 	int			i;
 	int			k = key_index(s->key);
 
-	if (tainted(s->uuid))
+	if (slot_tainted(s))
 		return;					/* its node was deleted behind its back */
 	zcore_key_path(&c->t, s, key_path);
 	zcore_child_path(&c->t, s, s->node, path);
@@ -2138,8 +2247,9 @@ check_fifo(Cluster *c, const ZklSlot *s)
 
 		if (!conflict(kids[i].mode, s->mode))
 			continue;
-		if (node_owner(kids[i].name, &ci, &pid, &slot) && ci == c->id && pid == s->owner_pid)
-			continue;			/* the backend's own node */
+		if (node_owner(kids[i].name, &ci, &pid, &slot) && ci == c->id && pid == s->owner_pid &&
+			!ridden_by_other(c, &c->t.slots[slot]))
+			continue;			/* the backend's own node (not one other local readers ride) */
 		/* queued behind a granted node of this backend that it conflicts with */
 		for (j = 0; j < i && !excused; j++)
 		{
@@ -2257,7 +2367,7 @@ check_step(void)
 				continue;
 			for (k = 0; k < b->nholds; k++)
 			{
-				if (b->holds[k].nholds == 0 || tainted(c->t.slots[b->holds[k].slot].uuid))
+				if (b->holds[k].nholds == 0 || slot_tainted(&c->t.slots[b->holds[k].slot]))
 					continue;	/* given up (node kept for the other mode); or its node deleted */
 				h[nh].cluster = i;
 				h[nh].pid = b->pid;
@@ -2297,10 +2407,10 @@ dump_cluster(const Cluster *c)
 		const ZklSlot *s = &c->t.slots[j];
 
 		printf("  slot %d: z%d r%d todo %x ab %d key %s node %s watch %s sole %d delayed %.3f"
-			   " first %d handed %d foreign %d/%d peek %d kept %d\n",
+			   " first %d clear %d handed %d/%d rides %d foreign %d/%d peek %d kept %d\n",
 			   j, s->zstate, s->result, s->todo, s->abandoned, s->key, s->node, s->watch,
-			   s->watch_sole, s->delayed_until / 1e6, s->first, s->handed, s->foreign,
-			   s->since_foreign, s->peek, s->kept);
+			   s->watch_sole, s->delayed_until / 1e6, s->first, s->clear, s->handed,
+			   s->node_handed, s->rides, s->foreign, s->since_foreign, s->peek, s->kept);
 	}
 }
 
@@ -2644,6 +2754,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 	sim->handover_limit = (int) (seed / 4 % 4);
 	sim->linger_ms = seed % 8 < 4 ? 0 : 50 * (int) (1 + seed / 8 % 5);
 	sim->hot_pct = sim->handover && seed % 2 == 0 ? 60 : 0;
+	sim->hot_read_pct = seed % 3 == 0 ? 90 : 30;
 	sim->m = zkm_new(seed, 3, cstart);
 	zkm_set_log(sim->m, model_log);
 	for (i = 0; i < NCLUSTERS; i++)
@@ -2766,7 +2877,8 @@ main(int argc, char **argv)
 	}
 	printf("%.0f steps/s over %" PRId64 " steps in %.1f s\n",
 		   total_steps / (wall_seconds() - t0 + 1e-9), total_steps, wall_seconds() - t0);
-	printf("%" PRId64 " local hand-overs\n", handovers_seen);
+	printf("%" PRId64 " local hand-overs (%" PRId64 " of them readers joining a reader's node)\n",
+		   handovers_seen, rides_seen);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -832,6 +832,240 @@ test_linger(void)
 	CHECK(planned(h, OP_DELETE) != 0, "and so does its time");
 }
 
+/* A shared request of pid: claimed and planned once (a try-lock if nowait). */
+static int
+ask_shared(int pid, bool nowait)
+{
+	int			s = claim(ZKL_MODE_SHARED, pid);
+
+	slots[s].nowait = nowait;
+	(void) zcore_plan(&core, true, now_us);
+	return s;
+}
+
+/* Hand-over on: pid 1 holds the key shared, alone in its queue: its slot. */
+static int
+lone_reader(void)
+{
+	static char n0[ZKL_NODE_BUFLEN];
+	const char *list[1];
+	int			s;
+
+	setup();
+	core.cohort.handover = true;
+	core.cohort.handover_limit = 8;
+	s = claim(ZKL_MODE_SHARED, 1);
+	list[0] = node_of(s, 0, n0);
+	create_and_list(s, 0, list, 1);
+	CHECK(slots[s].result == ZKR_GRANTED && slots[s].clear, "a lone reader holds, no writer ahead");
+	return s;
+}
+
+/*
+ * Local readers ride one node: a second reader waits for the holder's
+ * child watch, then joins with no round trip and a greater token; the node
+ * passes to a rider when its owner is done; an upgrade by a rider waits
+ * for the other readers, and is told when they have left.
+ */
+static void
+test_riders(void)
+{
+	char		node[ZKL_NODE_BUFLEN];
+	char		xname[ZKL_NODE_BUFLEN];
+	const char *list[2];
+	ZkrChild	kids[2];
+	int			h = lone_reader();
+	int			r1;
+	int			r2;
+	int			x;
+	int			r3;
+	uint64_t	tag;
+
+	snprintf(node, sizeof(node), "%s", slots[h].node);
+	r1 = ask_shared(2, false);
+	CHECK(slots[r1].zstate == ZKS_COHORT && planned(r1, OP_CREATE) == 0,
+		  "a second reader waits for the holder's child watch");
+	peek_alone(h);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[r1].result == ZKR_GRANTED && slots[r1].rides && strcmp(slots[r1].node, node) == 0 &&
+		  slots[r1].handed == 1 && core.nops == 0, "then joins the node: granted, no round trip");
+	r2 = ask_shared(3, false);
+	CHECK(slots[r2].result == ZKR_GRANTED && slots[r2].handed == 2 && core.nops == 0,
+		  "the next reader joins at once");
+	CHECK(zkr_fencing_token(slots[r2].czxid, slots[r2].handed) == 10 * ZKL_HANDOVER_MAX + 2,
+		  "each joiner's token is greater");
+
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[h].zstate == ZKS_FREE && core.nops == 0, "its owner done, the node stays: no delete");
+	CHECK(slots[r1].zstate == ZKS_HELD && !slots[r1].rides && zkr_name_has_uuid(node, slots[r1].uuid) &&
+		  slots[r2].rides, "it passes to a rider");
+
+	/* reader 3 upgrades: it waits for reader 2, whose node it is now */
+	x = claim(ZKL_MODE_EXCLUSIVE, 3);
+	list[0] = node;
+	list[1] = node_of(x, 1, xname);
+	create_and_list(x, 1, list, 2);
+	CHECK(slots[x].result == ZKR_PENDING && strcmp(slots[x].watch, node) == 0,
+		  "an upgrade by a rider waits for the node's other readers");
+	r3 = ask_shared(4, false);
+	CHECK(slots[r3].zstate == ZKS_CREATING, "no reader joins past a local writer: it queues in ZooKeeper");
+	(void) zkt_abandon(&table, &slots[r1]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[r2].zstate == ZKS_HELD && !slots[r2].rides, "the node passes to the upgrader");
+	tag = planned(x, OP_CHILDREN);
+	CHECK(tag != 0, "which reads its queue again: the others have left");
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids), false);
+	CHECK(slots[x].result == ZKR_GRANTED, "and holds the key exclusive");
+}
+
+/* A lost node: every reader riding it loses it; a reader waiting for the watch queues again. */
+static void
+test_riders_lost(void)
+{
+	const char *list[1];
+	ZkrChild	kids[1];
+	int			h = lone_reader();
+	int			r1;
+	int			r2;
+	int			t;
+	uint64_t	tag;
+
+	r1 = ask_shared(2, false);
+	peek_alone(h);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[r1].rides, "a rider");
+	zcore_watch_event(&core, 0, false, "/r/tk");
+	t = ask_shared(5, true);
+	tag = planned(h, OP_CHILDREN);
+	CHECK(planned(t, OP_CREATE) != 0 && tag != 0,
+		  "after an event, a try-lock does not wait for the listing it asks for");
+	r2 = ask_shared(3, false);
+	CHECK(slots[r2].zstate == ZKS_COHORT, "the next reader waits for it");
+	list[0] = "x-00000000-0000-4000-8000-0000000000ff-9-9-0000000099";
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 1, kids), true);
+	CHECK(slots[h].result == ZKR_LOST && slots[r1].result == ZKR_LOST,
+		  "the node gone from the listing: its owner and its rider lose the lock");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(r2, OP_CREATE) != 0, "the waiting reader queues in ZooKeeper");
+}
+
+/* Hand-over turned off by a reload: a node with riders still passes to them, never deleted under them. */
+static void
+test_riders_turned_off(void)
+{
+	const char *list[2];
+	ZkrChild	kids[2];
+	char		other[ZKL_NODE_BUFLEN];
+	int			h = lone_reader();
+	int			r1;
+	int			r2;
+	uint64_t	tag;
+
+	r1 = ask_shared(2, false);
+	peek_alone(h);
+	(void) zcore_plan(&core, true, now_us);
+	/* a node behind ours seen, limit 1: one more join, then readers queue in ZooKeeper */
+	core.cohort.handover_limit = 1;
+	zcore_watch_event(&core, 0, false, "/r/tk");
+	r2 = ask_shared(3, false);
+	tag = planned(h, OP_CHILDREN);
+	list[0] = slots[h].node;
+	snprintf(other, sizeof(other), "x-00000000-0000-4000-8000-0000000000ff-9-9-%010d", 5);
+	list[1] = other;
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids), true);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[r2].rides && slots[h].since_foreign == 1, "one join within the bound");
+	CHECK(planned(ask_shared(4, false), OP_CREATE) != 0, "past it, a reader queues in ZooKeeper");
+	core.cohort.handover = false;
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zkt_abandon(&table, &slots[r1]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(h, OP_DELETE) == 0 && planned(r2, OP_DELETE) == 0 && slots[r2].zstate == ZKS_HELD &&
+		  !slots[r2].rides, "hand-over off: the node still passes to the last rider");
+	(void) zkt_abandon(&table, &slots[r2]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(r2, OP_DELETE) != 0, "and goes with it");
+}
+
+/*
+ * An upgrade behind another cluster's writer queued behind a ridden node:
+ * the writer waits for the node, so once no other backend rides it, core's
+ * same-backend rule lets the upgrade past the writer.  It is told, whichever
+ * node it watches: when a rider leaves (the owner upgrades) and when the
+ * node passes to a rider (the rider upgrades).
+ */
+static void
+test_riders_upgrade_past_writer(void)
+{
+	int			by;
+
+	for (by = 1; by <= 2; by++)
+	{
+		char		node[ZKL_NODE_BUFLEN];
+		char		xname[ZKL_NODE_BUFLEN];
+		const char *list[3];
+		ZkrChild	kids[3];
+		int			h = lone_reader();
+		int			r1 = ask_shared(2, false);
+		int			x;
+		uint64_t	tag;
+
+		peek_alone(h);
+		(void) zcore_plan(&core, true, now_us);
+		snprintf(node, sizeof(node), "%s", slots[h].node);
+		x = claim(ZKL_MODE_EXCLUSIVE, by);
+		list[0] = node;
+		list[1] = "x-00000000-0000-4000-8000-0000000000ff-9-9-0000000001";
+		list[2] = node_of(x, 2, xname);
+		create_and_list(x, 2, list, 3);
+		CHECK(slots[x].result == ZKR_PENDING && strcmp(slots[x].watch, list[1]) == 0,
+			  "an upgrade waits behind the other cluster's writer while another backend rides");
+		(void) zkt_abandon(&table, &slots[by == 1 ? r1 : h]);
+		(void) zcore_plan(&core, true, now_us);
+		tag = planned(x, OP_CHILDREN);
+		CHECK(tag != 0, by == 1 ? "the rider gone, the owner's upgrade reads its queue"
+			  : "the node passed to it, the rider's upgrade reads its queue");
+		zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 3, kids), false);
+		CHECK(slots[x].result == ZKR_GRANTED, "and is granted past the writer, which waits for it");
+	}
+}
+
+/*
+ * The readers' bound is the key's: with two shared nodes of this cluster
+ * on the key, a request seen behind one counts for both, and so do the
+ * joins.  Past the limit a reader queues in ZooKeeper, whichever node it
+ * could have ridden.
+ */
+static void
+test_riders_bound_per_key(void)
+{
+	char		n2[ZKL_NODE_BUFLEN];
+	const char *list[3];
+	ZkrChild	kids[3];
+	int			h = lone_reader();
+	int			t;
+	int			r;
+	uint64_t	tag;
+
+	core.cohort.handover_limit = 1;
+	t = ask_shared(2, true);
+	tag = planned(h, OP_CHILDREN);
+	list[0] = slots[h].node;
+	list[1] = node_of(t, 1, n2);
+	(void) zcore_create_reply(&core, planned(t, OP_CREATE), ZOK, n2, true, 11);
+	zcore_children_reply(&core, zcore_tag(t, slots[t].attempt), ZOK, kids, zkr_collect(list, 2, kids), false);
+	CHECK(slots[t].result == ZKR_GRANTED && !slots[t].rides, "a try-lock made a second shared node");
+	list[2] = "x-00000000-0000-4000-8000-0000000000ff-9-9-0000000002";
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 3, kids), true);
+	CHECK(slots[h].foreign && slots[t].foreign, "a request seen behind one node counts for both");
+	r = ask_shared(3, false);
+	CHECK(slots[r].rides && slots[h].since_foreign == 1 && slots[t].since_foreign == 1,
+		  "one join within the limit, counted for both");
+	r = ask_shared(4, false);
+	CHECK(planned(r, OP_CREATE) != 0, "past it, a reader queues in ZooKeeper: the other node does not host it");
+}
+
 int
 main(void)
 {
@@ -852,6 +1086,11 @@ main(void)
 	test_kept_node_not_held();
 	test_try_after_release();
 	test_linger();
+	test_riders();
+	test_riders_lost();
+	test_riders_turned_off();
+	test_riders_upgrade_past_writer();
+	test_riders_bound_per_key();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }

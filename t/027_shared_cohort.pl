@@ -1,0 +1,116 @@
+# Local hand-over of shared locks: inside a cluster, readers of a key ride
+# the node of a local reader that holds it, with no node of their own.
+#  - Three readers of A hold one key through one node; each has its own,
+#    greater token; the node stays while one of them holds it, however
+#    their transactions end.
+#  - A rider that upgrades waits for the other readers only, and is granted
+#    once they are gone, with a token above theirs.
+#  - A writer of B is granted after at most zk_lock.local_handover_limit
+#    more readers join (plus one grant per reader of A before B's node
+#    exists), not when A's read load ends.
+#  - A session lost while readers ride: every rider's commit fails with
+#    40001, and B takes the key.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time usleep);
+use ZkLockTest;
+
+my $limit = 2;
+my $timeout_s = 6;
+my $zk = start_zookeeper('shared_cohort');
+my $proxy = start_proxy('shared_cohort', $zk);
+END { proxy_do($proxy, 'pass') if $proxy; }
+my $conf = "zk_lock.local_handover_limit = $limit\nzk_lock.session_timeout = '${timeout_s}s'\n"
+  . "zk_lock.connect_timeout = '20s'\n";
+my $ca = new_zk_cluster('sca', undef, hosts => "127.0.0.1:$proxy->{port}", conf => $conf);
+my $cb = new_zk_cluster('scb', $zk, conf => $conf);
+ok(wait_for(sub { zk_status($ca, 'state') eq 'connected' }, 20), 'A connected through the proxy');
+$_->safe_psql('postgres', "ALTER SYSTEM SET lock_timeout = '60s'; SELECT pg_reload_conf()") for ($ca, $cb);
+
+# The high part of a token: its node's czxid.
+sub node_of { return int($_[0] / 4096); }
+
+# The last number a background session printed.
+sub last_number { return ($_[0] =~ /(\d+)\s*$/)[0]; }
+
+# A background session of A holding key k shared: the session and its token.
+sub reader
+{
+	my ($k) = @_;
+	my $s = $ca->background_psql('postgres', on_error_stop => 0);
+	$s->query_until(qr/ready/, "\\set VERBOSITY verbose\n\\echo ready\n");
+	$s->query_safe("BEGIN; SELECT zk_lock_shared('$k')");
+	return ($s, last_number($s->query_safe("SELECT zk_lock_token('$k')")));
+}
+
+# --- readers ride one node ---
+my @readers;
+my @tokens;
+for my $i (1 .. 3)
+{
+	my ($s, $t) = reader('r');
+	push @readers, $s;
+	push @tokens, $t;
+}
+is(key_queue_len($zk, 'r'), 1, 'three readers of A hold the key through one node');
+is($ca->safe_psql('postgres',
+		"SELECT count(*) || ' ' || count(DISTINCT node) FROM zk_locks WHERE key = 'r' AND state = 'granted'"),
+	'3 1', 'zk_locks shows the three holders, with that node');
+ok(node_of($tokens[1]) == node_of($tokens[0]) && $tokens[1] > $tokens[0] && $tokens[2] > $tokens[1],
+	"each joiner's token is greater (@tokens)");
+
+# the node's creator is done first: the node stays for the others
+$readers[0]->query_safe('ROLLBACK');
+is(key_queue_len($zk, 'r'), 1, 'the first reader gone, the node stays for the two riding it');
+is($cb->safe_psql('postgres', "SELECT zk_try_lock('r')"), 'f', 'B cannot take the key exclusive meanwhile');
+
+# the third reader upgrades: it waits for the second only
+$readers[2]->query_until(qr/asked/, "\\echo asked\nSELECT zk_lock('r');\n\\echo upgraded\n");
+ok(wait_for(sub { waiting_count($ca) >= 1 }, 10), 'an upgrade by a rider waits for the other reader');
+usleep(300_000);
+$readers[2]->{run}->pump_nb;
+unlike($readers[2]->{stdout}, qr/upgraded/, 'not granted while the other reader holds the key');
+$readers[1]->query_safe('COMMIT');
+ok(wait_for(sub { $readers[2]->{run}->pump_nb; $readers[2]->{stdout} =~ /upgraded/ }, 10),
+	'granted once the other reader is gone');
+my $xtoken = last_number($readers[2]->query_safe("SELECT zk_lock_token('r')"));
+ok($xtoken > $tokens[1] && $xtoken >= $tokens[2],
+	"its token is above the other readers' ($xtoken: that of the key's oldest hold of this backend)");
+$readers[2]->query_safe('COMMIT');
+$_->quit for @readers;
+ok(wait_for(sub { key_queue_len($zk, 'r') == 0 }, 10), 'then the node goes');
+my @bt = split /\n/, $cb->safe_psql('postgres', "BEGIN; SELECT zk_lock('r'); SELECT zk_lock_token('r') > $xtoken; COMMIT;");
+is($bt[-1], 't', "B's next exclusive token is above it");
+
+# --- a writer of another cluster is served within the bound ---
+# readers do not exclude each other: each of A's four may be granted once
+# before B's node exists (and so before A can see it), then at most $limit join
+my @ta = foreign_writer_rounds($ca, $cb, 'rf', 'zk_lock_shared', $limit, 4);
+my %nodes = map { (node_of($_) => 1) } @ta;
+cmp_ok(scalar(keys %nodes), '<', scalar(@ta) / 2,
+	'A\'s readers mostly rode a node (' . scalar(keys %nodes) . ' nodes for ' . scalar(@ta) . ' grants)');
+
+# --- a session lost while readers ride ---
+my @hold = map { (reader('rl'))[0] } 1 .. 2;
+is(key_queue_len($zk, 'rl'), 1, 'two readers, one node');
+my $lost0 = zk_status($ca, 'lost');
+proxy_do($proxy, 'blackhole');
+ok(wait_for(sub { $cb->safe_psql('postgres', "SELECT zk_try_lock('rl')") eq 't' }, 3 * $timeout_s),
+	'B takes the key exclusive once A\'s session expired');
+proxy_do($proxy, 'pass');
+ok(wait_for(sub { zk_status($ca, 'lost') >= $lost0 + 2 }, 30), 'A counts both readers\' locks lost');
+for my $s (@hold)
+{
+	$s->query('COMMIT');
+	like($s->{stderr}, qr/ERROR:  40001: zk_lock lock on key "rl" was lost/,
+		'a reader\'s commit fails with 40001');
+	$s->quit;
+}
+ok(wait_for(sub { zk_lock_nodes($zk) == 0 }, 20), 'no lock node left behind');
+
+done_testing();
