@@ -29,8 +29,9 @@
  * at once; a child event ends that. *
  * Readers (ride): a shared request joins a local reader's granted node that
  * has no exclusive node ahead (`clear`), while no local exclusive request
- * for the key is live, within the same bound: granted at once, `rides`, no
- * node of its own.  Safe for the same reasons: the node stays while any of
+ * for the key is live, within the same bound (counted for the key: only a
+ * writer behind waits for readers): granted at once, `rides`, no node of
+ * its own.  Safe for the same reasons: the node stays while any of
  * its readers holds (it passes to a rider when its owner is done), every
  * reader is a holder of the same session, and a node lost loses them all.
  */
@@ -63,9 +64,16 @@ eligible_x(const ZklCohort *c, const ZklSlot *s)
 bool
 zcoh_listing_watches(const ZklCohort *c, const ZklSlot *s)
 {
+	/*
+	 * A reader's own listings too (the one behind its create first): a
+	 * node granted by one is ready to be joined at once, before a short
+	 * transaction is over.  One event per cluster and change, at most.
+	 */
 	return s->mode == ZKL_MODE_SEMAPHORE ||
 		((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER ||
-		  (s->zstate == ZKS_QUEUED && s->peek == COH_PEEK_ASKED)) && eligible(c, s));
+		  (s->zstate == ZKS_QUEUED && s->peek == COH_PEEK_ASKED) ||
+		  (s->mode == ZKL_MODE_SHARED && (s->zstate == ZKS_CREATING || s->zstate == ZKS_QUEUED))) &&
+		 eligible(c, s));
 }
 
 static bool
@@ -257,8 +265,12 @@ zcoh_new_node(ZklSlot *s)
 	s->handed = 0;
 	s->node_handed = 0;
 	s->rides = false;
-	s->foreign = false;
-	s->since_foreign = 0;
+	if (s->mode != ZKL_MODE_SHARED)
+	{
+		/* a reader's count is its key's (share_bound): it stays */
+		s->foreign = false;
+		s->since_foreign = 0;
+	}
 	s->peek = COH_PEEK_NONE;
 	s->kept = false;
 	s->linger_until = 0;
@@ -434,19 +446,22 @@ writer_here(const ZklCohort *c, const ZklSlot *o)
 	return false;
 }
 
-/* A granted shared node of this cluster on s's key (its owner's slot). */
+/* A shared node of this cluster on s's key, made or on its way (its owner's slot). */
 static bool
 reader_node(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
 {
-	return o->zstate == ZKS_HELD && o->mode == ZKL_MODE_SHARED && eligible(c, o) && same_key(o, s);
+	return (o->zstate == ZKS_HELD || o->zstate == ZKS_QUEUED || o->zstate == ZKS_CREATING ||
+			o->zstate == ZKS_RECOVER || o->zstate == ZKS_RECOVERING) &&
+		o->mode == ZKL_MODE_SHARED && eligible(c, o) && same_key(o, s);
 }
 
 /*
  * The readers' bound is the key's, not one node's: readers may ride several
  * shared nodes of this cluster on a key (made while none could be ridden),
- * and a request seen queued behind one of them waits for them all.  So
- * what one of them learns, all know (share_bound), and a join counts for
- * all: returns the joins since, and whether one was seen.
+ * and a request seen queued behind one of them waits for them all, granted
+ * or not yet.  So what one of them learns, all know (share_bound; a new
+ * node of a reader keeps it), and a join counts for all: returns the joins
+ * since, and whether one was seen.
  */
 static uint16_t
 key_since_foreign(const ZklCohort *c, const ZklSlot *s, bool *foreign)
@@ -505,7 +520,7 @@ ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (reader_node(c, o, s) && !o->abandoned && o->clear &&
+		if (reader_node(c, o, s) && o->zstate == ZKS_HELD && !o->abandoned && o->clear &&
 			o->session_id == c->t->session_id && o->node_handed + 1 < ZKL_HANDOVER_MAX)
 			return o;
 	}
@@ -799,7 +814,7 @@ zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 	/* behind a shared node only a writer waits for it (readers there hold already) */
 	for (i = own + 1; i < n && !s->foreign; i++)
 		s->foreign = s->mode != ZKL_MODE_SHARED || kids[i].mode == ZKL_MODE_EXCLUSIVE;
-	if (s->foreign && s->mode == ZKL_MODE_SHARED && s->zstate == ZKS_HELD)
+	if (s->foreign && s->mode == ZKL_MODE_SHARED)
 	{
 		bool		foreign;
 

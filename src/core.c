@@ -309,6 +309,12 @@ zcore_reconnected(ZklCore *c)
 {
 	int			i;
 
+	/*
+	 * Child events for what changed meanwhile come one round trip later:
+	 * until a listing says who queued behind, nothing is handed over.
+	 */
+	zcoh_forget_watches(cohort_of(c));
+
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *s = &c->t->slots[i];

@@ -222,7 +222,7 @@ _PG_init(void)
 							&zkl_lock_delay, 2000, 0, 600000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomBoolVariable("zk_lock.local_handover",
-							 "Pass an exclusive lock's ZooKeeper node from a releasing holder to a waiter of this cluster, with no round trip.",
+							 "Pass an exclusive lock's ZooKeeper node from a releasing holder to a waiter of this cluster, and let readers join a reader's node, with no round trip.",
 							 "Fencing tokens count the hand-overs; zk_lock.local_handover_limit bounds them once another request waits in ZooKeeper.",
 							 &zkl_local_handover, true, PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("zk_lock.local_handover_limit",

@@ -1088,9 +1088,32 @@ told_by_listing(Cluster *c, uint64_t tag, const ZkrChild *kids, int n)
 		}
 }
 
-/* A child event on a key: core reads the key again before any hand-over. */
+/* Keep of kids (in queue order) the nodes made at or before zxid; how many. */
+static int
+made_by(const Cluster *c, const ZklSlot *s, ZkrChild *kids, int n, int64_t zxid)
+{
+	char		path[ZKL_PATH_LEN];
+	int64_t		owner;
+	int64_t		czxid;
+	int			kept = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		zcore_child_path(&c->t, s, kids[i].name, path);
+		if (zkm_leader_node(S->m, path, &owner, &czxid) && czxid <= zxid)
+			kids[kept++] = kids[i];
+	}
+	return kept;
+}
+
+/*
+ * A child event on a key: core reads the key again before any hand-over,
+ * and that read shows at least the nodes made up to the change that fired
+ * the event (its server may not have applied later ones yet).
+ */
 static void
-told_by_event(Cluster *c, const char *path)
+told_by_event(Cluster *c, const char *path, int64_t zxid)
 {
 	int			j;
 
@@ -1111,6 +1134,7 @@ told_by_event(Cluster *c, const char *path)
 			continue;
 		nn = zkm_leader_children(S->m, key_path, &names);
 		n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+		n = made_by(c, s, kids, n, zxid);
 		for (i = 0; i + 1 < n; i++)
 			if (strcmp(kids[i].name, s->node) == 0)
 			{
@@ -1283,7 +1307,7 @@ on_event(Cluster *c, const ZkmMsg *msg)
 		return;
 	}
 	if (msg->type == ZKM_EV_CHILD)
-		told_by_event(c, msg->path);
+		told_by_event(c, msg->path, msg->zxid);
 	zcore_watch_event(&c->core, msg->tag, msg->type == ZKM_EV_DELETED, msg->path);
 }
 

@@ -468,7 +468,7 @@ append_txn(Zkm *m, Prim *prim, int nprim)
 }
 
 static void
-fire(Zkm *m, int s, const char *path, bool child, int type)
+fire(Zkm *m, int s, const char *path, bool child, int type, int64_t zxid)
 {
 	Watch	  **pw = &m->servers[s].watches;
 
@@ -487,6 +487,7 @@ fire(Zkm *m, int s, const char *path, bool child, int type)
 				msg->tag = w->wtag;
 				msg->type = type;
 				msg->child = child;
+				msg->zxid = zxid;	/* the change that fired it */
 				snprintf(msg->path, sizeof(msg->path), "%s", path);
 				push(c, msg);
 			}
@@ -516,12 +517,12 @@ apply_next(Zkm *m, int s)
 			apply_prim(m, &sv->tree, p, t->zxid);
 		parent_of(p->path, parent);
 		if (p->create)
-			fire(m, s, parent, true, ZKM_EV_CHILD);
+			fire(m, s, parent, true, ZKM_EV_CHILD, t->zxid);
 		else
 		{
-			fire(m, s, p->path, false, ZKM_EV_DELETED);
-			fire(m, s, p->path, true, ZKM_EV_DELETED);
-			fire(m, s, parent, true, ZKM_EV_CHILD);
+			fire(m, s, p->path, false, ZKM_EV_DELETED, t->zxid);
+			fire(m, s, p->path, true, ZKM_EV_DELETED, t->zxid);
+			fire(m, s, parent, true, ZKM_EV_CHILD, t->zxid);
 		}
 	}
 	if (t->route.client >= 0 && t->route.msg)
@@ -1150,6 +1151,7 @@ zkm_step_reconnect(Zkm *m, int client)
 			ev->tag = w->wtag;
 			ev->child = w->child;
 			ev->type = node == NULL ? ZKM_EV_DELETED : ZKM_EV_CHILD;
+			ev->zxid = server_zxid(m, s);	/* what the server has now fired it */
 			snprintf(ev->path, sizeof(ev->path), "%s", w->path);
 			push(c, ev);
 		}
@@ -1209,7 +1211,8 @@ zkm_pop(Zkm *m, int client)
 			c->npending--;
 		}
 	}
-	if (msg->zxid > c->last_zxid)
+	/* a notification carries no zxid for the client (the server sends -1) */
+	if (msg->kind != ZKM_EVENT && msg->zxid > c->last_zxid)
 		c->last_zxid = msg->zxid;
 	if (msg->kind == ZKM_REPLY && msg->rc == ZOK && msg->req == ZKM_GETDATA && msg->watch_set)
 		add_cwatch(c, false, msg->path, msg->wtag);

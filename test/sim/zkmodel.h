@@ -89,7 +89,8 @@ typedef struct ZkmMsg
 	char		path[ZKM_PATH]; /* created path; event's path */
 	int64_t		owner;			/* exists: ephemeralOwner */
 	int64_t		czxid;
-	int64_t		zxid;			/* the server's, when it answered (clients track the last seen) */
+	int64_t		zxid;			/* the server's, when it answered (clients track the last seen);
+								 * EVENT: the change that fired it */
 	int32_t		cversion;		/* getChildren: the parent's */
 	int			nchildren;
 	char	  **children;		/* names, owned by the message */

@@ -1066,6 +1066,55 @@ test_riders_bound_per_key(void)
 	CHECK(planned(r, OP_CREATE) != 0, "past it, a reader queues in ZooKeeper: the other node does not host it");
 }
 
+/*
+ * The key's count outlives the node that counted: a reader's node granted
+ * after the joins (its listing was still out) keeps the count, so once the
+ * first node goes no reader joins the second past the same writer.  And a
+ * reconnection disarms: what queued meanwhile is told one round trip later.
+ */
+static void
+test_riders_count_outlives_node(void)
+{
+	char		n2[ZKL_NODE_BUFLEN];
+	const char *list[3];
+	ZkrChild	kids[3];
+	int			h = lone_reader();
+	int			t;
+	int			r;
+	uint64_t	tag;
+	uint64_t	ctag;
+
+	core.cohort.handover_limit = 1;
+	t = ask_shared(2, true);
+	tag = planned(h, OP_CHILDREN);
+	ctag = planned(t, OP_CREATE);
+	list[0] = slots[h].node;
+	list[1] = node_of(t, 1, n2);
+	list[2] = "x-00000000-0000-4000-8000-0000000000ff-9-9-0000000002";
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 3, kids), true);
+	r = ask_shared(3, false);
+	CHECK(slots[r].rides && slots[h].since_foreign == 1, "one join past the writer, limit 1");
+	(void) zcore_create_reply(&core, ctag, ZOK, n2, true, 11);
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zkt_abandon(&table, &slots[r]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(h, OP_DELETE) != 0, "the first node goes before the second's listing is back");
+	zcore_children_reply(&core, zcore_tag(t, slots[t].attempt), ZOK, kids, zkr_collect(list, 3, kids), false);
+	CHECK(slots[t].result == ZKR_GRANTED && slots[t].foreign && slots[t].since_foreign == 1,
+		  "a node granted later keeps the key's count");
+	r = ask_shared(4, false);
+	CHECK(planned(r, OP_CREATE) != 0, "no reader joins the other past the same writer");
+
+	/* a reconnection: nothing is joined before a listing after it */
+	h = lone_reader();
+	r = ask_shared(2, false);
+	peek_alone(h);
+	zcore_reconnected(&core);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(!slots[r].rides && planned(r, OP_CREATE) != 0,
+		  "after a reconnection a waiting reader joins nothing: it queues in ZooKeeper");
+}
+
 int
 main(void)
 {
@@ -1091,6 +1140,7 @@ main(void)
 	test_riders_turned_off();
 	test_riders_upgrade_past_writer();
 	test_riders_bound_per_key();
+	test_riders_count_outlives_node();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }
