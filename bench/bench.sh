@@ -158,7 +158,7 @@ worker_in_use() {
 		t && /^in use bytes/ { print $NF; found = 1; exit } END { if (!found) print "n/a" }'
 }
 
-echo "measuring (about $((SECONDS_EACH * 53 / 60 + 1)) minutes) ..."
+echo "measuring (about $((SECONDS_EACH * 55 / 60 + 1)) minutes) ..."
 
 # the references
 floor_8=$(floor_rate 8000 8)
@@ -214,6 +214,13 @@ cpu_sleep=$(cpu_run pgbench_run "$port_a" 32 "$(sleep_cycle "$sleep_s")")
 floor_batched=$(median "${floor_batched_r[@]}")
 curator_32=$(median "${curator_32_r[@]}")
 s3=$(pgbench_tps "$port_a" 8 "$(zk_cycle "'s3'")")
+# S3r: the same with readers, who join one local reader's node (hand-over on)
+# or each make and delete a node of their own (off)
+read_cycle() { printf 'BEGIN;\nSELECT zk_lock_shared(%s);\nCOMMIT;' "$1"; }
+s3r=$(pgbench_tps "$port_a" 8 "$(read_cycle "'s3r'")")
+set_both local_handover off
+s3r_off=$(pgbench_tps "$port_a" 8 "$(read_cycle "'s3r'")")
+set_both local_handover DEFAULT
 
 # S4: two clusters hand one key back and forth; each grant and release is
 # logged with the clock both clusters share, and a hand-over is the time
@@ -353,6 +360,7 @@ row "" "" "Curator 32 threads $curator_32" "$(ratio "$s2" "$curator_32")" ">= 2"
 row "S1 with zk_lock.linger = 100ms" "$s1_linger" "Curator 1 thread $curator_1" "$(ratio "$s1_linger" "$curator_1")" ">= 3" "$(meets "$(ratio "$s1_linger" "$curator_1")" 3)"
 row "" "" "core 1 client $core_1" "$(ratio "$s1_linger" "$core_1")" ">= 0.5" "$(meets "$(ratio "$s1_linger" "$core_1")" 0.5)"
 row "S3 8 clients, 1 key" "$s3" "Curator 8 on 1 key $curator_8same" "$(ratio "$s3" "$curator_8same")" ">= 5" "$(meets "$(ratio "$s3" "$curator_8same")" 5)"
+row "S3r 8 readers, 1 key (shared)" "$s3r" "local hand-over off $s3r_off" "$(ratio "$s3r" "$s3r_off")" "" ""
 s4_ref=$(awk -v f="$write_ms" -v r="$read_ms" 'BEGIN { printf "%.2f", f + r }')
 row "S4 hand-over A->B p50 / p99 (ms, n=$s4_n)" "$s4_p50 / $s4_p99" "2 writes + 1 read $s4_ref ms" "$(ratio "$s4_p50" "$s4_ref")" "<= 1.0" "$(awk -v r="$(ratio "$s4_p50" "$s4_ref")" 'BEGIN { print (r <= 1.0) ? "yes" : "NO" }')"
 row "" "" "local hand-over off $s4_off_p50 / $s4_off_p99" "$(ratio "$s4_p50" "$s4_off_p50")" "<= 1.2" "$(awk -v r="$(ratio "$s4_p50" "$s4_off_p50")" 'BEGIN { print (r <= 1.2) ? "yes" : "NO" }')"
