@@ -501,6 +501,38 @@ share_bound(ZklCohort *c, const ZklSlot *s, uint16_t since)
 }
 
 /*
+ * A listing for reader slot s: a writer behind its node counts for every
+ * shared node of the key here; no writer in the key's queue at all means
+ * none waits for the readers any more (listings come in order, from a
+ * server never older than the last), so the count starts again.
+ */
+static void
+readers_learn(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n)
+{
+	bool		foreign;
+	bool		writer = false;
+	int			i;
+
+	for (i = 0; i < n && !writer; i++)
+		writer = kids[i].mode == ZKL_MODE_EXCLUSIVE;
+	if (!writer)
+	{
+		for (i = 0; i < c->t->nused; i++)
+		{
+			ZklSlot    *o = &c->t->slots[i];
+
+			if (reader_node(c, o, s))
+			{
+				o->foreign = false;
+				o->since_foreign = 0;
+			}
+		}
+	}
+	else if (s->foreign)
+		share_bound(c, s, key_since_foreign(c, s, &foreign));
+}
+
+/*
  * The cluster's shared holder of s's key whose node a reader could join,
  * but for the child watch: granted with no exclusive node ahead at all
  * (`clear`: so nothing it holds beside conflicts), in this session, within
@@ -543,6 +575,7 @@ ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 
 	if (o != NULL && o->peek == COH_PEEK_ARMED)
 	{
+		s->attempt = ++c->t->next_attempt;	/* replies for its own queue place are stale */
 		s->rides = true;
 		s->handed = o->node_handed + 1;
 		s->czxid = o->czxid;
@@ -814,12 +847,8 @@ zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 	/* behind a shared node only a writer waits for it (readers there hold already) */
 	for (i = own + 1; i < n && !s->foreign; i++)
 		s->foreign = s->mode != ZKL_MODE_SHARED || kids[i].mode == ZKL_MODE_EXCLUSIVE;
-	if (s->foreign && s->mode == ZKL_MODE_SHARED)
-	{
-		bool		foreign;
-
-		share_bound(c, s, key_since_foreign(c, s, &foreign));
-	}
+	if (s->mode == ZKL_MODE_SHARED)
+		readers_learn(c, s, kids, n);
 	if (s->foreign && s->zstate == ZKS_LINGER)
 		end_linger(s);			/* another request waits: no lingering for it */
 }
@@ -870,6 +899,16 @@ zcoh_event(ZklCohort *c, const char *path)
 			end_linger(o);
 	}
 	return ours;
+}
+
+void
+zcoh_disarm(ZklCohort *c)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+		if (c->t->slots[i].peek == COH_PEEK_ARMED)
+			c->t->slots[i].peek = COH_PEEK_NONE;
 }
 
 void

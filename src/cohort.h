@@ -56,6 +56,9 @@ extern void zcoh_new_node(ZklSlot *s);
 /* core.c plans slot s's listing now: a wanted one goes out with the watch. */
 extern void zcoh_listing_planned(ZklSlot *s);
 
+/* Connected again: events for what changed meanwhile are still to come. */
+extern void zcoh_disarm(ZklCohort *c);
+
 /* A new worker process: the child watches were the old process's. */
 extern void zcoh_forget_watches(ZklCohort *c);
 

@@ -313,7 +313,7 @@ zcore_reconnected(ZklCore *c)
 	 * Child events for what changed meanwhile come one round trip later:
 	 * until a listing says who queued behind, nothing is handed over.
 	 */
-	zcoh_forget_watches(cohort_of(c));
+	zcoh_disarm(cohort_of(c));
 
 	for (i = 0; i < c->t->nused; i++)
 	{

@@ -93,6 +93,8 @@ typedef struct ZklCore
 
 /* A reply's tag: slot index in the low bits, the slot's attempt above. */
 #define ZKL_TAG_IDX_BITS	20
+/* The tag of a key's child watch: no slot's (attempts start at 1); routed by path. */
+#define ZKL_KEY_WATCH_TAG	0
 extern uint64_t zcore_tag(int idx, uint64_t attempt);
 extern int	zcore_tag_idx(uint64_t tag);
 

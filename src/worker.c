@@ -309,6 +309,22 @@ predecessor_watch(zhandle_t *h, int type, int state, const char *path, void *ctx
 	LWLockRelease(zkl_shared->lock);
 }
 
+/*
+ * A key's child watch (semaphores, hand-over): routed by the key's path, so
+ * it is set with no context of a slot's.  The library keeps one watcher per
+ * function and context, so one change of the key runs this once, however
+ * many of our requests read the key with the watch.
+ */
+static void
+key_children_watch(zhandle_t *h, int type, int state, const char *path, void *ctx)
+{
+	if (type == ZOO_SESSION_EVENT)
+		return;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_watch_event(&core, ZKL_KEY_WATCH_TAG, type == ZOO_DELETED_EVENT, path ? path : "");
+	LWLockRelease(zkl_shared->lock);
+}
+
 static void
 barrier_done(int rc, const struct Stat *stat, const void *ctx)
 {
@@ -496,7 +512,7 @@ static int
 send_listing(const ZklSlot *s, const char *key_path, void *ctx)
 {
 	if (zcore_listing_watches(&core, s))
-		return zoo_awget_children2(zkc_handle(), key_path, predecessor_watch, ctx,
+		return zoo_awget_children2(zkc_handle(), key_path, key_children_watch, NULL,
 								   watched_children_done, ctx);
 	return zoo_aget_children2(zkc_handle(), key_path, 0, children_done, ctx);
 }

@@ -774,7 +774,7 @@ send_children(Cluster *c, const ZklSlot *s, Purpose p, uint64_t tag)
 	/* some listings set a child watch on their key, as worker.c's */
 	r.watch = p == P_CHILDREN && zcore_listing_watches(&c->core, s);
 	o->watched = r.watch;
-	r.wtag = tag;
+	r.wtag = r.watch ? ZKL_KEY_WATCH_TAG : tag;	/* as worker.c: one watcher per key */
 	send_req(c, &r);
 }
 

@@ -754,7 +754,14 @@ list_children(const Tree *t, const char *path, int *n)
 static void
 add_watch(Zkm *m, int s, int client, bool child, const char *path, uint64_t wtag)
 {
-	Watch	   *w = xalloc(sizeof(Watch));
+	Watch	   *w;
+
+	/* the server keeps one per session and path, the library one per watcher and context */
+	for (w = m->servers[s].watches; w; w = w->next)
+		if (w->client == client && w->gen == m->clients[client].gen && w->child == child &&
+			w->wtag == wtag && strcmp(w->path, path) == 0)
+			return;
+	w = xalloc(sizeof(Watch));
 
 	w->client = client;
 	w->gen = m->clients[client].gen;
@@ -1164,7 +1171,12 @@ zkm_step_reconnect(Zkm *m, int client)
 static void
 add_cwatch(Client *c, bool child, const char *path, uint64_t wtag)
 {
-	CWatch	   *w = xalloc(sizeof(CWatch));
+	CWatch	   *w;
+
+	for (w = c->watches; w; w = w->next)
+		if (w->child == child && w->wtag == wtag && strcmp(w->path, path) == 0)
+			return;
+	w = xalloc(sizeof(CWatch));
 
 	w->child = child;
 	snprintf(w->path, sizeof(w->path), "%s", path);

@@ -1115,6 +1115,38 @@ test_riders_count_outlives_node(void)
 		  "after a reconnection a waiting reader joins nothing: it queues in ZooKeeper");
 }
 
+/* The count starts again once a listing shows no writer in the key's queue at all. */
+static void
+test_riders_count_resets(void)
+{
+	char		n3[ZKL_NODE_BUFLEN];
+	const char *list[2];
+	ZkrChild	kids[2];
+	int			h = lone_reader();
+	int			r;
+	uint64_t	tag;
+
+	core.cohort.handover_limit = 0;
+	r = ask_shared(2, false);
+	tag = planned(h, OP_CHILDREN);
+	list[0] = slots[h].node;
+	list[1] = "x-00000000-0000-4000-8000-0000000000ff-9-9-0000000002";
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids), true);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(!slots[r].rides && planned(r, OP_CREATE) != 0, "limit 0: a writer seen, no reader joins");
+	zcore_watch_event(&core, ZKL_KEY_WATCH_TAG, false, "/r/tk");	/* the writer went */
+	r = ask_shared(3, false);
+	tag = planned(r, OP_CREATE);
+	CHECK(tag != 0, "the next reader queues in ZooKeeper");
+	list[1] = node_of(r, 3, n3);
+	(void) zcore_create_reply(&core, tag, ZOK, n3, true, 13);
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids), true);
+	CHECK(!slots[h].foreign && slots[h].since_foreign == 0 && slots[r].result == ZKR_GRANTED,
+		  "its listing shows no writer in the queue: the count starts again");
+	r = ask_shared(4, false);
+	CHECK(slots[r].zstate == ZKS_COHORT, "and a reader may join again, once a listing arms a node");
+}
+
 int
 main(void)
 {
@@ -1141,6 +1173,7 @@ main(void)
 	test_riders_upgrade_past_writer();
 	test_riders_bound_per_key();
 	test_riders_count_outlives_node();
+	test_riders_count_resets();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }
