@@ -6,8 +6,11 @@
 #  - A rider that upgrades waits for the other readers only, and is granted
 #    once they are gone, with a token above theirs.
 #  - A writer of B is granted after at most zk_lock.local_handover_limit
-#    more readers join (plus one grant per reader of A before B's node
-#    exists), not when A's read load ends.
+#    more readers join once A has seen its node (plus one grant per reader
+#    of A under way then), not when A's read load ends.
+#  - One reader at a time: of the readers that come after B's writer
+#    queued, exactly zk_lock.local_handover_limit join; the next queue
+#    behind the writer.
 #  - A session lost while readers ride: every rider's commit fails with
 #    40001, and B takes the key.
 use strict;
@@ -88,12 +91,33 @@ my @bt = split /\n/, $cb->safe_psql('postgres', "BEGIN; SELECT zk_lock('r'); SEL
 is($bt[-1], 't', "B's next exclusive token is above it");
 
 # --- a writer of another cluster is served within the bound ---
-# readers do not exclude each other: each of A's four may be granted once
-# before B's node exists (and so before A can see it), then at most $limit join
+# readers do not exclude each other: each of A's four may have a request
+# under way when A's read shows B's node; then at most $limit join
 my @ta = foreign_writer_rounds($ca, $cb, 'rf', 'zk_lock_shared', $limit, 4);
 my %nodes = map { (node_of($_) => 1) } @ta;
 cmp_ok(scalar(keys %nodes), '<', scalar(@ta) / 2,
 	'A\'s readers mostly rode a node (' . scalar(keys %nodes) . ' nodes for ' . scalar(@ta) . ' grants)');
+
+# --- the bound, one reader at a time: exactly $limit join past B's writer ---
+my ($host) = reader('rb');
+my $w = $cb->background_psql('postgres', on_error_stop => 0);
+$w->query_until(qr/asked/, "BEGIN;\n\\echo asked\nSELECT zk_lock('rb');\n\\echo granted\n");
+ok(wait_for(sub { $ca->safe_psql('postgres', "SELECT count(*) FROM zk_lock_queue('rb') WHERE NOT granted") == 1 }, 10),
+	'B\'s writer queues behind the reader of A');
+my $joined = 0;
+for my $i (1 .. $limit + 2)
+{
+	# a reader past the bound queues behind B's writer, which waits for A's reader
+	$joined++ if $ca->psql('postgres',
+		"BEGIN; SET LOCAL lock_timeout = '1s'; SELECT zk_lock_shared('rb'); COMMIT;") == 0;
+}
+is($joined, $limit, "of " . ($limit + 2) . " readers of A after B's writer queued, $joined joined (limit $limit)");
+$w->{run}->pump_nb;
+unlike($w->{stdout}, qr/granted/, 'B still waits for the reader holding the node');
+$host->query_safe('COMMIT');
+ok(wait_for(sub { $w->{run}->pump_nb; $w->{stdout} =~ /granted/ }, 10), 'then B is granted');
+$w->query_safe('COMMIT');
+$_->quit for ($host, $w);
 
 # --- a session lost while readers ride ---
 my @hold = map { (reader('rl'))[0] } 1 .. 2;

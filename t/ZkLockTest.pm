@@ -260,14 +260,16 @@ sub finish_commit_loop
 
 # The local hand-over bound, seen from the other cluster: four clients of
 # $busy loop on $key with $lock_fn (20 ms holds, 12 s) while a client of
-# $other takes it exclusive three times.  Each time, the grants of $busy
-# after $other asked that came before its grant (smaller tokens) are at most
-# $limit plus $before: those before $other's node exists, and while $busy's
-# worker reads the queue.  Returns $busy's tokens in the order they were
-# granted.
+# $other takes it exclusive three times.  Each time, once $busy's own read
+# of the queue (zk_lock_queue, through its session) shows $other's node,
+# the grants of $busy that come before $other's (smaller tokens) are at
+# most $limit plus $slack: requests of $busy already under way then (its
+# worker has had the child event by that read, so every later hand-over
+# waits for a listing that shows the node).  Returns $busy's tokens in the
+# order they were granted.
 sub foreign_writer_rounds
 {
-	my ($busy, $other, $key, $lock_fn, $limit, $before) = @_;
+	my ($busy, $other, $key, $lock_fn, $limit, $slack) = @_;
 	my $script = "${PostgreSQL::Test::Utils::tmp_check}/bound_$key.sql";
 	$busy->safe_psql('postgres', "CREATE TABLE bound_$key(token bigint, at timestamptz)");
 	append_to_file($script,
@@ -281,21 +283,35 @@ sub foreign_writer_rounds
 		'>', \$out, '2>', \$err, IPC::Run::timeout(90));
 	ok(wait_for(sub { $busy->safe_psql('postgres', "SELECT count(*) FROM bound_$key") >= 20 }, 30),
 		"$key: four clients of one cluster take turns on the key");
+	my $bs = $other->background_psql('postgres', on_error_stop => 0);
+	my $name = $other->name;
 	my @waits;
 	for my $round (1 .. 3)
 	{
-		my $r = $other->safe_psql('postgres',
-			"SELECT extract(epoch from clock_timestamp()) AS t0 \\gset\n"
-			  . "BEGIN;\nSELECT zk_lock('$key');\n"
-			  . "SELECT :t0, extract(epoch from clock_timestamp()), zk_lock_token('$key');\nCOMMIT;");
-		my ($t0, $t1, $token) = split /\|/, (grep { /\|/ } split /\n/, $r)[-1];
+		my $t0 = time();
+		my $seen;
+		$bs->query_until(qr/asked/, "BEGIN;\n\\echo asked\nSELECT zk_lock('$key');\n\\echo granted\n");
+		ok(wait_for(sub {
+			($seen) = $busy->safe_psql('postgres',
+				"SELECT extract(epoch from clock_timestamp()) FROM zk_lock_queue('$key')"
+				  . " WHERE cluster = '$name' AND NOT granted") =~ /([\d.]+)/;
+			$bs->{run}->pump_nb;
+			return defined $seen || $bs->{stdout} =~ /granted/;
+		}, 30), "$key round $round: the other cluster's node is in the queue");
+		$seen //= $t0;	# granted before the first read: count from the start
+		ok(wait_for(sub { $bs->{run}->pump_nb; $bs->{stdout} =~ /granted/ }, 30),
+			"$key round $round: the other cluster is granted");
+		push @waits, sprintf('%.0f ms', 1000 * (time() - $t0));
+		my ($token) = $bs->query_safe("SELECT zk_lock_token('$key')") =~ /(\d+)\s*$/;
+		$bs->query_safe('COMMIT');
+		$bs->{stdout} = '';
 		my $passed = $busy->safe_psql('postgres',
-			"SELECT count(*) FROM bound_$key WHERE at > to_timestamp($t0) AND token < $token");
-		push @waits, sprintf('%.0f ms', 1000 * ($t1 - $t0));
-		cmp_ok($passed, '<=', $limit + $before,
+			"SELECT count(*) FROM bound_$key WHERE at > to_timestamp($seen) AND token < $token");
+		cmp_ok($passed, '<=', $limit + $slack,
 			"$key round $round: the other cluster was granted after $passed grants (limit $limit)");
 		usleep(200_000);
 	}
+	$bs->quit;
 	note("$key: the other cluster waited " . join(', ', @waits) . ' while four clients looped');
 	$h->finish;
 	is($h->result(0), 0, "$key: the load ran without errors") or diag($err);
