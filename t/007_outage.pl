@@ -91,6 +91,7 @@ ok(wait_for(sub { scalar(grep { m{/tlong/} } zk_lock_nodes($zk)) == 2 }, 10), 'h
 
 # (an earlier freeze may have outlasted B's timeout too: count from here)
 my $expired_before = log_count($b, qr/treating session 0x[0-9a-f]+ as expired/);
+my $a_expired_before = log_count($a, qr/treating session 0x[0-9a-f]+ as expired/);
 my $t0 = time();
 freeze();
 ok(wait_for(sub { log_count($b, qr/treating session 0x[0-9a-f]+ as expired/) > $expired_before }, 20),
@@ -101,6 +102,10 @@ is($b->safe_psql('postgres', "SELECT state FROM zk_locks WHERE key = 'long'"), '
 $hb->query_safe('\set VERBOSITY verbose');
 $hb->query('COMMIT');
 like($hb->{stderr}, qr/ERROR:  40001: zk_lock lock on key "long" was lost/, 'the holder cannot commit');
+# A's last ping may have come later than B's: thawing before A's own deadline
+# would let A keep its session, and this part is about a new one
+ok(wait_for(sub { log_count($a, qr/treating session 0x[0-9a-f]+ as expired/) > $a_expired_before }, 20),
+	'A treats its session as lost too');
 thaw();
 like($wa->query_until(qr/wa granted/, ''), qr/wa granted/, 'the waiter in A ends up holding the key');
 my @sessions = slurp_file($a->logfile) =~ /connected to ZooKeeper, session (0x[0-9a-f]+)/g;
