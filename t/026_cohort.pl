@@ -21,19 +21,9 @@ use ZkLockTest;
 
 my $limit = 2;
 my $timeout_s = 6;
-my $zk = start_zookeeper('cohort');
-my $proxy = start_proxy('cohort', $zk);
+my ($zk, $proxy, $ca, $cb) = cohort_clusters('cohort', 'co', $limit, $timeout_s);
 END { proxy_do($proxy, 'pass') if $proxy; }
-my $conf = "zk_lock.local_handover_limit = $limit\nzk_lock.session_timeout = '${timeout_s}s'\n"
-  . "zk_lock.connect_timeout = '20s'\n";
-my $ca = new_zk_cluster('coa', undef, hosts => "127.0.0.1:$proxy->{port}", conf => $conf);
-my $cb = new_zk_cluster('cob', $zk, conf => $conf);
-ok(wait_for(sub { zk_status($ca, 'state') eq 'connected' }, 20), 'A connected through the proxy');
 is($ca->safe_psql('postgres', 'SHOW zk_lock.local_handover'), 'on', 'local hand-over is on by default');
-$_->safe_psql('postgres', "ALTER SYSTEM SET lock_timeout = '60s'; SELECT pg_reload_conf()") for ($ca, $cb);
-
-# The high part of a token: its node's czxid.  Equal high parts in a row are hand-overs.
-sub node_of { return int($_[0] / 4096); }
 
 # --- mutual exclusion and tokens under load and connection resets ---
 my $counter = install_counter('cohort', $ca, $cb);
@@ -82,7 +72,7 @@ for my $i (1 .. $#grants)
 {
 	my ($p, $g) = ($grants[ $i - 1 ], $grants[$i]);
 	$rising = 0, diag("token $g->[0] after $p->[0]") if $g->[0] <= $p->[0];
-	$local++ if node_of($g->[0]) == node_of($p->[0]);
+	$local++ if token_node($g->[0]) == token_node($p->[0]);
 	$cross++ if $g->[2] ne $p->[2];
 }
 ok($rising, 'tokens strictly increase in the order the holders held the key');
@@ -92,7 +82,7 @@ cmp_ok($cross, '>', 2, "and the key went between the clusters ($cross times)");
 # --- a foreign waiter is served within the bound ---
 # a hand-over under way when A's read shows B's node, and one kept for a listing
 my @ta = foreign_writer_rounds($ca, $cb, 'fair', 'zk_lock', $limit, 2);
-my $handed = grep { node_of($ta[$_]) == node_of($ta[ $_ - 1 ]) } 1 .. $#ta;
+my $handed = grep { token_node($ta[$_]) == token_node($ta[ $_ - 1 ]) } 1 .. $#ta;
 cmp_ok($handed, '>', scalar(@ta) / 2, "most of A's grants were hand-overs ($handed of " . scalar(@ta) . ')');
 
 # --- a session lost while local holders got their nodes by hand-over ---
@@ -108,7 +98,7 @@ for my $k (qw(l1 l2))
 	$first->query_safe('COMMIT');
 	ok(wait_for(sub { $next->{run}->pump_nb; $next->{stdout} =~ /granted $k/ }, 10), "$k: handed over");
 	my ($token1) = $next->query_safe("SELECT zk_lock_token('$k')") =~ /(\d+)\s*$/;
-	ok(node_of($token1) == node_of($token0) && $token1 > $token0, "$k: same node, a greater token");
+	ok(token_node($token1) == token_node($token0) && $token1 > $token0, "$k: same node, a greater token");
 	my ($pid) = $next->query_safe('SELECT pg_backend_pid()') =~ /(\d+)\s*$/;
 	is($ca->safe_psql('postgres', "SELECT pid FROM zk_lock_queue('$k') WHERE granted"), $pid,
 		"$k: zk_lock_queue shows the new holder");

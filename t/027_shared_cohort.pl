@@ -25,18 +25,8 @@ use ZkLockTest;
 
 my $limit = 2;
 my $timeout_s = 6;
-my $zk = start_zookeeper('shared_cohort');
-my $proxy = start_proxy('shared_cohort', $zk);
+my ($zk, $proxy, $ca, $cb) = cohort_clusters('shared_cohort', 'sc', $limit, $timeout_s);
 END { proxy_do($proxy, 'pass') if $proxy; }
-my $conf = "zk_lock.local_handover_limit = $limit\nzk_lock.session_timeout = '${timeout_s}s'\n"
-  . "zk_lock.connect_timeout = '20s'\n";
-my $ca = new_zk_cluster('sca', undef, hosts => "127.0.0.1:$proxy->{port}", conf => $conf);
-my $cb = new_zk_cluster('scb', $zk, conf => $conf);
-ok(wait_for(sub { zk_status($ca, 'state') eq 'connected' }, 20), 'A connected through the proxy');
-$_->safe_psql('postgres', "ALTER SYSTEM SET lock_timeout = '60s'; SELECT pg_reload_conf()") for ($ca, $cb);
-
-# The high part of a token: its node's czxid.
-sub node_of { return int($_[0] / 4096); }
 
 # The last number a background session printed.
 sub last_number { return ($_[0] =~ /(\d+)\s*$/)[0]; }
@@ -64,7 +54,7 @@ is(key_queue_len($zk, 'r'), 1, 'three readers of A hold the key through one node
 is($ca->safe_psql('postgres',
 		"SELECT count(*) || ' ' || count(DISTINCT node) FROM zk_locks WHERE key = 'r' AND state = 'granted'"),
 	'3 1', 'zk_locks shows the three holders, with that node');
-ok(node_of($tokens[1]) == node_of($tokens[0]) && $tokens[1] > $tokens[0] && $tokens[2] > $tokens[1],
+ok(token_node($tokens[1]) == token_node($tokens[0]) && $tokens[1] > $tokens[0] && $tokens[2] > $tokens[1],
 	"each joiner's token is greater (@tokens)");
 
 # the node's creator is done first: the node stays for the others
@@ -94,7 +84,7 @@ is($bt[-1], 't', "B's next exclusive token is above it");
 # readers do not exclude each other: each of A's four may have a request
 # under way when A's read shows B's node; then at most $limit join
 my @ta = foreign_writer_rounds($ca, $cb, 'rf', 'zk_lock_shared', $limit, 4);
-my %nodes = map { (node_of($_) => 1) } @ta;
+my %nodes = map { (token_node($_) => 1) } @ta;
 cmp_ok(scalar(keys %nodes), '<', scalar(@ta) / 2,
 	'A\'s readers mostly rode a node (' . scalar(keys %nodes) . ' nodes for ' . scalar(@ta) . ' grants)');
 

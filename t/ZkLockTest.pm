@@ -17,7 +17,7 @@ use Time::HiRes qw(time usleep);
 our @EXPORT = qw(start_zookeeper start_ensemble start_partitionable_ensemble stop_zookeeper zk_member
   zk_restart_member zk_cmd zk_mntr zk_lock_nodes zk_session_nodes key_queue_len new_zk_cluster wait_for
   start_proxy proxy_do install_counter run_counter_load start_commit_loop finish_commit_loop zk_status
-  waiting_count resets_until counter_reached foreign_writer_rounds);
+  waiting_count resets_until counter_reached foreign_writer_rounds cohort_clusters token_node);
 
 my $zk_script = dirname(__FILE__) . '/../test/zk.sh';
 my $proxy_script = dirname(__FILE__) . '/../test/zk_proxy.pl';
@@ -257,6 +257,28 @@ sub finish_commit_loop
 	  map { split /\n/, PostgreSQL::Test::Utils::slurp_file($_) } glob("$loop->{prefix}.*");
 	return ($loop->{run}->result(0), ${ $loop->{err} }, @ends);
 }
+
+# Two clusters for the local hand-over tests: A reaches a private ZooKeeper
+# through a proxy (to cut its connection), B directly; hand-over limit
+# $limit, session timeout $timeout_s, lock_timeout 60 s.  Returns the
+# ZooKeeper port, the proxy and the two clusters (named <prefix>a, <prefix>b).
+sub cohort_clusters
+{
+	my ($name, $prefix, $limit, $timeout_s) = @_;
+	my $zk = start_zookeeper($name);
+	my $proxy = start_proxy($name, $zk);
+	my $conf = "zk_lock.local_handover_limit = $limit\nzk_lock.session_timeout = '${timeout_s}s'\n"
+	  . "zk_lock.connect_timeout = '20s'\n";
+	my $ca = new_zk_cluster("${prefix}a", undef, hosts => "127.0.0.1:$proxy->{port}", conf => $conf);
+	my $cb = new_zk_cluster("${prefix}b", $zk, conf => $conf);
+	ok(wait_for(sub { zk_status($ca, 'state') eq 'connected' }, 20), 'A connected through the proxy');
+	$_->safe_psql('postgres', "ALTER SYSTEM SET lock_timeout = '60s'; SELECT pg_reload_conf()")
+	  for ($ca, $cb);
+	return ($zk, $proxy, $ca, $cb);
+}
+
+# The high part of a fencing token: its node's czxid (equal in a row: hand-overs).
+sub token_node { return int($_[0] / 4096); }
 
 # The local hand-over bound, seen from the other cluster: four clients of
 # $busy loop on $key with $lock_fn (20 ms holds, 12 s) while a client of

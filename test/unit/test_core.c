@@ -832,6 +832,18 @@ test_linger(void)
 	CHECK(planned(h, OP_DELETE) != 0, "and so does its time");
 }
 
+/* A writer of another cluster, queued behind this cluster's nodes. */
+#define WRITER_B "x-00000000-0000-4000-8000-0000000000ff-9-9-0000000002"
+
+/* Answer the listing of tag with these names (watched: it set the child watch). */
+static void
+listed(uint64_t tag, const char *const *names, int n, bool watched)
+{
+	ZkrChild	kids[8];
+
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(names, n, kids), watched);
+}
+
 /* A shared request of pid: claimed and planned once (a try-lock if nowait). */
 static int
 ask_shared(int pid, bool nowait)
@@ -873,7 +885,6 @@ test_riders(void)
 	char		node[ZKL_NODE_BUFLEN];
 	char		xname[ZKL_NODE_BUFLEN];
 	const char *list[2];
-	ZkrChild	kids[2];
 	int			h = lone_reader();
 	int			r1;
 	int			r2;
@@ -915,7 +926,7 @@ test_riders(void)
 	CHECK(slots[r2].zstate == ZKS_HELD && !slots[r2].rides, "the node passes to the upgrader");
 	tag = planned(x, OP_CHILDREN);
 	CHECK(tag != 0, "which reads its queue again: the others have left");
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids), false);
+	listed(tag, list, 2, false);
 	CHECK(slots[x].result == ZKR_GRANTED, "and holds the key exclusive");
 }
 
@@ -924,7 +935,6 @@ static void
 test_riders_lost(void)
 {
 	const char *list[1];
-	ZkrChild	kids[1];
 	int			h = lone_reader();
 	int			r1;
 	int			r2;
@@ -943,7 +953,7 @@ test_riders_lost(void)
 	r2 = ask_shared(3, false);
 	CHECK(slots[r2].zstate == ZKS_COHORT, "the next reader waits for it");
 	list[0] = "x-00000000-0000-4000-8000-0000000000ff-9-9-0000000099";
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 1, kids), true);
+	listed(tag, list, 1, true);
 	CHECK(slots[h].result == ZKR_LOST && slots[r1].result == ZKR_LOST,
 		  "the node gone from the listing: its owner and its rider lose the lock");
 	(void) zcore_plan(&core, true, now_us);
@@ -955,7 +965,6 @@ static void
 test_riders_turned_off(void)
 {
 	const char *list[2];
-	ZkrChild	kids[2];
 	char		other[ZKL_NODE_BUFLEN];
 	int			h = lone_reader();
 	int			r1;
@@ -973,7 +982,7 @@ test_riders_turned_off(void)
 	list[0] = slots[h].node;
 	snprintf(other, sizeof(other), "x-00000000-0000-4000-8000-0000000000ff-9-9-%010d", 5);
 	list[1] = other;
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids), true);
+	listed(tag, list, 2, true);
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(slots[r2].rides && slots[h].since_foreign == 1, "one join within the bound");
 	CHECK(planned(ask_shared(4, false), OP_CREATE) != 0, "past it, a reader queues in ZooKeeper");
@@ -1005,7 +1014,6 @@ test_riders_upgrade_past_writer(void)
 		char		node[ZKL_NODE_BUFLEN];
 		char		xname[ZKL_NODE_BUFLEN];
 		const char *list[3];
-		ZkrChild	kids[3];
 		int			h = lone_reader();
 		int			r1 = ask_shared(2, false);
 		int			x;
@@ -1026,7 +1034,7 @@ test_riders_upgrade_past_writer(void)
 		tag = planned(x, OP_CHILDREN);
 		CHECK(tag != 0, by == 1 ? "the rider gone, the owner's upgrade reads its queue"
 			  : "the node passed to it, the rider's upgrade reads its queue");
-		zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 3, kids), false);
+		listed(tag, list, 3, false);
 		CHECK(slots[x].result == ZKR_GRANTED, "and is granted past the writer, which waits for it");
 	}
 }
@@ -1042,7 +1050,6 @@ test_riders_bound_per_key(void)
 {
 	char		n2[ZKL_NODE_BUFLEN];
 	const char *list[3];
-	ZkrChild	kids[3];
 	int			h = lone_reader();
 	int			t;
 	int			r;
@@ -1054,10 +1061,10 @@ test_riders_bound_per_key(void)
 	list[0] = slots[h].node;
 	list[1] = node_of(t, 1, n2);
 	(void) zcore_create_reply(&core, planned(t, OP_CREATE), ZOK, n2, true, 11);
-	zcore_children_reply(&core, zcore_tag(t, slots[t].attempt), ZOK, kids, zkr_collect(list, 2, kids), false);
+	listed(zcore_tag(t, slots[t].attempt), list, 2, false);
 	CHECK(slots[t].result == ZKR_GRANTED && !slots[t].rides, "a try-lock made a second shared node");
-	list[2] = "x-00000000-0000-4000-8000-0000000000ff-9-9-0000000002";
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 3, kids), true);
+	list[2] = WRITER_B;
+	listed(tag, list, 3, true);
 	CHECK(slots[h].foreign && slots[t].foreign, "a request seen behind one node counts for both");
 	r = ask_shared(3, false);
 	CHECK(slots[r].rides && slots[h].since_foreign == 1 && slots[t].since_foreign == 1,
@@ -1077,7 +1084,6 @@ test_riders_count_outlives_node(void)
 {
 	char		n2[ZKL_NODE_BUFLEN];
 	const char *list[3];
-	ZkrChild	kids[3];
 	int			h = lone_reader();
 	int			t;
 	int			r;
@@ -1090,8 +1096,8 @@ test_riders_count_outlives_node(void)
 	ctag = planned(t, OP_CREATE);
 	list[0] = slots[h].node;
 	list[1] = node_of(t, 1, n2);
-	list[2] = "x-00000000-0000-4000-8000-0000000000ff-9-9-0000000002";
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 3, kids), true);
+	list[2] = WRITER_B;
+	listed(tag, list, 3, true);
 	r = ask_shared(3, false);
 	CHECK(slots[r].rides && slots[h].since_foreign == 1, "one join past the writer, limit 1");
 	(void) zcore_create_reply(&core, ctag, ZOK, n2, true, 11);
@@ -1099,7 +1105,7 @@ test_riders_count_outlives_node(void)
 	(void) zkt_abandon(&table, &slots[r]);
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(h, OP_DELETE) != 0, "the first node goes before the second's listing is back");
-	zcore_children_reply(&core, zcore_tag(t, slots[t].attempt), ZOK, kids, zkr_collect(list, 3, kids), false);
+	listed(zcore_tag(t, slots[t].attempt), list, 3, false);
 	CHECK(slots[t].result == ZKR_GRANTED && slots[t].foreign && slots[t].since_foreign == 1,
 		  "a node granted later keeps the key's count");
 	r = ask_shared(4, false);
@@ -1121,7 +1127,6 @@ test_riders_count_resets(void)
 {
 	char		n3[ZKL_NODE_BUFLEN];
 	const char *list[2];
-	ZkrChild	kids[2];
 	int			h = lone_reader();
 	int			r;
 	uint64_t	tag;
@@ -1130,8 +1135,8 @@ test_riders_count_resets(void)
 	r = ask_shared(2, false);
 	tag = planned(h, OP_CHILDREN);
 	list[0] = slots[h].node;
-	list[1] = "x-00000000-0000-4000-8000-0000000000ff-9-9-0000000002";
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids), true);
+	list[1] = WRITER_B;
+	listed(tag, list, 2, true);
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(!slots[r].rides && planned(r, OP_CREATE) != 0, "limit 0: a writer seen, no reader joins");
 	zcore_watch_event(&core, ZKL_KEY_WATCH_TAG, false, "/r/tk");	/* the writer went */
@@ -1140,7 +1145,7 @@ test_riders_count_resets(void)
 	CHECK(tag != 0, "the next reader queues in ZooKeeper");
 	list[1] = node_of(r, 3, n3);
 	(void) zcore_create_reply(&core, tag, ZOK, n3, true, 13);
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids), true);
+	listed(tag, list, 2, true);
 	CHECK(!slots[h].foreign && slots[h].since_foreign == 0 && slots[r].result == ZKR_GRANTED,
 		  "its listing shows no writer in the queue: the count starts again");
 	r = ask_shared(4, false);
