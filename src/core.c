@@ -1480,9 +1480,15 @@ plan_group(ZklCore *c, int idx, Turn *turn)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o->group != s->group || o->zstate == ZKS_FREE || o->abandoned)
+		if (o->group != s->group || o->zstate == ZKS_FREE)
 			continue;
 		if (o->zstate == ZKS_CREATING || o->zstate == ZKS_RECOVER || o->zstate == ZKS_RECOVERING)
+			return false;
+		/*
+		 * A member failed or given up: the backend ends the whole request.
+		 * The others must not go out without it, as part of a group.
+		 */
+		if (o->abandoned || (o->result != ZKR_PENDING && o->result != ZKR_GRANTED))
 			return false;
 		placed |= o->zstate == ZKS_QUEUED || o->zstate == ZKS_HELD;
 	}
@@ -1737,6 +1743,29 @@ group_ops(const ZklCore *c, int i, const int *members, int n, int *grp)
 }
 
 /*
+ * Whether the planned ops call for a multi: two that may share one, or any
+ * multi-key request's create (those never go one by one: a create alone
+ * takes its place in one key's queue only).
+ */
+bool
+zcore_batch_wanted(const ZklCore *c)
+{
+	int			eligible = 0;
+	int			i;
+
+	for (i = 0; i < c->nops; i++)
+	{
+		const ZklOp *op = &c->ops[i];
+
+		if (!batchable(c, op))
+			continue;
+		if (++eligible >= 2 || (op->kind == OP_CREATE && c->t->slots[op->idx].group != 0))
+			return true;
+	}
+	return false;
+}
+
+/*
  * Creates and deletes of several slots go out as one multi: one transaction
  * for the server instead of one each, and one round trip serves both the
  * locks being released and those being asked for.  A multi is all or
@@ -1748,19 +1777,18 @@ group_ops(const ZklCore *c, int i, const int *members, int n, int *grp)
 int
 zcore_next_batch(ZklCore *c, int *members)
 {
-	int			eligible = 0;
 	int			n = 0;
 	int			i;
 	int			j;
 
 	/* the usual light-load case, one op: no multi */
-	for (i = 0; i < c->nops && eligible < 2; i++)
-		eligible += batchable(c, &c->ops[i]);
-	if (eligible < 2)
+	if (!zcore_batch_wanted(c))
 		return 0;
 	/*
 	 * A multi-key request's creates never go one by one, nor split: each
-	 * batch starts with one whole group, if any is left, so it always fits.
+	 * batch starts with one whole group, if any is left, so it always fits,
+	 * and a batch that holds a group is a multi even when nothing else
+	 * joins it (so no group is ever left to go out as single creates).
 	 */
 	for (i = 0; i < c->nops && n == 0; i++)
 	{
@@ -1796,13 +1824,15 @@ zcore_next_batch(ZklCore *c, int *members)
 		op->batched = true;
 		members[n++] = i;
 	}
-	if (n < 2)
+	if (n == 1 && !(c->ops[members[0]].kind == OP_CREATE &&
+					c->t->slots[c->ops[members[0]].idx].group != 0))
 	{
-		/* one op left for a multi: it goes out on its own */
-		if (n == 1)
-			c->ops[members[0]].batched = false;
+		/* one plain op left for a multi: it goes out on its own */
+		c->ops[members[0]].batched = false;
 		return 0;
 	}
+	if (n == 0)
+		return 0;
 	c->t->counters.batched += n;
 	return n;
 }

@@ -128,6 +128,7 @@ extern long zcore_plan(ZklCore *c, bool connected, int64_t proof_at);
  * multi).  Call until it returns 0, then send the ops not batched one by one.
  */
 #define ZKL_BATCH_MAX	32
+extern bool zcore_batch_wanted(const ZklCore *c);
 extern int	zcore_next_batch(ZklCore *c, int *members);
 
 /* The host sent (or failed to send) a write: creates, deletes, multis. */

@@ -525,7 +525,7 @@ send_batches(void)
 	int			n;
 	int			j;
 
-	if (core.nops < 2)
+	if (!zcore_batch_wanted(&core))
 		return;					/* the usual light-load turn: no multi, no lock taken */
 	for (;;)
 	{

@@ -54,13 +54,14 @@
 #include "table.h"
 #include "zkmodel.h"
 
-#define NCLUSTERS	3
-#define NBACKENDS	3
+/* the largest world a seed may draw (Sim.ncl, Cluster.nb, Cluster.t.nslots) */
+#define NCLUSTERS	5
+#define NBACKENDS	12
 #define NKEYS		3			/* lock keys */
 #define SEM_KEY		NKEYS		/* one semaphore key besides */
 #define NALL		(NKEYS + 1)
 #define SEM_HOLDERS	3
-#define NSLOTS		16
+#define NSLOTS		48
 #define MAXHOLD		4
 #define ROOT		"/zkl"
 #define SESSIONS	ROOT "/.sessions"
@@ -224,6 +225,7 @@ typedef struct Cluster
 	int			nghosts;
 	char		suspects[4][ZKM_PATH];
 	int			nsuspects;
+	int			nb;				/* backends of this cluster (the seed draws it) */
 	Backend		b[NBACKENDS];
 } Cluster;
 
@@ -232,6 +234,7 @@ typedef struct Sim
 	uint64_t	seed;
 	uint64_t	rng;
 	Zkm		   *m;
+	int			ncl;			/* clusters of this seed's world */
 	Cluster		c[NCLUSTERS];
 	int64_t		step;
 	bool		quiet;
@@ -251,11 +254,14 @@ typedef struct Sim
 	int			nhistory[NALL];
 	/* granted slots already checked: cluster, slot, attempt */
 	uint64_t	seen_attempt[NCLUSTERS][NSLOTS];
+	/* multi-key members whose node's czxid was checked: cluster, slot, attempt */
+	uint64_t	seen_group[NCLUSTERS][NSLOTS];
 	int64_t		commits;
 	int64_t		grants;
 	/* the workload: every third seed leans on the semaphore */
 	int			sem_pct;		/* transactions that are a semaphore's */
 	int			mismatch_pct;	/* of those, with another holders number */
+	int			multi_pct;		/* transactions that are a multi-key request (the swarm's) */
 	/* local hand-over (cohort.c): settings of the seed */
 	bool		handover;
 	int			handover_limit;
@@ -506,7 +512,7 @@ env_ghost(void *arg, const ZklSlot *s)
 	Cluster    *c = arg;
 	Ghost	   *g;
 
-	if (c->nghosts == NSLOTS)
+	if (c->nghosts == c->t.nslots)
 		return;
 	g = &c->ghosts[c->nghosts++];
 	zcore_key_path(&c->t, s, g->key_path);
@@ -985,7 +991,7 @@ on_ghost_list(Cluster *c, const Out *o, const ZkmMsg *msg)
 {
 	int			i;
 
-	if (zcore_outcome_unknown(msg->rc) && c->nghosts < NSLOTS)
+	if (zcore_outcome_unknown(msg->rc) && c->nghosts < c->t.nslots)
 	{
 		/* again once reconnected */
 		Ghost	   *g = &c->ghosts[c->nghosts++];
@@ -1734,7 +1740,7 @@ plan_xact(Backend *b)
 		plan_semaphore(b);
 		return;
 	}
-	else if (pattern >= 88 - S->sem_pct)
+	else if (pattern >= 100 - S->sem_pct - S->multi_pct)
 	{
 		plan_multi(b);
 		return;
@@ -1827,7 +1833,7 @@ request_group(Cluster *c, Backend *b, const Act *a)
 	int			free_slots = 0;
 	int			i;
 
-	for (i = 0; i < NSLOTS; i++)
+	for (i = 0; i < c->t.nslots; i++)
 		free_slots += c->t.slots[i].zstate == ZKS_FREE;
 	if (free_slots < a->nkeys)
 	{
@@ -2191,7 +2197,7 @@ node_owner(const char *name, int *ci, int *pid, int *slot)
 	int			i;
 	int			j;
 
-	for (i = 0; i < NCLUSTERS; i++)
+	for (i = 0; i < S->ncl; i++)
 		for (j = 0; j < S->c[i].t.nused; j++)
 		{
 			const ZklSlot *s = &S->c[i].t.slots[j];
@@ -2350,6 +2356,51 @@ check_semaphore_holders(const Holder *h, int nh)
 		fail("semaphore: %d holders could commit, holders %d", count, least);
 }
 
+/* The czxid of slot s's node at the leader, 0 when it is not there. */
+static int64_t
+leader_czxid(const Cluster *c, const ZklSlot *s)
+{
+	char		path[ZKL_PATH_LEN];
+	int64_t		owner;
+	int64_t		czxid;
+
+	if (s->node[0] == '\0' || s->rides ||
+		(s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD))
+		return 0;
+	zcore_child_path(&c->t, s, s->node, path);
+	return zkm_leader_node(S->m, path, &owner, &czxid) ? czxid : 0;
+}
+
+/*
+ * A multi-key request's nodes were made by one multi, so they share one
+ * czxid: checked at the source (the leader's tree), whatever the core
+ * believes.  A request whose nodes were made apart can wait in a circle
+ * with another one.
+ */
+static void
+check_group(const Cluster *c, int idx)
+{
+	const ZklSlot *s = &c->t.slots[idx];
+	int64_t		mine;
+	int			j;
+
+	if (S->seen_group[c->id][idx] == s->attempt || (mine = leader_czxid(c, s)) == 0)
+		return;
+	S->seen_group[c->id][idx] = s->attempt;
+	for (j = 0; j < c->t.nused; j++)
+	{
+		const ZklSlot *o = &c->t.slots[j];
+		int64_t		theirs;
+
+		if (j == idx || o->group != s->group || o->abandoned)
+			continue;
+		theirs = leader_czxid(c, o);
+		if (theirs != 0 && theirs != mine)
+			fail("c%d: multi-key request %" PRIu64 " has nodes of two creates: %s (czxid %" PRId64
+				 ") and %s (czxid %" PRId64 ")", c->id, s->group, s->node, mine, o->node, theirs);
+	}
+}
+
 static void
 check_step(void)
 {
@@ -2358,7 +2409,7 @@ check_step(void)
 	int			i;
 	int			j;
 
-	for (i = 0; i < NCLUSTERS; i++)
+	for (i = 0; i < S->ncl; i++)
 	{
 		Cluster    *c = &S->c[i];
 
@@ -2374,9 +2425,11 @@ check_step(void)
 					check_handover(c, s);
 				check_fifo(c, s);
 			}
+			if (s->group != 0 && !s->abandoned)
+				check_group(c, j);
 		}
 		check_one_owner(c);
-		for (j = 0; j < NBACKENDS; j++)
+		for (j = 0; j < S->c[i].nb; j++)
 		{
 			Backend    *b = &c->b[j];
 			int			k;
@@ -2444,11 +2497,11 @@ check_end(void)
 	int			i;
 	int			j;
 
-	for (i = 0; i < NCLUSTERS; i++)
+	for (i = 0; i < S->ncl; i++)
 	{
 		Cluster    *c = &S->c[i];
 
-		for (j = 0; j < NBACKENDS; j++)
+		for (j = 0; j < S->c[i].nb; j++)
 			if (c->b[j].st != B_DONE)
 			{
 				fail("liveness: c%d b%d never finished (state %d)", i, c->b[j].pid, c->b[j].st);
@@ -2512,13 +2565,13 @@ delete_by_uuid(Cluster *c, const ZklSlot *s)
 /* ---- the scheduler ---- */
 
 static void
-cluster_init(Cluster *c, int id)
+cluster_init(Cluster *c, int id, int nb, int nslots)
 {
 	int			i;
 
 	memset(c, 0, sizeof(*c));
 	c->id = id;
-	c->t.nslots = NSLOTS;
+	c->t.nslots = nslots;
 	c->t.slots = c->slots;
 	c->t.conn_state = ZKC_STOPPED;
 	snprintf(c->t.roots[0], sizeof(c->t.roots[0]), "%s", ROOT);
@@ -2551,7 +2604,8 @@ cluster_init(Cluster *c, int id)
 	c->core.held = c->held;
 	c->client = -1;
 	c->last_cversion = -1;
-	for (i = 0; i < NBACKENDS; i++)
+	c->nb = nb;
+	for (i = 0; i < nb; i++)
 	{
 		c->b[i].pid = 100 * (id + 1) + i;
 		c->b[i].waiting = -1;
@@ -2564,7 +2618,7 @@ cluster_init(Cluster *c, int id)
 static void
 fault(void)
 {
-	int			ci = rnd_int(NCLUSTERS);
+	int			ci = rnd_int(S->ncl);
 	Cluster    *c = &S->c[ci];
 	int			what = rnd_int(100);
 
@@ -2642,7 +2696,7 @@ heal(bool all)
 	for (i = 1; i < zkm_nservers(S->m); i++)
 		if (all || chance(1))
 			zkm_partition(S->m, i, false);
-	for (i = 0; i < NCLUSTERS; i++)
+	for (i = 0; i < S->ncl; i++)
 	{
 		Cluster    *c = &S->c[i];
 
@@ -2667,7 +2721,7 @@ tick(int64_t us)
 	if (!S->quiet && rnd_int(FAULT_EVERY) < us)
 		fault();
 	zkm_advance(S->m, us);
-	for (i = 0; i < NCLUSTERS; i++)
+	for (i = 0; i < S->ncl; i++)
 	{
 		Cluster    *c = &S->c[i];
 
@@ -2688,7 +2742,7 @@ static void
 step(void)
 {
 	int			pick = rnd_int(100);
-	Cluster    *c = &S->c[rnd_int(NCLUSTERS)];
+	Cluster    *c = &S->c[rnd_int(S->ncl)];
 	int			i;
 
 	S->step++;
@@ -2714,7 +2768,7 @@ step(void)
 	}
 	else if (pick < 80)
 	{
-		Backend    *b = &c->b[rnd_int(NBACKENDS)];
+		Backend    *b = &c->b[rnd_int(c->nb)];
 
 		if (backend_step(c, b))
 			return;
@@ -2727,7 +2781,7 @@ step(void)
 	if (S->quiet)
 	{
 		/* nothing picked: let the world settle in order before time moves */
-		for (i = 0; i < NCLUSTERS; i++)
+		for (i = 0; i < S->ncl; i++)
 			if (S->c[i].client >= 0 && zkm_step_server(S->m, S->c[i].client))
 				return;
 		if (zkm_step_leader(S->m))
@@ -2744,9 +2798,9 @@ all_done(void)
 	int			i;
 	int			j;
 
-	for (i = 0; i < NCLUSTERS; i++)
+	for (i = 0; i < S->ncl; i++)
 	{
-		for (j = 0; j < NBACKENDS; j++)
+		for (j = 0; j < S->c[i].nb; j++)
 			if (S->c[i].b[j].st != B_DONE)
 				return false;
 		for (j = 0; j < S->c[i].t.nused; j++)
@@ -2754,6 +2808,35 @@ all_done(void)
 				return false;
 	}
 	return !zkm_busy(S->m);
+}
+
+/*
+ * The world's shape, drawn per seed (a swarm): how many clusters, each
+ * with its own number of backends and slots, so that shapes no fixed
+ * setting reaches (many backends on few keys, a table nearly full) come up
+ * within the seeds make test runs.  Drawn after the settings above, from the
+ * seed's own stream, so that a seed replays.
+ */
+static void
+draw_world(Sim *sim)
+{
+	static const int ncl[] = {1, 2, 2, 3, 3, 3, 3, 4, 4, 5};
+	static const int multi[] = {0, 6, 12, 12, 30, 50};
+	int			i;
+
+	sim->ncl = ncl[rnd_int(10)];
+	sim->multi_pct = multi[rnd_int(6)];
+	if (sim->multi_pct + sim->sem_pct > 90)
+		sim->multi_pct = 90 - sim->sem_pct;
+	for (i = 0; i < sim->ncl; i++)
+	{
+		int			nb = chance(50) ? 1 + rnd_int(4) : 1 + rnd_int(NBACKENDS);
+
+		/* room for every backend's locks mostly; now and then a table that fills */
+		cluster_init(&sim->c[i], i, nb,
+					 chance(15) ? 4 + rnd_int(8) : 8 + rnd_int(NSLOTS - 7));
+		trace("world: c%d of %d: %d backends, %d slots", i, sim->ncl, nb, sim->c[i].t.nslots);
+	}
 }
 
 /* One seed: load with faults, then quiet until everything ended.  Returns steps run. */
@@ -2781,8 +2864,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 	sim->hot_read_pct = seed % 3 == 0 ? 90 : 30;
 	sim->m = zkm_new(seed, 3, cstart);
 	zkm_set_log(sim->m, model_log);
-	for (i = 0; i < NCLUSTERS; i++)
-		cluster_init(&sim->c[i], i);
+	draw_world(sim);
 	while (!sim->failed && sim->step < max_steps)
 	{
 		int64_t		now = zkm_now(sim->m);
@@ -2792,11 +2874,11 @@ run_seed(uint64_t seed, int64_t max_steps)
 			sim->quiet = true;
 			trace("quiet: no more faults, no new transactions");
 			heal(true);
-			for (i = 0; i < NCLUSTERS; i++)
+			for (i = 0; i < S->ncl; i++)
 			{
 				int			j;
 
-				for (j = 0; j < NBACKENDS; j++)
+				for (j = 0; j < S->c[i].nb; j++)
 					sim->c[i].b[j].txns_left = 0;
 			}
 		}
@@ -2813,7 +2895,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 	if (sim->verbose || getenv("SIM_STATS"))
 		printf("seed %" PRIu64 ": %" PRId64 " steps, %" PRId64 " grants, %" PRId64 " commits\n",
 			   seed, steps, sim->grants, sim->commits);
-	for (i = 0; i < NCLUSTERS; i++)
+	for (i = 0; i < S->ncl; i++)
 		free(sim->c[i].outs);
 	zkm_free(sim->m);
 	i = sim->failed;

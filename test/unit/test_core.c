@@ -595,6 +595,94 @@ test_group_split(void)
 		  "the request fails with 40001, to be retried whole");
 }
 
+/* Claim a member of multi-key request `group` on key. */
+static int
+claim_member(uint64_t group, const char *key)
+{
+	int			idx;
+
+	claim_group = group;
+	idx = claim(ZKL_MODE_EXCLUSIVE, (int) group);
+	claim_group = 0;
+	snprintf(slots[idx].key, sizeof(slots[idx].key), "%s", key);
+	return idx;
+}
+
+/*
+ * The circle a swarm of shapes found (six backends, one cluster's turn):
+ * a multi-key request of one key left (a lone member) and a three-key
+ * request that shares that key are planned in one turn.  The first multi
+ * takes the lone one; the three-key one cannot join it (a shared key) and
+ * nothing else can: it must still go out as one multi, never as three
+ * single creates (each would take its own place, and another cluster's
+ * request could get ahead on two keys and behind on the third).
+ */
+static void
+test_group_never_alone(void)
+{
+	int			members[ZKL_BATCH_MAX];
+	int			lone;
+	int			n;
+	int			i;
+	int			batches = 0;
+	bool		together = false;
+
+	setup();
+	(void) claim_member(40, "tk1");
+	(void) claim_member(41, "tk0");
+	(void) claim_member(41, "tk1");
+	(void) claim_member(41, "tk2");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(zcore_batch_wanted(&core), "a multi is wanted");
+	while ((n = zcore_next_batch(&core, members)) > 0)
+	{
+		batches++;
+		together |= n == 3 && slots[ops[members[0]].idx].group == 41;
+	}
+	CHECK(batches == 2 && together, "two multis: the lone member's, then the three keys' whole");
+	for (i = 0; i < core.nops; i++)
+		CHECK(ops[i].kind != OP_CREATE || ops[i].batched, "no create is left to go alone");
+
+	/* one op of a group, with nothing else planned, is a multi too */
+	setup();
+	lone = claim_member(42, "tk1");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(zcore_batch_wanted(&core) && zcore_next_batch(&core, members) == 1 &&
+		  ops[members[0]].idx == lone, "a lone member goes as a multi of one");
+	/* a plain single create is not */
+	setup();
+	lone = claim(ZKL_MODE_EXCLUSIVE, 1);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(!zcore_batch_wanted(&core) && zcore_next_batch(&core, members) == 0 &&
+		  planned(lone, OP_CREATE) != 0, "a plain create goes alone");
+}
+
+/*
+ * A member of a multi-key request failed (its connect deadline, say) in an
+ * earlier turn; its siblings are still NEW until the backend ends the
+ * request.  They must not go out without it: a part of a group placed is
+ * a request that can hold some keys and wait in a circle for the others.
+ */
+static void
+test_group_member_failed(void)
+{
+	int			a;
+	int			b;
+
+	setup();
+	a = claim_member(50, "tk0");
+	b = claim_member(50, "tk1");
+	slots[a].result = ZKR_FAILED;
+	slots[a].zstate = ZKS_GONE;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(b, OP_CREATE) == 0, "the survivor is not created alone");
+	CHECK(slots[b].zstate == ZKS_NEW && slots[b].result == ZKR_PENDING, "it waits for its owner to end it");
+	(void) zkt_abandon(&table, &slots[a]);
+	(void) zkt_abandon(&table, &slots[b]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[b].zstate == ZKS_FREE && slots[a].zstate == ZKS_FREE, "both freed once given up");
+}
+
 /* A request of pid: claimed and planned once (a try-lock if nowait). */
 static int
 ask(int pid, bool nowait)
@@ -1167,6 +1255,8 @@ main(void)
 	test_semaphore();
 	test_semaphore_reader_gone();
 	test_group_split();
+	test_group_never_alone();
+	test_group_member_failed();
 	test_cohort();
 	test_cohort_session_lost();
 	test_kept_node_not_held();
