@@ -1667,7 +1667,8 @@ plan_multi(Backend *b)
 	add_act(b, false, 0, chance(70) ? ZKL_MODE_EXCLUSIVE : ZKL_MODE_SHARED,
 			chance(60) ? 0 : (chance(60) ? 1 : 2));
 	a = &b->acts[b->nacts - 1];
-	a->nkeys = 2 + (chance(50) ? 1 : 0);
+	/* an array of one key is a multi-key request too (one multi of one create) */
+	a->nkeys = chance(15) ? 1 : 2 + (chance(50) ? 1 : 0);
 	for (i = 0; i < NKEYS; i++)
 		a->keys[i] = i;
 	for (i = NKEYS - 1; i > 0; i--)
@@ -1862,8 +1863,9 @@ request_group(Cluster *c, Backend *b, const Act *a)
 	b->wait_session = false;
 	b->deadline = a->kind == 1 ? zkm_now(S->m) + 300000 + rnd_int(6000000) : 0;
 	b->st = B_WAIT;
-	trace("c%d b%d asks %s %s%s %c%s", c->id, b->pid, key_name(a->keys[0]), key_name(a->keys[1]),
-		  a->nkeys > 2 ? key_name(a->keys[2]) : "", a->mode,
+	trace("c%d b%d asks {%s%s%s%s%s} %c%s", c->id, b->pid, key_name(a->keys[0]),
+		  a->nkeys > 1 ? " " : "", a->nkeys > 1 ? key_name(a->keys[1]) : "",
+		  a->nkeys > 2 ? " " : "", a->nkeys > 2 ? key_name(a->keys[2]) : "", a->mode,
 		  r.nowait ? " try" : (b->deadline ? " timed" : ""));
 	worker_turn(c);
 }
@@ -2826,6 +2828,11 @@ draw_world(Sim *sim)
 
 	sim->ncl = ncl[rnd_int(10)];
 	sim->multi_pct = multi[rnd_int(6)];
+	/*
+	 * A follower cut off from the leader drops its clients after syncLimit
+	 * ticks, which operators set around and above the session timeout.
+	 */
+	zkm_set_follower_drop(sim->m, (SESSION_TIMEOUT / 2 + rnd_int(2 * SESSION_TIMEOUT)) * 1000LL);
 	if (sim->multi_pct + sim->sem_pct > 90)
 		sim->multi_pct = 90 - sim->sem_pct;
 	for (i = 0; i < sim->ncl; i++)

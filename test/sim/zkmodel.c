@@ -54,6 +54,7 @@ typedef struct LogTxn
 	int			nprim;
 	Prim	   *prim;
 	Route		route;			/* client -1: none */
+	int			closes;			/* a session's end (index in sessions), -1: none */
 } LogTxn;
 
 typedef struct Watch
@@ -141,6 +142,7 @@ struct Zkm
 	int			nlog;
 	int			caplog;
 	ReqNode    *fwd;			/* writes forwarded to the leader, in order */
+	int64_t		follower_drop;	/* us a follower cut off from the leader keeps its clients */
 	Session    *sessions;
 	int			nsessions;
 	Client		clients[ZKM_CLIENTS];
@@ -248,7 +250,6 @@ apply_prim(Zkm *m, Tree *t, const Prim *p, int64_t zxid)
 	Node	   *par;
 
 	parent_of(p->path, parent);
-	par = find(t, parent);
 	if (p->create)
 	{
 		Node	   *n = add_node(t);
@@ -268,6 +269,8 @@ apply_prim(Zkm *m, Tree *t, const Prim *p, int64_t zxid)
 		if (n)
 			n->used = false;
 	}
+	/* looked up after add_node, which may move the nodes */
+	par = find(t, parent);
 	if (par)
 	{
 		/* a signed 32-bit counter: it wraps */
@@ -356,6 +359,7 @@ zkm_new(uint64_t seed, int nservers, int32_t cversion_start)
 	m->nservers = nservers;
 	m->cversion_start = cversion_start;
 	m->now = 1000000;
+	m->follower_drop = 2000000;
 	for (i = 0; i < nservers; i++)
 		tree_init(&m->servers[i].tree);
 	return m;
@@ -464,6 +468,7 @@ append_txn(Zkm *m, Prim *prim, int nprim)
 	t->nprim = nprim;
 	t->prim = prim;
 	t->route.client = -1;
+	t->closes = -1;
 	return t;
 }
 
@@ -499,6 +504,8 @@ fire(Zkm *m, int s, const char *path, bool child, int type, int64_t zxid)
 	}
 }
 
+static void drop_connection(Zkm *m, int client, bool keep_sent);
+
 /* Server s applies its next transaction: watches fire, a waiting reply goes out. */
 static void
 apply_next(Zkm *m, int s)
@@ -524,6 +531,18 @@ apply_next(Zkm *m, int s)
 			fire(m, s, p->path, true, ZKM_EV_DELETED, t->zxid);
 			fire(m, s, parent, true, ZKM_EV_CHILD, t->zxid);
 		}
+	}
+	if (t->closes >= 0)
+	{
+		/*
+		 * The session's end reaches this server in log order: what it sent
+		 * before (replies, watch events) is still read by the client; then
+		 * the connection closes.
+		 */
+		for (i = 0; i < ZKM_CLIENTS; i++)
+			if (m->clients[i].state == CS_CONNECTED && m->clients[i].server == s &&
+				m->clients[i].sess == t->closes)
+				drop_connection(m, i, true);
 	}
 	if (t->route.client >= 0 && t->route.msg)
 	{
@@ -574,12 +593,9 @@ expire(Zkm *m, int si)
 		}
 	for (i = 0; i < n; i++)
 		apply_prim(m, lt, &prim[i], m->zxid + 1);
-	append_txn(m, prim, n);
+	/* each server closes the session's connections when it applies this */
+	append_txn(m, prim, n)->closes = si;
 	apply_next(m, 0);
-	/* the server closes the connections of the session */
-	for (i = 0; i < ZKM_CLIENTS; i++)
-		if (m->clients[i].state == CS_CONNECTED && m->clients[i].sess == si)
-			zkm_reset(m, i);
 }
 
 int
@@ -694,7 +710,7 @@ zkm_advance(Zkm *m, int64_t us)
 			m->sessions[c->sess].last_heard = m->now;
 		/* a follower without its leader drops its clients after a while */
 		if (c->state == CS_CONNECTED && m->servers[c->server].cut &&
-			m->now - m->servers[c->server].cut_since > 2000000)
+			m->now - m->servers[c->server].cut_since > m->follower_drop)
 			zkm_reset(m, i);
 	}
 	for (i = 0; i < m->nsessions; i++)
@@ -844,6 +860,15 @@ zkm_step_server(Zkm *m, int client)
 	return true;
 }
 
+static bool
+ends_with(const char *s, const char *end)
+{
+	size_t		n = strlen(s);
+	size_t		k = strlen(end);
+
+	return n >= k && strcmp(s + n - k, end) == 0;
+}
+
 /* Check one create or delete against the leader's tree (with earlier ops of a multi applied). */
 static int
 check_sub(Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
@@ -873,7 +898,24 @@ check_sub(Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
 	out->container = (sub->flags & ZKM_F_CONTAINER) != 0;
 	out->owner = (sub->flags & ZKM_F_EPHEMERAL) ? owner : 0;
 	if (sub->flags & ZKM_F_SEQUENTIAL)
+	{
+		char		seq[16];
+		char		neg[18];
+		int			i;
+
 		snprintf(out->path, sizeof(out->path), "%s%010d", sub->path, par->cversion);
+		/* the model's own check: ZooKeeper never gives one sequence twice under a parent */
+		snprintf(seq, sizeof(seq), "-%010d", par->cversion);
+		snprintf(neg, sizeof(neg), "-%s", seq);
+		for (i = 0; i < t->n; i++)
+			if (t->nodes[i].used && is_child(t->nodes[i].path, parent) &&
+				ends_with(t->nodes[i].path, seq) &&
+				(seq[1] == '-' || !ends_with(t->nodes[i].path, neg)))
+			{
+				fprintf(stderr, "model: sequence of %s given twice\n", out->path);
+				abort();
+			}
+	}
 	else
 		snprintf(out->path, sizeof(out->path), "%s", sub->path);
 	if (find(t, out->path))
@@ -1047,6 +1089,17 @@ zkm_step_reap(Zkm *m)
 void
 zkm_reset(Zkm *m, int client)
 {
+	drop_connection(m, client, false);
+}
+
+/*
+ * The connection ends.  A reset loses what the server sent and the client
+ * had not read yet (keep_sent false); a server that closes it keeps it
+ * readable, in order, ahead of the loss of what is still unanswered.
+ */
+static void
+drop_connection(Zkm *m, int client, bool keep_sent)
+{
 	Client	   *c = &m->clients[client];
 	ReqNode   **pr;
 	ZkmMsg	   *state;
@@ -1058,6 +1111,7 @@ zkm_reset(Zkm *m, int client)
 	c->gen++;
 	c->blocked = false;
 	/* what the server sent and the client had not read is lost; the library's own news is not */
+	if (!keep_sent)
 	{
 		ZkmMsg	   *keep = NULL;
 		ZkmMsg	  **tail = &keep;
@@ -1101,8 +1155,16 @@ zkm_reset(Zkm *m, int client)
 		else
 			pr = &r->next;
 	}
-	for (i = 0; i < c->npending; i++)
-		push(c, loss_reply(c->pending_tag[i], c->pending_kind[i]));
+	/* what is still unanswered is lost (replies kept above answer the oldest) */
+	{
+		int			answered = 0;
+		const ZkmMsg *msg;
+
+		for (msg = c->inbox; msg; msg = msg->next)
+			answered += msg->kind == ZKM_REPLY && msg->rc != ZCONNECTIONLOSS;
+		for (i = answered; i < c->npending; i++)
+			push(c, loss_reply(c->pending_tag[i], c->pending_kind[i]));
+	}
 	c->npending = 0;
 	state = new_msg(ZKM_STATE);
 	state->type = ZKM_ST_CONNECTING;
@@ -1257,6 +1319,12 @@ zkm_busy(const Zkm *m)
 		if (m->clients[i].state != CS_UNUSED && zkm_has_pending(m, i))
 			return true;
 	return false;
+}
+
+void
+zkm_set_follower_drop(Zkm *m, int64_t us)
+{
+	m->follower_drop = us;
 }
 
 void

@@ -135,6 +135,7 @@ extern bool zkm_step_reconnect(Zkm *m, int client);
 extern bool zkm_step_reap(Zkm *m);	/* remove an empty container */
 extern void zkm_reset(Zkm *m, int client);	/* drop the connection */
 extern void zkm_partition(Zkm *m, int server, bool cut);
+extern void zkm_set_follower_drop(Zkm *m, int64_t us);	/* a cut-off follower keeps clients so long */
 extern bool zkm_has_pending(const Zkm *m, int client);	/* messages or requests under way */
 extern bool zkm_busy(const Zkm *m);	/* anything in flight anywhere */
 extern int	zkm_nservers(const Zkm *m);
