@@ -280,6 +280,13 @@ typedef struct Sim
 	/* the readers' bound is the key's: joins of any node ahead of that writer count */
 	char		rtold_waiter[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
 	int			rtold_joins[NCLUSTERS][NALL];
+	/* the same bounds counted from what the cluster's server has (check_handover_truth) */
+	char		truth_xnode[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	char		truth_waiter[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	int			truth_passes[NCLUSTERS][NALL];
+	char		truth_node[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	char		truth_rwaiter[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	int			truth_joins[NCLUSTERS][NALL];
 } Sim;
 
 static int64_t handovers_seen = 0;	/* over the run, to show the seeds use it */
@@ -900,7 +907,13 @@ send_op(Cluster *c, const ZklOp *op)
 	}
 }
 
-/* One turn of the worker's loop, as in worker.c. */
+static bool handle_next(Cluster *c);
+
+/*
+ * One turn of the worker's loop, as in worker.c: woken (latch or socket),
+ * it first reads what has arrived, up to MAX_REPLIES_PER_WAKE messages
+ * (zk_client.c), then plans once and sends.
+ */
 static void
 worker_turn(Cluster *c)
 {
@@ -909,6 +922,8 @@ worker_turn(Cluster *c)
 
 	if (c->paused)
 		return;
+	for (i = 0; i < 256 && handle_next(c); i++)
+		;
 	session_tend(c);
 	presence_tend(c);
 	connected = c->client >= 0 && c->t.conn_state == ZKC_CONNECTED;
@@ -1205,6 +1220,58 @@ ahead_of(const char *a, const char *b)
 	return zkr_parse_child(a, &ca) && zkr_parse_child(b, &cb) && zkr_seq_cmp(ca.seq, cb.seq) < 0;
 }
 
+/*
+ * Fairness from the ground truth, not from what the core was told: once
+ * the cluster's own server has a node queued behind the node being passed
+ * (so a child watch armed there has fired, and any listing there shows
+ * it), at most the limit more hand-overs of that node, or joins of the
+ * key's nodes ahead of that writer, follow.  SERVER_SLACK allows for
+ * decisions taken while the event is still on its way to the worker.
+ */
+#define SERVER_SLACK	1
+
+static void
+check_handover_truth(Cluster *c, const ZklSlot *s)
+{
+	int			k = key_index(s->key);
+	int			server = c->client >= 0 ? zkm_client_server(S->m, c->client) : -1;
+	char		key_path[ZKL_PATH_LEN];
+	char	  **names;
+	ZkrChild	kids[128];
+	int			nn;
+	int			n;
+	int			i;
+	int			w = -1;
+
+	if (server < 0)
+		return;
+	zcore_key_path(&c->t, s, key_path);
+	nn = zkm_server_children(S->m, server, key_path, &names);
+	n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+	for (i = 0; i < n && w < 0; i++)
+		if (strcmp(kids[i].name, s->node) == 0)
+			w = waits_for(kids, n, i);
+	if (w >= 0)
+	{
+		char	   *seen_node = s->rides ? S->truth_node[c->id][k] : S->truth_xnode[c->id][k];
+		char	   *seen_waiter = s->rides ? S->truth_rwaiter[c->id][k] : S->truth_waiter[c->id][k];
+		int		   *passes = s->rides ? &S->truth_joins[c->id][k] : &S->truth_passes[c->id][k];
+
+		/* the readers' bound is the key's: any of its nodes ahead of that writer */
+		if ((!s->rides && strcmp(seen_node, s->node) != 0) || strcmp(seen_waiter, kids[w].name) != 0)
+		{
+			snprintf(seen_node, ZKL_NODE_BUFLEN, "%s", s->node);
+			snprintf(seen_waiter, ZKL_NODE_BUFLEN, "%s", kids[w].name);
+			*passes = 0;
+		}
+		if (++*passes > S->handover_limit + SERVER_SLACK)
+			fail("fairness: c%d %s %s of %s %d times since its server has waiter %s (limit %d)",
+				 c->id, s->rides ? "let readers join ahead of" : "handed node", s->node, s->key,
+				 *passes, kids[w].name, S->handover_limit);
+	}
+	zkm_names_free(names, nn);
+}
+
 /* A grant by hand-over: within the bound. */
 static void
 check_handover(Cluster *c, const ZklSlot *s)
@@ -1214,6 +1281,7 @@ check_handover(Cluster *c, const ZklSlot *s)
 
 	handovers_seen++;
 	rides_seen += s->rides;
+	check_handover_truth(c, s);
 	/* a reader joining any of the cluster's nodes ahead of a writer it was told of */
 	if (s->rides && w[0] != '\0' && leader_has(c, s, w) && ahead_of(s->node, w) &&
 		++S->rtold_joins[c->id][k] > S->handover_limit)
@@ -1319,7 +1387,7 @@ on_event(Cluster *c, const ZkmMsg *msg)
 
 /* The worker reads one message from its connection. */
 static bool
-deliver(Cluster *c)
+handle_next(Cluster *c)
 {
 	ZkmMsg	   *msg;
 
@@ -1333,6 +1401,15 @@ deliver(Cluster *c)
 	else
 		on_reply(c, msg);
 	zkm_msg_free(msg);
+	return true;
+}
+
+/* Messages reach the worker's socket: it wakes, reads them and plans. */
+static bool
+deliver(Cluster *c)
+{
+	if (c->client < 0 || c->paused || !zkm_has_message(S->m, c->client))
+		return false;
 	worker_turn(c);
 	return true;
 }
@@ -2419,7 +2496,9 @@ check_step(void)
 		{
 			ZklSlot    *s = &c->t.slots[j];
 
-			if (s->result == ZKR_GRANTED && !s->abandoned && S->seen_attempt[i][j] != s->attempt)
+			/* (a turn reads many replies: a slot may be granted and given up within it) */
+			if (s->result == ZKR_GRANTED && !s->abandoned && s->zstate != ZKS_FREE &&
+				S->seen_attempt[i][j] != s->attempt)
 			{
 				S->seen_attempt[i][j] = s->attempt;
 				S->grants++;

@@ -1298,6 +1298,12 @@ zkm_pop(Zkm *m, int client)
 }
 
 bool
+zkm_has_message(const Zkm *m, int client)
+{
+	return m->clients[client].inbox != NULL;
+}
+
+bool
 zkm_has_pending(const Zkm *m, int client)
 {
 	const Client *c = &m->clients[client];
@@ -1379,6 +1385,21 @@ zkm_names_free(char **names, int n)
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+}
+
+int
+zkm_client_server(const Zkm *m, int client)
+{
+	return m->clients[client].state == CS_CONNECTED ? m->clients[client].server : -1;
+}
+
+int
+zkm_server_children(const Zkm *m, int server, const char *path, char ***names)
+{
+	int			n;
+
+	*names = list_children(&m->servers[server].tree, path, &n);
+	return n;
 }
 
 bool

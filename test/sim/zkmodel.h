@@ -136,6 +136,7 @@ extern bool zkm_step_reap(Zkm *m);	/* remove an empty container */
 extern void zkm_reset(Zkm *m, int client);	/* drop the connection */
 extern void zkm_partition(Zkm *m, int server, bool cut);
 extern void zkm_set_follower_drop(Zkm *m, int64_t us);	/* a cut-off follower keeps clients so long */
+extern bool zkm_has_message(const Zkm *m, int client);	/* something to read */
 extern bool zkm_has_pending(const Zkm *m, int client);	/* messages or requests under way */
 extern bool zkm_busy(const Zkm *m);	/* anything in flight anywhere */
 extern int	zkm_nservers(const Zkm *m);
@@ -145,6 +146,9 @@ extern void zkm_set_log(Zkm *m, void (*log) (const char *line));
 /* The leader's tree, for invariants: children of path (names; caller frees with zkm_names_free). */
 extern int	zkm_leader_children(const Zkm *m, const char *path, char ***names);
 extern void zkm_names_free(char **names, int n);
+/* The server a client is connected to (-1: none), and a server's own view. */
+extern int	zkm_client_server(const Zkm *m, int client);
+extern int	zkm_server_children(const Zkm *m, int server, const char *path, char ***names);
 extern bool zkm_leader_node(const Zkm *m, const char *path, int64_t *owner, int64_t *czxid);
 extern bool zkm_session_alive(const Zkm *m, int64_t session);
 
