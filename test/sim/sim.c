@@ -740,12 +740,13 @@ ghosts_tend(Cluster *c)
 	for (i = 0; i < c->nghosts && c->t.conn_state == ZKC_CONNECTED; i++)
 		if (c->ghosts[i].due <= zkm_now(S->m))
 		{
-			Out		   *o = out_new(c, P_GHOST_LIST, 0);
+			Out		   *o;
 			ZkmReq		r;
 
+			send_blind(c, ZKM_SYNC, c->ghosts[i].key_path, 0);
+			o = out_new(c, P_GHOST_LIST, 0);	/* after send_blind's: out_new moves the outs */
 			snprintf(o->path, sizeof(o->path), "%s", c->ghosts[i].key_path);
 			snprintf(o->uuid, sizeof(o->uuid), "%s", c->ghosts[i].uuid);
-			send_blind(c, ZKM_SYNC, c->ghosts[i].key_path, 0);
 			req_init(&r, ZKM_CHILDREN, c->ghosts[i].key_path, o);
 			send_req(c, &r);
 			c->ghosts[i--] = c->ghosts[--c->nghosts];
@@ -814,9 +815,18 @@ send_batches(Cluster *c)
 
 	while ((n = zcore_next_batch(&c->core, members)) > 0)
 	{
-		Out		   *o = out_new(c, P_MULTI, 0);
+		Out		   *o;
 		ZkmReq		r;
 
+		/* key nodes first (the server answers in order); out_new may move the outs */
+		for (j = 0; j < n; j++)
+		{
+			const ZklOp *op = &c->ops[members[j]];
+
+			if (op->kind != OP_DELETE && op->parents)
+				send_parents(c, &c->t.slots[op->idx], zcore_tag(op->idx, op->attempt));
+		}
+		o = out_new(c, P_MULTI, 0);
 		req_init(&r, ZKM_MULTI_OP, "/", o);
 		r.nsub = n;
 		o->n = n;
@@ -834,8 +844,6 @@ send_batches(Cluster *c)
 			}
 			else
 			{
-				if (op->parents)
-					send_parents(c, s, o->tags[j]);
 				r.sub[j].kind = ZKM_CREATE;
 				r.sub[j].flags = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
 				create_path(c, s, r.sub[j].path);
@@ -843,9 +851,14 @@ send_batches(Cluster *c)
 		}
 		send_req(c, &r);
 		zcore_write_sent(&c->core);
+		/* each new node's listing right behind (send_children moves the outs: o is done) */
 		for (j = 0; j < n; j++)
-			if (!o->del[j])
-				send_children(c, &c->t.slots[c->ops[members[j]].idx], P_CHILDREN, o->tags[j]);
+		{
+			const ZklOp *op = &c->ops[members[j]];
+
+			if (op->kind != OP_DELETE)
+				send_children(c, &c->t.slots[op->idx], P_CHILDREN, zcore_tag(op->idx, op->attempt));
+		}
 	}
 }
 
@@ -912,18 +925,37 @@ static bool handle_next(Cluster *c);
 /*
  * One turn of the worker's loop, as in worker.c: woken (latch or socket),
  * it first reads what has arrived, up to MAX_REPLIES_PER_WAKE messages
- * (zk_client.c), then plans once and sends.
+ * (zk_client.c), then plans once and sends.  What has arrived of what the
+ * servers sent is drawn: all of it, or a few messages (the rest is still
+ * on the way), so that plans fall between replies too.
  */
 static void
+worker_read(Cluster *c, int at_least)
+{
+	int			most = chance(60) ? 256 : at_least + rnd_int(3);
+	int			i;
+
+	for (i = 0; i < most && handle_next(c); i++)
+		;
+}
+
+static void plan_turn(Cluster *c);
+
+static void
 worker_turn(Cluster *c)
+{
+	if (c->paused)
+		return;
+	worker_read(c, 0);
+	plan_turn(c);
+}
+
+static void
+plan_turn(Cluster *c)
 {
 	bool		connected;
 	int			i;
 
-	if (c->paused)
-		return;
-	for (i = 0; i < 256 && handle_next(c); i++)
-		;
 	session_tend(c);
 	presence_tend(c);
 	connected = c->client >= 0 && c->t.conn_state == ZKC_CONNECTED;
@@ -1225,10 +1257,29 @@ ahead_of(const char *a, const char *b)
  * the cluster's own server has a node queued behind the node being passed
  * (so a child watch armed there has fired, and any listing there shows
  * it), at most the limit more hand-overs of that node, or joins of the
- * key's nodes ahead of that writer, follow.  SERVER_SLACK allows for
- * decisions taken while the event is still on its way to the worker.
+ * key's nodes ahead of that writer, follow: those decided while a message
+ * that tells of it is still unread are not counted.
  */
-#define SERVER_SLACK	1
+typedef struct News
+{
+	const char *key_path;
+	const char *waiter;
+} News;
+
+/* A message that tells of the waiter: a child event of the key, or a listing showing it. */
+static bool
+tells(const ZkmMsg *msg, void *arg)
+{
+	const News *n = arg;
+	int			i;
+
+	if (msg->kind == ZKM_EVENT)
+		return msg->child && strcmp(msg->path, n->key_path) == 0;
+	for (i = 0; msg->kind == ZKM_REPLY && msg->req == ZKM_CHILDREN && i < msg->nchildren; i++)
+		if (strcmp(msg->children[i], n->waiter) == 0)
+			return true;
+	return false;
+}
 
 static void
 check_handover_truth(Cluster *c, const ZklSlot *s)
@@ -1253,6 +1304,7 @@ check_handover_truth(Cluster *c, const ZklSlot *s)
 			w = waits_for(kids, n, i);
 	if (w >= 0)
 	{
+		News		news = {key_path, kids[w].name};
 		char	   *seen_node = s->rides ? S->truth_node[c->id][k] : S->truth_xnode[c->id][k];
 		char	   *seen_waiter = s->rides ? S->truth_rwaiter[c->id][k] : S->truth_waiter[c->id][k];
 		int		   *passes = s->rides ? &S->truth_joins[c->id][k] : &S->truth_passes[c->id][k];
@@ -1264,7 +1316,8 @@ check_handover_truth(Cluster *c, const ZklSlot *s)
 			snprintf(seen_waiter, ZKL_NODE_BUFLEN, "%s", kids[w].name);
 			*passes = 0;
 		}
-		if (++*passes > S->handover_limit + SERVER_SLACK)
+		/* decided while the news was still on its way to the worker: not counted */
+		if (!zkm_inbox_any(S->m, c->client, tells, &news) && ++*passes > S->handover_limit)
 			fail("fairness: c%d %s %s of %s %d times since its server has waiter %s (limit %d)",
 				 c->id, s->rides ? "let readers join ahead of" : "handed node", s->node, s->key,
 				 *passes, kids[w].name, S->handover_limit);
@@ -1410,7 +1463,8 @@ deliver(Cluster *c)
 {
 	if (c->client < 0 || c->paused || !zkm_has_message(S->m, c->client))
 		return false;
-	worker_turn(c);
+	worker_read(c, 1);
+	plan_turn(c);
 	return true;
 }
 

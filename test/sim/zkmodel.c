@@ -23,6 +23,7 @@ typedef struct Node
 	int64_t		czxid;
 	int64_t		pzxid;			/* last child change */
 	int32_t		cversion;
+	int32_t		seq;			/* next sequential child's number: counts creates only */
 } Node;
 
 typedef struct Tree
@@ -60,6 +61,7 @@ typedef struct LogTxn
 typedef struct Watch
 {
 	int			client;
+	int			sess;			/* the session it belongs to (a client slot is reused) */
 	int			gen;
 	bool		child;
 	char		path[ZKM_PATH];
@@ -261,6 +263,7 @@ apply_prim(Zkm *m, Tree *t, const Prim *p, int64_t zxid)
 		n->czxid = zxid;
 		n->pzxid = zxid;
 		n->cversion = p->container ? m->cversion_start : 0;
+		n->seq = n->cversion;
 	}
 	else
 	{
@@ -273,8 +276,14 @@ apply_prim(Zkm *m, Tree *t, const Prim *p, int64_t zxid)
 	par = find(t, parent);
 	if (par)
 	{
-		/* a signed 32-bit counter: it wraps */
+		/*
+		 * Signed 32-bit counters: they wrap.  Every child change bumps the
+		 * stat's cversion; a sequential name counts creates only (as the
+		 * server does: checked against it by conform.c).
+		 */
 		par->cversion = (int32_t) ((uint32_t) par->cversion + 1);
+		if (p->create)
+			par->seq = (int32_t) ((uint32_t) par->seq + 1);
 		par->pzxid = zxid;
 		par->had_child = true;
 	}
@@ -485,7 +494,7 @@ fire(Zkm *m, int s, const char *path, bool child, int type, int64_t zxid)
 		{
 			Client	   *c = &m->clients[w->client];
 
-			if (c->state == CS_CONNECTED && c->server == s && c->gen == w->gen)
+			if (c->state == CS_CONNECTED && c->server == s && c->gen == w->gen && c->sess == w->sess)
 			{
 				ZkmMsg	   *msg = new_msg(ZKM_EVENT);
 
@@ -505,6 +514,26 @@ fire(Zkm *m, int s, const char *path, bool child, int type, int64_t zxid)
 }
 
 static void drop_connection(Zkm *m, int client, bool keep_sent);
+
+/* Server s forgets every watch of session si. */
+static void
+drop_watches(Zkm *m, int s, int si)
+{
+	Watch	  **pw = &m->servers[s].watches;
+
+	while (*pw)
+	{
+		Watch	   *w = *pw;
+
+		if (w->sess == si)
+		{
+			*pw = w->next;
+			free(w);
+		}
+		else
+			pw = &w->next;
+	}
+}
 
 /* Server s applies its next transaction: watches fire, a waiting reply goes out. */
 static void
@@ -591,8 +620,20 @@ expire(Zkm *m, int si)
 			snprintf(prim[n].path, sizeof(prim[n].path), "%s", lt->nodes[i].path);
 			n++;
 		}
+	/* the server deletes them in the order of a hash set: any order */
+	for (i = n - 1; i > 0; i--)
+	{
+		int			j = (int) (rnd(m) % (uint64_t) (i + 1));
+		Prim		t = prim[i];
+
+		prim[i] = prim[j];
+		prim[j] = t;
+	}
 	for (i = 0; i < n; i++)
 		apply_prim(m, lt, &prim[i], m->zxid + 1);
+	/* and forgets the session's watches */
+	for (i = 0; i < m->nservers; i++)
+		drop_watches(m, i, si);
 	/* each server closes the session's connections when it applies this */
 	append_txn(m, prim, n)->closes = si;
 	apply_next(m, 0);
@@ -780,6 +821,7 @@ add_watch(Zkm *m, int s, int client, bool child, const char *path, uint64_t wtag
 	w = xalloc(sizeof(Watch));
 
 	w->client = client;
+	w->sess = m->clients[client].sess;
 	w->gen = m->clients[client].gen;
 	w->child = child;
 	snprintf(w->path, sizeof(w->path), "%s", path);
@@ -903,9 +945,9 @@ check_sub(Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
 		char		neg[18];
 		int			i;
 
-		snprintf(out->path, sizeof(out->path), "%s%010d", sub->path, par->cversion);
+		snprintf(out->path, sizeof(out->path), "%s%010d", sub->path, par->seq);
 		/* the model's own check: ZooKeeper never gives one sequence twice under a parent */
-		snprintf(seq, sizeof(seq), "-%010d", par->cversion);
+		snprintf(seq, sizeof(seq), "-%010d", par->seq);
 		snprintf(neg, sizeof(neg), "-%s", seq);
 		for (i = 0; i < t->n; i++)
 			if (t->nodes[i].used && is_child(t->nodes[i].path, parent) &&
@@ -991,8 +1033,12 @@ zkm_step_leader(Zkm *m)
 
 				for (j = i + 1; j < nsub; j++)
 					msg->errs[j] = ZRUNTIMEINCONSISTENCY;
+				/* the ops before it answer ZOK, with no name made (as the server does) */
 				for (j = 0; j < i; j++)
+				{
 					msg->errs[j] = ZOK;
+					msg->names[j][0] = '\0';
+				}
 				rc = err;
 				nprim = 0;
 				break;
@@ -1295,6 +1341,17 @@ zkm_pop(Zkm *m, int client)
 	if (msg->kind == ZKM_EVENT)
 		forget_cwatch(c, msg->child, msg->path);
 	return msg;
+}
+
+bool
+zkm_inbox_any(const Zkm *m, int client, bool (*pred) (const ZkmMsg *msg, void *arg), void *arg)
+{
+	const ZkmMsg *msg;
+
+	for (msg = m->clients[client].inbox; msg; msg = msg->next)
+		if (pred(msg, arg))
+			return true;
+	return false;
 }
 
 bool

@@ -136,6 +136,9 @@ extern bool zkm_step_reap(Zkm *m);	/* remove an empty container */
 extern void zkm_reset(Zkm *m, int client);	/* drop the connection */
 extern void zkm_partition(Zkm *m, int server, bool cut);
 extern void zkm_set_follower_drop(Zkm *m, int64_t us);	/* a cut-off follower keeps clients so long */
+/* Whether a message the client has not read yet satisfies pred. */
+extern bool zkm_inbox_any(const Zkm *m, int client, bool (*pred) (const ZkmMsg *msg, void *arg),
+						  void *arg);
 extern bool zkm_has_message(const Zkm *m, int client);	/* something to read */
 extern bool zkm_has_pending(const Zkm *m, int client);	/* messages or requests under way */
 extern bool zkm_busy(const Zkm *m);	/* anything in flight anywhere */
