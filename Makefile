@@ -28,7 +28,8 @@ endif
 TAP_TESTS = 1
 ENCODING = UTF8
 NO_LOCALE = 1
-EXTRA_CLEAN = tmp_regress tmp_isolation output_iso test/unit/test_pure test/unit/test_core test/sim/sim
+EXTRA_CLEAN = tmp_regress tmp_isolation output_iso test/unit/test_pure test/unit/test_core test/sim/sim \
+              test/sim/sim-asan test/sim/conform
 
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
