@@ -66,10 +66,7 @@
 #define ROOT		"/zkl"
 #define SESSIONS	ROOT "/.sessions"
 
-#define SESSION_TIMEOUT	4000	/* ms */
-#define PROOF_BOUND		1000
-#define LOCK_DELAY		2000
-#define CONNECT_TIMEOUT	5000
+#define CONNECT_TIMEOUT	5000	/* ms; the other settings are drawn per cluster (draw_world) */
 
 #define WORK_US		(30 * 1000000LL)	/* faults and load */
 #define FAULT_EVERY	3000000		/* us */
@@ -117,6 +114,7 @@ typedef enum BState
 	B_WAIT,
 	B_HOLD,
 	B_COMMIT,
+	B_PUBLISH,					/* past its commit check: the commit record becomes visible */
 	B_DONE
 } BState;
 
@@ -226,6 +224,14 @@ typedef struct Cluster
 	char		suspects[4][ZKM_PATH];
 	int			nsuspects;
 	int			nb;				/* backends of this cluster (the seed draws it) */
+	/* its settings, drawn per seed within what README requires of clusters sharing locks */
+	int			session_timeout;	/* ms */
+	int			proof_bound;	/* ms */
+	int			lock_delay;		/* ms, as set: zkt_lock_delay_ms applies the floor */
+	/* its clocks: a monotonic one that drifts, and a wall clock that also jumps */
+	int64_t		drift_ppm;
+	int64_t		mono_off;
+	int64_t		wall_jump;
 	Backend		b[NBACKENDS];
 } Cluster;
 
@@ -262,6 +268,7 @@ typedef struct Sim
 	int			sem_pct;		/* transactions that are a semaphore's */
 	int			mismatch_pct;	/* of those, with another holders number */
 	int			multi_pct;		/* transactions that are a multi-key request (the swarm's) */
+	int64_t		commit_pause_us;	/* longest pause between a commit's check and its record */
 	/* local hand-over (cohort.c): settings of the seed */
 	bool		handover;
 	int			handover_limit;
@@ -437,10 +444,32 @@ send_blind(Cluster *c, ZkmReqKind kind, const char *path, int flags)
 
 /* ---- what core.c asks of its host ---- */
 
+/* Cluster c's monotonic clock: its rate drifts (drift_ppm) from true time. */
+static int64_t
+c_mono(const Cluster *c)
+{
+	int64_t		t = zkm_now(S->m);
+
+	return t + t / 1000000 * c->drift_ppm + c->mono_off;
+}
+
+/* Its wall clock: the monotonic one plus whatever steps it took. */
+static int64_t
+c_wall(const Cluster *c)
+{
+	return c_mono(c) + c->wall_jump;
+}
+
+static int64_t
+env_mono(void *arg)
+{
+	return c_mono((const Cluster *) arg);
+}
+
 static int64_t
 env_now(void *arg)
 {
-	return zkm_now(S->m);
+	return c_wall((const Cluster *) arg);
 }
 
 static void
@@ -524,7 +553,7 @@ env_ghost(void *arg, const ZklSlot *s)
 	g = &c->ghosts[c->nghosts++];
 	zcore_key_path(&c->t, s, g->key_path);
 	snprintf(g->uuid, sizeof(g->uuid), "%s", s->uuid);
-	g->due = zkm_now(S->m) + 1000000;
+	g->due = c_mono(c) + 1000000;
 }
 
 static void
@@ -582,7 +611,7 @@ session_lost(Cluster *c)
 static void
 presence_pause(Cluster *c)
 {
-	int64_t		until = zkm_now(S->m) + (int64_t) zkt_lock_delay_ms(LOCK_DELAY, PROOF_BOUND) * 1000;
+	int64_t		until = c_mono(c) + (int64_t) zkt_lock_delay_ms(c->lock_delay, c->proof_bound) * 1000;
 
 	if (until > c->grants_paused_until)
 		c->grants_paused_until = until;
@@ -604,7 +633,7 @@ open_session(Cluster *c)
 	zcore_new_handle(&c->core);
 	presence_reset(c);
 	c->nouts = 0;
-	c->client = zkm_open(S->m, SESSION_TIMEOUT);
+	c->client = zkm_open(S->m, c->session_timeout);
 	trace("c%d opens a session", c->id);
 }
 
@@ -616,17 +645,17 @@ close_session(Cluster *c, const char *why)
 	zkm_close(S->m, c->client);
 	c->client = -1;
 	c->nouts = 0;
-	c->next_open = zkm_now(S->m) + 1000000;
+	c->next_open = c_mono(c) + 1000000;
 }
 
 /* session.c's cut-off clock: lost at 11/12 of the timeout without news. */
 static void
 session_tend(Cluster *c)
 {
-	int64_t		now = zkm_now(S->m);
+	int64_t		now = c_mono(c);
 
 	if (c->client >= 0 && c->t.conn_state == ZKC_CONNECTING && c->t.session_id != 0 &&
-		now - c->last_heard >= (int64_t) SESSION_TIMEOUT * 1000 * 11 / 12)
+		now - c->last_heard >= (int64_t) c->session_timeout * 1000 * 11 / 12)
 		close_session(c, "cut off past the timeout");
 	if (c->client < 0 && now >= c->next_open && !S->failed)
 		open_session(c);
@@ -738,7 +767,7 @@ ghosts_tend(Cluster *c)
 	int			i;
 
 	for (i = 0; i < c->nghosts && c->t.conn_state == ZKC_CONNECTED; i++)
-		if (c->ghosts[i].due <= zkm_now(S->m))
+		if (c->ghosts[i].due <= c_mono(c))
 		{
 			Out		   *o;
 			ZkmReq		r;
@@ -921,6 +950,7 @@ send_op(Cluster *c, const ZklOp *op)
 }
 
 static bool handle_next(Cluster *c);
+static void note_grants(Cluster *c);
 
 /*
  * One turn of the worker's loop, as in worker.c: woken (latch or socket),
@@ -961,6 +991,7 @@ plan_turn(Cluster *c)
 	connected = c->client >= 0 && c->t.conn_state == ZKC_CONNECTED;
 	(void) zcore_plan(&c->core, connected,
 					  c->proof_session == c->t.session_id ? c->proof_at : 0);
+	note_grants(c);
 	if (c->core.nops > 0 && c->client < 0)
 		fail("c%d planned ops without a session", c->id);
 	if (c->client < 0)
@@ -974,7 +1005,7 @@ plan_turn(Cluster *c)
 		Out		   *o = out_new(c, P_PROOF, c->core.proof_gen);
 		ZkmReq		r;
 
-		c->core.proof_sent = zkm_now(S->m);
+		c->core.proof_sent = c_mono(c);
 		req_init(&r, ZKM_MULTI_OP, "/", o);
 		r.nsub = 1;
 		r.sub[0].kind = ZKM_EXISTS;
@@ -983,6 +1014,7 @@ plan_turn(Cluster *c)
 		zcore_proof_sent(&c->core, true);
 	}
 	ghosts_tend(c);
+	note_grants(c);
 }
 
 /* ---- replies ---- */
@@ -999,7 +1031,7 @@ on_state(Cluster *c, const ZkmMsg *msg)
 		c->t.session_id = id;
 		c->t.conn_state = ZKC_CONNECTED;
 		c->t.negotiated_timeout = zkm_timeout(S->m, c->client);
-		c->last_heard = zkm_now(S->m);
+		c->last_heard = c_mono(c);
 		zcore_reconnected(&c->core);
 		c->stale = true;
 		c->list_due = true;
@@ -1045,7 +1077,7 @@ on_ghost_list(Cluster *c, const Out *o, const ZkmMsg *msg)
 
 		snprintf(g->key_path, sizeof(g->key_path), "%s", o->path);
 		snprintf(g->uuid, sizeof(g->uuid), "%s", o->uuid);
-		g->due = zkm_now(S->m);
+		g->due = c_mono(c);
 		return;
 	}
 	for (i = 0; msg->rc == ZOK && i < msg->nchildren; i++)
@@ -1446,7 +1478,7 @@ handle_next(Cluster *c)
 
 	if (c->client < 0 || c->paused || (msg = zkm_pop(S->m, c->client)) == NULL)
 		return false;
-	c->last_heard = zkm_now(S->m);
+	c->last_heard = c_mono(c);
 	if (msg->kind == ZKM_STATE)
 		on_state(c, msg);
 	else if (msg->kind == ZKM_EVENT)
@@ -1454,6 +1486,7 @@ handle_next(Cluster *c)
 	else
 		on_reply(c, msg);
 	zkm_msg_free(msg);
+	note_grants(c);
 	return true;
 }
 
@@ -1979,7 +2012,7 @@ request_group(Cluster *c, Backend *b, const Act *a)
 	r.data = "sim";
 	r.procno = b->pid;
 	r.pid = b->pid;
-	r.now = zkm_now(S->m);
+	r.now = c_wall(c);
 	r.group = ++c->t.next_attempt;
 	for (i = 0; i < a->nkeys; i++)
 	{
@@ -2040,7 +2073,7 @@ request(Cluster *c, Backend *b, const Act *a)
 	r.data = "sim";
 	r.procno = b->pid;
 	r.pid = b->pid;
-	r.now = zkm_now(S->m);
+	r.now = c_wall(c);
 	r.uuid = uuid;
 	zkt_claim(&c->t, idx, &r);
 	b->waiting = idx;
@@ -2233,7 +2266,7 @@ commit_verdict(Cluster *c, Backend *b)
 		if (b->nsess[i] > 0)
 			zkh_granted(&p, c->t.slots[b->holds[i].slot].session_id);
 	return zkh_commit_verdict(&p, any_lost(c, b), c->proof_at, c->proof_session,
-							  c->t.session_id, zkm_now(S->m), PROOF_BOUND);
+							  c->t.session_id, c_mono(c), c->proof_bound);
 }
 
 /* Each session-level lock held at commit: the transaction ran under it from its grant. */
@@ -2246,6 +2279,8 @@ add_session_spans(Cluster *c, Backend *b)
 		if (b->nsess[i] > 0)
 			open_span(c, b, &c->t.slots[b->holds[i].slot]);
 }
+
+static void publish(Cluster *c, Backend *b, ZklCommitVerdict v);
 
 static void
 commit_step(Cluster *c, Backend *b)
@@ -2262,6 +2297,19 @@ commit_step(Cluster *c, Backend *b)
 		c->t.proof_wanted = true;
 		return;
 	}
+	if (v == ZKH_COMMIT && S->commit_pause_us > 0)
+	{
+		b->st = B_PUBLISH;
+		b->next_at = zkm_now(S->m) + rnd_int((int) S->commit_pause_us + 1);
+		return;
+	}
+	publish(c, b, v);
+}
+
+/* The commit's record is visible now: the transaction held its locks until this moment. */
+static void
+publish(Cluster *c, Backend *b, ZklCommitVerdict v)
+{
 	b->txns_left--;
 	if (v == ZKH_LOST)
 		forget_lost_session(c, b, first_lost(c, b) ? first_lost(c, b) : "");
@@ -2309,11 +2357,16 @@ backend_step(Cluster *c, Backend *b)
 				return true;
 			}
 			b->st = B_COMMIT;
-			b->deadline = now + (int64_t) (SESSION_TIMEOUT + 2000) * 1000;
+			b->deadline = now + (int64_t) (c->session_timeout + 2000) * 1000;
 			commit_step(c, b);
 			return true;
 		case B_COMMIT:
 			commit_step(c, b);
+			return true;
+		case B_PUBLISH:
+			if (now < b->next_at)
+				return false;
+			publish(c, b, ZKH_COMMIT);
 			return true;
 		case B_DONE:
 			return false;
@@ -2534,6 +2587,33 @@ check_group(const Cluster *c, int idx)
 	}
 }
 
+/*
+ * New grants of cluster c, judged as they are made: after each message the
+ * worker handles and each plan (a grant decided with news still unread
+ * must be judged before that news is read).
+ */
+static void
+note_grants(Cluster *c)
+{
+	int			j;
+
+	for (j = 0; j < c->t.nused; j++)
+	{
+		ZklSlot    *s = &c->t.slots[j];
+
+		/* (a turn reads many replies: a slot may be granted and given up within it) */
+		if (s->result == ZKR_GRANTED && !s->abandoned && s->zstate != ZKS_FREE &&
+			S->seen_attempt[c->id][j] != s->attempt)
+		{
+			S->seen_attempt[c->id][j] = s->attempt;
+			S->grants++;
+			if (s->handed > 0)
+				check_handover(c, s);
+			check_fifo(c, s);
+		}
+	}
+}
+
 static void
 check_step(void)
 {
@@ -2546,23 +2626,10 @@ check_step(void)
 	{
 		Cluster    *c = &S->c[i];
 
+		note_grants(c);
 		for (j = 0; j < c->t.nused; j++)
-		{
-			ZklSlot    *s = &c->t.slots[j];
-
-			/* (a turn reads many replies: a slot may be granted and given up within it) */
-			if (s->result == ZKR_GRANTED && !s->abandoned && s->zstate != ZKS_FREE &&
-				S->seen_attempt[i][j] != s->attempt)
-			{
-				S->seen_attempt[i][j] = s->attempt;
-				S->grants++;
-				if (s->handed > 0)
-					check_handover(c, s);
-				check_fifo(c, s);
-			}
-			if (s->group != 0 && !s->abandoned)
+			if (c->t.slots[j].group != 0 && !c->t.slots[j].abandoned)
 				check_group(c, j);
-		}
 		check_one_owner(c);
 		for (j = 0; j < S->c[i].nb; j++)
 		{
@@ -2575,7 +2642,8 @@ check_step(void)
 				fail("c%d b%d waits on slot %d, which is no longer its own (state %d)", c->id,
 					 b->pid, b->waiting, c->t.slots[b->waiting].zstate);
 			b->lost_seen |= any_lost(c, b);
-			if (b->nholds == 0 || commit_verdict(c, b) != ZKH_COMMIT)
+			/* (one past its check commits, whatever happens to its locks meanwhile) */
+			if (b->nholds == 0 || (b->st != B_PUBLISH && commit_verdict(c, b) != ZKH_COMMIT))
 				continue;
 			for (k = 0; k < b->nholds; k++)
 			{
@@ -2714,7 +2782,7 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 		c->slots[i].owner_procno = -1;
 	c->env.arg = c;
 	c->env.wall_now = env_now;
-	c->env.mono_now = env_now;
+	c->env.mono_now = env_mono;
 	c->env.new_uuid = env_new_uuid;
 	c->env.wake = env_wake;
 	c->env.interrupt = env_interrupt;
@@ -2730,7 +2798,6 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	c->core.t = &c->t;
 	c->core.env = &c->env;
 	c->core.connect_timeout = CONNECT_TIMEOUT;
-	c->core.proof_bound = PROOF_BOUND;
 	c->core.cohort.handover = S->handover;
 	c->core.cohort.handover_limit = S->handover_limit;
 	c->core.cohort.linger_ms = S->linger_ms;
@@ -2808,7 +2875,8 @@ fault(void)
 	else if (what < 88 && !c->paused)
 	{
 		c->paused = true;
-		c->paused_until = zkm_now(S->m) + 500000 + rnd_int(SESSION_TIMEOUT * 2000);
+		c->paused_until = zkm_now(S->m) + 500000 + rnd_int(c->session_timeout * 2);
+		c->paused_until += (int64_t) rnd_int(c->session_timeout) * 1000;
 		if (c->client >= 0)
 			zkm_set_paused(S->m, c->client, true);
 		trace("fault: c%d worker paused until %.3f", ci, c->paused_until / 1e6);
@@ -2855,13 +2923,28 @@ tick(int64_t us)
 	/* faults come at random, one every FAULT_EVERY on average */
 	if (!S->quiet && rnd_int(FAULT_EVERY) < us)
 		fault();
+	/* time stops at the next commit record due to become visible */
+	for (i = 0; i < S->ncl; i++)
+	{
+		int			j;
+
+		for (j = 0; j < S->c[i].nb; j++)
+			if (S->c[i].b[j].st == B_PUBLISH && S->c[i].b[j].next_at - zkm_now(S->m) < us)
+				us = S->c[i].b[j].next_at > zkm_now(S->m) ? S->c[i].b[j].next_at - zkm_now(S->m) : 0;
+	}
 	zkm_advance(S->m, us);
 	for (i = 0; i < S->ncl; i++)
 	{
 		Cluster    *c = &S->c[i];
+		int			j;
+
+		/* a commit record becomes visible when its pause is over, whoever runs then */
+		for (j = 0; j < c->nb; j++)
+			if (c->b[j].st == B_PUBLISH && zkm_now(S->m) >= c->b[j].next_at)
+				publish(c, &c->b[j], ZKH_COMMIT);
 
 		if (!c->paused && c->client >= 0 && zkm_connected(S->m, c->client))
-			c->last_heard = zkm_now(S->m);	/* pings answered */
+			c->last_heard = c_mono(c);	/* pings answered */
 		worker_turn(c);
 	}
 }
@@ -2957,26 +3040,62 @@ draw_world(Sim *sim)
 {
 	static const int ncl[] = {1, 2, 2, 3, 3, 3, 3, 4, 4, 5};
 	static const int multi[] = {0, 6, 12, 12, 30, 50};
+	int			base_pb;
+	int			sum_timeout = 0;
+	int			margin;
 	int			i;
 
 	sim->ncl = ncl[rnd_int(10)];
 	sim->multi_pct = multi[rnd_int(6)];
+
+	if (sim->multi_pct + sim->sem_pct > 90)
+		sim->multi_pct = 90 - sim->sem_pct;
+	/*
+	 * Settings differ between clusters within what README requires of them:
+	 * lock_delay (or the floor of twice a cluster's own proof_bound) longer
+	 * than every cluster's proof_bound.  Proof bounds lie within [0.6, 1]
+	 * of a base, so a lock_delay set below it is raised by that floor.
+	 */
+	base_pb = 300 + rnd_int(1700);
+	for (i = 0; i < sim->ncl; i++)
+	{
+		Cluster    *c = &sim->c[i];
+		int			nb = chance(50) ? 1 + rnd_int(4) : 1 + rnd_int(NBACKENDS);
+
+		/* room for every backend's locks mostly; now and then a table that fills */
+		cluster_init(c, i, nb, chance(15) ? 4 + rnd_int(8) : 8 + rnd_int(NSLOTS - 7));
+		c->session_timeout = 2000 + rnd_int(6001);
+		c->proof_bound = base_pb * (60 + rnd_int(41)) / 100;
+		c->lock_delay = chance(50) ? rnd_int(base_pb) : base_pb * (120 + rnd_int(131)) / 100;
+		/* crystals drift some ppm; these drift much more */
+		c->drift_ppm = rnd_int(2001) - 1000;
+		c->mono_off = (int64_t) rnd_int(1000000) * 1000;
+		c->wall_jump = 0;
+		c->core.proof_bound = c->proof_bound;
+		sum_timeout += c->session_timeout;
+		trace("world: c%d of %d: %d backends, %d slots, session timeout %d, proof bound %d, "
+			  "lock-delay %d, drift %+d ppm", i, sim->ncl, nb, c->t.nslots, c->session_timeout,
+			  c->proof_bound, c->lock_delay, (int) c->drift_ppm);
+	}
+	/*
+	 * What a commit may take between its check and its record becoming
+	 * visible, within the margin the settings leave (README: longer pauses
+	 * are what fencing tokens are for).
+	 */
+	margin = INT32_MAX;
+	for (i = 0; i < sim->ncl; i++)
+	{
+		int			d = zkt_lock_delay_ms(sim->c[i].lock_delay, sim->c[i].proof_bound) - base_pb;
+
+		margin = d < margin ? d : margin;
+	}
+	sim->commit_pause_us = (int64_t) rnd_int(margin / 2 + 1) * 1000;
 	/*
 	 * A follower cut off from the leader drops its clients after syncLimit
 	 * ticks, which operators set around and above the session timeout.
 	 */
-	zkm_set_follower_drop(sim->m, (SESSION_TIMEOUT / 2 + rnd_int(2 * SESSION_TIMEOUT)) * 1000LL);
-	if (sim->multi_pct + sim->sem_pct > 90)
-		sim->multi_pct = 90 - sim->sem_pct;
-	for (i = 0; i < sim->ncl; i++)
-	{
-		int			nb = chance(50) ? 1 + rnd_int(4) : 1 + rnd_int(NBACKENDS);
-
-		/* room for every backend's locks mostly; now and then a table that fills */
-		cluster_init(&sim->c[i], i, nb,
-					 chance(15) ? 4 + rnd_int(8) : 8 + rnd_int(NSLOTS - 7));
-		trace("world: c%d of %d: %d backends, %d slots", i, sim->ncl, nb, sim->c[i].t.nslots);
-	}
+	zkm_set_follower_drop(sim->m, (int64_t) (sum_timeout / sim->ncl) *
+						  (50 + rnd_int(200)) * 10);
 }
 
 /* One seed: load with faults, then quiet until everything ended.  Returns steps run. */
