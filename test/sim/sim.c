@@ -260,6 +260,7 @@ typedef struct Sim
 	int			nhistory[NALL];
 	/* granted slots already checked: cluster, slot, attempt */
 	uint64_t	seen_attempt[NCLUSTERS][NSLOTS];
+	int64_t		granted_at[NCLUSTERS][NSLOTS];	/* when those grants were made */
 	/* multi-key members whose node's czxid was checked: cluster, slot, attempt */
 	uint64_t	seen_group[NCLUSTERS][NSLOTS];
 	int64_t		commits;
@@ -652,12 +653,12 @@ close_session(Cluster *c, const char *why)
 static void
 session_tend(Cluster *c)
 {
-	int64_t		now = c_mono(c);
+	int64_t		now = c_wall(c);	/* session.c reads GetCurrentTimestamp() */
 
 	if (c->client >= 0 && c->t.conn_state == ZKC_CONNECTING && c->t.session_id != 0 &&
 		now - c->last_heard >= (int64_t) c->session_timeout * 1000 * 11 / 12)
 		close_session(c, "cut off past the timeout");
-	if (c->client < 0 && now >= c->next_open && !S->failed)
+	if (c->client < 0 && c_mono(c) >= c->next_open && !S->failed)
 		open_session(c);
 }
 
@@ -1031,7 +1032,7 @@ on_state(Cluster *c, const ZkmMsg *msg)
 		c->t.session_id = id;
 		c->t.conn_state = ZKC_CONNECTED;
 		c->t.negotiated_timeout = zkm_timeout(S->m, c->client);
-		c->last_heard = c_mono(c);
+		c->last_heard = c_wall(c);
 		zcore_reconnected(&c->core);
 		c->stale = true;
 		c->list_due = true;
@@ -1478,7 +1479,7 @@ handle_next(Cluster *c)
 
 	if (c->client < 0 || c->paused || (msg = zkm_pop(S->m, c->client)) == NULL)
 		return false;
-	c->last_heard = c_mono(c);
+	c->last_heard = c_wall(c);
 	if (msg->kind == ZKM_STATE)
 		on_state(c, msg);
 	else if (msg->kind == ZKM_EVENT)
@@ -2125,7 +2126,7 @@ open_span(Cluster *c, Backend *b, const ZklSlot *s)
 	sp->holders = s->holders;
 	sp->cluster = c->id;
 	sp->pid = b->pid;
-	sp->from = s->granted_at;
+	sp->from = S->granted_at[c->id][s - c->t.slots];	/* the model's time, not the cluster's clock */
 	slot_uuid(s, sp->uuid);
 	sp->to = 0;
 }
@@ -2606,6 +2607,7 @@ note_grants(Cluster *c)
 			S->seen_attempt[c->id][j] != s->attempt)
 		{
 			S->seen_attempt[c->id][j] = s->attempt;
+			S->granted_at[c->id][j] = zkm_now(S->m);
 			S->grants++;
 			if (s->handed > 0)
 				check_handover(c, s);
@@ -2817,6 +2819,50 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	}
 }
 
+/*
+ * The worker process dies (an ERROR, a kill): its connection closes, its
+ * session lives on.  The postmaster starts another, with its own process
+ * memory (core_init in worker.c: the core's own state, presence, orphans)
+ * over the same shared memory, which resumes the session (session.c).
+ */
+static void
+worker_restart(Cluster *c)
+{
+	ZklCore		keep = c->core;
+	int64_t		session = c->t.session_id;
+
+	if (c->client >= 0)
+		zkm_abandon(S->m, c->client);
+	c->client = -1;
+	c->nouts = 0;				/* replies to the old process are gone with it */
+	memset(&c->core, 0, sizeof(c->core));
+	c->core.t = keep.t;
+	c->core.env = keep.env;
+	c->core.connect_timeout = keep.connect_timeout;
+	c->core.proof_bound = keep.proof_bound;
+	c->core.ops = keep.ops;
+	c->core.mine = keep.mine;
+	c->core.held = keep.held;
+	c->core.cohort.handover = keep.cohort.handover;
+	c->core.cohort.handover_limit = keep.cohort.handover_limit;
+	c->core.cohort.linger_ms = keep.cohort.linger_ms;
+	presence_reset(c);
+	c->stale = false;
+	c->paused = false;			/* a stopped process killed: the new one runs */
+	c->grants_paused_until = 0;
+	c->nghosts = 0;
+	c->nsuspects = 0;
+	zcore_worker_restarted(&c->core);
+	c->t.conn_state = ZKC_CONNECTING;
+	if (session != 0)
+	{
+		c->client = zkm_resume(S->m, session);
+		trace("c%d worker restarted, resumes session %" PRIx64, c->id, session);
+	}
+	else
+		c->next_open = c_mono(c);
+}
+
 static void
 fault(void)
 {
@@ -2881,6 +2927,17 @@ fault(void)
 			zkm_set_paused(S->m, c->client, true);
 		trace("fault: c%d worker paused until %.3f", ci, c->paused_until / 1e6);
 	}
+	else if (what < 91)
+	{
+		trace("fault: c%d worker crashes", ci);
+		worker_restart(c);
+	}
+	else if (what < 94 && chance(50))
+	{
+		/* the wall clock steps (NTP, an operator): the monotonic one does not */
+		c->wall_jump += (int64_t) (rnd_int(20001) - 10000) * 1000;
+		trace("fault: c%d wall clock steps to %+.3f s", ci, c->wall_jump / 1e6);
+	}
 	else if (what < 94 && S->handover)
 	{
 		/* a reload turns local hand-over off, or back on */
@@ -2944,7 +3001,7 @@ tick(int64_t us)
 				publish(c, &c->b[j], ZKH_COMMIT);
 
 		if (!c->paused && c->client >= 0 && zkm_connected(S->m, c->client))
-			c->last_heard = c_mono(c);	/* pings answered */
+			c->last_heard = c_wall(c);	/* pings answered */
 		worker_turn(c);
 	}
 }
@@ -3025,7 +3082,8 @@ all_done(void)
 			if (S->c[i].t.slots[j].zstate != ZKS_FREE)
 				return false;
 	}
-	return !zkm_busy(S->m);
+	/* a session closed while cut off ends at its expiry, and its nodes with it */
+	return !zkm_busy(S->m) && !zkm_unattached(S->m);
 }
 
 /*

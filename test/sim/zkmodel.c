@@ -145,6 +145,7 @@ struct Zkm
 	int			caplog;
 	ReqNode    *fwd;			/* writes forwarded to the leader, in order */
 	int64_t		follower_drop;	/* us a follower cut off from the leader keeps its clients */
+	int			gens;			/* connections made so far (Client.gen) */
 	Session    *sessions;
 	int			nsessions;
 	Client		clients[ZKM_CLIENTS];
@@ -656,8 +657,39 @@ zkm_open(Zkm *m, int timeout_ms)
 	m->sessions[m->nsessions].alive = true;
 	memset(&m->clients[i], 0, sizeof(Client));
 	m->clients[i].state = CS_CONNECTING;
+	m->clients[i].gen = ++m->gens;
 	m->clients[i].sess = m->nsessions++;
 	return i;
+}
+
+int
+zkm_resume(Zkm *m, int64_t session)
+{
+	int			i;
+	int			si;
+
+	for (si = 0; si < m->nsessions && m->sessions[si].id != session; si++)
+		;
+	if (si == m->nsessions)
+		return -1;
+	for (i = 0; i < ZKM_CLIENTS; i++)
+		if (m->clients[i].state == CS_UNUSED)
+			break;
+	if (i == ZKM_CLIENTS)
+		return -1;
+	memset(&m->clients[i], 0, sizeof(Client));
+	m->clients[i].state = CS_CONNECTING;
+	m->clients[i].gen = ++m->gens;
+	m->clients[i].sess = si;
+	return i;
+}
+
+void
+zkm_abandon(Zkm *m, int client)
+{
+	/* the process is gone: its connection closes, its session lives on until it expires */
+	drop_connection(m, client, false);
+	free_client(&m->clients[client]);
 }
 
 int64_t
@@ -1154,7 +1186,7 @@ drop_connection(Zkm *m, int client, bool keep_sent)
 	if (c->state != CS_CONNECTED)
 		return;
 	c->state = CS_CONNECTING;
-	c->gen++;
+	c->gen = ++m->gens;	/* unique across handles: a reused client slot must not match old routes */
 	c->blocked = false;
 	/* what the server sent and the client had not read is lost; the library's own news is not */
 	if (!keep_sent)
@@ -1250,7 +1282,7 @@ zkm_step_reconnect(Zkm *m, int client)
 	}
 	c->state = CS_CONNECTED;
 	c->server = s;
-	c->gen++;
+	c->gen = ++m->gens;	/* unique across handles: a reused client slot must not match old routes */
 	m->sessions[c->sess].last_heard = m->now;
 	state->type = ZKM_ST_CONNECTED;
 	push(c, state);
@@ -1366,6 +1398,24 @@ zkm_has_pending(const Zkm *m, int client)
 	const Client *c = &m->clients[client];
 
 	return c->inbox != NULL || c->out != NULL || c->blocked;
+}
+
+bool
+zkm_unattached(const Zkm *m)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < m->nsessions; i++)
+	{
+		bool		attached = false;
+
+		for (j = 0; j < ZKM_CLIENTS && !attached; j++)
+			attached = m->clients[j].state != CS_UNUSED && m->clients[j].sess == i;
+		if (m->sessions[i].alive && !attached)
+			return true;
+	}
+	return false;
 }
 
 bool

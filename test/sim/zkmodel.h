@@ -116,6 +116,8 @@ extern void zkm_advance(Zkm *m, int64_t us);
 /* A client handle: a new session (0 resume) or a resumed one. */
 extern int	zkm_open(Zkm *m, int timeout_ms);
 extern void zkm_close(Zkm *m, int client);	/* closes its session, if reachable */
+extern int	zkm_resume(Zkm *m, int64_t session);	/* a new handle on a session (-1: none) */
+extern void zkm_abandon(Zkm *m, int client);	/* the handle's process dies: the session lives on */
 extern int64_t zkm_session(const Zkm *m, int client);
 extern int	zkm_timeout(const Zkm *m, int client);
 extern bool zkm_connected(const Zkm *m, int client);
@@ -142,6 +144,7 @@ extern bool zkm_inbox_any(const Zkm *m, int client, bool (*pred) (const ZkmMsg *
 extern bool zkm_has_message(const Zkm *m, int client);	/* something to read */
 extern bool zkm_has_pending(const Zkm *m, int client);	/* messages or requests under way */
 extern bool zkm_busy(const Zkm *m);	/* anything in flight anywhere */
+extern bool zkm_unattached(const Zkm *m);	/* a live session no handle holds (it will expire) */
 extern int	zkm_nservers(const Zkm *m);
 extern void zkm_debug(const Zkm *m, int client);
 extern void zkm_set_log(Zkm *m, void (*log) (const char *line));
