@@ -21,9 +21,12 @@ for patch in "$here"/bugs/*.patch; do
 		missed=$((missed + 1))
 		continue
 	fi
+	t0=$(date +%s.%N)
 	out=$(SIM_SRC="$tmp/src" SIM_BIN="$tmp/sim" bash "$here/run.sh" \
 		--seeds 1-1000000 --seconds "$limit" --first-failure 2>&1)
+	took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 	caught=$(grep -m1 'FAILED at step' <<<"$out")
+	[ -n "$caught" ] && caught="after $(printf '%.1f' "$took") s, $caught"
 	unit=$(bash "$tmp/test/unit/run.sh" 2>&1 | tail -1)
 	if [ -n "$caught" ]; then
 		echo "$name: simulator: $caught"
