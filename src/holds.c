@@ -33,6 +33,14 @@ zkh_released(ZklXactProof *p, const char *key, bool lost)
 		p->lost_key = key;
 }
 
+ZklProofStep
+zkh_proof_step(int64_t proof_at, int64_t proof_session, int64_t sent_at, int64_t session)
+{
+	if (session != proof_session)
+		return ZKH_PROOF_NEW_SESSION;
+	return sent_at > proof_at ? ZKH_PROOF_ADVANCE : ZKH_PROOF_KEEP;
+}
+
 ZklCommitVerdict
 zkh_commit_verdict(const ZklXactProof *p, bool held_lost, int64_t proof_at,
 				   int64_t proof_session, int64_t current_session, int64_t mono, int bound_ms)

@@ -52,6 +52,24 @@ typedef enum ZklCommitVerdict
 } ZklCommitVerdict;
 
 /*
+ * The worker heard the leader answer a request of `session` sent at
+ * sent_at (mono): the proof it makes, against the one kept (proof_at of
+ * proof_session).  A proof of another session replaces the kept one, which
+ * no longer counts; of the same session, only a later send time does.  The
+ * send time, not the time the answer is read: an answer read after the
+ * session died still proves only that it lived when the request left.
+ */
+typedef enum ZklProofStep
+{
+	ZKH_PROOF_KEEP,				/* nothing newer */
+	ZKH_PROOF_ADVANCE,			/* the same session, proven later */
+	ZKH_PROOF_NEW_SESSION		/* another session: forget the old proof first */
+} ZklProofStep;
+
+extern ZklProofStep zkh_proof_step(int64_t proof_at, int64_t proof_session,
+								   int64_t sent_at, int64_t session);
+
+/*
  * The commit rule: a transaction whose locks session p->session granted may
  * commit only while that session is current, none of its locks was lost
  * (held_lost: one still held; p->lost_key: one given up), and the leader

@@ -19,6 +19,7 @@
 
 #include "zk_lock.h"
 #include "zk_client.h"
+#include "cutoff.h"
 #include "left_session.h"
 #include "session.h"
 
@@ -398,15 +399,10 @@ reload_config(void)
 static long
 cut_off_ms_left(void)
 {
-	long		left = -1;
-
 	/* only the worker writes these fields: it reads them without the lock */
-	if (zkl_shared->t.conn_state == ZKC_CONNECTING && zkl_shared->t.session_id != 0 &&
-		zkl_shared->t.negotiated_timeout > 0)
-		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-											   TimestampTzPlusMilliseconds(zkl_shared->last_heard,
-																		   zkl_shared->t.negotiated_timeout * 11 / 12));
-	return left;
+	return zco_ms_left(zkl_shared->t.conn_state == ZKC_CONNECTING, zkl_shared->t.session_id,
+					   zkl_shared->t.negotiated_timeout, zkl_shared->last_heard,
+					   GetCurrentTimestamp());
 }
 
 static bool

@@ -17,6 +17,7 @@
 #include "utils/timestamp.h"
 
 #include "zk_lock.h"
+#include "holds.h"
 #include "table.h"
 
 ZklShared  *zkl_shared = NULL;
@@ -301,15 +302,20 @@ zkl_proof_note(int64 sent_at, int64 session)
 {
 	bool		wanted;
 
-	if (session != zkl_shared->proof_session)
+	switch (zkh_proof_step((int64) pg_atomic_read_u64(&zkl_shared->proof_at),
+						   zkl_shared->proof_session, sent_at, session))
 	{
-		pg_atomic_write_u64(&zkl_shared->proof_at, 0);
-		pg_write_barrier();
-		zkl_shared->proof_session = session;
-		pg_write_barrier();
+		case ZKH_PROOF_KEEP:
+			return;
+		case ZKH_PROOF_NEW_SESSION:
+			pg_atomic_write_u64(&zkl_shared->proof_at, 0);
+			pg_write_barrier();
+			zkl_shared->proof_session = session;
+			pg_write_barrier();
+			break;
+		case ZKH_PROOF_ADVANCE:
+			break;
 	}
-	else if ((uint64) sent_at <= pg_atomic_read_u64(&zkl_shared->proof_at))
-		return;
 	pg_atomic_write_u64(&zkl_shared->proof_at, (uint64) sent_at);
 	pg_memory_barrier();
 	wanted = zkl_shared->t.proof_wanted;

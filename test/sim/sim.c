@@ -49,6 +49,7 @@
 #include <zookeeper/zookeeper.h>	/* result codes, event and state types */
 
 #include "core.h"
+#include "cutoff.h"
 #include "holds.h"
 #include "lock_delay.h"
 #include "table.h"
@@ -562,13 +563,18 @@ env_proof_note(void *arg, int64_t sent_at, int64_t session)
 {
 	Cluster    *c = arg;
 
-	if (session != c->proof_session)
+	/* the rule shmem.c's zkl_proof_note applies */
+	switch (zkh_proof_step(c->proof_at, c->proof_session, sent_at, session))
 	{
-		c->proof_session = session;
-		c->proof_at = sent_at;
+		case ZKH_PROOF_KEEP:
+			break;
+		case ZKH_PROOF_NEW_SESSION:
+			c->proof_session = session;
+			/* fall through */
+		case ZKH_PROOF_ADVANCE:
+			c->proof_at = sent_at;
+			break;
 	}
-	else if (sent_at > c->proof_at)
-		c->proof_at = sent_at;
 	c->t.proof_wanted = false;
 }
 
@@ -649,14 +655,15 @@ close_session(Cluster *c, const char *why)
 	c->next_open = c_mono(c) + 1000000;
 }
 
-/* session.c's cut-off clock: lost at 11/12 of the timeout without news. */
+/* session.c's use of the cut-off clock (cutoff.c, run as is): lost at 11/12 of the timeout. */
 static void
 session_tend(Cluster *c)
 {
 	int64_t		now = c_wall(c);	/* session.c reads GetCurrentTimestamp() */
 
-	if (c->client >= 0 && c->t.conn_state == ZKC_CONNECTING && c->t.session_id != 0 &&
-		now - c->last_heard >= (int64_t) c->session_timeout * 1000 * 11 / 12)
+	if (c->client >= 0 &&
+		zco_ms_left(c->t.conn_state == ZKC_CONNECTING, c->t.session_id, c->t.negotiated_timeout,
+					c->last_heard, now) == 0)
 		close_session(c, "cut off past the timeout");
 	if (c->client < 0 && c_mono(c) >= c->next_open && !S->failed)
 		open_session(c);

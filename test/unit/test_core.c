@@ -12,6 +12,7 @@
 
 #include "cohort.h"
 #include "core.h"
+#include "cutoff.h"
 #include "holds.h"
 #include "lock_delay.h"
 #include "table.h"
@@ -683,6 +684,34 @@ test_group_member_failed(void)
 	CHECK(slots[b].zstate == ZKS_FREE && slots[a].zstate == ZKS_FREE, "both freed once given up");
 }
 
+/*
+ * The commit proof counts from when a request was sent: an answer read
+ * late (after the session died) proves no more than that; another
+ * session's answer replaces the proof kept.
+ */
+static void
+test_proof_step(void)
+{
+	CHECK(zkh_proof_step(5000, 0x100, 6000, 0x100) == ZKH_PROOF_ADVANCE, "a later send advances");
+	CHECK(zkh_proof_step(5000, 0x100, 5000, 0x100) == ZKH_PROOF_KEEP &&
+		  zkh_proof_step(5000, 0x100, 4000, 0x100) == ZKH_PROOF_KEEP,
+		  "an answer to an older request proves nothing newer");
+	CHECK(zkh_proof_step(5000, 0x100, 1000, 0x200) == ZKH_PROOF_NEW_SESSION,
+		  "another session's answer replaces the proof");
+}
+
+/* The cut-off clock: at 11/12 of the timeout after the last news, only while disconnected. */
+static void
+test_cutoff(void)
+{
+	CHECK(zco_ms_left(false, 0x100, 12000, 0, 5000000) == -1, "connected: no clock");
+	CHECK(zco_ms_left(true, 0, 12000, 0, 5000000) == -1, "no session: no clock");
+	CHECK(zco_ms_left(true, 0x100, 12000, 1000000, 1000000) == 11000, "11/12 of the timeout");
+	CHECK(zco_ms_left(true, 0x100, 12000, 1000000, 11999500) == 1, "rounded up, never 0 early");
+	CHECK(zco_ms_left(true, 0x100, 12000, 1000000, 12000000) == 0 &&
+		  zco_ms_left(true, 0x100, 12000, 1000000, 99000000) == 0, "then 0: lost");
+}
+
 /* A request of pid: claimed and planned once (a try-lock if nowait). */
 static int
 ask(int pid, bool nowait)
@@ -1256,6 +1285,8 @@ main(void)
 	test_semaphore_reader_gone();
 	test_group_split();
 	test_group_never_alone();
+	test_proof_step();
+	test_cutoff();
 	test_group_member_failed();
 	test_cohort();
 	test_cohort_session_lost();
