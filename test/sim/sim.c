@@ -70,7 +70,6 @@
 #define CONNECT_TIMEOUT	5000	/* ms; the other settings are drawn per cluster (draw_world) */
 
 #define WORK_US		(30 * 1000000LL)	/* faults and load */
-#define FAULT_EVERY	3000000		/* us */
 #define QUIET_US	(180 * 1000000LL)	/* then no faults, no new work */
 #define TRACE		48
 
@@ -271,6 +270,8 @@ typedef struct Sim
 	int			mismatch_pct;	/* of those, with another holders number */
 	int			multi_pct;		/* transactions that are a multi-key request (the swarm's) */
 	int64_t		commit_pause_us;	/* longest pause between a commit's check and its record */
+	int			fault_weight[16];	/* per FaultKind (the seed's mix) */
+	int64_t		fault_every;	/* us between faults, on average */
 	/* local hand-over (cohort.c): settings of the seed */
 	bool		handover;
 	int			handover_limit;
@@ -2827,6 +2828,43 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 }
 
 /*
+ * The faults, each with a weight the seed draws (swarm testing: a seed
+ * that leaves some out meets the others more often, and in combinations
+ * an even mix rarely makes).
+ */
+typedef enum FaultKind
+{
+	F_RESET,					/* a connection reset */
+	F_LOSE_REPLY,				/* a write applied, its reply lost */
+	F_CUT_FOLLOWER,				/* a follower cut off from the leader */
+	F_KILL_SESSION,				/* a session ended at the leader */
+	F_DELETE_WAITER,			/* someone deletes a waiter's node */
+	F_PAUSE,					/* a worker stopped, maybe past its session timeout */
+	F_CRASH,					/* a worker dies and another resumes its session */
+	F_WALL,						/* a wall clock steps */
+	F_RELOAD,					/* a reload turns local hand-over off or on */
+	F_REAP,						/* the server reaps an empty container */
+	NFAULTS
+} FaultKind;
+
+static FaultKind
+pick_fault(void)
+{
+	int			total = 0;
+	int			r;
+	int			k;
+
+	for (k = 0; k < NFAULTS; k++)
+		total += S->fault_weight[k];
+	if (total == 0)
+		return F_REAP;
+	r = rnd_int(total);
+	for (k = 0; r >= S->fault_weight[k]; k++)
+		r -= S->fault_weight[k];
+	return (FaultKind) k;
+}
+
+/*
  * The worker process dies (an ERROR, a kill): its connection closes, its
  * session lives on.  The postmaster starts another, with its own process
  * memory (core_init in worker.c: the core's own state, presence, orphans)
@@ -2875,32 +2913,32 @@ fault(void)
 {
 	int			ci = rnd_int(S->ncl);
 	Cluster    *c = &S->c[ci];
-	int			what = rnd_int(100);
+	FaultKind	what = pick_fault();
 
-	if (what < 20 && c->client >= 0)
+	if (what == F_RESET && c->client >= 0)
 	{
 		trace("fault: c%d connection reset", ci);
 		zkm_reset(S->m, c->client);
 	}
-	else if (what < 35 && c->client >= 0)
+	else if (what == F_LOSE_REPLY && c->client >= 0)
 	{
 		trace("fault: c%d will lose its next write's reply", ci);
 		zkm_lose_write_reply(S->m, c->client);
 	}
-	else if (what < 55)
+	else if (what == F_CUT_FOLLOWER)
 	{
 		int			s = 1 + rnd_int(zkm_nservers(S->m) - 1);
 
 		trace("fault: server %d cut off from the leader", s);
 		zkm_partition(S->m, s, true);
 	}
-	else if (what < 70 && c->client >= 0)
+	else if (what == F_KILL_SESSION && c->client >= 0)
 	{
 		/* an operator (or a worker restart racing a commit) ends the session at the leader */
 		trace("fault: c%d session killed at the leader", ci);
 		zkm_kill(S->m, c->client);
 	}
-	else if (what < 77)
+	else if (what == F_DELETE_WAITER)
 	{
 		/* someone deletes a waiter's node behind its back: it must queue again */
 		int			j;
@@ -2925,33 +2963,32 @@ fault(void)
 				break;
 		}
 	}
-	else if (what < 88 && !c->paused)
+	else if (what == F_PAUSE && !c->paused)
 	{
 		c->paused = true;
-		c->paused_until = zkm_now(S->m) + 500000 + rnd_int(c->session_timeout * 2);
-		c->paused_until += (int64_t) rnd_int(c->session_timeout) * 1000;
+		c->paused_until = zkm_now(S->m) + 500000 + rnd_int(c->session_timeout * 2000);
 		if (c->client >= 0)
 			zkm_set_paused(S->m, c->client, true);
 		trace("fault: c%d worker paused until %.3f", ci, c->paused_until / 1e6);
 	}
-	else if (what < 91)
+	else if (what == F_CRASH)
 	{
 		trace("fault: c%d worker crashes", ci);
 		worker_restart(c);
 	}
-	else if (what < 94 && chance(50))
+	else if (what == F_WALL)
 	{
 		/* the wall clock steps (NTP, an operator): the monotonic one does not */
 		c->wall_jump += (int64_t) (rnd_int(20001) - 10000) * 1000;
 		trace("fault: c%d wall clock steps to %+.3f s", ci, c->wall_jump / 1e6);
 	}
-	else if (what < 94 && S->handover)
+	else if (what == F_RELOAD && S->handover)
 	{
 		/* a reload turns local hand-over off, or back on */
 		c->core.cohort.handover = !c->core.cohort.handover;
 		trace("fault: c%d local hand-over %s", ci, c->core.cohort.handover ? "on" : "off");
 	}
-	else if (zkm_step_reap(S->m))
+	else if (what == F_REAP && zkm_step_reap(S->m))
 		trace("fault: an empty key node reaped");
 }
 
@@ -2984,8 +3021,8 @@ tick(int64_t us)
 {
 	int			i;
 
-	/* faults come at random, one every FAULT_EVERY on average */
-	if (!S->quiet && rnd_int(FAULT_EVERY) < us)
+	/* faults come at random, one every fault_every on average */
+	if (!S->quiet && rnd_int((int) S->fault_every) < us)
 		fault();
 	/* time stops at the next commit record due to become visible */
 	for (i = 0; i < S->ncl; i++)
@@ -3105,14 +3142,19 @@ draw_world(Sim *sim)
 {
 	static const int ncl[] = {1, 2, 2, 3, 3, 3, 3, 4, 4, 5};
 	static const int multi[] = {0, 6, 12, 12, 30, 50};
+	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5};
 	int			base_pb;
 	int			sum_timeout = 0;
 	int			margin;
 	int			i;
+	int			k;
 
 	sim->ncl = ncl[rnd_int(10)];
+	/* the default mix of faults, each weight dropped in a quarter of the seeds or scaled up to 3 times */
+	for (k = 0; k < NFAULTS; k++)
+		sim->fault_weight[k] = chance(25) ? 0 : weights[k] * (2 + rnd_int(5)) / 2;
+	sim->fault_every = 500000 + rnd_int(5000000);
 	sim->multi_pct = multi[rnd_int(6)];
-
 	if (sim->multi_pct + sim->sem_pct > 90)
 		sim->multi_pct = 90 - sim->sem_pct;
 	/*
