@@ -2844,6 +2844,7 @@ typedef enum FaultKind
 	F_WALL,						/* a wall clock steps */
 	F_RELOAD,					/* a reload turns local hand-over off or on */
 	F_REAP,						/* the server reaps an empty container */
+	F_SILENT,					/* a link that drops every packet, with no reset */
 	NFAULTS
 } FaultKind;
 
@@ -2987,6 +2988,11 @@ fault(void)
 		/* a reload turns local hand-over off, or back on */
 		c->core.cohort.handover = !c->core.cohort.handover;
 		trace("fault: c%d local hand-over %s", ci, c->core.cohort.handover ? "on" : "off");
+	}
+	else if (what == F_SILENT && c->client >= 0)
+	{
+		trace("fault: c%d link goes silent", ci);
+		zkm_silence(S->m, c->client);
 	}
 	else if (what == F_REAP && zkm_step_reap(S->m))
 		trace("fault: an empty key node reaped");
@@ -3142,7 +3148,7 @@ draw_world(Sim *sim)
 {
 	static const int ncl[] = {1, 2, 2, 3, 3, 3, 3, 4, 4, 5};
 	static const int multi[] = {0, 6, 12, 12, 30, 50};
-	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5};
+	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6};
 	int			base_pb;
 	int			sum_timeout = 0;
 	int			margin;

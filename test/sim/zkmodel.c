@@ -119,7 +119,8 @@ typedef struct Client
 	int			server;
 	int			gen;
 	bool		paused;
-	bool		blocked;		/* its server waits for a write's reply */
+	int			writes_out;		/* writes forwarded, not answered yet: later reads wait */
+	int64_t		silent_since;	/* the link drops every packet, no reset (0: it works) */
 	int64_t		last_zxid;
 	ReqNode    *out;			/* sent, not yet taken by its server */
 	ZkmMsg	   *inbox;
@@ -596,7 +597,7 @@ apply_next(Zkm *m, int s)
 		{
 			t->route.msg->zxid = t->zxid;
 			push(c, t->route.msg);
-			c->blocked = false;
+			c->writes_out--;
 			t->route.msg = NULL;
 		}
 	}
@@ -750,6 +751,13 @@ zkm_admin_delete(Zkm *m, const char *path)
 }
 
 void
+zkm_silence(Zkm *m, int client)
+{
+	if (m->clients[client].state == CS_CONNECTED)
+		m->clients[client].silent_since = m->now;
+}
+
+void
 zkm_lose_write_reply(Zkm *m, int client)
 {
 	m->clients[client].lose_write_reply = true;
@@ -779,8 +787,13 @@ zkm_advance(Zkm *m, int64_t us)
 		Client	   *c = &m->clients[i];
 
 		/* pings: answered by any server, heard by the leader unless its server is cut off */
-		if (c->state == CS_CONNECTED && !c->paused && !m->servers[c->server].cut)
+		if (c->state == CS_CONNECTED && !c->paused && !m->servers[c->server].cut &&
+			c->silent_since == 0)
 			m->sessions[c->sess].last_heard = m->now;
+		/* the library hears nothing for 2/3 of the timeout: it drops the connection */
+		if (c->state == CS_CONNECTED && c->silent_since != 0 &&
+			m->now - c->silent_since > (int64_t) m->sessions[c->sess].timeout * 2000 / 3)
+			zkm_reset(m, i);
 		/* a follower without its leader drops its clients after a while */
 		if (c->state == CS_CONNECTED && m->servers[c->server].cut &&
 			m->now - m->servers[c->server].cut_since > m->follower_drop)
@@ -909,19 +922,26 @@ zkm_step_server(Zkm *m, int client)
 	ReqNode    *r = c->out;
 	int			s = c->server;
 
-	if (c->state != CS_CONNECTED || c->blocked || r == NULL)
+	if (c->state != CS_CONNECTED || r == NULL || c->silent_since != 0)
+		return false;
+	/*
+	 * A session's requests are answered in order: writes go to the leader
+	 * one after another, several in flight, and a read waits until the
+	 * session's earlier writes are applied here (the server's commit
+	 * processor).
+	 */
+	if (!is_write(r->req.kind) && c->writes_out > 0)
 		return false;
 	c->out = r->next;
 	if (is_write(r->req.kind))
 	{
 		ReqNode   **tail;
 
-		/* forwarded to the leader; the next request waits for its reply */
 		r->next = NULL;
 		for (tail = &m->fwd; *tail; tail = &(*tail)->next)
 			;
 		*tail = r;
-		c->blocked = true;
+		c->writes_out++;
 		return true;
 	}
 	{
@@ -1185,9 +1205,13 @@ drop_connection(Zkm *m, int client, bool keep_sent)
 
 	if (c->state != CS_CONNECTED)
 		return;
+	/* on a silent link, what was on its way vanishes with the connection */
+	if (c->silent_since != 0)
+		keep_sent = false;
+	c->silent_since = 0;
 	c->state = CS_CONNECTING;
 	c->gen = ++m->gens;	/* unique across handles: a reused client slot must not match old routes */
-	c->blocked = false;
+	c->writes_out = 0;
 	/* what the server sent and the client had not read is lost; the library's own news is not */
 	if (!keep_sent)
 	{
@@ -1347,7 +1371,7 @@ zkm_pop(Zkm *m, int client)
 	Client	   *c = &m->clients[client];
 	ZkmMsg	   *msg = c->inbox;
 
-	if (msg == NULL || c->paused)
+	if (msg == NULL || c->paused || (c->silent_since != 0 && c->state == CS_CONNECTED && !msg->local))
 		return NULL;
 	c->inbox = msg->next;
 	if (c->inbox == NULL)
@@ -1397,7 +1421,7 @@ zkm_has_pending(const Zkm *m, int client)
 {
 	const Client *c = &m->clients[client];
 
-	return c->inbox != NULL || c->out != NULL || c->blocked;
+	return c->inbox != NULL || c->out != NULL || c->writes_out > 0;
 }
 
 bool
@@ -1534,8 +1558,8 @@ zkm_debug(const Zkm *m, int client)
 		nout++;
 	for (r = m->fwd; r; r = r->next)
 		nfwd += r->client == client;
-	printf("  model client %d: state %d server %d gen %d blocked %d out %d fwd %d pending %d paused %d inbox %d\n",
-		   client, c->state, c->server, c->gen, c->blocked, nout, nfwd, c->npending, c->paused,
+	printf("  model client %d: state %d server %d gen %d writes out %d out %d fwd %d pending %d paused %d inbox %d\n",
+		   client, c->state, c->server, c->gen, c->writes_out, nout, nfwd, c->npending, c->paused,
 		   c->inbox != NULL);
 	for (i = 0; i < m->nservers; i++)
 		printf("  server %d: applied %d/%d cut %d\n", i, m->servers[i].applied, m->nlog, m->servers[i].cut);
