@@ -3,6 +3,8 @@
  */
 #include "cutoff.h"
 
+#include <limits.h>
+
 long
 zco_ms_left(bool connecting, int64_t session_id, int timeout_ms, int64_t last_heard, int64_t now)
 {
@@ -10,7 +12,11 @@ zco_ms_left(bool connecting, int64_t session_id, int timeout_ms, int64_t last_he
 
 	if (!connecting || session_id == 0 || timeout_ms <= 0)
 		return -1;
-	left = last_heard + (int64_t) timeout_ms * 1000 * 11 / 12 - now;
-	/* rounded up: a wait of 0 ms must mean the time has come */
-	return left <= 0 ? 0 : (long) ((left + 999) / 1000);
+	/* whole milliseconds of 11/12, then rounded up, as TimestampDifferenceMilliseconds */
+	left = last_heard + (int64_t) (timeout_ms * 11 / 12) * 1000 - now;
+	if (left <= 0)
+		return 0;
+	if (left >= (int64_t) INT_MAX * 1000 - 999)
+		return INT_MAX;
+	return (long) ((left + 999) / 1000);
 }

@@ -169,6 +169,8 @@ typedef struct Backend
 	int			waiting;		/* slot waited for, -1: none */
 	int			ngroup;			/* or the slots of a multi-key request waited for */
 	int			group[NKEYS];
+	int			npstack;		/* holds of that request's keys held already: stacked once granted */
+	int			pstack[NKEYS];
 	int64_t		deadline;		/* of the wait or the commit (0: none) */
 	int			nacts;
 	int			next_act;
@@ -1976,6 +1978,8 @@ plan_plain(Backend *b, int k, int pattern)
 
 static void next_act(Cluster *c, Backend *b);
 static bool any_lost(Cluster *c, Backend *b);
+static void apply_stacks(Backend *b);
+static void request(Cluster *c, Backend *b, const Act *a);
 
 static void
 do_unlock(Cluster *c, Backend *b, const Act *a)
@@ -2004,12 +2008,51 @@ request_group(Cluster *c, Backend *b, const Act *a)
 {
 	ZklRequest	r;
 	char		uuid[ZKL_UUID_LEN + 1];
+	int			fresh[NKEYS];
+	int			nfresh = 0;
 	int			free_slots = 0;
 	int			i;
 
+	/*
+	 * As lockfuncs.c's acquire_keys: keys this backend holds in the mode
+	 * stack (once the rest is granted), a lost one fails the request; the
+	 * others are claimed, as a group only when there are two or more.
+	 */
+	b->npstack = 0;
+	for (i = 0; i < a->nkeys; i++)
+	{
+		int			held = find_hold(b, a->keys[i], a->mode);
+
+		if (held >= 0 && hold_lost(c, &b->holds[held]))
+		{
+			forget_lost_session(c, b, b->holds[held].key);
+			b->txns_left--;
+			end_xact(c, b, "aborts: stacking onto a lost lock");
+			return;
+		}
+		if (held >= 0)
+			b->pstack[b->npstack++] = held;
+		else
+			fresh[nfresh++] = a->keys[i];
+	}
+	if (nfresh <= 1)
+	{
+		Act			one = *a;
+
+		one.nkeys = 0;
+		one.key = fresh[0];
+		if (nfresh == 0)
+		{
+			apply_stacks(b);
+			next_act(c, b);
+		}
+		else
+			request(c, b, &one);
+		return;
+	}
 	for (i = 0; i < c->t.nslots; i++)
 		free_slots += c->t.slots[i].zstate == ZKS_FREE;
-	if (free_slots < a->nkeys)
+	if (free_slots < nfresh)
 	{
 		end_xact(c, b, "aborts: out of slots");
 		return;
@@ -2023,22 +2066,21 @@ request_group(Cluster *c, Backend *b, const Act *a)
 	r.pid = b->pid;
 	r.now = c_wall(c);
 	r.group = ++c->t.next_attempt;
-	for (i = 0; i < a->nkeys; i++)
+	for (i = 0; i < nfresh; i++)
 	{
 		env_new_uuid(NULL, uuid);
 		r.uuid = uuid;
-		r.key = key_name(a->keys[i]);
+		r.key = key_name(fresh[i]);
 		b->group[i] = zkt_find_free(&c->t);
 		zkt_claim(&c->t, b->group[i], &r);
 	}
-	b->ngroup = a->nkeys;
+	b->ngroup = nfresh;
 	b->waiting = -1;
 	b->wait_session = false;
 	b->deadline = a->kind == 1 ? zkm_now(S->m) + 300000 + rnd_int(6000000) : 0;
 	b->st = B_WAIT;
-	trace("c%d b%d asks {%s%s%s%s%s} %c%s", c->id, b->pid, key_name(a->keys[0]),
-		  a->nkeys > 1 ? " " : "", a->nkeys > 1 ? key_name(a->keys[1]) : "",
-		  a->nkeys > 2 ? " " : "", a->nkeys > 2 ? key_name(a->keys[2]) : "", a->mode,
+	trace("c%d b%d asks {%s %s%s%s} %c%s", c->id, b->pid, key_name(fresh[0]), key_name(fresh[1]),
+		  nfresh > 2 ? " " : "", nfresh > 2 ? key_name(fresh[2]) : "", a->mode,
 		  r.nowait ? " try" : (b->deadline ? " timed" : ""));
 	worker_turn(c);
 }
@@ -2094,9 +2136,21 @@ request(Cluster *c, Backend *b, const Act *a)
 	worker_turn(c);
 }
 
+/* A multi-key request granted: its keys held already stack now. */
+static void
+apply_stacks(Backend *b)
+{
+	int			i;
+
+	for (i = 0; i < b->npstack; i++)
+		b->holds[b->pstack[i]].nholds++;
+	b->npstack = 0;
+}
+
 static void
 next_act(Cluster *c, Backend *b)
 {
+	b->npstack = 0;
 	b->waiting = -1;
 	b->deadline = 0;
 	if (b->next_act < b->nacts)
@@ -2189,6 +2243,7 @@ wait_group_step(Cluster *c, Backend *b)
 		for (i = 0; i < b->ngroup; i++)
 			take_grant(c, b, b->group[i]);
 		b->ngroup = 0;
+		apply_stacks(b);
 		next_act(c, b);
 	}
 	else if (b->deadline && zkm_now(S->m) >= b->deadline)
@@ -2234,6 +2289,7 @@ wait_step(Cluster *c, Backend *b)
 	if (res == ZKR_GRANTED)
 	{
 		take_grant(c, b, b->waiting);
+		apply_stacks(b);
 		next_act(c, b);
 	}
 	else if (res == ZKR_NOT_GRANTED)

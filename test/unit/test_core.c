@@ -708,6 +708,9 @@ test_cutoff(void)
 	CHECK(zco_ms_left(true, 0, 12000, 0, 5000000) == -1, "no session: no clock");
 	CHECK(zco_ms_left(true, 0x100, 12000, 1000000, 1000000) == 11000, "11/12 of the timeout");
 	CHECK(zco_ms_left(true, 0x100, 12000, 1000000, 11999500) == 1, "rounded up, never 0 early");
+	CHECK(zco_ms_left(true, 0x100, 10000, 0, 9166000) == 0 &&
+		  zco_ms_left(true, 0x100, 10000, 0, 9165500) == 1,
+		  "11/12 in whole milliseconds, as the worker always computed it");
 	CHECK(zco_ms_left(true, 0x100, 12000, 1000000, 12000000) == 0 &&
 		  zco_ms_left(true, 0x100, 12000, 1000000, 99000000) == 0, "then 0: lost");
 }
