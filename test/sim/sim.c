@@ -1297,12 +1297,19 @@ ahead_of(const char *a, const char *b)
 
 /*
  * Fairness from the ground truth, not from what the core was told: once
- * the cluster's own server has a node queued behind the node being passed
+ * the cluster's own server has another cluster's node queued behind the node being passed
  * (so a child watch armed there has fired, and any listing there shows
  * it), at most the limit more hand-overs of that node, or joins of the
  * key's nodes ahead of that writer, follow: those decided while a message
  * that tells of it is still unread are not counted.
  */
+/* The cluster that made a node: its name carries the cluster's number (create_path). */
+static int
+name_cluster(const char *name)
+{
+	return (int) strtol(name + 2 + ZKL_UUID_LEN + 1, NULL, 10) - 1;
+}
+
 typedef struct News
 {
 	const char *key_path;
@@ -1342,9 +1349,20 @@ check_handover_truth(Cluster *c, const ZklSlot *s)
 	zcore_key_path(&c->t, s, key_path);
 	nn = zkm_server_children(S->m, server, key_path, &names);
 	n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+	/*
+	 * The first node of another cluster that waits for s's node (the bound
+	 * is across clusters; FIFO judges this cluster's own order).
+	 */
 	for (i = 0; i < n && w < 0; i++)
 		if (strcmp(kids[i].name, s->node) == 0)
-			w = waits_for(kids, n, i);
+		{
+			int			j;
+
+			for (j = waits_for(kids, n, i); j >= 0 && j < n && w < 0; j++)
+				if ((kids[i].mode != ZKL_MODE_SHARED || kids[j].mode == ZKL_MODE_EXCLUSIVE) &&
+					name_cluster(kids[j].name) != c->id)
+					w = j;
+		}
 	if (w >= 0)
 	{
 		News		news = {key_path, kids[w].name};
