@@ -2057,15 +2057,15 @@ request_group(Cluster *c, Backend *b, const Act *a)
 	{
 		Act			one = *a;
 
-		one.nkeys = 0;
-		one.key = fresh[0];
 		if (nfresh == 0)
 		{
 			apply_stacks(b);
 			next_act(c, b);
+			return;
 		}
-		else
-			request(c, b, &one);
+		one.nkeys = 0;
+		one.key = fresh[0];
+		request(c, b, &one);
 		return;
 	}
 	for (i = 0; i < c->t.nslots; i++)
