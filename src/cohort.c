@@ -198,7 +198,7 @@ first_waiter(ZklCohort *c, const ZklSlot *o)
 
 		if (w->zstate == ZKS_COHORT && !w->abandoned && w->mode == ZKL_MODE_EXCLUSIVE &&
 			same_key(w, o) &&
-			(first == NULL || w->queued_at < first->queued_at))
+			(first == NULL || w->ticket < first->ticket))
 			first = w;
 	}
 	return first;
@@ -332,6 +332,27 @@ turn_off(ZklCohort *c)
 	}
 }
 
+/*
+ * Whether a new writer for o's node that asked before s (its ticket) also
+ * joins this turn: the lingering node is its, in the order they asked,
+ * not in the order of the table.
+ */
+static bool
+older_joiner(ZklCohort *c, const ZklSlot *s, ZklSlot *o)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *w = &c->t->slots[i];
+
+		if (w != s && w->zstate == ZKS_NEW && !w->abandoned && w->ticket < s->ticket &&
+			eligible_x(c, w) && same_key(w, o) && !owner_other(c, w, false))
+			return true;
+	}
+	return false;
+}
+
 /* A new request: take a lingering node, wait for a local holder's, or queue in ZooKeeper. */
 static void
 join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
@@ -342,7 +363,11 @@ join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 		return;					/* its own node, behind whoever waits in ZooKeeper */
 	if (o->zstate == ZKS_LINGER)
 	{
-		if (may_pass(c, o, connected, mono))
+		if (!may_pass(c, o, connected, mono))
+			return;
+		if (older_joiner(c, s, o))
+			s->zstate = ZKS_COHORT; /* it waits behind the one that asked first */
+		else
 			pass(c, o, s);
 		return;
 	}

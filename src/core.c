@@ -248,6 +248,7 @@ requeue(ZklCore *c, ZklSlot *s)
 	forget_place(s);
 	zcoh_new_node(s);
 	s->attempt = ++c->t->next_attempt;
+	s->ticket = s->attempt;
 }
 
 /* Our node is gone: start over, or end if the owner is gone too. */

@@ -114,6 +114,8 @@ typedef struct ZklSlot
 	int64_t		linger_until;	/* mono, a LINGER slot's end */
 	int64_t		requested_at;	/* wall: when the owner asked */
 	int64_t		queued_at;		/* wall: when it last became NEW: connect deadlines */
+	uint64_t	ticket;			/* its attempt when it last became NEW: local FIFO order (a
+								 * counter, since a wall clock may step back) */
 	int64_t		checked_at;		/* wall: when the worker last read the key's queue for it */
 	int64_t		granted_at;		/* wall */
 	int64_t		sent_at;		/* worker only, mono: when its create or delete went out */

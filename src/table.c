@@ -41,6 +41,7 @@ zkt_claim(ZklTable *t, int idx, const ZklRequest *r)
 	s->owner_pid = r->pid;
 	/* a reused slot gets a new attempt number, which sets stale replies apart */
 	s->attempt = ++t->next_attempt;
+	s->ticket = s->attempt;
 	s->requested_at = r->now;
 	s->queued_at = r->now;
 	snprintf(s->uuid, sizeof(s->uuid), "%s", r->uuid);

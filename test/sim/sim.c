@@ -263,6 +263,9 @@ typedef struct Sim
 	/* granted slots already checked: cluster, slot, attempt */
 	uint64_t	seen_attempt[NCLUSTERS][NSLOTS];
 	int64_t		granted_at[NCLUSTERS][NSLOTS];	/* when those grants were made */
+	/* when each slot last became NEW (its queued_at changed), in the model's time */
+	int64_t		queued_wall[NCLUSTERS][NSLOTS];
+	int64_t		queued_model[NCLUSTERS][NSLOTS];
 	/* multi-key members whose node's czxid was checked: cluster, slot, attempt */
 	uint64_t	seen_group[NCLUSTERS][NSLOTS];
 	int64_t		commits;
@@ -1386,6 +1389,31 @@ check_handover_truth(Cluster *c, const ZklSlot *s)
 	zkm_names_free(names, nn);
 }
 
+/*
+ * A writer's hand-over goes to the local writer waiting longest for the
+ * key (in the model's time: a cluster's wall clock may step).
+ */
+static void
+check_local_fifo(Cluster *c, const ZklSlot *s)
+{
+	int			me = (int) (s - c->t.slots);
+	int			j;
+
+	if (s->rides || s->mode != ZKL_MODE_EXCLUSIVE)
+		return;
+	for (j = 0; j < c->t.nused; j++)
+	{
+		const ZklSlot *o = &c->t.slots[j];
+
+		if (j != me && o->zstate == ZKS_COHORT && !o->abandoned && o->mode == ZKL_MODE_EXCLUSIVE &&
+			o->root_id == s->root_id && strcmp(o->key, s->key) == 0 &&
+			S->queued_model[c->id][j] < S->queued_model[c->id][me])
+			fail("local FIFO: c%d handed %s to slot %d (b%d, waiting since %.3f) past slot %d (b%d, since %.3f)",
+				 c->id, s->key, me, s->owner_pid, S->queued_model[c->id][me] / 1e6, j, o->owner_pid,
+				 S->queued_model[c->id][j] / 1e6);
+	}
+}
+
 /* A grant by hand-over: within the bound. */
 static void
 check_handover(Cluster *c, const ZklSlot *s)
@@ -1396,6 +1424,7 @@ check_handover(Cluster *c, const ZklSlot *s)
 	handovers_seen++;
 	rides_seen += s->rides;
 	check_handover_truth(c, s);
+	check_local_fifo(c, s);
 	/* a reader joining any of the cluster's nodes ahead of a writer it was told of */
 	if (s->rides && w[0] != '\0' && leader_has(c, s, w) && ahead_of(s->node, w) &&
 		++S->rtold_joins[c->id][k] > S->handover_limit)
@@ -2680,6 +2709,16 @@ note_grants(Cluster *c)
 {
 	int			j;
 
+	for (j = 0; j < c->t.nused; j++)
+	{
+		ZklSlot    *s = &c->t.slots[j];
+
+		if (s->zstate != ZKS_FREE && s->queued_at != S->queued_wall[c->id][j])
+		{
+			S->queued_wall[c->id][j] = s->queued_at;
+			S->queued_model[c->id][j] = zkm_now(S->m);
+		}
+	}
 	for (j = 0; j < c->t.nused; j++)
 	{
 		ZklSlot    *s = &c->t.slots[j];

@@ -915,6 +915,38 @@ test_try_after_release(void)
 		  "the try is next in line once the holder is done, granted by hand-over");
 }
 
+/*
+ * A lingering node goes to the writer that asked first, not to the one
+ * that happens to sit first in the slot table (the simulator found a
+ * worker that resumed from a pause handing it to the newest request).
+ */
+static void
+test_linger_goes_to_first_asker(void)
+{
+	int			h;
+	int			gap;
+	int			old;
+	int			young;
+
+	setup();
+	core.cohort.handover = true;
+	core.cohort.linger_ms = 100;
+	h = lone_holder();
+	(void) zcore_plan(&core, true, now_us);
+	peek_alone(h);
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[h].zstate == ZKS_LINGER, "the node lingers");
+	gap = claim(ZKL_MODE_EXCLUSIVE, 5);
+	old = claim(ZKL_MODE_EXCLUSIVE, 6);
+	zkt_free(&table, &slots[gap]);
+	young = claim(ZKL_MODE_EXCLUSIVE, 7);
+	CHECK(young < old && slots[young].ticket > slots[old].ticket, "the younger request sits first");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[old].result == ZKR_GRANTED && slots[young].zstate == ZKS_COHORT,
+		  "the one that asked first takes the node; the other waits behind it");
+}
+
 /* Linger: a released node stays for a repeat request; a child event ends that. */
 static void
 test_linger(void)
@@ -1296,6 +1328,7 @@ main(void)
 	test_kept_node_not_held();
 	test_try_after_release();
 	test_linger();
+	test_linger_goes_to_first_asker();
 	test_riders();
 	test_riders_lost();
 	test_riders_turned_off();
