@@ -97,6 +97,7 @@ carries(const ZklCohort *c, const ZklSlot *o)
 static ZklSlot *
 carrier_of(ZklCohort *c, const ZklSlot *s)
 {
+	ZklSlot    *coming = NULL;
 	int			i;
 
 	for (i = 0; i < c->t->nused; i++)
@@ -105,13 +106,15 @@ carrier_of(ZklCohort *c, const ZklSlot *s)
 
 		if (o == s || !eligible_x(c, o) || !same_key(o, s))
 			continue;
-		if (carries(c, o) ||
-			(!o->abandoned && !o->nowait &&
-			 (o->zstate == ZKS_NEW || o->zstate == ZKS_CREATING || o->zstate == ZKS_RECOVER ||
-			  o->zstate == ZKS_RECOVERING || o->zstate == ZKS_QUEUED)))
+		/* one with a node first, wherever it sits in the table: new requests join it */
+		if (carries(c, o))
 			return o;
+		if (coming == NULL && !o->abandoned && !o->nowait &&
+			(o->zstate == ZKS_NEW || o->zstate == ZKS_CREATING || o->zstate == ZKS_RECOVER ||
+			 o->zstate == ZKS_RECOVERING || o->zstate == ZKS_QUEUED))
+			coming = o;
 	}
-	return NULL;
+	return coming;
 }
 
 /*

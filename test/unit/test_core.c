@@ -945,6 +945,26 @@ test_linger_goes_to_first_asker(void)
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(slots[old].result == ZKR_GRANTED && slots[young].zstate == ZKS_COHORT,
 		  "the one that asked first takes the node; the other waits behind it");
+
+	/* both sit before the lingering node in the table: the older still joins it, not the younger */
+	setup();
+	core.cohort.handover = true;
+	core.cohort.linger_ms = 100;
+	gap = claim_member(0, "tq");	/* two places held by another key's requests */
+	(void) claim_member(0, "tq");
+	h = lone_holder();
+	(void) zcore_plan(&core, true, now_us);
+	peek_alone(h);
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zcore_plan(&core, true, now_us);
+	zkt_free(&table, &slots[gap]);
+	zkt_free(&table, &slots[gap + 1]);
+	old = claim(ZKL_MODE_EXCLUSIVE, 6);
+	young = claim(ZKL_MODE_EXCLUSIVE, 7);
+	CHECK(old < young && young < h && slots[h].zstate == ZKS_LINGER, "old, young, then the lingering node");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[old].result == ZKR_GRANTED && slots[young].zstate == ZKS_COHORT,
+		  "a new request waits behind the node, not behind a younger request");
 }
 
 /* Linger: a released node stays for a repeat request; a child event ends that. */
