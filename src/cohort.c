@@ -356,6 +356,15 @@ older_joiner(ZklCohort *c, const ZklSlot *s, ZklSlot *o)
 	return false;
 }
 
+/* A try-lock the cluster answers itself: the key is held or waited for here. */
+static void
+refuse(ZklCohort *c, ZklSlot *s)
+{
+	s->result = ZKR_NOT_GRANTED;
+	s->zstate = ZKS_GONE;
+	c->host->wake(c->host->arg, s);
+}
+
 /* A new request: take a lingering node, wait for a local holder's, or queue in ZooKeeper. */
 static void
 join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
@@ -368,10 +377,12 @@ join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	{
 		if (!may_pass(c, o, connected, mono))
 			return;
-		if (older_joiner(c, s, o))
-			s->zstate = ZKS_COHORT; /* it waits behind the one that asked first */
-		else
+		if (!older_joiner(c, s, o))
 			pass(c, o, s);
+		else if (s->nowait)
+			refuse(c, s);		/* the one that asked first takes it: the key is held here */
+		else
+			s->zstate = ZKS_COHORT; /* it waits behind the one that asked first */
 		return;
 	}
 	/*
@@ -381,9 +392,7 @@ join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	 */
 	if (s->nowait && !(o->zstate == ZKS_HELD && o->abandoned && first_waiter(c, o) == NULL))
 	{
-		s->result = ZKR_NOT_GRANTED;
-		s->zstate = ZKS_GONE;
-		c->host->wake(c->host->arg, s);
+		refuse(c, s);
 		return;
 	}
 	s->zstate = ZKS_COHORT;

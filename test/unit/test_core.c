@@ -965,6 +965,24 @@ test_linger_goes_to_first_asker(void)
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(slots[old].result == ZKR_GRANTED && slots[young].zstate == ZKS_COHORT,
 		  "a new request waits behind the node, not behind a younger request");
+
+	/* a try-lock that asked after another writer is refused at once, not parked behind it */
+	setup();
+	core.cohort.handover = true;
+	core.cohort.linger_ms = 100;
+	h = lone_holder();
+	(void) zcore_plan(&core, true, now_us);
+	peek_alone(h);
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zcore_plan(&core, true, now_us);
+	gap = claim(ZKL_MODE_EXCLUSIVE, 5);
+	old = claim(ZKL_MODE_EXCLUSIVE, 6);
+	zkt_free(&table, &slots[gap]);
+	young = claim(ZKL_MODE_EXCLUSIVE, 7);
+	slots[young].nowait = true;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[old].result == ZKR_GRANTED && slots[young].result == ZKR_NOT_GRANTED,
+		  "the try is refused: the key is held here");
 }
 
 /* Linger: a released node stays for a repeat request; a child event ends that. */
