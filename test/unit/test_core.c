@@ -915,6 +915,26 @@ test_try_after_release(void)
 		  "the try is next in line once the holder is done, granted by hand-over");
 }
 
+/* A key whose node lingers after its holder (after `gaps` slots held by another key); its slot. */
+static int
+lingering(int gaps)
+{
+	int			h;
+
+	setup();
+	core.cohort.handover = true;
+	core.cohort.linger_ms = 100;
+	while (gaps-- > 0)
+		(void) claim_member(0, "tq");
+	h = lone_holder();
+	(void) zcore_plan(&core, true, now_us);
+	peek_alone(h);
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[h].zstate == ZKS_LINGER, "the node lingers");
+	return h;
+}
+
 /*
  * A lingering node goes to the writer that asked first, not to the one
  * that happens to sit first in the slot table (the simulator found a
@@ -928,15 +948,7 @@ test_linger_goes_to_first_asker(void)
 	int			old;
 	int			young;
 
-	setup();
-	core.cohort.handover = true;
-	core.cohort.linger_ms = 100;
-	h = lone_holder();
-	(void) zcore_plan(&core, true, now_us);
-	peek_alone(h);
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[h].zstate == ZKS_LINGER, "the node lingers");
+	(void) lingering(0);
 	gap = claim(ZKL_MODE_EXCLUSIVE, 5);
 	old = claim(ZKL_MODE_EXCLUSIVE, 6);
 	zkt_free(&table, &slots[gap]);
@@ -947,34 +959,18 @@ test_linger_goes_to_first_asker(void)
 		  "the one that asked first takes the node; the other waits behind it");
 
 	/* both sit before the lingering node in the table: the older still joins it, not the younger */
-	setup();
-	core.cohort.handover = true;
-	core.cohort.linger_ms = 100;
-	gap = claim_member(0, "tq");	/* two places held by another key's requests */
-	(void) claim_member(0, "tq");
-	h = lone_holder();
-	(void) zcore_plan(&core, true, now_us);
-	peek_alone(h);
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zcore_plan(&core, true, now_us);
-	zkt_free(&table, &slots[gap]);
-	zkt_free(&table, &slots[gap + 1]);
+	h = lingering(2);
+	zkt_free(&table, &slots[0]);
+	zkt_free(&table, &slots[1]);
 	old = claim(ZKL_MODE_EXCLUSIVE, 6);
 	young = claim(ZKL_MODE_EXCLUSIVE, 7);
-	CHECK(old < young && young < h && slots[h].zstate == ZKS_LINGER, "old, young, then the lingering node");
+	CHECK(old < young && young < h, "old, young, then the lingering node");
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(slots[old].result == ZKR_GRANTED && slots[young].zstate == ZKS_COHORT,
 		  "a new request waits behind the node, not behind a younger request");
 
 	/* a try-lock that asked after another writer is refused at once, not parked behind it */
-	setup();
-	core.cohort.handover = true;
-	core.cohort.linger_ms = 100;
-	h = lone_holder();
-	(void) zcore_plan(&core, true, now_us);
-	peek_alone(h);
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) lingering(0);
 	gap = claim(ZKL_MODE_EXCLUSIVE, 5);
 	old = claim(ZKL_MODE_EXCLUSIVE, 6);
 	zkt_free(&table, &slots[gap]);
