@@ -900,6 +900,22 @@ sem_event(ZklCore *c, const char *path)
 	return false;
 }
 
+/*
+ * A lock-delay ended for s's semaphore key: its local waiters were all
+ * delayed by one listing, and one listing decides for them again.
+ */
+static void
+sem_delay_over(ZklCore *c, ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+		if (sem_sibling(&c->t->slots[i], s))
+			c->t->slots[i].delayed_until = 0;
+	s->delayed_until = 0;
+	(void) sem_reader(c, s);
+}
+
 /* A semaphore waiter's periodic re-read, or another's read just planned, counts for all. */
 static void
 sem_checked(ZklCore *c, const ZklSlot *s, int64_t now)
@@ -1570,7 +1586,11 @@ plan_recheck(ZklCore *c, ZklSlot *s, Turn *turn)
 		s->delayed_until = until;
 		left = ms_until(turn->mono, until);
 	}
-	if (left <= 0)
+	if (left > 0)
+		sooner(turn, left);
+	else if (s->mode == ZKL_MODE_SEMAPHORE && s->delayed_until)
+		sem_delay_over(c, s);
+	else
 	{
 		bool		recheck_all = s->delayed_until != 0 || s->watch[0] == '\0' ||
 			c->env->may_be_orphan(c->env->arg, s->watch);
@@ -1578,8 +1598,6 @@ plan_recheck(ZklCore *c, ZklSlot *s, Turn *turn)
 		s->delayed_until = 0;
 		s->todo |= recheck_all ? ZKT_CHILDREN : ZKT_WATCH;
 	}
-	else
-		sooner(turn, left);
 }
 
 /* Send the slot's delete if one is owed; returns whether a successor must read now. */

@@ -526,6 +526,44 @@ test_semaphore(void)
 }
 
 /*
+ * Semaphore of 3 with three local requests that a lock-delay holds back:
+ * when it ends, one listing decides for all three (not one read each).
+ */
+static void
+test_semaphore_delay_one_read(void)
+{
+	int			w[3];
+	int			reading = 0;
+	int			i;
+	uint64_t	tag = 0;
+	ZkrChild	kids[4];
+
+	setup();
+	claim_holders = 3;
+	paused = true;
+	paused_until = now_us + 2000000;
+	for (i = 0; i < 3; i++)
+		w[i] = queue_semaphore(2 + i, i);
+	for (i = 0; i < 3; i++)
+		CHECK(slots[w[i]].result == ZKR_PENDING && slots[w[i]].delayed_until == paused_until,
+			  "semaphore: held back by the lock-delay");
+	now_us += 2000001;
+	paused = false;
+	(void) zcore_plan(&core, true, now_us);
+	for (i = 0; i < 3; i++)
+		if (planned(w[i], OP_CHILDREN))
+		{
+			reading++;
+			tag = planned(w[i], OP_CHILDREN);
+		}
+	CHECK(reading == 1, "one listing when a lock-delay ends, however many wait");
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue, 3, kids), false);
+	CHECK(slots[w[0]].result == ZKR_GRANTED && slots[w[1]].result == ZKR_GRANTED &&
+		  slots[w[2]].result == ZKR_GRANTED, "that listing let all three in");
+	claim_holders = 2;
+}
+
+/*
  * Semaphore of 1, a foreign holder, local waiters B and W.  The holder
  * leaves: one child event makes B read.  B is cancelled before the worker
  * plans, so its read is dropped for its delete; W must read right behind
@@ -1352,6 +1390,7 @@ main(void)
 	test_names();
 	test_semaphore();
 	test_semaphore_reader_gone();
+	test_semaphore_delay_one_read();
 	test_group_split();
 	test_group_never_alone();
 	test_proof_step();
