@@ -902,18 +902,28 @@ sem_event(ZklCore *c, const char *path)
 
 /*
  * A lock-delay ended for s's semaphore key: its local waiters were all
- * delayed by one listing, and one listing decides for them again.
+ * delayed by one listing, and one listing decides for them again.  s reads
+ * (its turn is now) unless another waiter's read is due already.
  */
 static void
 sem_delay_over(ZklCore *c, ZklSlot *s)
 {
+	bool		due = false;
 	int			i;
 
 	for (i = 0; i < c->t->nused; i++)
-		if (sem_sibling(&c->t->slots[i], s))
-			c->t->slots[i].delayed_until = 0;
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (sem_sibling(o, s))
+		{
+			o->delayed_until = 0;
+			due |= (o->todo & ZKT_CHILDREN) != 0;
+		}
+	}
 	s->delayed_until = 0;
-	(void) sem_reader(c, s);
+	if (!due)
+		s->todo |= ZKT_CHILDREN;
 }
 
 /* A semaphore waiter's periodic re-read, or another's read just planned, counts for all. */

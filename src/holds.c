@@ -5,15 +5,36 @@
 
 #include <string.h>
 
+int
+zkh_holds(const ZklHold *h)
+{
+	return h->nxact + h->nsession;
+}
+
 bool
 zkh_keeps_node(const ZklHold *holds, int n, int i)
 {
 	int			j;
 
 	for (j = 0; j < n; j++)
-		if (j != i && holds[j].nholds > 0 && strcmp(holds[j].key, holds[i].key) == 0)
+		if (j != i && zkh_holds(&holds[j]) > 0 && strcmp(holds[j].key, holds[i].key) == 0)
 			return true;
 	return false;
+}
+
+bool
+zkh_loss_unacknowledged(const ZklHold *h, bool lost)
+{
+	return lost && h->nsession > 0;
+}
+
+bool
+zkh_acknowledge(ZklHold *h, bool lost)
+{
+	if (!zkh_loss_unacknowledged(h, lost))
+		return false;
+	h->nsession = 0;
+	return true;
 }
 
 void
@@ -42,13 +63,15 @@ zkh_proof_step(int64_t proof_at, int64_t proof_session, int64_t sent_at, int64_t
 }
 
 ZklCommitVerdict
-zkh_commit_verdict(const ZklXactProof *p, bool held_lost, int64_t proof_at,
+zkh_commit_verdict(const ZklXactProof *p, bool session_lost, bool held_lost, int64_t proof_at,
 				   int64_t proof_session, int64_t current_session, int64_t mono, int bound_ms)
 {
+	if (session_lost)
+		return ZKH_SESSION_LOST;	/* even a transaction that took no lock */
+	if (p->lost_key != NULL || held_lost)
+		return ZKH_LOST;		/* a loss fails the commit, whatever else is known */
 	if (p->session == 0)
 		return ZKH_COMMIT;		/* no lock granted: nothing to prove */
-	if (p->lost_key != NULL || held_lost)
-		return ZKH_LOST;
 	if (p->sessions_differ)
 		return ZKH_TWO_SESSIONS;
 	if (current_session != 0 && current_session != p->session)

@@ -15,8 +15,32 @@ typedef struct ZklHold
 	int			slot;
 	char		mode;
 	const char *key;			/* encoded */
-	int			nholds;			/* stacked acquisitions left */
+	int			nxact;			/* stacked transaction-level acquisitions left */
+	int			nsession;		/* stacked session-level acquisitions left */
 } ZklHold;
+
+/* Acquisitions left at both levels: 0, and the lock is given up (unless zkh_keeps_node). */
+extern int	zkh_holds(const ZklHold *h);
+
+/*
+ * A lost session-level lock stays lost: the backend keeps counting it held,
+ * and every commit and every zk_* call of the session fails, until the
+ * application acknowledges the loss (zk_session_unlock of its key and mode,
+ * zk_session_unlock_all, DISCARD ALL).  A retry that a 40001 invites must
+ * not commit under a lock that another cluster may hold meanwhile.
+ * lost: whether ZooKeeper took h's lock away.
+ */
+extern bool zkh_loss_unacknowledged(const ZklHold *h, bool lost);
+
+/*
+ * The acknowledgement of a lost h: its session-level holds are dropped
+ * (the caller then gives the lock up as any other, zkh_released: a loss).
+ * Returns whether h was such a loss.  The acknowledging transaction ran
+ * under the lost lock (zkh_granted), so it never commits, even if it goes
+ * on after the call's error (a savepoint); DISCARD ALL, alone in its
+ * transaction, ran nothing under it.
+ */
+extern bool zkh_acknowledge(ZklHold *h, bool lost);
 
 /*
  * Whether holds[i], whose holds are all gone, must keep its node: another
@@ -45,6 +69,7 @@ extern void zkh_released(ZklXactProof *p, const char *key, bool lost);
 typedef enum ZklCommitVerdict
 {
 	ZKH_COMMIT,
+	ZKH_SESSION_LOST,			/* a lost session-level lock is not acknowledged */
 	ZKH_WAIT,					/* the proof is too old: ask the worker, wait */
 	ZKH_LOST,					/* a lock was lost */
 	ZKH_TWO_SESSIONS,			/* granted by two sessions: the first one ended */
@@ -70,15 +95,17 @@ extern ZklProofStep zkh_proof_step(int64_t proof_at, int64_t proof_session,
 								   int64_t sent_at, int64_t session);
 
 /*
- * The commit rule: a transaction whose locks session p->session granted may
- * commit only while that session is current, none of its locks was lost
- * (held_lost: one still held; p->lost_key: one given up), and the leader
+ * The commit rule: no commit while a session-level loss is unacknowledged
+ * (session_lost), whatever the transaction did.  Then a transaction whose
+ * locks session p->session granted may commit only while that session is
+ * current, none of its locks was lost (held_lost: one still held;
+ * p->lost_key: one given up), and the leader
  * answered a request of that session sent less than bound_ms ago (proof_at,
  * mono).  A holder whose session died commits no later than that; other
  * clusters wait out a lock-delay longer than the bound before they grant its
  * locks.
  */
-extern ZklCommitVerdict zkh_commit_verdict(const ZklXactProof *p, bool held_lost,
+extern ZklCommitVerdict zkh_commit_verdict(const ZklXactProof *p, bool session_lost, bool held_lost,
 										   int64_t proof_at, int64_t proof_session,
 										   int64_t current_session, int64_t mono,
 										   int bound_ms);

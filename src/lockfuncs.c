@@ -285,7 +285,7 @@ wait_for_answer(const int *idx, int n, WaitKind kind, int timeout_ms, bool *lock
 					   sleep_ms, PG_WAIT_EXTENSION);
 		if (rc & WL_LATCH_SET)
 			ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		zkl_check_for_interrupts();
 	}
 }
 
@@ -440,9 +440,8 @@ acquire_keys(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, const
 	int			i;
 
 	zkl_xact_init();
-	if (ask->session)
-		zkl_check_session_locks();
-	else
+	zkl_check_losses();
+	if (!ask->session)
 		warn_if_autocommit(fcinfo);
 	for (i = 0; i < n; i++)
 	{
@@ -592,15 +591,11 @@ release(FunctionCallInfo fcinfo, char keykind, char mode, bool session)
 	if (mode == ZKL_MODE_SEMAPHORE)
 		(void) zkl_semaphore_key(key);
 	zkl_xact_init();
-	/* release first: a lost lock reported here must not keep this one held */
-	if (zkl_local_unlock(key, mode, session))
-	{
-		if (session)
-			zkl_check_session_locks();
-		return true;
-	}
 	if (session)
-		zkl_check_session_locks();
+		zkl_acknowledge_losses(key, mode);
+	zkl_check_losses();
+	if (zkl_local_unlock(key, mode, session))
+		return true;
 	if (mode == ZKL_MODE_SEMAPHORE)
 		ereport(WARNING,
 				(errmsg("you don't hold zk_lock semaphore \"%s\"", zkl_display_key(key))));
@@ -671,6 +666,7 @@ zk_unlock_all(PG_FUNCTION_ARGS)
 {
 	zkl_require_shared();
 	zkl_xact_init();
+	zkl_check_losses();
 	zkl_local_unlock_all(false);
 	PG_RETURN_VOID();
 }
@@ -681,8 +677,7 @@ zk_session_unlock_all(PG_FUNCTION_ARGS)
 {
 	zkl_require_shared();
 	zkl_xact_init();
-	zkl_local_unlock_all(true);	/* first: a report must not keep any held */
-	zkl_check_session_locks();
+	zkl_acknowledge_losses(NULL, 0);	/* unlocks all, and fails if one was lost */
 	PG_RETURN_VOID();
 }
 
@@ -704,6 +699,7 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 	TimestampTz deadline;
 
 	zkl_require_shared();
+	zkl_check_losses();
 	zkl_key_arg(fcinfo, keykind, key);
 	/* a semaphore holder's token: its own node's czxid, the same rule with one node */
 	if (zkl_local_slot(key, ZKL_MODE_EXCLUSIVE) < 0 && zkl_local_slot(key, ZKL_MODE_SHARED) < 0 &&
@@ -776,7 +772,7 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 100, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		zkl_check_for_interrupts();
 	}
 }
 

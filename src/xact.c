@@ -6,10 +6,11 @@
  * releases whatever is left (including a request still waiting).
  *
  * Session-level locks (zk_session_lock) stack on the same entries with a
- * count of their own, which only zk_session_unlock and backend exit lower.
- * While any is held, every commit of the session must pass the same proof
- * as a transaction that took a lock; a session-level lock that was lost
- * fails the next commit (or zk_session_* call) once and is then dropped.
+ * count of their own, which only zk_session_unlock, DISCARD ALL and backend
+ * exit lower.  While any is held, every commit of the session must pass the
+ * same proof as a transaction that took a lock.  A session-level lock that
+ * was lost stays counted until the application acknowledges the loss
+ * (holds.h): till then every commit and every zk_* call fails.
  *
  * Releasing only marks the slots abandoned and wakes the worker, which
  * deletes the nodes: the commit path never waits for ZooKeeper.
@@ -38,12 +39,8 @@ typedef struct ZklDepth
 /* One granted lock of this backend (one slot, one node). */
 typedef struct ZklLocal
 {
-	int			slot;
-	char		mode;
-	char	   *key;
+	ZklHold		h;				/* slot, mode, key (ours: pstrdup'd) and counts at both levels */
 	int64		session;		/* the ZooKeeper session that granted it */
-	int			nholds;			/* stacked transaction-level acquisitions */
-	int			nsession;		/* stacked session-level acquisitions */
 	int			ndepth;
 	int			maxdepth;
 	ZklDepth   *depth;			/* transaction-level ones by subtransaction, innermost last */
@@ -61,18 +58,19 @@ static int	npending = 0;
 /* What the commit must prove (holds.h); reset at transaction end. */
 static ZklXactProof xproof;
 static char xproof_lost_key[ZKL_KEY_BUFLEN];	/* xproof.lost_key points here */
-static emit_log_hook_type prev_emit_log_hook = NULL;
 
 #define LOST_MSG	"zk_lock lock on key \"%s\" was lost"
 #define LOST_DETAIL	"The ZooKeeper session that granted it ended."
 #define LOST_HINT	"Retry the transaction."
+#define SESSION_LOST_MSG	"zk_lock session-level lock on key \"%s\" was lost"
+#define SESSION_LOST_DETAIL	"The ZooKeeper session that granted it ended: another cluster may hold the key now."
 
 static void
 push_hold(ZklLocal *l)
 {
 	SubTransactionId cur = GetCurrentSubTransactionId();
 
-	l->nholds++;
+	l->h.nxact++;
 	if (l->ndepth > 0 && l->depth[l->ndepth - 1].subid == cur)
 	{
 		l->depth[l->ndepth - 1].count++;
@@ -94,15 +92,9 @@ find_local(const char *key, char mode)
 	int			i;
 
 	for (i = 0; i < nlocals; i++)
-		if (locals[i].mode == mode && strcmp(locals[i].key, key) == 0)
+		if (locals[i].h.mode == mode && strcmp(locals[i].h.key, key) == 0)
 			return &locals[i];
 	return NULL;
-}
-
-static int
-total_holds(const ZklLocal *l)
-{
-	return l->nholds + l->nsession;
 }
 
 /* The entry of a lock held in this mode now, at either level (not just kept), or NULL. */
@@ -111,20 +103,20 @@ find_held(const char *key, char mode)
 {
 	ZklLocal   *l = find_local(key, mode);
 
-	return (l != NULL && total_holds(l) > 0) ? l : NULL;
+	return (l != NULL && zkh_holds(&l->h) > 0) ? l : NULL;
 }
 
 /* Tell the slot's readers (zk_locks) at which levels it is held. */
 static void
 publish_scope(const ZklLocal *l)
 {
-	uint8		scope = (l->nholds > 0 ? ZKL_SCOPE_XACT : 0) |
-		(l->nsession > 0 ? ZKL_SCOPE_SESSION : 0);
+	uint8		scope = (l->h.nxact > 0 ? ZKL_SCOPE_XACT : 0) |
+		(l->h.nsession > 0 ? ZKL_SCOPE_SESSION : 0);
 
-	if (zkl_shared->t.slots[l->slot].scope == scope)
+	if (zkl_shared->t.slots[l->h.slot].scope == scope)
 		return;
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zkl_shared->t.slots[l->slot].scope = scope;
+	zkl_shared->t.slots[l->h.slot].scope = scope;
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -136,7 +128,7 @@ static bool
 slot_lost(const ZklLocal *l)
 {
 	pg_read_barrier();
-	return zkl_shared->t.slots[l->slot].result == ZKR_LOST;
+	return zkl_shared->t.slots[l->h.slot].result == ZKR_LOST;
 }
 
 /*
@@ -155,14 +147,9 @@ release_empty(void)
 	int			i;
 
 	for (i = 0; i < nlocals; i++)
-	{
-		holds[i].slot = locals[i].slot;
-		holds[i].mode = locals[i].mode;
-		holds[i].key = locals[i].key;
-		holds[i].nholds = total_holds(&locals[i]);
-	}
+		holds[i] = locals[i].h;
 	for (i = 0; i < nlocals; i++)
-		keep[i] = holds[i].nholds > 0 || zkh_keeps_node(holds, nlocals, i);
+		keep[i] = zkh_holds(&holds[i]) > 0 || zkh_keeps_node(holds, nlocals, i);
 	for (i = 0; i < nlocals; i++)
 	{
 		if (keep[i])
@@ -173,14 +160,14 @@ release_empty(void)
 		else
 		{
 			/* a lost key is named at commit; copied, as nothing here may fail */
-			zkh_released(&xproof, locals[i].key, slot_lost(&locals[i]));
-			if (xproof.lost_key == locals[i].key)
+			zkh_released(&xproof, locals[i].h.key, slot_lost(&locals[i]));
+			if (xproof.lost_key == locals[i].h.key)
 			{
-				strlcpy(xproof_lost_key, locals[i].key, sizeof(xproof_lost_key));
+				strlcpy(xproof_lost_key, locals[i].h.key, sizeof(xproof_lost_key));
 				xproof.lost_key = xproof_lost_key;
 			}
-			pfree(locals[i].key);
-			slots[nrel++] = locals[i].slot;
+			pfree(unconstify(char *, locals[i].h.key));
+			slots[nrel++] = locals[i].h.slot;
 			pfree(locals[i].depth);
 		}
 	}
@@ -222,35 +209,24 @@ release_level(bool session)
 	abandon_pending();
 	for (i = 0; i < nlocals; i++)
 	{
-		locals[i].nholds = 0;
+		locals[i].h.nxact = 0;
 		locals[i].ndepth = 0;
 		if (session)
-			locals[i].nsession = 0;
+			locals[i].h.nsession = 0;
 	}
 	release_empty();
-}
-
-/*
- * A lost session-level lock on key is reported once (by the error about to
- * be raised) and is then no longer held: the transaction's end drops it.
- */
-static void
-forget_lost_session_lock(const char *key)
-{
-	int			i;
-
-	for (i = 0; i < nlocals; i++)
-		if (locals[i].nsession > 0 && strcmp(locals[i].key, key) == 0 && slot_lost(&locals[i]))
-			locals[i].nsession = 0;
 }
 
 static void
 add_hold(ZklLocal *l, bool session)
 {
 	if (session)
-		l->nsession++;
+		l->h.nsession++;
 	else
+	{
 		push_hold(l);
+		zkh_granted(&xproof, l->session);	/* the transaction runs under it now */
+	}
 	publish_scope(l);
 }
 
@@ -264,7 +240,7 @@ zkl_local_held(const char *key, char mode)
 	ZklLocal   *l = find_local(key, mode);
 
 	if (l != NULL && slot_lost(l))
-		zkl_lost_error(l->key);
+		zkl_lost_error(l->h.key);
 	return l != NULL;
 }
 
@@ -277,7 +253,7 @@ zkl_local_stack(const char *key, char mode, bool session)
 	if (l == NULL)
 		return false;
 	if (slot_lost(l))
-		zkl_lost_error(l->key);	/* stacking onto it would not make it held again */
+		zkl_lost_error(l->h.key);	/* stacking onto it would not make it held again */
 	add_hold(l, session);
 	return true;
 }
@@ -302,12 +278,12 @@ zkl_local_add(int slot, const char *key, char mode, int64 session, bool session_
 			: palloc(newmax * sizeof(ZklLocal));
 		maxlocals = newmax;
 	}
-	entry.slot = slot;
-	entry.mode = mode;
-	entry.key = pstrdup(key);
+	entry.h.slot = slot;
+	entry.h.mode = mode;
+	entry.h.key = pstrdup(key);
 	entry.session = session;
-	entry.nholds = 0;
-	entry.nsession = 0;
+	entry.h.nxact = 0;
+	entry.h.nsession = 0;
 	entry.ndepth = 0;
 	entry.maxdepth = 4;
 	entry.depth = palloc(entry.maxdepth * sizeof(ZklDepth));
@@ -326,13 +302,13 @@ zkl_local_unlock(const char *key, char mode, bool session)
 {
 	ZklLocal   *l = find_local(key, mode);
 
-	if (l == NULL || (session ? l->nsession : l->nholds) == 0)
+	if (l == NULL || (session ? l->h.nsession : l->h.nxact) == 0)
 		return false;
 	if (session)
 	{
 		/* this transaction ran under it: its commit needs the same proof */
 		zkh_granted(&xproof, l->session);
-		l->nsession--;
+		l->h.nsession--;
 	}
 	else
 	{
@@ -340,9 +316,9 @@ zkl_local_unlock(const char *key, char mode, bool session)
 
 		if (--top->count == 0)
 			l->ndepth--;
-		l->nholds--;
+		l->h.nxact--;
 	}
-	if (total_holds(l) == 0)
+	if (zkh_holds(&l->h) == 0)
 		release_empty();
 	else
 		publish_scope(l);
@@ -358,9 +334,9 @@ zkl_local_unlock_all(bool session)
 
 		for (i = 0; i < nlocals; i++)
 		{
-			if (locals[i].nsession > 0)
+			if (locals[i].h.nsession > 0)
 				zkh_granted(&xproof, locals[i].session);	/* as in zkl_local_unlock */
-			locals[i].nsession = 0;
+			locals[i].h.nsession = 0;
 		}
 		release_empty();
 	}
@@ -368,20 +344,108 @@ zkl_local_unlock_all(bool session)
 		release_level(false);
 }
 
-/*
- * Before a zk_session_* call: a session-level lock lost since the last
- * report fails it, once (40001, naming the key), and is then dropped.
- */
-void
-zkl_check_session_locks(void)
+/* The first lost session-level lock not acknowledged yet, or NULL. */
+static ZklLocal *
+unacknowledged_loss(void)
 {
 	int			i;
 
 	for (i = 0; i < nlocals; i++)
-		if (locals[i].nsession > 0 && slot_lost(&locals[i]))
+		if (zkh_loss_unacknowledged(&locals[i].h, slot_lost(&locals[i])))
+			return &locals[i];
+	return NULL;
+}
+
+/*
+ * 40001 for a lost session-level lock: retrying the transaction is no use,
+ * taking the lock again is.  `acknowledged`: this very call acknowledged it.
+ */
+static void
+session_lost_error(const char *key, bool acknowledged)
+{
+	const char *shown = zkl_display_key(key);
+
+	if (acknowledged)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg(SESSION_LOST_MSG, shown),
+				 errdetail(SESSION_LOST_DETAIL " The loss is acknowledged now; this transaction ran under the lost lock and cannot commit."),
+				 errhint("Take the lock again before doing the work it protects.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg(SESSION_LOST_MSG, shown),
+			 errdetail(SESSION_LOST_DETAIL " No transaction of this session commits until the loss is acknowledged."),
+			 errhint("Acknowledge it with zk_session_unlock() of the key or zk_session_unlock_all(), then take the lock again.")));
+}
+
+/*
+ * Before every zk_* call but the acknowledgements: a lost session-level
+ * lock fails it, until acknowledged (holds.h).
+ */
+void
+zkl_check_losses(void)
+{
+	ZklLocal   *l;
+
+	pg_read_barrier();
+	l = unacknowledged_loss();
+	if (l != NULL)
+		session_lost_error(l->h.key, false);
+}
+
+/*
+ * zk_session_unlock of key in mode: acknowledge a loss of that lock; or
+ * key NULL, zk_session_unlock_all: acknowledge every loss and give up every
+ * session-level lock.  The acknowledgement is not transactional, as core's
+ * unlock; the call then fails, naming a lost key.  Returns when none was
+ * lost.
+ */
+void
+zkl_acknowledge_losses(const char *key, char mode)
+{
+	char		first[ZKL_KEY_BUFLEN];
+	int			i;
+
+	first[0] = '\0';
+	pg_read_barrier();
+	for (i = 0; i < nlocals; i++)
+	{
+		ZklLocal   *l = &locals[i];
+
+		if ((key == NULL || (l->h.mode == mode && strcmp(l->h.key, key) == 0)) &&
+			zkh_acknowledge(&l->h, slot_lost(l)))
 		{
-			zkl_lost_error(locals[i].key);
+			zkh_granted(&xproof, l->session);	/* this transaction ran under it */
+			if (first[0] == '\0')
+				strlcpy(first, l->h.key, sizeof(first));
 		}
+	}
+	if (key == NULL)
+		zkl_local_unlock_all(true);
+	else if (first[0] != '\0')
+		release_empty();
+	if (first[0] != '\0')
+		session_lost_error(first, true);
+}
+
+/*
+ * DISCARD ALL gives up every lock of the session, as it does core's: lost
+ * ones too (it acknowledges them).  It cannot run in a transaction block,
+ * so its transaction ran nothing under them, and its commit goes through.
+ * A pipeline of the extended protocol may still have run statements before
+ * it in the same transaction: then a loss it acknowledged fails the commit.
+ */
+void
+zkl_discard_all(void)
+{
+	bool		alone = GetCurrentStatementStartTimestamp() == GetCurrentTransactionStartTimestamp() &&
+		!TransactionIdIsValid(GetTopTransactionIdIfAny());
+
+	if (local_cxt == NULL)
+		return;
+	release_level(true);
+	if (alone)
+		memset(&xproof, 0, sizeof(xproof));
 }
 
 /*
@@ -395,8 +459,8 @@ zkl_local_key_slots(const char *key, int *out, int max)
 	int			i;
 
 	for (i = 0; i < nlocals && n < max; i++)
-		if (strcmp(locals[i].key, key) == 0)
-			out[n++] = locals[i].slot;
+		if (strcmp(locals[i].h.key, key) == 0)
+			out[n++] = locals[i].h.slot;
 	return n;
 }
 
@@ -406,7 +470,7 @@ zkl_local_slot(const char *key, char mode)
 {
 	ZklLocal   *l = find_held(key, mode);
 
-	return l ? l->slot : -1;
+	return l ? l->h.slot : -1;
 }
 
 void
@@ -419,19 +483,24 @@ zkl_set_pending(const int *slots, int n)
 }
 
 /*
- * Key of a granted lock of ours whose session ended, or NULL.  Caller holds
- * the lock, or has just issued a read barrier: a result is one word that
+ * Key of a granted lock of ours whose session ended, or NULL; *session_level
+ * tells whether it is an unacknowledged session-level loss (those come
+ * first).  Caller has just issued a read barrier: a result is one word that
  * only the worker changes while the slot is ours.
  */
 static const char *
-lost_key(void)
+lost_key(bool *session_level)
 {
 	static char pending_key[ZKL_KEY_BUFLEN];
+	ZklLocal   *l = unacknowledged_loss();
 	int			i;
 
+	*session_level = l != NULL;
+	if (l != NULL)
+		return l->h.key;
 	for (i = 0; i < nlocals; i++)
-		if (zkl_shared->t.slots[locals[i].slot].result == ZKR_LOST)
-			return locals[i].key;
+		if (slot_lost(&locals[i]))
+			return locals[i].h.key;
 	/* a multi-key request still waiting for others of its keys */
 	for (i = 0; i < npending; i++)
 	{
@@ -445,13 +514,13 @@ lost_key(void)
 }
 
 /*
- * 40001, so that applications retry as they do after a serialization failure.
- * This reports a session-level lock on the key: it is dropped after.
+ * A transaction-level lock on key was lost: 40001, so that applications
+ * retry as they do after a serialization failure (the retry takes the lock
+ * again).
  */
 void
 zkl_lost_error(const char *key)
 {
-	forget_lost_session_lock(key);
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg(LOST_MSG, zkl_display_key(key)),
@@ -461,35 +530,75 @@ zkl_lost_error(const char *key)
 
 /*
  * The worker cancels the running statement of a backend whose lock is lost
- * (zkl_lose_slot), which arrives here as a plain query cancel: say what
- * happened instead, with the error a commit would get.  No query cancel is
- * raised while an LWLock is held, so taking ours here cannot self-deadlock.
+ * (core.c's lose_slot), which raises a plain query cancel.  Called in a
+ * PG_CATCH wherever one may unwind (the statement hooks of stmt.c, our own
+ * waits): a cancel that a lost lock explains becomes that loss's error,
+ * whatever the log settings; otherwise this returns, changing nothing, and
+ * the caller re-throws.  cxt: the memory context the PG_TRY began in.
  */
-static void
-explain_lost_cancel(ErrorData *edata)
+void
+zkl_explain_cancel(MemoryContext cxt)
 {
-	if (edata->elevel == ERROR && edata->sqlerrcode == ERRCODE_QUERY_CANCELED &&
-		(nlocals > 0 || npending > 0) && zkl_shared != NULL)
+	const char *key;
+	bool		session_level;
+
+	if (geterrcode() != ERRCODE_QUERY_CANCELED || zkl_shared == NULL ||
+		(nlocals == 0 && npending == 0))
+		return;
+	pg_read_barrier();
+	key = lost_key(&session_level);
+	if (key == NULL)
+		return;
+	MemoryContextSwitchTo(cxt);
+	FlushErrorState();
+	if (session_level)
+		session_lost_error(key, false);
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg(LOST_MSG, zkl_display_key(key)),
+			 errdetail(LOST_DETAIL " The running statement was cancelled."),
+			 errhint(LOST_HINT)));
+}
+
+/*
+ * Run fn(arg), which may process interrupts, so that a cancel a lost lock
+ * explains fails with that loss's error (zkl_explain_cancel).
+ */
+void
+zkl_run_explained(void (*fn) (void *arg), void *arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	PG_TRY();
 	{
-		const char *key;
-
-		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		key = lost_key();
-		LWLockRelease(zkl_shared->lock);
-		if (key != NULL)
-		{
-			MemoryContext old = MemoryContextSwitchTo(ErrorContext);
-
-			forget_lost_session_lock(key);	/* this error reports it */
-			edata->sqlerrcode = ERRCODE_T_R_SERIALIZATION_FAILURE;
-			edata->message = psprintf(LOST_MSG, zkl_display_key(key));
-			edata->detail = pstrdup(LOST_DETAIL " The running statement was cancelled.");
-			edata->hint = pstrdup(LOST_HINT);
-			MemoryContextSwitchTo(old);
-		}
+		fn(arg);
 	}
-	if (prev_emit_log_hook)
-		prev_emit_log_hook(edata);
+	PG_CATCH();
+	{
+		zkl_explain_cancel(cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+static void
+process_interrupts(void *arg)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* CHECK_FOR_INTERRUPTS in our own waits: a fast-path call runs no statement hook. */
+void
+zkl_check_for_interrupts(void)
+{
+	zkl_run_explained(process_interrupts, NULL);
+}
+
+/* A commit's wait for a proof runs outside any statement: explained here. */
+static void
+proof_sleep(void *arg)
+{
+	ConditionVariableTimedSleep(&zkl_shared->proof_cv, *(long *) arg, PG_WAIT_EXTENSION);
 }
 
 /*
@@ -516,15 +625,19 @@ proof_fresh(void)
 {
 	int64		session;
 	int64		at = zkl_proof_read(&session);
-	const char *lost = lost_key();
+	bool		session_level;
+	const char *lost = lost_key(&session_level);
 
-	switch (zkh_commit_verdict(&xproof, lost != NULL, at, session, zkl_shared->t.session_id,
-							   zkl_mono_now(), zkl_proof_bound))
+	switch (zkh_commit_verdict(&xproof, session_level, lost != NULL, at, session,
+							   zkl_shared->t.session_id, zkl_mono_now(), zkl_proof_bound))
 	{
 		case ZKH_COMMIT:
 			return true;
 		case ZKH_WAIT:
 			return false;
+		case ZKH_SESSION_LOST:
+			session_lost_error(lost, false);
+			break;
 		case ZKH_LOST:
 			zkl_lost_error(lost ? lost : xproof.lost_key);
 			break;
@@ -552,7 +665,7 @@ verify_nodes(bool ask)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < nlocals; i++)
 	{
-		ZklSlot    *slot = &zkl_shared->t.slots[locals[i].slot];
+		ZklSlot    *slot = &zkl_shared->t.slots[locals[i].h.slot];
 
 		if (ask)
 		{
@@ -587,14 +700,16 @@ check_commit(void)
 	bool		verify = zkl_verify_on_commit && nlocals > 0;
 	bool		asked = false;
 	bool		verified = !verify;
+	bool		session_level;
 	int			i;
 
 	/* a transaction runs under the session-level locks held at its commit */
 	for (i = 0; i < nlocals; i++)
-		if (locals[i].nsession > 0)
+		if (locals[i].h.nsession > 0)
 			zkh_granted(&xproof, locals[i].session);
-	if (xproof.session == 0)
-		return;
+	pg_read_barrier();
+	if (xproof.session == 0 && xproof.lost_key == NULL && lost_key(&session_level) == NULL)
+		return;					/* no lock, no loss: nothing to prove */
 	for (;;)
 	{
 		bool		fresh;
@@ -625,7 +740,8 @@ check_commit(void)
 		 * node only sets our latch, which does not end this sleep: the
 		 * 100 ms cap makes us look again.
 		 */
-		ConditionVariableTimedSleep(&zkl_shared->proof_cv, Min(left, 100), PG_WAIT_EXTENSION);
+		left = Min(left, 100);
+		zkl_run_explained(proof_sleep, &left);
 	}
 }
 
@@ -635,7 +751,7 @@ holds_xact_locks(void)
 	int			i;
 
 	for (i = 0; i < nlocals; i++)
-		if (locals[i].nholds > 0)
+		if (locals[i].h.nxact > 0)
 			return true;
 	return false;
 }
@@ -686,7 +802,7 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			ZklLocal   *l = &locals[i];
 
 			while (l->ndepth > 0 && l->depth[l->ndepth - 1].subid == mySubid)
-				l->nholds -= l->depth[--l->ndepth].count;
+				l->h.nxact -= l->depth[--l->ndepth].count;
 		}
 		release_empty();
 	}
@@ -730,6 +846,33 @@ zkl_xact_init(void)
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
 	before_shmem_exit(exit_callback, (Datum) 0);
-	prev_emit_log_hook = emit_log_hook;
-	emit_log_hook = explain_lost_cancel;
+}
+
+/*
+ * After each statement of a backend that has used zk_lock: put the commit
+ * check back at the head of the transaction callbacks.  PostgreSQL calls
+ * them last-registered first, and one registered after ours (say
+ * postgres_fdw's, on the session's first use of a foreign server) would
+ * commit a remote transaction before our check could refuse the local one.
+ * Every statement's end comes before the pre-commit callbacks run (portals
+ * and deferred triggers are done first), so ours leads when they start.
+ *
+ * Two entries run xact_callback, whose work is idempotent: the one
+ * zkl_xact_init registered, never moved, and this moving one.  A move made
+ * while the callbacks run (another one's SPI statement ends) may make the
+ * walk miss the moving entry, never the fixed one.
+ */
+void
+zkl_xact_check_first(void)
+{
+	static uintptr_t mover = 0; /* the arg of the moving entry: 1 or 2, 0 before the first */
+	uintptr_t	next = mover == 1 ? 2 : 1;
+
+	if (local_cxt == NULL)
+		return;
+	/* the new entry first: if that fails, the old one is still there */
+	RegisterXactCallback(xact_callback, (void *) next);
+	if (mover != 0)
+		UnregisterXactCallback(xact_callback, (void *) mover);
+	mover = next;
 }

@@ -247,6 +247,7 @@ _PG_init(void)
 							 GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zk_lock");
 	zkl_auth_init();
+	zkl_stmt_hooks_init();
 
 #if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;

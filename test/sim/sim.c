@@ -123,6 +123,8 @@ typedef struct Act
 {
 	bool		pause;			/* idle in transaction for a while */
 	bool		session;		/* zk_session_lock / zk_session_unlock */
+	bool		all;			/* zk_session_unlock_all (with session and unlock) */
+	bool		discard;		/* DISCARD ALL, alone in its transaction */
 	bool		unlock;
 	int			key;
 	char		mode;
@@ -158,8 +160,16 @@ typedef struct Backend
 	bool		lost_seen;		/* a lock of this transaction was lost (seen by check_step) */
 	int			pid;
 	int			nholds;
-	ZklHold		holds[MAXHOLD]; /* granted locks (holds.h); .nholds counts both levels */
-	int			nsess[MAXHOLD]; /* of those, session-level acquisitions (xact.c) */
+	ZklHold		holds[MAXHOLD]; /* granted locks (holds.h, as xact.c keeps them) */
+	/*
+	 * The session-level locks as the application sees them, from the grant
+	 * to its unlock (or its acknowledgement of their loss), whatever the
+	 * bookkeeping says: every transaction it commits meanwhile ran under them.
+	 */
+	int			napp;
+	Span		app[MAXHOLD];
+	int			app_count[MAXHOLD];	/* stacked session-level acquisitions */
+	bool		told_lost;		/* an error told it of a session-level loss not acknowledged */
 	bool		wait_session;	/* the request waited for is session-level */
 	int			sess_key;		/* key of a session-level lock episode, -1: none */
 	char		sess_mode;
@@ -1567,7 +1577,7 @@ find_hold(Backend *b, int key, char mode)
 	int			i;
 
 	for (i = 0; i < b->nholds; i++)
-		if (b->holds[i].nholds > 0 && b->holds[i].mode == mode &&
+		if (zkh_holds(&b->holds[i]) > 0 && b->holds[i].mode == mode &&
 			strcmp(b->holds[i].key, key_name(key)) == 0)
 			return i;
 	return -1;
@@ -1579,30 +1589,16 @@ hold_lost(Cluster *c, const ZklHold *h)
 	return c->t.slots[h->slot].result == ZKR_LOST;
 }
 
-/* xact.c's zkl_lost_error(): a lost session-level lock on the key is reported, then dropped. */
-static void
-forget_lost_session(Cluster *c, Backend *b, const char *key)
+/* xact.c's unacknowledged_loss(): a lost session-level lock not acknowledged yet, or -1. */
+static int
+unacknowledged(Cluster *c, Backend *b)
 {
 	int			i;
 
 	for (i = 0; i < b->nholds; i++)
-		if (b->nsess[i] > 0 && strcmp(b->holds[i].key, key) == 0 && hold_lost(c, &b->holds[i]))
-		{
-			b->holds[i].nholds -= b->nsess[i];
-			b->nsess[i] = 0;
-		}
-}
-
-/* The key a commit or a cancelled statement reports lost (xact.c's lost_key()). */
-static const char *
-first_lost(Cluster *c, Backend *b)
-{
-	int			i;
-
-	for (i = 0; i < b->nholds; i++)
-		if (hold_lost(c, &b->holds[i]))
-			return b->holds[i].key;
-	return NULL;
+		if (zkh_loss_unacknowledged(&b->holds[i], hold_lost(c, &b->holds[i])))
+			return i;
+	return -1;
 }
 
 static bool
@@ -1729,12 +1725,11 @@ release_empty(Cluster *c, Backend *b)
 	int			i;
 
 	for (i = 0; i < b->nholds; i++)
-		keep[i] = b->holds[i].nholds > 0 || zkh_keeps_node(b->holds, b->nholds, i);
+		keep[i] = zkh_holds(&b->holds[i]) > 0 || zkh_keeps_node(b->holds, b->nholds, i);
 	for (i = 0; i < b->nholds; i++)
 	{
 		if (keep[i])
 		{
-			b->nsess[n] = b->nsess[i];
 			b->holds[n++] = b->holds[i];
 			continue;
 		}
@@ -1765,19 +1760,21 @@ end_xact(Cluster *c, Backend *b, const char *how)
 		(void) zkt_abandon(&c->t, &c->t.slots[b->waiting]);
 	abandon_group(c, b);
 	for (i = 0; i < b->nholds; i++)
-		b->holds[i].nholds = b->nsess[i];	/* session-level ones stay */
+		b->holds[i].nxact = 0;	/* session-level ones stay */
 	release_empty(c, b);
 	for (i = 0; i < b->nholds; i++)
-		if (b->nsess[i] > 0 && c->t.slots[b->holds[i].slot].abandoned)
+		if (b->holds[i].nsession > 0 && c->t.slots[b->holds[i].slot].abandoned)
 			fail("c%d b%d: the end of a transaction released a session-level lock on %s",
 				 c->id, b->pid, b->holds[i].key);
 	if (b->txns_left <= 0 || S->quiet)
 	{
 		/* the backend exits: that releases its session-level locks too */
 		for (i = 0; i < b->nholds; i++)
-			b->holds[i].nholds = b->nsess[i] = 0;
+			b->holds[i].nxact = b->holds[i].nsession = 0;
 		release_empty(c, b);
 		b->sess_key = -1;
+		b->napp = 0;
+		b->told_lost = false;
 	}
 	memset(&b->proof, 0, sizeof(b->proof));
 	b->nspans = 0;
@@ -1807,6 +1804,8 @@ add_act(Backend *b, bool unlock, int key, char mode, int kind)
 
 	a->pause = false;
 	a->session = false;
+	a->all = false;
+	a->discard = false;
 	a->unlock = unlock;
 	a->key = key;
 	a->mode = mode;
@@ -1846,10 +1845,26 @@ plan_session(Backend *b, int k)
 	}
 	if (--b->sess_txns <= 0)
 	{
+		int			how = rnd_int(100);
+
+		if (how < 15)
+		{
+			/* DISCARD ALL (a pooler's reset), alone in its transaction */
+			add_session_act(b, true, b->sess_key, b->sess_mode, 0);
+			b->acts[b->nacts - 1].discard = true;
+			b->sess_key = -1;
+			return true;
+		}
 		if (chance(50))
 			add_pause(b);
-		while (b->sess_asked-- > 0)
+		if (how < 30)
+		{
 			add_session_act(b, true, b->sess_key, b->sess_mode, 0);
+			b->acts[b->nacts - 1].all = true;
+		}
+		else
+			while (b->sess_asked-- > 0)
+				add_session_act(b, true, b->sess_key, b->sess_mode, 0);
 		b->sess_key = -1;
 		return true;
 	}
@@ -1868,7 +1883,7 @@ holds_session(const Backend *b)
 	int			i;
 
 	for (i = 0; i < b->nholds; i++)
-		if (b->nsess[i] > 0)
+		if (b->holds[i].nsession > 0)
 			return true;
 	return false;
 }
@@ -2025,23 +2040,173 @@ plan_plain(Backend *b, int k, int pattern)
 
 static void next_act(Cluster *c, Backend *b);
 static bool any_lost(Cluster *c, Backend *b);
-static void apply_stacks(Backend *b);
+static void apply_stacks(Cluster *c, Backend *b);
 static void request(Cluster *c, Backend *b, const Act *a);
+static void fill_span(Cluster *c, Backend *b, const ZklSlot *s, Span *sp);
+
+/* The application took a session-level lock on slot s (granted, or stacked). */
+static void
+app_take(Cluster *c, Backend *b, const ZklSlot *s)
+{
+	int			k = key_index(s->key);
+	int			i;
+
+	for (i = 0; i < b->napp; i++)
+		if (b->app[i].key == k && b->app[i].mode == s->mode)
+		{
+			b->app_count[i]++;
+			return;
+		}
+	if (b->napp == MAXHOLD)
+		return;
+	fill_span(c, b, s, &b->app[b->napp]);
+	b->app_count[b->napp++] = 1;
+}
+
+/*
+ * The application unlocked one acquisition of key (-1: every key), or all
+ * of them (its acknowledgement of a loss too).  The transaction ran under
+ * what it gave up until now, as under a lock released early (but DISCARD
+ * ALL, alone in its transaction: ran_under false).
+ */
+static void
+app_release(Backend *b, int key, char mode, bool all, bool ran_under)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < b->napp; i++)
+	{
+		if (key < 0 || (b->app[i].key == key && b->app[i].mode == mode))
+			b->app_count[i] = all ? 0 : b->app_count[i] - 1;
+		if (b->app_count[i] > 0)
+		{
+			b->app[n] = b->app[i];
+			b->app_count[n++] = b->app_count[i];
+		}
+		else if (ran_under && b->nspans < MAXSPANS)
+		{
+			b->spans[b->nspans] = b->app[i];
+			b->spans[b->nspans++].to = zkm_now(S->m);
+		}
+	}
+	b->napp = n;
+}
+
+/*
+ * An error told the backend of a lost session-level lock (xact.c's
+ * session_lost_error): the statement or commit fails.  An application
+ * acknowledges the loss at once, or (a wrapper that retries on 40001)
+ * only when its episode ends.
+ */
+static void
+told_of_session_loss(Cluster *c, Backend *b, const char *how)
+{
+	b->told_lost = true;
+	if (chance(50))
+		b->sess_txns = 0;
+	b->txns_left--;
+	end_xact(c, b, how);
+}
+
+/*
+ * Every zk_* call but an acknowledgement: a lost session-level lock not
+ * acknowledged fails it (xact.c's zkl_check_losses).  Returns whether it did.
+ */
+static bool
+refused_for_loss(Cluster *c, Backend *b)
+{
+	if (unacknowledged(c, b) < 0)
+		return false;
+	told_of_session_loss(c, b, "aborts: a zk_* call finds a session-level lock lost");
+	return true;
+}
+
+/*
+ * zk_session_unlock, zk_session_unlock_all, DISCARD ALL: the
+ * acknowledgements of xact.c (zkl_acknowledge_losses, zkl_discard_all).
+ * Returns whether the transaction ended.
+ */
+static bool
+acknowledge(Cluster *c, Backend *b, const Act *a)
+{
+	bool		acked = false;
+	int			i;
+
+	for (i = 0; i < b->nholds; i++)
+	{
+		ZklHold    *h = &b->holds[i];
+
+		if ((a->all || a->discard ||
+			 (h->mode == a->mode && strcmp(h->key, key_name(a->key)) == 0)) &&
+			zkh_acknowledge(h, hold_lost(c, h)))
+		{
+			zkh_granted(&b->proof, c->t.slots[h->slot].session_id);
+			acked = true;
+		}
+	}
+	if (a->all || a->discard)
+	{
+		for (i = 0; i < b->nholds; i++)
+		{
+			if (b->holds[i].nsession > 0)
+				zkh_granted(&b->proof, c->t.slots[b->holds[i].slot].session_id);
+			b->holds[i].nsession = 0;
+		}
+		release_empty(c, b);
+		app_release(b, -1, 0, true, !a->discard);
+	}
+	else if (acked)
+	{
+		release_empty(c, b);
+		app_release(b, a->key, a->mode, true, true);
+	}
+	if (acked)
+		b->told_lost = false;
+	if (a->discard)
+	{
+		/* alone in its transaction: nothing ran under what it gave up */
+		memset(&b->proof, 0, sizeof(b->proof));
+		b->lost_seen = false;
+		trace("c%d b%d DISCARD ALL%s", c->id, b->pid, acked ? " (acknowledges a loss)" : "");
+		return false;
+	}
+	if (!acked)
+		return false;
+	if (chance(30))
+	{
+		/* the application catches the call's error (a savepoint) and goes on to commit */
+		trace("c%d b%d acknowledges a lost session-level lock, catches the error", c->id, b->pid);
+		return false;
+	}
+	b->txns_left--;
+	end_xact(c, b, "aborts: its unlock acknowledges a lost session-level lock");
+	return true;
+}
 
 static void
 do_unlock(Cluster *c, Backend *b, const Act *a)
 {
-	int			i = find_hold(b, a->key, a->mode);
+	int			i;
 
-	if (i >= 0 && (a->session ? b->nsess[i] : b->holds[i].nholds - b->nsess[i]) > 0)
+	if (a->session && acknowledge(c, b, a))
+		return;
+	if (!a->discard && refused_for_loss(c, b))
+		return;
+	i = find_hold(b, a->key, a->mode);
+	if (!a->all && !a->discard && i >= 0 &&
+		(a->session ? b->holds[i].nsession : b->holds[i].nxact) > 0)
 	{
 		if (a->session)
 		{
 			/* the transaction ran under it: its commit needs the proof (xact.c) */
 			zkh_granted(&b->proof, c->t.slots[b->holds[i].slot].session_id);
-			b->nsess[i]--;
+			b->holds[i].nsession--;
+			app_release(b, a->key, a->mode, false, true);
 		}
-		if (--b->holds[i].nholds == 0)
+		else
+			b->holds[i].nxact--;
+		if (zkh_holds(&b->holds[i]) == 0)
 			release_empty(c, b);
 	}
 	trace("c%d b%d unlocks %s %c%s", c->id, b->pid, key_name(a->key), a->mode,
@@ -2066,13 +2231,14 @@ request_group(Cluster *c, Backend *b, const Act *a)
 	 * others are claimed, as a group only when there are two or more.
 	 */
 	b->npstack = 0;
+	if (refused_for_loss(c, b))
+		return;
 	for (i = 0; i < a->nkeys; i++)
 	{
 		int			held = find_hold(b, a->keys[i], a->mode);
 
 		if (held >= 0 && hold_lost(c, &b->holds[held]))
 		{
-			forget_lost_session(c, b, b->holds[held].key);
 			b->txns_left--;
 			end_xact(c, b, "aborts: stacking onto a lost lock");
 			return;
@@ -2088,7 +2254,7 @@ request_group(Cluster *c, Backend *b, const Act *a)
 
 		if (nfresh == 0)
 		{
-			apply_stacks(b);
+			apply_stacks(c, b);
 			next_act(c, b);
 			return;
 		}
@@ -2140,18 +2306,28 @@ request(Cluster *c, Backend *b, const Act *a)
 	int			held = find_hold(b, a->key, a->mode);
 	int			idx;
 
+	if (refused_for_loss(c, b))
+		return;
 	if (held >= 0)
 	{
 		/* stacks, as core does; onto a lost lock it fails */
 		if (hold_lost(c, &b->holds[held]))
 		{
-			forget_lost_session(c, b, b->holds[held].key);
 			b->txns_left--;
 			end_xact(c, b, "aborts: stacking onto a lost lock");
 			return;
 		}
-		b->holds[held].nholds++;
-		b->nsess[held] += a->session;
+		if (a->session)
+		{
+			b->holds[held].nsession++;
+			app_take(c, b, &c->t.slots[b->holds[held].slot]);
+		}
+		else
+		{
+			/* xact.c's add_hold: the transaction runs under it now */
+			b->holds[held].nxact++;
+			zkh_granted(&b->proof, c->t.slots[b->holds[held].slot].session_id);
+		}
 		next_act(c, b);
 		return;
 	}
@@ -2183,14 +2359,17 @@ request(Cluster *c, Backend *b, const Act *a)
 	worker_turn(c);
 }
 
-/* A multi-key request granted: its keys held already stack now. */
+/* A multi-key request granted: its keys held already stack now (xact.c's add_hold). */
 static void
-apply_stacks(Backend *b)
+apply_stacks(Cluster *c, Backend *b)
 {
 	int			i;
 
 	for (i = 0; i < b->npstack; i++)
-		b->holds[b->pstack[i]].nholds++;
+	{
+		b->holds[b->pstack[i]].nxact++;
+		zkh_granted(&b->proof, c->t.slots[b->holds[b->pstack[i]].slot].session_id);
+	}
 	b->npstack = 0;
 }
 
@@ -2221,15 +2400,10 @@ next_act(Cluster *c, Backend *b)
 	b->next_at = zkm_now(S->m) + rnd_int(chance(10) ? 3000000 : 400000);
 }
 
-/* The transaction holds slot s's lock from its grant on (checked at commit). */
+/* Slot s's lock, held from its grant on. */
 static void
-open_span(Cluster *c, Backend *b, const ZklSlot *s)
+fill_span(Cluster *c, Backend *b, const ZklSlot *s, Span *sp)
 {
-	Span	   *sp;
-
-	if (b->nspans >= MAXSPANS)
-		return;
-	sp = &b->spans[b->nspans++];
 	sp->key = key_index(s->key);
 	sp->mode = s->mode;
 	sp->holders = s->holders;
@@ -2238,6 +2412,14 @@ open_span(Cluster *c, Backend *b, const ZklSlot *s)
 	sp->from = S->granted_at[c->id][s - c->t.slots];	/* the model's time, not the cluster's clock */
 	slot_uuid(s, sp->uuid);
 	sp->to = 0;
+}
+
+/* The transaction holds slot s's lock from its grant on (checked at commit). */
+static void
+open_span(Cluster *c, Backend *b, const ZklSlot *s)
+{
+	if (b->nspans < MAXSPANS)
+		fill_span(c, b, s, &b->spans[b->nspans++]);
 }
 
 /* A granted slot is the transaction's now. */
@@ -2250,10 +2432,12 @@ take_grant(Cluster *c, Backend *b, int idx)
 	h->slot = idx;
 	h->mode = s->mode;
 	h->key = key_name(key_index(s->key));
-	h->nholds = 1;
-	b->nsess[b->nholds - 1] = b->wait_session;
+	h->nxact = !b->wait_session;
+	h->nsession = b->wait_session;
 	zkh_granted(&b->proof, s->session_id);
-	if (!b->wait_session)
+	if (b->wait_session)
+		app_take(c, b, s);
+	else
 		open_span(c, b, s);
 	trace("c%d b%d granted %s %c node %s", c->id, b->pid, s->key, s->mode, s->node);
 }
@@ -2290,7 +2474,7 @@ wait_group_step(Cluster *c, Backend *b)
 		for (i = 0; i < b->ngroup; i++)
 			take_grant(c, b, b->group[i]);
 		b->ngroup = 0;
-		apply_stacks(b);
+		apply_stacks(c, b);
 		next_act(c, b);
 	}
 	else if (b->deadline && zkm_now(S->m) >= b->deadline)
@@ -2316,8 +2500,12 @@ wait_step(Cluster *c, Backend *b)
 
 	if (res == ZKR_PENDING && any_lost(c, b))
 	{
-		/* the worker cancels the waiting statement (zkl_lose_slot), which reports it */
-		forget_lost_session(c, b, first_lost(c, b));
+		/* the worker cancels the waiting statement (core.c's lose_slot): a session-level loss first */
+		if (unacknowledged(c, b) >= 0)
+		{
+			told_of_session_loss(c, b, "aborts: a session-level lock was lost while it waited");
+			return;
+		}
 		b->txns_left--;
 		end_xact(c, b, "aborts: a lock was lost while it waited");
 		return;
@@ -2336,7 +2524,7 @@ wait_step(Cluster *c, Backend *b)
 	if (res == ZKR_GRANTED)
 	{
 		take_grant(c, b, b->waiting);
-		apply_stacks(b);
+		apply_stacks(c, b);
 		next_act(c, b);
 	}
 	else if (res == ZKR_NOT_GRANTED)
@@ -2375,21 +2563,24 @@ commit_verdict(Cluster *c, Backend *b)
 	int			i;
 
 	for (i = 0; i < b->nholds; i++)
-		if (b->nsess[i] > 0)
+		if (b->holds[i].nsession > 0)
 			zkh_granted(&p, c->t.slots[b->holds[i].slot].session_id);
-	return zkh_commit_verdict(&p, any_lost(c, b), c->proof_at, c->proof_session,
+	return zkh_commit_verdict(&p, unacknowledged(c, b) >= 0, any_lost(c, b), c->proof_at,
+							  c->proof_session,
 							  c->t.session_id, c_mono(c), c->proof_bound);
 }
 
-/* Each session-level lock held at commit: the transaction ran under it from its grant. */
+/*
+ * Each session-level lock the application believes it holds at commit (not
+ * what the bookkeeping says): the transaction ran under it from its grant.
+ */
 static void
-add_session_spans(Cluster *c, Backend *b)
+add_session_spans(Backend *b)
 {
 	int			i;
 
-	for (i = 0; i < b->nholds; i++)
-		if (b->nsess[i] > 0)
-			open_span(c, b, &c->t.slots[b->holds[i].slot]);
+	for (i = 0; i < b->napp && b->nspans < MAXSPANS; i++)
+		b->spans[b->nspans++] = b->app[i];
 }
 
 static void publish(Cluster *c, Backend *b, ZklCommitVerdict v);
@@ -2400,7 +2591,7 @@ commit_step(Cluster *c, Backend *b)
 	ZklCommitVerdict v = commit_verdict(c, b);
 
 	/* lost stays lost: unlocking a lost lock does not make the commit go through */
-	if (b->lost_seen && v != ZKH_LOST)
+	if (b->lost_seen && v != ZKH_LOST && v != ZKH_SESSION_LOST)
 		fail("c%d b%d lost a lock of its transaction, yet its commit is not refused as lost",
 			 c->id, b->pid);
 
@@ -2422,12 +2613,19 @@ commit_step(Cluster *c, Backend *b)
 static void
 publish(Cluster *c, Backend *b, ZklCommitVerdict v)
 {
+	if (v == ZKH_SESSION_LOST)
+	{
+		told_of_session_loss(c, b, "commit fails: a session-level lock is lost");
+		return;
+	}
 	b->txns_left--;
-	if (v == ZKH_LOST)
-		forget_lost_session(c, b, first_lost(c, b) ? first_lost(c, b) : "");
 	if (v == ZKH_COMMIT)
 	{
-		add_session_spans(c, b);
+		/* a lost session-level lock: no commit until the application acknowledges it */
+		if (b->told_lost)
+			fail("c%d b%d commits, told of a session-level loss it has not acknowledged",
+				 c->id, b->pid);
+		add_session_spans(b);
 		check_commit(b);
 		b->commits++;
 		S->commits++;
@@ -2770,7 +2968,7 @@ check_step(void)
 				continue;
 			for (k = 0; k < b->nholds; k++)
 			{
-				if (b->holds[k].nholds == 0 || slot_tainted(&c->t.slots[b->holds[k].slot]))
+				if (zkh_holds(&b->holds[k]) == 0 || slot_tainted(&c->t.slots[b->holds[k].slot]))
 					continue;	/* given up (node kept for the other mode); or its node deleted */
 				h[nh].cluster = i;
 				h[nh].pid = b->pid;

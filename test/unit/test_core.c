@@ -388,27 +388,41 @@ test_proof(void)
 static void
 test_holds(void)
 {
-	ZklHold		h[3] = {{0, 'x', "ta", 0}, {1, 's', "ta", 1}, {2, 'x', "tb", 0}};
+	ZklHold		h[3] = {{0, 'x', "ta", 0, 0}, {1, 's', "ta", 1, 0}, {2, 'x', "tb", 0, 0}};
+	ZklHold		sess = {3, 'x', "tc", 1, 2};
 	ZklXactProof p;
 
 	CHECK(zkh_keeps_node(h, 3, 0), "a node stays while the key's other mode is held");
 	CHECK(!zkh_keeps_node(h, 3, 2), "a node of a key no longer held goes");
 
 	memset(&p, 0, sizeof(p));
-	CHECK(zkh_commit_verdict(&p, false, 0, 0, 0, 0, 1000) == ZKH_COMMIT, "no lock, nothing to prove");
+	CHECK(zkh_commit_verdict(&p, false, false, 0, 0, 0, 0, 1000) == ZKH_COMMIT, "no lock, nothing to prove");
 	zkh_granted(&p, 7);
-	CHECK(zkh_commit_verdict(&p, false, 5000000, 7, 7, 5500000, 1000) == ZKH_COMMIT, "fresh proof");
-	CHECK(zkh_commit_verdict(&p, false, 5000000, 7, 7, 6000000, 1000) == ZKH_WAIT, "proof as old as the bound");
-	CHECK(zkh_commit_verdict(&p, false, 5000000, 7, 8, 5500000, 1000) == ZKH_ENDED, "the session changed");
-	CHECK(zkh_commit_verdict(&p, true, 5000000, 7, 7, 5500000, 1000) == ZKH_LOST, "a held lock is lost");
+	CHECK(zkh_commit_verdict(&p, false, false, 5000000, 7, 7, 5500000, 1000) == ZKH_COMMIT, "fresh proof");
+	CHECK(zkh_commit_verdict(&p, false, false, 5000000, 7, 7, 6000000, 1000) == ZKH_WAIT, "proof as old as the bound");
+	CHECK(zkh_commit_verdict(&p, false, false, 5000000, 7, 8, 5500000, 1000) == ZKH_ENDED, "the session changed");
+	CHECK(zkh_commit_verdict(&p, false, true, 5000000, 7, 7, 5500000, 1000) == ZKH_LOST, "a held lock is lost");
 	zkh_released(&p, "ta", true);
-	CHECK(zkh_commit_verdict(&p, false, 5000000, 7, 7, 5500000, 1000) == ZKH_LOST,
+	CHECK(zkh_commit_verdict(&p, false, false, 5000000, 7, 7, 5500000, 1000) == ZKH_LOST,
 		  "unlocking a lost lock does not undo the loss");
 	memset(&p, 0, sizeof(p));
 	zkh_granted(&p, 7);
 	zkh_granted(&p, 9);
-	CHECK(zkh_commit_verdict(&p, false, 5000000, 9, 9, 5500000, 1000) == ZKH_TWO_SESSIONS,
+	CHECK(zkh_commit_verdict(&p, false, false, 5000000, 9, 9, 5500000, 1000) == ZKH_TWO_SESSIONS,
 		  "granted by two sessions");
+
+	/* a lost session-level lock stays lost until acknowledged */
+	memset(&p, 0, sizeof(p));
+	CHECK(zkh_commit_verdict(&p, true, false, 0, 0, 0, 0, 1000) == ZKH_SESSION_LOST,
+		  "a lost session-level lock fails even a commit that took no lock");
+	CHECK(!zkh_loss_unacknowledged(&sess, false), "a session-level lock not lost is no loss");
+	CHECK(zkh_loss_unacknowledged(&sess, true), "a lost session-level lock is a loss");
+	CHECK(!zkh_acknowledge(&sess, false) && sess.nsession == 2, "nothing to acknowledge while not lost");
+	CHECK(zkh_acknowledge(&sess, true) && sess.nsession == 0 && sess.nxact == 1,
+		  "the acknowledgement drops the session-level holds only");
+	CHECK(!zkh_loss_unacknowledged(&sess, true), "an acknowledged loss is no longer one");
+	sess.nsession = 0;
+	CHECK(!zkh_loss_unacknowledged(&sess, true), "a lost transaction-level lock is the transaction's rule");
 }
 
 static void
