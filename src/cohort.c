@@ -315,6 +315,17 @@ end_linger(ZklSlot *o)
 	o->todo = ZKT_DELETE;
 }
 
+void
+zcoh_stop_lingering(ZklCohort *c)
+{
+	int			i;
+
+	c->linger_ms = 0;
+	for (i = 0; i < c->t->nused; i++)
+		if (c->t->slots[i].zstate == ZKS_LINGER)
+			end_linger(&c->t->slots[i]);
+}
+
 /* Hand-over turned off (a reload): everything waiting for one goes back to the recipe. */
 static void
 turn_off(ZklCohort *c)

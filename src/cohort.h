@@ -59,6 +59,9 @@ extern void zcoh_listing_planned(ZklSlot *s);
 /* Connected again: events for what changed meanwhile are still to come. */
 extern void zcoh_disarm(ZklCohort *c);
 
+/* A clean stop: no node lingers any longer, nor will (its delete is owed now). */
+extern void zcoh_stop_lingering(ZklCohort *c);
+
 /* A new worker process: the child watches were the old process's. */
 extern void zcoh_forget_watches(ZklCohort *c);
 

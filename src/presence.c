@@ -24,6 +24,18 @@
  * before it (left_session.c), whose holders are all dead.  It first creates
  * a tombstone <root>/.sessions/<that id>.dead, owned by its new session;
  * a session that vanishes with its tombstone present needs no lock-delay.
+ *
+ * A clean stop (worker.c) gives every node of its session back while the
+ * session lives, and only then creates <root>/.sessions/<own id>.closed,
+ * PERSISTENT (it must outlive the session it speaks for), and closes the
+ * session.  That session's end leaves no holder that could still commit:
+ * each one's transaction had ended before its node was deleted, and the
+ * leader answered the tombstone's create, after those deletes, while the
+ * session lived.  So it needs no lock-delay either.  A session already
+ * dead gets no tombstone (the create fails) and is delayed for.  Any worker
+ * deletes such a tombstone once it has listed it for CLOSED_KEEP_MS, whose
+ * session is gone.  Versions that do not know the suffix count its node as
+ * an unexplained change of the list, and delay: safe.
  * Part of the worker: runs in its process only.
  */
 #include "postgres.h"
@@ -38,6 +50,8 @@
 
 #define SESSIONS_DIR	".sessions"
 #define DEAD_SUFFIX		".dead"
+#define CLOSED_SUFFIX	".closed"
+#define CLOSED_KEEP_MS	60000	/* a clean stop's tombstone, for every cluster to list */
 #define STALE_POLL_MS	20		/* a listing is one round trip away */
 #define RETRY_MS		100		/* after a failed create or listing */
 
@@ -59,6 +73,20 @@ static int	ndead = 0;
 static int32 last_cversion = -1;	/* the sessions node's, at the last listing */
 static ZklMarkState mark = ZKL_MARK_PENDING;
 static int64 mark_session = 0;	/* tombstone asked for (0: none) */
+static uintptr_t mark_gen = 0;	/* tells its reply from an older one's */
+static int64 sweep_at = 0;		/* list again then (zkl_mono_now; 0: no tombstone waits) */
+static int	sweep_logged = ZOK;
+static int64 *closed = NULL;	/* clean stops' tombstones of the last listing, sorted */
+static int64 *closed_since = NULL;	/* when this worker first listed each (zkl_mono_now) */
+static int	nclosed = 0;
+
+/* What parse_listing collects. */
+typedef enum ChildKind
+{
+	CHILD_LIVE,					/* a presence node */
+	CHILD_TOMBSTONE,			/* a tombstone of either kind */
+	CHILD_CLOSED				/* a clean stop's tombstone */
+} ChildKind;
 
 static void
 sessions_path(char *out)
@@ -121,9 +149,9 @@ sessions_watch(zhandle_t *h, int type, int state, const char *path, void *ctx)
 	stale = true;
 }
 
-/* Parse a listing into sorted session ids, live ones or tombstones. */
+/* Parse a listing into sorted session ids of one kind. */
 static int64 *
-parse_listing(const struct String_vector *children, bool tombstones, int *n)
+parse_listing(const struct String_vector *children, ChildKind kind, int *n)
 {
 	int64	   *ids = MemoryContextAlloc(TopMemoryContext,
 										 Max(children->count, 1) * sizeof(int64));
@@ -137,11 +165,67 @@ parse_listing(const struct String_vector *children, bool tombstones, int *n)
 
 		if (end == children->data[i])
 			continue;
-		if (tombstones ? strcmp(end, DEAD_SUFFIX) == 0 : *end == '\0')
+		if (kind == CHILD_LIVE ? *end == '\0' :
+			strcmp(end, CLOSED_SUFFIX) == 0 || (kind == CHILD_TOMBSTONE && strcmp(end, DEAD_SUFFIX) == 0))
 			ids[(*n)++] = (int64) id;
 	}
 	qsort(ids, *n, sizeof(int64), cmp_session);
 	return ids;
+}
+
+/* Another cluster may have swept it first; one not allowed to says so, once. */
+static void
+swept(int rc, const void *data)
+{
+	if (rc == ZOK || rc == ZNONODE || zcore_outcome_unknown(rc) || rc == sweep_logged)
+		return;
+	sweep_logged = rc;
+	ereport(LOG, (errmsg("zk_lock: could not delete a stopped session's tombstone under zk_lock.root: %s",
+						 zerror(rc))));
+}
+
+/*
+ * A clean stop's tombstone, whose session is gone, once listed here for
+ * CLOSED_KEEP_MS: delete it (every connected cluster has listed it by then;
+ * one that lists only later sees the session gone without it, and delays).
+ */
+static void
+sweep_closed(const struct String_vector *children, const int64 *live, int nlive)
+{
+	int			n;
+	int64	   *ids = parse_listing(children, CHILD_CLOSED, &n);
+	int64	   *since = MemoryContextAlloc(TopMemoryContext, Max(n, 1) * sizeof(int64));
+	int64		now = zkl_mono_now();
+	int			i;
+
+	sweep_at = 0;
+	for (i = 0; i < n; i++)
+	{
+		int64	   *was = closed ? bsearch(&ids[i], closed, nclosed, sizeof(int64), cmp_session) : NULL;
+		int64		due;
+		char		path[ZKL_PATH_LEN];
+
+		since[i] = was ? closed_since[was - closed] : now;
+		due = since[i] + (int64) CLOSED_KEEP_MS * 1000;
+		if (known_has(live, nlive, ids[i]) || now < due)
+		{
+			/* no listing may come for long: ask for one when it is due */
+			if (sweep_at == 0 || due < sweep_at)
+				sweep_at = Max(due, now + (int64) CLOSED_KEEP_MS * 1000 / 4);
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/" SESSIONS_DIR "/%016llx" CLOSED_SUFFIX, for_root,
+				 (unsigned long long) ids[i]);
+		(void) zoo_adelete(zkc_handle(), path, -1, swept, NULL);
+	}
+	if (closed)
+	{
+		pfree(closed);
+		pfree(closed_since);
+	}
+	closed = ids;
+	closed_since = since;
+	nclosed = n;
 }
 
 /*
@@ -174,8 +258,9 @@ sessions_listed(int rc, const struct String_vector *children, const struct Stat 
 		failed(rc, "list the sessions");
 		return;
 	}
-	now_known = parse_listing(children, false, &n);
-	now_dead = parse_listing(children, true, &nnow_dead);
+	now_known = parse_listing(children, CHILD_LIVE, &n);
+	now_dead = parse_listing(children, CHILD_TOMBSTONE, &nnow_dead);
+	sweep_closed(children, now_known, n);
 	before.live = known;
 	before.nlive = nknown;
 	before.dead = dead;
@@ -271,6 +356,11 @@ zkl_presence_tend(void)
 	}
 	if (zkl_mono_now() < next_try)
 		return;
+	if (sweep_at != 0 && zkl_mono_now() >= sweep_at)
+	{
+		sweep_at = 0;
+		list_due = true;		/* a tombstone to sweep: the listing does it */
+	}
 	if (presence_due)
 		send_presence();
 	if (list_due && !list_in_flight)
@@ -315,19 +405,17 @@ zkl_presence_listed(void)
 	return listed;
 }
 
+/* The reply to the tombstone asked for last (ctx: its mark_gen), or to an older one. */
 static void
 tombstone_created(int rc, const char *value, const void *ctx)
 {
-	if (mark == ZKL_MARK_PENDING)
+	if (mark == ZKL_MARK_PENDING && (uintptr_t) ctx == mark_gen)
 		mark = (rc == ZOK || rc == ZNODEEXISTS) ? ZKL_MARK_DONE : ZKL_MARK_FAILED;
 }
 
-/*
- * Say that a session's holders are all dead before closing it: a tombstone
- * owned by our session.  Asks once; returns how far that got.
- */
-ZklMarkState
-zkl_presence_mark_dead(int64 session)
+/* Create session's tombstone, once: returns how far that got. */
+static ZklMarkState
+send_mark(int64 session, const char *suffix, int flags)
 {
 	char		dir[ZKL_PATH_LEN];
 	char		path[ZKL_PATH_LEN];
@@ -336,11 +424,35 @@ zkl_presence_mark_dead(int64 session)
 		return mark;
 	mark_session = session;
 	mark = ZKL_MARK_PENDING;
+	mark_gen++;
 	sessions_path(dir);
-	snprintf(path, sizeof(path), "%s/%016llx" DEAD_SUFFIX, dir, (unsigned long long) session);
-	if (zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), ZOO_EPHEMERAL, tombstone_created, NULL) != ZOK)
+	snprintf(path, sizeof(path), "%s/%016llx%s", dir, (unsigned long long) session, suffix);
+	if (zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), flags, tombstone_created,
+					(const void *) (uintptr_t) mark_gen) != ZOK)
 		mark = ZKL_MARK_FAILED;
 	return mark;
+}
+
+/*
+ * Say that a session's holders are all dead before closing it: a tombstone
+ * owned by our session.
+ */
+ZklMarkState
+zkl_presence_mark_dead(int64 session)
+{
+	return send_mark(session, DEAD_SUFFIX, ZOO_EPHEMERAL);
+}
+
+/*
+ * A clean stop: the caller has seen every node of our session deleted.  A
+ * tombstone that outlives the session says its end needs no lock-delay.
+ */
+ZklMarkState
+zkl_presence_mark_closed(void)
+{
+	if (!listed)
+		return ZKL_MARK_FAILED;	/* the root of our presence node is not known to be set up */
+	return send_mark(for_session, CLOSED_SUFFIX, ZOO_PERSISTENT);
 }
 
 /*

@@ -18,6 +18,7 @@ extern void zkl_presence_reset(void);
 extern void zkl_presence_reconnected(void);
 extern bool zkl_presence_listed(void);
 extern ZklMarkState zkl_presence_mark_dead(int64 session);
+extern ZklMarkState zkl_presence_mark_closed(void);
 extern bool zkl_grants_paused(int64 now, int64 *until);
 
 #endif

@@ -54,6 +54,7 @@ typedef struct Batch
 } Batch;
 
 #define BATCH_POOL	4			/* spare batches kept for reuse */
+#define CLEAN_STOP_MS	3000	/* a clean stop's wait for every lock to be given back */
 
 static Batch *batch_pool[BATCH_POOL];
 static int	batch_pooled = 0;
@@ -830,6 +831,128 @@ set_signals(void)
 	BackgroundWorkerUnblockSignals();
 }
 
+/*
+ * One turn of the worker: the session, the presence list, then plan, send,
+ * and wait for replies (at most max_wait_ms, -1: as the plan says).  While
+ * draining for a clean stop, settings stay as stop_cleanly set them.
+ */
+static void
+worker_turn(bool draining, long max_wait_ms)
+{
+	long		wait_ms;
+	long		ghost_ms;
+
+	/* barriers and the like: the worker has a place in the proc array */
+	CHECK_FOR_INTERRUPTS();
+	zkl_session_tend();
+	if (!draining)
+	{
+		/* settings a reload may have changed */
+		core.connect_timeout = zkl_connect_timeout;
+		core.proof_bound = zkl_proof_bound;
+		core.cohort.handover = zkl_local_handover;
+		core.cohort.handover_limit = zkl_local_handover_limit;
+		core.cohort.linger_ms = zkl_linger;
+	}
+	zkl_presence_tend();
+	zkl_left_tend();
+	zkl_flush_wakes();			/* owners the session's turn woke */
+
+	wait_ms = plan_ops();
+	if (core.nops > 1)
+	{
+		zkc_hold_sends(true);
+		send_ops();
+		zkc_hold_sends(false);
+	}
+	else
+		send_ops();
+	if (core.proof_due)
+		send_proof();
+	ghost_ms = zkl_send_ghosts();
+	if (ghost_ms >= 0)
+		wait_ms = (wait_ms < 0) ? ghost_ms : Min(wait_ms, ghost_ms);
+	zkl_query_send();
+	wait_ms = zkl_session_wait_ms(wait_ms);
+	if (max_wait_ms >= 0)
+		wait_ms = (wait_ms < 0) ? max_wait_ms : Min(wait_ms, max_wait_ms);
+
+	/* data read on a connection that stays up came from the server */
+	if ((zkc_wait(zkc_handle(), wait_ms) & WL_SOCKET_READABLE) && zkc_handle() != NULL &&
+		zoo_state(zkc_handle()) == ZOO_CONNECTED_STATE)
+		zkl_shared->last_heard = GetCurrentTimestamp();
+}
+
+/* Whether no slot is in use: every request ended, every node of ours deleted and answered. */
+static bool
+table_empty(void)
+{
+	bool		empty = true;
+	int			i;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	for (i = 0; i < zkl_shared->t.nused && empty; i++)
+		empty = zkl_shared->t.slots[i].zstate == ZKS_FREE;
+	LWLockRelease(zkl_shared->lock);
+	return empty;
+}
+
+/*
+ * A clean stop (the postmaster shuts down; its backends exit meanwhile and
+ * give their locks up): go on serving until every slot is free, so that
+ * every node of our session was deleted while it lived, then leave the
+ * tombstone that tells other clusters its end needs no lock-delay
+ * (presence.c).  Bounded by CLEAN_STOP_MS: whatever is not done by then,
+ * or fails, ends in a plain close, for which the others delay.
+ */
+static void
+stop_cleanly(void)
+{
+	int64		deadline = zkl_mono_now() + (int64) CLEAN_STOP_MS * 1000;
+	int64		session = zkl_shared->t.session_id;
+	ZklMarkState mark = ZKL_MARK_PENDING;
+	bool		marking = false;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcoh_stop_lingering(&core.cohort);
+	LWLockRelease(zkl_shared->lock);
+	/* the session, not a new one a turn might open once it is lost */
+	while (zkl_mono_now() < deadline && zkc_handle() != NULL && session != 0 &&
+		   zkl_shared->t.session_id == session &&
+		   zkl_shared->t.conn_state == ZKC_CONNECTED && mark == ZKL_MARK_PENDING)
+	{
+		if (!marking && table_empty())
+		{
+			/*
+			 * Nothing is planned from here on: a request that came since
+			 * would get a node after the tombstone, and a holder it denies.
+			 * Nor is the session resumed (a worker that dies now is started
+			 * again if the stop is a smart one): it is over.
+			 */
+			marking = true;
+			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+			zkl_shared->closing_session = session;
+			LWLockRelease(zkl_shared->lock);
+		}
+		if (!marking)
+		{
+			worker_turn(true, 50);
+			continue;
+		}
+		mark = zkl_presence_mark_closed();
+		if (mark == ZKL_MARK_PENDING)
+			(void) zkc_wait(zkc_handle(), 50);
+	}
+	if (zkl_shared->t.session_id == 0)
+		return;					/* no session to close */
+	if (mark == ZKL_MARK_DONE)
+		ereport(LOG, (errmsg("zk_lock: every lock of session 0x%llx given back; other clusters need no lock-delay for its end",
+							 (unsigned long long) zkl_shared->t.session_id)));
+	else
+		ereport(LOG, (errmsg("zk_lock: could not give every lock of session 0x%llx back before the stop; other clusters wait zk_lock.lock_delay after its end",
+							 (unsigned long long) zkl_shared->t.session_id)));
+}
+
 void
 zkl_worker_main(Datum arg)
 {
@@ -851,45 +974,7 @@ zkl_worker_main(Datum arg)
 	zkl_session_begin(&session_events);
 
 	while (!ShutdownRequestPending)
-	{
-		long		wait_ms;
-		long		ghost_ms;
-
-		/* barriers and the like: the worker has a place in the proc array */
-		CHECK_FOR_INTERRUPTS();
-		zkl_session_tend();
-		/* settings a reload may have changed */
-		core.connect_timeout = zkl_connect_timeout;
-		core.proof_bound = zkl_proof_bound;
-		core.cohort.handover = zkl_local_handover;
-		core.cohort.handover_limit = zkl_local_handover_limit;
-		core.cohort.linger_ms = zkl_linger;
-		zkl_presence_tend();
-		zkl_left_tend();
-		zkl_flush_wakes();		/* owners the session's turn woke */
-
-		wait_ms = plan_ops();
-		if (core.nops > 1)
-		{
-			zkc_hold_sends(true);
-			send_ops();
-			zkc_hold_sends(false);
-		}
-		else
-			send_ops();
-		if (core.proof_due)
-			send_proof();
-		ghost_ms = zkl_send_ghosts();
-		if (ghost_ms >= 0)
-			wait_ms = (wait_ms < 0) ? ghost_ms : Min(wait_ms, ghost_ms);
-		zkl_query_send();
-		wait_ms = zkl_session_wait_ms(wait_ms);
-
-		/* data read on a connection that stays up came from the server */
-		if ((zkc_wait(zkc_handle(), wait_ms) & WL_SOCKET_READABLE) && zkc_handle() != NULL &&
-			zoo_state(zkc_handle()) == ZOO_CONNECTED_STATE)
-			zkl_shared->last_heard = GetCurrentTimestamp();
-	}
+		worker_turn(false, -1);
 
 	if (terminated_by != 0 && !shutdown_by_postmaster && !shutdown_follows())
 	{
@@ -901,8 +986,11 @@ zkl_worker_main(Datum arg)
 
 	/*
 	 * Closing the session makes ZooKeeper drop our nodes at once, so other
-	 * clusters need not wait a session timeout.  Our holders lose their locks.
+	 * clusters need not wait a session timeout.  A clean stop first gives
+	 * every node back and says so (stop_cleanly): no lock-delay for them
+	 * either.
 	 */
+	stop_cleanly();
 	zkl_session_end();
 	ereport(LOG, (errmsg("zk_lock worker stopped")));
 	proc_exit(1);				/* exit code 1: restarted unless shutting down */

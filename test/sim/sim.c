@@ -91,6 +91,7 @@ typedef enum Purpose
 	P_KEYNODE,
 	P_IGNORE,
 	P_PRES_LIST,
+	P_TOMBSTONE,
 	P_GHOST_LIST,
 	P_SUSPECT_STAT
 } Purpose;
@@ -115,6 +116,7 @@ typedef enum BState
 	B_HOLD,
 	B_COMMIT,
 	B_PUBLISH,					/* past its commit check: the commit record becomes visible */
+	B_DOWN,						/* its cluster stopped: back when it runs again */
 	B_DONE
 } BState;
 
@@ -229,7 +231,14 @@ typedef struct Cluster
 	int64_t		grants_paused_until;
 	int64_t		known[NCLUSTERS * 64];
 	int			nknown;
+	int64_t		dead[NCLUSTERS * 64];	/* tombstones (clean stops') of the last listing */
+	int			ndead;
+	int64_t		closed_since[NCLUSTERS * 64];	/* when this worker first listed each */
 	int32_t		last_cversion;
+	/* a clean stop (worker.c's stop_cleanly) */
+	bool		stopping;
+	bool		marking;		/* its tombstone asked for: nothing is planned any more */
+	int64_t		stop_deadline;	/* model time */
 	/* orphans (orphans.c) */
 	Ghost		ghosts[NSLOTS];
 	int			nghosts;
@@ -738,11 +747,43 @@ known_has(const int64_t *ids, int n, int64_t id)
 	return false;
 }
 
+/*
+ * presence.c's sweep_closed(): a clean stop's tombstone whose session is
+ * gone, listed here for a minute (of this cluster's clock), is deleted.
+ * Called before c->dead becomes the new listing's.
+ */
+static void
+sweep_closed(Cluster *c, const int64_t *live, int nlive, const int64_t *dead, int ndead)
+{
+	int64_t		since[NCLUSTERS * 64];
+	int			i;
+	int			j;
+
+	for (i = 0; i < ndead; i++)
+	{
+		since[i] = c_mono(c);
+		for (j = 0; j < c->ndead; j++)
+			if (c->dead[j] == dead[i])
+				since[i] = c->closed_since[j];
+		if (!known_has(live, nlive, dead[i]) && c_mono(c) - since[i] >= 60000000)
+		{
+			char		path[ZKM_PATH];
+
+			snprintf(path, sizeof(path), SESSIONS "/%016" PRIx64 ".closed", dead[i]);
+			trace("c%d sweeps %s", c->id, path);
+			send_blind(c, ZKM_DELETE, path, 0);
+		}
+	}
+	memcpy(c->closed_since, since, ndead * sizeof(int64_t));
+}
+
 static void
 presence_listed(Cluster *c, const ZkmMsg *msg)
 {
 	int64_t		now_known[NCLUSTERS * 64];
+	int64_t		now_dead[NCLUSTERS * 64];
 	int			n = 0;
+	int			ndead = 0;
 	bool		died;
 	ZklListing	before;
 	ZklListing	after;
@@ -755,17 +796,26 @@ presence_listed(Cluster *c, const ZkmMsg *msg)
 		c->presence_due |= msg->rc == ZNONODE;
 		return;
 	}
-	for (i = 0; i < msg->nchildren && n < NCLUSTERS * 64; i++)
-		now_known[n++] = (int64_t) strtoull(msg->children[i], NULL, 16);
+	for (i = 0; i < msg->nchildren && n < NCLUSTERS * 64 && ndead < NCLUSTERS * 64; i++)
+	{
+		char	   *end;
+		int64_t		id = (int64_t) strtoull(msg->children[i], &end, 16);
+
+		if (strcmp(end, ".closed") == 0)
+			now_dead[ndead++] = id;
+		else
+			now_known[n++] = id;
+	}
+	sweep_closed(c, now_known, n, now_dead, ndead);
 	before.live = c->known;
 	before.nlive = c->nknown;
-	before.dead = NULL;
-	before.ndead = 0;
+	before.dead = c->dead;
+	before.ndead = c->ndead;
 	before.cversion = c->last_cversion;
 	after.live = now_known;
 	after.nlive = n;
-	after.dead = NULL;
-	after.ndead = 0;
+	after.dead = now_dead;
+	after.ndead = ndead;
 	after.cversion = msg->cversion;
 	died = zld_died(c->listed ? &before : NULL, &after);
 	c->last_cversion = msg->cversion;
@@ -776,6 +826,8 @@ presence_listed(Cluster *c, const ZkmMsg *msg)
 	}
 	memcpy(c->known, now_known, n * sizeof(int64_t));
 	c->nknown = n;
+	memcpy(c->dead, now_dead, ndead * sizeof(int64_t));
+	c->ndead = ndead;
 	if (known_has(c->known, c->nknown, c->for_session))
 	{
 		c->listed = true;
@@ -994,12 +1046,108 @@ worker_read(Cluster *c, int at_least)
 }
 
 static void plan_turn(Cluster *c);
+static void worker_restart(Cluster *c);
+static void backend_exit(Cluster *c, Backend *b);
+static void end_xact(Cluster *c, Backend *b, const char *how);
+
+/* Whether no slot is in use (worker.c's table_empty). */
+static bool
+table_empty(const Cluster *c)
+{
+	int			i;
+
+	for (i = 0; i < c->t.nused; i++)
+		if (c->t.slots[i].zstate != ZKS_FREE)
+			return false;
+	return true;
+}
+
+/*
+ * The stop ends: the session closes (with its tombstone, or without: the
+ * other clusters then delay), the worker process exits, and the cluster
+ * starts again with a new worker and a new session; its backends come back.
+ */
+typedef enum StopEnd
+{
+	STOP_TOMBSTONE,				/* the tombstone answered: close */
+	STOP_PLAIN,					/* not in time, or no session: close all the same */
+	STOP_DIED					/* the worker died: its session is left to expire */
+} StopEnd;
+
+static void
+stop_close(Cluster *c, StopEnd how)
+{
+	int			i;
+
+	trace("c%d stops %s", c->id, how == STOP_TOMBSTONE ? "cleanly: tombstone made" :
+		  how == STOP_PLAIN ? "without a tombstone" : "with its worker dead, the session left");
+	c->stopping = false;
+	c->marking = false;
+	if (c->client >= 0 && how == STOP_DIED)
+		zkm_abandon(S->m, c->client);
+	else if (c->client >= 0)
+		close_session(c, how == STOP_TOMBSTONE ? "clean stop" : "stop");
+	c->client = -1;
+	/* a new postmaster: new shared memory (every slot free), a new session */
+	c->t.session_id = 0;
+	for (i = 0; i < c->t.nused; i++)
+		if (c->t.slots[i].zstate != ZKS_FREE)
+			zkt_free(&c->t, &c->t.slots[i]);
+	worker_restart(c);
+	for (i = 0; i < c->nb; i++)
+		if (c->b[i].st == B_DOWN)
+		{
+			c->b[i].st = c->b[i].txns_left > 0 && !S->quiet ? B_IDLE : B_DONE;
+			c->b[i].next_at = zkm_now(S->m) + 1000000 + rnd_int(1000000);
+		}
+}
+
+/*
+ * worker.c's stop_cleanly(), one turn: serve until every slot is free, then
+ * ask for the tombstone and plan nothing more; bounded.
+ */
+static void
+stop_turn(Cluster *c)
+{
+	Out		   *o;
+	ZkmReq		r;
+	char		path[ZKM_PATH];
+
+	worker_read(c, 0);
+	if (!c->stopping)
+		return;					/* (the tombstone's reply ended the stop) */
+	if (zkm_now(S->m) >= c->stop_deadline || c->client < 0 ||
+		c->t.conn_state != ZKC_CONNECTED)
+	{
+		stop_close(c, STOP_PLAIN);
+		return;
+	}
+	if (c->marking)
+		return;
+	if (!table_empty(c) || !c->listed)
+	{
+		plan_turn(c);
+		return;
+	}
+	c->marking = true;
+	o = out_new(c, P_TOMBSTONE, 0);
+	snprintf(path, sizeof(path), SESSIONS "/%016" PRIx64 ".closed", c->t.session_id);
+	req_init(&r, ZKM_CREATE, path, o);
+	r.flags = 0;				/* persistent: it outlives the session */
+	send_req(c, &r);
+	trace("c%d: every slot free, asks for its tombstone", c->id);
+}
 
 static void
 worker_turn(Cluster *c)
 {
 	if (c->paused)
 		return;
+	if (c->stopping)
+	{
+		stop_turn(c);
+		return;
+	}
 	worker_read(c, 0);
 	plan_turn(c);
 }
@@ -1507,6 +1655,10 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 		case P_PRES_LIST:
 			if (o.tag == c->pgen)
 				presence_listed(c, msg);
+			break;
+		case P_TOMBSTONE:
+			if (c->marking)
+				stop_close(c, msg->rc == ZOK || msg->rc == ZNODEEXISTS ? STOP_TOMBSTONE : STOP_PLAIN);
 			break;
 		case P_GHOST_LIST:
 			on_ghost_list(c, &o, msg);
@@ -2633,6 +2785,8 @@ publish(Cluster *c, Backend *b, ZklCommitVerdict v)
 	}
 	else
 		end_xact(c, b, v == ZKH_WAIT ? "commit fails: no proof in time" : "commit fails: lost or ended");
+	if (c->stopping)
+		backend_exit(c, b);		/* it was past its commit check when the stop began */
 }
 
 static bool
@@ -2678,6 +2832,7 @@ backend_step(Cluster *c, Backend *b)
 				return false;
 			publish(c, b, ZKH_COMMIT);
 			return true;
+		case B_DOWN:
 		case B_DONE:
 			return false;
 	}
@@ -3156,6 +3311,7 @@ typedef enum FaultKind
 	F_RELOAD,					/* a reload turns local hand-over off or on */
 	F_REAP,						/* the server reaps an empty container */
 	F_SILENT,					/* a link that drops every packet, with no reset */
+	F_STOP,						/* a clean stop (fast shutdown) and a start */
 	NFAULTS
 } FaultKind;
 
@@ -3218,6 +3374,47 @@ worker_restart(Cluster *c)
 	}
 	else
 		c->next_open = c_mono(c);
+}
+
+/*
+ * A fast shutdown: each backend's transaction aborts and the backend exits,
+ * giving up every lock at both levels; one past its commit check finishes
+ * its commit first (backend_step), as interrupts wait for it.
+ */
+static void
+backend_exit(Cluster *c, Backend *b)
+{
+	int			i;
+
+	if (b->st == B_PUBLISH || b->st == B_DONE || b->st == B_DOWN)
+		return;
+	if (b->st != B_IDLE)
+	{
+		b->txns_left--;
+		end_xact(c, b, "aborts: its cluster stops");
+	}
+	for (i = 0; i < b->nholds; i++)
+		b->holds[i].nxact = b->holds[i].nsession = 0;
+	release_empty(c, b);
+	b->sess_key = -1;
+	b->napp = 0;
+	b->told_lost = false;
+	if (b->st != B_DONE)
+		b->st = B_DOWN;
+}
+
+static void
+begin_stop(Cluster *c)
+{
+	int			i;
+
+	trace("fault: c%d stops (fast shutdown)", c->id);
+	for (i = 0; i < c->nb; i++)
+		backend_exit(c, &c->b[i]);
+	c->stopping = true;
+	c->marking = false;
+	c->stop_deadline = zkm_now(S->m) + 3000000;
+	zcoh_stop_lingering(&c->core.cohort);
 }
 
 static void
@@ -3283,6 +3480,12 @@ fault(void)
 			zkm_set_paused(S->m, c->client, true);
 		trace("fault: c%d worker paused until %.3f", ci, c->paused_until / 1e6);
 	}
+	else if (what == F_CRASH && c->stopping)
+	{
+		/* the postmaster, shutting down, starts no new worker */
+		trace("fault: c%d worker dies during its stop", ci);
+		stop_close(c, STOP_DIED);
+	}
 	else if (what == F_CRASH)
 	{
 		trace("fault: c%d worker crashes", ci);
@@ -3307,6 +3510,19 @@ fault(void)
 	}
 	else if (what == F_REAP && zkm_step_reap(S->m))
 		trace("fault: an empty key node reaped");
+	else if (what == F_STOP)
+	{
+		/* mostly a cluster with a backend past its commit check: the stop must wait for it */
+		int			i;
+		int			j;
+
+		for (i = 0; i < S->ncl; i++)
+			for (j = 0; j < S->c[i].nb; j++)
+				if (S->c[i].b[j].st == B_PUBLISH && chance(70))
+					c = &S->c[i];
+		if (!c->stopping && !c->paused && c->client >= 0)
+			begin_stop(c);
+	}
 }
 
 static void
@@ -3459,7 +3675,7 @@ draw_world(Sim *sim)
 {
 	static const int ncl[] = {1, 2, 2, 3, 3, 3, 3, 4, 4, 5};
 	static const int multi[] = {0, 6, 12, 12, 30, 50};
-	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6};
+	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6, 3};
 	int			base_pb;
 	int			sum_timeout = 0;
 	int			margin;
