@@ -8,7 +8,7 @@ pkgs="make gcc postgresql-server-dev-15 libzookeeper-st-dev"
 if [ "${1:-}" = --build ]; then
 	shift
 else
-	pkgs="$pkgs postgresql-15 postgresql-client-15 zookeeper libipc-run-perl clang libclang-rt-14-dev"
+	pkgs="$pkgs postgresql-15 postgresql-client-15 zookeeper libipc-run-perl clang libclang-rt-14-dev pgbouncer"
 	command -v java >/dev/null 2>&1 || pkgs="$pkgs default-jre-headless"
 fi
 pkgs="$pkgs $*"	# extra packages a caller needs (make bench, make deb)
@@ -26,5 +26,13 @@ fi
 echo "installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
+# Packages with a service (pgbouncer) must not start one: the tests start
+# their own servers and stop them by PID.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+	trap 'rm -f "$policy"' EXIT
+	printf '#!/bin/sh\nexit 101\n' >"$policy"
+	chmod 755 "$policy"
+fi
 # shellcheck disable=SC2086
 apt-get install -y -qq $missing >/dev/null
