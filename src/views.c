@@ -77,7 +77,11 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 		bool		semaphore = s->mode == ZKL_MODE_SEMAPHORE;
 		bool		granted = s->result == ZKR_GRANTED && !s->abandoned;
 
-		values[0] = Int32GetDatum(s->owner_pid);
+		/* a lingering node belongs to no backend */
+		if (s->owner_pid != 0)
+			values[0] = Int32GetDatum(s->owner_pid);
+		else
+			nulls[0] = true;
 		values[1] = CStringGetTextDatum(zkl_display_key(s->key));
 		values[2] = CStringGetTextDatum(s->key[semaphore] == ZKL_KEY_BIGINT ? "bigint" :
 										s->key[semaphore] == ZKL_KEY_PAIR ? "integer pair" : "text");
