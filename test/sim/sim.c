@@ -1903,6 +1903,20 @@ abandon_group(Cluster *c, Backend *b)
 	b->ngroup = 0;
 }
 
+/* The backend exits: every lock of it goes, session-level ones too (xact.c's exit_callback). */
+static void
+release_all(Cluster *c, Backend *b)
+{
+	int			i;
+
+	for (i = 0; i < b->nholds; i++)
+		b->holds[i].nxact = b->holds[i].nsession = 0;
+	release_empty(c, b);
+	b->sess_key = -1;
+	b->napp = 0;
+	b->told_lost = false;
+}
+
 static void
 end_xact(Cluster *c, Backend *b, const char *how)
 {
@@ -1919,15 +1933,7 @@ end_xact(Cluster *c, Backend *b, const char *how)
 			fail("c%d b%d: the end of a transaction released a session-level lock on %s",
 				 c->id, b->pid, b->holds[i].key);
 	if (b->txns_left <= 0 || S->quiet)
-	{
-		/* the backend exits: that releases its session-level locks too */
-		for (i = 0; i < b->nholds; i++)
-			b->holds[i].nxact = b->holds[i].nsession = 0;
-		release_empty(c, b);
-		b->sess_key = -1;
-		b->napp = 0;
-		b->told_lost = false;
-	}
+		release_all(c, b);		/* the backend exits */
 	memset(&b->proof, 0, sizeof(b->proof));
 	b->nspans = 0;
 	b->lost_seen = false;
@@ -3384,8 +3390,6 @@ worker_restart(Cluster *c)
 static void
 backend_exit(Cluster *c, Backend *b)
 {
-	int			i;
-
 	if (b->st == B_PUBLISH || b->st == B_DONE || b->st == B_DOWN)
 		return;
 	if (b->st != B_IDLE)
@@ -3393,12 +3397,7 @@ backend_exit(Cluster *c, Backend *b)
 		b->txns_left--;
 		end_xact(c, b, "aborts: its cluster stops");
 	}
-	for (i = 0; i < b->nholds; i++)
-		b->holds[i].nxact = b->holds[i].nsession = 0;
-	release_empty(c, b);
-	b->sess_key = -1;
-	b->napp = 0;
-	b->told_lost = false;
+	release_all(c, b);
 	if (b->st != B_DONE)
 		b->st = B_DOWN;
 }
