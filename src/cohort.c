@@ -26,7 +26,12 @@
  *
  * Linger (zk_lock.linger): with no local waiter, a released node may stay
  * for a while under no owner (ZKS_LINGER), so that a repeat request takes it
- * at once; a child event ends that. *
+ * at once; a child event ends that.  Only a node created with the linger
+ * mark in its data lingers (may_linger), so that another cluster's try-lock
+ * can tell that the node ahead of it may have no holder and wait for it to
+ * go (core.c, linger_wait); once a node queued behind a held one is seen, the
+ * mark is taken off (ZKT_UNMARK), and such a try answers false.
+ *
  * Readers (ride): a shared request joins a local reader's granted node that
  * has no exclusive node ahead (`clear`), while no local exclusive request
  * for the key is live, within the same bound (counted for the key: only a
@@ -59,6 +64,12 @@ static bool
 eligible_x(const ZklCohort *c, const ZklSlot *s)
 {
 	return eligible(c, s) && s->mode == ZKL_MODE_EXCLUSIVE;
+}
+
+bool
+zcoh_marks_linger(const ZklCohort *c, const ZklSlot *s)
+{
+	return c->linger_ms > 0 && eligible_x(c, s);
 }
 
 bool
@@ -220,6 +231,7 @@ take_node(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	to->czxid = from->czxid;
 	to->root_id = from->root_id;
 	to->foreign = from->foreign;
+	to->may_linger = from->may_linger;
 	to->kept = false;
 	to->watch[0] = '\0';
 	to->watch_sole = false;
@@ -423,7 +435,7 @@ release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 	{
 		if (w != NULL)
 			pass(c, o, w);
-		else if (c->linger_ms > 0 && !o->foreign)
+		else if (c->linger_ms > 0 && o->may_linger && !o->foreign)
 		{
 			o->zstate = ZKS_LINGER;
 			o->linger_until = mono + (int64_t) c->linger_ms * 1000;
@@ -899,6 +911,12 @@ zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 		readers_learn(c, s, kids, n);
 	if (s->foreign && s->zstate == ZKS_LINGER)
 		end_linger(s);			/* another request waits: no lingering for it */
+	else if (s->foreign && s->may_linger && s->zstate == ZKS_HELD)
+	{
+		/* it will not linger now: tell a try-lock behind it that waits for that */
+		s->may_linger = false;
+		s->todo |= ZKT_UNMARK;
+	}
 }
 
 void

@@ -59,6 +59,9 @@ extern void zcoh_listing_planned(ZklSlot *s);
 /* Connected again: events for what changed meanwhile are still to come. */
 extern void zcoh_disarm(ZklCohort *c);
 
+/* Whether a new node of s is created with the linger mark (zcore_node_data). */
+extern bool zcoh_marks_linger(const ZklCohort *c, const ZklSlot *s);
+
 /* A clean stop: no node lingers any longer, nor will (its delete is owed now). */
 extern void zcoh_stop_lingering(ZklCohort *c);
 

@@ -40,6 +40,17 @@
 #define ERR_BAD_PARAM	ZKL_SQLSTATE('2','2','0','2','3')
 #define ERR_SERIALIZATION	ZKL_SQLSTATE('4','0','0','0','1')
 
+/*
+ * How long another cluster's try-lock waits for a lingering node to go:
+ * that cluster deletes it on the child event of the try's create, so the
+ * wait is two or three round trips; bounded by a multiple of the try's own
+ * round trip, and a floor for the two workers' wake-ups.
+ */
+#define LINGER_WAIT_RTTS	4
+#define LINGER_WAIT_MIN_MS	25
+/* Node data with the mark ends so (JSON: the object's last member). */
+#define LINGER_MARK			"\"linger\":true}"
+
 static ZklCohort *cohort_of(ZklCore *c);
 
 static void
@@ -632,6 +643,60 @@ grant(ZklCore *c, ZklSlot *s)
 	}
 }
 
+/* ---- the linger mark (cohort.c lingers; another cluster's try-lock waits) ---- */
+
+/* Whether the owner's data can carry the mark: a JSON object with room for it. */
+static bool
+data_markable(const char *data)
+{
+	size_t		n = strlen(data);
+
+	return n >= 2 && data[0] == '{' && data[n - 1] == '}' &&
+		n + strlen(LINGER_MARK) < ZKL_NODE_DATA_LEN;
+}
+
+void
+zcore_node_data(const ZklSlot *s, char *out)
+{
+	size_t		n = strlen(s->data);
+
+	if (s->may_linger && data_markable(s->data))
+		snprintf(out, ZKL_NODE_DATA_LEN, "%.*s%s%s", (int) (n - 1), s->data,
+				 n > 2 ? "," : "", LINGER_MARK);
+	else
+		snprintf(out, ZKL_NODE_DATA_LEN, "%s", s->data);
+}
+
+bool
+zcore_data_lingers(const char *data, int len)
+{
+	int			k = (int) strlen(LINGER_MARK);
+
+	return data != NULL && len >= k && memcmp(data + len - k, LINGER_MARK, k) == 0;
+}
+
+/*
+ * A try-lock whose only blocker is an exclusive node of another backend at
+ * the head of the queue: that node may be lingering (no holder).  Then it
+ * waits, reading the node's data with a watch (wait_behind), until the node
+ * goes (granted), its data says it is held (zcore_watch_set_reply), or
+ * try_until: LINGER_WAIT_RTTS of its own create's round trip.
+ */
+static bool
+linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, int nmine)
+{
+	int64_t		now = mono(c);
+
+	if (s->mode == ZKL_MODE_SEMAPHORE || s->group != 0 || kids[watch].mode != ZKL_MODE_EXCLUSIVE ||
+		!zkr_sole_blocker(kids, own, watch, c->mine, c->held, nmine) ||
+		zkr_foreign_ahead(kids, own, c->mine, nmine) != 1)
+		return false;
+	if (s->try_until == 0)
+		s->try_until = now + CORE_MAX(LINGER_WAIT_RTTS * (now - s->sent_at),
+									  (int64_t) LINGER_WAIT_MIN_MS * 1000);
+	return now < s->try_until;
+}
+
 /* ---- local hand-over (cohort.c): the steps of ours that it takes ---- */
 
 static void
@@ -703,7 +768,7 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, in
 		s->todo = ZKT_DELETE;
 		return;
 	}
-	if (s->nowait)
+	if (s->nowait && !linger_wait(c, s, kids, own, watch, nmine))
 	{
 		refuse_try(c, s);
 		return;
@@ -970,16 +1035,35 @@ zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int
  * the session.  A data read of a missing node sets no watch.
  */
 void
-zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc)
+zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int len)
 {
 	ZklSlot    *s = reply_slot(c, tag);
+
+	if (s == NULL || s->zstate != ZKS_QUEUED)
+		return;
 
 	/*
 	 * ZNONODE: the predecessor went away before the watch was set.  A lost
 	 * reply may or may not have set the watch.  Either way, look again.
 	 */
-	if (s != NULL && s->zstate == ZKS_QUEUED && (rc == ZNONODE || zcore_outcome_unknown(rc)))
+	if (rc == ZNONODE || zcore_outcome_unknown(rc))
 		s->todo |= ZKT_CHILDREN;
+	/* a try-lock waits only for a node that may be lingering: a holder's answers false */
+	else if (rc == ZOK && s->nowait && !zcore_data_lingers(data, len))
+		refuse_try(c, s);
+}
+
+/*
+ * The mark is gone, or the node is (ZNONODE): either way nobody waits for it
+ * to linger.  A lost reply: send it again while the node is held.
+ */
+void
+zcore_unmark_reply(ZklCore *c, uint64_t tag, int rc)
+{
+	ZklSlot    *s = reply_slot(c, tag);
+
+	if (s != NULL && s->zstate == ZKS_HELD && zcore_outcome_unknown(rc))
+		s->todo |= ZKT_UNMARK;
 }
 
 void
@@ -1286,12 +1370,13 @@ zcore_proof_reply(ZklCore *c, uint64_t gen, int rc)
  */
 static const struct
 {
-	uint8_t		bit;
-	uint8_t		clears;
+	uint16_t	bit;
+	uint16_t	clears;
 	ZklOpKind	kind;
 }			followups[] =
 {
 	{ZKT_VERIFY, ZKT_VERIFY, OP_VERIFY},
+	{ZKT_UNMARK, ZKT_UNMARK, OP_UNMARK},
 	{ZKT_STAT, ZKT_STAT, OP_STAT},
 	{ZKT_CHILDREN, ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER, OP_CHILDREN},
 	{ZKT_BARRIER, ZKT_BARRIER | ZKT_WATCH, OP_BARRIER},
@@ -1477,6 +1562,8 @@ plan_send(ZklCore *c, int idx, Turn *turn)
 		c->t->counters.requests++;
 		s->root_id = root_for(c, s, turn->old_roots);
 		s->checked_at = turn->now;	/* the pipelined getChildren */
+		/* the create's data says so (zcore_node_data): a lookup adopts it as it was */
+		s->may_linger = zcoh_marks_linger(cohort_of(c), s) && data_markable(s->data);
 	}
 	s->attempt = ++c->t->next_attempt;
 	op = new_op(c, idx, s->zstate == ZKS_NEW ? OP_CREATE : OP_RECOVER);
@@ -1653,6 +1740,17 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 		s->zstate = ZKS_DELETING;
 		s->todo = ZKT_DELETE;
 		return plan_delete(c, idx, turn);
+	}
+	if (s->zstate == ZKS_QUEUED && s->try_until != 0 && !s->delayed_until)
+	{
+		long		left = ms_until(turn->mono, s->try_until);
+
+		if (left <= 0)
+		{
+			refuse_try(c, s);	/* the node it waited for still stands: held after all */
+			return plan_delete(c, idx, turn);
+		}
+		sooner(turn, left);
 	}
 	if (!turn->connected)
 		return false;

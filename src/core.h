@@ -27,7 +27,8 @@ typedef enum ZklOpKind
 	OP_RECOVER,					/* getChildren, to look for our uuid */
 	OP_STAT,					/* exists(slot->node): owner and token */
 	OP_VERIFY,					/* a check of slot->node inside a multi (through the leader) */
-	OP_BARRIER					/* exists(slot->node), then grant */
+	OP_BARRIER,					/* exists(slot->node), then grant */
+	OP_UNMARK					/* setData(slot->node): zcore_node_data(), the mark gone */
 } ZklOpKind;
 
 typedef struct ZklOp
@@ -108,6 +109,16 @@ extern bool zcore_outcome_unknown(int rc);
  */
 extern bool zcore_listing_watches(const ZklCore *c, const ZklSlot *s);
 
+/*
+ * A node's data: the owner's (slot->data), with the linger mark when the
+ * node may linger (zk_lock.linger: ZklSlot.may_linger).  Another cluster's
+ * try-lock that finds only such a node ahead waits a moment for it to go
+ * (core.c, linger_wait) instead of answering false.
+ */
+#define ZKL_NODE_DATA_LEN	(ZKL_DATA_LEN + 16)
+extern void zcore_node_data(const ZklSlot *s, char *out);
+extern bool zcore_data_lingers(const char *data, int len);
+
 /* The slot's key node and a child of it, as full paths. */
 #define ZKL_PATH_LEN		2048
 extern void zcore_key_path(const ZklTable *t, const ZklSlot *s, char *out);
@@ -142,7 +153,9 @@ extern void zcore_key_node_reply(ZklCore *c, uint64_t tag, int rc);
 /* watched: the listing set a child watch (zcore_listing_watches said so when it was sent) */
 extern void zcore_children_reply(ZklCore *c, uint64_t tag, int rc,
 								 const ZkrChild *kids, int n, bool watched);
-extern void zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc);
+/* data: the watched node's (len bytes; NULL unless rc is ZOK) */
+extern void zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int len);
+extern void zcore_unmark_reply(ZklCore *c, uint64_t tag, int rc);
 extern void zcore_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path);
 extern void zcore_barrier_reply(ZklCore *c, uint64_t tag, int rc);
 extern void zcore_delete_reply(ZklCore *c, uint64_t tag, int rc);

@@ -62,6 +62,7 @@ typedef enum ZklResult
 #define ZKT_VERIFY		0x20	/* prove the node (so the session) alive, via the leader */
 #define ZKT_SOLO		0x40	/* send the next create or delete on its own, not in a multi */
 #define ZKT_BARRIER		0x80	/* read once more, then grant (see core.c) */
+#define ZKT_UNMARK		0x100	/* rewrite the node's data without the linger mark (cohort.c) */
 
 /* zk_lock.verify_on_commit progress of a held slot (ZklSlot.verify) */
 #define ZKV_NONE	0
@@ -92,7 +93,7 @@ typedef struct ZklSlot
 	bool		clear;			/* worker only: once granted, no exclusive node at all is ahead */
 	bool		rides;			/* worker only: holds shared through a local node of another
 								 * slot (`node`), none of its own (cohort.c) */
-	uint8_t		todo;			/* ZKT_* bits */
+	uint16_t	todo;			/* ZKT_* bits */
 	uint8_t		retries;		/* parent re-creations, to bound a loop */
 	uint8_t		verify;			/* ZKV_*; owner asks (ASKED), worker answers */
 	uint8_t		scope;			/* owner: ZKL_SCOPE_* bits, the levels it is held at */
@@ -112,6 +113,10 @@ typedef struct ZklSlot
 	bool		kept;			/* released, its node kept until that listing is back */
 	uint16_t	since_foreign;	/* hand-overs since */
 	int64_t		linger_until;	/* mono, a LINGER slot's end */
+	bool		may_linger;		/* worker only: its node's data bears the linger mark, so
+								 * it may linger (passed on with the node) */
+	int64_t		try_until;		/* worker only, mono: a try-lock waits for a lingering node
+								 * no longer (0: it has not met one) */
 	int64_t		requested_at;	/* wall: when the owner asked */
 	int64_t		queued_at;		/* wall: when it last became NEW: connect deadlines */
 	uint64_t	ticket;			/* its attempt when it last became NEW: local FIFO order (a

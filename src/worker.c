@@ -51,6 +51,7 @@ typedef struct Batch
 	zoo_op_t	ops[ZKL_BATCH_MAX];
 	zoo_op_result_t results[ZKL_BATCH_MAX];
 	char		names[ZKL_BATCH_MAX][ZKL_PATH_LEN]; /* ops' paths; created nodes' paths */
+	char		data[ZKL_BATCH_MAX][ZKL_NODE_DATA_LEN]; /* created nodes' data */
 } Batch;
 
 #define BATCH_POOL	4			/* spare batches kept for reuse */
@@ -295,7 +296,15 @@ watch_set(int rc, const char *value, int value_len, const struct Stat *stat,
 		  const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_watch_set_reply(&core, ctx_tag(ctx), rc);
+	zcore_watch_set_reply(&core, ctx_tag(ctx), rc, value, value_len);
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+unmark_done(int rc, const struct Stat *stat, const void *ctx)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_unmark_reply(&core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -559,7 +568,8 @@ send_batches(void)
 					send_parents(s, tag_ctx(b->tags[j]));
 				/* names[] is read when the multi is sent, and gets the result */
 				create_path(s, s->uuid, b->names[j]);
-				zoo_create_op_init(&b->ops[j], b->names[j], s->data, strlen(s->data),
+				zcore_node_data(s, b->data[j]);
+				zoo_create_op_init(&b->ops[j], b->names[j], b->data[j], strlen(b->data[j]),
 								   zkc_acl(), ZOO_EPHEMERAL_SEQUENTIAL,
 								   b->names[j], ZKL_PATH_LEN);
 			}
@@ -591,6 +601,7 @@ send_op(const ZklOp *op)
 	void	   *ctx = tag_ctx(zcore_tag(op->idx, op->attempt));
 	char		path[ZKL_PATH_LEN];
 	char		parent[ZKL_PATH_LEN];
+	char		data[ZKL_NODE_DATA_LEN];
 	int			rc = ZOK;
 
 	zcore_key_path(&zkl_shared->t, s, parent);
@@ -602,7 +613,8 @@ send_op(const ZklOp *op)
 			if (zkl_test_orphan)
 				send_test_orphan(s);
 			create_path(s, s->uuid, path);
-			rc = zoo_acreate2(zkc_handle(), path, s->data, strlen(s->data),
+			zcore_node_data(s, data);
+			rc = zoo_acreate2(zkc_handle(), path, data, strlen(data),
 							  zkc_acl(), ZOO_EPHEMERAL_SEQUENTIAL, create_done, ctx);
 			if (rc == ZOK)
 			{
@@ -645,6 +657,11 @@ send_op(const ZklOp *op)
 		case OP_WATCH:
 			zcore_child_path(&zkl_shared->t, s, s->watch, path);
 			rc = zoo_awget(zkc_handle(), path, predecessor_watch, ctx, watch_set, ctx);
+			break;
+		case OP_UNMARK:
+			zcore_child_path(&zkl_shared->t, s, s->node, path);
+			zcore_node_data(s, data);
+			rc = zoo_aset(zkc_handle(), path, data, strlen(data), -1, unmark_done, ctx);
 			break;
 		case OP_DELETE:
 			zcore_child_path(&zkl_shared->t, s, s->node, path);

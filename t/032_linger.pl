@@ -1,6 +1,13 @@
 # zk_lock.linger: a released exclusive lock's node stays for the cluster's
 # next request of the key.  zk_locks shows it with no backend (pid NULL)
 # while it lingers, and a new request of the cluster takes it over.
+#
+# A lingering node never refuses a free key to another cluster: B's
+# try-locks (timeout 0, every 100 ms) while A reuses the key (50 ms held,
+# 50 ms free) win about as often with A's linger 5 s as with linger off;
+# a key A really holds answers B false at once, and so does a lingering
+# node whose cluster does not answer (its worker stopped), within the
+# bound of a few round trips, far below the 5 s linger.
 use strict;
 use warnings;
 
@@ -8,6 +15,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 use ZkLockTest;
 
 my $zk = start_zookeeper('linger');
@@ -25,6 +33,78 @@ is(
 		"BEGIN; SELECT zk_lock('lg'); SELECT pid = pg_backend_pid(), state, node FROM zk_locks WHERE key = 'lg'; COMMIT"),
 	"\nt|granted|$node", 'the next request of the cluster takes that node over, with its pid');
 
+my $b = new_zk_cluster('lgb', $zk);
+$b->safe_psql('postgres', q{
+	CREATE FUNCTION timed_try(k text) RETURNS text LANGUAGE plpgsql AS $$
+	DECLARE t0 timestamptz := clock_timestamp(); r bool;
+	BEGIN
+		r := zk_try_lock(k);
+		RETURN r || ' ' || round(extract(epoch FROM clock_timestamp() - t0) * 1000);
+	END $$});
+ok(wait_for(sub { $b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('warm', 0); COMMIT") eq 't' }, 30),
+	'B grants');
+
+# A reuses 'hot' (50 ms held, 50 ms free) while B tries it every 100 ms; B's wins.
+my $script = "${PostgreSQL::Test::Utils::tmp_check}/reuse.sql";
+append_to_file($script, "BEGIN;\nSELECT zk_lock('hot');\nSELECT pg_sleep(0.05);\nCOMMIT;\nSELECT pg_sleep(0.05);\n");
+sub wins_against_reuse
+{
+	my ($tries) = @_;
+	my ($out, $err) = ('', '');
+	my $h = IPC::Run::start(
+		[ 'pgbench', '-n', '-c', 1, '-T', 30, '-f', $script, '-h', $a->host, '-p', $a->port, 'postgres' ],
+		'>', \$out, '2>', \$err, IPC::Run::timeout(90));
+	usleep(500_000);
+	my $wins = 0;
+	for (1 .. $tries)
+	{
+		$wins++ if $b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('hot', 0); COMMIT") eq 't';
+		usleep(100_000);
+	}
+	$h->kill_kill;
+	$h->finish;
+	return $wins;
+}
+sub set_linger
+{
+	my ($ms) = @_;
+	$a->safe_psql('postgres', "ALTER SYSTEM SET zk_lock.linger = '$ms'; SELECT pg_reload_conf()");
+	ok(wait_for(sub { $a->safe_psql('postgres', 'SHOW zk_lock.linger') eq $ms }, 10), "A: linger $ms");
+	usleep(300_000);    # the worker's reload
+}
+set_linger('0');
+my $wins_off = wins_against_reuse(40);
+set_linger('5s');
+my $wins_on = wins_against_reuse(40);
+note("B's try-locks won $wins_off of 40 against linger off, $wins_on of 40 against linger 5 s");
+cmp_ok($wins_off, '>=', 8, 'linger off: B wins some of its tries');
+cmp_ok($wins_on, '>=', $wins_off / 2,
+	"a lingering node does not refuse the free key: $wins_on wins against $wins_off with linger off");
+
+# A holds 'held': B's try is false at once, however long A lingers.
+my $hold = $a->background_psql('postgres');
+$hold->query_safe("BEGIN; SELECT zk_lock('held')");
+my ($r, $ms) = split ' ', $b->safe_psql('postgres', "SELECT timed_try('held')");
+is($r, 'false', 'a key held in another cluster: the try is false');
+cmp_ok($ms, '<', 1000, "at once ($ms ms; linger is 5000 ms)");
+$hold->query_safe('COMMIT');
+$hold->quit;
+
+# A lingers with 'cold', then its worker stops answering: B's try gives up within the bound.
+$a->safe_psql('postgres', "BEGIN; SELECT zk_lock('cold'); SELECT pg_sleep(0.3); COMMIT");
+ok(wait_for(sub { $a->safe_psql('postgres', "SELECT state FROM zk_locks WHERE key = 'cold'") eq 'lingering' }, 5),
+	'cold lingers in A');
+my $worker = zk_status($a, 'worker_pid');
+END { kill 'CONT', $worker if $worker; }
+kill 'STOP', $worker;
+($r, $ms) = split ' ', $b->safe_psql('postgres', "SELECT timed_try('cold')");
+kill 'CONT', $worker;
+is($r, 'false', 'a lingering node whose cluster does not answer: false');
+cmp_ok($ms, '<', 1000, "within the bound ($ms ms; linger is 5000 ms)");
+ok(wait_for(sub { $b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('cold', 0); COMMIT") eq 't' }, 10),
+	'once A answers again, it gives the node up');
+
+$b->stop;
 $a->stop;
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 15), 'a stop gives it up')
   or diag(join("\n", zk_lock_nodes($zk)));

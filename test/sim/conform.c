@@ -48,6 +48,7 @@ typedef struct Res
 	char		name[ZKM_PATH];	/* create: the path made */
 	int64_t		czxid;			/* create (real: with Stat), exists, getData */
 	int64_t		owner;			/* exists, getData: session index + 1, 0: none */
+	char		data[ZKM_DATA];	/* getData */
 	int32_t		cversion;		/* getChildren */
 	int			n;
 	char	  **kids;			/* getChildren, sorted */
@@ -258,6 +259,10 @@ stat_done(int rc, const struct Stat *st, const void *data)
 static void
 data_done(int rc, const char *value, int len, const struct Stat *st, const void *data)
 {
+	Res		   *r = (Res *) data;
+
+	if (rc == ZOK && value != NULL && len > 0)
+		snprintf(r->data, sizeof(r->data), "%.*s", len, value);
 	stat_done(rc, st, data);
 }
 
@@ -317,7 +322,7 @@ real_run(int s, const ZkmReq *q, Res *r)
 	switch (q->kind)
 	{
 		case ZKM_CREATE:
-			rc = zoo_acreate2(zh[s], q->path, "", 0, &ZOO_OPEN_ACL_UNSAFE,
+			rc = zoo_acreate2(zh[s], q->path, q->data, (int) strlen(q->data), &ZOO_OPEN_ACL_UNSAFE,
 							  ((q->flags & ZKM_F_EPHEMERAL) ? ZOO_EPHEMERAL : 0) |
 							  ((q->flags & ZKM_F_SEQUENTIAL) ? ZOO_SEQUENCE : 0),
 							  string_done, r);
@@ -336,6 +341,9 @@ real_run(int s, const ZkmReq *q, Res *r)
 		case ZKM_EXISTS:
 			rc = zoo_aexists(zh[s], q->path, 0, stat_done, r);
 			break;
+		case ZKM_SETDATA:
+			rc = zoo_aset(zh[s], q->path, q->data, (int) strlen(q->data), -1, stat_done, r);
+			break;
 		case ZKM_MULTI_OP:
 			memset(&mc, 0, sizeof(mc));
 			mc.res = r;
@@ -345,7 +353,8 @@ real_run(int s, const ZkmReq *q, Res *r)
 				const ZkmSub *sub = &q->sub[i];
 
 				if (sub->kind == ZKM_CREATE)
-					zoo_create_op_init(&ops[i], sub->path, "", 0, &ZOO_OPEN_ACL_UNSAFE,
+					zoo_create_op_init(&ops[i], sub->path, sub->data, (int) strlen(sub->data),
+									   &ZOO_OPEN_ACL_UNSAFE,
 									   ((sub->flags & ZKM_F_EPHEMERAL) ? ZOO_EPHEMERAL : 0) |
 									   ((sub->flags & ZKM_F_SEQUENTIAL) ? ZOO_SEQUENCE : 0),
 									   mc.bufs[i], ZKM_PATH);
@@ -447,8 +456,11 @@ model_take(int s, ZkmMsg *msg, uint64_t tag, Res *r)
 				r->kids[i] = strdup(msg->children[i]);
 			qsort(r->kids, r->n, sizeof(char *), cmp_str);
 			break;
-		case ZKM_EXISTS:
 		case ZKM_GETDATA:
+			snprintf(r->data, sizeof(r->data), "%s", msg->data);
+			/* FALLTHROUGH */
+		case ZKM_EXISTS:
+		case ZKM_SETDATA:
 			r->czxid = msg->czxid;
 			r->owner = 0;
 			for (i = 0; i < NSESS && msg->owner != 0; i++)
@@ -564,6 +576,8 @@ compare(const ZkmReq *q, Res *a, Res *b)
 		snprintf(y, sizeof(y), "czxid %" PRId64 " (rank %d)", b->czxid, zx_rank(&model, b->czxid));
 		differ_at("czxid order", x, y);
 	}
+	if (strcmp(a->data, b->data) != 0)
+		differ_at("node data", a->data, b->data);
 	if (a->owner != b->owner)
 	{
 		snprintf(x, sizeof(x), "owner %" PRId64, a->owner);
@@ -693,6 +707,8 @@ draw(int s, ZkmReq *q, char *line, size_t len)
 	{
 		q->kind = ZKM_CREATE;
 		q->flags = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
+		if (rnd_int(2) == 0)
+			snprintf(q->data, sizeof(q->data), "{\"d\":%d}", rnd_int(1000));
 		if (rnd_int(8) == 0 && nmade > 0)
 			snprintf(q->path, sizeof(q->path), "%s/e-", made[rnd_int(nmade)]);	/* under an ephemeral */
 		else
@@ -715,10 +731,17 @@ draw(int s, ZkmReq *q, char *line, size_t len)
 		q->watch = rnd_int(3) != 0;
 		key_path(q->path);
 	}
-	else if (pick < 70)
+	else if (pick < 68)
 	{
 		q->kind = ZKM_GETDATA;
 		q->watch = rnd_int(3) != 0;
+		some_node(q->path);
+	}
+	else if (pick < 72)
+	{
+		/* the data a lingering node loses: a data watch fires */
+		q->kind = ZKM_SETDATA;
+		snprintf(q->data, sizeof(q->data), "{\"s\":%d}", rnd_int(1000));
 		some_node(q->path);
 	}
 	else if (pick < 78)
@@ -739,6 +762,7 @@ draw(int s, ZkmReq *q, char *line, size_t len)
 			{
 				sub->kind = ZKM_CREATE;
 				sub->flags = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
+				snprintf(sub->data, sizeof(sub->data), "{\"m\":%d}", i);
 				snprintf(sub->path, sizeof(sub->path), "%s/k%d/n-%d-", root,
 						 rnd_int(10) == 0 ? NKEYS : rnd_int(NKEYS), s);
 			}
@@ -757,7 +781,7 @@ draw(int s, ZkmReq *q, char *line, size_t len)
 	snprintf(line, len, "s%d %s %s%s%s", s,
 			 q->kind == ZKM_CREATE ? "create" : q->kind == ZKM_DELETE ? "delete" :
 			 q->kind == ZKM_CHILDREN ? "children" : q->kind == ZKM_GETDATA ? "getdata" :
-			 q->kind == ZKM_EXISTS ? "exists" : "multi",
+			 q->kind == ZKM_EXISTS ? "exists" : q->kind == ZKM_SETDATA ? "setdata" : "multi",
 			 q->kind == ZKM_MULTI_OP ? q->sub[0].path : q->path, q->watch ? " watch" : "",
 			 q->kind == ZKM_MULTI_OP && q->nsub > 1 ? " ..." : "");
 }

@@ -21,7 +21,9 @@ typedef struct Node
 	char		path[ZKM_PATH];
 	int64_t		owner;			/* ephemeral owner, 0: none */
 	int64_t		czxid;
+	int64_t		mzxid;			/* last data change */
 	int64_t		pzxid;			/* last child change */
+	char		data[ZKM_DATA];
 	int32_t		cversion;
 	int32_t		seq;			/* next sequential child's number: counts creates only */
 } Node;
@@ -36,9 +38,11 @@ typedef struct Tree
 typedef struct Prim
 {
 	bool		create;
+	bool		setdata;		/* neither: a delete */
 	bool		container;
 	int64_t		owner;
 	char		path[ZKM_PATH];
+	char		data[ZKM_DATA];
 } Prim;
 
 /* A reply that waits until the client's server applied a transaction. */
@@ -254,6 +258,17 @@ apply_prim(Zkm *m, Tree *t, const Prim *p, int64_t zxid)
 	Node	   *par;
 
 	parent_of(p->path, parent);
+	if (p->setdata)
+	{
+		Node	   *n = find(t, p->path);
+
+		if (n)
+		{
+			memcpy(n->data, p->data, sizeof(n->data));
+			n->mzxid = zxid;
+		}
+		return;					/* no child change */
+	}
 	if (p->create)
 	{
 		Node	   *n = add_node(t);
@@ -263,7 +278,9 @@ apply_prim(Zkm *m, Tree *t, const Prim *p, int64_t zxid)
 		n->owner = p->owner;
 		n->container = p->container;
 		n->czxid = zxid;
+		n->mzxid = zxid;
 		n->pzxid = zxid;
+		memcpy(n->data, p->data, sizeof(n->data));
 		n->cversion = p->container ? m->cversion_start : 0;
 		n->seq = n->cversion;
 	}
@@ -554,7 +571,9 @@ apply_next(Zkm *m, int s)
 		if (s != 0)
 			apply_prim(m, &sv->tree, p, t->zxid);
 		parent_of(p->path, parent);
-		if (p->create)
+		if (p->setdata)
+			fire(m, s, p->path, false, ZKM_EV_CHANGED, t->zxid);
+		else if (p->create)
 			fire(m, s, parent, true, ZKM_EV_CHILD, t->zxid);
 		else
 		{
@@ -836,7 +855,8 @@ static bool
 is_write(ZkmReqKind k)
 {
 	/* a sync goes through the leader like a write: its reply comes once the server has caught up */
-	return k == ZKM_CREATE || k == ZKM_DELETE || k == ZKM_MULTI_OP || k == ZKM_SYNC;
+	return k == ZKM_CREATE || k == ZKM_DELETE || k == ZKM_MULTI_OP || k == ZKM_SYNC ||
+		k == ZKM_SETDATA;
 }
 
 static char **
@@ -894,6 +914,8 @@ read_reply(Zkm *m, int s, const ReqNode *r)
 	msg->rc = ZOK;
 	msg->owner = n->owner;
 	msg->czxid = n->czxid;
+	if (r->req.kind == ZKM_GETDATA)
+		memcpy(msg->data, n->data, sizeof(msg->data));
 	if (r->req.kind == ZKM_CHILDREN)
 	{
 		msg->children = list_children(t, r->req.path, &msg->nchildren);
@@ -971,8 +993,18 @@ check_sub(Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
 	Node	   *par;
 
 	parent_of(sub->path, parent);
+	memset(out, 0, sizeof(*out));
 	if (sub->kind == ZKM_EXISTS)
 		return find(t, sub->path) ? ZOK : ZNONODE;
+	if (sub->kind == ZKM_SETDATA)
+	{
+		if (find(t, sub->path) == NULL)
+			return ZNONODE;
+		out->setdata = true;
+		snprintf(out->path, sizeof(out->path), "%s", sub->path);
+		memcpy(out->data, sub->data, sizeof(out->data));
+		return ZOK;
+	}
 	if (sub->kind == ZKM_DELETE)
 	{
 		if (find(t, sub->path) == NULL)
@@ -989,6 +1021,7 @@ check_sub(Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
 	if (par->owner != 0)
 		return ZNOCHILDRENFOREPHEMERALS;
 	out->create = true;
+	memcpy(out->data, sub->data, sizeof(out->data));
 	out->container = (sub->flags & ZKM_F_CONTAINER) != 0;
 	out->owner = (sub->flags & ZKM_F_EPHEMERAL) ? owner : 0;
 	if (sub->flags & ZKM_F_SEQUENTIAL)
@@ -1058,6 +1091,7 @@ zkm_step_leader(Zkm *m)
 		single.kind = r->req.kind;
 		single.flags = r->req.flags;
 		memcpy(single.path, r->req.path, sizeof(single.path));
+		memcpy(single.data, r->req.data, sizeof(single.data));
 		subs = &single;
 		nsub = 1;
 	}
@@ -1115,6 +1149,14 @@ zkm_step_leader(Zkm *m)
 		snprintf(msg->path, sizeof(msg->path), "%s", prim[0].path);
 		msg->czxid = m->zxid + 1;
 	}
+	if (r->req.kind == ZKM_SETDATA && rc == ZOK)
+	{
+		/* its reply carries the node's Stat */
+		const Node *n = find(lt, r->req.path);
+
+		msg->czxid = n->czxid;
+		msg->owner = n->owner;
+	}
 	if (m->logf)
 	{
 		char		line[ZKM_PATH + 80];
@@ -1122,7 +1164,8 @@ zkm_step_leader(Zkm *m)
 		for (i = 0; i < nprim; i++)
 		{
 			snprintf(line, sizeof(line), "leader: session %" PRIx64 " %s %s", se->id,
-					 prim[i].create ? "creates" : "deletes", prim[i].path);
+					 prim[i].create ? "creates" : prim[i].setdata ? "sets the data of" : "deletes",
+					 prim[i].path);
 			m->logf(line);
 		}
 		if (rc != ZOK)
@@ -1315,13 +1358,14 @@ zkm_step_reconnect(Zkm *m, int client)
 	{
 		const Node *node = find(&m->servers[s].tree, w->path);
 
-		if (node == NULL || (w->child && node->pzxid > c->last_zxid))
+		if (node == NULL || (w->child && node->pzxid > c->last_zxid) ||
+			(!w->child && node->mzxid > c->last_zxid))
 		{
 			ZkmMsg	   *ev = new_msg(ZKM_EVENT);
 
 			ev->tag = w->wtag;
 			ev->child = w->child;
-			ev->type = node == NULL ? ZKM_EV_DELETED : ZKM_EV_CHILD;
+			ev->type = node == NULL ? ZKM_EV_DELETED : w->child ? ZKM_EV_CHILD : ZKM_EV_CHANGED;
 			ev->zxid = server_zxid(m, s);	/* what the server has now fired it */
 			snprintf(ev->path, sizeof(ev->path), "%s", w->path);
 			push(c, ev);

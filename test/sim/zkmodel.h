@@ -13,6 +13,7 @@
  *     change, ahead of any later reply on that connection; set again by
  *     the client library on reconnect (fired at once if the node changed
  *     since the client's last seen zxid);
+ *   - node data, set at create and by setData (a data watch fires);
  *   - multi all-or-nothing with the real per-op results;
  *   - connection resets that lose replies (a write may still be applied
  *     after the reset, even after a read on the next connection), session
@@ -30,6 +31,7 @@
 #define ZKM_SERVERS	3
 #define ZKM_CLIENTS	8
 #define ZKM_MULTI	32
+#define ZKM_DATA	64			/* node data kept (longer data is cut) */
 
 typedef enum ZkmReqKind
 {
@@ -39,7 +41,8 @@ typedef enum ZkmReqKind
 	ZKM_GETDATA,				/* getData, optionally with a data watch */
 	ZKM_EXISTS,					/* exists, no watch */
 	ZKM_MULTI_OP,				/* creates, deletes and checks */
-	ZKM_SYNC					/* the server catches up with the leader first */
+	ZKM_SYNC,					/* the server catches up with the leader first */
+	ZKM_SETDATA					/* setData, any version: fires data watches */
 } ZkmReqKind;
 
 #define ZKM_F_EPHEMERAL		0x01
@@ -51,6 +54,7 @@ typedef struct ZkmSub
 	ZkmReqKind	kind;			/* ZKM_CREATE, ZKM_DELETE, or ZKM_EXISTS for a check */
 	int			flags;
 	char		path[ZKM_PATH];
+	char		data[ZKM_DATA];	/* create */
 } ZkmSub;
 
 typedef struct ZkmReq
@@ -62,12 +66,14 @@ typedef struct ZkmReq
 	uint64_t	wtag;			/* returned with the watch event */
 	int			nsub;			/* multi */
 	char		path[ZKM_PATH];
+	char		data[ZKM_DATA];	/* create, setData */
 	ZkmSub		sub[ZKM_MULTI];
 } ZkmReq;
 
 /* Event and state types (the library's are variables, not constants). */
 #define ZKM_EV_CHILD		4
 #define ZKM_EV_DELETED		2
+#define ZKM_EV_CHANGED		3
 #define ZKM_ST_CONNECTING	1
 #define ZKM_ST_CONNECTED	3
 #define ZKM_ST_EXPIRED		(-112)
@@ -89,6 +95,7 @@ typedef struct ZkmMsg
 	char		path[ZKM_PATH]; /* created path; event's path */
 	int64_t		owner;			/* exists: ephemeralOwner */
 	int64_t		czxid;
+	char		data[ZKM_DATA];	/* getData */
 	int64_t		zxid;			/* the server's, when it answered (clients track the last seen);
 								 * EVENT: the change that fired it */
 	int32_t		cversion;		/* getChildren: the parent's */

@@ -143,6 +143,15 @@ setup(void)
 	interrupts = 0;
 }
 
+/* setup() with local hand-over on, and this linger (ms). */
+static void
+setup_handover(int linger_ms)
+{
+	setup();
+	core.cohort.handover = true;
+	core.cohort.linger_ms = linger_ms;
+}
+
 static int
 claim(char mode, int pid)
 {
@@ -157,7 +166,7 @@ claim(char mode, int pid)
 	r.group = claim_group;
 	r.nowait = false;
 	r.scope = ZKL_SCOPE_XACT;
-	r.data = "";
+	r.data = "{}";
 	r.procno = pid;
 	r.pid = pid;
 	r.now = now_us;
@@ -973,9 +982,7 @@ lingering(int gaps)
 {
 	int			h;
 
-	setup();
-	core.cohort.handover = true;
-	core.cohort.linger_ms = 100;
+	setup_handover(100);
 	while (gaps-- > 0)
 		(void) claim_member(0, "tq");
 	h = lone_holder();
@@ -1040,9 +1047,7 @@ test_linger(void)
 	int			h;
 	int			n;
 
-	setup();
-	core.cohort.handover = true;
-	core.cohort.linger_ms = 100;
+	setup_handover(100);
 	h = lone_holder();
 	(void) zcore_plan(&core, true, now_us);
 	peek_alone(h);
@@ -1080,6 +1085,130 @@ listed(uint64_t tag, const char *const *names, int n, bool watched)
 	ZkrChild	kids[8];
 
 	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(names, n, kids), watched);
+}
+
+/* A writer of another cluster at the head of the key's queue. */
+#define HEAD_B "x-00000000-0000-4000-8000-0000000000fe-9-9-0000000000"
+
+/* A try-lock of pid 2 behind HEAD_B (and `more` other nodes of B); its slot. */
+static int
+try_behind(int more, int64_t rtt_us)
+{
+	static char own[ZKL_NODE_BUFLEN];
+	const char *list[3] = {HEAD_B, "x-00000000-0000-4000-8000-0000000000fd-9-9-0000000001", NULL};
+	ZkrChild	kids[3];
+	uint64_t	tag;
+	int			t;
+
+	setup();
+	t = claim(ZKL_MODE_EXCLUSIVE, 2);
+	slots[t].nowait = true;
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(t, OP_CREATE);
+	now_us += rtt_us;
+	(void) zcore_create_reply(&core, tag, ZOK, node_of(t, 1 + more, own), true, 20);
+	list[1 + more] = own;
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2 + more, kids), false);
+	(void) zcore_plan(&core, true, now_us);
+	return t;
+}
+
+/*
+ * zk_lock.linger and another cluster's try-lock.  A node that may linger
+ * says so in its data; a try-lock that finds only such a node ahead waits
+ * for it to go (granted), for its data to lose the mark (held: false), or
+ * for LINGER_WAIT_RTTS of its own round trip, at least 25 ms (false).  A
+ * node without the mark, or more than one node ahead, answers false at once.
+ */
+static void
+test_linger_and_foreign_try(void)
+{
+	const char *list[2];
+	char		data[ZKL_NODE_DATA_LEN];
+	char		path[ZKL_PATH_LEN];
+	uint64_t	tag;
+	int			h;
+	int			t;
+
+	/* the holder's side: the mark is in the create's data, and taken off once a node is behind */
+	setup_handover(100);
+	h = claim(ZKL_MODE_EXCLUSIVE, 1);
+	(void) zcore_plan(&core, true, now_us);
+	zcore_node_data(&slots[h], data);
+	CHECK(strcmp(data, "{\"linger\":true}") == 0 && zcore_data_lingers(data, strlen(data)),
+		  "created with the linger mark");
+	setup_handover(0);
+	h = claim(ZKL_MODE_EXCLUSIVE, 1);
+	(void) zcore_plan(&core, true, now_us);
+	zcore_node_data(&slots[h], data);
+	CHECK(strcmp(data, "{}") == 0 && !zcore_data_lingers(data, 2), "linger off: no mark");
+
+	setup_handover(100);
+	h = lone_holder();
+	(void) zcore_plan(&core, true, now_us);
+	peek_alone(h);
+	zcore_watch_event(&core, 0, false, "/r/tk");
+	(void) zcore_plan(&core, true, now_us);
+	list[0] = slots[h].node;
+	list[1] = WRITER_B;
+	listed(planned(h, OP_CHILDREN), list, 2, true);
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(h, OP_UNMARK);
+	zcore_node_data(&slots[h], data);
+	CHECK(tag != 0 && !slots[h].may_linger && !zcore_data_lingers(data, strlen(data)),
+		  "a held node with another cluster's request behind loses the mark");
+	zcore_unmark_reply(&core, tag, ZCONNECTIONLOSS);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(h, OP_UNMARK) != 0, "a lost reply: sent again");
+	(void) zkt_abandon(&table, &slots[h]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(h, OP_DELETE) != 0, "released, it goes: it does not linger");
+
+	/* the try's side: the node ahead lingers, then goes */
+	t = try_behind(0, 0);
+	tag = planned(t, OP_WATCH);
+	CHECK(tag != 0 && slots[t].result == ZKR_PENDING && slots[t].try_until == now_us + 25000,
+		  "a try behind one exclusive node reads its data, for 25 ms at most");
+	zcore_watch_set_reply(&core, tag, ZOK, "{\"linger\":true}", 15);
+	CHECK(slots[t].zstate == ZKS_QUEUED && slots[t].result == ZKR_PENDING, "it lingers: the try waits");
+	now_us += 24000;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(core.nops == 0 && slots[t].result == ZKR_PENDING, "still within the bound");
+	snprintf(path, sizeof(path), "/r/tk/%s", HEAD_B);
+	zcore_watch_event(&core, tag, true, path);
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(t, OP_BARRIER);
+	CHECK(tag != 0, "the node went: one read of our own");
+	zcore_barrier_reply(&core, tag, ZOK);
+	CHECK(slots[t].result == ZKR_GRANTED, "the try is granted: the key was free");
+
+	/* the node ahead is held: its data has no mark */
+	t = try_behind(0, 10000);
+	CHECK(slots[t].try_until == now_us + 40000, "the bound is four round trips when that is more");
+	zcore_watch_set_reply(&core, planned(t, OP_WATCH), ZOK, "{\"pid\":7}", 9);
+	CHECK(slots[t].result == ZKR_NOT_GRANTED && slots[t].zstate == ZKS_DELETING,
+		  "a holder's node: false at once");
+
+	/* it lingers, but never goes: false at the bound, and the try's node goes */
+	t = try_behind(0, 0);
+	zcore_watch_set_reply(&core, planned(t, OP_WATCH), ZOK, "{\"linger\":true}", 15);
+	now_us += 25000;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[t].result == ZKR_NOT_GRANTED && planned(t, OP_DELETE) != 0,
+		  "false once the bound is over, and its node is deleted");
+
+	/* its data changes (the mark taken off): read again, then false */
+	t = try_behind(0, 0);
+	tag = planned(t, OP_WATCH);
+	zcore_watch_set_reply(&core, tag, ZOK, "{\"linger\":true}", 15);
+	snprintf(path, sizeof(path), "/r/tk/%s", HEAD_B);
+	zcore_watch_event(&core, tag, false, path);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[t].result == ZKR_PENDING && planned(t, OP_CHILDREN) != 0, "a data change: the queue is read");
+
+	/* two nodes ahead: a holder and a waiter at least, false at once */
+	t = try_behind(1, 0);
+	CHECK(slots[t].result == ZKR_NOT_GRANTED && planned(t, OP_WATCH) == 0, "two nodes ahead: false at once");
 }
 
 /* A shared request of pid: claimed and planned once (a try-lock if nowait). */
@@ -1415,6 +1544,7 @@ main(void)
 	test_kept_node_not_held();
 	test_try_after_release();
 	test_linger();
+	test_linger_and_foreign_try();
 	test_linger_goes_to_first_asker();
 	test_riders();
 	test_riders_lost();
