@@ -93,6 +93,21 @@ same_key(const ZklSlot *a, const ZklSlot *b)
 	return strcmp(a->key, b->key) == 0;
 }
 
+/*
+ * s's node will not linger now (a node of another request is behind it, or
+ * linger is off): its data loses the mark, so that a try-lock behind it
+ * answers false at once instead of waiting for it to go.
+ */
+static void
+unmark(ZklSlot *s)
+{
+	if (s->may_linger && (s->zstate == ZKS_HELD || s->zstate == ZKS_QUEUED))
+	{
+		s->may_linger = false;
+		s->todo |= ZKT_UNMARK;
+	}
+}
+
 static bool
 carries(const ZklCohort *c, const ZklSlot *o)
 {
@@ -242,9 +257,13 @@ take_node(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 }
 
 /* The node of `from` (done with it) becomes `to`'s, granted at once. */
+static void refuse(ZklCohort *c, ZklSlot *s);
+
 static void
 pass(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
+	int			i;
+
 	to->handed = from->node_handed + 1;
 	to->node_handed = to->handed;
 	to->since_foreign = from->since_foreign + (from->foreign ? 1 : 0);
@@ -252,10 +271,18 @@ pass(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	to->at_head = true;
 	to->first = true;
 	to->linger_until = 0;
-	to->todo = 0;
+	to->todo = from->todo & ZKT_UNMARK;	/* owed for the node */
 	take_node(c, from, to);		/* QUEUED until the grant, as after a listing */
 	c->t->counters.handovers++;
 	c->host->grant(c->host->arg, to);
+	/* a try-lock that joined to be next is not: the key is held here again */
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *w = &c->t->slots[i];
+
+		if (w->zstate == ZKS_COHORT && w->nowait && !w->abandoned && same_key(w, to))
+			refuse(c, w);
+	}
 }
 
 /*
@@ -316,7 +343,8 @@ move_place(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	to->node_handed = 0;
 	to->since_foreign = from->since_foreign;
 	to->peek = COH_PEEK_NONE;
-	to->todo = ZKT_CHILDREN | (from->todo & ZKT_STAT);	/* an adopted node is checked first */
+	/* an adopted node is checked first; the mark's removal is owed for the node */
+	to->todo = ZKT_CHILDREN | (from->todo & (ZKT_STAT | ZKT_UNMARK));
 	take_node(c, from, to);
 }
 
@@ -348,6 +376,7 @@ turn_off(ZklCohort *c)
 	{
 		ZklSlot    *s = &c->t->slots[i];
 
+		unmark(s);				/* no node lingers now */
 		s->peek = COH_PEEK_NONE;	/* a listing out now comes back unasked for */
 		if (s->zstate == ZKS_COHORT && s->abandoned)
 			zkt_free(c->t, s);
@@ -794,6 +823,8 @@ zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 	{
 		ZklSlot    *s = &c->t->slots[i];
 
+		if (c->linger_ms == 0)
+			unmark(s);			/* linger turned off by a reload */
 		if (s->zstate == ZKS_NEW && !s->abandoned && eligible_x(c, s))
 			join(c, s, connected, mono);
 		else if ((s->zstate == ZKS_NEW || s->zstate == ZKS_COHORT) && !s->abandoned &&
@@ -911,12 +942,8 @@ zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 		readers_learn(c, s, kids, n);
 	if (s->foreign && s->zstate == ZKS_LINGER)
 		end_linger(s);			/* another request waits: no lingering for it */
-	else if (s->foreign && s->may_linger && s->zstate == ZKS_HELD)
-	{
-		/* it will not linger now: tell a try-lock behind it that waits for that */
-		s->may_linger = false;
-		s->todo |= ZKT_UNMARK;
-	}
+	else if (s->foreign)
+		unmark(s);				/* nor will it linger later: a try-lock behind it is told */
 }
 
 void

@@ -48,6 +48,7 @@
  */
 #define LINGER_WAIT_RTTS	4
 #define LINGER_WAIT_MIN_MS	25
+#define LINGER_WAIT_MAX_MS	500	/* a round trip measured across a reconnect is no round trip */
 /* Node data with the mark ends so (JSON: the object's last member). */
 #define LINGER_MARK			"\"linger\":true}"
 
@@ -256,6 +257,7 @@ requeue(ZklCore *c, ZklSlot *s)
 	s->todo = 0;
 	s->retries = 0;
 	s->node[0] = '\0';
+	s->try_until = 0;			/* a new node, a new wait */
 	forget_place(s);
 	zcoh_new_node(s);
 	s->attempt = ++c->t->next_attempt;
@@ -651,8 +653,9 @@ data_markable(const char *data)
 {
 	size_t		n = strlen(data);
 
+	/* room for the mark within ZKL_DATA_LEN: readers keep no more (queue_read.c) */
 	return n >= 2 && data[0] == '{' && data[n - 1] == '}' &&
-		n + strlen(LINGER_MARK) < ZKL_NODE_DATA_LEN;
+		n + strlen(LINGER_MARK) < ZKL_DATA_LEN;
 }
 
 void
@@ -680,20 +683,23 @@ zcore_data_lingers(const char *data, int len)
  * the head of the queue: that node may be lingering (no holder).  Then it
  * waits, reading the node's data with a watch (wait_behind), until the node
  * goes (granted), its data says it is held (zcore_watch_set_reply), or
- * try_until: LINGER_WAIT_RTTS of its own create's round trip.
+ * try_until: LINGER_WAIT_RTTS of the round trip of the listing that found
+ * it, within [LINGER_WAIT_MIN_MS, LINGER_WAIT_MAX_MS].
  */
 static bool
 linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, int nmine)
 {
 	int64_t		now = mono(c);
+	int64_t		rtt = CORE_MAX(wall(c) - s->checked_at, 0);
 
 	if (s->mode == ZKL_MODE_SEMAPHORE || s->group != 0 || kids[watch].mode != ZKL_MODE_EXCLUSIVE ||
 		!zkr_sole_blocker(kids, own, watch, c->mine, c->held, nmine) ||
 		zkr_foreign_ahead(kids, own, c->mine, nmine) != 1)
 		return false;
 	if (s->try_until == 0)
-		s->try_until = now + CORE_MAX(LINGER_WAIT_RTTS * (now - s->sent_at),
-									  (int64_t) LINGER_WAIT_MIN_MS * 1000);
+		s->try_until = now + CORE_MIN(CORE_MAX(LINGER_WAIT_RTTS * rtt,
+											   (int64_t) LINGER_WAIT_MIN_MS * 1000),
+									  (int64_t) LINGER_WAIT_MAX_MS * 1000);
 	return now < s->try_until;
 }
 
@@ -1054,16 +1060,20 @@ zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int le
 }
 
 /*
- * The mark is gone, or the node is (ZNONODE): either way nobody waits for it
- * to linger.  A lost reply: send it again while the node is held.
+ * The mark is gone.  A lost reply: send it again while the node is ours.
+ * ZNONODE: a held node is gone, whoever deleted it: the lock is not ours.
  */
 void
 zcore_unmark_reply(ZklCore *c, uint64_t tag, int rc)
 {
 	ZklSlot    *s = reply_slot(c, tag);
 
-	if (s != NULL && s->zstate == ZKS_HELD && zcore_outcome_unknown(rc))
+	if (s == NULL || (s->zstate != ZKS_HELD && s->zstate != ZKS_QUEUED))
+		return;
+	if (zcore_outcome_unknown(rc))
 		s->todo |= ZKT_UNMARK;
+	else if (rc == ZNONODE && s->zstate == ZKS_HELD)
+		lose_slot(c, s);
 }
 
 void
@@ -1376,11 +1386,11 @@ static const struct
 }			followups[] =
 {
 	{ZKT_VERIFY, ZKT_VERIFY, OP_VERIFY},
-	{ZKT_UNMARK, ZKT_UNMARK, OP_UNMARK},
 	{ZKT_STAT, ZKT_STAT, OP_STAT},
 	{ZKT_CHILDREN, ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER, OP_CHILDREN},
 	{ZKT_BARRIER, ZKT_BARRIER | ZKT_WATCH, OP_BARRIER},
 	{ZKT_WATCH, ZKT_WATCH, OP_WATCH},
+	{ZKT_UNMARK, ZKT_UNMARK, OP_UNMARK},	/* last: a try-lock waits a bounded time for it */
 };
 
 /* A fresh op for slot idx at the end of the plan. */

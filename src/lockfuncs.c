@@ -147,7 +147,7 @@ node_data(char mode, bool session)
 		escape_json(&buf, timestamptz_to_str(GetCurrentTimestamp()));
 		appendStringInfoChar(&buf, '}');
 		/* never cut JSON short: long names are left out instead */
-		if (buf.len < ZKL_DATA_LEN || !names)
+		if (buf.len < ZKL_DATA_LEN - ZKL_DATA_ROOM || !names)
 			break;
 		names = false;
 	}

@@ -34,8 +34,9 @@ query_done(int sqlstate, const char *msg)
 
 /*
  * A node of this cluster's that passed to another local holder (cohort.c)
- * still carries its creator's data: show the holder it has now, or none
- * while it lingers.  Other clusters see the creator.  Readers riding a
+ * carries its creator's data (or, once its linger mark came off, that of
+ * its holder then): show the holder it has now, or none while it lingers.
+ * Other clusters see what the data says.  Readers riding a
  * shared node are not its holder: zk_locks lists them.
  */
 static void

@@ -78,6 +78,7 @@ typedef enum ZklResult
 #define ZKL_NODE_BUFLEN	96		/* own node name (child of the key node) */
 #define ZKL_ERRMSG_LEN	160
 #define ZKL_DATA_LEN	256		/* node data: who holds it, for humans */
+#define ZKL_DATA_ROOM	16		/* of it, left for the worker's linger mark (core.c) */
 #define ZKL_MULTI_KEYS	32		/* keys of one multi-key request (one ZooKeeper multi) */
 
 /* Times are microseconds: `wall` ones on PostgreSQL's TimestampTz scale, `mono` ones of zkl_mono_now(). */

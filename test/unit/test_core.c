@@ -6,6 +6,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <zookeeper/zookeeper.h>	/* result codes */
@@ -1209,6 +1210,52 @@ test_linger_and_foreign_try(void)
 	/* two nodes ahead: a holder and a waiter at least, false at once */
 	t = try_behind(1, 0);
 	CHECK(slots[t].result == ZKR_NOT_GRANTED && planned(t, OP_WATCH) == 0, "two nodes ahead: false at once");
+
+	/* a listing answered a second late (a reconnect): the bound stays within 500 ms */
+	t = try_behind(0, 1000000);
+	CHECK(slots[t].try_until == now_us + 500000, "the bound is 500 ms at most");
+	/* its node goes behind its back: it queues again, and may wait again */
+	zcore_children_reply(&core, planned(t, OP_WATCH), ZNONODE, NULL, 0, false);
+	CHECK(slots[t].zstate == ZKS_NEW && slots[t].try_until == 0, "queued again, with no bound yet");
+
+	/* linger turned off by a reload: a held node's mark comes off */
+	setup_handover(100);
+	h = lone_holder();
+	CHECK(slots[h].may_linger, "created with the mark");
+	core.cohort.linger_ms = 0;
+	for (t = 0; t < 4 && planned(h, OP_UNMARK) == 0; t++)
+		(void) zcore_plan(&core, true, now_us);	/* owed reads go first */
+	CHECK(!slots[h].may_linger && planned(h, OP_UNMARK) != 0, "linger off: the mark comes off");
+}
+
+/*
+ * A try-lock that joined a released holder's node to be next (nobody
+ * waited then) is refused when the node passes to a writer that asked
+ * before it: it must not wait behind that writer's whole hold.
+ */
+static void
+test_try_not_parked_behind_handover(void)
+{
+	int			h;
+	int			gap;
+	int			old;
+	int			young;
+
+	setup_handover(100);
+	core.cohort.handover_limit = 8;
+	h = lone_holder();
+	(void) zcore_plan(&core, true, now_us);
+	peek_alone(h);
+	(void) zkt_abandon(&table, &slots[h]);
+	gap = claim(ZKL_MODE_EXCLUSIVE, 5);
+	old = claim(ZKL_MODE_EXCLUSIVE, 6);
+	zkt_free(&table, &slots[gap]);
+	young = claim(ZKL_MODE_EXCLUSIVE, 7);
+	slots[young].nowait = true;
+	CHECK(young < old && slots[young].ticket > slots[old].ticket, "the younger try sits first in the table");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[old].result == ZKR_GRANTED, "the node passes to the writer that asked first");
+	CHECK(slots[young].result == ZKR_NOT_GRANTED, "and the try is refused: the key is held here");
 }
 
 /* A shared request of pid: claimed and planned once (a try-lock if nowait). */
@@ -1545,6 +1592,7 @@ main(void)
 	test_try_after_release();
 	test_linger();
 	test_linger_and_foreign_try();
+	test_try_not_parked_behind_handover();
 	test_linger_goes_to_first_asker();
 	test_riders();
 	test_riders_lost();
