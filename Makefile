@@ -5,7 +5,7 @@ MODULE_big = zk_lock
 OBJS = src/zk_lock.o src/shmem.o src/worker.o src/zk_client.o src/recipe.o \
        src/keys.o src/lockfuncs.o src/xact.o src/views.o src/auth.o \
        src/session.o src/orphans.o src/queue_read.o src/presence.o \
-       src/left_session.o src/core.o src/table.o src/holds.o src/key_text.o src/lock_delay.o \
+       src/left_session.o src/core.o src/table.o src/holds.o src/book.o src/key_text.o src/lock_delay.o \
        src/cohort.o src/cutoff.o src/stmt.o
 EXTENSION = zk_lock
 DATA = zk_lock--1.0.sql zk_lock--1.0--1.1.sql

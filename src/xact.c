@@ -28,36 +28,13 @@
 #include "utils/timestamp.h"
 
 #include "zk_lock.h"
-#include "holds.h"
+#include "book.h"
 
-typedef struct ZklDepth
-{
-	SubTransactionId subid;
-	int			count;
-} ZklDepth;
-
-/* One granted lock of this backend (one slot, one node). */
-typedef struct ZklLocal
-{
-	ZklHold		h;				/* slot, mode, key (ours: pstrdup'd) and counts at both levels */
-	int64		session;		/* the ZooKeeper session that granted it */
-	int			ndepth;
-	int			maxdepth;
-	ZklDepth   *depth;			/* transaction-level ones by subtransaction, innermost last */
-} ZklLocal;
-
-/* entries live as long as the backend (session-level locks) */
+/*
+ * The book of this backend's locks (book.c): its memory lives as long as
+ * the backend (session-level locks).
+ */
 static MemoryContext local_cxt = NULL;
-static ZklLocal *locals = NULL;
-static int	nlocals = 0;
-static int	maxlocals = 0;
-/* slots of the request being waited for (several: a multi-key one) */
-static int	pending[ZKL_MULTI_KEYS];
-static int	npending = 0;
-
-/* What the commit must prove (holds.h); reset at transaction end. */
-static ZklXactProof xproof;
-static char xproof_lost_key[ZKL_KEY_BUFLEN];	/* xproof.lost_key points here */
 
 #define LOST_MSG	"zk_lock lock on key \"%s\" was lost"
 #define LOST_DETAIL	"The ZooKeeper session that granted it ended."
@@ -65,170 +42,58 @@ static char xproof_lost_key[ZKL_KEY_BUFLEN];	/* xproof.lost_key points here */
 #define SESSION_LOST_MSG	"zk_lock session-level lock on key \"%s\" was lost"
 #define SESSION_LOST_DETAIL	"The ZooKeeper session that granted it ended: another cluster may hold the key now."
 
+/* ---- the book's host: memory, and the slot table ---- */
+
+static void *
+book_alloc(void *arg, size_t size)
+{
+	return MemoryContextAlloc(local_cxt, size);
+}
+
+static void *
+book_grow(void *arg, void *p, size_t size)
+{
+	return repalloc(p, size);
+}
+
 static void
-push_hold(ZklLocal *l)
+book_release(void *arg, void *p)
 {
-	SubTransactionId cur = GetCurrentSubTransactionId();
-
-	l->h.nxact++;
-	if (l->ndepth > 0 && l->depth[l->ndepth - 1].subid == cur)
-	{
-		l->depth[l->ndepth - 1].count++;
-		return;
-	}
-	if (l->ndepth == l->maxdepth)
-	{
-		l->maxdepth *= 2;
-		l->depth = repalloc(l->depth, l->maxdepth * sizeof(ZklDepth));
-	}
-	l->depth[l->ndepth].subid = cur;
-	l->depth[l->ndepth].count = 1;
-	l->ndepth++;
+	pfree(p);
 }
 
-static ZklLocal *
-find_local(const char *key, char mode)
+/*
+ * Whether the slot's session ended after granting it.  The result is one
+ * word that only the worker changes while the slot is ours.
+ */
+static bool
+book_lost(void *arg, int slot)
 {
-	int			i;
-
-	for (i = 0; i < nlocals; i++)
-		if (locals[i].h.mode == mode && strcmp(locals[i].h.key, key) == 0)
-			return &locals[i];
-	return NULL;
-}
-
-/* The entry of a lock held in this mode now, at either level (not just kept), or NULL. */
-static ZklLocal *
-find_held(const char *key, char mode)
-{
-	ZklLocal   *l = find_local(key, mode);
-
-	return (l != NULL && zkh_holds(&l->h) > 0) ? l : NULL;
+	pg_read_barrier();
+	return zkl_shared->t.slots[slot].result == ZKR_LOST;
 }
 
 /* Tell the slot's readers (zk_locks) at which levels it is held. */
 static void
-publish_scope(const ZklLocal *l)
+book_scope(void *arg, int slot, uint8_t scope)
 {
-	uint8		scope = (l->h.nxact > 0 ? ZKL_SCOPE_XACT : 0) |
-		(l->h.nsession > 0 ? ZKL_SCOPE_SESSION : 0);
-
-	if (zkl_shared->t.slots[l->h.slot].scope == scope)
+	if (zkl_shared->t.slots[slot].scope == scope)
 		return;
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zkl_shared->t.slots[l->h.slot].scope = scope;
+	zkl_shared->t.slots[slot].scope = scope;
 	LWLockRelease(zkl_shared->lock);
 }
 
-/*
- * Whether the lock's session ended after granting it.  The result is one
- * word that only the worker changes while the slot is ours.
- */
-static bool
-slot_lost(const ZklLocal *l)
-{
-	pg_read_barrier();
-	return zkl_shared->t.slots[l->h.slot].result == ZKR_LOST;
-}
-
-/*
- * Drop entries whose holds are all gone, abandoning their slots at once.
- * A lost lock given up this way still fails the commit: unlocking it does
- * not undo that another cluster may have held it meanwhile.
- */
 static void
-release_empty(void)
+book_abandon(void *arg, const int *slots, int n)
 {
-	int		   *slots = palloc(Max(nlocals, 1) * sizeof(int));
-	ZklHold    *holds = palloc(Max(nlocals, 1) * sizeof(ZklHold));
-	bool	   *keep = palloc(Max(nlocals, 1) * sizeof(bool));
-	int			nrel = 0;
-	int			nkept = 0;
-	int			i;
-
-	for (i = 0; i < nlocals; i++)
-		holds[i] = locals[i].h;
-	for (i = 0; i < nlocals; i++)
-		keep[i] = zkh_holds(&holds[i]) > 0 || zkh_keeps_node(holds, nlocals, i);
-	for (i = 0; i < nlocals; i++)
-	{
-		if (keep[i])
-		{
-			publish_scope(&locals[i]);
-			locals[nkept++] = locals[i];
-		}
-		else
-		{
-			/* a lost key is named at commit; copied, as nothing here may fail */
-			zkh_released(&xproof, locals[i].h.key, slot_lost(&locals[i]));
-			if (xproof.lost_key == locals[i].h.key)
-			{
-				strlcpy(xproof_lost_key, locals[i].h.key, sizeof(xproof_lost_key));
-				xproof.lost_key = xproof_lost_key;
-			}
-			pfree(unconstify(char *, locals[i].h.key));
-			slots[nrel++] = locals[i].h.slot;
-			pfree(locals[i].depth);
-		}
-	}
-	nlocals = nkept;
-	if (nrel > 0)
-		zkl_abandon_slots(slots, nrel);
-	pfree(keep);
-	pfree(holds);
-	pfree(slots);
+	zkl_abandon_slots(slots, n);
 }
 
-static void
-abandon_pending(void)
-{
-	int			n = npending;
-
-	npending = 0;
-	if (n > 0)
-		zkl_abandon_slots(pending, n);
-}
-
-/* The slot stops being pending: it is the transaction's, or given up. */
-static void
-unpend(int slot)
-{
-	int			i;
-
-	for (i = 0; i < npending; i++)
-		if (pending[i] == slot)
-			pending[i] = pending[--npending];
-}
-
-/* Release the holds of one level (session: also the transaction's). */
-static void
-release_level(bool session)
-{
-	int			i;
-
-	abandon_pending();
-	for (i = 0; i < nlocals; i++)
-	{
-		locals[i].h.nxact = 0;
-		locals[i].ndepth = 0;
-		if (session)
-			locals[i].h.nsession = 0;
-	}
-	release_empty();
-}
-
-static void
-add_hold(ZklLocal *l, bool session)
-{
-	if (session)
-		l->h.nsession++;
-	else
-	{
-		push_hold(l);
-		zkh_granted(&xproof, l->session);	/* the transaction runs under it now */
-	}
-	publish_scope(l);
-}
+static const ZkbHost book_host = {
+	NULL, book_alloc, book_grow, book_release, book_lost, book_scope, book_abandon
+};
+static ZklBook book = {&book_host};
 
 /*
  * Whether a request on key in this mode would stack; one held but lost
@@ -237,123 +102,45 @@ add_hold(ZklLocal *l, bool session)
 bool
 zkl_local_held(const char *key, char mode)
 {
-	ZklLocal   *l = find_local(key, mode);
+	int			i = zkb_find(&book, key, mode);
 
-	if (l != NULL && slot_lost(l))
-		zkl_lost_error(l->h.key);
-	return l != NULL;
+	if (i >= 0 && book_lost(NULL, book.h[i].slot))
+		zkl_lost_error(book.h[i].key);
+	return i >= 0;
 }
 
 /* A further request on a key held in this mode stacks, as core does. */
 bool
 zkl_local_stack(const char *key, char mode, bool session)
 {
-	ZklLocal   *l = find_local(key, mode);
-
-	if (l == NULL)
+	if (!zkl_local_held(key, mode))
 		return false;
-	if (slot_lost(l))
-		zkl_lost_error(l->h.key);	/* stacking onto it would not make it held again */
-	add_hold(l, session);
+	zkb_stack(&book, zkb_find(&book, key, mode), session, GetCurrentSubTransactionId());
 	return true;
 }
 
 /*
  * The worker granted slot (by `session`): it is this transaction's now.
- * Everything that can fail is done before the slot stops being the pending
- * one, so that an error here leaves it to abandon_pending() and no grant is
- * ever orphaned, nor abandoned twice.
+ * The book allocates before the slot stops being the pending one, so that
+ * an error there leaves it pending, given up at abort: no grant is ever
+ * orphaned, nor abandoned twice.
  */
 void
 zkl_local_add(int slot, const char *key, char mode, int64 session, bool session_level)
 {
-	MemoryContext old = MemoryContextSwitchTo(local_cxt);
-	ZklLocal	entry;
-
-	if (nlocals == maxlocals)
-	{
-		int			newmax = Max(8, maxlocals * 2);
-
-		locals = locals ? repalloc(locals, newmax * sizeof(ZklLocal))
-			: palloc(newmax * sizeof(ZklLocal));
-		maxlocals = newmax;
-	}
-	entry.h.slot = slot;
-	entry.h.mode = mode;
-	entry.h.key = pstrdup(key);
-	entry.session = session;
-	entry.h.nxact = 0;
-	entry.h.nsession = 0;
-	entry.ndepth = 0;
-	entry.maxdepth = 4;
-	entry.depth = palloc(entry.maxdepth * sizeof(ZklDepth));
-	MemoryContextSwitchTo(old);
-
-	/* from here on nothing fails (publish_scope cannot either) */
-	locals[nlocals] = entry;
-	add_hold(&locals[nlocals], session_level);
-	nlocals++;
-	unpend(slot);
-	zkh_granted(&xproof, session);
+	zkb_add(&book, slot, key, mode, session, session_level, GetCurrentSubTransactionId());
 }
 
 bool
 zkl_local_unlock(const char *key, char mode, bool session)
 {
-	ZklLocal   *l = find_local(key, mode);
-
-	if (l == NULL || (session ? l->h.nsession : l->h.nxact) == 0)
-		return false;
-	if (session)
-	{
-		/* this transaction ran under it: its commit needs the same proof */
-		zkh_granted(&xproof, l->session);
-		l->h.nsession--;
-	}
-	else
-	{
-		ZklDepth   *top = &l->depth[l->ndepth - 1];
-
-		if (--top->count == 0)
-			l->ndepth--;
-		l->h.nxact--;
-	}
-	if (zkh_holds(&l->h) == 0)
-		release_empty();
-	else
-		publish_scope(l);
-	return true;
+	return zkb_unlock(&book, key, mode, session);
 }
 
 void
 zkl_local_unlock_all(bool session)
 {
-	if (session)
-	{
-		int			i;
-
-		for (i = 0; i < nlocals; i++)
-		{
-			if (locals[i].h.nsession > 0)
-				zkh_granted(&xproof, locals[i].session);	/* as in zkl_local_unlock */
-			locals[i].h.nsession = 0;
-		}
-		release_empty();
-	}
-	else
-		release_level(false);
-}
-
-/* The first lost session-level lock not acknowledged yet, or NULL. */
-static ZklLocal *
-unacknowledged_loss(void)
-{
-	int			i;
-
-	for (i = 0; i < nlocals; i++)
-		if (zkh_loss_unacknowledged(&locals[i].h, slot_lost(&locals[i])))
-			return &locals[i];
-	return NULL;
+	zkb_unlock_all(&book, session);
 }
 
 /*
@@ -385,12 +172,10 @@ session_lost_error(const char *key, bool acknowledged)
 void
 zkl_check_losses(void)
 {
-	ZklLocal   *l;
+	int			i = zkb_unacknowledged_loss(&book);
 
-	pg_read_barrier();
-	l = unacknowledged_loss();
-	if (l != NULL)
-		session_lost_error(l->h.key, false);
+	if (i >= 0)
+		session_lost_error(book.h[i].key, false);
 }
 
 /*
@@ -404,27 +189,8 @@ void
 zkl_acknowledge_losses(const char *key, char mode)
 {
 	char		first[ZKL_KEY_BUFLEN];
-	int			i;
 
-	first[0] = '\0';
-	pg_read_barrier();
-	for (i = 0; i < nlocals; i++)
-	{
-		ZklLocal   *l = &locals[i];
-
-		if ((key == NULL || (l->h.mode == mode && strcmp(l->h.key, key) == 0)) &&
-			zkh_acknowledge(&l->h, slot_lost(l)))
-		{
-			zkh_granted(&xproof, l->session);	/* this transaction ran under it */
-			if (first[0] == '\0')
-				strlcpy(first, l->h.key, sizeof(first));
-		}
-	}
-	if (key == NULL)
-		zkl_local_unlock_all(true);
-	else if (first[0] != '\0')
-		release_empty();
-	if (first[0] != '\0')
+	if (zkb_acknowledge(&book, key, mode, first))
 		session_lost_error(first, true);
 }
 
@@ -443,9 +209,7 @@ zkl_discard_all(void)
 
 	if (local_cxt == NULL)
 		return;
-	release_level(true);
-	if (alone)
-		memset(&xproof, 0, sizeof(xproof));
+	zkb_discard_all(&book, alone);
 }
 
 /*
@@ -458,9 +222,9 @@ zkl_local_key_slots(const char *key, int *out, int max)
 	int			n = 0;
 	int			i;
 
-	for (i = 0; i < nlocals && n < max; i++)
-		if (strcmp(locals[i].h.key, key) == 0)
-			out[n++] = locals[i].h.slot;
+	for (i = 0; i < book.n && n < max; i++)
+		if (strcmp(book.h[i].key, key) == 0)
+			out[n++] = book.h[i].slot;
 	return n;
 }
 
@@ -468,18 +232,16 @@ zkl_local_key_slots(const char *key, int *out, int max)
 int
 zkl_local_slot(const char *key, char mode)
 {
-	ZklLocal   *l = find_held(key, mode);
+	int			i = zkb_find_held(&book, key, mode);
 
-	return l ? l->h.slot : -1;
+	return i >= 0 ? book.h[i].slot : -1;
 }
 
 void
 zkl_set_pending(const int *slots, int n)
 {
 	Assert(n <= ZKL_MULTI_KEYS);
-	if (n > 0)
-		memcpy(pending, slots, n * sizeof(int));
-	npending = n;
+	zkb_set_pending(&book, slots, n);
 }
 
 /*
@@ -492,21 +254,20 @@ static const char *
 lost_key(bool *session_level)
 {
 	static char pending_key[ZKL_KEY_BUFLEN];
-	ZklLocal   *l = unacknowledged_loss();
-	int			i;
+	int			i = zkb_unacknowledged_loss(&book);
 
-	*session_level = l != NULL;
-	if (l != NULL)
-		return l->h.key;
-	for (i = 0; i < nlocals; i++)
-		if (slot_lost(&locals[i]))
-			return locals[i].h.key;
+	*session_level = i >= 0;
+	if (i >= 0)
+		return book.h[i].key;
+	for (i = 0; i < book.n; i++)
+		if (book_lost(NULL, book.h[i].slot))
+			return book.h[i].key;
 	/* a multi-key request still waiting for others of its keys */
-	for (i = 0; i < npending; i++)
+	for (i = 0; i < book.npending; i++)
 	{
-		if (zkl_shared->t.slots[pending[i]].result == ZKR_LOST)
+		if (book_lost(NULL, book.pending[i]))
 		{
-			strlcpy(pending_key, zkl_shared->t.slots[pending[i]].key, sizeof(pending_key));
+			strlcpy(pending_key, zkl_shared->t.slots[book.pending[i]].key, sizeof(pending_key));
 			return pending_key;
 		}
 	}
@@ -543,7 +304,7 @@ zkl_explain_cancel(MemoryContext cxt)
 	bool		session_level;
 
 	if (geterrcode() != ERRCODE_QUERY_CANCELED || zkl_shared == NULL ||
-		(nlocals == 0 && npending == 0))
+		(book.n == 0 && book.npending == 0))
 		return;
 	pg_read_barrier();
 	key = lost_key(&session_level);
@@ -628,7 +389,7 @@ proof_fresh(void)
 	bool		session_level;
 	const char *lost = lost_key(&session_level);
 
-	switch (zkh_commit_verdict(&xproof, session_level, lost != NULL, at, session,
+	switch (zkh_commit_verdict(&book.proof, session_level, lost != NULL, at, session,
 							   zkl_shared->t.session_id, zkl_mono_now(), zkl_proof_bound))
 	{
 		case ZKH_COMMIT:
@@ -639,7 +400,7 @@ proof_fresh(void)
 			session_lost_error(lost, false);
 			break;
 		case ZKH_LOST:
-			zkl_lost_error(lost ? lost : xproof.lost_key);
+			zkl_lost_error(lost ? lost : book.proof.lost_key);
 			break;
 		case ZKH_TWO_SESSIONS:
 			unproven_error("Its locks were granted by two ZooKeeper sessions: the first one ended.");
@@ -663,9 +424,9 @@ verify_nodes(bool ask)
 	int			i;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < nlocals; i++)
+	for (i = 0; i < book.n; i++)
 	{
-		ZklSlot    *slot = &zkl_shared->t.slots[locals[i].h.slot];
+		ZklSlot    *slot = &zkl_shared->t.slots[book.h[i].slot];
 
 		if (ask)
 		{
@@ -697,18 +458,14 @@ static void
 check_commit(void)
 {
 	TimestampTz deadline = 0;	/* set once a wait begins: most commits need none */
-	bool		verify = zkl_verify_on_commit && nlocals > 0;
+	bool		verify = zkl_verify_on_commit && book.n > 0;
 	bool		asked = false;
 	bool		verified = !verify;
 	bool		session_level;
-	int			i;
 
-	/* a transaction runs under the session-level locks held at its commit */
-	for (i = 0; i < nlocals; i++)
-		if (locals[i].h.nsession > 0)
-			zkh_granted(&xproof, locals[i].session);
+	zkb_at_commit(&book);
 	pg_read_barrier();
-	if (xproof.session == 0 && xproof.lost_key == NULL && lost_key(&session_level) == NULL)
+	if (book.proof.session == 0 && book.proof.lost_key == NULL && lost_key(&session_level) == NULL)
 		return;					/* no lock, no loss: nothing to prove */
 	for (;;)
 	{
@@ -745,17 +502,6 @@ check_commit(void)
 	}
 }
 
-static bool
-holds_xact_locks(void)
-{
-	int			i;
-
-	for (i = 0; i < nlocals; i++)
-		if (locals[i].h.nxact > 0)
-			return true;
-	return false;
-}
-
 static void
 xact_callback(XactEvent event, void *arg)
 {
@@ -766,7 +512,7 @@ xact_callback(XactEvent event, void *arg)
 			ConditionVariableCancelSleep();	/* on error, the abort does it */
 			break;
 		case XACT_EVENT_PRE_PREPARE:
-			if (holds_xact_locks())
+			if (zkb_holds_xact_locks(&book))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot PREPARE a transaction that holds zk_lock locks"),
@@ -780,8 +526,7 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			release_level(false);
-			memset(&xproof, 0, sizeof(xproof));
+			zkb_xact_end(&book);
 			break;
 		default:
 			break;
@@ -792,47 +537,18 @@ static void
 subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 				 SubTransactionId parentSubid, void *arg)
 {
-	int			i;
-
+	/* a savepoint rolled back gives up what was taken in it; a released one passes it up */
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-	{
-		abandon_pending();
-		for (i = 0; i < nlocals; i++)
-		{
-			ZklLocal   *l = &locals[i];
-
-			while (l->ndepth > 0 && l->depth[l->ndepth - 1].subid == mySubid)
-				l->h.nxact -= l->depth[--l->ndepth].count;
-		}
-		release_empty();
-	}
+		zkb_subxact_abort(&book, mySubid);
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
-	{
-		/* what the subtransaction took now belongs to its parent */
-		for (i = 0; i < nlocals; i++)
-		{
-			ZklLocal   *l = &locals[i];
-			ZklDepth   *top;
-
-			if (l->ndepth == 0 || l->depth[l->ndepth - 1].subid != mySubid)
-				continue;
-			top = &l->depth[l->ndepth - 1];
-			if (l->ndepth > 1 && l->depth[l->ndepth - 2].subid == parentSubid)
-			{
-				l->depth[l->ndepth - 2].count += top->count;
-				l->ndepth--;
-			}
-			else
-				top->subid = parentSubid;
-		}
-	}
+		zkb_subxact_commit(&book, mySubid, parentSubid);
 }
 
 static void
 exit_callback(int code, Datum arg)
 {
 	if (zkl_shared != NULL)
-		release_level(true);
+		zkb_release_level(&book, true);
 }
 
 void

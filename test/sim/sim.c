@@ -50,6 +50,7 @@
 
 #include "core.h"
 #include "cutoff.h"
+#include "book.h"
 #include "holds.h"
 #include "lock_delay.h"
 #include "table.h"
@@ -129,6 +130,7 @@ typedef struct Act
 	bool		all;			/* zk_session_unlock_all (with session and unlock) */
 	bool		discard;		/* DISCARD ALL, alone in its transaction */
 	bool		unlock;
+	uint8_t		sp;				/* SP_*: a savepoint's begin or end, nothing else */
 	int			key;
 	char		mode;
 	int			kind;			/* lock: 0 wait for ever, 1 with timeout, 2 try */
@@ -138,6 +140,12 @@ typedef struct Act
 } Act;
 
 #define MAXACTS	8
+
+/* Savepoints (Act.sp): SAVEPOINT, ROLLBACK TO SAVEPOINT, RELEASE SAVEPOINT. */
+#define SP_BEGIN	1
+#define SP_ROLLBACK	2
+#define SP_RELEASE	3
+#define MAXSUB		4
 
 /* A lock a transaction held: from its grant to its release (0: still held). */
 typedef struct Span
@@ -162,8 +170,21 @@ typedef struct Backend
 	Span		spans[MAXSPANS];	/* this transaction's, for the commit check */
 	bool		lost_seen;		/* a lock of this transaction was lost (seen by check_step) */
 	int			pid;
-	int			nholds;
-	ZklHold		holds[MAXHOLD]; /* granted locks (holds.h, as xact.c keeps them) */
+	ZklBook		book;			/* granted locks: xact.c's book (book.c), run as is */
+	ZkbHost		host;			/* its host: this backend of cluster `cl` */
+	struct Cluster *cl;
+	uint32_t	subid;			/* the current subtransaction's (savepoints) */
+	uint32_t	next_subid;
+	int			nsub;
+	uint32_t	subs[MAXSUB];	/* the enclosing ones', innermost last */
+	/*
+	 * Transaction-level acquisitions by key and mode as the application
+	 * counts them, whatever the book says: by savepoint level (0: outside
+	 * any), as core's resource owners count them.  A rolled-back
+	 * savepoint's go, a released one's pass to its parent, and an unlock
+	 * (not transactional, like core's) takes the innermost one.
+	 */
+	int			xlev[MAXSUB + 1][NALL][3];
 	/*
 	 * The session-level locks as the application sees them, from the grant
 	 * to its unlock (or its acknowledgement of their loss), whatever the
@@ -178,7 +199,6 @@ typedef struct Backend
 	char		sess_mode;
 	int			sess_txns;		/* transactions left to run under it */
 	int			sess_asked;		/* session-level requests of the episode: as many unlocks */
-	ZklXactProof proof;
 	int			waiting;		/* slot waited for, -1: none */
 	int			ngroup;			/* or the slots of a multi-key request waited for */
 	int			group[NKEYS];
@@ -1746,34 +1766,72 @@ deliver(Cluster *c)
 
 /* ---- backends ---- */
 
+/*
+ * The lock a request of key in mode stacks onto (lockfuncs.c asks xact.c's
+ * zkl_local_held): one held, or one given up whose node stays for the
+ * key's other mode, which a repeat request takes back.
+ */
 static int
 find_hold(Backend *b, int key, char mode)
 {
-	int			i;
-
-	for (i = 0; i < b->nholds; i++)
-		if (zkh_holds(&b->holds[i]) > 0 && b->holds[i].mode == mode &&
-			strcmp(b->holds[i].key, key_name(key)) == 0)
-			return i;
-	return -1;
+	return zkb_find(&b->book, key_name(key), mode);
 }
 
-static bool
-hold_lost(Cluster *c, const ZklHold *h)
+static int
+mode_index(char mode)
 {
-	return c->t.slots[h->slot].result == ZKR_LOST;
+	return mode == ZKL_MODE_EXCLUSIVE ? 0 : mode == ZKL_MODE_SHARED ? 1 : 2;
 }
 
-/* xact.c's unacknowledged_loss(): a lost session-level lock not acknowledged yet, or -1. */
+/*
+ * The book against the application's own count of its transaction-level
+ * acquisitions (stacking, unlocks, savepoints rolled back or released).
+ */
+static void
+check_book(Cluster *c, Backend *b)
+{
+	static const char modes[3] = {ZKL_MODE_EXCLUSIVE, ZKL_MODE_SHARED, ZKL_MODE_SEMAPHORE};
+	int			k;
+	int			m;
+
+	for (k = 0; k < NALL; k++)
+		for (m = 0; m < 3; m++)
+		{
+			int			i = zkb_find(&b->book, key_name(k), modes[m]);
+			int			n = i >= 0 ? b->book.h[i].nxact : 0;
+			int			want = 0;
+			int			d;
+
+			for (d = 0; d <= b->nsub; d++)
+				want += b->xlev[d][k][m];
+			if (n != want)
+				fail("c%d b%d holds %s %c %d times at transaction level, its application counts %d",
+					 c->id, b->pid, key_name(k), modes[m], n, want);
+		}
+}
+
+/* The application takes (+1) or gives up (-1) a transaction-level lock of key in mode. */
+static void
+app_count_xact(Backend *b, int key, char mode, int delta)
+{
+	int			d = b->nsub;
+
+	if (delta > 0)
+		b->xlev[d][key][mode_index(mode)]++;
+	else
+	{
+		while (d > 0 && b->xlev[d][key][mode_index(mode)] == 0)
+			d--;
+		if (b->xlev[d][key][mode_index(mode)] > 0)
+			b->xlev[d][key][mode_index(mode)]--;
+	}
+}
+
+/* A lost session-level lock not acknowledged yet, or -1. */
 static int
 unacknowledged(Cluster *c, Backend *b)
 {
-	int			i;
-
-	for (i = 0; i < b->nholds; i++)
-		if (zkh_loss_unacknowledged(&b->holds[i], hold_lost(c, &b->holds[i])))
-			return i;
-	return -1;
+	return zkb_unacknowledged_loss(&b->book);
 }
 
 static bool
@@ -1891,28 +1949,71 @@ check_commit(Backend *b)
 		S->history[b->spans[i].key][S->nhistory[b->spans[i].key]++ % HISTORY] = b->spans[i];
 }
 
-/* xact.c's release_empty(): give up what has no holds left, unless its node must stay. */
-static void
-release_empty(Cluster *c, Backend *b)
+/* ---- the book's host (book.h): a backend's memory and its cluster's slot table ---- */
+
+static void *
+book_alloc(void *arg, size_t size)
 {
-	bool		keep[MAXHOLD];
-	int			n = 0;
+	void	   *p = malloc(size);
+
+	if (p == NULL)
+		exit(2);
+	return p;
+}
+
+static void *
+book_grow(void *arg, void *p, size_t size)
+{
+	p = realloc(p, size);
+	if (p == NULL)
+		exit(2);
+	return p;
+}
+
+static void
+book_release(void *arg, void *p)
+{
+	free(p);
+}
+
+static bool
+book_lost(void *arg, int slot)
+{
+	const Backend *b = arg;
+
+	return b->cl->t.slots[slot].result == ZKR_LOST;
+}
+
+static void
+book_scope(void *arg, int slot, uint8_t scope)
+{
+	const Backend *b = arg;
+
+	b->cl->t.slots[slot].scope = scope;
+}
+
+/* A lock given up: its span ends (a transaction-level one's), its slot is abandoned. */
+static void
+book_abandon(void *arg, const int *slots, int n)
+{
+	Backend    *b = arg;
 	int			i;
 
-	for (i = 0; i < b->nholds; i++)
-		keep[i] = zkh_holds(&b->holds[i]) > 0 || zkh_keeps_node(b->holds, b->nholds, i);
-	for (i = 0; i < b->nholds; i++)
+	for (i = 0; i < n; i++)
 	{
-		if (keep[i])
-		{
-			b->holds[n++] = b->holds[i];
-			continue;
-		}
-		zkh_released(&b->proof, b->holds[i].key, hold_lost(c, &b->holds[i]));
-		end_span(b, &c->t.slots[b->holds[i].slot]);
-		(void) zkt_abandon(&c->t, &c->t.slots[b->holds[i].slot]);
+		end_span(b, &b->cl->t.slots[slots[i]]);
+		(void) zkt_abandon(&b->cl->t, &b->cl->t.slots[slots[i]]);
 	}
-	b->nholds = n;
+}
+
+static void
+book_init(Cluster *c, Backend *b)
+{
+	const ZkbHost host = {b, book_alloc, book_grow, book_release, book_lost, book_scope, book_abandon};
+
+	b->cl = c;
+	b->host = host;
+	b->book.host = &b->host;
 }
 
 /* Give up every slot of the multi-key request waited for (lockfuncs.c's abandon_all). */
@@ -1930,11 +2031,8 @@ abandon_group(Cluster *c, Backend *b)
 static void
 release_all(Cluster *c, Backend *b)
 {
-	int			i;
-
-	for (i = 0; i < b->nholds; i++)
-		b->holds[i].nxact = b->holds[i].nsession = 0;
-	release_empty(c, b);
+	zkb_release_level(&b->book, true);
+	memset(&b->book.proof, 0, sizeof(b->book.proof));	/* a new backend starts afresh */
 	b->sess_key = -1;
 	b->napp = 0;
 	b->told_lost = false;
@@ -1948,16 +2046,13 @@ end_xact(Cluster *c, Backend *b, const char *how)
 	if (b->waiting >= 0)
 		(void) zkt_abandon(&c->t, &c->t.slots[b->waiting]);
 	abandon_group(c, b);
-	for (i = 0; i < b->nholds; i++)
-		b->holds[i].nxact = 0;	/* session-level ones stay */
-	release_empty(c, b);
-	for (i = 0; i < b->nholds; i++)
-		if (b->holds[i].nsession > 0 && c->t.slots[b->holds[i].slot].abandoned)
+	zkb_xact_end(&b->book);		/* session-level ones stay */
+	for (i = 0; i < b->book.n; i++)
+		if (b->book.h[i].nsession > 0 && c->t.slots[b->book.h[i].slot].abandoned)
 			fail("c%d b%d: the end of a transaction released a session-level lock on %s",
-				 c->id, b->pid, b->holds[i].key);
+				 c->id, b->pid, b->book.h[i].key);
 	if (b->txns_left <= 0 || S->quiet)
 		release_all(c, b);		/* the backend exits */
-	memset(&b->proof, 0, sizeof(b->proof));
 	b->nspans = 0;
 	b->lost_seen = false;
 	trace("c%d b%d %s", c->id, b->pid, how);
@@ -1984,6 +2079,7 @@ add_act(Backend *b, bool unlock, int key, char mode, int kind)
 	Act		   *a = &b->acts[b->nacts++];
 
 	a->pause = false;
+	a->sp = 0;
 	a->session = false;
 	a->all = false;
 	a->discard = false;
@@ -2063,13 +2159,87 @@ holds_session(const Backend *b)
 {
 	int			i;
 
-	for (i = 0; i < b->nholds; i++)
-		if (b->holds[i].nsession > 0)
+	for (i = 0; i < b->book.n; i++)
+		if (b->book.h[i].nsession > 0)
 			return true;
 	return false;
 }
 
 static void plan_plain(Backend *b, int k, int pattern);
+
+/*
+ * A savepoint somewhere in the transaction's script, rolled back or
+ * released later: what was taken inside a rolled-back one goes (xact.c's
+ * subtransaction callback, book.c), stacked acquisitions one by one.
+ */
+static void
+add_savepoint(Backend *b)
+{
+	Act			acts[MAXACTS];
+	Act			mark;
+	int			at;
+	int			end;
+	int			n = 0;
+	int			i;
+
+	if (b->nacts + 2 > MAXACTS)
+		return;
+	at = rnd_int(b->nacts + 1);
+	end = at + rnd_int(b->nacts - at + 1);
+	add_act(b, false, 0, 0, 0);	/* a blank act, copied below */
+	mark = b->acts[--b->nacts];
+	for (i = 0; i <= b->nacts; i++)
+	{
+		if (i == at)
+		{
+			acts[n] = mark;
+			acts[n++].sp = SP_BEGIN;
+		}
+		if (i == end)
+		{
+			acts[n] = mark;
+			acts[n++].sp = chance(60) ? SP_ROLLBACK : SP_RELEASE;
+		}
+		if (i < b->nacts)
+			acts[n++] = b->acts[i];
+	}
+	memcpy(b->acts, acts, n * sizeof(Act));
+	b->nacts = n;
+}
+
+static void next_act(Cluster *c, Backend *b);
+
+static void
+do_savepoint(Cluster *c, Backend *b, const Act *a)
+{
+	if (a->sp == SP_BEGIN && b->nsub < MAXSUB)
+	{
+		b->subs[b->nsub++] = b->subid;
+		b->subid = ++b->next_subid;
+		memset(b->xlev[b->nsub], 0, sizeof(b->xlev[0]));
+	}
+	else if (a->sp != SP_BEGIN && b->nsub > 0)
+	{
+		uint32_t	parent = b->subs[b->nsub - 1];
+		int			k;
+		int			m;
+
+		if (a->sp == SP_ROLLBACK)
+			zkb_subxact_abort(&b->book, b->subid);
+		else
+		{
+			zkb_subxact_commit(&b->book, b->subid, parent);
+			for (k = 0; k < NALL; k++)
+				for (m = 0; m < 3; m++)
+					b->xlev[b->nsub - 1][k][m] += b->xlev[b->nsub][k][m];
+		}
+		b->nsub--;
+		b->subid = parent;
+	}
+	trace("c%d b%d %s savepoint", c->id, b->pid,
+		  a->sp == SP_BEGIN ? "takes a" : a->sp == SP_ROLLBACK ? "rolls back to its" : "releases its");
+	next_act(c, b);
+}
 
 /*
  * A multi-key request, alone in its transaction, naming two or three keys
@@ -2138,6 +2308,9 @@ plan_xact(Backend *b)
 
 	b->nacts = 0;
 	b->next_act = 0;
+	b->subid = b->next_subid = 1;	/* the top transaction's */
+	b->nsub = 0;
+	memset(b->xlev, 0, sizeof(b->xlev));
 	if (plan_session(b, k))
 		return;
 	if (chance(S->hot_pct))
@@ -2166,6 +2339,8 @@ plan_xact(Backend *b)
 	}
 	else
 		plan_plain(b, k, pattern);
+	if (chance(15))
+		add_savepoint(b);
 	/* under a session-level lock no wait is for ever: it breaks the one key order */
 	for (i = 0; i < b->nacts; i++)
 		if (holds_session(b) && !b->acts[i].unlock && b->acts[i].kind == 0)
@@ -2311,43 +2486,25 @@ refused_for_loss(Cluster *c, Backend *b)
 static bool
 acknowledge(Cluster *c, Backend *b, const Act *a)
 {
-	bool		acked = false;
-	int			i;
+	char		first[ZKL_KEY_BUFLEN];
+	bool		acked;
 
-	for (i = 0; i < b->nholds; i++)
+	if (a->discard)
 	{
-		ZklHold    *h = &b->holds[i];
-
-		if ((a->all || a->discard ||
-			 (h->mode == a->mode && strcmp(h->key, key_name(a->key)) == 0)) &&
-			zkh_acknowledge(h, hold_lost(c, h)))
-		{
-			zkh_granted(&b->proof, c->t.slots[h->slot].session_id);
-			acked = true;
-		}
+		/* alone in its transaction: nothing ran under what it gave up */
+		acked = zkb_unacknowledged_loss(&b->book) >= 0;
+		zkb_discard_all(&b->book, true);
 	}
+	else
+		acked = zkb_acknowledge(&b->book, a->all ? NULL : key_name(a->key), a->mode, first);
 	if (a->all || a->discard)
-	{
-		for (i = 0; i < b->nholds; i++)
-		{
-			if (b->holds[i].nsession > 0)
-				zkh_granted(&b->proof, c->t.slots[b->holds[i].slot].session_id);
-			b->holds[i].nsession = 0;
-		}
-		release_empty(c, b);
 		app_release(b, -1, 0, true, !a->discard);
-	}
 	else if (acked)
-	{
-		release_empty(c, b);
 		app_release(b, a->key, a->mode, true, true);
-	}
 	if (acked)
 		b->told_lost = false;
 	if (a->discard)
 	{
-		/* alone in its transaction: nothing ran under what it gave up */
-		memset(&b->proof, 0, sizeof(b->proof));
 		b->lost_seen = false;
 		trace("c%d b%d DISCARD ALL%s", c->id, b->pid, acked ? " (acknowledges a loss)" : "");
 		return false;
@@ -2368,28 +2525,15 @@ acknowledge(Cluster *c, Backend *b, const Act *a)
 static void
 do_unlock(Cluster *c, Backend *b, const Act *a)
 {
-	int			i;
-
 	if (a->session && acknowledge(c, b, a))
 		return;
 	if (!a->discard && refused_for_loss(c, b))
 		return;
-	i = find_hold(b, a->key, a->mode);
-	if (!a->all && !a->discard && i >= 0 &&
-		(a->session ? b->holds[i].nsession : b->holds[i].nxact) > 0)
-	{
-		if (a->session)
-		{
-			/* the transaction ran under it: its commit needs the proof (xact.c) */
-			zkh_granted(&b->proof, c->t.slots[b->holds[i].slot].session_id);
-			b->holds[i].nsession--;
-			app_release(b, a->key, a->mode, false, true);
-		}
-		else
-			b->holds[i].nxact--;
-		if (zkh_holds(&b->holds[i]) == 0)
-			release_empty(c, b);
-	}
+	if (!a->all && !a->discard && zkb_unlock(&b->book, key_name(a->key), a->mode, a->session) &&
+		a->session)
+		app_release(b, a->key, a->mode, false, true);
+	if (!a->session)
+		app_count_xact(b, a->key, a->mode, -1);
 	trace("c%d b%d unlocks %s %c%s", c->id, b->pid, key_name(a->key), a->mode,
 		  a->session ? " (session)" : "");
 	next_act(c, b);
@@ -2418,7 +2562,7 @@ request_group(Cluster *c, Backend *b, const Act *a)
 	{
 		int			held = find_hold(b, a->keys[i], a->mode);
 
-		if (held >= 0 && hold_lost(c, &b->holds[held]))
+		if (held >= 0 && book_lost(b, b->book.h[held].slot))
 		{
 			b->txns_left--;
 			end_xact(c, b, "aborts: stacking onto a lost lock");
@@ -2492,23 +2636,17 @@ request(Cluster *c, Backend *b, const Act *a)
 	if (held >= 0)
 	{
 		/* stacks, as core does; onto a lost lock it fails */
-		if (hold_lost(c, &b->holds[held]))
+		if (book_lost(b, b->book.h[held].slot))
 		{
 			b->txns_left--;
 			end_xact(c, b, "aborts: stacking onto a lost lock");
 			return;
 		}
+		zkb_stack(&b->book, held, a->session, b->subid);
 		if (a->session)
-		{
-			b->holds[held].nsession++;
-			app_take(c, b, &c->t.slots[b->holds[held].slot]);
-		}
+			app_take(c, b, &c->t.slots[b->book.h[held].slot]);
 		else
-		{
-			/* xact.c's add_hold: the transaction runs under it now */
-			b->holds[held].nxact++;
-			zkh_granted(&b->proof, c->t.slots[b->holds[held].slot].session_id);
-		}
+			app_count_xact(b, a->key, a->mode, 1);
 		next_act(c, b);
 		return;
 	}
@@ -2548,8 +2686,10 @@ apply_stacks(Cluster *c, Backend *b)
 
 	for (i = 0; i < b->npstack; i++)
 	{
-		b->holds[b->pstack[i]].nxact++;
-		zkh_granted(&b->proof, c->t.slots[b->holds[b->pstack[i]].slot].session_id);
+		const ZklHold *h = &b->book.h[b->pstack[i]];
+
+		app_count_xact(b, key_index(h->key), h->mode, 1);
+		zkb_stack(&b->book, b->pstack[i], false, b->subid);
 	}
 	b->npstack = 0;
 }
@@ -2557,6 +2697,7 @@ apply_stacks(Cluster *c, Backend *b)
 static void
 next_act(Cluster *c, Backend *b)
 {
+	check_book(c, b);
 	b->npstack = 0;
 	b->waiting = -1;
 	b->deadline = 0;
@@ -2569,6 +2710,8 @@ next_act(Cluster *c, Backend *b)
 			b->st = B_HOLD;
 			b->next_at = zkm_now(S->m) + rnd_int(3000000);
 		}
+		else if (a->sp)
+			do_savepoint(c, b, a);
 		else if (a->unlock)
 			do_unlock(c, b, a);
 		else if (a->nkeys > 0)
@@ -2608,18 +2751,15 @@ static void
 take_grant(Cluster *c, Backend *b, int idx)
 {
 	ZklSlot    *s = &c->t.slots[idx];
-	ZklHold    *h = &b->holds[b->nholds++];
 
-	h->slot = idx;
-	h->mode = s->mode;
-	h->key = key_name(key_index(s->key));
-	h->nxact = !b->wait_session;
-	h->nsession = b->wait_session;
-	zkh_granted(&b->proof, s->session_id);
+	zkb_add(&b->book, idx, s->key, s->mode, s->session_id, b->wait_session, b->subid);
 	if (b->wait_session)
 		app_take(c, b, s);
 	else
+	{
+		app_count_xact(b, key_index(s->key), s->mode, 1);
 		open_span(c, b, s);
+	}
 	trace("c%d b%d granted %s %c node %s", c->id, b->pid, s->key, s->mode, s->node);
 }
 
@@ -2729,8 +2869,8 @@ any_lost(Cluster *c, Backend *b)
 {
 	int			i;
 
-	for (i = 0; i < b->nholds; i++)
-		if (hold_lost(c, &b->holds[i]))
+	for (i = 0; i < b->book.n; i++)
+		if (book_lost(b, b->book.h[i].slot))
 			return true;
 	return false;
 }
@@ -2742,13 +2882,10 @@ any_lost(Cluster *c, Backend *b)
 static ZklCommitVerdict
 commit_verdict(Cluster *c, Backend *b)
 {
-	ZklXactProof p = b->proof;
-	int			i;
+	ZklBook		now = b->book;	/* its proof only is changed: a copy will do */
 
-	for (i = 0; i < b->nholds; i++)
-		if (b->holds[i].nsession > 0)
-			zkh_granted(&p, c->t.slots[b->holds[i].slot].session_id);
-	return zkh_commit_verdict(&p, unacknowledged(c, b) >= 0, any_lost(c, b), c->proof_at,
+	zkb_at_commit(&now);
+	return zkh_commit_verdict(&now.proof, unacknowledged(c, b) >= 0, any_lost(c, b), c->proof_at,
 							  c->proof_session,
 							  c->t.session_id, c_mono(c), c->proof_bound);
 }
@@ -2987,9 +3124,9 @@ check_fifo(Cluster *c, const ZklSlot *s)
 		 * from the leader's czxid and the node's hand-overs before it
 		 */
 		czxid = zkr_fencing_token(czxid, s->handed);
-		for (i = 0; i < b->nholds; i++)
+		for (i = 0; i < b->book.n; i++)
 		{
-			const ZklSlot *o = &c->t.slots[b->holds[i].slot];
+			const ZklSlot *o = &c->t.slots[b->book.h[i].slot];
 			int64_t		other;
 
 			zcore_child_path(&c->t, o, o->node, path);
@@ -3150,17 +3287,19 @@ check_step(void)
 					 b->pid, b->waiting, c->t.slots[b->waiting].zstate);
 			b->lost_seen |= any_lost(c, b);
 			/* (one past its check commits, whatever happens to its locks meanwhile) */
-			if (b->nholds == 0 || (b->st != B_PUBLISH && commit_verdict(c, b) != ZKH_COMMIT))
+			if (b->book.n == 0 || (b->st != B_PUBLISH && commit_verdict(c, b) != ZKH_COMMIT))
 				continue;
-			for (k = 0; k < b->nholds; k++)
+			for (k = 0; k < b->book.n; k++)
 			{
-				if (zkh_holds(&b->holds[k]) == 0 || slot_tainted(&c->t.slots[b->holds[k].slot]))
+				const ZklHold *hk = &b->book.h[k];
+
+				if (zkh_holds(hk) == 0 || slot_tainted(&c->t.slots[hk->slot]))
 					continue;	/* given up (node kept for the other mode); or its node deleted */
 				h[nh].cluster = i;
 				h[nh].pid = b->pid;
-				h[nh].key = key_index(b->holds[k].key);
-				h[nh].mode = b->holds[k].mode;
-				h[nh].holders = c->t.slots[b->holds[k].slot].holders;
+				h[nh].key = key_index(hk->key);
+				h[nh].mode = hk->mode;
+				h[nh].holders = c->t.slots[hk->slot].holders;
 				nh++;
 			}
 		}
@@ -3317,6 +3456,8 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	for (i = 0; i < nb; i++)
 	{
 		c->b[i].pid = 100 * (id + 1) + i;
+		book_init(c, &c->b[i]);
+		c->b[i].subid = 1;
 		c->b[i].waiting = -1;
 		c->b[i].txns_left = 1000;
 		c->b[i].sess_key = -1;
@@ -3819,7 +3960,13 @@ run_seed(uint64_t seed, int64_t max_steps)
 		printf("seed %" PRIu64 ": %" PRId64 " steps, %" PRId64 " grants, %" PRId64 " commits\n",
 			   seed, steps, sim->grants, sim->commits);
 	for (i = 0; i < S->ncl; i++)
+	{
+		int			j;
+
+		for (j = 0; j < sim->c[i].nb; j++)
+			zkb_free(&sim->c[i].b[j].book);
 		free(sim->c[i].outs);
+	}
 	zkm_free(sim->m);
 	i = sim->failed;
 	free(sim);

@@ -14,6 +14,7 @@
 #include "cohort.h"
 #include "core.h"
 #include "cutoff.h"
+#include "book.h"
 #include "holds.h"
 #include "lock_delay.h"
 #include "table.h"
@@ -433,6 +434,158 @@ test_holds(void)
 	CHECK(!zkh_loss_unacknowledged(&sess, true), "an acknowledged loss is no longer one");
 	sess.nsession = 0;
 	CHECK(!zkh_loss_unacknowledged(&sess, true), "a lost transaction-level lock is the transaction's rule");
+}
+
+/* ---- a host for book.c: heap memory, and a record of what it was told ---- */
+
+static bool book_lost_slot[NSLOTS];
+static uint8_t book_scope_of[NSLOTS];
+static int	book_given_up[4 * NSLOTS];
+static int	book_ngiven_up;
+
+static void *
+bh_alloc(void *arg, size_t n)
+{
+	return malloc(n);
+}
+
+static void *
+bh_grow(void *arg, void *p, size_t n)
+{
+	return realloc(p, n);
+}
+
+static void
+bh_release(void *arg, void *p)
+{
+	free(p);
+}
+
+static bool
+bh_lost(void *arg, int slot)
+{
+	return book_lost_slot[slot];
+}
+
+static void
+bh_scope(void *arg, int slot, uint8_t scope)
+{
+	book_scope_of[slot] = scope;
+}
+
+static void
+bh_abandon(void *arg, const int *slots, int n)
+{
+	while (n-- > 0)
+		book_given_up[book_ngiven_up++] = *slots++;
+}
+
+static const ZkbHost book_host = {NULL, bh_alloc, bh_grow, bh_release, bh_lost, bh_scope, bh_abandon};
+
+/* Whether the book gave slot up (since the last reset of the record). */
+static bool
+given_up(int slot)
+{
+	int			i;
+
+	for (i = 0; i < book_ngiven_up; i++)
+		if (book_given_up[i] == slot)
+			return true;
+	return false;
+}
+
+/*
+ * A backend's book (book.c), the bookkeeping xact.c and the simulator
+ * share: stacking, savepoints, a node kept for the key's other mode, the
+ * end of each level, and a lost session-level lock that stays until
+ * acknowledged.
+ */
+static void
+test_book(void)
+{
+	ZklBook		b;
+	char		first[ZKL_KEY_BUFLEN];
+	int			pend[2] = {5, 6};
+
+	memset(&b, 0, sizeof(b));
+	memset(book_lost_slot, 0, sizeof(book_lost_slot));
+	book_ngiven_up = 0;
+	b.host = &book_host;
+
+	/* stacking across savepoints: a rolled-back one gives up what it took, a released one passes it up */
+	zkb_add(&b, 0, "ka", 'x', 7, false, 1);
+	CHECK(b.n == 1 && b.h[0].nxact == 1 && book_scope_of[0] == ZKL_SCOPE_XACT && b.proof.session == 7,
+		  "granted: held at transaction level, under session 7");
+	zkb_stack(&b, 0, false, 2);
+	zkb_stack(&b, 0, false, 3);
+	zkb_subxact_commit(&b, 3, 2);
+	CHECK(b.h[0].nxact == 3 && b.x[0].ndepth == 2, "a released savepoint's acquisition joins its parent's");
+	zkb_subxact_abort(&b, 2);
+	CHECK(b.h[0].nxact == 1 && !given_up(0), "a rolled-back savepoint undoes its two, the first stays");
+	zkb_add(&b, 1, "kb", 'x', 7, false, 4);
+	zkb_subxact_abort(&b, 4);
+	CHECK(b.n == 1 && given_up(1), "a lock taken only inside the rolled-back savepoint goes");
+
+	/* a node kept for the key's other mode; a pending request given up at the level's end */
+	zkb_add(&b, 2, "ka", 's', 7, true, 1);
+	CHECK(zkb_unlock(&b, "ka", 'x', false) && b.n == 2 && !given_up(0) && book_scope_of[0] == 0,
+		  "unlocked, but the node stays while the key is held shared");
+	CHECK(!zkb_unlock(&b, "ka", 's', false), "a session-level lock is not unlocked at transaction level");
+	zkb_set_pending(&b, pend, 2);
+	zkb_add(&b, 5, "kc", 'x', 7, false, 1);
+	CHECK(b.npending == 1 && b.pending[0] == 6, "a granted slot is no longer pending");
+	zkb_xact_end(&b);
+	CHECK(b.n == 2 && given_up(5) && given_up(6) && !given_up(2) && b.proof.session == 0,
+		  "the transaction's end: its locks and the pending request go, the session-level one stays");
+	CHECK(!zkb_holds_xact_locks(&b), "no transaction-level lock left");
+
+	/* a lost session-level lock: every level's end keeps it, until acknowledged */
+	book_lost_slot[2] = true;
+	CHECK(zkb_unacknowledged_loss(&b) >= 0, "lost: unacknowledged");
+	zkb_xact_end(&b);
+	zkb_subxact_abort(&b, 9);
+	CHECK(zkb_unacknowledged_loss(&b) >= 0 && !given_up(2), "no transaction end forgets it");
+	CHECK(!zkb_acknowledge(&b, "ka", 'x', first), "an unlock of the other mode acknowledges nothing");
+	CHECK(zkb_acknowledge(&b, "ka", 's', first) && strcmp(first, "ka") == 0 && given_up(2),
+		  "its own unlock acknowledges it and gives it up");
+	CHECK(b.proof.lost_key != NULL && strcmp(b.proof.lost_key, "ka") == 0 && b.proof.session == 7,
+		  "the acknowledging transaction ran under the lost lock: its commit fails");
+	CHECK(given_up(0) && b.n == 0, "the other mode's node, kept for it, went with it");
+	zkb_xact_end(&b);
+
+	/* DISCARD ALL gives up everything; alone, its commit has nothing to prove */
+	book_ngiven_up = 0;
+	zkb_add(&b, 3, "kd", 'x', 8, true, 1);
+	zkb_stack(&b, 0, true, 1);
+	book_lost_slot[3] = true;
+	zkb_discard_all(&b, true);
+	CHECK(b.n == 0 && given_up(3) && b.proof.session == 0 && b.proof.lost_key == NULL,
+		  "DISCARD ALL, alone: everything goes, nothing to prove");
+	book_lost_slot[3] = false;
+
+	/* many locks: the book grows, and gives them up in batches */
+	book_ngiven_up = 0;
+	{
+		char		key[8];
+		int			i;
+
+		for (i = 0; i < 20; i++)
+		{
+			snprintf(key, sizeof(key), "k%d", i);
+			zkb_add(&b, i % NSLOTS, key, 'x', 8, i % 2 == 0, 1);
+		}
+		zkb_stack(&b, 19, false, 2);
+		zkb_stack(&b, 19, false, 3);
+		zkb_stack(&b, 19, false, 4);
+		zkb_stack(&b, 19, false, 5);
+		CHECK(b.n == 20 && b.x[19].ndepth == 5, "twenty locks, one five savepoints deep");
+		zkb_at_commit(&b);
+		zkb_unlock_all(&b, true);
+		CHECK(b.n == 10 && book_ngiven_up == 10, "zk_session_unlock_all: the ten session-level ones go");
+		zkb_release_level(&b, true);
+		CHECK(b.n == 0 && book_ngiven_up == 20, "the backend's exit: all of them");
+	}
+	zkb_free(&b);
 }
 
 static void
@@ -1576,6 +1729,7 @@ main(void)
 	test_proof();
 	test_restart_verify();
 	test_holds();
+	test_book();
 	test_lock_delay_rules();
 	test_names();
 	test_semaphore();
