@@ -250,6 +250,12 @@ typedef struct Cluster
 	bool		list_in_flight;
 	uint64_t	pgen;
 	int64_t		grants_paused_until;
+	/* liveness all along: since when (model time) each slot's request is first at the leader */
+	int64_t		clear_since[NSLOTS];
+	uint64_t	clear_attempt[NSLOTS];
+	int64_t		liveness_at;	/* next sample */
+	int64_t		try_since[NSLOTS];	/* a try-lock pending since, calm all along */
+	int64_t		try_asked[NSLOTS];	/* its requested_at: which try it is */
 	int64_t		known[NCLUSTERS * 64];
 	int			nknown;
 	int64_t		dead[NCLUSTERS * 64];	/* tombstones (clean stops') of the last listing */
@@ -3258,6 +3264,14 @@ note_grants(Cluster *c)
 	}
 }
 
+static void dump_cluster(const Cluster *c);
+static void check_liveness(Cluster *c);
+
+/* A try-lock's answer, calm all along, while it waits for a local hand-over. */
+#define TRY_BOUND_US	2000000
+#define CALM_BACKLOG	8
+
+
 static void
 check_step(void)
 {
@@ -3271,6 +3285,7 @@ check_step(void)
 		Cluster    *c = &S->c[i];
 
 		note_grants(c);
+		check_liveness(c);
 		for (j = 0; j < c->t.nused; j++)
 			if (c->t.slots[j].group != 0 && !c->t.slots[j].abandoned)
 				check_group(c, j);
@@ -3312,6 +3327,100 @@ check_step(void)
 					 h[i].cluster, h[i].pid, h[i].mode, h[j].cluster, h[j].pid, h[j].mode,
 					 key_name(h[i].key));
 	check_semaphore_holders(h, nh);
+}
+
+/*
+ * Liveness all along, judged from the leader's tree, not from the core:
+ * a waiter whose node nothing blocks there (by the recipe, the backend's
+ * own nodes not counted) is granted within a bound while its cluster is
+ * connected, running and in no lock-delay.  The bound leaves room for a
+ * silent link the library has not given up yet and for one recheck of a
+ * lost watch.  The end check only sees waits that outlast the quiet phase.
+ * Sampled (every 100 ms of model time): nodes ahead of a node only ever go,
+ * so a request first at the leader stays first while its node lives.
+ */
+static void
+check_liveness(Cluster *c)
+{
+	int64_t		now = zkm_now(S->m);
+	int64_t		bound = (int64_t) (2 * c->session_timeout + 3000) * 1000;
+	int64_t		until;
+	/* (an overloaded connection, many requests unanswered, is slow, not wrong) */
+	bool		calm = !c->paused && c->client >= 0 && c->t.conn_state == ZKC_CONNECTED &&
+		zkm_backlog(S->m, c->client) <= CALM_BACKLOG && !env_grants_paused(c, c_mono(c), &until);
+	int			j;
+
+	if (calm && now < c->liveness_at)
+		return;
+	c->liveness_at = now + 100000;
+	for (j = 0; j < c->t.nused && j < NSLOTS; j++)
+	{
+		const ZklSlot *s = &c->t.slots[j];
+		const char *mine[NSLOTS];
+		bool		held[NSLOTS];
+		char		key_path[ZKL_PATH_LEN];
+		char	  **names;
+		ZkrChild	kids[128];
+		int			nmine = 0;
+		int			nn;
+		int			own;
+		int			watch;
+		int			i;
+		ZkrVerdict	v;
+
+		/*
+		 * A try-lock is answered promptly: within a few round trips and a
+		 * linger wait of 500 ms at most; one waiting for a local hand-over,
+		 * with no ZooKeeper work of its own, within one listing of its holder.
+		 */
+		if (!calm || !s->nowait || s->result != ZKR_PENDING || s->abandoned || s->zstate == ZKS_FREE)
+			c->try_since[j] = 0;
+		else if (c->try_since[j] == 0 || c->try_asked[j] != s->requested_at)
+		{
+			c->try_since[j] = now;
+			c->try_asked[j] = s->requested_at;
+		}
+		else if (now - c->try_since[j] > (s->zstate == ZKS_COHORT ? TRY_BOUND_US : bound))
+		{
+			fail("promptness: c%d slot %d (pid %d) try-lock of %s %c unanswered for %.1f s, "
+				 "its cluster connected and in no lock-delay",
+				 c->id, j, s->owner_pid, s->key, s->mode, (now - c->try_since[j]) / 1e6);
+			dump_cluster(c);
+		}
+		if (!calm || s->zstate != ZKS_QUEUED || s->result != ZKR_PENDING || s->abandoned ||
+			s->mode == ZKL_MODE_SEMAPHORE || s->group != 0 || s->node[0] == '\0')
+		{
+			c->clear_since[j] = 0;
+			continue;
+		}
+		for (i = 0; i < c->t.nused; i++)
+		{
+			const ZklSlot *o = &c->t.slots[i];
+
+			if (o != s && o->owner_pid == s->owner_pid && o->zstate != ZKS_FREE &&
+				o->root_id == s->root_id && strcmp(o->key, s->key) == 0)
+			{
+				held[nmine] = o->zstate == ZKS_HELD && !o->abandoned;
+				mine[nmine++] = o->uuid;
+			}
+		}
+		zcore_key_path(&c->t, s, key_path);
+		nn = zkm_leader_children(S->m, key_path, &names);
+		v = zkr_decide(kids, zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids),
+					   s->uuid, mine, held, nmine, &own, &watch);
+		zkm_names_free(names, nn);
+		if (v != ZKR_GRANT)
+			c->clear_since[j] = 0;
+		else if (c->clear_since[j] == 0 || c->clear_attempt[j] != s->attempt)
+		{
+			c->clear_since[j] = now;
+			c->clear_attempt[j] = s->attempt;
+		}
+		else if (now - c->clear_since[j] > bound)
+			fail("liveness: c%d slot %d (pid %d) %s %c has been first at the leader for %.1f s, "
+				 "its cluster connected and in no lock-delay, and is not granted",
+				 c->id, j, s->owner_pid, s->key, s->mode, (now - c->clear_since[j]) / 1e6);
+	}
 }
 
 static void

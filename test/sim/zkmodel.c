@@ -1468,6 +1468,12 @@ zkm_has_pending(const Zkm *m, int client)
 	return c->inbox != NULL || c->out != NULL || c->writes_out > 0;
 }
 
+int
+zkm_backlog(const Zkm *m, int client)
+{
+	return m->clients[client].npending;
+}
+
 bool
 zkm_unattached(const Zkm *m)
 {

@@ -151,6 +151,7 @@ extern bool zkm_inbox_any(const Zkm *m, int client, bool (*pred) (const ZkmMsg *
 						  void *arg);
 extern bool zkm_has_message(const Zkm *m, int client);	/* something to read */
 extern bool zkm_has_pending(const Zkm *m, int client);	/* messages or requests under way */
+extern int	zkm_backlog(const Zkm *m, int client);	/* requests sent, not answered yet */
 extern bool zkm_busy(const Zkm *m);	/* anything in flight anywhere */
 extern bool zkm_unattached(const Zkm *m);	/* a live session no handle holds (it will expire) */
 extern int	zkm_nservers(const Zkm *m);
