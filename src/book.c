@@ -73,6 +73,7 @@ release_empty(ZklBook *b)
 		slots[nrel++] = b->h[i].slot;
 		b->host->release(b->host->arg, b->x[i].key);
 		b->host->release(b->host->arg, b->x[i].depth);
+		/* the host gives slots up without calling back into the book: half-moved is fine */
 		if (nrel == ABANDON_BATCH)
 		{
 			b->host->abandon(b->host->arg, slots, nrel);

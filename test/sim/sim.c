@@ -174,6 +174,7 @@ typedef struct Backend
 	ZkbHost		host;			/* its host: this backend of cluster `cl` */
 	struct Cluster *cl;
 	uint32_t	subid;			/* the current subtransaction's (savepoints) */
+	bool		exits;			/* a stop ended while it published its commit */
 	uint32_t	next_subid;
 	int			nsub;
 	uint32_t	subs[MAXSUB];	/* the enclosing ones', innermost last */
@@ -1134,7 +1135,17 @@ stop_close(Cluster *c, StopEnd how)
 	else if (c->client >= 0)
 		close_session(c, how == STOP_TOMBSTONE ? "clean stop" : "stop");
 	c->client = -1;
-	/* a new postmaster: new shared memory (every slot free), a new session */
+	/*
+	 * A new postmaster: new shared memory (every slot free), a new session.
+	 * A backend still publishing its commit belongs to the old one: its
+	 * book names slots that are gone, and it exits once published.
+	 */
+	for (i = 0; i < c->nb; i++)
+		if (c->b[i].st == B_PUBLISH)
+		{
+			zkb_free(&c->b[i].book);
+			c->b[i].exits = true;
+		}
 	c->t.session_id = 0;
 	for (i = 0; i < c->t.nused; i++)
 		if (c->t.slots[i].zstate != ZKS_FREE)
@@ -1551,7 +1562,8 @@ check_handover_truth(Cluster *c, const ZklSlot *s)
 	int			i;
 	int			w = -1;
 
-	if (server < 0)
+	/* a session the leader ended: its nodes go with it, and nobody waits behind them for long */
+	if (server < 0 || !zkm_session_alive(S->m, c->t.session_id))
 		return;
 	zcore_key_path(&c->t, s, key_path);
 	nn = zkm_server_children(S->m, server, key_path, &names);
@@ -1814,6 +1826,11 @@ check_book(Cluster *c, Backend *b)
 				fail("c%d b%d holds %s %c %d times at transaction level, its application counts %d",
 					 c->id, b->pid, key_name(k), modes[m], n, want);
 		}
+	/* a lock held at no level is given up, unless its node stays for the key's other mode */
+	for (k = 0; k < b->book.n; k++)
+		if (zkh_holds(&b->book.h[k]) == 0 && !zkh_keeps_node(b->book.h, b->book.n, k))
+			fail("c%d b%d keeps %s %c, held at no level, with no other mode of the key held",
+				 c->id, b->pid, b->book.h[k].key, b->book.h[k].mode);
 }
 
 /* The application takes (+1) or gives up (-1) a transaction-level lock of key in mode. */
@@ -2028,6 +2045,7 @@ abandon_group(Cluster *c, Backend *b)
 {
 	int			i;
 
+	zkb_set_pending(&b->book, NULL, 0);	/* lockfuncs.c's abandon_all */
 	for (i = 0; i < b->ngroup; i++)
 		(void) zkt_abandon(&c->t, &c->t.slots[b->group[i]]);
 	b->ngroup = 0;
@@ -2039,6 +2057,7 @@ release_all(Cluster *c, Backend *b)
 {
 	zkb_release_level(&b->book, true);
 	memset(&b->book.proof, 0, sizeof(b->book.proof));	/* a new backend starts afresh */
+	b->lost_seen = false;
 	b->sess_key = -1;
 	b->napp = 0;
 	b->told_lost = false;
@@ -2049,10 +2068,9 @@ end_xact(Cluster *c, Backend *b, const char *how)
 {
 	int			i;
 
-	if (b->waiting >= 0)
-		(void) zkt_abandon(&c->t, &c->t.slots[b->waiting]);
-	abandon_group(c, b);
+	/* a request still waited for is the book's pending one: the abort gives it up */
 	zkb_xact_end(&b->book);		/* session-level ones stay */
+	b->ngroup = 0;
 	for (i = 0; i < b->book.n; i++)
 		if (b->book.h[i].nsession > 0 && c->t.slots[b->book.h[i].slot].abandoned)
 			fail("c%d b%d: the end of a transaction released a session-level lock on %s",
@@ -2213,6 +2231,18 @@ add_savepoint(Backend *b)
 	b->nacts = n;
 }
 
+/* Savepoints in about one transaction of seven, nested now and then. */
+static void
+plan_savepoints(Backend *b)
+{
+	if (chance(15))
+	{
+		add_savepoint(b);
+		if (chance(30))
+			add_savepoint(b);
+	}
+}
+
 static void next_act(Cluster *c, Backend *b);
 
 static void
@@ -2318,7 +2348,10 @@ plan_xact(Backend *b)
 	b->nsub = 0;
 	memset(b->xlev, 0, sizeof(b->xlev));
 	if (plan_session(b, k))
+	{
+		plan_savepoints(b);
 		return;
+	}
 	if (chance(S->hot_pct))
 	{
 		/*
@@ -2345,8 +2378,7 @@ plan_xact(Backend *b)
 	}
 	else
 		plan_plain(b, k, pattern);
-	if (chance(15))
-		add_savepoint(b);
+	plan_savepoints(b);
 	/* under a session-level lock no wait is for ever: it breaks the one key order */
 	for (i = 0; i < b->nacts; i++)
 		if (holds_session(b) && !b->acts[i].unlock && b->acts[i].kind == 0)
@@ -2619,6 +2651,7 @@ request_group(Cluster *c, Backend *b, const Act *a)
 		zkt_claim(&c->t, b->group[i], &r);
 	}
 	b->ngroup = nfresh;
+	zkb_set_pending(&b->book, b->group, nfresh);
 	b->waiting = -1;
 	b->wait_session = false;
 	b->deadline = a->kind == 1 ? zkm_now(S->m) + 300000 + rnd_int(6000000) : 0;
@@ -2675,6 +2708,7 @@ request(Cluster *c, Backend *b, const Act *a)
 	r.now = c_wall(c);
 	r.uuid = uuid;
 	zkt_claim(&c->t, idx, &r);
+	zkb_set_pending(&b->book, &idx, 1);
 	b->waiting = idx;
 	b->wait_session = a->session;
 	b->deadline = a->kind == 1 ? zkm_now(S->m) + 300000 + rnd_int(6000000) : 0;
@@ -2840,6 +2874,7 @@ wait_step(Cluster *c, Backend *b)
 	if (res == ZKR_PENDING && b->deadline && zkm_now(S->m) >= b->deadline)
 	{
 		/* zkl_cancel_slot: give up only if still unanswered */
+		zkb_set_pending(&b->book, NULL, 0);
 		(void) zkt_abandon(&c->t, s);
 		b->waiting = -1;
 		b->txns_left--;
@@ -2858,6 +2893,7 @@ wait_step(Cluster *c, Backend *b)
 	}
 	else if (res == ZKR_NOT_GRANTED)
 	{
+		zkb_set_pending(&b->book, NULL, 0);
 		(void) zkt_abandon(&c->t, s);
 		trace("c%d b%d try-lock refused %s", c->id, b->pid, s->key);
 		next_act(c, b);
@@ -2936,14 +2972,28 @@ commit_step(Cluster *c, Backend *b)
 }
 
 /* The commit's record is visible now: the transaction held its locks until this moment. */
+static void settle(Cluster *c, Backend *b, ZklCommitVerdict v);
+
 static void
 publish(Cluster *c, Backend *b, ZklCommitVerdict v)
 {
+	bool		exits = c->stopping || b->exits;	/* (end_xact may end the stop) */
+
 	if (v == ZKH_SESSION_LOST)
-	{
 		told_of_session_loss(c, b, "commit fails: a session-level lock is lost");
-		return;
+	else
+		settle(c, b, v);
+	if (exits)
+	{
+		b->exits = false;
+		backend_exit(c, b);		/* it was past its commit check when the stop began */
 	}
+}
+
+/* A commit's outcome once its record is visible (or not). */
+static void
+settle(Cluster *c, Backend *b, ZklCommitVerdict v)
+{
 	b->txns_left--;
 	if (v == ZKH_COMMIT)
 	{
@@ -2959,8 +3009,6 @@ publish(Cluster *c, Backend *b, ZklCommitVerdict v)
 	}
 	else
 		end_xact(c, b, v == ZKH_WAIT ? "commit fails: no proof in time" : "commit fails: lost or ended");
-	if (c->stopping)
-		backend_exit(c, b);		/* it was past its commit check when the stop began */
 }
 
 static bool
@@ -3267,8 +3315,6 @@ note_grants(Cluster *c)
 static void dump_cluster(const Cluster *c);
 static void check_liveness(Cluster *c);
 
-/* A try-lock's answer, calm all along, while it waits for a local hand-over. */
-#define TRY_BOUND_US	2000000
 #define CALM_BACKLOG	8
 
 
@@ -3369,9 +3415,9 @@ check_liveness(Cluster *c)
 		ZkrVerdict	v;
 
 		/*
-		 * A try-lock is answered promptly: within a few round trips and a
-		 * linger wait of 500 ms at most; one waiting for a local hand-over,
-		 * with no ZooKeeper work of its own, within one listing of its holder.
+		 * A try-lock is answered within the same bound: a few round trips, a
+		 * linger wait of 500 ms at most, or its holder's listing for a local
+		 * hand-over; never a hold's length (a silent link takes the bound).
 		 */
 		if (!calm || !s->nowait || s->result != ZKR_PENDING || s->abandoned || s->zstate == ZKS_FREE)
 			c->try_since[j] = 0;
@@ -3380,7 +3426,7 @@ check_liveness(Cluster *c)
 			c->try_since[j] = now;
 			c->try_asked[j] = s->requested_at;
 		}
-		else if (now - c->try_since[j] > (s->zstate == ZKS_COHORT ? TRY_BOUND_US : bound))
+		else if (now - c->try_since[j] > bound)
 		{
 			fail("promptness: c%d slot %d (pid %d) try-lock of %s %c unanswered for %.1f s, "
 				 "its cluster connected and in no lock-delay",
@@ -3673,8 +3719,16 @@ backend_exit(Cluster *c, Backend *b)
 		end_xact(c, b, "aborts: its cluster stops");
 	}
 	release_all(c, b);
-	if (b->st != B_DONE)
+	if (b->st == B_DONE)
+		return;
+	if (c->stopping)
 		b->st = B_DOWN;
+	else
+	{
+		/* the stop ended while it published: it comes back with the new postmaster's backends */
+		b->st = b->txns_left > 0 && !S->quiet ? B_IDLE : B_DONE;
+		b->next_at = zkm_now(S->m) + 1000000 + rnd_int(1000000);
+	}
 }
 
 static void
@@ -3683,9 +3737,9 @@ begin_stop(Cluster *c)
 	int			i;
 
 	trace("fault: c%d stops (fast shutdown)", c->id);
+	c->stopping = true;			/* its backends exit till the new postmaster starts */
 	for (i = 0; i < c->nb; i++)
 		backend_exit(c, &c->b[i]);
-	c->stopping = true;
 	c->marking = false;
 	c->stop_deadline = zkm_now(S->m) + 3000000;
 	zcoh_stop_lingering(&c->core.cohort);

@@ -525,6 +525,10 @@ test_book(void)
 	zkb_add(&b, 1, "kb", 'x', 7, false, 4);
 	zkb_subxact_abort(&b, 4);
 	CHECK(b.n == 1 && given_up(1), "a lock taken only inside the rolled-back savepoint goes");
+	zkb_set_pending(&b, pend, 1);
+	zkb_subxact_abort(&b, 5);
+	CHECK(b.npending == 0 && given_up(5), "a request waited for in a rolled-back savepoint is given up");
+	book_ngiven_up = 0;
 
 	/* a node kept for the key's other mode; a pending request given up at the level's end */
 	zkb_add(&b, 2, "ka", 's', 7, true, 1);
