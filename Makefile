@@ -2,11 +2,19 @@
 # they install what they need (Debian packages) and start their own servers.
 
 MODULE_big = zk_lock
-OBJS = src/zk_lock.o src/shmem.o src/worker.o src/zk_client.o src/recipe.o \
-       src/keys.o src/lockfuncs.o src/xact.o src/views.o src/auth.o \
-       src/session.o src/orphans.o src/queue_read.o src/presence.o \
-       src/left_session.o src/core.o src/table.o src/holds.o src/book.o src/key_text.o src/lock_delay.o \
-       src/cohort.o src/cutoff.o src/stmt.o
+# The folders are the layers (docs/architecture.md): core/ is pure (no
+# PostgreSQL or ZooKeeper header: make core-pure), worker/ is the background
+# worker and the only caller of libzookeeper, backend/ runs in backends;
+# src/ itself holds the module's start-up and its shared memory.
+CORE_OBJS = src/core/core.o src/core/cohort.o src/core/table.o src/core/book.o src/core/holds.o \
+            src/core/lock_delay.o src/core/recipe.o src/core/keys.o src/core/cutoff.o
+WORKER_OBJS = src/worker/worker.o src/worker/session.o src/worker/left_session.o \
+              src/worker/presence.o src/worker/orphans.o src/worker/auth.o src/worker/zk_client.o \
+              src/worker/queue_read.o
+BACKEND_OBJS = src/backend/lockfuncs.o src/backend/xact.o src/backend/stmt.o src/backend/views.o \
+               src/backend/key_text.o
+OBJS = src/zk_lock.o src/shmem.o $(CORE_OBJS) $(WORKER_OBJS) $(BACKEND_OBJS)
+PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(srcdir)/src/worker -I$(srcdir)/src/backend
 EXTENSION = zk_lock
 DATA = zk_lock--1.0.sql zk_lock--1.0--1.1.sql
 PGFILEDESC = "zk_lock - advisory locks shared by PostgreSQL clusters through ZooKeeper"
@@ -34,7 +42,7 @@ EXTRA_CLEAN = tmp_regress tmp_isolation output_iso test/unit/test_pure test/unit
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 
-.PHONY: test demo bench deb unit fuzz sim sim-bites installcheck-regress installcheck-isolation installcheck-tap
+.PHONY: test demo bench deb unit fuzz sim sim-bites core-pure installcheck-regress installcheck-isolation installcheck-tap
 
 ifneq ($(PGXS),)
 include $(PGXS)
@@ -44,7 +52,7 @@ all:
 endif
 
 # PGXS does not track headers; every object depends on the shared layouts.
-$(OBJS): $(wildcard src/*.h)
+$(OBJS): $(wildcard src/*.h src/*/*.h)
 
 test:
 	bash test/run_all.sh
@@ -57,6 +65,11 @@ bench:
 
 unit:
 	bash test/unit/run.sh
+
+# src/core is pure: it includes only its own headers and the C library's, and
+# compiles with no include path but its own.
+core-pure:
+	@bash test/core_pure.sh
 
 # The Debian package, built with debhelper and pg_buildext: build/deb/*.deb
 deb:

@@ -28,8 +28,10 @@ failed=0
 run_suite() {
 	local name=$1
 	shift
+	local t0=$SECONDS
 	echo "=== $name ==="
 	if timeout --kill-after=30 600 "$@"; then
+		echo "--- $name: $((SECONDS - t0)) s"
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1))
@@ -43,6 +45,8 @@ run_suite() {
 	fi
 }
 
+# src/core includes no PostgreSQL or ZooKeeper header, and builds on its own
+run_suite core-pure bash test/core_pure.sh
 run_suite unit bash test/unit/run.sh
 # the worker's decisions against the model ZooKeeper: a fixed set of seeds (~30 s)
 run_suite sim bash test/sim/run.sh --seeds 1-8000 --seconds 60

@@ -7,7 +7,7 @@ seconds=${1:-20}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-I"$here/../../src" -o "$out/fuzz_keys" "$here/fuzz_keys.c" "$here/../../src/keys.c"
+	-I"$here/../../src/core" -o "$out/fuzz_keys" "$here/fuzz_keys.c" "$here/../../src/core/keys.c"
 mkdir -p "$out/corpus"
 # seeds: a plain key, escapes, a 4-byte UTF-8 character, a decoder input
 printf 'order-42' >"$out/corpus/plain"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Build the simulator from the real pure modules (src/core.c, table.c,
+# Build the simulator from the real pure modules (src/core: core.c, table.c,
 # holds.c, book.c, lock_delay.c, recipe.c, cohort.c, cutoff.c) and run it: `run.sh [sim options]` (see sim.c).
 # SIM_SRC points at another source tree (bites.sh builds patched copies).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-src=${SIM_SRC:-$here/../../src}
+src=${SIM_SRC:-$here/../../src}/core
 out=${SIM_BIN:-$here/sim}
 # SIM_SANITIZE=1: built with AddressSanitizer and UBSan (the simulator's own memory bugs)
 san=()

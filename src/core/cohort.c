@@ -45,7 +45,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <zookeeper/zookeeper.h>	/* result codes only */
+#include "zk_result.h"		/* ZooKeeper's result codes, not its library */
 
 #include "table.h"
 

@@ -41,6 +41,12 @@
 #include "presence.h"
 #include "queue_read.h"
 #include "session.h"
+#include "zk_result.h"
+
+/* src/core reads ZooKeeper's result codes from its own copy: the library's must be the same */
+#define ZKL_SAME_RESULT(name, value) \
+	StaticAssertDecl(name == (value), #name " differs from src/core/zk_result.h");
+ZKL_ZK_RESULTS(ZKL_SAME_RESULT)
 
 /* One multi in flight: its ops, their results, and what core.c needs back. */
 typedef struct Batch

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <zookeeper/zookeeper.h>	/* result codes and event types only */
+#include "zk_result.h"		/* ZooKeeper's result codes, not its library */
 
 #include "table.h"
 
