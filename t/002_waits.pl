@@ -1,5 +1,8 @@
 # Waiting on one cluster: the wait shows in pg_stat_activity, a cancelled
-# waiter leaves no node behind, and three waiters are granted in FIFO order.
+# waiter leaves no node behind, three waiters are granted in FIFO order, and
+# two backends that take keys in opposite orders get a 40P01 (the younger
+# wait) after deadlock_timeout, whether they wait in ZooKeeper's queue
+# (local hand-over off) or for a local hand-over (on).
 # (These steps block until another session acts, which isolationtester can
 # only detect for heavyweight-lock waits, so they live here.)
 use strict;
@@ -9,6 +12,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(time);
 use ZkLockTest;
 
 my $zk = start_zookeeper('waits');
@@ -93,6 +97,35 @@ for my $i (1 .. 3)
 $_->quit for @waiters;
 $holder->quit;
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left');
+
+for my $handover ('off', 'on')
+{
+	$node->safe_psql('postgres',
+		"ALTER SYSTEM SET zk_lock.local_handover = $handover; ALTER SYSTEM SET deadlock_timeout = '1s';"
+		  . ' SELECT pg_reload_conf()');
+	ok(wait_for(sub { $node->safe_psql('postgres', 'SHOW zk_lock.local_handover') eq $handover }, 10),
+		"local hand-over $handover");
+	sleep(1);    # the worker's reload
+	my @s = map { $node->background_psql('postgres', on_error_stop => 0) } (1, 2);
+	$_->query_safe("\\set VERBOSITY verbose\nSET lock_timeout = '20s'") for @s;
+	$s[0]->query_safe("BEGIN; SELECT zk_lock('dl1')");
+	$s[1]->query_safe("BEGIN; SELECT zk_lock('dl2')");
+	$s[0]->query_until(qr/asked/, "\\echo asked\nSELECT zk_lock('dl2');\n\\echo first done\n");
+	sleep(1);    # the second wait is the younger
+	my $t0 = time();
+	$s[1]->query_until(qr/second done/, "SELECT zk_lock('dl1');\n\\echo second done\n");
+	my $took = time() - $t0;
+	like($s[1]->{stderr}, qr/40P01: deadlock detected: processes .* wait for each other's zk_lock locks/,
+		"hand-over $handover: opposite orders, the younger wait fails with 40P01");
+	cmp_ok($took, '<', 10, "hand-over $handover: after deadlock_timeout (${took} s; lock_timeout is 20 s)");
+	$s[1]->query('ROLLBACK');
+	ok(wait_for(sub { $s[0]->{run}->pump_nb; $s[0]->{stdout} =~ /first done/ }, 10),
+		"hand-over $handover: the other one gets its lock");
+	like($s[0]->query('SELECT 1'), qr/1/, 'and goes on');
+	$s[0]->query('COMMIT');
+	$_->quit for @s;
+}
+ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left after the deadlocks');
 
 $node->stop;
 done_testing();

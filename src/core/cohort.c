@@ -387,6 +387,12 @@ turn_off(ZklCohort *c)
 	}
 }
 
+const ZklSlot *
+zcoh_waits_behind(ZklCohort *c, const ZklSlot *s)
+{
+	return s->zstate == ZKS_COHORT && s->mode == ZKL_MODE_EXCLUSIVE ? carrier_of(c, s) : NULL;
+}
+
 /*
  * Whether a new writer for o's node that asked before s (its ticket) also
  * joins this turn: the lingering node is its, in the order they asked,

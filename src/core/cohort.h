@@ -59,6 +59,9 @@ extern void zcoh_listing_planned(ZklSlot *s);
 /* Connected again: events for what changed meanwhile are still to come. */
 extern void zcoh_disarm(ZklCohort *c);
 
+/* The request whose node a writer waiting for a local hand-over (ZKS_COHORT) waits for, or NULL. */
+extern const ZklSlot *zcoh_waits_behind(ZklCohort *c, const ZklSlot *s);
+
 /* Whether a new node of s is created with the linger mark (zcore_node_data). */
 extern bool zcoh_marks_linger(const ZklCohort *c, const ZklSlot *s);
 

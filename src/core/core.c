@@ -15,6 +15,8 @@
 
 #include "zk_result.h"		/* ZooKeeper's result codes, not its library */
 
+#include "deadlock.h"
+
 #include "table.h"
 
 #define MAX_PARENT_RETRIES	5
@@ -1770,6 +1772,45 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 	return false;
 }
 
+/*
+ * Local deadlocks (deadlock.c): once a request has waited deadlock_timeout,
+ * look for a cycle of waits among this cluster's backends, then again at
+ * most once per deadlock_timeout while any wait lasts; the youngest request
+ * of a cycle gets 40P01, which breaks it.
+ */
+static void
+plan_deadlocks(ZklCore *c, Turn *turn)
+{
+	char		msg[ZKL_ERRMSG_LEN];
+	int64_t		due;
+	int			victim;
+	ZklSlot    *s;
+
+	if (c->deadlock_timeout <= 0 || (due = zdl_next_due(c->t, c->deadlock_timeout)) == 0)
+		return;
+	due = CORE_MAX(due, c->deadlock_at);
+	if (turn->now < due)
+	{
+		sooner(turn, ms_until(turn->now, due));
+		return;
+	}
+	c->deadlock_at = turn->now + (int64_t) c->deadlock_timeout * 1000;
+	sooner(turn, c->deadlock_timeout);
+	victim = zdl_find_victim(cohort_of(c), turn->now, c->deadlock_timeout, msg, sizeof(msg));
+	if (victim < 0)
+		return;
+	s = &c->t->slots[victim];
+	sooner(turn, 0);			/* its delete goes out next turn */
+	if (s->zstate == ZKS_COHORT)
+		fail_slot(c, s, ERR_DEADLOCK, ZKS_GONE, "%s", msg);
+	else
+	{
+		/* give up its place; its owner's abort releases what it holds */
+		fail_slot(c, s, ERR_DEADLOCK, ZKS_DELETING, "%s", msg);
+		s->todo = ZKT_DELETE;
+	}
+}
+
 long
 zcore_plan(ZklCore *c, bool connected, int64_t proof_at)
 {
@@ -1814,6 +1855,7 @@ zcore_plan(ZklCore *c, bool connected, int64_t proof_at)
 				break;
 		}
 	}
+	plan_deadlocks(c, &turn);
 	/* successors told above whose turn in the loop had passed: read now */
 	for (i = 0; successors && i < c->t->nused; i++)
 	{

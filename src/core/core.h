@@ -72,6 +72,7 @@ typedef struct ZklCore
 	const ZklCoreEnv *env;
 	int			connect_timeout;	/* ms: zk_lock.connect_timeout */
 	int			proof_bound;	/* ms: zk_lock.proof_bound */
+	int			deadlock_timeout;	/* ms: PostgreSQL's deadlock_timeout (0: no search) */
 	ZklOp	   *ops;			/* 2 * nslots */
 	const char **mine;			/* nslots */
 	bool	   *held;			/* nslots */
@@ -81,6 +82,7 @@ typedef struct ZklCore
 	int			writes_in_flight;	/* creates, deletes and multis unanswered */
 	bool		proof_due;		/* zcore_plan: send a proof request now */
 	bool		proof_in_flight;
+	int64_t		deadlock_at;	/* wall: the next search for a local deadlock, at the earliest */
 	int64_t		proof_sent;		/* mono */
 	uint64_t	proof_gen;		/* tags it: a new handle makes replies stale */
 	ZklCohortHost cohort_host;	/* core.c's steps, for cohort.c */

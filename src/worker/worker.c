@@ -755,6 +755,7 @@ core_init(void)
 	core.env = &core_env;
 	core.connect_timeout = zkl_connect_timeout;
 	core.proof_bound = zkl_proof_bound;
+	core.deadlock_timeout = DeadlockTimeout;
 	core.cohort.handover = zkl_local_handover;
 	core.cohort.handover_limit = zkl_local_handover_limit;
 	core.cohort.linger_ms = zkl_linger;
@@ -873,6 +874,7 @@ worker_turn(bool draining, long max_wait_ms)
 		/* settings a reload may have changed */
 		core.connect_timeout = zkl_connect_timeout;
 		core.proof_bound = zkl_proof_bound;
+		core.deadlock_timeout = DeadlockTimeout;
 		core.cohort.handover = zkl_local_handover;
 		core.cohort.handover_limit = zkl_local_handover_limit;
 		core.cohort.linger_ms = zkl_linger;

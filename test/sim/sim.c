@@ -353,6 +353,7 @@ typedef struct Sim
 
 static int64_t handovers_seen = 0;	/* over the run, to show the seeds use it */
 static int64_t linger_waits[2];	/* try-locks that waited for a lingering node: refused, granted */
+static int64_t deadlocks_broken;	/* local circles of waits broken with 40P01 */
 static int64_t rides_seen = 0;	/* of them, readers joining a local reader's node */
 
 static Sim *S;
@@ -2394,6 +2395,20 @@ plan_plain(Backend *b, int k, int pattern)
 		add_act(b, false, k, ZKL_MODE_SHARED, 1);
 		add_act(b, false, k, ZKL_MODE_EXCLUSIVE, chance(50) ? 1 : 2);
 	}
+	else if (pattern < 16)
+	{
+		/*
+		 * Two keys in either order: backends of one cluster that meet in a
+		 * circle are broken by the deadlock search (40P01), those of two
+		 * clusters by their wait's timeout.
+		 */
+		int			first = rnd_int(NKEYS);
+		int			second = (first + 1 + rnd_int(NKEYS - 1)) % NKEYS;
+
+		add_act(b, false, first, ZKL_MODE_EXCLUSIVE, 1);
+		add_pause(b);
+		add_act(b, false, second, ZKL_MODE_EXCLUSIVE, 1);
+	}
 	else if (pattern < 22)
 	{
 		/* exclusive, then shared (granted at once), then the exclusive given up */
@@ -2901,6 +2916,7 @@ wait_step(Cluster *c, Backend *b)
 	else
 	{
 		trace("c%d b%d request failed: %s", c->id, b->pid, s->errmsg);
+		deadlocks_broken += strncmp(s->errmsg, "deadlock detected: processes", 28) == 0;
 		b->txns_left--;
 		end_xact(c, b, "aborts");
 	}
@@ -3599,6 +3615,7 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	c->core.t = &c->t;
 	c->core.env = &c->env;
 	c->core.connect_timeout = CONNECT_TIMEOUT;
+	c->core.deadlock_timeout = 1000;
 	c->core.cohort.handover = S->handover;
 	c->core.cohort.handover_limit = S->handover_limit;
 	c->core.cohort.linger_ms = S->linger_ms;
@@ -3679,6 +3696,7 @@ worker_restart(Cluster *c)
 	c->core.t = keep.t;
 	c->core.env = keep.env;
 	c->core.connect_timeout = keep.connect_timeout;
+	c->core.deadlock_timeout = keep.deadlock_timeout;
 	c->core.proof_bound = keep.proof_bound;
 	c->core.ops = keep.ops;
 	c->core.mine = keep.mine;
@@ -4218,6 +4236,7 @@ main(int argc, char **argv)
 		   total_steps / (wall_seconds() - t0 + 1e-9), total_steps, wall_seconds() - t0);
 	printf("%" PRId64 " local hand-overs (%" PRId64 " of them readers joining a reader's node)\n",
 		   handovers_seen, rides_seen);
+	printf("%" PRId64 " local deadlocks broken (40P01)\n", deadlocks_broken);
 	printf("%" PRId64 " try-locks waited for a node that may linger: %" PRId64 " granted, %" PRId64 " refused\n",
 		   linger_waits[0] + linger_waits[1], linger_waits[1], linger_waits[0]);
 	printf("%d passed, %d failed\n", passed, failed);

@@ -1385,6 +1385,134 @@ test_linger_and_foreign_try(void)
 	CHECK(!slots[h].may_linger && planned(h, OP_UNMARK) != 0, "linger off: the mark comes off");
 }
 
+/* An exclusive request of pid on key: claimed (not planned yet); its slot. */
+static int
+claim_key(int pid, const char *key)
+{
+	int			idx = claim(ZKL_MODE_EXCLUSIVE, pid);
+
+	snprintf(slots[idx].key, sizeof(slots[idx].key), "%s", key);
+	return idx;
+}
+
+/*
+ * Two backends of one cluster take zk locks in opposite orders: each holds
+ * one key and waits for the other's.  Once a wait is deadlock_timeout old,
+ * the younger request fails with 40P01, in ZooKeeper's queue (hand-over
+ * off) and waiting for a local hand-over (on); a wait behind a third
+ * backend, which waits for nobody, is no deadlock.
+ */
+/* Slot w's node is made with sequence seq and its listing shows names[0 .. n) then it. */
+static void
+queue_at(int w, int seq, const char **names, int n, char *buf)
+{
+	names[n] = node_of(w, seq, buf);
+	zcore_create_reply(&core, planned(w, OP_CREATE), ZOK, buf, true, 10 + seq);
+	listed(planned(w, OP_CREATE), names, n + 1, false);
+}
+
+/*
+ * Backend 1 holds ka and asks for kb, backend 2 holds kb and then asks for
+ * ka (10 ms later); with hand-over off their requests queue in ZooKeeper,
+ * the second behind `between` (another cluster's writer) if given.  Fills
+ * the slots of the two waits.
+ */
+static void
+opposite_orders(bool handover, const char *between, int *w1, int *w2)
+{
+	static char na[ZKL_NODE_BUFLEN];
+	static char nb[ZKL_NODE_BUFLEN];
+	static char n1[ZKL_NODE_BUFLEN];
+	static char n2[ZKL_NODE_BUFLEN];
+	const char *list[3];
+	int			a;
+	int			b;
+
+	if (handover)
+		setup_handover(0);
+	else
+		setup();
+	core.deadlock_timeout = 1000;
+	a = claim_key(1, "ka");
+	list[0] = node_of(a, 0, na);
+	create_and_list(a, 0, list, 1);
+	b = claim_key(2, "kb");
+	list[0] = node_of(b, 0, nb);
+	create_and_list(b, 0, list, 1);
+	CHECK(slots[a].result == ZKR_GRANTED && slots[b].result == ZKR_GRANTED, "each holds one key");
+	*w1 = claim_key(1, "kb");
+	(void) zcore_plan(&core, true, now_us);
+	list[0] = nb;
+	if (!handover)
+		queue_at(*w1, 1, list, 1, n1);
+	now_us += 10000;
+	*w2 = claim_key(2, "ka");
+	(void) zcore_plan(&core, true, now_us);
+	list[0] = na;
+	list[1] = between;
+	if (!handover)
+		queue_at(*w2, 3, list, between ? 2 : 1, n2);
+}
+
+/*
+ * Two backends of one cluster take zk locks in opposite orders: each holds
+ * one key and waits for the other's.  Once a wait is deadlock_timeout old,
+ * the younger request fails with 40P01, in ZooKeeper's queue (hand-over
+ * off; also with another cluster's writer between, which the second one
+ * watches) and waiting for a local hand-over (on); a wait behind a third
+ * backend, which waits for nobody, is no deadlock.
+ */
+static void
+test_local_deadlock(void)
+{
+	static char na[ZKL_NODE_BUFLEN];
+	char		n2[ZKL_NODE_BUFLEN];
+	const char *list[2];
+	int			a;
+	int			w1;
+	int			w2;
+	int			on;
+
+	for (on = 0; on < 2; on++)
+	{
+		opposite_orders(on, NULL, &w1, &w2);
+		CHECK(slots[w1].zstate == (on ? ZKS_COHORT : ZKS_QUEUED) &&
+			  slots[w2].zstate == (on ? ZKS_COHORT : ZKS_QUEUED), "each waits for the other's key");
+		now_us += 500000;
+		(void) zcore_plan(&core, true, now_us);
+		CHECK(slots[w1].result == ZKR_PENDING && slots[w2].result == ZKR_PENDING,
+			  "before deadlock_timeout, nothing");
+		now_us += 600000;
+		(void) zcore_plan(&core, true, now_us);
+		CHECK(slots[w2].result == ZKR_FAILED &&
+			  slots[w2].sqlstate == ZKL_SQLSTATE('4', '0', 'P', '0', '1') &&
+			  strstr(slots[w2].errmsg, "deadlock detected") != NULL,
+			  "then the younger request fails with 40P01");
+		CHECK(slots[w1].result == ZKR_PENDING, "the older one still waits");
+		CHECK(on || slots[w2].zstate == ZKS_DELETING, "its node goes");
+	}
+
+	opposite_orders(false, WRITER_B, &w1, &w2);
+	CHECK(strcmp(slots[w2].watch, WRITER_B) == 0, "the second watches the other cluster's writer");
+	now_us += 1100000;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[w2].result == ZKR_FAILED && slots[w1].result == ZKR_PENDING,
+		  "the circle through the first backend's node is found all the same");
+
+	/* a long wait behind a holder that waits for nobody is no deadlock */
+	setup();
+	core.deadlock_timeout = 1000;
+	a = claim_key(3, "ka");
+	list[0] = node_of(a, 0, na);
+	create_and_list(a, 0, list, 1);
+	w2 = claim_key(2, "ka");
+	(void) zcore_plan(&core, true, now_us);
+	queue_at(w2, 1, list, 1, n2);
+	now_us += 5000000;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[w2].result == ZKR_PENDING, "a long wait alone: no victim");
+}
+
 /*
  * A try-lock that joined a released holder's node to be next (nobody
  * waited then) is refused when the node passes to a writer that asked
@@ -1600,6 +1728,12 @@ test_riders_upgrade_past_writer(void)
 		create_and_list(x, 2, list, 3);
 		CHECK(slots[x].result == ZKR_PENDING && strcmp(slots[x].watch, list[1]) == 0,
 			  "an upgrade waits behind the other cluster's writer while another backend rides");
+		/* it waits for the other reader only, which waits for nobody: no deadlock */
+		core.deadlock_timeout = 1000;
+		now_us += 2000000;
+		(void) zcore_plan(&core, true, now_us);
+		CHECK(slots[x].result == ZKR_PENDING, "a long upgrade wait behind a rider is no deadlock");
+		core.deadlock_timeout = 0;
 		(void) zkt_abandon(&table, &slots[by == 1 ? r1 : h]);
 		(void) zcore_plan(&core, true, now_us);
 		tag = planned(x, OP_CHILDREN);
@@ -1751,6 +1885,7 @@ main(void)
 	test_linger();
 	test_linger_and_foreign_try();
 	test_try_not_parked_behind_handover();
+	test_local_deadlock();
 	test_linger_goes_to_first_asker();
 	test_riders();
 	test_riders_lost();

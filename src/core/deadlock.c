@@ -1,0 +1,243 @@
+/*
+ * deadlock.c — deadlocks among the backends of one cluster (deadlock.h).
+ *
+ * One search builds the wait-for graph once (each waiting request's
+ * blockers, from the slot table) and walks it depth-first with colours, so
+ * its cost is the table times the waiters, once per deadlock_timeout.
+ */
+#include "deadlock.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "recipe.h"
+
+#define ZDL_MAX_WAITS	512		/* waiting requests looked at in one search */
+#define ZDL_MAX_EDGES	4096	/* blockers noted, over all of them */
+
+#define WHITE	0
+#define GREY	1				/* on the current path */
+#define BLACK	2				/* explored: no circle through it */
+
+typedef struct Graph
+{
+	int			nw;
+	int			wslot[ZDL_MAX_WAITS];	/* a waiting request's slot */
+	int			first[ZDL_MAX_WAITS + 1];	/* its blockers: to[first[i] .. first[i + 1]) */
+	int			to[ZDL_MAX_EDGES];	/* pids */
+	int			nto;
+	int			npid;			/* backends met, with their colours */
+	int			pid[ZDL_MAX_WAITS + ZDL_MAX_EDGES];
+	char		colour[ZDL_MAX_WAITS + ZDL_MAX_EDGES];
+	int			path[ZDL_MAX_CYCLE];	/* waits on the current path */
+	int			depth;
+	int			cycle_from;		/* where on the path the circle begins (-1: none) */
+} Graph;
+
+/* A request that waits: granted by nothing yet, still wanted, not a try-lock (its answer comes soon). */
+static bool
+waiting(const ZklSlot *s)
+{
+	return (s->zstate == ZKS_QUEUED || s->zstate == ZKS_COHORT) && s->result == ZKR_PENDING &&
+		!s->abandoned && !s->nowait && s->owner_pid != 0 && s->mode != ZKL_MODE_SEMAPHORE;
+}
+
+/* Whether slot o's node is on s's key, ahead of position seq. */
+static bool
+ahead(const ZklSlot *o, const ZklSlot *s, int32_t seq)
+{
+	ZkrChild	k;
+
+	return o->root_id == s->root_id && strcmp(o->key, s->key) == 0 &&
+		zkr_parse_child(o->node, &k) && zkr_seq_cmp(k.seq, seq) < 0;
+}
+
+/*
+ * Whether queued request s waits for slot o's node: o is another backend's,
+ * held or queued, on the same key, ahead of s in ZooKeeper's queue, and in
+ * a mode s cannot share (readers riding a node count as its holders).  A
+ * request queued behind a node s's backend holds waits for s's backend, not
+ * the other way (recipe.c's same-backend rule lets s past it).
+ */
+static bool
+blocks(const ZklTable *t, const ZklSlot *o, const ZklSlot *s, int32_t seq)
+{
+	ZkrChild	k;
+	int			i;
+
+	if (o == s || o->owner_pid == s->owner_pid || o->owner_pid == 0 || o->abandoned ||
+		(o->zstate != ZKS_HELD && o->zstate != ZKS_QUEUED) || o->mode == ZKL_MODE_SEMAPHORE ||
+		(s->mode != ZKL_MODE_EXCLUSIVE && o->mode != ZKL_MODE_EXCLUSIVE) || !ahead(o, s, seq))
+		return false;
+	if (o->zstate == ZKS_QUEUED && zkr_parse_child(o->node, &k))
+		for (i = 0; i < t->nused; i++)
+		{
+			const ZklSlot *m = &t->slots[i];
+
+			if (m->owner_pid == s->owner_pid && m->zstate == ZKS_HELD && !m->abandoned &&
+				ahead(m, o, k.seq))
+				return false;
+		}
+	return true;
+}
+
+static void
+add_edge(Graph *g, int pid)
+{
+	int			i;
+
+	for (i = g->first[g->nw]; i < g->nto; i++)
+		if (g->to[i] == pid)
+			return;
+	if (g->nto < ZDL_MAX_EDGES)
+		g->to[g->nto++] = pid;
+}
+
+/* Each waiting request and the backends it waits for. */
+static void
+build(Graph *g, ZklCohort *coh)
+{
+	const ZklTable *t = coh->t;
+	int			i;
+	int			j;
+
+	g->nw = 0;
+	g->nto = 0;
+	for (i = 0; i < t->nused && g->nw < ZDL_MAX_WAITS; i++)
+	{
+		const ZklSlot *s = &t->slots[i];
+		ZkrChild	own;
+
+		if (!waiting(s))
+			continue;
+		g->first[g->nw] = g->nto;
+		if (s->zstate == ZKS_COHORT)
+		{
+			const ZklSlot *o = zcoh_waits_behind(coh, s);
+
+			if (o != NULL && !o->abandoned && o->owner_pid != s->owner_pid && o->owner_pid != 0)
+				add_edge(g, o->owner_pid);
+		}
+		else if (zkr_parse_child(s->node, &own))
+		{
+			for (j = 0; j < t->nused; j++)
+				if (blocks(t, &t->slots[j], s, own.seq))
+					add_edge(g, t->slots[j].owner_pid);
+		}
+		g->wslot[g->nw++] = i;
+	}
+	g->first[g->nw] = g->nto;
+	g->npid = 0;
+}
+
+static char *
+colour_of(Graph *g, int pid)
+{
+	int			i;
+
+	for (i = 0; i < g->npid; i++)
+		if (g->pid[i] == pid)
+			return &g->colour[i];
+	g->pid[g->npid] = pid;
+	g->colour[g->npid] = WHITE;
+	return &g->colour[g->npid++];
+}
+
+/* Depth-first from backend pid: true once a circle is on the path (cycle_from). */
+static bool
+visit(Graph *g, ZklCohort *coh, int pid)
+{
+	const ZklTable *t = coh->t;
+	int			i;
+	int			e;
+
+	*colour_of(g, pid) = GREY;
+	for (i = 0; i < g->nw; i++)
+	{
+		if (t->slots[g->wslot[i]].owner_pid != pid)
+			continue;
+		if (g->depth == ZDL_MAX_CYCLE)
+			break;
+		g->path[g->depth++] = g->wslot[i];
+		for (e = g->first[i]; e < g->first[i + 1]; e++)
+		{
+			char	   *c = colour_of(g, g->to[e]);
+
+			if (*c == GREY)
+			{
+				/* the circle: from that backend's wait on the path to here */
+				for (g->cycle_from = 0; g->cycle_from < g->depth; g->cycle_from++)
+					if (t->slots[g->path[g->cycle_from]].owner_pid == g->to[e])
+						return true;
+			}
+			else if (*c == WHITE && visit(g, coh, g->to[e]))
+				return true;
+		}
+		g->depth--;
+	}
+	*colour_of(g, pid) = BLACK;
+	return false;
+}
+
+int64_t
+zdl_next_due(const ZklTable *t, int timeout_ms)
+{
+	int64_t		oldest = 0;
+	int			i;
+
+	for (i = 0; i < t->nused; i++)
+	{
+		const ZklSlot *s = &t->slots[i];
+
+		if (waiting(s) && (oldest == 0 || s->requested_at < oldest))
+			oldest = s->requested_at;
+	}
+	return oldest == 0 ? 0 : oldest + (int64_t) timeout_ms * 1000;
+}
+
+int
+zdl_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t len)
+{
+	static Graph g;				/* 30 kB: not on the stack */
+	const ZklTable *t = coh->t;
+	int			i;
+
+	build(&g, coh);
+	for (i = 0; i < g.nw; i++)
+	{
+		int			start = t->slots[g.wslot[i]].owner_pid;
+		int			victim;
+		int64_t		oldest;
+		size_t		n;
+		int			k;
+
+		if (*colour_of(&g, start) != WHITE)
+			continue;
+		g.depth = 0;
+		g.cycle_from = -1;
+		if (!visit(&g, coh, start))
+			continue;
+		/* the youngest request of the circle gives way, once one of them waited long enough */
+		victim = g.path[g.cycle_from];
+		oldest = t->slots[victim].requested_at;
+		for (k = g.cycle_from + 1; k < g.depth; k++)
+		{
+			const ZklSlot *s = &t->slots[g.path[k]];
+
+			if (s->requested_at > t->slots[victim].requested_at)
+				victim = g.path[k];
+			if (s->requested_at < oldest)
+				oldest = s->requested_at;
+		}
+		if (now - oldest < (int64_t) timeout_ms * 1000)
+			return -1;			/* a young circle: the next search sees it */
+		n = (size_t) snprintf(msg, len, "deadlock detected: processes");
+		for (k = g.cycle_from; k < g.depth && n < len; k++)
+			n += (size_t) snprintf(msg + n, len - n, "%s %d", k > g.cycle_from ? "," : "",
+								   t->slots[g.path[k]].owner_pid);
+		if (n < len)
+			snprintf(msg + n, len - n, " wait for each other's zk_lock locks");
+		return victim;
+	}
+	return -1;
+}

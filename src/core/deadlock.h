@@ -1,0 +1,39 @@
+/*
+ * deadlock.h — deadlocks among the backends of one cluster, found in the
+ * slot table with no I/O: a backend whose zk_lock request has waited longer
+ * than deadlock_timeout, and that waits (through ZooKeeper's queue or for a
+ * local hand-over) for a backend that waits, in the end, for it.  The
+ * youngest waiting request of the cycle is the victim (40P01), as core
+ * PostgreSQL breaks a cycle by cancelling one wait.
+ *
+ * Edges are the waits the worker can see: a queued request waits for every
+ * other local backend with a node ahead of its own on the key in a mode it
+ * cannot share (readers riding a node count as holders of it); a writer
+ * waiting for a local hand-over waits for the holder of the cluster's node.
+ * A backend's own nodes never block it.  A cycle through another cluster's
+ * node, a row lock or a semaphore is not seen here (README, Known
+ * limitations).
+ */
+#ifndef ZK_LOCK_DEADLOCK_H
+#define ZK_LOCK_DEADLOCK_H
+
+#include <stddef.h>
+
+#include "cohort.h"
+#include "slot.h"
+
+/* Paths of waits longer than this are not followed. */
+#define ZDL_MAX_CYCLE	64
+
+/*
+ * A waiting slot of a cycle among local backends in which some request has
+ * waited at least timeout_ms (now: wall time), the youngest request of the
+ * cycle; or -1.  Describes the cycle in msg (for the victim's error).
+ * Try-locks and semaphores take no part (a try is answered soon).
+ */
+extern int	zdl_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t len);
+
+/* The wall time when the oldest waiting request reaches timeout_ms (0: nobody waits). */
+extern int64_t zdl_next_due(const ZklTable *t, int timeout_ms);
+
+#endif
