@@ -84,18 +84,30 @@ $other->query_safe('COMMIT');
 $other->quit;
 
 # --- two local upgraders deadlock: one gets 40P01, the other proceeds ---
+# (the one whose request the worker decides second: usually the second to
+# ask, but the first one's own read of the queue may come back after it)
 my $u1 = ask($a, "SELECT zk_lock_shared('dl')", 'u1');
 $u1->query_until(qr/u1 granted/, '');
 my $u2 = ask($a, "SELECT zk_lock_shared('dl')", 'u2');
 $u2->query_until(qr/u2 granted/, '');
+$_->query_safe('\set VERBOSITY verbose') for ($u1, $u2);
 $u1->query_until(qr/asked again/, "\\echo asked again\nSELECT zk_lock('dl');\nSELECT 'u1 upgraded';\n");
 ok(wait_for(sub { key_queue_len($zk, 'dl') == 3 }, 10), 'first upgrader waits for the other reader');
-$u2->query_safe('\set VERBOSITY verbose');
-$u2->query('SELECT zk_lock(\'dl\')');
-like($u2->{stderr}, qr/ERROR:  40P01: deadlock detected/, 'the second upgrader gets 40P01');
-$u2->query('ROLLBACK');
-like($u1->query_until(qr/u1 upgraded/, ''), qr/u1 upgraded/, 'the first upgrader proceeds');
-$u1->query_safe('COMMIT');
+$u2->query_until(qr/asked too/, "\\echo asked too\nSELECT zk_lock('dl');\nSELECT 'u2 upgraded';\n");
+ok( wait_for(
+		sub {
+			$_->{run}->pump_nb for ($u1, $u2);
+			return ($u1->{stderr} . $u2->{stderr}) =~ /ERROR:  40P01: deadlock detected/;
+		},
+		10),
+	'one upgrader gets 40P01');
+my ($victim, $winner) = $u2->{stderr} =~ /40P01/ ? ($u2, $u1) : ($u1, $u2);
+unlike($winner->{stderr}, qr/40P01/, 'only one of them');
+$victim->{stderr} = '';
+$victim->query('ROLLBACK');
+ok(wait_for(sub { $winner->{run}->pump_nb; $winner->{stdout} =~ /u\d upgraded/ }, 10),
+	'the other upgrader proceeds');
+$winner->query('COMMIT');
 $_->quit for ($u1, $u2);
 
 # --- herd-free with readers and writers mixed over two clusters ---
