@@ -29,6 +29,7 @@
 
 #include "zk_lock.h"
 #include "book.h"
+#include "table.h"
 
 /*
  * The book of this backend's locks (book.c): its memory lives as long as
@@ -90,8 +91,21 @@ book_abandon(void *arg, const int *slots, int n)
 	zkl_abandon_slots(slots, n);
 }
 
+/* Node names are the worker's to write: read under the lock. */
+static bool
+book_node_before(void *arg, int a, int b)
+{
+	bool		before;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	before = zkt_node_before(&zkl_shared->t, a, b);
+	LWLockRelease(zkl_shared->lock);
+	return before;
+}
+
 static const ZkbHost book_host = {
-	NULL, book_alloc, book_grow, book_release, book_lost, book_scope, book_abandon
+	NULL, book_alloc, book_grow, book_release, book_lost, book_scope, book_abandon,
+	book_node_before
 };
 static ZklBook book = {&book_host};
 

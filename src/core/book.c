@@ -52,7 +52,8 @@ release_empty(ZklBook *b)
 
 	/* decided for all before any moves: a kept node depends on the other locks */
 	for (i = 0; i < b->n; i++)
-		b->x[i].keep = zkh_holds(&b->h[i]) > 0 || zkh_keeps_node(b->h, b->n, i);
+		b->x[i].keep = zkh_holds(&b->h[i]) > 0 ||
+			zkh_keeps_node(b->h, b->n, i, b->host->node_before, b->host->arg);
 	for (i = 0; i < b->n; i++)
 	{
 		if (b->x[i].keep)

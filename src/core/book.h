@@ -30,6 +30,7 @@ typedef struct ZkbHost
 	bool		(*lost) (void *arg, int slot);	/* ZooKeeper took the slot's lock away */
 	void		(*scope) (void *arg, int slot, uint8_t scope);	/* ZKL_SCOPE_* it is held at */
 	void		(*abandon) (void *arg, const int *slots, int n);	/* give the slots up */
+	ZkhNodeBefore node_before;	/* slot a's node older than slot b's (holds.h) */
 } ZkbHost;
 
 /* Transaction-level acquisitions of a lock taken in one subtransaction. */

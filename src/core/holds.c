@@ -12,12 +12,13 @@ zkh_holds(const ZklHold *h)
 }
 
 bool
-zkh_keeps_node(const ZklHold *holds, int n, int i)
+zkh_keeps_node(const ZklHold *holds, int n, int i, ZkhNodeBefore before, void *arg)
 {
 	int			j;
 
 	for (j = 0; j < n; j++)
-		if (j != i && zkh_holds(&holds[j]) > 0 && strcmp(holds[j].key, holds[i].key) == 0)
+		if (j != i && zkh_holds(&holds[j]) > 0 && strcmp(holds[j].key, holds[i].key) == 0 &&
+			!before(arg, holds[j].slot, holds[i].slot))
 			return true;
 	return false;
 }

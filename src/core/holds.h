@@ -44,11 +44,16 @@ extern bool zkh_acknowledge(ZklHold *h, bool lost);
 
 /*
  * Whether holds[i], whose holds are all gone, must keep its node: another
- * mode of its key is still held.  A later node of ours on the key may have
- * been granted past other clusters' waiters queued behind this one
- * (recipe.c), and they must not be granted while we hold any mode.
+ * mode of its key is held through a node that is not known to be older.
+ * A later node of ours on the key may have been granted past other
+ * clusters' waiters queued behind this one (recipe.c), and they must not be
+ * granted while we hold any mode.  A held node older than this one was
+ * granted without it, so this one may go: a downgrade (exclusive released,
+ * shared held from before) lets other readers in at once, as core's does.
+ * before(arg, a, b): whether slot a's node was created before slot b's.
  */
-extern bool zkh_keeps_node(const ZklHold *holds, int n, int i);
+typedef bool (*ZkhNodeBefore) (void *arg, int a, int b);
+extern bool zkh_keeps_node(const ZklHold *holds, int n, int i, ZkhNodeBefore before, void *arg);
 
 /*
  * What the commit must prove, for every lock the transaction held at any

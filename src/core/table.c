@@ -4,6 +4,8 @@
  */
 #include "table.h"
 
+#include "recipe.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -80,4 +82,17 @@ int
 zkt_lock_delay_ms(int lock_delay_ms, int proof_bound_ms)
 {
 	return lock_delay_ms > 2 * proof_bound_ms ? lock_delay_ms : 2 * proof_bound_ms;
+}
+
+bool
+zkt_node_before(const ZklTable *t, int a, int b)
+{
+	const ZklSlot *sa = &t->slots[a];
+	const ZklSlot *sb = &t->slots[b];
+	ZkrChild	ca,
+				cb;
+
+	return sa->root_id == sb->root_id && strcmp(sa->key, sb->key) == 0 &&
+		zkr_parse_child(sa->node, &ca) && zkr_parse_child(sb->node, &cb) &&
+		zkr_seq_cmp(ca.seq, cb.seq) < 0;
 }

@@ -37,6 +37,12 @@ extern void zkt_claim(ZklTable *t, int idx, const ZklRequest *r);
  */
 extern bool zkt_abandon(ZklTable *t, ZklSlot *s);
 
+/*
+ * Whether slot a's node was created before slot b's, under one key's
+ * directory (false when either has no node yet, or they differ in root).
+ */
+extern bool zkt_node_before(const ZklTable *t, int a, int b);
+
 /* Back to FREE; nused shrinks past trailing free slots. */
 extern void zkt_free(ZklTable *t, ZklSlot *s);
 

@@ -1802,6 +1802,8 @@ mode_index(char mode)
 	return mode == ZKL_MODE_EXCLUSIVE ? 0 : mode == ZKL_MODE_SHARED ? 1 : 2;
 }
 
+static bool book_node_before(void *arg, int a, int b);
+
 /*
  * The book against the application's own count of its transaction-level
  * acquisitions (stacking, unlocks, savepoints rolled back or released).
@@ -1829,7 +1831,7 @@ check_book(Cluster *c, Backend *b)
 		}
 	/* a lock held at no level is given up, unless its node stays for the key's other mode */
 	for (k = 0; k < b->book.n; k++)
-		if (zkh_holds(&b->book.h[k]) == 0 && !zkh_keeps_node(b->book.h, b->book.n, k))
+		if (zkh_holds(&b->book.h[k]) == 0 && !zkh_keeps_node(b->book.h, b->book.n, k, book_node_before, b))
 			fail("c%d b%d keeps %s %c, held at no level, with no other mode of the key held",
 				 c->id, b->pid, b->book.h[k].key, b->book.h[k].mode);
 }
@@ -2016,6 +2018,14 @@ book_scope(void *arg, int slot, uint8_t scope)
 	b->cl->t.slots[slot].scope = scope;
 }
 
+static bool
+book_node_before(void *arg, int a, int b)
+{
+	const Backend *bk = arg;
+
+	return zkt_node_before(&bk->cl->t, a, b);
+}
+
 /* A lock given up: its span ends (a transaction-level one's), its slot is abandoned. */
 static void
 book_abandon(void *arg, const int *slots, int n)
@@ -2033,7 +2043,8 @@ book_abandon(void *arg, const int *slots, int n)
 static void
 book_init(Cluster *c, Backend *b)
 {
-	const ZkbHost host = {b, book_alloc, book_grow, book_release, book_lost, book_scope, book_abandon};
+	const ZkbHost host = {b, book_alloc, book_grow, book_release, book_lost, book_scope, book_abandon,
+	book_node_before};
 
 	b->cl = c;
 	b->host = host;

@@ -396,15 +396,26 @@ test_proof(void)
 	CHECK(noted_at == now_us && noted_session == 0x100, "the leader's answer proves the session");
 }
 
+/* Nodes in slot order: the lower slot's was created first. */
+static bool
+slot_order(void *arg, int a, int b)
+{
+	return a < b;
+}
+
 static void
 test_holds(void)
 {
 	ZklHold		h[3] = {{0, 'x', "ta", 0, 0}, {1, 's', "ta", 1, 0}, {2, 'x', "tb", 0, 0}};
 	ZklHold		sess = {3, 'x', "tc", 1, 2};
 	ZklXactProof p;
+	ZklHold		down[2] = {{0, 's', "ta", 0, 1}, {1, 'x', "ta", 0, 0}};
 
-	CHECK(zkh_keeps_node(h, 3, 0), "a node stays while the key's other mode is held");
-	CHECK(!zkh_keeps_node(h, 3, 2), "a node of a key no longer held goes");
+	CHECK(zkh_keeps_node(h, 3, 0, slot_order, NULL),
+		  "a node stays while the key's other mode is held through a later node");
+	CHECK(!zkh_keeps_node(h, 3, 2, slot_order, NULL), "a node of a key no longer held goes");
+	CHECK(!zkh_keeps_node(down, 2, 1, slot_order, NULL),
+		  "a downgrade: the exclusive node goes while the shared one from before is held");
 
 	memset(&p, 0, sizeof(p));
 	CHECK(zkh_commit_verdict(&p, false, false, 0, 0, 0, 0, 1000) == ZKH_COMMIT, "no lock, nothing to prove");
@@ -480,7 +491,8 @@ bh_abandon(void *arg, const int *slots, int n)
 		book_given_up[book_ngiven_up++] = *slots++;
 }
 
-static const ZkbHost book_host = {NULL, bh_alloc, bh_grow, bh_release, bh_lost, bh_scope, bh_abandon};
+static const ZkbHost book_host = {NULL, bh_alloc, bh_grow, bh_release, bh_lost, bh_scope, bh_abandon,
+	slot_order};
 
 /* Whether the book gave slot up (since the last reset of the record). */
 static bool
