@@ -17,7 +17,7 @@ BACKEND_OBJS = src/backend/lockfuncs.o src/backend/xact.o src/backend/stmt.o src
 OBJS = src/zk_lock.o src/shmem.o $(CORE_OBJS) $(WORKER_OBJS) $(BACKEND_OBJS)
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(srcdir)/src/worker -I$(srcdir)/src/backend
 EXTENSION = zk_lock
-DATA = zk_lock--1.0.sql zk_lock--1.0--1.1.sql
+DATA = zk_lock--1.0.sql zk_lock--1.0--1.1.sql zk_lock--1.1--1.2.sql
 PGFILEDESC = "zk_lock - advisory locks shared by PostgreSQL clusters through ZooKeeper"
 
 # Single-threaded client only: the _mt library runs callbacks on its own threads.

@@ -106,6 +106,10 @@ SELECT worker_pid > 0 AS worker, state, session_id ~ '^0x[0-9a-f]+$' AS session,
        max_locks, requests >= grants AS counted, hosts <> '' AS hosts
 FROM zk_lock_status();
 
+-- zk_lock_counters: every counter, one a row (the values vary: only their presence)
+SELECT counter, value >= 0 AS counted, meaning <> '' AS explained FROM zk_lock_counters;
+SELECT s.requests = c.value AS same FROM zk_lock_status() s, zk_lock_counters c WHERE c.counter = 'requests';
+
 -- shared mode: stacks apart from exclusive; the wrong unlock warns
 SELECT outcome($$SELECT zk_lock_shared(NULL::text)$$);
 SELECT outcome($$SELECT zk_try_lock_shared('', 5)$$);

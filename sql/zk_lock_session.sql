@@ -70,14 +70,23 @@ PREPARE TRANSACTION 'zk_session_prep2';      -- ERROR: a transaction-level lock 
 SELECT key, scope FROM zk_locks WHERE state <> 'releasing';
 SELECT zk_session_unlock('prep');
 
--- exclusive in a transaction on a key the session holds shared: the exclusive
--- node is kept until the shared hold goes
+-- exclusive in a transaction on a key the session holds shared: a downgrade,
+-- the exclusive node goes at the commit (the shared one came first)
 SELECT zk_session_lock_shared('kp');
 BEGIN;
 SELECT zk_lock('kp');
 COMMIT;
 SELECT key, mode, scope FROM zk_locks WHERE state <> 'releasing' ORDER BY mode;
 SELECT zk_session_unlock_shared('kp');
+-- the other order: a shared lock taken after the exclusive one keeps the
+-- exclusive node until the shared hold goes (it may stand past a writer)
+SELECT zk_session_lock('kp');
+BEGIN;
+SELECT zk_lock_shared('kp');
+SELECT zk_session_unlock('kp');
+SELECT key, mode, scope FROM zk_locks WHERE state <> 'releasing' ORDER BY mode;
+COMMIT;
+SELECT count(*) AS left FROM zk_locks WHERE key = 'kp' AND state <> 'releasing';
 SELECT count(*) FROM zk_locks WHERE state <> 'releasing';
 
 -- a fencing token for a session-level lock

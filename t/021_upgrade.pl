@@ -1,6 +1,7 @@
-# Version 1.1: ALTER EXTENSION zk_lock UPDATE from 1.0 while a lock is held
-# keeps it held and working, adds the (int, int) functions, and leaves the
-# same objects, comments and privileges as a fresh 1.1 install.
+# ALTER EXTENSION zk_lock UPDATE from 1.0 (to 1.2, through 1.1) while a lock
+# is held keeps it held and working, adds the (int, int) functions and the
+# counters view, and leaves the same objects, comments and privileges as a
+# fresh install.
 use strict;
 use warnings;
 
@@ -17,8 +18,8 @@ my $b = new_zk_cluster('ub', $zk);
 $a->safe_psql('postgres', "DROP EXTENSION zk_lock; CREATE EXTENSION zk_lock VERSION '1.0'");
 is($a->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zk_lock'"), '1.0',
 	'A runs version 1.0 of the extension');
-is($b->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zk_lock'"), '1.1',
-	'a fresh install is 1.1');
+is($b->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zk_lock'"), '1.2',
+	'a fresh install is 1.2');
 my ($ret) = $a->psql('postgres', 'BEGIN; SELECT zk_lock(1, 2)');
 isnt($ret, 0, 'the (int, int) functions do not exist in 1.0');
 
@@ -34,12 +35,14 @@ is($a->safe_psql('postgres', "SELECT string_agg(cluster || ':' || granted, ',') 
 	'ua:true', 'and so does the 1.0 zk_lock_queue');
 
 $a->safe_psql('postgres', 'ALTER EXTENSION zk_lock UPDATE', timeout => 60);
-is($a->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zk_lock'"), '1.1',
-	'ALTER EXTENSION zk_lock UPDATE brings A to 1.1');
+is($a->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zk_lock'"), '1.2',
+	'ALTER EXTENSION zk_lock UPDATE brings A to 1.2, through 1.1');
 is($b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('upgrade-key', 0); COMMIT"), 'f',
 	'the lock taken under 1.0 is still held');
 is($h->query_safe("SELECT zk_lock_token('upgrade-key')"), $token, 'its token is unchanged');
 is($h->query_safe("SELECT key || ' ' || state FROM zk_locks"), 'upgrade-key granted', 'zk_locks shows it');
+is($h->query_safe("SELECT value > 0 FROM zk_lock_counters WHERE counter = 'grants'"), 't',
+	'zk_lock_counters counts its grant');
 $h->query_safe('COMMIT');
 is($b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('upgrade-key', 10000); COMMIT"), 't',
 	'A commits normally, and B gets the key after it');
@@ -56,7 +59,7 @@ $h->query_safe('COMMIT');
 is($b->safe_psql('postgres', 'BEGIN; SELECT zk_try_lock(1, 2, 10000); COMMIT'), 't', 'and gets it after A commits');
 $h->quit;
 
-# an upgraded 1.0 and a fresh 1.1 have the same objects, comments and privileges
+# an upgraded 1.0 and a fresh install have the same objects, comments and privileges
 my $catalog = q{
 	SELECT string_agg(format('%s %s %s %s', d.objid::regprocedure, p.prosrc, p.proacl,
 							 obj_description(d.objid, 'pg_proc')), E'\n' ORDER BY d.objid::regprocedure::text)
@@ -68,7 +71,7 @@ is($a->safe_psql('postgres', $catalog), $b->safe_psql('postgres', $catalog),
 my $views = q{SELECT string_agg(c.relname || ' ' || c.relacl::text || ' ' || obj_description(c.oid, 'pg_class'), ',')
 	FROM pg_class c JOIN pg_depend d ON d.objid = c.oid AND d.deptype = 'e'
 	JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'zk_lock'};
-is($a->safe_psql('postgres', $views), $b->safe_psql('postgres', $views), 'and the same view');
+is($a->safe_psql('postgres', $views), $b->safe_psql('postgres', $views), 'and the same views');
 
 # privileges restricted under 1.0 (README, "Security") carry over to the new lock functions
 $a->safe_psql('postgres', q{

@@ -1,7 +1,7 @@
 /*
  * views.c — introspection: zk_locks (this cluster's lock requests, like
- * pg_locks) and zk_lock_status() (the worker's session and counters) read
- * shared memory; zk_lock_queue() asks the worker for a live read of one
+ * pg_locks), zk_lock_status() (the worker's session and counters) and
+ * zk_lock_counters (every counter, one a row) read shared memory; zk_lock_queue() asks the worker for a live read of one
  * key's queue in ZooKeeper, every cluster's contenders included.
  */
 #include "postgres.h"
@@ -18,6 +18,63 @@
 
 PG_FUNCTION_INFO_V1(zk_lock_requests);
 PG_FUNCTION_INFO_V1(zk_lock_status);
+PG_FUNCTION_INFO_V1(zk_lock_counters);
+
+/* Every counter the worker keeps, as rows of the zk_lock_counters view. */
+typedef struct CounterRow
+{
+	const char *name;
+	size_t		offset;
+	const char *meaning;
+} CounterRow;
+
+#define COUNTER(field, name, meaning) {name, offsetof(ZklCounters, field), meaning}
+static const CounterRow counter_rows[] = {
+	COUNTER(requests, "requests", "lock nodes asked for (creates sent)"),
+	COUNTER(grants, "grants", "requests granted"),
+	COUNTER(releases, "releases", "lock nodes deleted"),
+	COUNTER(lost, "lost", "granted locks whose ZooKeeper session ended"),
+	COUNTER(reconnects, "connects", "connections to ZooKeeper (re)established"),
+	COUNTER(expirations, "expirations", "ZooKeeper sessions expired or refused"),
+	COUNTER(recovered, "recovered", "creates whose reply was lost, looked up by request id"),
+	COUNTER(delete_retries, "delete_retries", "deletes whose reply was lost, sent again"),
+	COUNTER(batched, "batched", "creates and deletes sent inside multis"),
+	COUNTER(rolled_back, "rolled_back", "operations of a multi sent again: a neighbour failed"),
+	COUNTER(handovers, "handovers", "grants passed inside the cluster with no ZooKeeper round trip"),
+	COUNTER(lingers, "lingers", "released nodes kept for this cluster's next request (zk_lock.linger)"),
+	COUNTER(lock_delay_pauses, "lock_delay_pauses", "grants paused for another session's death (zk_lock.lock_delay)"),
+	COUNTER(deadlocks, "deadlocks", "requests failed with 40P01 to break a deadlock"),
+};
+
+/* Each counter with its meaning; every one that ZklCounters has. */
+Datum
+zk_lock_counters(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ZklCounters snap;
+	int			i;
+
+	StaticAssertStmt(lengthof(counter_rows) * sizeof(int64) == sizeof(ZklCounters),
+					 "a counter of ZklCounters is missing from counter_rows");
+	zkl_require_shared();
+	InitMaterializedSRF(fcinfo, 0);
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	snap = zkl_shared->t.counters;
+	LWLockRelease(zkl_shared->lock);
+	for (i = 0; i < lengthof(counter_rows); i++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {0};
+		int			natts = 0;
+
+		values[natts++] = CStringGetTextDatum(counter_rows[i].name);
+		values[natts++] = Int64GetDatum(*(const int64 *) ((const char *) &snap + counter_rows[i].offset));
+		values[natts++] = CStringGetTextDatum(counter_rows[i].meaning);
+		Assert(natts == lengthof(values));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
 
 static const char *
 slot_state(const ZklSlot *s)

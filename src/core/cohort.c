@@ -473,6 +473,7 @@ release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 		else if (c->linger_ms > 0 && o->may_linger && !o->foreign)
 		{
 			o->zstate = ZKS_LINGER;
+			c->t->counters.lingers++;
 			o->linger_until = mono + (int64_t) c->linger_ms * 1000;
 			o->owner_procno = -1;	/* nobody's: no backend counts it as its own */
 			o->owner_pid = 0;

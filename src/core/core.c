@@ -218,6 +218,8 @@ fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate, const char *f
 	s->zstate = zstate;
 	if (s->result == ZKR_PENDING)
 		s->result = ZKR_FAILED;
+	if (sqlstate == ERR_DEADLOCK)
+		c->t->counters.deadlocks++;
 	wake(c, s);
 	if (s->abandoned && zstate == ZKS_GONE)
 		free_slot(c, s);

@@ -157,6 +157,9 @@ typedef struct ZklCounters
 	int64_t		batched;		/* creates and deletes sent inside multis */
 	int64_t		rolled_back;	/* ops of a multi sent again: a neighbour failed */
 	int64_t		handovers;		/* grants passed inside the cluster, no round trip */
+	int64_t		lingers;		/* released nodes kept for the cluster's next request */
+	int64_t		lock_delay_pauses;	/* grants paused for another session's death */
+	int64_t		deadlocks;		/* requests failed with 40P01 to break a deadlock */
 } ZklCounters;
 
 /*

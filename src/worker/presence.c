@@ -98,8 +98,11 @@ sessions_path(char *out)
 static void
 pause_until(int64 until)
 {
-	if (until > paused_until)
-		paused_until = until;
+	if (until <= paused_until)
+		return;
+	if (paused_until <= zkl_mono_now())
+		zkl_shared->t.counters.lock_delay_pauses++;	/* a new pause, not a longer one */
+	paused_until = until;
 }
 
 static void
