@@ -126,6 +126,8 @@ for my $handover ('off', 'on')
 	$_->quit for @s;
 }
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left after the deadlocks');
+is($node->safe_psql('postgres', "SELECT value FROM zk_lock_counters WHERE counter = 'deadlocks'"), '2',
+	'zk_lock_counters counts the two 40P01s');
 
 $node->stop;
 done_testing();

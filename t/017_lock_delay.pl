@@ -76,6 +76,8 @@ ok(defined $seen, 'B\'s worker saw A\'s session end');
 cmp_ok($granted_held - ($seen // 0), '>=', $delay_ms / 1000 - 0.01,
 	sprintf('B was granted the key A held %.2f s after that: not before zk_lock.lock_delay (%.1f s)',
 		$granted_held - ($seen // 0), $delay_ms / 1000));
+cmp_ok($b->safe_psql('postgres', "SELECT value FROM zk_lock_counters WHERE counter = 'lock_delay_pauses'"),
+	'>=', 1, 'zk_lock_counters counts the pause');
 $wb->query_safe('COMMIT');
 $held_a->quit;
 proxy_do($proxy, 'pass');

@@ -28,6 +28,8 @@ ok(wait_for(sub { $a->safe_psql('postgres', "SELECT pid IS NULL, state FROM zk_l
 	'a released node that lingers shows with a NULL pid')
   or diag($a->safe_psql('postgres', 'SELECT * FROM zk_locks'));
 my $node = $a->safe_psql('postgres', "SELECT node FROM zk_locks WHERE key = 'lg'");
+cmp_ok($a->safe_psql('postgres', "SELECT value FROM zk_lock_counters WHERE counter = 'lingers'"), '>=', 1,
+	'zk_lock_counters counts it');
 is(
 	$a->safe_psql('postgres',
 		"BEGIN; SELECT zk_lock('lg'); SELECT pid = pg_backend_pid(), state, node FROM zk_locks WHERE key = 'lg'; COMMIT"),
