@@ -45,12 +45,19 @@ extern bool zkh_acknowledge(ZklHold *h, bool lost);
 /*
  * Whether holds[i], whose holds are all gone, must keep its node: another
  * mode of its key is held through a node that is not known to be older.
- * A later node of ours on the key may have been granted past other
- * clusters' waiters queued behind this one (recipe.c), and they must not be
- * granted while we hold any mode.  A held node older than this one was
- * granted without it, so this one may go: a downgrade (exclusive released,
- * shared held from before) lets other readers in at once, as core's does.
- * before(arg, a, b): whether slot a's node was created before slot b's.
+ * A later node of ours on the key may have been granted past waiters (of
+ * any cluster, or of ours with their own node) queued behind this one
+ * (recipe.c), and they must not be granted while we hold any mode.  A held
+ * node older than this one was granted without it, and every node this one
+ * was granted past conflicts with a held node ahead of it that stays (the
+ * older one, or one kept by this same rule: a backend has one node per key
+ * and mode), so this one may go: a downgrade (exclusive released, shared
+ * held through an older node) lets other readers in at once, as core's
+ * does.  Order is node creation, not acquisition: a lock taken again stacks
+ * on its node, kept or not.
+ * before(arg, a, b): whether slot a's node was created before slot b's
+ * (sequence numbers of one key node compared: zkr_seq_cmp, which assumes
+ * two live nodes of a key are less than 2^31 creates apart).
  */
 typedef bool (*ZkhNodeBefore) (void *arg, int a, int b);
 extern bool zkh_keeps_node(const ZklHold *holds, int n, int i, ZkhNodeBefore before, void *arg);

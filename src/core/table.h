@@ -39,7 +39,9 @@ extern bool zkt_abandon(ZklTable *t, ZklSlot *s);
 
 /*
  * Whether slot a's node was created before slot b's, under one key's
- * directory (false when either has no node yet, or they differ in root).
+ * node: false when the keys or roots differ or a name is unknown or does
+ * not parse (the caller then keeps what it would have given up).  Sequence
+ * numbers only order nodes under one instance of the key node.
  */
 extern bool zkt_node_before(const ZklTable *t, int a, int b);
 
