@@ -17,6 +17,7 @@
 #include "keys.h"
 #include "recipe.h"
 #include "slot.h"
+#include "gwait.h"
 
 #define ZKL_AUTH_INFO_LEN 1024	/* may quote a root or a file path in full */
 
@@ -55,6 +56,14 @@ typedef struct ZklShared
 	pg_atomic_uint64 proof_at;
 	int64		proof_session;
 	ConditionVariable proof_cv;
+
+	/*
+	 * The cycle a deadlock across clusters was broken at (gwaits.c): the
+	 * worker writes it for the victim's error DETAIL, the victim (pid) reads
+	 * it once, both under the lock.
+	 */
+	int			deadlock_pid;
+	char		deadlock_detail[ZGW_DETAIL_LEN];
 
 	ZklTable	t;
 	ZklSlot		slot_array[FLEXIBLE_ARRAY_MEMBER];	/* t.slots */

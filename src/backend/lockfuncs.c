@@ -192,6 +192,27 @@ give_up(const int *idx, int n)
 	return ZKR_PENDING;
 }
 
+/* "process 12 still waiting for zk_lock ... after 1000.1 ms", as core words its own. */
+static void
+log_wait(int idx, const char *what, TimestampTz start)
+{
+	const ZklSlot *s = &zkl_shared->t.slots[idx];
+	char		key[ZKL_KEY_BUFLEN];
+	char		kind;
+	long		secs;
+	int			usecs;
+
+	/* the key and mode are the owner's own, set at claim: no lock needed */
+	if (zkl_decode_key(s->key, &kind, key, sizeof(key)) < 0)
+		strlcpy(key, s->key, sizeof(key));
+	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
+	ereport(LOG,
+			(errmsg("process %d %s %s zk_lock on key \"%s\" after %ld.%03d ms",
+					MyProcPid, what, s->mode == ZKL_MODE_EXCLUSIVE ? "exclusive" :
+					s->mode == ZKL_MODE_SHARED ? "shared" : "semaphore", key,
+					secs * 1000 + usecs / 1000, usecs % 1000)));
+}
+
 /*
  * Sleep until the worker has answered every slot of a request (or one of
  * them with other than a grant: its index goes to *which), or until our own
@@ -208,6 +229,7 @@ wait_for_answer(const int *idx, int n, WaitKind kind, int timeout_ms, bool *lock
 	ZklZkState	zstate = ZKS_NEW;
 	TimestampTz queued_at = start;
 	bool		fresh = true;
+	bool		logged = false;
 
 	*lock_timed_out = false;
 	for (;;)
@@ -231,7 +253,11 @@ wait_for_answer(const int *idx, int n, WaitKind kind, int timeout_ms, bool *lock
 			}
 		}
 		if (slow < 0)
+		{
+			if (logged)
+				log_wait(idx[0], "acquired", start);
 			return ZKR_GRANTED;
+		}
 		if (!fresh)
 			read_progress(idx[slow], &zstate, &queued_at);
 		fresh = false;
@@ -253,6 +279,19 @@ wait_for_answer(const int *idx, int n, WaitKind kind, int timeout_ms, bool *lock
 				return r;
 			}
 			sleep_ms = LockTimeout - elapsed;
+		}
+
+		/* log_lock_waits: as core logs a wait as long as deadlock_timeout */
+		if (log_lock_waits && kind != WAIT_NONE && !logged && DeadlockTimeout > 0)
+		{
+			if (elapsed >= DeadlockTimeout)
+			{
+				log_wait(idx[slow], "still waiting for", start);
+				logged = true;
+			}
+			else
+				sleep_ms = (sleep_ms < 0) ? DeadlockTimeout - elapsed :
+					Min(sleep_ms, DeadlockTimeout - elapsed);
 		}
 
 		/*
@@ -388,7 +427,7 @@ report_failure(const int *idx, int n, int which)
 {
 	ZklSlot    *slot = &zkl_shared->t.slots[idx[which]];
 	char		msg[ZKL_ERRMSG_LEN];
-	char		detail[ZKL_AUTH_INFO_LEN];
+	char		detail[Max(ZKL_AUTH_INFO_LEN, ZGW_DETAIL_LEN)];
 	int			sqlstate;
 	bool		auth;
 	bool		conn;
@@ -400,7 +439,13 @@ report_failure(const int *idx, int n, int which)
 		sqlstate == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
 	conn = sqlstate == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION ||
 		sqlstate == ERRCODE_CONNECTION_FAILURE;
-	if (auth)
+	if (sqlstate == ERRCODE_T_R_DEADLOCK_DETECTED && zkl_shared->deadlock_pid == MyProcPid)
+	{
+		/* a cycle across clusters: gwaits.c named each of its steps */
+		strlcpy(detail, zkl_shared->deadlock_detail, sizeof(detail));
+		zkl_shared->deadlock_pid = 0;	/* only we write it back (an aligned int) */
+	}
+	else if (auth)
 		strlcpy(detail, zkl_shared->auth_info, sizeof(detail));
 	else if (conn)
 		snprintf(detail, sizeof(detail), "ZooKeeper hosts: %s; last connection error: %s",
@@ -413,7 +458,8 @@ report_failure(const int *idx, int n, int which)
 	ereport(ERROR,
 			(errcode(sqlstate ? sqlstate : ERRCODE_INTERNAL_ERROR),
 			 errmsg("%s", msg),
-			 detail[0] ? errdetail("%s.", detail) : 0,
+			 detail[0] ? (sqlstate == ERRCODE_T_R_DEADLOCK_DETECTED ?
+						  errdetail_internal("%s", detail) : errdetail("%s.", detail)) : 0,
 			 sqlstate == ERRCODE_INSUFFICIENT_PRIVILEGE ?
 			 errhint("zk_lock.auth must name the ZooKeeper identity that owns zk_lock.root.") :
 			 sqlstate == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION ?

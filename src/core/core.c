@@ -1774,6 +1774,20 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 	return false;
 }
 
+/* A deadlock's victim: its request fails with 40P01 and gives its place up. */
+static void
+fail_victim(ZklCore *c, ZklSlot *s, const char *msg)
+{
+	if (s->zstate == ZKS_COHORT)
+		fail_slot(c, s, ERR_DEADLOCK, ZKS_GONE, "%s", msg);
+	else
+	{
+		/* give up its place; its owner's abort releases what it holds */
+		fail_slot(c, s, ERR_DEADLOCK, ZKS_DELETING, "%s", msg);
+		s->todo = ZKT_DELETE;
+	}
+}
+
 /*
  * Local deadlocks (deadlock.c): once a request has waited deadlock_timeout,
  * look for a cycle of waits among this cluster's backends, then again at
@@ -1803,14 +1817,30 @@ plan_deadlocks(ZklCore *c, Turn *turn)
 		return;
 	s = &c->t->slots[victim];
 	sooner(turn, 0);			/* its delete goes out next turn */
-	if (s->zstate == ZKS_COHORT)
-		fail_slot(c, s, ERR_DEADLOCK, ZKS_GONE, "%s", msg);
-	else
+	fail_victim(c, s, msg);
+}
+
+bool
+zcore_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
 	{
-		/* give up its place; its owner's abort releases what it holds */
-		fail_slot(c, s, ERR_DEADLOCK, ZKS_DELETING, "%s", msg);
-		s->todo = ZKT_DELETE;
+		ZklSlot    *s = &c->t->slots[i];
+		size_t		klen = strlen(s->key);
+
+		if (!zdl_waiting(s) || s->owner_pid != pid)
+			continue;
+		/* the wait the cycle was found through, still the same request */
+		if (node[0] == '\0' ? s->zstate != ZKS_COHORT :
+			(strncmp(node, s->key, klen) != 0 || node[klen] != '/' ||
+			 strcmp(node + klen + 1, s->node) != 0))
+			continue;
+		fail_victim(c, s, msg);
+		return true;
 	}
+	return false;
 }
 
 long

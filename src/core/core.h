@@ -181,6 +181,14 @@ extern void zcore_multi_reply(ZklCore *c, int n, const uint64_t *tags, const boo
 extern void zcore_proof_sent(ZklCore *c, bool ok);
 extern void zcore_proof_reply(ZklCore *c, uint64_t gen, int rc);
 
+/*
+ * A deadlock across clusters (gwait.c) names backend pid's wait through
+ * `node` ("<key>/<node>"; "" for a wait for a local hand-over) as the
+ * victim: fail that request with 40P01 and msg.  False if that wait is over.
+ * The host plans again soon: the victim's node is to be deleted.
+ */
+extern bool zcore_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg);
+
 /* Session events. */
 extern void zcore_session_lost(ZklCore *c);	/* every node is gone */
 extern void zcore_reconnected(ZklCore *c);	/* same session, maybe another server */

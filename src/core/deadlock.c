@@ -81,16 +81,47 @@ blocks(const ZklTable *t, const ZklSlot *o, const ZklSlot *s, int32_t seq)
 	return true;
 }
 
+bool
+zdl_waiting(const ZklSlot *s)
+{
+	return waiting(s);
+}
+
+/* Add pid to pids[0 .. *n) unless there (max at most). */
 static void
-add_edge(Graph *g, int pid)
+add_pid(int *pids, int *n, int max, int pid)
 {
 	int			i;
 
-	for (i = g->first[g->nw]; i < g->nto; i++)
-		if (g->to[i] == pid)
+	for (i = 0; i < *n; i++)
+		if (pids[i] == pid)
 			return;
-	if (g->nto < ZDL_MAX_EDGES)
-		g->to[g->nto++] = pid;
+	if (*n < max)
+		pids[(*n)++] = pid;
+}
+
+int
+zdl_blockers(ZklCohort *coh, const ZklSlot *s, int *pids, int max)
+{
+	const ZklTable *t = coh->t;
+	ZkrChild	own;
+	int			n = 0;
+	int			j;
+
+	if (s->zstate == ZKS_COHORT)
+	{
+		const ZklSlot *o = zcoh_waits_behind(coh, s);
+
+		if (o != NULL && !o->abandoned && o->owner_pid != s->owner_pid && o->owner_pid != 0)
+			add_pid(pids, &n, max, o->owner_pid);
+	}
+	else if (zkr_parse_child(s->node, &own))
+	{
+		for (j = 0; j < t->nused; j++)
+			if (blocks(t, &t->slots[j], s, own.seq))
+				add_pid(pids, &n, max, t->slots[j].owner_pid);
+	}
+	return n;
 }
 
 /* Each waiting request and the backends it waits for. */
@@ -99,31 +130,17 @@ build(Graph *g, ZklCohort *coh)
 {
 	const ZklTable *t = coh->t;
 	int			i;
-	int			j;
 
 	g->nw = 0;
 	g->nto = 0;
 	for (i = 0; i < t->nused && g->nw < ZDL_MAX_WAITS; i++)
 	{
 		const ZklSlot *s = &t->slots[i];
-		ZkrChild	own;
 
 		if (!waiting(s))
 			continue;
 		g->first[g->nw] = g->nto;
-		if (s->zstate == ZKS_COHORT)
-		{
-			const ZklSlot *o = zcoh_waits_behind(coh, s);
-
-			if (o != NULL && !o->abandoned && o->owner_pid != s->owner_pid && o->owner_pid != 0)
-				add_edge(g, o->owner_pid);
-		}
-		else if (zkr_parse_child(s->node, &own))
-		{
-			for (j = 0; j < t->nused; j++)
-				if (blocks(t, &t->slots[j], s, own.seq))
-					add_edge(g, t->slots[j].owner_pid);
-		}
+		g->nto += zdl_blockers(coh, s, g->to + g->nto, ZDL_MAX_EDGES - g->nto);
 		g->wslot[g->nw++] = i;
 	}
 	g->first[g->nw] = g->nto;

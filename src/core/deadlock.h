@@ -33,6 +33,15 @@
  */
 extern int	zdl_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t len);
 
+/* A request that waits: not granted yet, still wanted, not a try-lock nor a semaphore. */
+extern bool zdl_waiting(const ZklSlot *s);
+
+/*
+ * The other local backends waiting request s waits for (its edges above),
+ * each once, at most max of them into pids; returns how many.
+ */
+extern int	zdl_blockers(ZklCohort *coh, const ZklSlot *s, int *pids, int max);
+
 /* The wall time when the oldest waiting request reaches timeout_ms (0: nobody waits). */
 extern int64_t zdl_next_due(const ZklTable *t, int timeout_ms);
 

@@ -39,6 +39,7 @@
 #include "left_session.h"
 #include "orphans.h"
 #include "presence.h"
+#include "gwaits.h"
 #include "queue_read.h"
 #include "session.h"
 #include "zk_result.h"
@@ -218,6 +219,7 @@ session_new_handle(void)
 {
 	zcore_new_handle(&core);
 	zkl_presence_reset();
+	zkl_gwaits_reset();
 }
 
 static const ZklSessionEvents session_events = {
@@ -897,6 +899,13 @@ worker_turn(bool draining, long max_wait_ms)
 	ghost_ms = zkl_send_ghosts();
 	if (ghost_ms >= 0)
 		wait_ms = (wait_ms < 0) ? ghost_ms : Min(wait_ms, ghost_ms);
+	if (!draining)
+	{
+		long		gw_ms = zkl_gwaits_tend(&core);
+
+		if (gw_ms >= 0)
+			wait_ms = (wait_ms < 0) ? gw_ms : Min(wait_ms, gw_ms);
+	}
 	zkl_query_send();
 	wait_ms = zkl_session_wait_ms(wait_ms);
 	if (max_wait_ms >= 0)

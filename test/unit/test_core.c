@@ -14,6 +14,7 @@
 #include "cohort.h"
 #include "core.h"
 #include "cutoff.h"
+#include "gwait.h"
 #include "book.h"
 #include "holds.h"
 #include "lock_delay.h"
@@ -1526,6 +1527,56 @@ test_local_deadlock(void)
 }
 
 /*
+ * Deadlocks across clusters (gwait.c): a cluster's document from its slot
+ * table, and the decision from every cluster's documents.
+ */
+static void
+test_gwait(void)
+{
+	static char doc[ZGW_DOC_LEN];
+	const char *a = "Z 1 a\nV 10 100 x tk2 x-a2\nE tk2/x-b1\nH tk1/x-a1\nH tk2/x-a2\n";
+	const char *b = "Z 2 b\nV 20 200 x tk1 x-b2\nQ some later line\nE tk1/x-a1\nH tk2/x-b1\nH tk1/x-b2\n";
+	const char *b_free = "Z 2 b\nV 20 200 x tk1 x-b2\nE tk1/x-c1\nH tk2/x-b1\nH tk1/x-b2\n";
+	const char *b_old = "Z 2 b\nV 20 50 x tk1 x-b2\nE tk1/x-a1\nH tk2/x-b1\nH tk1/x-b2\n";
+	const char *one = "Z 1 a\nV 10 100 x tk2 x-a2\nP 11\nH tk1/x-a1\nV 11 90 x tk1 x-a3\nP 10\nH tk2/x-a4\n";
+	const char *docs[2];
+	ZgwVictim	v;
+	int			w1;
+	int			w2;
+	int			len;
+
+	docs[0] = a;
+	docs[1] = b;
+	CHECK(zgw_decide(docs, 2, 2, &v) && v.pid == 20 && strcmp(v.node, "tk1/x-b2") == 0,
+		  "AB/BA across two clusters: the younger transaction's cluster finds its backend the victim");
+	CHECK(v.nchecks == 4 && strstr(v.detail, "Process 20 of cluster b") != NULL &&
+		  strstr(v.detail, "Process 10 of cluster a") != NULL && strchr(v.detail, '\n') != NULL,
+		  "the claim checks every node the cycle goes through; the detail has a line per step");
+	CHECK(!zgw_decide(docs, 2, 1, &v), "the other cluster leaves it to the victim's");
+	docs[1] = b_old;
+	CHECK(zgw_decide(docs, 2, 1, &v) && v.pid == 10, "the victim is the younger, by the czxid of its first node");
+	docs[1] = b_free;
+	CHECK(!zgw_decide(docs, 2, 1, &v) && !zgw_decide(docs, 2, 2, &v),
+		  "a wait for a node nobody published is no cycle");
+	docs[0] = one;
+	CHECK(!zgw_decide(docs, 1, 1, &v), "a cycle inside one cluster is deadlock.c's");
+
+	/* the document, from the slot table: local edges and another cluster's node */
+	opposite_orders(false, WRITER_B, &w1, &w2);
+	CHECK(zgw_format(&core.cohort, now_us, 1000, "c a", 0x1f, doc, sizeof(doc)) == 0,
+		  "nothing to publish before deadlock_timeout");
+	now_us += 1100000;
+	len = zgw_format(&core.cohort, now_us, 1000, "c a", 0x1f, doc, sizeof(doc));
+	CHECK(len > 0 && strncmp(doc, "Z 1f c_a\n", 9) == 0, "then the session and the cluster's name, blanks replaced");
+	CHECK(strstr(doc, "E ") != NULL && strstr(doc, WRITER_B) != NULL,
+		  "the wait for the other cluster's writer is an edge to its node");
+	CHECK(strstr(doc, "\nP ") != NULL && strstr(doc, "\nH ") != NULL,
+		  "the waits for a local backend, and the nodes each holds");
+	CHECK(zgw_format(&core.cohort, now_us, 1000, "a", 1, doc, 40) == 0,
+		  "a document with no room for a whole backend publishes nothing");
+}
+
+/*
  * A try-lock that joined a released holder's node to be next (nobody
  * waited then) is refused when the node passes to a writer that asked
  * before it: it must not wait behind that writer's whole hold.
@@ -1898,6 +1949,7 @@ main(void)
 	test_linger_and_foreign_try();
 	test_try_not_parked_behind_handover();
 	test_local_deadlock();
+	test_gwait();
 	test_linger_goes_to_first_asker();
 	test_riders();
 	test_riders_lost();

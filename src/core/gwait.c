@@ -1,0 +1,616 @@
+/*
+ * gwait.c — deadlocks across clusters (gwait.h): this cluster's document,
+ * and the decision from every cluster's.
+ *
+ * A document is lines of words (no word holds a blank: keys and node names
+ * are encoded, a cluster name has its blanks replaced):
+ *     Z <session in hex> <cluster name>
+ *     V <pid> <age> <mode> <key> <node or ->   a backend waiting that long
+ *     E <key>/<node>                           it waits for that node (not ours)
+ *     P <pid>                                  it waits for that backend of ours
+ *     H <key>/<node>                           a node it holds or queues with
+ * A reader skips lines it does not know, so later versions may add some.
+ */
+#include "gwait.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "deadlock.h"
+#include "keys.h"
+
+#define MAX_VERTS	512
+#define MAX_EDGES	4096
+#define MAX_HOLDS	4096
+#define AGE_UNKNOWN	INT64_MAX		/* no node's czxid known yet: counts as the youngest */
+
+/* ---- this cluster's document ---- */
+
+static bool
+long_wait(const ZklTable *t, const ZklSlot *s, int64_t now, int timeout_ms)
+{
+	return zdl_waiting(s) && s->root_id == t->cur_root &&
+		now - s->requested_at >= (int64_t) timeout_ms * 1000;
+}
+
+/* The slot of a live local request whose node is `name` on s's key, or NULL. */
+static const ZklSlot *
+local_node(const ZklTable *t, const ZklSlot *s, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < t->nused; i++)
+	{
+		const ZklSlot *o = &t->slots[i];
+
+		if (o->zstate != ZKS_FREE && o->root_id == s->root_id && strcmp(o->node, name) == 0 &&
+			strcmp(o->key, s->key) == 0)
+			return o;
+	}
+	return NULL;
+}
+
+/* A node the backend's slot o holds or queues with, under the current root. */
+static bool
+own_node(const ZklTable *t, const ZklSlot *o, int pid)
+{
+	return o->owner_pid == pid && !o->abandoned && o->node[0] != '\0' &&
+		o->root_id == t->cur_root && (o->zstate == ZKS_HELD || o->zstate == ZKS_QUEUED);
+}
+
+/* Append to out at *n, as far as it goes; false once it does not fit. */
+static bool
+put(char *out, size_t len, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static bool
+put(char *out, size_t len, size_t *n, const char *fmt, ...)
+{
+	va_list		ap;
+	int			w;
+
+	if (*n >= len)
+		return false;
+	va_start(ap, fmt);
+	w = vsnprintf(out + *n, len - *n, fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t) w >= len - *n)
+	{
+		out[*n] = '\0';			/* the whole line or none of it */
+		*n = len;
+		return false;
+	}
+	*n += (size_t) w;
+	return true;
+}
+
+/* One V entry: the backend of slot w and every wait and node of it. */
+static bool
+put_backend(ZklCohort *coh, const ZklSlot *w, int64_t now, int timeout_ms,
+			char *out, size_t len, size_t *n)
+{
+	const ZklTable *t = coh->t;
+	int64_t		age = AGE_UNKNOWN;
+	int			pid = w->owner_pid;
+	int			i;
+
+	for (i = 0; i < t->nused; i++)
+		if (own_node(t, &t->slots[i], pid) && t->slots[i].czxid > 0 && t->slots[i].czxid < age)
+			age = t->slots[i].czxid;
+	if (!put(out, len, n, "V %d %" PRId64 " %c %s %s\n", pid, age, w->mode, w->key,
+			 w->node[0] ? w->node : "-"))
+		return false;
+	for (i = 0; i < t->nused; i++)
+	{
+		const ZklSlot *s = &t->slots[i];
+		const ZklSlot *o;
+		int			pids[64];
+		int			np;
+		int			k;
+
+		if (s->owner_pid != pid || !long_wait(t, s, now, timeout_ms))
+			continue;
+		np = zdl_blockers(coh, s, pids, 64);
+		for (k = 0; k < np; k++)
+			if (!put(out, len, n, "P %d\n", pids[k]))
+				return false;
+		/* another cluster's node (one of ours is an edge above; a lingering one is nobody's) */
+		if (s->zstate == ZKS_QUEUED && s->watch[0] != '\0' &&
+			((o = local_node(t, s, s->watch)) == NULL) &&
+			!put(out, len, n, "E %s/%s\n", s->key, s->watch))
+			return false;
+	}
+	for (i = 0; i < t->nused; i++)
+		if (own_node(t, &t->slots[i], pid) &&
+			!put(out, len, n, "H %s/%s\n", t->slots[i].key, t->slots[i].node))
+			return false;
+	return true;
+}
+
+int
+zgw_format(ZklCohort *coh, int64_t now, int timeout_ms, const char *cluster,
+		   int64_t session, char *out, size_t len)
+{
+	const ZklTable *t = coh->t;
+	char		name[ZGW_CLUSTER_LEN];
+	size_t		n = 0;
+	size_t		at;
+	int			entries = 0;
+	int			i;
+	int			j;
+
+	snprintf(name, sizeof(name), "%s", cluster && cluster[0] ? cluster : "-");
+	for (i = 0; name[i]; i++)
+		if (name[i] == ' ' || name[i] == '\t' || name[i] == '\n')
+			name[i] = '_';
+	put(out, len, &n, "Z %" PRIx64 " %s\n", (uint64_t) session, name);
+	for (i = 0; i < t->nused; i++)
+	{
+		const ZklSlot *s = &t->slots[i];
+		bool		first = true;
+
+		if (!long_wait(t, s, now, timeout_ms))
+			continue;
+		/* each backend once, from its first long wait */
+		for (j = 0; j < i && first; j++)
+			first = !(t->slots[j].owner_pid == s->owner_pid && long_wait(t, &t->slots[j], now, timeout_ms));
+		if (!first)
+			continue;
+		at = n;
+		if (!put_backend(coh, s, now, timeout_ms, out, len, &n))
+		{
+			/* no room: leave this backend out whole, and those after it */
+			n = at;
+			out[n] = '\0';
+			break;
+		}
+		entries++;
+	}
+	return entries > 0 ? (int) n : 0;
+}
+
+/* ---- the decision ---- */
+
+typedef struct Word
+{
+	const char *p;
+	int			len;
+} Word;
+
+typedef struct Vert
+{
+	int64_t		session;
+	int			pid;
+	int64_t		age;
+	char		mode;
+	Word		key;
+	Word		node;			/* its waiting node ("-": none) */
+	Word		cluster;
+	/* Tarjan's */
+	int			index;
+	int			low;
+	bool		on_stack;
+	int			scc;
+} Vert;
+
+typedef struct RawEdge
+{
+	int			from;
+	bool		local;			/* P: to a backend of the same session */
+	int			pid;
+	Word		name;			/* E: a node */
+} RawEdge;
+
+typedef struct Hold
+{
+	Word		name;
+	int			vert;
+} Hold;
+
+typedef struct Edge
+{
+	int			from;
+	int			to;
+	Word		via;			/* the node waited for (len 0: a backend of one cluster) */
+} Edge;
+
+typedef struct Graph
+{
+	int			nv;
+	Vert		v[MAX_VERTS];
+	int			nraw;
+	RawEdge		raw[MAX_EDGES];
+	int			nholds;
+	Hold		holds[MAX_HOLDS];
+	int			ne;
+	Edge		e[MAX_EDGES];
+	int			first[MAX_VERTS + 1];	/* e[] sorted by from: first[v] .. first[v + 1] */
+	int			stack[MAX_VERTS];
+	int			nstack;
+	int			next_index;
+	int			nscc;
+	int			parent[MAX_VERTS];	/* search for a cycle: the edge that reached a vertex */
+	int			queue[MAX_VERTS];
+} Graph;
+
+static Graph g;					/* 300 kB: not on the stack */
+
+static bool
+word_eq(Word a, Word b)
+{
+	return a.len == b.len && memcmp(a.p, b.p, (size_t) a.len) == 0;
+}
+
+static int
+word_cmp(Word a, Word b)
+{
+	int			c = memcmp(a.p, b.p, (size_t) (a.len < b.len ? a.len : b.len));
+
+	return c != 0 ? c : (a.len > b.len) - (a.len < b.len);
+}
+
+/* The next word of the line at *p (which ends at end); len 0 at the line's end. */
+static Word
+next_word(const char **p, const char *end)
+{
+	Word		w;
+
+	while (*p < end && **p == ' ')
+		(*p)++;
+	w.p = *p;
+	while (*p < end && **p != ' ')
+		(*p)++;
+	w.len = (int) (*p - w.p);
+	return w;
+}
+
+static int64_t
+word_int(Word w, int base)
+{
+	char		buf[32];
+
+	if (w.len <= 0 || w.len >= (int) sizeof(buf))
+		return 0;
+	memcpy(buf, w.p, (size_t) w.len);
+	buf[w.len] = '\0';
+	return (int64_t) strtoull(buf, NULL, base);
+}
+
+/* One document into the graph's vertices, raw edges and holds. */
+static void
+parse_doc(const char *doc)
+{
+	const char *p = doc;
+	int64_t		session = 0;
+	Word		cluster = {"-", 1};
+	int			cur = -1;
+
+	while (*p)
+	{
+		const char *end = strchr(p, '\n');
+		const char *q = p;
+		Word		tag;
+
+		if (end == NULL)
+			end = p + strlen(p);
+		tag = next_word(&q, end);
+		if (tag.len == 1 && tag.p[0] == 'Z')
+		{
+			session = word_int(next_word(&q, end), 16);
+			cluster = next_word(&q, end);
+			cur = -1;
+		}
+		else if (tag.len == 1 && tag.p[0] == 'V' && session != 0 && g.nv < MAX_VERTS)
+		{
+			Vert	   *v = &g.v[g.nv];
+			Word		mode;
+
+			memset(v, 0, sizeof(*v));
+			v->session = session;
+			v->cluster = cluster;
+			v->pid = (int) word_int(next_word(&q, end), 10);
+			v->age = word_int(next_word(&q, end), 10);
+			mode = next_word(&q, end);
+			v->mode = mode.len == 1 ? mode.p[0] : '?';
+			v->key = next_word(&q, end);
+			v->node = next_word(&q, end);
+			v->index = -1;
+			cur = v->pid != 0 && v->key.len > 0 ? g.nv++ : -1;
+		}
+		else if (tag.len == 1 && (tag.p[0] == 'E' || tag.p[0] == 'P') && cur >= 0 &&
+				 g.nraw < MAX_EDGES)
+		{
+			RawEdge    *r = &g.raw[g.nraw++];
+
+			r->from = cur;
+			r->local = tag.p[0] == 'P';
+			if (r->local)
+				r->pid = (int) word_int(next_word(&q, end), 10);
+			else
+				r->name = next_word(&q, end);
+		}
+		else if (tag.len == 1 && tag.p[0] == 'H' && cur >= 0 && g.nholds < MAX_HOLDS)
+		{
+			g.holds[g.nholds].name = next_word(&q, end);
+			g.holds[g.nholds++].vert = cur;
+		}
+		p = *end ? end + 1 : end;
+	}
+}
+
+static int
+hold_cmp(const void *a, const void *b)
+{
+	return word_cmp(((const Hold *) a)->name, ((const Hold *) b)->name);
+}
+
+static int
+edge_cmp(const void *a, const void *b)
+{
+	return ((const Edge *) a)->from - ((const Edge *) b)->from;
+}
+
+static void
+add_edge(int from, int to, Word via)
+{
+	if (from == to || g.ne >= MAX_EDGES)
+		return;
+	g.e[g.ne].from = from;
+	g.e[g.ne].to = to;
+	g.e[g.ne++].via = via;
+}
+
+/* Raw edges to vertices: a node leads to every backend that holds it. */
+static void
+link(void)
+{
+	int			i;
+	int			j;
+
+	qsort(g.holds, g.nholds, sizeof(Hold), hold_cmp);
+	g.ne = 0;
+	for (i = 0; i < g.nraw; i++)
+	{
+		const RawEdge *r = &g.raw[i];
+
+		if (r->local)
+		{
+			Word		none = {"", 0};
+
+			for (j = 0; j < g.nv; j++)
+				if (g.v[j].session == g.v[r->from].session && g.v[j].pid == r->pid)
+					add_edge(r->from, j, none);
+		}
+		else
+		{
+			int			lo = 0;
+			int			hi = g.nholds;
+
+			while (lo < hi)		/* the first hold not below the name */
+			{
+				int			mid = (lo + hi) / 2;
+
+				if (word_cmp(g.holds[mid].name, r->name) < 0)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (j = lo; j < g.nholds && word_eq(g.holds[j].name, r->name); j++)
+				add_edge(r->from, g.holds[j].vert, r->name);
+		}
+	}
+	qsort(g.e, g.ne, sizeof(Edge), edge_cmp);
+	for (i = 0, j = 0; i <= g.nv; i++)
+	{
+		while (j < g.ne && g.e[j].from < i)
+			j++;
+		g.first[i] = j;
+	}
+}
+
+/* Tarjan's strongly connected parts (depth at most MAX_VERTS). */
+static void
+strong(int v)
+{
+	int			k;
+
+	g.v[v].index = g.v[v].low = g.next_index++;
+	g.stack[g.nstack++] = v;
+	g.v[v].on_stack = true;
+	for (k = g.first[v]; k < g.first[v + 1]; k++)
+	{
+		int			w = g.e[k].to;
+
+		if (g.v[w].index < 0)
+		{
+			strong(w);
+			if (g.v[w].low < g.v[v].low)
+				g.v[v].low = g.v[w].low;
+		}
+		else if (g.v[w].on_stack && g.v[w].index < g.v[v].low)
+			g.v[v].low = g.v[w].index;
+	}
+	if (g.v[v].low == g.v[v].index)
+	{
+		int			w;
+
+		do
+		{
+			w = g.stack[--g.nstack];
+			g.v[w].on_stack = false;
+			g.v[w].scc = g.nscc;
+		} while (w != v);
+		g.nscc++;
+	}
+}
+
+/* Whether a is younger than b: a later first node, then the greater session and pid. */
+static bool
+younger(const Vert *a, const Vert *b)
+{
+	if (a->age != b->age)
+		return a->age > b->age;
+	if (a->session != b->session)
+		return (uint64_t) a->session > (uint64_t) b->session;
+	return a->pid > b->pid;
+}
+
+/* A node ("<key>/<node>") the claim must find still there; each once. */
+static void
+add_check(ZgwVictim *v, const char *name)
+{
+	int			i;
+
+	if (name[0] == '\0' || v->nchecks >= ZGW_MAX_CHECKS)
+		return;
+	for (i = 0; i < v->nchecks; i++)
+		if (strcmp(v->checks[i], name) == 0)
+			return;
+	snprintf(v->checks[v->nchecks++], ZGW_NAME_LEN, "%s", name);
+}
+
+/* A vertex's waiting node as "<key>/<node>" ("": it waits for a hand-over, no node). */
+static void
+wait_node(const Vert *v, char *out)
+{
+	out[0] = '\0';
+	if (v->node.len > 1 && v->key.len + v->node.len + 1 < ZGW_NAME_LEN)
+		snprintf(out, ZGW_NAME_LEN, "%.*s/%.*s", v->key.len, v->key.p, v->node.len, v->node.p);
+}
+
+/* How a key reads in a message: its text, number or pair, as the user gave it. */
+static void
+key_text(Word key, char *out, size_t len)
+{
+	char		enc[ZKL_KEY_BUFLEN];
+	char		kind;
+
+	snprintf(enc, sizeof(enc), "%.*s", key.len, key.p);
+	if (zkl_decode_key(enc, &kind, out, len) < 0)
+		snprintf(out, len, "%s", enc);
+}
+
+static void
+describe_step(const Vert *a, const Vert *b, char *out, size_t len, size_t *n)
+{
+	char		key[ZKL_KEY_BUFLEN];
+
+	key_text(a->key, key, sizeof(key));
+	(void) put(out, len, n,
+			   "%sProcess %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ") waits for %s zk_lock on key \"%s\", "
+			   "blocked by process %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ").",
+			   *n > 0 ? "\n" : "", a->pid, a->cluster.len, a->cluster.p, (uint64_t) a->session,
+			   a->mode == ZKL_MODE_EXCLUSIVE ? "an exclusive" : "a shared", key,
+			   b->pid, b->cluster.len, b->cluster.p, (uint64_t) b->session);
+}
+
+/*
+ * A cycle through y inside its strongly connected part: breadth-first from
+ * y back to y.  Fills the checks and the detail; false if none (cannot be).
+ */
+static bool
+cycle_through(int y, ZgwVictim *out)
+{
+	int			head = 0;
+	int			tail = 0;
+	int			last = -1;
+	int			path[MAX_VERTS];
+	int			npath = 0;
+	size_t		n = 0;
+	int			i;
+	int			k;
+
+	for (i = 0; i < g.nv; i++)
+		g.parent[i] = -1;
+	g.queue[tail++] = y;
+	while (head < tail && last < 0)
+	{
+		int			u = g.queue[head++];
+
+		for (k = g.first[u]; k < g.first[u + 1] && last < 0; k++)
+		{
+			int			w = g.e[k].to;
+
+			if (g.v[w].scc != g.v[y].scc)
+				continue;
+			if (w == y)
+				last = k;		/* the edge that closes the cycle */
+			else if (g.parent[w] < 0)
+			{
+				g.parent[w] = k;
+				g.queue[tail++] = w;
+			}
+		}
+	}
+	if (last < 0)
+		return false;
+	/* the edges from y round to y, backwards from the closing one */
+	for (k = last; npath < MAX_VERTS; k = g.parent[g.e[k].from])
+	{
+		path[npath++] = k;
+		if (g.e[k].from == y)
+			break;
+	}
+	out->detail[0] = '\0';
+	for (i = npath - 1; i >= 0; i--)
+	{
+		const Edge *e = &g.e[path[i]];
+		char		name[ZGW_NAME_LEN];
+
+		if (e->via.len > 0 && e->via.len < ZGW_NAME_LEN)
+		{
+			snprintf(name, sizeof(name), "%.*s", e->via.len, e->via.p);
+			add_check(out, name);
+		}
+		wait_node(&g.v[e->from], name);
+		add_check(out, name);
+		describe_step(&g.v[e->from], &g.v[e->to], out->detail, sizeof(out->detail), &n);
+	}
+	return true;
+}
+
+bool
+zgw_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *out)
+{
+	int			i;
+	int			s;
+
+	g.nv = g.nraw = g.nholds = 0;
+	for (i = 0; i < ndocs; i++)
+		parse_doc(docs[i]);
+	link();
+	g.nstack = 0;
+	g.next_index = 0;
+	g.nscc = 0;
+	for (i = 0; i < g.nv; i++)
+		if (g.v[i].index < 0)
+			strong(i);
+	for (s = 0; s < g.nscc; s++)
+	{
+		int			y = -1;
+		int			size = 0;
+		bool		sessions = false;
+
+		for (i = 0; i < g.nv; i++)
+		{
+			if (g.v[i].scc != s)
+				continue;
+			size++;
+			if (y >= 0 && g.v[i].session != g.v[y].session)
+				sessions = true;
+			if (y < 0 || younger(&g.v[i], &g.v[y]))
+				y = i;
+		}
+		/* one cluster's own cycles are deadlock.c's; only the victim's cluster acts */
+		if (size < 2 || !sessions || g.v[y].session != self)
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->pid = g.v[y].pid;
+		wait_node(&g.v[y], out->node);
+		if (cycle_through(y, out))
+			return true;
+	}
+	return false;
+}

@@ -1,0 +1,124 @@
+# Deadlocks across clusters: two clusters that take two keys in opposite
+# orders, and a ring of three, each end with one 40P01 (whose DETAIL names
+# every step) within a few deadlock_timeouts, and the others go on; a long
+# wait with no cycle is never called a deadlock; log_lock_waits logs a zk
+# wait as long as deadlock_timeout, as core logs its own.
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(time);
+use ZkLockTest;
+
+my $zk = start_zookeeper('gdeadlock');
+my $conf = "deadlock_timeout = '1s'\nlog_lock_waits = on\n";
+my @c = map { new_zk_cluster($_, $zk, conf => $conf) } qw(gda gdb gdc);
+for my $n (@c)
+{
+	ok(wait_for(sub { $n->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('warm', 0); COMMIT") eq 't' }, 30),
+		$n->name . ' grants');
+}
+
+sub session
+{
+	my ($node) = @_;
+	my $h = $node->background_psql('postgres', on_error_stop => 0);
+	$h->query_safe("\\set VERBOSITY verbose\nSET lock_timeout = '40s'");
+	return $h;
+}
+
+# Each of @s holds its key, then asks for the next one's: a ring.  Returns
+# which sessions failed with 40P01, which were granted, and how long it took.
+sub ring
+{
+	my ($tag, @s) = @_;
+	my $n = scalar @s;
+	$s[$_]->query_safe("BEGIN; SELECT zk_lock('$tag$_')") for 0 .. $n - 1;
+	my $t0 = time();
+	for my $i (0 .. $n - 1)
+	{
+		my $next = ($i + 1) % $n;
+		$s[$i]->{stderr} = '';
+		$s[$i]->query_until(qr/asked $i/, "\\echo asked $i\nSELECT zk_lock('$tag$next');\n\\echo done $i\n");
+	}
+	my (@failed, @granted);
+	wait_for(
+		sub {
+			@failed = grep { $s[$_]->{run}->pump_nb; $s[$_]->{stderr} =~ /40P01/ } 0 .. $n - 1;
+			return @failed > 0;
+		},
+		30);
+	my $took = time() - $t0;
+	my @stderr = map { $_->{stderr} } @s;
+	$s[$_]->query('ROLLBACK') for @failed;
+	# each one granted commits, which lets the next one in
+	my %done;
+	wait_for(
+		sub {
+			for my $i (0 .. $n - 1)
+			{
+				next if $done{$i} || grep { $_ == $i } @failed;
+				$s[$i]->{run}->pump_nb;
+				next unless $s[$i]->{stdout} =~ /done $i/;
+				$stderr[$i] = $s[$i]->{stderr};
+				$done{$i} = 1;
+				$s[$i]->query('COMMIT');
+			}
+			return keys(%done) == $n - @failed;
+		},
+		30);
+	@granted = grep { $stderr[$_] !~ /40P01/ } sort keys %done;
+	# (a second victim would have shown by now: the others are all through)
+	@failed = grep { $stderr[$_] =~ /40P01/ } 0 .. $n - 1;
+	return (\@failed, \@granted, $took, \@stderr);
+}
+
+# --- two clusters, opposite orders ---
+my @two = (session($c[0]), session($c[1]));
+my ($failed, $granted, $took, $stderr) = ring('ab', @two);
+is(scalar @$failed, 1, 'two clusters AB/BA: exactly one of them gets 40P01');
+is(scalar @$granted, 1, 'and the other is granted');
+cmp_ok($took, '<', 10, sprintf('within a few deadlock_timeouts (%.1f s; lock_timeout is 40 s)', $took));
+my $err = $stderr->[ $failed->[0] // 0 ];
+like($err, qr/ERROR:  40P01: deadlock detected across clusters/, 'the error reads like core\'s');
+like($err, qr/DETAIL:  Process \d+ of cluster gd[ab] \(ZooKeeper session 0x[0-9a-f]+\) waits for an exclusive zk_lock on key "ab\d", blocked by process \d+ of cluster gd[ab]/,
+	'its DETAIL names each step: process, cluster, session, key, mode');
+like($err, qr/gda.*\n.*gdb|gdb.*\n.*gda/, 'both clusters appear in it');
+my $victim_node = $c[ $failed->[0] // 0 ];
+ok(wait_for(sub { slurp_file($victim_node->logfile) =~ /deadlock across clusters: process \d+ gives way/ }, 5),
+	'the victim\'s cluster logs the cycle');
+is($victim_node->safe_psql('postgres', "SELECT value FROM zk_lock_counters WHERE counter = 'deadlocks'"), '1',
+	'and counts it');
+like(slurp_file($c[0]->logfile) . slurp_file($c[1]->logfile),
+	qr/process \d+ still waiting for exclusive zk_lock on key "ab\d" after \d+\.\d{3} ms/,
+	'log_lock_waits: a zk wait as long as deadlock_timeout is logged');
+$_->quit for @two;
+
+# --- a ring of three clusters ---
+my @three = map { session($_) } @c;
+($failed, $granted, $took, $stderr) = ring('ring', @three);
+is(scalar @$failed, 1, 'a ring of three clusters: exactly one 40P01');
+is(scalar @$granted, 2, 'and the two others are granted in turn');
+cmp_ok($took, '<', 10, sprintf('within a few deadlock_timeouts (%.1f s)', $took));
+like($stderr->[ $failed->[0] // 0 ], qr/gda.*\n.*\n|gdb.*\n.*\n/, 'its DETAIL has a line per step');
+$_->quit for @three;
+
+# --- a long wait with no cycle is no deadlock ---
+my ($h, $w) = (session($c[0]), session($c[1]));
+$h->query_safe("BEGIN; SELECT zk_lock('long')");
+$w->query_until(qr/asked/, "\\echo asked\nBEGIN;\nSELECT zk_lock('long');\n\\echo long done\n");
+ok(!wait_for(sub { $w->{run}->pump_nb; $w->{stdout} =~ /long done/ || $w->{stderr} =~ /ERROR/ }, 5),
+	'a wait of five deadlock_timeouts behind a holder that is not waiting: no 40P01');
+$h->query_safe('COMMIT');
+ok(wait_for(sub { $w->{run}->pump_nb; $w->{stdout} =~ /long done/ }, 10), 'the waiter is granted once the holder commits');
+unlike($w->{stderr}, qr/40P01/, 'and was never called a deadlock');
+$w->query_safe('COMMIT');
+$_->quit for $h, $w;
+
+ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 15), 'no lock node left')
+  or diag(join("\n", zk_lock_nodes($zk)));
+$_->stop for @c;
+done_testing();
