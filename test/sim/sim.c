@@ -197,6 +197,7 @@ typedef struct Backend
 	bool		told_lost;		/* an error told it of a session-level loss not acknowledged */
 	bool		wait_session;	/* the request waited for is session-level */
 	int			sess_key;		/* key of a session-level lock episode, -1: none */
+	bool		hasty;			/* its next timed request: a lock_timeout of a few ms */
 	char		sess_mode;
 	int			sess_txns;		/* transactions left to run under it */
 	int			sess_asked;		/* session-level requests of the episode: as many unlocks */
@@ -236,6 +237,9 @@ typedef struct Cluster
 	int64_t		last_heard;
 	bool		paused;
 	int64_t		paused_until;
+	int64_t		busy_until;		/* model time: the worker sees its latch only then */
+	uint64_t	linger_seen[NSLOTS];	/* attempt of a slot seen lingering */
+	int			burst_key;		/* while busy: transactions begun are writers of it */
 	int64_t		proof_at;
 	int64_t		proof_session;
 	Out		   *outs;
@@ -1199,7 +1203,7 @@ stop_turn(Cluster *c)
 static void
 worker_turn(Cluster *c)
 {
-	if (c->paused)
+	if (c->paused || zkm_now(S->m) < c->busy_until)
 		return;
 	if (c->stopping)
 	{
@@ -1245,6 +1249,30 @@ plan_turn(Cluster *c)
 	}
 	ghosts_tend(c);
 	note_grants(c);
+	/*
+	 * A node starts to linger: the worker is then busy for one to two
+	 * lingers, and the cluster's backends that begin a transaction
+	 * meanwhile come for the key in a burst, some with a lock_timeout of a
+	 * few ms.  So requests of several backends meet in one plan, and a
+	 * later one may sit first in the table (in the slot of one that gave
+	 * up between them): the node goes to the one that asked first.
+	 */
+	for (i = 0; i < c->t.nused; i++)
+	{
+		const ZklSlot *l = &c->t.slots[i];
+		int64_t		busy;
+		int			j;
+
+		if (l->zstate != ZKS_LINGER || c->linger_seen[i] == l->attempt)
+			continue;
+		c->linger_seen[i] = l->attempt;
+		busy = (int64_t) (S->linger_ms + rnd_int(S->linger_ms + 1)) * 1000;
+		c->busy_until = zkm_now(S->m) + busy;
+		c->burst_key = key_index(l->key);
+		for (j = 0; j < c->nb; j++)
+			if (c->b[j].st == B_IDLE && c->b[j].next_at > c->busy_until)
+				c->b[j].next_at = zkm_now(S->m) + rnd_int((int) busy + 1);
+	}
 }
 
 /* ---- replies ---- */
@@ -2359,6 +2387,13 @@ plan_xact(Backend *b)
 	b->subid = b->next_subid = 1;	/* the top transaction's */
 	b->nsub = 0;
 	memset(b->xlev, 0, sizeof(b->xlev));
+	if (zkm_now(S->m) < b->cl->busy_until && b->sess_key < 0)
+	{
+		/* one of a burst for a lingering node (plan_turn) */
+		add_act(b, false, b->cl->burst_key, ZKL_MODE_EXCLUSIVE, chance(40) ? 1 : 0);
+		b->hasty = b->acts[0].kind == 1 && chance(50);
+		return;
+	}
 	if (plan_session(b, k))
 	{
 		plan_savepoints(b);
@@ -2738,6 +2773,9 @@ request(Cluster *c, Backend *b, const Act *a)
 	b->waiting = idx;
 	b->wait_session = a->session;
 	b->deadline = a->kind == 1 ? zkm_now(S->m) + 300000 + rnd_int(6000000) : 0;
+	if (b->deadline && b->hasty)
+		b->deadline = zkm_now(S->m) + 1000 + rnd_int(S->linger_ms * 1000);
+	b->hasty = false;
 	b->st = B_WAIT;
 	trace("c%d b%d asks %s %c%s (slot %d)", c->id, b->pid, r.key, r.mode,
 		  r.nowait ? " try" : (b->deadline ? " timed" : ""), idx);
@@ -3167,6 +3205,17 @@ check_fifo(Cluster *c, const ZklSlot *s)
 	if (s->mode == ZKL_MODE_SEMAPHORE && own >= s->holders)
 		fail("semaphore: c%d b%d granted %s node %s with %d nodes ahead, holders %d",
 			 c->id, s->owner_pid, s->key, s->node, own, s->holders);
+	/*
+	 * ... and none of those ahead (live requests: their nodes are there)
+	 * names other holders (README: such a request fails with 22023).
+	 * Judged from the names at the leader: the nodes ahead now are among
+	 * those of any listing the grant was decided from.
+	 */
+	for (i = 0; s->mode == ZKL_MODE_SEMAPHORE && i < own; i++)
+		if (kids[i].mode == ZKL_MODE_SEMAPHORE && kids[i].holders != s->holders)
+			fail("semaphore: c%d b%d granted %s node %s (holders %d) behind %s (holders %d)",
+				 c->id, s->owner_pid, s->key, s->node, s->holders, kids[i].name,
+				 kids[i].holders);
 	for (i = 0; i < own; i++)
 	{
 		int			ci = -1;
