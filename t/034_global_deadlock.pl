@@ -106,6 +106,19 @@ cmp_ok($took, '<', 10, sprintf('within a few deadlock_timeouts (%.1f s)', $took)
 like($stderr->[ $failed->[0] // 0 ], qr/gda.*\n.*\n|gdb.*\n.*\n/, 'its DETAIL has a line per step');
 $_->quit for @three;
 
+# --- two clusters' readers that both upgrade one key ---
+my @up = (session($c[0]), session($c[1]));
+$_->query_safe("BEGIN; SELECT zk_lock_shared('up')") for @up;
+$up[$_]->query_until(qr/asked $_/, "\\echo asked $_\nSELECT zk_lock('up');\n\\echo up $_\n") for 0, 1;
+my @upfailed;
+ok(wait_for(sub { @upfailed = grep { $up[$_]->{run}->pump_nb; $up[$_]->{stderr} =~ /40P01/ } 0, 1; @upfailed == 1 }, 15),
+	'two clusters upgrading one key: one gets 40P01');
+$up[ $upfailed[0] // 0 ]->query('ROLLBACK');
+my $other = 1 - ($upfailed[0] // 0);
+ok(wait_for(sub { $up[$other]->{run}->pump_nb; $up[$other]->{stdout} =~ /up $other/ }, 10), 'the other upgrades');
+$up[$other]->query_safe('COMMIT');
+$_->quit for @up;
+
 # --- a long wait with no cycle is no deadlock ---
 my ($h, $w) = (session($c[0]), session($c[1]));
 $h->query_safe("BEGIN; SELECT zk_lock('long')");

@@ -439,7 +439,8 @@ report_failure(const int *idx, int n, int which)
 		sqlstate == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
 	conn = sqlstate == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION ||
 		sqlstate == ERRCODE_CONNECTION_FAILURE;
-	if (sqlstate == ERRCODE_T_R_DEADLOCK_DETECTED && zkl_shared->deadlock_pid == MyProcPid)
+	if (sqlstate == ERRCODE_T_R_DEADLOCK_DETECTED && zkl_shared->deadlock_pid == MyProcPid &&
+		strcmp(msg, "deadlock detected across clusters") == 0)
 	{
 		/* a cycle across clusters: gwaits.c named each of its steps */
 		strlcpy(detail, zkl_shared->deadlock_detail, sizeof(detail));

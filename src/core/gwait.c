@@ -161,14 +161,53 @@ zgw_format(ZklCohort *coh, int64_t now, int timeout_ms, const char *cluster,
 		at = n;
 		if (!put_backend(coh, s, now, timeout_ms, out, len, &n))
 		{
-			/* no room: leave this backend out whole, and those after it */
+			/* no room: leave this backend out whole; a smaller one may fit */
 			n = at;
 			out[n] = '\0';
-			break;
+			continue;
 		}
 		entries++;
 	}
 	return entries > 0 ? (int) n : 0;
+}
+
+int64_t
+zgw_next_due(const ZklTable *t, int timeout_ms)
+{
+	int64_t		oldest = 0;
+	int			i;
+
+	for (i = 0; i < t->nused; i++)
+	{
+		const ZklSlot *s = &t->slots[i];
+
+		if (zdl_waiting(s) && s->root_id == t->cur_root &&
+			(oldest == 0 || s->requested_at < oldest))
+			oldest = s->requested_at;
+	}
+	return oldest == 0 ? 0 : oldest + (int64_t) timeout_ms * 1000;
+}
+
+uint64_t
+zgw_fingerprint(const ZklTable *t, int64_t now, int timeout_ms)
+{
+	uint64_t	h = 1469598103934665603ULL;	/* FNV-1a */
+	int			i;
+	int			j;
+
+	for (i = 0; i < t->nused; i++)
+	{
+		const ZklSlot *s = &t->slots[i];
+
+		if (!long_wait(t, s, now, timeout_ms))
+			continue;
+		h = (h ^ (uint64_t) i) * 1099511628211ULL;
+		h = (h ^ s->attempt) * 1099511628211ULL;
+		h = (h ^ (uint64_t) s->zstate) * 1099511628211ULL;
+		for (j = 0; s->watch[j]; j++)
+			h = (h ^ (uint64_t) (unsigned char) s->watch[j]) * 1099511628211ULL;
+	}
+	return h;
 }
 
 /* ---- the decision ---- */
@@ -193,6 +232,7 @@ typedef struct Vert
 	int			low;
 	bool		on_stack;
 	int			scc;
+	bool		crosses;		/* it has a wait across clusters inside its part */
 } Vert;
 
 typedef struct RawEdge
@@ -231,8 +271,12 @@ typedef struct Graph
 	int			nstack;
 	int			next_index;
 	int			nscc;
-	int			parent[MAX_VERTS];	/* search for a cycle: the edge that reached a vertex */
-	int			queue[MAX_VERTS];
+	/* the search for a cycle, over states (vertex, crossed a session yet): 2 v + crossed */
+	int			parent[2 * MAX_VERTS];	/* the edge that reached a state */
+	int			from[2 * MAX_VERTS];	/* and the state it left */
+	int			queue[2 * MAX_VERTS];
+	int			closing;		/* the edge back to the start, and its state */
+	int			closing_from;
 } Graph;
 
 static Graph g;					/* 300 kB: not on the stack */
@@ -302,7 +346,9 @@ parse_doc(const char *doc)
 			cluster = next_word(&q, end);
 			cur = -1;
 		}
-		else if (tag.len == 1 && tag.p[0] == 'V' && session != 0 && g.nv < MAX_VERTS)
+		else if (tag.len == 1 && tag.p[0] == 'V' && (session == 0 || g.nv >= MAX_VERTS))
+			cur = -1;			/* left out: so are its lines, not given to another */
+		else if (tag.len == 1 && tag.p[0] == 'V')
 		{
 			Vert	   *v = &g.v[g.nv];
 			Word		mode;
@@ -471,6 +517,19 @@ add_check(ZgwVictim *v, const char *name)
 	snprintf(v->checks[v->nchecks++], ZGW_NAME_LEN, "%s", name);
 }
 
+/* A session whose document the cycle was read from; each once. */
+static void
+add_session(ZgwVictim *v, int64_t session)
+{
+	int			i;
+
+	for (i = 0; i < v->nsessions; i++)
+		if (v->sessions[i] == session)
+			return;
+	if (v->nsessions < ZGW_MAX_CHECKS)
+		v->sessions[v->nsessions++] = session;
+}
+
 /* A vertex's waiting node as "<key>/<node>" ("": it waits for a hand-over, no node). */
 static void
 wait_node(const Vert *v, char *out)
@@ -507,51 +566,67 @@ describe_step(const Vert *a, const Vert *b, char *out, size_t len, size_t *n)
 }
 
 /*
- * A cycle through y inside its strongly connected part: breadth-first from
- * y back to y.  Fills the checks and the detail; false if none (cannot be).
+ * The shortest way round from y back to y that crosses from one session to
+ * another, inside y's strongly connected part (for the checks and the
+ * detail): breadth-first over (vertex, crossed yet) from (y, no) back to y
+ * having crossed.  Leaves its last edge in g.closing.
  */
 static bool
-cycle_through(int y, ZgwVictim *out)
+cross_cycle(int y)
 {
 	int			head = 0;
 	int			tail = 0;
-	int			last = -1;
-	int			path[MAX_VERTS];
-	int			npath = 0;
-	size_t		n = 0;
 	int			i;
 	int			k;
 
-	for (i = 0; i < g.nv; i++)
-		g.parent[i] = -1;
-	g.queue[tail++] = y;
-	while (head < tail && last < 0)
+	for (i = 0; i < 2 * g.nv; i++)
+		g.parent[i] = -2;		/* not reached */
+	g.parent[2 * y] = -1;
+	g.queue[tail++] = 2 * y;
+	while (head < tail)
 	{
-		int			u = g.queue[head++];
+		int			st = g.queue[head++];
+		int			u = st / 2;
 
-		for (k = g.first[u]; k < g.first[u + 1] && last < 0; k++)
+		for (k = g.first[u]; k < g.first[u + 1]; k++)
 		{
 			int			w = g.e[k].to;
+			int			next = 2 * w + ((st % 2) || g.v[w].session != g.v[u].session);
 
 			if (g.v[w].scc != g.v[y].scc)
 				continue;
-			if (w == y)
-				last = k;		/* the edge that closes the cycle */
-			else if (g.parent[w] < 0)
+			if (w == y && next % 2 == 1)
 			{
-				g.parent[w] = k;
-				g.queue[tail++] = w;
+				g.closing = k;
+				g.closing_from = st;
+				return true;
+			}
+			if (w != y && g.parent[next] == -2)
+			{
+				g.parent[next] = k;
+				g.from[next] = st;
+				g.queue[tail++] = next;
 			}
 		}
 	}
-	if (last < 0)
-		return false;
-	/* the edges from y round to y, backwards from the closing one */
-	for (k = last; npath < MAX_VERTS; k = g.parent[g.e[k].from])
+	return false;
+}
+
+/* The cycle cross_cycle(y) found: the checks and the detail. */
+static void
+describe_cycle(int y, ZgwVictim *out)
+{
+	int			path[2 * MAX_VERTS];
+	int			npath = 0;
+	int			st = g.closing_from;
+	size_t		n = 0;
+	int			i;
+
+	path[npath++] = g.closing;
+	while (st != 2 * y && npath < 2 * MAX_VERTS)
 	{
-		path[npath++] = k;
-		if (g.e[k].from == y)
-			break;
+		path[npath++] = g.parent[st];
+		st = g.from[st];
 	}
 	out->detail[0] = '\0';
 	for (i = npath - 1; i >= 0; i--)
@@ -566,9 +641,9 @@ cycle_through(int y, ZgwVictim *out)
 		}
 		wait_node(&g.v[e->from], name);
 		add_check(out, name);
+		add_session(out, g.v[e->from].session);
 		describe_step(&g.v[e->from], &g.v[e->to], out->detail, sizeof(out->detail), &n);
 	}
-	return true;
 }
 
 bool
@@ -590,27 +665,30 @@ zgw_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *out)
 	for (s = 0; s < g.nscc; s++)
 	{
 		int			y = -1;
-		int			size = 0;
-		bool		sessions = false;
 
+		/*
+		 * Every backend of a strongly connected part waits for ever.  The
+		 * youngest one with a wait across clusters inside it is the victim
+		 * (the others' own circles are deadlock.c's); only its cluster acts.
+		 */
 		for (i = 0; i < g.nv; i++)
-		{
-			if (g.v[i].scc != s)
-				continue;
-			size++;
-			if (y >= 0 && g.v[i].session != g.v[y].session)
-				sessions = true;
-			if (y < 0 || younger(&g.v[i], &g.v[y]))
+			g.v[i].crosses = false;
+		for (i = 0; i < g.ne; i++)
+			if (g.v[g.e[i].from].scc == s && g.v[g.e[i].to].scc == s &&
+				g.v[g.e[i].from].session != g.v[g.e[i].to].session)
+				g.v[g.e[i].from].crosses = g.v[g.e[i].to].crosses = true;
+		for (i = 0; i < g.nv; i++)
+			if (g.v[i].scc == s && g.v[i].crosses && (y < 0 || younger(&g.v[i], &g.v[y])))
 				y = i;
-		}
-		/* one cluster's own cycles are deadlock.c's; only the victim's cluster acts */
-		if (size < 2 || !sessions || g.v[y].session != self)
+		if (y < 0 || g.v[y].session != self)
 			continue;
 		memset(out, 0, sizeof(*out));
 		out->pid = g.v[y].pid;
 		wait_node(&g.v[y], out->node);
-		if (cycle_through(y, out))
-			return true;
+		if (!cross_cycle(y))
+			continue;			/* cannot be: y has an edge across, inside its part */
+		describe_cycle(y, out);
+		return true;
 	}
 	return false;
 }

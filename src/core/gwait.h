@@ -11,9 +11,11 @@
  * backend that published it as its own.  In each strongly connected part
  * that spans two sessions or more, the youngest backend is the victim: the
  * one whose transaction's oldest node has the greatest czxid (ZooKeeper's
- * order, the same for every reader), ties broken by session and pid.  Only
+ * order, the same for every reader; a node made inside a multi has none
+ * known and counts as the youngest), ties broken by session and pid, among
+ * the backends with a wait across sessions inside the part.  Only
  * the victim's own cluster acts on it, so detectors in every cluster agree
- * on one victim without talking, and a cycle inside one cluster is left to
+ * on one victim without talking; a cycle inside one cluster is left to
  * deadlock.c.
  *
  * The edges are the waits each worker sees: the node a queued request
@@ -32,7 +34,7 @@
 
 #define ZGW_DOC_LEN		32768	/* one cluster's document (ZooKeeper allows 1 MB) */
 #define ZGW_NAME_LEN	(ZKL_KEY_BUFLEN + ZKL_NODE_BUFLEN + 1)	/* "<key>/<node>" */
-#define ZGW_MAX_CHECKS	16		/* nodes a claim checks: those of the cycle's waits */
+#define ZGW_MAX_CHECKS	32		/* nodes a claim checks: those of the cycle's waits */
 #define ZGW_DETAIL_LEN	1536
 #define ZGW_CLUSTER_LEN	64
 
@@ -44,6 +46,15 @@
 extern int	zgw_format(ZklCohort *coh, int64_t now, int timeout_ms, const char *cluster,
 					   int64_t session, char *out, size_t len);
 
+/* When the oldest wait under the current root is timeout_ms old (wall; 0: none waits). */
+extern int64_t zgw_next_due(const ZklTable *t, int timeout_ms);
+
+/*
+ * A cheap summary of which requests wait that long and on what: when it
+ * changes, the published document is out of date (a wait ended, or moved).
+ */
+extern uint64_t zgw_fingerprint(const ZklTable *t, int64_t now, int timeout_ms);
+
 /* What this cluster must do about a cycle it found. */
 typedef struct ZgwVictim
 {
@@ -51,6 +62,8 @@ typedef struct ZgwVictim
 	char		node[ZGW_NAME_LEN];	/* its waiting node, "<key>/<node>" ("": a hand-over wait) */
 	int			nchecks;		/* nodes that must still exist for the cycle to stand */
 	char		checks[ZGW_MAX_CHECKS][ZGW_NAME_LEN];
+	int			nsessions;		/* whose documents it was read from (their versions are checked) */
+	int64_t		sessions[ZGW_MAX_CHECKS];
 	char		detail[ZGW_DETAIL_LEN];	/* each step of the cycle, for the error and the log */
 } ZgwVictim;
 

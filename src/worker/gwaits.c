@@ -2,20 +2,24 @@
  * gwaits.c — deadlocks across clusters: the I/O of gwait.c's decisions.
  *
  * While a backend of this cluster has waited on a zk lock for
- * deadlock_timeout, once per deadlock_timeout the worker
+ * deadlock_timeout, the worker
  *   1. publishes this cluster's waits (gwait.c's document) in
  *          <root>/.waits/<session id in hex>     EPHEMERAL
- *      (created, or rewritten when they changed; deleted once no wait is
- *      that old, and gone with the session anyway);
- *   2. lists <root>/.waits and reads every other cluster's document;
+ *      (created, rewritten as soon as a published wait ends or moves,
+ *      deleted once no wait is that old, and gone with the session);
+ *   2. once per deadlock_timeout lists <root>/.waits and reads every
+ *      other cluster's document;
  *   3. if gwait.c finds a cycle across clusters whose victim is a backend
  *      of ours, claims it with one multi: a check of every node the
- *      cycle's waits go through (so a wait that has just ended is never
- *      called a deadlock) and the create of <root>/.deadlock, EPHEMERAL,
- *      which no other detector can create meanwhile (one victim at a time,
- *      in all clusters); then fails that request with 40P01.  The claim is
- *      deleted after 2 × deadlock_timeout: by then the victim's node is
- *      gone and every detector has read the documents without it.
+ *      cycle's waits go through and of the version of every document it
+ *      was read from (so a wait that has just ended is never called a
+ *      deadlock), and the create of <root>/.deadlock, EPHEMERAL, which no
+ *      other detector can create meanwhile (one victim at a time, in all
+ *      clusters); then, if its own part of the cycle still stands, fails
+ *      that request with 40P01.  The claim is deleted after 2 ×
+ *      deadlock_timeout (by then the victim's node is gone and every
+ *      detector has read documents without it), at once if nobody was
+ *      failed, and after a restart or a new handle if it is still ours.
  * Nothing is sent while no wait is that old.  Part of the worker: runs in
  * its process only.
  */
@@ -29,11 +33,11 @@
 #include "zk_lock.h"
 #include "zk_client.h"
 #include "gwaits.h"
-#include "deadlock.h"
 
 #define WAITS_DIR	".waits"
 #define CLAIM_NODE	".deadlock"
-#define MAX_DOCS	64			/* clusters read in one round (a read's tag: gen, index) */
+#define MAX_DOCS	255			/* other clusters read in one round (a read's tag: gen, index) */
+#define REWRITE_MS	100			/* a changed document is rewritten at most this often */
 #define RETRY_MS	100
 
 typedef enum Phase
@@ -43,26 +47,40 @@ typedef enum Phase
 	PH_CLAIMING					/* the claim's multi is on its way */
 } Phase;
 
-static uint64 gen = 0;			/* tags calls: a new session or root makes replies stale */
+static uint64 gen = 0;			/* tags calls: a new handle, session or root makes replies stale */
 static int64 for_session = 0;
 static char for_root[ZKL_MAX_ROOT_LEN + 1];
 static Phase phase = PH_IDLE;
-static int64 next_round = 0;	/* zkl_mono_now */
-static bool published = false;	/* our document exists (as far as we know) */
-static char *doc = NULL;		/* what we publish, ZGW_DOC_LEN */
+static int64 next_round = 0;	/* zkl_mono_now: the next reading, at the earliest */
+static int64 next_write = 0;	/* zkl_mono_now: the next rewrite, at the earliest */
+static bool published = false;	/* our document exists, as sent_doc */
+static bool doc_may_exist = true;	/* an older one may (a restart, a lost reply): delete it */
+static int	own_version = -1;	/* of our document, from the last write's reply */
+static uint64 sent_print = 0;	/* zgw_fingerprint when it was formatted */
+static char *doc = NULL;		/* formatted now, ZGW_DOC_LEN */
 static char *sent_doc = NULL;	/* what we published last */
 static char *docs[MAX_DOCS];	/* the others', this round */
+static int64 doc_session[MAX_DOCS];
+static int	doc_version[MAX_DOCS];
 static int	ndocs = 0;
 static int	reads_due = 0;		/* documents still on their way */
-static bool claimed = false;
+static bool claimed = false;	/* the claim is ours */
+static bool claim_check = true; /* one of ours may be left (a restart, a lost reply): look */
 static int64 claim_until = 0;	/* zkl_mono_now: delete the claim then */
 static ZgwVictim victim;
 static ZklCore *the_core = NULL;
 
 /* the claim's multi: checks, then the create (kept until its reply) */
-static zoo_op_t claim_ops[ZGW_MAX_CHECKS + 1];
-static zoo_op_result_t claim_results[ZGW_MAX_CHECKS + 1];
-static char claim_paths[ZGW_MAX_CHECKS + 1][ZKL_PATH_LEN];
+#define CLAIM_OPS	(2 * ZGW_MAX_CHECKS + 1)
+static zoo_op_t claim_ops[CLAIM_OPS];
+static zoo_op_result_t claim_results[CLAIM_OPS];
+static char claim_paths[CLAIM_OPS][ZKL_PATH_LEN];
+
+static const void *
+tag(void)
+{
+	return (const void *) (uintptr_t) gen;
+}
 
 static void
 waits_path(char *out)
@@ -71,16 +89,15 @@ waits_path(char *out)
 }
 
 static void
-own_path(char *out)
+doc_path(int64 session, char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/" WAITS_DIR "/%016llx", for_root,
-			 (unsigned long long) for_session);
+	snprintf(out, ZKL_PATH_LEN, "%s/" WAITS_DIR "/%016llx", for_root, (unsigned long long) session);
 }
 
-/* (the library wants a completion for every call) */
 static void
-deleted(int rc, const void *ctx)
+claim_path(char *out)
 {
+	snprintf(out, ZKL_PATH_LEN, "%s/" CLAIM_NODE, for_root);
 }
 
 static void
@@ -103,40 +120,145 @@ round_over(void)
 	phase = PH_IDLE;
 }
 
+/* ---- our document ---- */
+
 static void
 written(int rc, const struct Stat *stat, const void *ctx)
 {
-	if ((uintptr_t) ctx == gen && rc != ZOK)
-		published = false;		/* create it again next round */
+	if (ctx != tag())
+		return;
+	if (rc == ZOK && stat != NULL)
+		own_version = stat->version;
+	else
+	{
+		published = false;		/* write it again, whole */
+		own_version = -1;
+	}
 }
 
 static void
 created(int rc, const char *value, const void *ctx)
 {
-	if ((uintptr_t) ctx != gen)
-		return;
-	if (rc == ZNODEEXISTS)
-	{
-		char		path[ZKL_PATH_LEN];
+	char		path[ZKL_PATH_LEN];
+	char		dir[ZKL_PATH_LEN];
 
+	if (ctx != tag())
+		return;
+	if (rc == ZOK)
+		own_version = 0;
+	else if (rc == ZNODEEXISTS)
+	{
 		/* ours from before (a resumed session): rewrite it */
-		own_path(path);
-		zoo_aset(zkc_handle(), path, sent_doc, strlen(sent_doc), -1,
-				 written, ctx);
+		doc_path(for_session, path);
+		zoo_aset(zkc_handle(), path, sent_doc, strlen(sent_doc), -1, written, ctx);
 	}
-	else if (rc != ZOK)
+	else
+	{
+		published = false;
+		own_version = -1;
+		if (rc == ZNONODE)
+		{
+			/* the first long wait under this root: its directory first */
+			waits_path(dir);
+			zkc_create_persistent(dir);
+		}
+	}
+}
+
+static void
+doc_deleted(int rc, const void *ctx)
+{
+	if (ctx == tag() && rc != ZOK && rc != ZNONODE && !published)
+		doc_may_exist = true;	/* look again */
+}
+
+/* Write what changed: created, rewritten, or deleted when there is nothing. */
+static void
+publish(int len)
+{
+	char		path[ZKL_PATH_LEN];
+
+	doc_path(for_session, path);
+	if (len == 0)
+	{
+		if (published || doc_may_exist)
+		{
+			published = false;
+			doc_may_exist = false;
+			own_version = -1;
+			(void) zoo_adelete(zkc_handle(), path, -1, doc_deleted, tag());
+		}
+		return;
+	}
+	doc_may_exist = false;
+	if (published && strcmp(doc, sent_doc) == 0)
+		return;
+	memcpy(sent_doc, doc, len + 1);
+	if (!published)
+		published = zoo_acreate(zkc_handle(), path, sent_doc, len, zkc_acl(), ZOO_EPHEMERAL,
+								created, tag()) == ZOK;
+	else if (zoo_aset(zkc_handle(), path, sent_doc, len, -1, written, tag()) != ZOK)
 		published = false;
 }
 
-/* Fail the victim: the claim is ours, and every node of the cycle was there. */
+/* ---- the claim ---- */
+
 static void
+claim_deleted(int rc, const void *ctx)
+{
+	if (ctx == tag() && rc != ZOK && rc != ZNONODE)
+		claim_check = true;		/* still there, maybe: look again */
+}
+
+static void
+drop_claim(void)
+{
+	char		path[ZKL_PATH_LEN];
+
+	claim_path(path);
+	claimed = false;
+	(void) zoo_adelete(zkc_handle(), path, -1, claim_deleted, tag());
+}
+
+/* Is the claim there ours, left from before?  Then it goes. */
+static void
+claim_looked(int rc, const struct Stat *stat, const void *ctx)
+{
+	if (ctx != tag())
+		return;
+	if (rc == ZOK && stat != NULL && stat->ephemeralOwner == for_session && !claimed)
+		drop_claim();
+	else if (rc != ZOK && rc != ZNONODE)
+		claim_check = true;
+}
+
+/*
+ * Fail the victim, once its own part of the cycle still stands: our waits
+ * formatted now, with the others' documents as read (their versions were
+ * checked by the claim), still give this victim.
+ */
+static bool
 break_cycle(void)
 {
-	bool		failed;
+	const char *all[MAX_DOCS + 1];
+	ZgwVictim	again;
+	bool		failed = false;
+	int			n = 0;
+	int			i;
 
+	for (i = 0; i < ndocs; i++)
+		if (docs[i] != NULL)
+			all[n++] = docs[i];
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	failed = zcore_fail_deadlock(the_core, victim.pid, victim.node,
-								 "deadlock detected across clusters");
+	if (zgw_format(&the_core->cohort, GetCurrentTimestamp(), DeadlockTimeout, cluster_name,
+				   for_session, doc, ZGW_DOC_LEN) > 0)
+	{
+		all[n++] = doc;
+		if (zgw_decide(all, n, for_session, &again) && again.pid == victim.pid &&
+			strcmp(again.node, victim.node) == 0)
+			failed = zcore_fail_deadlock(the_core, victim.pid, victim.node,
+										 "deadlock detected across clusters");
+	}
 	if (failed)
 	{
 		zkl_shared->deadlock_pid = victim.pid;
@@ -148,29 +270,33 @@ break_cycle(void)
 		ereport(LOG,
 				(errmsg("zk_lock: deadlock across clusters: process %d gives way (40P01)", victim.pid),
 				 errdetail_internal("%s", victim.detail)));
+	return failed;
 }
 
 static void
 claim_done(int rc, const void *ctx)
 {
-	if ((uintptr_t) ctx != gen)
+	if (ctx != tag())
 		return;
 	if (rc == ZOK)
 	{
 		claimed = true;
 		claim_until = zkl_mono_now() + (int64) 2 * DeadlockTimeout * 1000;
-		break_cycle();
+		if (!break_cycle())
+			drop_claim();		/* nobody failed: others need not wait for it */
 	}
-	/* ZNONODE: a wait of the cycle ended; ZNODEEXISTS: another victim is being dealt with */
+	else if (claim_results[victim.nchecks + victim.nsessions].err == ZNODEEXISTS)
+		claim_check = true;		/* maybe ours, from a reply lost before */
+	/* else a node or document of the cycle changed: the next round sees how */
 	round_over();
 }
 
 static void
 claim(void)
 {
-	char		dir[ZKL_PATH_LEN];
 	int			n = 0;
 	int			i;
+	int			d;
 
 	for (i = 0; i < victim.nchecks; i++)
 	{
@@ -178,15 +304,27 @@ claim(void)
 		zoo_check_op_init(&claim_ops[n], claim_paths[n], -1);
 		n++;
 	}
-	snprintf(claim_paths[n], ZKL_PATH_LEN, "%s/" CLAIM_NODE, for_root);
+	for (i = 0; i < victim.nsessions; i++)
+	{
+		int			version = -1;	/* ours: checked again under the lock (break_cycle) */
+
+		for (d = 0; d < ndocs; d++)
+			if (doc_session[d] == victim.sessions[i])
+				version = doc_version[d];
+		doc_path(victim.sessions[i], claim_paths[n]);
+		zoo_check_op_init(&claim_ops[n], claim_paths[n], version);
+		n++;
+	}
+	claim_path(claim_paths[n]);
 	zoo_create_op_init(&claim_ops[n], claim_paths[n], NULL, -1, zkc_acl(), ZOO_EPHEMERAL, NULL, 0);
 	n++;
-	waits_path(dir);
 	phase = PH_CLAIMING;
-	if (zoo_amulti(zkc_handle(), n, claim_ops, claim_results, claim_done,
-				   (const void *) (uintptr_t) gen) != ZOK)
+	memset(claim_results, 0, sizeof(claim_results));
+	if (zoo_amulti(zkc_handle(), n, claim_ops, claim_results, claim_done, tag()) != ZOK)
 		round_over();
 }
+
+/* ---- reading ---- */
 
 /* Every document is in: decide, and claim if the victim is ours. */
 static void
@@ -200,15 +338,13 @@ decide(void)
 		if (docs[i] != NULL)
 			all[n++] = docs[i];
 	all[n++] = sent_doc;
-	if (!zgw_decide(all, n, for_session, &victim))
-	{
+	if (!published || !zgw_decide(all, n, for_session, &victim))
 		round_over();
-		return;
-	}
-	forget_docs();
-	claim();
+	else
+		claim();				/* the documents stay for break_cycle */
 }
 
+/* A read's tag: the generation, and which document. */
 static const void *
 read_tag(int i)
 {
@@ -222,11 +358,12 @@ doc_read(int rc, const char *value, int value_len, const struct Stat *stat, cons
 
 	if (phase != PH_READING || ctx != read_tag((int) i) || i >= (uintptr_t) ndocs)
 		return;
-	if (rc == ZOK && value != NULL && value_len > 0)
+	if (rc == ZOK && value != NULL && value_len > 0 && stat != NULL)
 	{
 		docs[i] = MemoryContextAlloc(TopMemoryContext, value_len + 1);
 		memcpy(docs[i], value, value_len);
 		docs[i][value_len] = '\0';
+		doc_version[i] = stat->version;
 	}
 	if (--reads_due == 0)
 		decide();
@@ -237,10 +374,9 @@ listed(int rc, const struct String_vector *names, const void *ctx)
 {
 	char		dir[ZKL_PATH_LEN];
 	char		path[ZKL_PATH_LEN];
-	char		own[32];
 	int			i;
 
-	if ((uintptr_t) ctx != gen || phase != PH_READING)
+	if (ctx != tag() || phase != PH_READING)
 		return;
 	if (rc != ZOK || names == NULL)
 	{
@@ -248,13 +384,17 @@ listed(int rc, const struct String_vector *names, const void *ctx)
 		return;
 	}
 	waits_path(dir);
-	snprintf(own, sizeof(own), "%016llx", (unsigned long long) for_session);
 	forget_docs();
 	for (i = 0; i < names->count && ndocs < MAX_DOCS; i++)
 	{
-		if (strcmp(names->data[i], own) == 0)
+		char	   *end;
+		int64		session = (int64) strtoull(names->data[i], &end, 16);
+
+		if (*end != '\0' || session == 0 || session == for_session)
 			continue;			/* ours is sent_doc */
 		docs[ndocs] = NULL;
+		doc_session[ndocs] = session;
+		doc_version[ndocs] = -1;
 		snprintf(path, sizeof(path), "%s/%s", dir, names->data[i]);
 		if (zoo_aget(zkc_handle(), path, 0, doc_read, read_tag(ndocs)) == ZOK)
 		{
@@ -266,38 +406,35 @@ listed(int rc, const struct String_vector *names, const void *ctx)
 		decide();				/* no other cluster waits that long: maybe ours alone */
 }
 
-/* Publish what changed, then read every cluster's. */
-static void
-start_round(int len)
-{
-	char		dir[ZKL_PATH_LEN];
-	char		path[ZKL_PATH_LEN];
-	const void *ctx = (const void *) (uintptr_t) gen;
+/* ---- each turn ---- */
 
-	waits_path(dir);
-	own_path(path);
-	if (!published)
+/* A new session or root: what the old one had is gone with it, or goes now. */
+static void
+switch_to(int64 session, const char *root)
+{
+	char		path[ZKL_PATH_LEN];
+
+	if (session == for_session)
 	{
-		zkc_create_persistent(dir);
-		memcpy(sent_doc, doc, len + 1);
-		published = zoo_acreate(zkc_handle(), path, sent_doc, len, zkc_acl(), ZOO_EPHEMERAL,
-								created, ctx) == ZOK;
+		/* a root reload: ours under the old root go */
+		if (published || doc_may_exist)
+		{
+			doc_path(for_session, path);
+			(void) zoo_adelete(zkc_handle(), path, -1, doc_deleted, tag());
+		}
+		if (claimed)
+			drop_claim();
 	}
-	else if (strcmp(doc, sent_doc) != 0)
-	{
-		memcpy(sent_doc, doc, len + 1);
-		if (zoo_aset(zkc_handle(), path, sent_doc, len, -1, written, ctx) != ZOK)
-			published = false;
-	}
-	/* a session's requests are answered in order: the listing sees ours */
-	phase = PH_READING;
-	if (zoo_aget_children(zkc_handle(), dir, 0, listed, ctx) != ZOK)
-		round_over();
+	zkl_gwaits_reset();
+	claimed = false;
+	for_session = session;
+	strlcpy(for_root, root, sizeof(for_root));
 }
 
 /*
- * Each loop turn: a round when one is due.  Returns the ms until the worker
- * must look again without news (-1: not before a request waits).
+ * Each loop turn: publish what changed, and a round when one is due.
+ * Returns the ms until the worker must look again without news (-1: not
+ * before a request waits).
  */
 long
 zkl_gwaits_tend(ZklCore *core)
@@ -305,7 +442,9 @@ zkl_gwaits_tend(ZklCore *core)
 	int64		session = zkl_shared->t.session_id;
 	const char *root = zkl_shared->t.roots[zkl_shared->t.cur_root];
 	int64		mono = zkl_mono_now();
+	TimestampTz now = GetCurrentTimestamp();
 	int64		due;
+	uint64		print;
 	int			len;
 	char		path[ZKL_PATH_LEN];
 
@@ -319,65 +458,54 @@ zkl_gwaits_tend(ZklCore *core)
 		sent_doc = MemoryContextAllocZero(TopMemoryContext, ZGW_DOC_LEN);
 	}
 	if (session != for_session || strcmp(root, for_root) != 0)
+		switch_to(session, root);
+	if (claim_check)
 	{
-		if (session == for_session)
-		{
-			/* a root reload: what we left under the old one goes */
-			if (published)
-			{
-				own_path(path);
-				(void) zoo_adelete(zkc_handle(), path, -1, deleted, NULL);
-			}
-			if (claimed)
-			{
-				snprintf(path, sizeof(path), "%s/" CLAIM_NODE, for_root);
-				(void) zoo_adelete(zkc_handle(), path, -1, deleted, NULL);
-			}
-		}
-		/* a new session's ephemeral nodes are new: no document, no claim */
-		zkl_gwaits_reset();
-		claimed = false;
-		for_session = session;
-		strlcpy(for_root, root, sizeof(for_root));
+		claim_check = false;
+		claim_path(path);
+		(void) zoo_aexists(zkc_handle(), path, 0, claim_looked, tag());
 	}
 	if (claimed && mono >= claim_until)
-	{
-		snprintf(path, sizeof(path), "%s/" CLAIM_NODE, for_root);
-		(void) zoo_adelete(zkc_handle(), path, -1, deleted, NULL);
-		claimed = false;
-	}
+		drop_claim();
 	if (phase != PH_IDLE)
 		return RETRY_MS;		/* the replies move it on */
 
+	/* cheap first: only a round due or a changed wait formats the document */
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	len = zgw_format(&core->cohort, GetCurrentTimestamp(), DeadlockTimeout, cluster_name,
-					 session, doc, ZGW_DOC_LEN);
-	due = zdl_next_due(&zkl_shared->t, DeadlockTimeout);
+	due = zgw_next_due(&zkl_shared->t, DeadlockTimeout);
+	print = zgw_fingerprint(&zkl_shared->t, now, DeadlockTimeout);
+	len = -1;
+	if ((due != 0 && now >= due && mono >= next_round) ||
+		(published && print != sent_print && mono >= next_write) ||
+		((published || doc_may_exist) && (due == 0 || now < due)))
+		len = zgw_format(&core->cohort, now, DeadlockTimeout, cluster_name, session, doc,
+						 ZGW_DOC_LEN);
 	LWLockRelease(zkl_shared->lock);
-	if (len == 0)
+	if (len >= 0)
 	{
-		if (published)
-		{
-			own_path(path);
-			(void) zoo_adelete(zkc_handle(), path, -1, deleted, NULL);
-			published = false;
-		}
-		next_round = 0;
-		/* the first wait to grow that old is when to look again */
-		if (due == 0)
-			return claimed ? (long) ((claim_until - mono) / 1000 + 1) : -1;
-		return Max((long) ((due - GetCurrentTimestamp()) / 1000) + 1, 1);
+		publish(len);
+		sent_print = print;
+		next_write = mono + (int64) REWRITE_MS * 1000;
 	}
-	if (mono < next_round)
-		return (long) ((next_round - mono) / 1000 + 1);
-	next_round = mono + (int64) DeadlockTimeout * 1000;
-	start_round(len);
-	return DeadlockTimeout;
+	if (len > 0 && mono >= next_round)
+	{
+		next_round = mono + (int64) DeadlockTimeout * 1000;
+		phase = PH_READING;
+		waits_path(path);
+		if (zoo_aget_children(zkc_handle(), path, 0, listed, tag()) != ZOK)
+			round_over();
+	}
+	if (due == 0)
+		return claimed ? (long) ((claim_until - mono) / 1000 + 1) : -1;
+	if (now < due)
+		return Max((long) ((due - now) / 1000) + 1, 1);
+	/* long waits: the next round, and a look for waits that changed meanwhile */
+	return Max(Min((long) ((next_round - mono) / 1000) + 1, REWRITE_MS), 1);
 }
 
 /*
  * A new handle: calls in flight will not be answered.  The session's
- * document is written again; a claim, if any, is still ours to delete.
+ * document is written again; a claim of ours may be left: look for it.
  */
 void
 zkl_gwaits_reset(void)
@@ -386,5 +514,7 @@ zkl_gwaits_reset(void)
 	forget_docs();
 	phase = PH_IDLE;
 	published = false;
-	next_round = 0;
+	doc_may_exist = true;
+	claim_check = true;
+	own_version = -1;
 }

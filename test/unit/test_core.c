@@ -1560,6 +1560,11 @@ test_gwait(void)
 		  "a wait for a node nobody published is no cycle");
 	docs[0] = one;
 	CHECK(!zgw_decide(docs, 1, 1, &v), "a cycle inside one cluster is deadlock.c's");
+	/* a2 (11) is on a cycle with a1 (10, the youngest) and on one with b (20) */
+	docs[0] = "Z 1 a\nV 10 300 x tk2 x-a2\nP 11\nH tk1/x-a1\nV 11 90 x tk1 x-a3\nP 10\nE tk3/x-b1\nH tk2/x-a4\n";
+	docs[1] = "Z 2 b\nV 20 80 x tk2 x-b2\nE tk2/x-a4\nH tk3/x-b1\n";
+	CHECK(zgw_decide(docs, 2, 1, &v) && v.pid == 11 && strstr(v.detail, "cluster b") != NULL,
+		  "the victim is the youngest on a cycle across clusters, not on one of its own cluster");
 
 	/* the document, from the slot table: local edges and another cluster's node */
 	opposite_orders(false, WRITER_B, &w1, &w2);
