@@ -131,6 +131,37 @@ unlike($w->{stderr}, qr/40P01/, 'and was never called a deadlock');
 $w->query_safe('COMMIT');
 $_->quit for $h, $w;
 
+# --- load in one key order: long waits, and never a deadlock ---
+my $deadlocks = sub {
+	my $sum = 0;
+	$sum += $_->safe_psql('postgres', "SELECT value FROM zk_lock_counters WHERE counter = 'deadlocks'") for @c;
+	return $sum;
+};
+is($deadlocks->(), 3, 'one 40P01 for each of the three cycles above');
+for my $n (@c)
+{
+	$n->safe_psql('postgres', "ALTER SYSTEM SET deadlock_timeout = '100ms'; SELECT pg_reload_conf()");
+}
+sleep(1);    # the workers' reload
+my $waits_before = () = join('', map { slurp_file($_->logfile) } @c) =~ /still waiting for/g;
+my @load = run_counter_load(\@c, 4, 25, q{
+\set a random(1, 3)
+BEGIN;
+SELECT zk_lock('ld' || :a);
+SELECT zk_lock('ld' || (:a + 1));
+SELECT pg_sleep(0.05);
+COMMIT;
+}, timeout => 180);
+my $txns = 0;
+$txns += $_->[1] =~ /number of transactions actually processed: (\d+)/ ? $1 : 0 for @load;
+is(join(',', map { $_->[0] } @load), '0,0,0', 'a load in one key order: every client ran to the end')
+  or diag(join("\n", map { $_->[2] } @load));
+is($txns, 300, 'all 300 transactions committed');
+my $waits = (() = join('', map { slurp_file($_->logfile) } @c) =~ /still waiting for/g) - $waits_before;
+cmp_ok($waits, '>', 10, "with waits longer than deadlock_timeout ($waits logged), so the detectors ran");
+is($deadlocks->(), 3, 'and no 40P01 but the three of the cycles above');
+diag("load: $txns transactions, $waits waits over deadlock_timeout, no deadlock");
+
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 15), 'no lock node left')
   or diag(join("\n", zk_lock_nodes($zk)));
 $_->stop for @c;
