@@ -14,3 +14,21 @@ GRANT SELECT ON zk_lock_counters TO PUBLIC;
 
 COMMENT ON FUNCTION zk_lock_counters() IS 'the rows of the zk_lock_counters view';
 COMMENT ON VIEW zk_lock_counters IS 'every counter of this cluster''s zk_lock worker, one a row, with what it counts';
+
+-- Who waits for whom, in every cluster: the waits each cluster publishes in
+-- ZooKeeper once one of its backends has waited deadlock_timeout (deadlock
+-- detection across clusters), read live by the worker.
+CREATE FUNCTION zk_lock_wait_rows(
+    OUT waiting_cluster text, OUT waiting_session text, OUT waiting_pid integer,
+    OUT waiting_key text, OUT waiting_mode text, OUT waiting_since timestamptz,
+    OUT blocking_cluster text, OUT blocking_session text, OUT blocking_pid integer,
+    OUT blocking_key text, OUT blocking_mode text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'zk_lock_wait_rows' LANGUAGE C VOLATILE PARALLEL UNSAFE;
+
+-- Readable by every role, as zk_lock_queue: no secret in it.
+CREATE VIEW zk_lock_waits AS SELECT * FROM zk_lock_wait_rows();
+GRANT SELECT ON zk_lock_waits TO PUBLIC;
+
+COMMENT ON FUNCTION zk_lock_wait_rows() IS 'the rows of the zk_lock_waits view';
+COMMENT ON VIEW zk_lock_waits IS 'one row per wait edge of every cluster: who waits (deadlock_timeout or longer) for whom, read live from ZooKeeper';

@@ -110,6 +110,9 @@ FROM zk_lock_status();
 SELECT counter, value >= 0 AS counted, meaning <> '' AS explained FROM zk_lock_counters;
 SELECT s.requests = c.value AS same FROM zk_lock_status() s, zk_lock_counters c WHERE c.counter = 'requests';
 
+-- zk_lock_waits: nobody waits, so no cluster published a wait
+SELECT count(*) FROM zk_lock_waits;
+
 -- shared mode: stacks apart from exclusive; the wrong unlock warns
 SELECT outcome($$SELECT zk_lock_shared(NULL::text)$$);
 SELECT outcome($$SELECT zk_try_lock_shared('', 5)$$);

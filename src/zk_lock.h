@@ -70,7 +70,8 @@ typedef struct ZklShared
 } ZklShared;
 
 /*
- * One live read of a key's queue in ZooKeeper (zk_lock_queue), asked by one
+ * One live read of a key's queue in ZooKeeper (zk_lock_queue), or of every
+ * cluster's published waits (zk_lock_waits, gwait.h), asked by one
  * backend at a time: IDLE -> ASKED (backend) -> RUNNING -> DONE (worker) ->
  * IDLE (backend).  Waiters for the area or the answer sleep on `cv`.
  */
@@ -89,7 +90,10 @@ typedef struct ZklQueueEntry
 	bool		have_data;		/* false if the node vanished before getData */
 	char		node[ZKL_NODE_BUFLEN];
 	char		data[ZKL_DATA_LEN];
+	int			text_at;		/* a read of waits: its document in ZklQuery.text */
 } ZklQueueEntry;
+
+#define ZKL_WAITS_TEXT	65536	/* every cluster's waits, read for zk_lock_waits */
 
 typedef struct ZklQuery
 {
@@ -103,7 +107,10 @@ typedef struct ZklQuery
 	int			sqlstate;		/* non-zero: failed, see errmsg */
 	char		errmsg[ZKL_ERRMSG_LEN];
 	char		key[ZKL_KEY_BUFLEN];
+	bool		waits;			/* read <root>/.waits (zk_lock_waits), not a key's queue */
+	int			text_used;
 	ZklQueueEntry entries[ZKL_QUEUE_MAX];
+	char		text[ZKL_WAITS_TEXT];	/* the documents of a read of waits, NUL-ended */
 } ZklQuery;
 
 /* GUCs (zk_lock.c) */

@@ -1,8 +1,10 @@
 # Deadlocks across clusters: two clusters that take two keys in opposite
-# orders, and a ring of three, each end with one 40P01 (whose DETAIL names
-# every step) within a few deadlock_timeouts, and the others go on; a long
-# wait with no cycle is never called a deadlock; log_lock_waits logs a zk
-# wait as long as deadlock_timeout, as core logs its own.
+# orders, a ring of three, two clusters' readers upgrading one key, and
+# cycles through a row lock (across clusters, and inside one) each end with
+# one 40P01 (whose DETAIL names every step) within a few deadlock_timeouts,
+# and the others go on; a long wait with no cycle, and a load taking keys in
+# one order, are never called a deadlock; log_lock_waits logs a zk wait as
+# long as deadlock_timeout, as core logs its own.
 use strict;
 use warnings;
 
@@ -119,12 +121,56 @@ ok(wait_for(sub { $up[$other]->{run}->pump_nb; $up[$other]->{stdout} =~ /up $oth
 $up[$other]->query_safe('COMMIT');
 $_->quit for @up;
 
+# --- cycles through a row lock: across clusters, and inside one ---
+$c[0]->safe_psql('postgres', 'CREATE TABLE rl (id int PRIMARY KEY, v int); INSERT INTO rl VALUES (1, 0)');
+sub row_cycle
+{
+	my ($what, $across) = @_;
+	my ($a1, $a2) = (session($c[0]), session($c[0]));
+	my $b1 = $across ? session($c[1]) : undef;
+	my $other = $across ? "${what}y" : "${what}x";
+	$a2->query_safe('BEGIN; UPDATE rl SET v = v + 1 WHERE id = 1');
+	$a1->query_safe("BEGIN; SELECT zk_lock('${what}x')");
+	$b1->query_safe("BEGIN; SELECT zk_lock('${what}y')") if $across;
+	$a2->query_until(qr/asked/, "\\echo asked\nSELECT zk_lock('$other');\n\\echo a2 done\n");
+	$a1->query_until(qr/asked/, "\\echo asked\nUPDATE rl SET v = v + 1 WHERE id = 1;\n\\echo a1 done\n");
+	$b1->query_until(qr/asked/, "\\echo asked\nSELECT zk_lock('${what}x');\n\\echo b1 done\n") if $across;
+	my @all = grep { defined } ($a1, $a2, $b1);
+	my @failed;
+	my $t0 = time();
+	ok(wait_for(sub { @failed = grep { $_->{run}->pump_nb; $_->{stderr} =~ /40P01/ } @all; @failed > 0 }, 20),
+		"$what: a cycle through a row lock gets 40P01");
+	my $took = time() - $t0;
+	is(scalar @failed, 1, "$what: one victim");
+	ok(@failed && $failed[0] == $a2, "$what: the zk waiter gives way, not the row lock's waiter");
+	like($failed[0] ? $failed[0]->{stderr} : '', qr/waits for a row or table lock/, "$what: the DETAIL names the row lock's wait");
+	cmp_ok($took, '<', 10, sprintf("$what: within a few deadlock_timeouts (%.1f s)", $took));
+	$a2->query('ROLLBACK');
+	ok(wait_for(sub { $a1->{run}->pump_nb; $a1->{stdout} =~ /a1 done/ }, 10), "$what: the row lock's waiter goes on");
+	$a1->query_safe('COMMIT');
+	if ($across)
+	{
+		ok(wait_for(sub { $b1->{run}->pump_nb; $b1->{stdout} =~ /b1 done/ }, 10), "$what: and so does the other cluster");
+		$b1->query_safe('COMMIT');
+	}
+	$_->quit for @all;
+}
+row_cycle('rowa', 1);
+row_cycle('rowi', 0);
+
 # --- a long wait with no cycle is no deadlock ---
 my ($h, $w) = (session($c[0]), session($c[1]));
 $h->query_safe("BEGIN; SELECT zk_lock('long')");
 $w->query_until(qr/asked/, "\\echo asked\nBEGIN;\nSELECT zk_lock('long');\n\\echo long done\n");
 ok(!wait_for(sub { $w->{run}->pump_nb; $w->{stdout} =~ /long done/ || $w->{stderr} =~ /ERROR/ }, 5),
 	'a wait of five deadlock_timeouts behind a holder that is not waiting: no 40P01');
+my $hpid = $h->query_safe('SELECT pg_backend_pid()');
+my $wpid = $c[1]->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND backend_type = 'client backend'");
+is($c[2]->safe_psql('postgres',
+		"SELECT waiting_cluster, waiting_pid, waiting_key, waiting_mode, waiting_since < now(), "
+		  . "coalesce(blocking_cluster, '-'), blocking_pid, blocking_key, blocking_mode FROM zk_lock_waits"),
+	"gdb|$wpid|long|exclusive|t|-|$hpid|long|exclusive",
+	'zk_lock_waits, read in a third cluster, shows the wait: who waits, for what, since when, and whose node');
 $h->query_safe('COMMIT');
 ok(wait_for(sub { $w->{run}->pump_nb; $w->{stdout} =~ /long done/ }, 10), 'the waiter is granted once the holder commits');
 unlike($w->{stderr}, qr/40P01/, 'and was never called a deadlock');
@@ -137,7 +183,7 @@ my $deadlocks = sub {
 	$sum += $_->safe_psql('postgres', "SELECT value FROM zk_lock_counters WHERE counter = 'deadlocks'") for @c;
 	return $sum;
 };
-is($deadlocks->(), 3, 'one 40P01 for each of the three cycles above');
+is($deadlocks->(), 5, 'one 40P01 for each of the five cycles above');
 for my $n (@c)
 {
 	$n->safe_psql('postgres', "ALTER SYSTEM SET deadlock_timeout = '100ms'; SELECT pg_reload_conf()");
@@ -159,7 +205,7 @@ is(join(',', map { $_->[0] } @load), '0,0,0', 'a load in one key order: every cl
 is($txns, 300, 'all 300 transactions committed');
 my $waits = (() = join('', map { slurp_file($_->logfile) } @c) =~ /still waiting for/g) - $waits_before;
 cmp_ok($waits, '>', 10, "with waits longer than deadlock_timeout ($waits logged), so the detectors ran");
-is($deadlocks->(), 3, 'and no 40P01 but the three of the cycles above');
+is($deadlocks->(), 5, 'and no 40P01 but those of the cycles above');
 diag("load: $txns transactions, $waits waits over deadlock_timeout, no deadlock");
 
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 15), 'no lock node left')

@@ -19,6 +19,7 @@
 PG_FUNCTION_INFO_V1(zk_lock_requests);
 PG_FUNCTION_INFO_V1(zk_lock_status);
 PG_FUNCTION_INFO_V1(zk_lock_counters);
+PG_FUNCTION_INFO_V1(zk_lock_wait_rows);
 
 /* Every counter the worker keeps, as rows of the zk_lock_counters view. */
 typedef struct CounterRow
@@ -275,11 +276,12 @@ sleep_until(TimestampTz deadline, const char *what)
 }
 
 /*
- * Have the worker read the queue of an encoded key; returns its nodes, in
+ * Have the worker read the queue of an encoded key (or, key NULL, every
+ * cluster's published waits, their text into *text); returns its nodes, in
  * queue order, and how many in *n.
  */
 static ZklQueueEntry *
-read_queue(const char *key, int *n)
+read_query(const char *key, int *n, char **text)
 {
 	TimestampTz deadline;
 	ZklQueueEntry *entries;
@@ -300,7 +302,8 @@ read_queue(const char *key, int *n)
 		{
 			zkl_query->state = ZKQ_ASKED;
 			zkl_query->asker_pid = MyProcPid;
-			strlcpy(zkl_query->key, key, sizeof(zkl_query->key));
+			zkl_query->waits = key == NULL;
+			strlcpy(zkl_query->key, key ? key : "", sizeof(zkl_query->key));
 			mine = true;
 		}
 		LWLockRelease(zkl_shared->lock);
@@ -333,9 +336,16 @@ read_queue(const char *key, int *n)
 	strlcpy(errmsg_buf, zkl_query->errmsg, sizeof(errmsg_buf));
 	entries = palloc(Max(*n, 1) * sizeof(ZklQueueEntry));
 	memcpy(entries, zkl_query->entries, *n * sizeof(ZklQueueEntry));
+	if (text != NULL)
+	{
+		*text = palloc(zkl_query->text_used + 1);
+		memcpy(*text, zkl_query->text, zkl_query->text_used);
+		(*text)[zkl_query->text_used] = '\0';
+	}
 	if (zkl_query->truncated)
 		ereport(NOTICE,
-				(errmsg("zk_lock_queue shows the first %d contenders only", ZKL_QUEUE_MAX)));
+				(key ? errmsg("zk_lock_queue shows the first %d contenders only", ZKL_QUEUE_MAX) :
+				 errmsg("zk_lock_waits shows the waits of some clusters only: more than fit")));
 	LWLockRelease(zkl_shared->lock);
 	release_query(0, (Datum) 0);
 
@@ -398,7 +408,7 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
 	if (semaphore)
 		(void) zkl_semaphore_key(key);
 	InitMaterializedSRF(fcinfo, 0);
-	entries = read_queue(key, &n);
+	entries = read_query(key, &n, NULL);
 
 	kids = palloc(Max(n, 1) * sizeof(ZkrChild));
 	granted = palloc0(Max(n, 1) * sizeof(bool));
@@ -438,3 +448,94 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
 
 ZKL_KEYED_ENTRIES(zk_lock_queue_raw, queue_raw, 0)
 ZKL_TEXT_INT8_ENTRIES(zk_semaphore_queue_raw, queue_raw, ZKL_MODE_SEMAPHORE)
+
+/* ---- zk_lock_waits: every cluster's published waits (gwait.h) ---- */
+
+static const char *
+wait_mode_name(char mode)
+{
+	switch (mode)
+	{
+		case ZKL_MODE_EXCLUSIVE:
+			return "exclusive";
+		case ZKL_MODE_SHARED:
+			return "shared";
+		case ZKL_MODE_SEMAPHORE:
+			return "counting";
+		case 'L':
+			return "row or table lock";
+		default:
+			return NULL;
+	}
+}
+
+static void
+put_text(Datum *values, bool *nulls, int i, const char *text)
+{
+	if (text == NULL || text[0] == '\0')
+		nulls[i] = true;
+	else
+		values[i] = CStringGetTextDatum(text);
+}
+
+static void
+wait_row(void *arg, const ZgwEdgeRow *r)
+{
+	ReturnSetInfo *rsinfo = arg;
+	Datum		values[11];
+	bool		nulls[11] = {0};
+	int			i = 0;
+
+	put_text(values, nulls, i++, r->w_cluster);
+	values[i++] = CStringGetTextDatum(psprintf("0x%llx", (unsigned long long) r->w_session));
+	values[i++] = Int32GetDatum(r->w_pid);
+	put_text(values, nulls, i++, r->w_key);
+	put_text(values, nulls, i++, wait_mode_name(r->w_mode));
+	if (r->w_since != 0)
+		values[i] = TimestampTzGetDatum((TimestampTz) r->w_since);
+	else
+		nulls[i] = true;
+	i++;
+	put_text(values, nulls, i++, r->b_session != 0 ? r->b_cluster : NULL);
+	if (r->b_session != 0)
+		values[i] = CStringGetTextDatum(psprintf("0x%llx", (unsigned long long) r->b_session));
+	else
+		nulls[i] = true;
+	i++;
+	if (r->b_pid != 0)
+		values[i] = Int32GetDatum(r->b_pid);
+	else
+		nulls[i] = true;
+	i++;
+	put_text(values, nulls, i++, r->b_key);
+	put_text(values, nulls, i++, wait_mode_name(r->b_mode));
+	Assert(i == lengthof(values));
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/*
+ * One row per wait edge that any cluster published: backends whose zk_lock
+ * wait is deadlock_timeout old (and the row or table lock waits of backends
+ * holding zk locks), read live from ZooKeeper by the worker.
+ */
+Datum
+zk_lock_wait_rows(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ZklQueueEntry *entries;
+	const char **docs;
+	char	   *text;
+	int			n;
+	int			ndocs = 0;
+	int			i;
+
+	zkl_check_usable();
+	InitMaterializedSRF(fcinfo, 0);
+	entries = read_query(NULL, &n, &text);
+	docs = palloc(Max(n, 1) * sizeof(char *));
+	for (i = 0; i < n; i++)
+		if (entries[i].have_data)
+			docs[ndocs++] = text + entries[i].text_at;
+	(void) zgw_edges(docs, ndocs, wait_row, rsinfo);
+	return (Datum) 0;
+}

@@ -5,7 +5,7 @@
  * A document is lines of words (no word holds a blank: keys and node names
  * are encoded, a cluster name has its blanks replaced):
  *     Z <session in hex> <cluster name>
- *     V <pid> <age> <mode> <key> <node or ->   a backend waiting that long
+ *     V <pid> <age> <mode> <key> <node or -> <since>   a backend waiting that long
  *     E <key>/<node>                           it waits for that node (not ours)
  *     P <pid>                                  it waits for that backend of ours
  *     H <key>/<node>                           a node it holds or queues with
@@ -25,6 +25,7 @@
 #define MAX_VERTS	512
 #define MAX_EDGES	4096
 #define MAX_HOLDS	4096
+#define HEAVY		'L'			/* a vertex waiting in the lock manager */
 #define AGE_UNKNOWN	INT64_MAX		/* no node's czxid known yet: counts as the youngest */
 
 /* ---- this cluster's document ---- */
@@ -86,6 +87,8 @@ put(char *out, size_t len, size_t *n, const char *fmt, ...)
 	return true;
 }
 
+static bool put_holds(const ZklTable *t, int pid, char *out, size_t len, size_t *n);
+
 /* One V entry: the backend of slot w and every wait and node of it. */
 static bool
 put_backend(ZklCohort *coh, const ZklSlot *w, int64_t now, int timeout_ms,
@@ -99,8 +102,8 @@ put_backend(ZklCohort *coh, const ZklSlot *w, int64_t now, int timeout_ms,
 	for (i = 0; i < t->nused; i++)
 		if (own_node(t, &t->slots[i], pid) && t->slots[i].czxid > 0 && t->slots[i].czxid < age)
 			age = t->slots[i].czxid;
-	if (!put(out, len, n, "V %d %" PRId64 " %c %s %s\n", pid, age, w->mode, w->key,
-			 w->node[0] ? w->node : "-"))
+	if (!put(out, len, n, "V %d %" PRId64 " %c %s %s %" PRId64 "\n", pid, age, w->mode, w->key,
+			 w->node[0] ? w->node : "-", w->requested_at))
 		return false;
 	for (i = 0; i < t->nused; i++)
 	{
@@ -122,6 +125,15 @@ put_backend(ZklCohort *coh, const ZklSlot *w, int64_t now, int timeout_ms,
 			!put(out, len, n, "E %s/%s\n", s->key, s->watch))
 			return false;
 	}
+	return put_holds(t, pid, out, len, n);
+}
+
+/* Nodes of backend pid under the current root, as H lines. */
+static bool
+put_holds(const ZklTable *t, int pid, char *out, size_t len, size_t *n)
+{
+	int			i;
+
 	for (i = 0; i < t->nused; i++)
 		if (own_node(t, &t->slots[i], pid) &&
 			!put(out, len, n, "H %s/%s\n", t->slots[i].key, t->slots[i].node))
@@ -129,11 +141,28 @@ put_backend(ZklCohort *coh, const ZklSlot *w, int64_t now, int timeout_ms,
 	return true;
 }
 
-int
-zgw_format(ZklCohort *coh, int64_t now, int timeout_ms, const char *cluster,
-		   int64_t session, char *out, size_t len)
+/* One L entry: a lock manager's waiter, the backends it waits for, its nodes. */
+static bool
+put_heavy(const ZklTable *t, const ZgwHeavy *h, char *out, size_t len, size_t *n)
 {
-	const ZklTable *t = coh->t;
+	int64_t		age = AGE_UNKNOWN;
+	int			i;
+
+	for (i = 0; i < t->nused; i++)
+		if (own_node(t, &t->slots[i], h->pid) && t->slots[i].czxid > 0 && t->slots[i].czxid < age)
+			age = t->slots[i].czxid;
+	if (!put(out, len, n, "V %d %" PRId64 " L - - %" PRId64 "\n", h->pid, age, h->since))
+		return false;
+	for (i = 0; i < h->nblockers && i < ZGW_MAX_BLOCKERS; i++)
+		if (!put(out, len, n, "P %d\n", h->blockers[i]))
+			return false;
+	return put_holds(t, h->pid, out, len, n);
+}
+
+int
+zgw_format(const ZgwLocal *in, char *out, size_t len)
+{
+	const ZklTable *t = in->coh->t;
 	char		name[ZGW_CLUSTER_LEN];
 	size_t		n = 0;
 	size_t		at;
@@ -141,25 +170,26 @@ zgw_format(ZklCohort *coh, int64_t now, int timeout_ms, const char *cluster,
 	int			i;
 	int			j;
 
-	snprintf(name, sizeof(name), "%s", cluster && cluster[0] ? cluster : "-");
+	snprintf(name, sizeof(name), "%s", in->cluster && in->cluster[0] ? in->cluster : "-");
 	for (i = 0; name[i]; i++)
 		if (name[i] == ' ' || name[i] == '\t' || name[i] == '\n')
 			name[i] = '_';
-	put(out, len, &n, "Z %" PRIx64 " %s\n", (uint64_t) session, name);
+	put(out, len, &n, "Z %" PRIx64 " %s\n", (uint64_t) in->session, name);
 	for (i = 0; i < t->nused; i++)
 	{
 		const ZklSlot *s = &t->slots[i];
 		bool		first = true;
 
-		if (!long_wait(t, s, now, timeout_ms))
+		if (!long_wait(t, s, in->now, in->timeout_ms))
 			continue;
 		/* each backend once, from its first long wait */
 		for (j = 0; j < i && first; j++)
-			first = !(t->slots[j].owner_pid == s->owner_pid && long_wait(t, &t->slots[j], now, timeout_ms));
+			first = !(t->slots[j].owner_pid == s->owner_pid &&
+					  long_wait(t, &t->slots[j], in->now, in->timeout_ms));
 		if (!first)
 			continue;
 		at = n;
-		if (!put_backend(coh, s, now, timeout_ms, out, len, &n))
+		if (!put_backend(in->coh, s, in->now, in->timeout_ms, out, len, &n))
 		{
 			/* no room: leave this backend out whole; a smaller one may fit */
 			n = at;
@@ -168,7 +198,40 @@ zgw_format(ZklCohort *coh, int64_t now, int timeout_ms, const char *cluster,
 		}
 		entries++;
 	}
+	for (i = 0; entries > 0 && i < in->nheavy; i++)
+	{
+		at = n;
+		if (!put_heavy(t, &in->heavy[i], out, len, &n))
+		{
+			n = at;
+			out[n] = '\0';
+		}
+	}
 	return entries > 0 ? (int) n : 0;
+}
+
+int
+zgw_holders(const ZklTable *t, int *pids, int max)
+{
+	int			n = 0;
+	int			i;
+	int			j;
+
+	for (i = 0; i < t->nused && n < max; i++)
+	{
+		const ZklSlot *s = &t->slots[i];
+		bool		known = false;
+
+		if (!own_node(t, s, s->owner_pid) || s->owner_pid == 0 || s->zstate != ZKS_HELD)
+			continue;
+		for (j = 0; j < t->nused && !known; j++)
+			known = t->slots[j].owner_pid == s->owner_pid && zdl_waiting(&t->slots[j]);
+		for (j = 0; j < n && !known; j++)
+			known = pids[j] == s->owner_pid;
+		if (!known)
+			pids[n++] = s->owner_pid;
+	}
+	return n;
 }
 
 int64_t
@@ -227,6 +290,7 @@ typedef struct Vert
 	Word		key;
 	Word		node;			/* its waiting node ("-": none) */
 	Word		cluster;
+	int64_t		since;			/* wall, its cluster's clock: when the wait began */
 	/* Tarjan's */
 	int			index;
 	int			low;
@@ -362,6 +426,7 @@ parse_doc(const char *doc)
 			v->mode = mode.len == 1 ? mode.p[0] : '?';
 			v->key = next_word(&q, end);
 			v->node = next_word(&q, end);
+			v->since = word_int(next_word(&q, end), 10);	/* 0 if absent */
 			v->index = -1;
 			cur = v->pid != 0 && v->key.len > 0 ? g.nv++ : -1;
 		}
@@ -492,6 +557,16 @@ strong(int v)
 	}
 }
 
+/*
+ * Whether an edge is one deadlock.c cannot see: from one session to
+ * another, or from or to a lock manager's wait.
+ */
+static bool
+crossing(const Vert *a, const Vert *b)
+{
+	return a->session != b->session || a->mode == HEAVY || b->mode == HEAVY;
+}
+
 /* Whether a is younger than b: a later first node, then the greater session and pid. */
 static bool
 younger(const Vert *a, const Vert *b)
@@ -556,6 +631,15 @@ describe_step(const Vert *a, const Vert *b, char *out, size_t len, size_t *n)
 {
 	char		key[ZKL_KEY_BUFLEN];
 
+	if (a->mode == HEAVY)
+	{
+		(void) put(out, len, n,
+				   "%sProcess %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ") waits for a row or table lock, "
+				   "blocked by process %d of cluster %.*s.",
+				   *n > 0 ? "\n" : "", a->pid, a->cluster.len, a->cluster.p, (uint64_t) a->session,
+				   b->pid, b->cluster.len, b->cluster.p);
+		return;
+	}
 	key_text(a->key, key, sizeof(key));
 	(void) put(out, len, n,
 			   "%sProcess %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ") waits for %s zk_lock on key \"%s\", "
@@ -591,7 +675,7 @@ cross_cycle(int y)
 		for (k = g.first[u]; k < g.first[u + 1]; k++)
 		{
 			int			w = g.e[k].to;
-			int			next = 2 * w + ((st % 2) || g.v[w].session != g.v[u].session);
+			int			next = 2 * w + ((st % 2) || crossing(&g.v[u], &g.v[w]));
 
 			if (g.v[w].scc != g.v[y].scc)
 				continue;
@@ -675,10 +759,11 @@ zgw_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *out)
 			g.v[i].crosses = false;
 		for (i = 0; i < g.ne; i++)
 			if (g.v[g.e[i].from].scc == s && g.v[g.e[i].to].scc == s &&
-				g.v[g.e[i].from].session != g.v[g.e[i].to].session)
+				crossing(&g.v[g.e[i].from], &g.v[g.e[i].to]))
 				g.v[g.e[i].from].crosses = g.v[g.e[i].to].crosses = true;
 		for (i = 0; i < g.nv; i++)
-			if (g.v[i].scc == s && g.v[i].crosses && (y < 0 || younger(&g.v[i], &g.v[y])))
+			if (g.v[i].scc == s && g.v[i].crosses && g.v[i].mode != HEAVY &&
+				(y < 0 || younger(&g.v[i], &g.v[y])))
 				y = i;
 		if (y < 0 || g.v[y].session != self)
 			continue;
@@ -691,4 +776,118 @@ zgw_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *out)
 		return true;
 	}
 	return false;
+}
+
+/* ---- the edges, for the zk_lock_waits view ---- */
+
+static void
+copy_word(Word w, char *out, size_t len)
+{
+	snprintf(out, len, "%.*s", w.len, w.p);
+}
+
+/* The waiting side of a row, from vertex v. */
+static void
+waiting_side(const Vert *v, ZgwEdgeRow *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->w_session = v->session;
+	copy_word(v->cluster, r->w_cluster, sizeof(r->w_cluster));
+	r->w_pid = v->pid;
+	r->w_mode = v->mode;
+	if (v->mode != HEAVY)
+		key_text(v->key, r->w_key, sizeof(r->w_key));
+	r->w_since = v->since;
+}
+
+/* The blocking side from vertex b: who it is (what it holds is the edge's). */
+static void
+blocking_vertex(const Vert *b, ZgwEdgeRow *r)
+{
+	r->b_session = b->session;
+	copy_word(b->cluster, r->b_cluster, sizeof(r->b_cluster));
+	r->b_pid = b->pid;
+}
+
+/* The node "<key>/<node>" waited for: its key and mode, and its creator's pid. */
+static void
+blocking_node(Word name, ZgwEdgeRow *r, bool creator)
+{
+	const char *slash = memchr(name.p, '/', (size_t) name.len);
+	Word		key;
+	const char *node;
+
+	if (slash == NULL)
+		return;
+	key.p = name.p;
+	key.len = (int) (slash - name.p);
+	key_text(key, r->b_key, sizeof(r->b_key));
+	node = slash + 1;
+	r->b_mode = node[0];
+	/* "<mode>-<uuid>-<sysid>-<pid>[.<holders>]-<sequence>": a creator not published */
+	if (creator && name.len - (node - name.p) > 2 + ZKL_UUID_LEN + 1)
+	{
+		const char *p = node + 2 + ZKL_UUID_LEN + 1;
+		const char *dash = memchr(p, '-', (size_t) (name.len - (p - name.p)));
+
+		if (dash != NULL)
+			r->b_pid = atoi(dash + 1);
+	}
+}
+
+int
+zgw_edges(const char *const *docs, int ndocs, ZgwEdgeFn fn, void *arg)
+{
+	int			rows = 0;
+	int			i;
+	int			j;
+
+	g.nv = g.nraw = g.nholds = 0;
+	for (i = 0; i < ndocs; i++)
+		parse_doc(docs[i]);
+	link();						/* sorts the holds */
+	for (i = 0; i < g.nraw; i++)
+	{
+		const RawEdge *e = &g.raw[i];
+		ZgwEdgeRow	r;
+		bool		found = false;
+
+		waiting_side(&g.v[e->from], &r);
+		if (e->local)
+		{
+			for (j = 0; j < g.nv && !found; j++)
+				if (g.v[j].session == r.w_session && g.v[j].pid == e->pid)
+				{
+					blocking_vertex(&g.v[j], &r);
+					found = true;
+				}
+			if (!found)
+			{
+				/* a backend of the same cluster that does not wait that long */
+				r.b_session = r.w_session;
+				snprintf(r.b_cluster, sizeof(r.b_cluster), "%s", r.w_cluster);
+				r.b_pid = e->pid;
+			}
+			fn(arg, &r);
+			rows++;
+			continue;
+		}
+		for (j = 0; j < g.nholds; j++)
+		{
+			if (!word_eq(g.holds[j].name, e->name))
+				continue;
+			blocking_vertex(&g.v[g.holds[j].vert], &r);
+			blocking_node(e->name, &r, false);
+			fn(arg, &r);
+			rows++;
+			found = true;
+		}
+		if (!found)
+		{
+			blocking_node(e->name, &r, true);
+			fn(arg, &r);
+			rows++;
+		}
+	}
+	return rows;
 }

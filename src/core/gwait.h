@@ -20,8 +20,12 @@
  *
  * The edges are the waits each worker sees: the node a queued request
  * watches (the nearest one it cannot share), the local backends it waits
- * for (deadlock.c), the holder a hand-over waits for.  A cycle through a
- * node further ahead is found once the nearer nodes are gone.
+ * for (deadlock.c), the holder a hand-over waits for, and the lock
+ * manager's waits of backends that hold zk locks (a row lock between two
+ * zk locks: such a backend is a vertex, never the victim).  A cycle through
+ * a node further ahead is found once the nearer nodes are gone.  A cycle
+ * inside one cluster through a lock manager's wait is found here too
+ * (neither core's detector nor deadlock.c sees both kinds).
  */
 #ifndef ZK_LOCK_GWAIT_H
 #define ZK_LOCK_GWAIT_H
@@ -32,19 +36,54 @@
 #include "cohort.h"
 #include "slot.h"
 
+#define ZGW_WAITS_DIR	".waits"	/* under the root: a document per session */
 #define ZGW_DOC_LEN		32768	/* one cluster's document (ZooKeeper allows 1 MB) */
 #define ZGW_NAME_LEN	(ZKL_KEY_BUFLEN + ZKL_NODE_BUFLEN + 1)	/* "<key>/<node>" */
 #define ZGW_MAX_CHECKS	32		/* nodes a claim checks: those of the cycle's waits */
 #define ZGW_DETAIL_LEN	1536
 #define ZGW_CLUSTER_LEN	64
 
+#define ZGW_MAX_BLOCKERS 16
+
+/*
+ * A backend of this cluster that holds a zk lock and waits for a row or
+ * table lock (the lock manager's wait, for at least deadlock_timeout) held
+ * or asked before it by others: the local edges a cycle can go through.
+ * The host reads them (pg_blocking_pids); mode 'L' in the document.
+ */
+typedef struct ZgwHeavy
+{
+	int			pid;
+	int64_t		since;			/* wall: when its wait began */
+	int			nblockers;
+	int			blockers[ZGW_MAX_BLOCKERS];
+} ZgwHeavy;
+
+/* What this cluster's document is made of. */
+typedef struct ZgwLocal
+{
+	ZklCohort  *coh;			/* the slot table, and local hand-overs */
+	int64_t		now;			/* wall */
+	int			timeout_ms;		/* deadlock_timeout */
+	const char *cluster;		/* cluster_name */
+	int64_t		session;
+	const ZgwHeavy *heavy;		/* lock manager waits, nheavy of them */
+	int			nheavy;
+} ZgwLocal;
+
 /*
  * This cluster's document: its backends whose zk_lock wait (deadlock.h's
- * kind) is at least timeout_ms old at `now` (wall), under the current root.
- * Returns its length; 0 when no wait is that old (nothing to publish).
+ * kind) is at least timeout_ms old at `now` (wall), under the current root,
+ * and the lock manager's waiters given.  Returns its length; 0 when no zk
+ * wait is that old (nothing to publish).
  */
-extern int	zgw_format(ZklCohort *coh, int64_t now, int timeout_ms, const char *cluster,
-					   int64_t session, char *out, size_t len);
+extern int	zgw_format(const ZgwLocal *in, char *out, size_t len);
+
+/*
+ * Backends with a node under the current root and no zk wait: those the
+ * host asks the lock manager about (each once, at most max into pids).
+ */
+extern int	zgw_holders(const ZklTable *t, int *pids, int max);
 
 /* When the oldest wait under the current root is timeout_ms old (wall; 0: none waits). */
 extern int64_t zgw_next_due(const ZklTable *t, int timeout_ms);
@@ -73,5 +112,30 @@ typedef struct ZgwVictim
  * backend of session `self`.  Returns whether there is one, described in *v.
  */
 extern bool zgw_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *v);
+
+/* One wait edge of the joined documents (zk_lock_waits). */
+typedef struct ZgwEdgeRow
+{
+	int64_t		w_session;
+	char		w_cluster[ZGW_CLUSTER_LEN];
+	int			w_pid;
+	char		w_mode;			/* ZKL_MODE_*, or 'L': a row or table lock */
+	char		w_key[ZKL_KEY_BUFLEN];	/* as given ("" for a row or table lock) */
+	int64_t		w_since;		/* wall, the waiting cluster's clock */
+	int64_t		b_session;		/* 0: no cluster published the blocker */
+	char		b_cluster[ZGW_CLUSTER_LEN];
+	int			b_pid;			/* 0: unknown */
+	char		b_mode;			/* of the node waited for (0: a backend of its cluster) */
+	char		b_key[ZKL_KEY_BUFLEN];
+} ZgwEdgeRow;
+
+typedef void (*ZgwEdgeFn) (void *arg, const ZgwEdgeRow *row);
+
+/*
+ * Every wait edge of the documents, to fn: one row per blocker (a node
+ * several backends hold gives a row for each; one nobody published gives
+ * its creator's pid, read from its name).  Returns how many.
+ */
+extern int	zgw_edges(const char *const *docs, int ndocs, ZgwEdgeFn fn, void *arg);
 
 #endif

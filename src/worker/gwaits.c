@@ -26,6 +26,9 @@
 #include "postgres.h"
 
 #include "storage/proc.h"
+#include "storage/procarray.h"
+#include "utils/array.h"
+#include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -34,11 +37,12 @@
 #include "zk_client.h"
 #include "gwaits.h"
 
-#define WAITS_DIR	".waits"
 #define CLAIM_NODE	".deadlock"
 #define MAX_DOCS	255			/* other clusters read in one round (a read's tag: gen, index) */
 #define REWRITE_MS	100			/* a changed document is rewritten at most this often */
+#define FIRST_READ_MS	250		/* the first reading of a spell of long waits, after its first write */
 #define RETRY_MS	100
+#define MAX_HEAVY	64			/* lock manager waits looked at in one document */
 
 typedef enum Phase
 {
@@ -54,7 +58,8 @@ static Phase phase = PH_IDLE;
 static int64 next_round = 0;	/* zkl_mono_now: the next reading, at the earliest */
 static int64 next_write = 0;	/* zkl_mono_now: the next rewrite, at the earliest */
 static bool published = false;	/* our document exists, as sent_doc */
-static bool doc_may_exist = true;	/* an older one may (a restart, a lost reply): delete it */
+static bool doc_may_exist = true;
+static bool dir_made = false;	/* <root>/.waits was asked for under this session and root */	/* an older one may (a restart, a lost reply): delete it */
 static int	own_version = -1;	/* of our document, from the last write's reply */
 static uint64 sent_print = 0;	/* zgw_fingerprint when it was formatted */
 static char *doc = NULL;		/* formatted now, ZGW_DOC_LEN */
@@ -69,6 +74,8 @@ static bool claim_check = true; /* one of ours may be left (a restart, a lost re
 static int64 claim_until = 0;	/* zkl_mono_now: delete the claim then */
 static ZgwVictim victim;
 static ZklCore *the_core = NULL;
+static MemoryContext gw_cxt = NULL;	/* the lock manager's answers, reset each time */
+static ZgwHeavy heavy[MAX_HEAVY];
 
 /* the claim's multi: checks, then the create (kept until its reply) */
 #define CLAIM_OPS	(2 * ZGW_MAX_CHECKS + 1)
@@ -85,13 +92,13 @@ tag(void)
 static void
 waits_path(char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/" WAITS_DIR, for_root);
+	snprintf(out, ZKL_PATH_LEN, "%s/" ZGW_WAITS_DIR, for_root);
 }
 
 static void
 doc_path(int64 session, char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/" WAITS_DIR "/%016llx", for_root, (unsigned long long) session);
+	snprintf(out, ZKL_PATH_LEN, "%s/" ZGW_WAITS_DIR "/%016llx", for_root, (unsigned long long) session);
 }
 
 static void
@@ -120,6 +127,85 @@ round_over(void)
 	phase = PH_IDLE;
 }
 
+/* ---- the lock manager's waits ---- */
+
+/*
+ * Backends that hold a zk lock and have waited in the lock manager for
+ * deadlock_timeout, each with the backends it waits for (pg_blocking_pids),
+ * and those in turn when they wait there too: the row and table locks a
+ * cycle may go through.  Read without the slot-table lock held.
+ */
+static int
+gather_heavy(TimestampTz now)
+{
+	int			todo[MAX_HEAVY * 2];
+	int			ntodo;
+	int			nh = 0;
+	int			i;
+	int			j;
+	MemoryContext old;
+
+	if (gw_cxt == NULL)
+		gw_cxt = AllocSetContextCreate(TopMemoryContext, "zk_lock waits", ALLOCSET_SMALL_SIZES);
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	ntodo = zgw_holders(&zkl_shared->t, todo, MAX_HEAVY);
+	LWLockRelease(zkl_shared->lock);
+	old = MemoryContextSwitchTo(gw_cxt);
+	for (i = 0; i < ntodo && nh < MAX_HEAVY; i++)
+	{
+		PGPROC	   *proc = BackendPidGetProc(todo[i]);
+		TimestampTz since;
+		ArrayType  *arr;
+		int32	   *pids;
+		int			nb;
+
+		if (proc == NULL)
+			continue;
+		since = (TimestampTz) pg_atomic_read_u64(&proc->waitStart);
+		if (since == 0 || now - since < (int64) DeadlockTimeout * 1000)
+			continue;
+		arr = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(todo[i])));
+		nb = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+		if (nb == 0)
+			continue;
+		pids = (int32 *) ARR_DATA_PTR(arr);
+		heavy[nh].pid = todo[i];
+		heavy[nh].since = since;
+		heavy[nh].nblockers = Min(nb, ZGW_MAX_BLOCKERS);
+		for (j = 0; j < heavy[nh].nblockers; j++)
+		{
+			int			k;
+
+			heavy[nh].blockers[j] = pids[j];
+			/* a blocker that waits there too: looked at as well */
+			for (k = 0; k < ntodo && todo[k] != pids[j]; k++)
+				;
+			if (k == ntodo && ntodo < lengthof(todo))
+				todo[ntodo++] = pids[j];
+		}
+		nh++;
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(gw_cxt);
+	return nh;
+}
+
+/* This cluster's document, into doc (under the slot-table lock, taken by the caller). */
+static int
+format_doc(ZklCore *core, TimestampTz now, int nheavy)
+{
+	ZgwLocal	in;
+
+	in.coh = &core->cohort;
+	in.now = now;
+	in.timeout_ms = DeadlockTimeout;
+	in.cluster = cluster_name;
+	in.session = for_session;
+	in.heavy = heavy;
+	in.nheavy = nheavy;
+	return zgw_format(&in, doc, ZGW_DOC_LEN);
+}
+
 /* ---- our document ---- */
 
 static void
@@ -140,7 +226,6 @@ static void
 created(int rc, const char *value, const void *ctx)
 {
 	char		path[ZKL_PATH_LEN];
-	char		dir[ZKL_PATH_LEN];
 
 	if (ctx != tag())
 		return;
@@ -156,12 +241,7 @@ created(int rc, const char *value, const void *ctx)
 	{
 		published = false;
 		own_version = -1;
-		if (rc == ZNONODE)
-		{
-			/* the first long wait under this root: its directory first */
-			waits_path(dir);
-			zkc_create_persistent(dir);
-		}
+		dir_made = dir_made && rc != ZNONODE;	/* someone deleted it: again */
 	}
 }
 
@@ -194,6 +274,15 @@ publish(int len)
 	if (published && strcmp(doc, sent_doc) == 0)
 		return;
 	memcpy(sent_doc, doc, len + 1);
+	if (!published && !dir_made)
+	{
+		char		dir[ZKL_PATH_LEN];
+
+		/* once per session and root: the session answers in order, so before ours */
+		waits_path(dir);
+		zkc_create_persistent(dir);
+		dir_made = true;
+	}
 	if (!published)
 		published = zoo_acreate(zkc_handle(), path, sent_doc, len, zkc_acl(), ZOO_EPHEMERAL,
 								created, tag()) == ZOK;
@@ -246,12 +335,14 @@ break_cycle(void)
 	int			n = 0;
 	int			i;
 
+	TimestampTz now = GetCurrentTimestamp();
+	int			nheavy = gather_heavy(now);
+
 	for (i = 0; i < ndocs; i++)
 		if (docs[i] != NULL)
 			all[n++] = docs[i];
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (zgw_format(&the_core->cohort, GetCurrentTimestamp(), DeadlockTimeout, cluster_name,
-				   for_session, doc, ZGW_DOC_LEN) > 0)
+	if (format_doc(the_core, now, nheavy) > 0)
 	{
 		all[n++] = doc;
 		if (zgw_decide(all, n, for_session, &again) && again.pid == victim.pid &&
@@ -427,6 +518,7 @@ switch_to(int64 session, const char *root)
 	}
 	zkl_gwaits_reset();
 	claimed = false;
+	dir_made = false;
 	for_session = session;
 	strlcpy(for_root, root, sizeof(for_root));
 }
@@ -474,13 +566,27 @@ zkl_gwaits_tend(ZklCore *core)
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	due = zgw_next_due(&zkl_shared->t, DeadlockTimeout);
 	print = zgw_fingerprint(&zkl_shared->t, now, DeadlockTimeout);
+	LWLockRelease(zkl_shared->lock);
 	len = -1;
 	if ((due != 0 && now >= due && mono >= next_round) ||
 		(published && print != sent_print && mono >= next_write) ||
 		((published || doc_may_exist) && (due == 0 || now < due)))
-		len = zgw_format(&core->cohort, now, DeadlockTimeout, cluster_name, session, doc,
-						 ZGW_DOC_LEN);
-	LWLockRelease(zkl_shared->lock);
+	{
+		int			nheavy = (due != 0 && now >= due) ? gather_heavy(now) : 0;
+
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		len = format_doc(core, now, nheavy);
+		LWLockRelease(zkl_shared->lock);
+	}
+	if (len > 0 && !published && mono >= next_round)
+	{
+		/*
+		 * The first document of a spell of long waits: the other clusters
+		 * of a cycle publish theirs about now too (their waits began with
+		 * ours), so read a moment later rather than a deadlock_timeout.
+		 */
+		next_round = mono + (int64) Min(FIRST_READ_MS, DeadlockTimeout / 4) * 1000;
+	}
 	if (len >= 0)
 	{
 		publish(len);

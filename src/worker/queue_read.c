@@ -1,7 +1,8 @@
 /*
- * queue_read.c — the worker's side of zk_lock_queue(): one live read of a
- * key's queue in ZooKeeper, its children and then each one's data, for the
- * backend that asked through the shared query area (see views.c).
+ * queue_read.c — the worker's side of zk_lock_queue() and zk_lock_waits:
+ * one live read of a key's queue in ZooKeeper (or of <root>/.waits, every
+ * cluster's published waits: gwaits.c), its children and then each one's
+ * data, for the backend that asked through the shared query area (views.c).
  * Part of the worker: runs in its process only.
  */
 #include "postgres.h"
@@ -74,6 +75,26 @@ query_data_done(int rc, const char *value, int value_len, const struct Stat *sta
 		if (zcore_outcome_unknown(rc) ||
 			rc == ZSESSIONEXPIRED || rc == ZCLOSING)
 			zkl_query->state = ZKQ_ASKED;	/* read it all again once connected */
+		else if (zkl_query->waits)
+		{
+			/* a cluster's document, whole, while there is room for it */
+			e->have_data = rc == ZOK && value != NULL && value_len > 0 &&
+				zkl_query->text_used + value_len + 1 <= ZKL_WAITS_TEXT;
+			if (e->have_data)
+			{
+				e->text_at = zkl_query->text_used;
+				memcpy(zkl_query->text + e->text_at, value, value_len);
+				zkl_query->text[e->text_at + value_len] = '\0';
+				zkl_query->text_used += value_len + 1;
+			}
+			else
+				zkl_query->truncated |= rc == ZOK;
+			if (--zkl_query->pending == 0)
+			{
+				query_done(0, NULL);
+				finished = true;
+			}
+		}
 		else
 		{
 			/* ZNONODE: released since the listing; that row is left out */
@@ -116,7 +137,20 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 		LWLockRelease(zkl_shared->lock);
 		return;
 	}
-	if (rc == ZOK)
+	if (rc == ZOK && zkl_query->waits)
+	{
+		/* one document per session that has long waits */
+		for (i = 0; i < strings->count && n < ZKL_QUEUE_MAX; i++)
+		{
+			strlcpy(zkl_query->entries[n].node, strings->data[i], ZKL_NODE_BUFLEN);
+			zkl_query->entries[n++].have_data = false;
+		}
+		zkl_query->truncated = strings->count > ZKL_QUEUE_MAX;
+		zkl_query->nentries = zkl_query->pending = n;
+		if (n == 0)
+			query_done(0, NULL);
+	}
+	else if (rc == ZOK)
 	{
 		ZkrChild   *kids = palloc(Max(strings->count, 1) * sizeof(ZkrChild));
 
@@ -146,7 +180,8 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 		query_done(zkc_sqlstate(rc), msg);
 	}
 	finished = zkl_query->state == ZKQ_DONE;
-	snprintf(parent, sizeof(parent), "%s/%s", zkl_shared->t.roots[zkl_shared->t.cur_root], zkl_query->key);
+	snprintf(parent, sizeof(parent), "%s/%s", zkl_shared->t.roots[zkl_shared->t.cur_root],
+			 zkl_query->waits ? ZGW_WAITS_DIR : zkl_query->key);
 	LWLockRelease(zkl_shared->lock);
 
 	if (finished)
@@ -182,6 +217,7 @@ zkl_query_start(void)
 	zkl_query->state = ZKQ_RUNNING;
 	zkl_query->attempt = ++zkl_shared->t.next_attempt;
 	zkl_query->nentries = 0;
+	zkl_query->text_used = 0;
 	zkl_query->truncated = false;
 	zkl_query->sqlstate = 0;
 	query_to_send = true;
@@ -196,7 +232,8 @@ zkl_query_send(void)
 	if (!query_to_send)
 		return;
 	query_to_send = false;
-	snprintf(path, sizeof(path), "%s/%s", zkl_shared->t.roots[zkl_shared->t.cur_root], zkl_query->key);
+	snprintf(path, sizeof(path), "%s/%s", zkl_shared->t.roots[zkl_shared->t.cur_root],
+			 zkl_query->waits ? ZGW_WAITS_DIR : zkl_query->key);
 	zoo_aget_children2(zkc_handle(), path, 0, query_children_done,
 					   (void *) (uintptr_t) zcore_tag(0, zkl_query->attempt));
 }

@@ -1541,6 +1541,8 @@ test_gwait(void)
 	const char *one = "Z 1 a\nV 10 100 x tk2 x-a2\nP 11\nH tk1/x-a1\nV 11 90 x tk1 x-a3\nP 10\nH tk2/x-a4\n";
 	const char *docs[2];
 	ZgwVictim	v;
+	ZgwLocal	in;
+	ZgwHeavy	heavy;
 	int			w1;
 	int			w2;
 	int			len;
@@ -1565,19 +1567,37 @@ test_gwait(void)
 	docs[1] = "Z 2 b\nV 20 80 x tk2 x-b2\nE tk2/x-a4\nH tk3/x-b1\n";
 	CHECK(zgw_decide(docs, 2, 1, &v) && v.pid == 11 && strstr(v.detail, "cluster b") != NULL,
 		  "the victim is the youngest on a cycle across clusters, not on one of its own cluster");
+	/* one cluster: 10 holds tk1 and waits for a row lock of 11, which waits for tk1 */
+	docs[0] = "Z 1 a\nV 10 100 L - -\nP 11\nH tk1/x-a1\nV 11 200 x tk1 x-a2\nE tk1/x-a1\nH tk1/x-a2\n";
+	CHECK(zgw_decide(docs, 1, 1, &v) && v.pid == 11 && strstr(v.detail, "row or table lock") != NULL,
+		  "a cycle of one cluster through a row lock: the zk waiter gives way, never the other");
 
 	/* the document, from the slot table: local edges and another cluster's node */
 	opposite_orders(false, WRITER_B, &w1, &w2);
-	CHECK(zgw_format(&core.cohort, now_us, 1000, "c a", 0x1f, doc, sizeof(doc)) == 0,
-		  "nothing to publish before deadlock_timeout");
+	in.coh = &core.cohort;
+	in.now = now_us;
+	in.timeout_ms = 1000;
+	in.cluster = "c a";
+	in.session = 0x1f;
+	in.heavy = &heavy;
+	in.nheavy = 1;
+	heavy.pid = 77;
+	heavy.since = 5;
+	heavy.nblockers = 1;
+	heavy.blockers[0] = 2;
+	CHECK(zgw_format(&in, doc, sizeof(doc)) == 0,
+		  "nothing to publish before deadlock_timeout, a lock manager's wait or not");
 	now_us += 1100000;
-	len = zgw_format(&core.cohort, now_us, 1000, "c a", 0x1f, doc, sizeof(doc));
+	in.now = now_us;
+	len = zgw_format(&in, doc, sizeof(doc));
 	CHECK(len > 0 && strncmp(doc, "Z 1f c_a\n", 9) == 0, "then the session and the cluster's name, blanks replaced");
 	CHECK(strstr(doc, "E ") != NULL && strstr(doc, WRITER_B) != NULL,
 		  "the wait for the other cluster's writer is an edge to its node");
 	CHECK(strstr(doc, "\nP ") != NULL && strstr(doc, "\nH ") != NULL,
 		  "the waits for a local backend, and the nodes each holds");
-	CHECK(zgw_format(&core.cohort, now_us, 1000, "a", 1, doc, 40) == 0,
+	CHECK(strstr(doc, "\nV 77 ") != NULL && strstr(doc, " L - - 5\nP 2\n") != NULL,
+		  "a lock manager's waiter is a vertex with edges to its blockers");
+	CHECK(zgw_format(&in, doc, 40) == 0,
 		  "a document with no room for a whole backend publishes nothing");
 }
 
