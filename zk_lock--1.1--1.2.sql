@@ -22,13 +22,30 @@ CREATE FUNCTION zk_lock_wait_rows(
     OUT waiting_cluster text, OUT waiting_session text, OUT waiting_pid integer,
     OUT waiting_key text, OUT waiting_mode text, OUT waiting_since timestamptz,
     OUT blocking_cluster text, OUT blocking_session text, OUT blocking_pid integer,
-    OUT blocking_key text, OUT blocking_mode text)
+    OUT blocking_key text, OUT blocking_mode text, OUT blocking_node text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'zk_lock_wait_rows' LANGUAGE C VOLATILE PARALLEL UNSAFE;
 
 -- Readable by every role, as zk_lock_queue: no secret in it.
 CREATE VIEW zk_lock_waits AS SELECT * FROM zk_lock_wait_rows();
 GRANT SELECT ON zk_lock_waits TO PUBLIC;
+
+-- Where an administrator restricted zk_lock_queue (README, "Security"), the
+-- view of every cluster's waits gets the same readers.
+DO $$
+DECLARE
+  acl aclitem[] := (SELECT proacl FROM pg_proc WHERE oid = 'zk_lock_queue(text)'::regprocedure);
+  g record;
+BEGIN
+  IF acl IS NULL OR EXISTS (SELECT FROM aclexplode(acl) WHERE grantee = 0 AND privilege_type = 'EXECUTE') THEN
+    RETURN;                        -- readable by every role, as zk_lock_queue
+  END IF;
+  REVOKE SELECT ON zk_lock_waits FROM PUBLIC;
+  FOR g IN SELECT grantee FROM aclexplode(acl) WHERE privilege_type = 'EXECUTE'
+  LOOP
+    EXECUTE format('GRANT SELECT ON zk_lock_waits TO %I', g.grantee::regrole);
+  END LOOP;
+END $$;
 
 COMMENT ON FUNCTION zk_lock_wait_rows() IS 'the rows of the zk_lock_waits view';
 COMMENT ON VIEW zk_lock_waits IS 'one row per wait edge of every cluster: who waits (deadlock_timeout or longer) for whom, read live from ZooKeeper';

@@ -1,6 +1,6 @@
 # Deadlocks across clusters: two clusters that take two keys in opposite
-# orders, a ring of three, two clusters' readers upgrading one key, and
-# cycles through a row lock (across clusters, and inside one) each end with
+# orders, a ring of three, two clusters' readers upgrading one key, a cycle
+# through a semaphore, and cycles through a row lock (across clusters, and inside one) each end with
 # one 40P01 (whose DETAIL names every step) within a few deadlock_timeouts,
 # and the others go on; a long wait with no cycle, and a load taking keys in
 # one order, are never called a deadlock; log_lock_waits logs a zk wait as
@@ -121,6 +121,30 @@ ok(wait_for(sub { $up[$other]->{run}->pump_nb; $up[$other]->{stdout} =~ /up $oth
 $up[$other]->query_safe('COMMIT');
 $_->quit for @up;
 
+# --- a cycle through a semaphore ---
+{
+	my ($s1, $b1) = (session($c[0]), session($c[1]));
+	$s1->query_safe("BEGIN; SELECT zk_semaphore('sem', 1)");
+	$b1->query_safe("BEGIN; SELECT zk_lock('semk')");
+	$s1->query_until(qr/asked/, "\\echo asked\nSELECT zk_lock('semk');\n\\echo s1 done\n");
+	$b1->query_until(qr/asked/, "\\echo asked\nSELECT zk_semaphore('sem', 1);\n\\echo b1 done\n");
+	my @failed;
+	my $t0 = time();
+	ok(wait_for(sub { @failed = grep { $_->{run}->pump_nb; $_->{stderr} =~ /40P01/ } $s1, $b1; @failed > 0 }, 20),
+		'a cycle through a semaphore gets 40P01');
+	my $took = time() - $t0;
+	is(scalar @failed, 1, 'one victim');
+	cmp_ok($took, '<', 10, sprintf('within a few deadlock_timeouts (%.1f s)', $took));
+	like($failed[0] ? $failed[0]->{stderr} : '', qr/waits for a semaphore zk_lock on key "sem"|waits for an exclusive zk_lock on key "semk"/,
+		'its DETAIL names the steps');
+	$failed[0]->query('ROLLBACK') if @failed;
+	my $other = (@failed && $failed[0] == $s1) ? $b1 : $s1;
+	my $tag = $other == $s1 ? 's1' : 'b1';
+	ok(wait_for(sub { $other->{run}->pump_nb; $other->{stdout} =~ /$tag done/ }, 10), 'the other goes on');
+	$other->query_safe('COMMIT');
+	$_->quit for $s1, $b1;
+}
+
 # --- cycles through a row lock: across clusters, and inside one ---
 $c[0]->safe_psql('postgres', 'CREATE TABLE rl (id int PRIMARY KEY, v int); INSERT INTO rl VALUES (1, 0)');
 sub row_cycle
@@ -164,13 +188,13 @@ $h->query_safe("BEGIN; SELECT zk_lock('long')");
 $w->query_until(qr/asked/, "\\echo asked\nBEGIN;\nSELECT zk_lock('long');\n\\echo long done\n");
 ok(!wait_for(sub { $w->{run}->pump_nb; $w->{stdout} =~ /long done/ || $w->{stderr} =~ /ERROR/ }, 5),
 	'a wait of five deadlock_timeouts behind a holder that is not waiting: no 40P01');
-my $hpid = $h->query_safe('SELECT pg_backend_pid()');
 my $wpid = $c[1]->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND backend_type = 'client backend'");
 is($c[2]->safe_psql('postgres',
 		"SELECT waiting_cluster, waiting_pid, waiting_key, waiting_mode, waiting_since < now(), "
-		  . "coalesce(blocking_cluster, '-'), blocking_pid, blocking_key, blocking_mode FROM zk_lock_waits"),
-	"gdb|$wpid|long|exclusive|t|-|$hpid|long|exclusive",
-	'zk_lock_waits, read in a third cluster, shows the wait: who waits, for what, since when, and whose node');
+		  . "coalesce(blocking_cluster, '-'), coalesce(blocking_pid, 0), blocking_key, blocking_mode, "
+		  . "blocking_node LIKE 'x-%' FROM zk_lock_waits"),
+	"gdb|$wpid|long|exclusive|t|-|0|long|exclusive|t",
+	'zk_lock_waits, read in a third cluster, shows the wait: who waits, for what, since when, and the node (its holder does not wait)');
 $h->query_safe('COMMIT');
 ok(wait_for(sub { $w->{run}->pump_nb; $w->{stdout} =~ /long done/ }, 10), 'the waiter is granted once the holder commits');
 unlike($w->{stderr}, qr/40P01/, 'and was never called a deadlock');
@@ -183,7 +207,7 @@ my $deadlocks = sub {
 	$sum += $_->safe_psql('postgres', "SELECT value FROM zk_lock_counters WHERE counter = 'deadlocks'") for @c;
 	return $sum;
 };
-is($deadlocks->(), 5, 'one 40P01 for each of the five cycles above');
+is($deadlocks->(), 6, 'one 40P01 for each of the six cycles above');
 for my $n (@c)
 {
 	$n->safe_psql('postgres', "ALTER SYSTEM SET deadlock_timeout = '100ms'; SELECT pg_reload_conf()");
@@ -205,7 +229,7 @@ is(join(',', map { $_->[0] } @load), '0,0,0', 'a load in one key order: every cl
 is($txns, 300, 'all 300 transactions committed');
 my $waits = (() = join('', map { slurp_file($_->logfile) } @c) =~ /still waiting for/g) - $waits_before;
 cmp_ok($waits, '>', 10, "with waits longer than deadlock_timeout ($waits logged), so the detectors ran");
-is($deadlocks->(), 5, 'and no 40P01 but those of the cycles above');
+is($deadlocks->(), 6, 'and no 40P01 but those of the cycles above');
 diag("load: $txns transactions, $waits waits over deadlock_timeout, no deadlock");
 
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 15), 'no lock node left')

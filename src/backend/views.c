@@ -8,6 +8,7 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/ipc.h"
@@ -469,10 +470,11 @@ wait_mode_name(char mode)
 	}
 }
 
+/* Text from another cluster's document: NULL when empty or not valid here. */
 static void
 put_text(Datum *values, bool *nulls, int i, const char *text)
 {
-	if (text == NULL || text[0] == '\0')
+	if (text == NULL || text[0] == '\0' || !pg_verifymbstr(text, strlen(text), true))
 		nulls[i] = true;
 	else
 		values[i] = CStringGetTextDatum(text);
@@ -482,8 +484,8 @@ static void
 wait_row(void *arg, const ZgwEdgeRow *r)
 {
 	ReturnSetInfo *rsinfo = arg;
-	Datum		values[11];
-	bool		nulls[11] = {0};
+	Datum		values[12];
+	bool		nulls[12] = {0};
 	int			i = 0;
 
 	put_text(values, nulls, i++, r->w_cluster);
@@ -509,6 +511,7 @@ wait_row(void *arg, const ZgwEdgeRow *r)
 	i++;
 	put_text(values, nulls, i++, r->b_key);
 	put_text(values, nulls, i++, wait_mode_name(r->b_mode));
+	put_text(values, nulls, i++, r->b_node);
 	Assert(i == lengthof(values));
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }

@@ -1830,7 +1830,7 @@ zcore_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg)
 		ZklSlot    *s = &c->t->slots[i];
 		size_t		klen = strlen(s->key);
 
-		if (!zdl_waiting(s) || s->owner_pid != pid)
+		if ((!zdl_waiting(s) && !zdl_sem_waiting(s)) || s->owner_pid != pid)
 			continue;
 		/* the wait the cycle was found through, still the same request */
 		if (node[0] == '\0' ? s->zstate != ZKS_COHORT :

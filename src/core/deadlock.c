@@ -87,6 +87,13 @@ zdl_waiting(const ZklSlot *s)
 	return waiting(s);
 }
 
+bool
+zdl_sem_waiting(const ZklSlot *s)
+{
+	return s->mode == ZKL_MODE_SEMAPHORE && s->zstate == ZKS_QUEUED &&
+		s->result == ZKR_PENDING && !s->abandoned && !s->nowait && s->owner_pid != 0;
+}
+
 /* Add pid to pids[0 .. *n) unless there (max at most). */
 static void
 add_pid(int *pids, int *n, int max, int pid)

@@ -35,6 +35,8 @@ extern int	zdl_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *ms
 
 /* A request that waits: not granted yet, still wanted, not a try-lock nor a semaphore. */
 extern bool zdl_waiting(const ZklSlot *s);
+/* A semaphore's request that waits (the other kind, for deadlocks across clusters: gwait.h). */
+extern bool zdl_sem_waiting(const ZklSlot *s);
 
 /*
  * The other local backends waiting request s waits for (its edges above),

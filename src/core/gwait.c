@@ -33,8 +33,53 @@
 static bool
 long_wait(const ZklTable *t, const ZklSlot *s, int64_t now, int timeout_ms)
 {
-	return zdl_waiting(s) && s->root_id == t->cur_root &&
+	return (zdl_waiting(s) || zdl_sem_waiting(s)) && s->root_id == t->cur_root &&
 		now - s->requested_at >= (int64_t) timeout_ms * 1000;
+}
+
+int
+zgw_sem_waiters(const ZklTable *t, int64_t now, int timeout_ms, int *slots, int max)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < t->nused && n < max; i++)
+		if (zdl_sem_waiting(&t->slots[i]) && long_wait(t, &t->slots[i], now, timeout_ms))
+			slots[n++] = i;
+	return n;
+}
+
+bool
+zgw_sem_wait(const ZklTable *t, int slot, const char *const *names, int n, ZgwSemWait *out)
+{
+	const ZklSlot *s = &t->slots[slot];
+	ZkrChild	own;
+	ZkrChild	c;
+	int			i;
+
+	memset(out, 0, sizeof(*out));
+	if (!zkr_parse_child(s->node, &own))
+		return false;
+	out->slot = slot;
+	out->attempt = s->attempt;
+	for (i = 0; i < n; i++)
+	{
+		if (!zkr_parse_child(names[i], &c) || c.mode != ZKL_MODE_SEMAPHORE ||
+			zkr_seq_cmp(c.seq, own.seq) >= 0)
+			continue;
+		if (out->nahead < ZGW_MAX_AHEAD)
+			snprintf(out->ahead[out->nahead], ZKL_NODE_BUFLEN, "%s", names[i]);
+		out->nahead++;
+	}
+	/* granted with fewer than its holders ahead (recipe.c) */
+	out->need = out->nahead - s->holders + 1;
+	if (out->nahead > ZGW_MAX_AHEAD)
+	{
+		/* those named stand for the rest: as many fewer must go of them */
+		out->need -= out->nahead - ZGW_MAX_AHEAD;
+		out->nahead = ZGW_MAX_AHEAD;
+	}
+	return out->need > 0;
 }
 
 /* The slot of a live local request whose node is `name` on s's key, or NULL. */
@@ -89,12 +134,39 @@ put(char *out, size_t len, size_t *n, const char *fmt, ...)
 
 static bool put_holds(const ZklTable *t, int pid, char *out, size_t len, size_t *n);
 
+/*
+ * A semaphore's wait, as last listed: "S need", then the nodes ahead.
+ * None if it was not listed since it (re)queued: no edge, no deadlock.
+ */
+static bool
+put_sem(const ZklSlot *s, int idx, const ZgwLocal *in, char *out, size_t len, size_t *n)
+{
+	int			i;
+	int			k;
+
+	for (i = 0; i < in->nsem; i++)
+	{
+		const ZgwSemWait *w = &in->sem[i];
+
+		if (w->slot != idx || w->attempt != s->attempt)
+			continue;
+		if (!put(out, len, n, "S %d\n", w->need))
+			return false;
+		for (k = 0; k < w->nahead; k++)
+			if (!put(out, len, n, "E %s/%s\n", s->key, w->ahead[k]))
+				return false;
+	}
+	return true;
+}
+
 /* One V entry: the backend of slot w and every wait and node of it. */
 static bool
-put_backend(ZklCohort *coh, const ZklSlot *w, int64_t now, int timeout_ms,
-			char *out, size_t len, size_t *n)
+put_backend(const ZgwLocal *in, const ZklSlot *w, char *out, size_t len, size_t *n)
 {
+	ZklCohort  *coh = in->coh;
 	const ZklTable *t = coh->t;
+	int64_t		now = in->now;
+	int			timeout_ms = in->timeout_ms;
 	int64_t		age = AGE_UNKNOWN;
 	int			pid = w->owner_pid;
 	int			i;
@@ -115,6 +187,12 @@ put_backend(ZklCohort *coh, const ZklSlot *w, int64_t now, int timeout_ms,
 
 		if (s->owner_pid != pid || !long_wait(t, s, now, timeout_ms))
 			continue;
+		if (s->mode == ZKL_MODE_SEMAPHORE)
+		{
+			if (!put_sem(s, i, in, out, len, n))
+				return false;
+			continue;
+		}
 		np = zdl_blockers(coh, s, pids, 64);
 		for (k = 0; k < np; k++)
 			if (!put(out, len, n, "P %d\n", pids[k]))
@@ -189,7 +267,7 @@ zgw_format(const ZgwLocal *in, char *out, size_t len)
 		if (!first)
 			continue;
 		at = n;
-		if (!put_backend(in->coh, s, in->now, in->timeout_ms, out, len, &n))
+		if (!put_backend(in, s, out, len, &n))
 		{
 			/* no room: leave this backend out whole; a smaller one may fit */
 			n = at;
@@ -225,7 +303,8 @@ zgw_holders(const ZklTable *t, int *pids, int max)
 		if (!own_node(t, s, s->owner_pid) || s->owner_pid == 0 || s->zstate != ZKS_HELD)
 			continue;
 		for (j = 0; j < t->nused && !known; j++)
-			known = t->slots[j].owner_pid == s->owner_pid && zdl_waiting(&t->slots[j]);
+			known = t->slots[j].owner_pid == s->owner_pid &&
+				(zdl_waiting(&t->slots[j]) || zdl_sem_waiting(&t->slots[j]));
 		for (j = 0; j < n && !known; j++)
 			known = pids[j] == s->owner_pid;
 		if (!known)
@@ -244,7 +323,7 @@ zgw_next_due(const ZklTable *t, int timeout_ms)
 	{
 		const ZklSlot *s = &t->slots[i];
 
-		if (zdl_waiting(s) && s->root_id == t->cur_root &&
+		if ((zdl_waiting(s) || zdl_sem_waiting(s)) && s->root_id == t->cur_root &&
 			(oldest == 0 || s->requested_at < oldest))
 			oldest = s->requested_at;
 	}
@@ -291,6 +370,9 @@ typedef struct Vert
 	Word		node;			/* its waiting node ("-": none) */
 	Word		cluster;
 	int64_t		since;			/* wall, its cluster's clock: when the wait began */
+	int			need;			/* 0: waits for every edge; else for this many of them (S) */
+	int			unknown;		/* of those, nodes no cluster published: they go */
+	bool		goes;			/* it can go on: not deadlocked */
 	/* Tarjan's */
 	int			index;
 	int			low;
@@ -428,8 +510,11 @@ parse_doc(const char *doc)
 			v->node = next_word(&q, end);
 			v->since = word_int(next_word(&q, end), 10);	/* 0 if absent */
 			v->index = -1;
+			v->scc = -1;
 			cur = v->pid != 0 && v->key.len > 0 ? g.nv++ : -1;
 		}
+		else if (tag.len == 1 && tag.p[0] == 'S' && cur >= 0)
+			g.v[cur].need = (int) word_int(next_word(&q, end), 10);
 		else if (tag.len == 1 && (tag.p[0] == 'E' || tag.p[0] == 'P') && cur >= 0 &&
 				 g.nraw < MAX_EDGES)
 		{
@@ -510,6 +595,8 @@ link(void)
 			}
 			for (j = lo; j < g.nholds && word_eq(g.holds[j].name, r->name); j++)
 				add_edge(r->from, g.holds[j].vert, r->name);
+			if (j == lo)
+				g.v[r->from].unknown++;	/* nobody published it: it goes in time */
 		}
 	}
 	qsort(g.e, g.ne, sizeof(Edge), edge_cmp);
@@ -521,7 +608,49 @@ link(void)
 	}
 }
 
-/* Tarjan's strongly connected parts (depth at most MAX_VERTS). */
+/*
+ * Which backends can go on, as far as the documents tell: one whose every
+ * wait ends once its blockers go on (or, for a semaphore, enough of them;
+ * a node nobody published goes in time) goes on too.  The rest wait for
+ * ever (least fixed point, from nobody).
+ */
+static void
+settle(void)
+{
+	bool		changed = true;
+	int			i;
+	int			k;
+
+	for (i = 0; i < g.nv; i++)
+		g.v[i].goes = false;
+	while (changed)
+	{
+		changed = false;
+		for (i = 0; i < g.nv; i++)
+		{
+			Vert	   *v = &g.v[i];
+			int			going = v->unknown;
+			int			stuck = 0;
+
+			if (v->goes)
+				continue;
+			for (k = g.first[i]; k < g.first[i + 1]; k++)
+			{
+				if (g.v[g.e[k].to].goes)
+					going++;
+				else
+					stuck++;
+			}
+			if (v->need > 0 ? going >= v->need : stuck == 0)
+			{
+				v->goes = true;
+				changed = true;
+			}
+		}
+	}
+}
+
+/* Tarjan's strongly connected parts of those that cannot go on (depth at most MAX_VERTS). */
 static void
 strong(int v)
 {
@@ -534,6 +663,8 @@ strong(int v)
 	{
 		int			w = g.e[k].to;
 
+		if (g.v[w].goes)
+			continue;			/* it goes on: no deadlock through it */
 		if (g.v[w].index < 0)
 		{
 			strong(w);
@@ -565,6 +696,47 @@ static bool
 crossing(const Vert *a, const Vert *b)
 {
 	return a->session != b->session || a->mode == HEAVY || b->mode == HEAVY;
+}
+
+/*
+ * Whether part s holds a cycle of lock manager waits alone: peel off its
+ * lock manager waiters that wait for none of the others left.
+ */
+static bool
+heavy_cycle(int s)
+{
+	bool		peeled = true;
+	int			i;
+	int			k;
+
+	for (i = 0; i < g.nv; i++)
+		g.v[i].on_stack = g.v[i].scc == s && g.v[i].mode == HEAVY;	/* (scratch: left) */
+	while (peeled)
+	{
+		peeled = false;
+		for (i = 0; i < g.nv; i++)
+		{
+			bool		waits = false;
+
+			if (!g.v[i].on_stack)
+				continue;
+			for (k = g.first[i]; k < g.first[i + 1] && !waits; k++)
+				waits = g.v[g.e[k].to].on_stack;
+			if (!waits)
+			{
+				g.v[i].on_stack = false;
+				peeled = true;
+			}
+		}
+	}
+	for (i = 0; i < g.nv; i++)
+		if (g.v[i].on_stack)
+		{
+			for (k = 0; k < g.nv; k++)
+				g.v[k].on_stack = false;
+			return true;
+		}
+	return false;
 }
 
 /* Whether a is younger than b: a later first node, then the greater session and pid. */
@@ -645,7 +817,8 @@ describe_step(const Vert *a, const Vert *b, char *out, size_t len, size_t *n)
 			   "%sProcess %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ") waits for %s zk_lock on key \"%s\", "
 			   "blocked by process %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ").",
 			   *n > 0 ? "\n" : "", a->pid, a->cluster.len, a->cluster.p, (uint64_t) a->session,
-			   a->mode == ZKL_MODE_EXCLUSIVE ? "an exclusive" : "a shared", key,
+			   a->mode == ZKL_MODE_EXCLUSIVE ? "an exclusive" :
+			   a->mode == ZKL_MODE_SEMAPHORE ? "a semaphore" : "a shared", key,
 			   b->pid, b->cluster.len, b->cluster.p, (uint64_t) b->session);
 }
 
@@ -740,11 +913,12 @@ zgw_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *out)
 	for (i = 0; i < ndocs; i++)
 		parse_doc(docs[i]);
 	link();
+	settle();
 	g.nstack = 0;
 	g.next_index = 0;
 	g.nscc = 0;
 	for (i = 0; i < g.nv; i++)
-		if (g.v[i].index < 0)
+		if (g.v[i].index < 0 && !g.v[i].goes)
 			strong(i);
 	for (s = 0; s < g.nscc; s++)
 	{
@@ -765,6 +939,8 @@ zgw_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *out)
 			if (g.v[i].scc == s && g.v[i].crosses && g.v[i].mode != HEAVY &&
 				(y < 0 || younger(&g.v[i], &g.v[y])))
 				y = i;
+		if (y >= 0 && heavy_cycle(s))
+			continue;			/* core's own detector breaks that one first */
 		if (y < 0 || g.v[y].session != self)
 			continue;
 		memset(out, 0, sizeof(*out));
@@ -809,9 +985,9 @@ blocking_vertex(const Vert *b, ZgwEdgeRow *r)
 	r->b_pid = b->pid;
 }
 
-/* The node "<key>/<node>" waited for: its key and mode, and its creator's pid. */
+/* The node "<key>/<node>" waited for: its key, mode and name. */
 static void
-blocking_node(Word name, ZgwEdgeRow *r, bool creator)
+blocking_node(Word name, ZgwEdgeRow *r)
 {
 	const char *slash = memchr(name.p, '/', (size_t) name.len);
 	Word		key;
@@ -824,15 +1000,7 @@ blocking_node(Word name, ZgwEdgeRow *r, bool creator)
 	key_text(key, r->b_key, sizeof(r->b_key));
 	node = slash + 1;
 	r->b_mode = node[0];
-	/* "<mode>-<uuid>-<sysid>-<pid>[.<holders>]-<sequence>": a creator not published */
-	if (creator && name.len - (node - name.p) > 2 + ZKL_UUID_LEN + 1)
-	{
-		const char *p = node + 2 + ZKL_UUID_LEN + 1;
-		const char *dash = memchr(p, '-', (size_t) (name.len - (p - name.p)));
-
-		if (dash != NULL)
-			r->b_pid = atoi(dash + 1);
-	}
+	snprintf(r->b_node, sizeof(r->b_node), "%.*s", (int) (name.len - (node - name.p)), node);
 }
 
 int
@@ -877,14 +1045,14 @@ zgw_edges(const char *const *docs, int ndocs, ZgwEdgeFn fn, void *arg)
 			if (!word_eq(g.holds[j].name, e->name))
 				continue;
 			blocking_vertex(&g.v[g.holds[j].vert], &r);
-			blocking_node(e->name, &r, false);
+			blocking_node(e->name, &r);
 			fn(arg, &r);
 			rows++;
 			found = true;
 		}
 		if (!found)
 		{
-			blocking_node(e->name, &r, true);
+			blocking_node(e->name, &r);
 			fn(arg, &r);
 			rows++;
 		}

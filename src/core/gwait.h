@@ -22,7 +22,10 @@
  * watches (the nearest one it cannot share), the local backends it waits
  * for (deadlock.c), the holder a hand-over waits for, and the lock
  * manager's waits of backends that hold zk locks (a row lock between two
- * zk locks: such a backend is a vertex, never the victim).  A cycle through
+ * zk locks: such a backend is a vertex, never the victim), and a
+ * semaphore's waiter, which goes on once enough of the nodes ahead of it
+ * are gone, any of them ("S need" before them: a backend is deadlocked only
+ * if too few of them can ever go).  A cycle through
  * a node further ahead is found once the nearer nodes are gone.  A cycle
  * inside one cluster through a lock manager's wait is found here too
  * (neither core's detector nor deadlock.c sees both kinds).
@@ -59,6 +62,20 @@ typedef struct ZgwHeavy
 	int			blockers[ZGW_MAX_BLOCKERS];
 } ZgwHeavy;
 
+/*
+ * A semaphore's waiter goes on once `need` of the nodes ahead of its own
+ * are gone (any of them): what a listing of its key says (zgw_sem_wait).
+ */
+#define ZGW_MAX_AHEAD	32
+typedef struct ZgwSemWait
+{
+	int			slot;
+	uint64_t	attempt;		/* the slot's, when listed */
+	int			need;
+	int			nahead;			/* at most ZGW_MAX_AHEAD of them named */
+	char		ahead[ZGW_MAX_AHEAD][ZKL_NODE_BUFLEN];
+} ZgwSemWait;
+
 /* What this cluster's document is made of. */
 typedef struct ZgwLocal
 {
@@ -69,6 +86,8 @@ typedef struct ZgwLocal
 	int64_t		session;
 	const ZgwHeavy *heavy;		/* lock manager waits, nheavy of them */
 	int			nheavy;
+	const ZgwSemWait *sem;		/* semaphore waits as last listed, nsem of them */
+	int			nsem;
 } ZgwLocal;
 
 /*
@@ -78,6 +97,20 @@ typedef struct ZgwLocal
  * wait is that old (nothing to publish).
  */
 extern int	zgw_format(const ZgwLocal *in, char *out, size_t len);
+
+/*
+ * The semaphore requests of this cluster that wait that long: their slots
+ * (at most max), whose keys the host lists for zgw_sem_wait.
+ */
+extern int	zgw_sem_waiters(const ZklTable *t, int64_t now, int timeout_ms, int *slots, int max);
+
+/*
+ * From a listing of semaphore slot s's key (names, n of them): the nodes
+ * ahead of its own and how many must go.  False if it is not blocked (or
+ * its node is not there).
+ */
+extern bool zgw_sem_wait(const ZklTable *t, int slot, const char *const *names, int n,
+						 ZgwSemWait *out);
 
 /*
  * Backends with a node under the current root and no zk wait: those the
@@ -124,17 +157,18 @@ typedef struct ZgwEdgeRow
 	int64_t		w_since;		/* wall, the waiting cluster's clock */
 	int64_t		b_session;		/* 0: no cluster published the blocker */
 	char		b_cluster[ZGW_CLUSTER_LEN];
-	int			b_pid;			/* 0: unknown */
+	int			b_pid;			/* 0: unknown (no cluster published it) */
 	char		b_mode;			/* of the node waited for (0: a backend of its cluster) */
 	char		b_key[ZKL_KEY_BUFLEN];
+	char		b_node[ZKL_NODE_BUFLEN];	/* the node waited for ("": a backend) */
 } ZgwEdgeRow;
 
 typedef void (*ZgwEdgeFn) (void *arg, const ZgwEdgeRow *row);
 
 /*
  * Every wait edge of the documents, to fn: one row per blocker (a node
- * several backends hold gives a row for each; one nobody published gives
- * its creator's pid, read from its name).  Returns how many.
+ * several backends hold gives a row for each; one nobody published, a row
+ * with its name only).  Returns how many.
  */
 extern int	zgw_edges(const char *const *docs, int ndocs, ZgwEdgeFn fn, void *arg);
 

@@ -47,6 +47,7 @@
 typedef enum Phase
 {
 	PH_IDLE,					/* next round at next_round */
+	PH_SEMS,					/* listings of semaphores waited for are on their way */
 	PH_READING,					/* the listing and the documents are on their way */
 	PH_CLAIMING					/* the claim's multi is on its way */
 } Phase;
@@ -58,8 +59,8 @@ static Phase phase = PH_IDLE;
 static int64 next_round = 0;	/* zkl_mono_now: the next reading, at the earliest */
 static int64 next_write = 0;	/* zkl_mono_now: the next rewrite, at the earliest */
 static bool published = false;	/* our document exists, as sent_doc */
-static bool doc_may_exist = true;
-static bool dir_made = false;	/* <root>/.waits was asked for under this session and root */	/* an older one may (a restart, a lost reply): delete it */
+static bool doc_may_exist = true;	/* an older one may (a restart, a lost reply) */
+static bool dir_made = false;	/* <root>/.waits was asked for under this session and root */
 static int	own_version = -1;	/* of our document, from the last write's reply */
 static uint64 sent_print = 0;	/* zgw_fingerprint when it was formatted */
 static char *doc = NULL;		/* formatted now, ZGW_DOC_LEN */
@@ -76,6 +77,13 @@ static ZgwVictim victim;
 static ZklCore *the_core = NULL;
 static MemoryContext gw_cxt = NULL;	/* the lock manager's answers, reset each time */
 static ZgwHeavy heavy[MAX_HEAVY];
+static int	nheavy_sent = 0;	/* of them, in the document as published last */
+#define MAX_SEMS	16			/* semaphore waits listed for one document */
+static ZgwSemWait sems[MAX_SEMS];	/* as last listed */
+static int	nsems = 0;
+static int	sem_slots[MAX_SEMS];	/* being listed */
+static int	sems_due = 0;		/* listings still on their way */
+static bool sems_listed = false;	/* for the round due now */
 
 /* the claim's multi: checks, then the create (kept until its reply) */
 #define CLAIM_OPS	(2 * ZGW_MAX_CHECKS + 1)
@@ -87,6 +95,13 @@ static const void *
 tag(void)
 {
 	return (const void *) (uintptr_t) gen;
+}
+
+/* A read's tag: the generation, and which document or listing. */
+static const void *
+read_tag(int i)
+{
+	return (const void *) (uintptr_t) ((gen << 8) | (uint64) i);
 }
 
 static void
@@ -129,65 +144,95 @@ round_over(void)
 
 /* ---- the lock manager's waits ---- */
 
+/* When backend pid's wait in the lock manager began (0: it does not wait there). */
+static TimestampTz
+heavy_since(int pid)
+{
+	PGPROC	   *proc = BackendPidGetProc(pid);
+
+	return proc == NULL ? 0 : (TimestampTz) pg_atomic_read_u64(&proc->waitStart);
+}
+
 /*
  * Backends that hold a zk lock and have waited in the lock manager for
  * deadlock_timeout, each with the backends it waits for (pg_blocking_pids),
  * and those in turn when they wait there too: the row and table locks a
- * cycle may go through.  Read without the slot-table lock held.
+ * cycle may go through.  Read without the slot-table lock held; each
+ * pg_blocking_pids takes the lock manager's locks, so this runs once per
+ * round (and when the victim's cycle is checked again), not per turn.
  */
 static int
 gather_heavy(TimestampTz now)
 {
 	int			todo[MAX_HEAVY * 2];
+	int			nfirst;
 	int			ntodo;
 	int			nh = 0;
 	int			i;
 	int			j;
-	MemoryContext old;
 
 	if (gw_cxt == NULL)
 		gw_cxt = AllocSetContextCreate(TopMemoryContext, "zk_lock waits", ALLOCSET_SMALL_SIZES);
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	ntodo = zgw_holders(&zkl_shared->t, todo, MAX_HEAVY);
+	ntodo = zgw_holders(&zkl_shared->t, todo, lengthof(todo));
 	LWLockRelease(zkl_shared->lock);
-	old = MemoryContextSwitchTo(gw_cxt);
+	nfirst = ntodo;
 	for (i = 0; i < ntodo && nh < MAX_HEAVY; i++)
 	{
-		PGPROC	   *proc = BackendPidGetProc(todo[i]);
-		TimestampTz since;
+		TimestampTz since = heavy_since(todo[i]);
+		MemoryContext old;
 		ArrayType  *arr;
 		int32	   *pids;
 		int			nb;
 
-		if (proc == NULL)
+		/* a holder's wait as old as deadlock_timeout; those it leads to, any wait */
+		if (since == 0 || (i < nfirst && now - since < (int64) DeadlockTimeout * 1000))
 			continue;
-		since = (TimestampTz) pg_atomic_read_u64(&proc->waitStart);
-		if (since == 0 || now - since < (int64) DeadlockTimeout * 1000)
-			continue;
+		old = MemoryContextSwitchTo(gw_cxt);
 		arr = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(todo[i])));
+		MemoryContextSwitchTo(old);
 		nb = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-		if (nb == 0)
-			continue;
 		pids = (int32 *) ARR_DATA_PTR(arr);
 		heavy[nh].pid = todo[i];
 		heavy[nh].since = since;
-		heavy[nh].nblockers = Min(nb, ZGW_MAX_BLOCKERS);
-		for (j = 0; j < heavy[nh].nblockers; j++)
+		heavy[nh].nblockers = 0;
+		for (j = 0; j < nb && heavy[nh].nblockers < ZGW_MAX_BLOCKERS; j++)
 		{
 			int			k;
 
-			heavy[nh].blockers[j] = pids[j];
+			/* each once (a parallel query's workers come as their leader) */
+			for (k = 0; k < heavy[nh].nblockers && heavy[nh].blockers[k] != pids[j]; k++)
+				;
+			if (k < heavy[nh].nblockers || pids[j] == 0)
+				continue;
+			heavy[nh].blockers[heavy[nh].nblockers++] = pids[j];
 			/* a blocker that waits there too: looked at as well */
 			for (k = 0; k < ntodo && todo[k] != pids[j]; k++)
 				;
 			if (k == ntodo && ntodo < lengthof(todo))
 				todo[ntodo++] = pids[j];
 		}
-		nh++;
+		MemoryContextReset(gw_cxt);
+		if (heavy[nh].nblockers > 0 && heavy_since(todo[i]) == since)
+			nh++;				/* (the same wait all along) */
 	}
-	MemoryContextSwitchTo(old);
-	MemoryContextReset(gw_cxt);
 	return nh;
+}
+
+/*
+ * The lock manager's waits published: those still waiting, the same wait
+ * (no lock manager lock taken); returns how many are left.
+ */
+static int
+keep_heavy(int nh)
+{
+	int			kept = 0;
+	int			i;
+
+	for (i = 0; i < nh; i++)
+		if (heavy_since(heavy[i].pid) == heavy[i].since)
+			heavy[kept++] = heavy[i];
+	return kept;
 }
 
 /* This cluster's document, into doc (under the slot-table lock, taken by the caller). */
@@ -203,7 +248,60 @@ format_doc(ZklCore *core, TimestampTz now, int nheavy)
 	in.session = for_session;
 	in.heavy = heavy;
 	in.nheavy = nheavy;
+	in.sem = sems;
+	in.nsem = nsems;
 	return zgw_format(&in, doc, ZGW_DOC_LEN);
+}
+
+/* ---- semaphores waited for: which nodes are ahead ---- */
+
+static void
+sem_listed(int rc, const struct String_vector *names, const void *ctx)
+{
+	uintptr_t	i = (uintptr_t) ctx & 0xFF;
+
+	if (phase != PH_SEMS || ctx != read_tag((int) i) || i >= (uintptr_t) MAX_SEMS)
+		return;
+	if (rc == ZOK && names != NULL && nsems < MAX_SEMS)
+	{
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		if (zgw_sem_wait(&zkl_shared->t, sem_slots[i], (const char *const *) names->data,
+						 names->count, &sems[nsems]))
+			nsems++;
+		LWLockRelease(zkl_shared->lock);
+	}
+	if (--sems_due == 0)
+	{
+		sems_listed = true;
+		phase = PH_IDLE;		/* the next turn formats and reads */
+	}
+}
+
+/* List the keys of the semaphores waited for that long; true if any is on its way. */
+static bool
+list_sems(TimestampTz now)
+{
+	char		paths[MAX_SEMS][ZKL_PATH_LEN];
+	int			n;
+	int			i;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	n = zgw_sem_waiters(&zkl_shared->t, now, DeadlockTimeout, sem_slots, MAX_SEMS);
+	for (i = 0; i < n; i++)
+		zcore_key_path(&zkl_shared->t, &zkl_shared->t.slots[sem_slots[i]], paths[i]);
+	LWLockRelease(zkl_shared->lock);
+	nsems = 0;
+	sems_due = 0;
+	phase = PH_SEMS;
+	for (i = 0; i < n; i++)
+		if (zoo_aget_children(zkc_handle(), paths[i], 0, sem_listed, read_tag(i)) == ZOK)
+			sems_due++;
+	if (sems_due == 0)
+	{
+		phase = PH_IDLE;
+		sems_listed = true;
+	}
+	return sems_due > 0;
 }
 
 /* ---- our document ---- */
@@ -336,7 +434,7 @@ break_cycle(void)
 	int			i;
 
 	TimestampTz now = GetCurrentTimestamp();
-	int			nheavy = gather_heavy(now);
+	int			nheavy = nheavy_sent = gather_heavy(now);
 
 	for (i = 0; i < ndocs; i++)
 		if (docs[i] != NULL)
@@ -433,13 +531,6 @@ decide(void)
 		round_over();
 	else
 		claim();				/* the documents stay for break_cycle */
-}
-
-/* A read's tag: the generation, and which document. */
-static const void *
-read_tag(int i)
-{
-	return (const void *) (uintptr_t) ((gen << 8) | (uint64) i);
 }
 
 static void
@@ -567,15 +658,23 @@ zkl_gwaits_tend(ZklCore *core)
 	due = zgw_next_due(&zkl_shared->t, DeadlockTimeout);
 	print = zgw_fingerprint(&zkl_shared->t, now, DeadlockTimeout);
 	LWLockRelease(zkl_shared->lock);
+	/* a lock manager's wait published that ended is a change too */
+	if (nheavy_sent > 0 && keep_heavy(nheavy_sent) != nheavy_sent)
+		print ^= 0x9e3779b97f4a7c15ULL;
+	/* a round due: first what the semaphores waited for have ahead of them */
+	if (due != 0 && now >= due && mono >= next_round && !sems_listed && list_sems(now))
+		return RETRY_MS;
 	len = -1;
 	if ((due != 0 && now >= due && mono >= next_round) ||
 		(published && print != sent_print && mono >= next_write) ||
 		((published || doc_may_exist) && (due == 0 || now < due)))
 	{
-		int			nheavy = (due != 0 && now >= due) ? gather_heavy(now) : 0;
+		bool		round = due != 0 && now >= due && mono >= next_round;
 
+		/* a round reads the lock manager again; a rewrite drops the waits that ended */
+		nheavy_sent = round ? gather_heavy(now) : keep_heavy(nheavy_sent);
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		len = format_doc(core, now, nheavy);
+		len = format_doc(core, now, nheavy_sent);
 		LWLockRelease(zkl_shared->lock);
 	}
 	if (len > 0 && !published && mono >= next_round)
@@ -596,6 +695,7 @@ zkl_gwaits_tend(ZklCore *core)
 	if (len > 0 && mono >= next_round)
 	{
 		next_round = mono + (int64) DeadlockTimeout * 1000;
+		sems_listed = false;	/* listed again for the next round */
 		phase = PH_READING;
 		waits_path(path);
 		if (zoo_aget_children(zkc_handle(), path, 0, listed, tag()) != ZOK)
@@ -619,6 +719,8 @@ zkl_gwaits_reset(void)
 	gen++;
 	forget_docs();
 	phase = PH_IDLE;
+	nsems = 0;
+	sems_listed = false;
 	published = false;
 	doc_may_exist = true;
 	claim_check = true;

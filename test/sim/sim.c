@@ -224,6 +224,7 @@ typedef struct Ghost
 
 typedef struct Cluster
 {
+	uint64_t	sole_sig;		/* check_sole_blocker's last look */
 	int			id;
 	ZklTable	t;
 	ZklSlot		slots[NSLOTS];
@@ -257,6 +258,7 @@ typedef struct Cluster
 	int64_t		grants_paused_until;
 	/* liveness all along: since when (model time) each slot's request is first at the leader */
 	int64_t		clear_since[NSLOTS];
+	int64_t		settled_since[NSLOTS];	/* and nothing on its way (check_liveness) */
 	uint64_t	clear_attempt[NSLOTS];
 	int64_t		liveness_at;	/* next sample */
 	int64_t		try_since[NSLOTS];	/* a try-lock pending since, calm all along */
@@ -1079,6 +1081,7 @@ send_op(Cluster *c, const ZklOp *op)
 
 static bool handle_next(Cluster *c);
 static void note_grants(Cluster *c);
+static void check_sole_blocker(Cluster *c);
 
 /*
  * One turn of the worker's loop, as in worker.c: woken (latch or socket),
@@ -1226,6 +1229,7 @@ plan_turn(Cluster *c)
 	(void) zcore_plan(&c->core, connected,
 					  c->proof_session == c->t.session_id ? c->proof_at : 0);
 	note_grants(c);
+	check_sole_blocker(c);
 	if (c->core.nops > 0 && c->client < 0)
 		fail("c%d planned ops without a session", c->id);
 	if (c->client < 0)
@@ -1797,6 +1801,7 @@ handle_next(Cluster *c)
 		on_reply(c, msg);
 	zkm_msg_free(msg);
 	note_grants(c);
+	check_sole_blocker(c);
 	return true;
 }
 
@@ -2410,6 +2415,17 @@ plan_xact(Backend *b)
 
 		add_act(b, false, 0, reads ? ZKL_MODE_SHARED : ZKL_MODE_EXCLUSIVE,
 				chance(50) ? 0 : (chance(70) ? 1 : 2));
+		/*
+		 * A writer that gives the key up and asks it shared at once: its
+		 * node, kept for a local waiter's hand-over until the holder's
+		 * listing is back, is what the shared request counts as its
+		 * backend's own (core's same-backend rule) meanwhile.
+		 */
+		if (!reads && chance(50))
+		{
+			add_act(b, true, 0, ZKL_MODE_EXCLUSIVE, 0);
+			add_act(b, false, 0, ZKL_MODE_SHARED, chance(50) ? 0 : 1);
+		}
 		if (reads && chance(10))
 			add_act(b, false, 0, ZKL_MODE_EXCLUSIVE, chance(50) ? 1 : 2);
 	}
@@ -3451,6 +3467,126 @@ check_step(void)
 	check_semaphore_holders(h, nh);
 }
 
+/* An event about a node under key path arg (or the key node itself). */
+static bool
+key_event(const ZkmMsg *msg, void *arg)
+{
+	const char *key_path = arg;
+	size_t		n = strlen(key_path);
+
+	return msg->kind == ZKM_EVENT && strncmp(msg->path, key_path, n) == 0 &&
+		(msg->path[n] == '\0' || msg->path[n] == '/');
+}
+
+/* Whether a request of cluster c about s's key, or an event about it, is under way. */
+static bool
+key_news(Cluster *c, const ZklSlot *s, const char *key_path)
+{
+	int			i;
+	int			k;
+
+	for (i = 0; i < c->nouts; i++)
+	{
+		const Out  *o = &c->outs[i];
+		int			n = o->purpose == P_MULTI ? o->n : 1;
+
+		if (o->purpose == P_PRES_LIST || o->purpose == P_PROOF || o->purpose == P_TOMBSTONE)
+			continue;
+		if (o->purpose == P_IGNORE || o->purpose == P_NONE || o->purpose == P_GHOST_LIST ||
+			o->purpose == P_SUSPECT_STAT)
+			return true;		/* (not told apart by key: counted as news) */
+		for (k = 0; k < n; k++)
+		{
+			int			idx = zcore_tag_idx(o->purpose == P_MULTI ? o->tags[k] : o->tag);
+
+			if (idx >= c->t.nused || strcmp(c->t.slots[idx].key, s->key) == 0)
+				return true;
+		}
+	}
+	return zkm_inbox_any(S->m, c->client, key_event, (void *) key_path);
+}
+
+/*
+ * A waiter that counts the node it watches as its only blocker is granted
+ * on that node's delete without reading its queue again (zcore_watch_event,
+ * delete_result): so that must be true at the leader, by the recipe with
+ * the backend's own nodes as they are now.  Nodes ahead of a node only go,
+ * and none come ahead of it, so this stays true once it is; a node that
+ * changed hands (a hand-over) or a place that changed (a new node) may make
+ * it false, and then a grant would pass whatever else blocks it.
+ */
+static void
+check_sole_blocker(Cluster *c)
+{
+	uint64_t	sig = 1469598103934665603ull;
+	bool		any = false;
+	int			j;
+
+	/* judged again only once the slots changed: the leader's tree cannot make it false */
+	for (j = 0; j < c->t.nused; j++)
+	{
+		const ZklSlot *s = &c->t.slots[j];
+		size_t		lw = strlen(s->watch);
+		size_t		ln = strlen(s->node);
+		uint64_t	v[6] = {(uint64_t) s->zstate << 32 | (uint64_t) s->owner_pid, s->attempt,
+		(uint64_t) s->abandoned << 2 | s->watch_sole << 1 | s->rides, 0, 0, 0};
+		int			k;
+
+		any |= s->watch_sole && s->zstate == ZKS_QUEUED;
+		memcpy(&v[3], s->watch + (lw < 8 ? 0 : lw - 8), lw < 8 ? lw : 8);
+		memcpy(&v[4], s->node + (ln < 8 ? 0 : ln - 8), ln < 8 ? ln : 8);
+		memcpy(&v[5], s->uuid, 8);
+		for (k = 0; k < 6; k++)
+			sig = (sig ^ v[k]) * 1099511628211ull;
+	}
+	if (!any || sig == c->sole_sig)
+		return;
+	c->sole_sig = sig;
+	for (j = 0; j < c->t.nused; j++)
+	{
+		const ZklSlot *s = &c->t.slots[j];
+		const char *mine[NSLOTS];
+		bool		held[NSLOTS];
+		char		key_path[ZKL_PATH_LEN];
+		char	  **names;
+		ZkrChild	kids[128];
+		int			nmine = 0;
+		int			nn;
+		int			n;
+		int			own;
+		int			watch;
+		int			i;
+
+		if (s->zstate != ZKS_QUEUED || s->result != ZKR_PENDING || s->abandoned ||
+			!s->watch_sole || s->watch[0] == '\0' || s->rides ||
+			s->mode == ZKL_MODE_SEMAPHORE || s->node[0] == '\0' || slot_tainted(s))
+			continue;
+		for (i = 0; i < c->t.nused; i++)
+		{
+			const ZklSlot *o = &c->t.slots[i];
+
+			if (o != s && o->owner_pid == s->owner_pid && o->zstate != ZKS_FREE &&
+				o->root_id == s->root_id && strcmp(o->key, s->key) == 0 &&
+				!ridden_by_other(c, o))
+			{
+				held[nmine] = o->zstate == ZKS_HELD && !o->abandoned;
+				mine[nmine++] = o->uuid;
+			}
+		}
+		zcore_key_path(&c->t, s, key_path);
+		nn = zkm_leader_children(S->m, key_path, &names);
+		n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+		if (zkr_decide(kids, n, s->uuid, mine, held, nmine, &own, &watch) == ZKR_WAIT &&
+			(strcmp(kids[watch].name, s->watch) != 0 ||
+			 !zkr_sole_blocker(kids, own, watch, mine, held, nmine)))
+			fail("c%d slot %d (pid %d) %s %c node %s would be granted once %s goes, "
+				 "but at the leader %s blocks it%s", c->id, j, s->owner_pid, s->key, s->mode,
+				 s->node, s->watch, kids[watch].name,
+				 strcmp(kids[watch].name, s->watch) == 0 ? ", and so does a node ahead of it" : "");
+		zkm_names_free(names, nn);
+	}
+}
+
 /*
  * Liveness all along, judged from the leader's tree, not from the core:
  * a waiter whose node nothing blocks there (by the recipe, the backend's
@@ -3513,14 +3649,17 @@ check_liveness(Cluster *c)
 			s->mode == ZKL_MODE_SEMAPHORE || s->group != 0 || s->node[0] == '\0')
 		{
 			c->clear_since[j] = 0;
+			c->settled_since[j] = 0;
 			continue;
 		}
 		for (i = 0; i < c->t.nused; i++)
 		{
 			const ZklSlot *o = &c->t.slots[i];
 
+			/* (a node other backends ride is not the backend's own: core.c, decide) */
 			if (o != s && o->owner_pid == s->owner_pid && o->zstate != ZKS_FREE &&
-				o->root_id == s->root_id && strcmp(o->key, s->key) == 0)
+				o->root_id == s->root_id && strcmp(o->key, s->key) == 0 &&
+				!ridden_by_other(c, o))
 			{
 				held[nmine] = o->zstate == ZKS_HELD && !o->abandoned;
 				mine[nmine++] = o->uuid;
@@ -3530,6 +3669,43 @@ check_liveness(Cluster *c)
 		nn = zkm_leader_children(S->m, key_path, &names);
 		v = zkr_decide(kids, zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids),
 					   s->uuid, mine, held, nmine, &own, &watch);
+		/*
+		 * Promptness: nothing blocks it at the leader, its own server shows
+		 * the same queue, and nothing is on its way to or from the worker:
+		 * the worker knows all it needs, so it is granted at its next turn.
+		 */
+		{
+			bool		settled = v == ZKR_GRANT && !key_news(c, s, key_path);
+			int			server = zkm_client_server(S->m, c->client);
+
+			if (settled && server < 0)
+				settled = false;	/* (the link is down: the worker will hear of it) */
+			if (settled)
+			{
+				char	  **snames;
+				int			sn = zkm_server_children(S->m, server, key_path, &snames);
+
+				settled = sn == nn;
+				for (i = 0; settled && i < nn; i++)
+				{
+					int			k;
+
+					settled = false;
+					for (k = 0; k < sn && !settled; k++)
+						settled = strcmp(names[i], snames[k]) == 0;
+				}
+				zkm_names_free(snames, sn);
+			}
+			if (!settled)
+				c->settled_since[j] = 0;
+			else if (c->settled_since[j] == 0)
+				c->settled_since[j] = now;
+			else if (now - c->settled_since[j] > 500000)
+				fail("promptness: c%d slot %d (pid %d) %s %c: nothing blocks it at the leader, "
+					 "its server shows the same queue, nothing is on its way, and it is not "
+					 "granted for %.1f s", c->id, j, s->owner_pid, s->key, s->mode,
+					 (now - c->settled_since[j]) / 1e6);
+		}
 		zkm_names_free(names, nn);
 		if (v != ZKR_GRANT)
 			c->clear_since[j] = 0;

@@ -1567,6 +1567,18 @@ test_gwait(void)
 	docs[1] = "Z 2 b\nV 20 80 x tk2 x-b2\nE tk2/x-a4\nH tk3/x-b1\n";
 	CHECK(zgw_decide(docs, 2, 1, &v) && v.pid == 11 && strstr(v.detail, "cluster b") != NULL,
 		  "the victim is the youngest on a cycle across clusters, not on one of its own cluster");
+	/* a semaphore's waiter needs some of the nodes ahead gone, any of them */
+	docs[0] = "Z 1 a\nV 10 100 c mts x-a2 0\nS 1\nE mts/c-b1\nE mts/c-z9\nH tk1/x-a1\nH mts/x-a2\n";
+	docs[1] = "Z 2 b\nV 20 200 x tk1 x-b2 0\nE tk1/x-a1\nH mts/c-b1\nH tk1/x-b2\n";
+	CHECK(!zgw_decide(docs, 2, 2, &v) && !zgw_decide(docs, 2, 1, &v),
+		  "a semaphore's waiter that needs one node of two gone, one of them free to go: no deadlock");
+	docs[0] = "Z 1 a\nV 10 100 c mts x-a2 0\nS 2\nE mts/c-b1\nE mts/c-z9\nH tk1/x-a1\nH mts/x-a2\n";
+	CHECK(zgw_decide(docs, 2, 2, &v) && v.pid == 20,
+		  "one that needs both gone, one of them held by a backend waiting for it: a deadlock");
+	/* 10 and 11 wait for each other's row locks (core's to break), 12 for 10, 11 for 12 */
+	docs[0] = "Z 1 a\nV 10 100 L - - 0\nP 11\nH tk1/x-a1\nV 11 100 L - - 0\nP 10\nP 12\n"
+		"V 12 300 x tk1 x-a3 0\nE tk1/x-a1\nH tk1/x-a3\n";
+	CHECK(!zgw_decide(docs, 1, 1, &v), "a cycle of row locks alone is core's: no zk victim for it");
 	/* one cluster: 10 holds tk1 and waits for a row lock of 11, which waits for tk1 */
 	docs[0] = "Z 1 a\nV 10 100 L - -\nP 11\nH tk1/x-a1\nV 11 200 x tk1 x-a2\nE tk1/x-a1\nH tk1/x-a2\n";
 	CHECK(zgw_decide(docs, 1, 1, &v) && v.pid == 11 && strstr(v.detail, "row or table lock") != NULL,
