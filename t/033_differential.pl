@@ -27,7 +27,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use ZkLockTest;
 
-my $sequences = $ENV{ZKL_DIFF_SEQUENCES} // 100;
+my $sequences = $ENV{ZKL_DIFF_SEQUENCES} // 80;
 my $steps = $ENV{ZKL_DIFF_STEPS} // 30;
 
 my $zk = start_zookeeper('differential');

@@ -50,9 +50,9 @@ run_suite() {
 run_suite core-pure bash test/core_pure.sh
 run_suite unit bash test/unit/run.sh
 # the worker's decisions against the model ZooKeeper: a fixed set of seeds (~30 s)
-run_suite sim bash test/sim/run.sh --seeds 1-8000 --seconds 60
+run_suite sim bash test/sim/run.sh --seeds 1-8000 --seconds 45
 # the same code under AddressSanitizer and UBSan, on other seeds
-run_suite sim-asan env SIM_SANITIZE=1 SIM_BIN=test/sim/sim-asan bash test/sim/run.sh --seeds 100001-100400 --seconds 40
+run_suite sim-asan env SIM_SANITIZE=1 SIM_BIN=test/sim/sim-asan bash test/sim/run.sh --seeds 100001-100400 --seconds 30
 # the model ZooKeeper against this real server: the same scripts, compared (~10 s)
 run_suite conform bash test/sim/conform.sh "$zk_port" --scripts 40 --ops 100 --expiries 2
 run_suite fuzz bash test/fuzz/run.sh 20
