@@ -278,7 +278,7 @@ BEGIN
     EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
     FOR g IN SELECT grantee FROM aclexplode(acl) WHERE privilege_type = 'EXECUTE' AND grantee <> 0
     LOOP
-      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', f, g.grantee::regrole);
+      EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %s', f, g.grantee::regrole);  -- (regrole is quoted already)
     END LOOP;
   END LOOP;
 END $$;

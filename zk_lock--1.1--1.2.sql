@@ -40,10 +40,14 @@ BEGIN
   IF acl IS NULL OR EXISTS (SELECT FROM aclexplode(acl) WHERE grantee = 0 AND privilege_type = 'EXECUTE') THEN
     RETURN;                        -- readable by every role, as zk_lock_queue
   END IF;
+  -- a view's reader needs EXECUTE on the function it calls as well
   REVOKE SELECT ON zk_lock_waits FROM PUBLIC;
+  REVOKE EXECUTE ON FUNCTION zk_lock_wait_rows() FROM PUBLIC;
   FOR g IN SELECT grantee FROM aclexplode(acl) WHERE privilege_type = 'EXECUTE'
   LOOP
-    EXECUTE format('GRANT SELECT ON zk_lock_waits TO %I', g.grantee::regrole);
+    -- (regrole's text is quoted already)
+    EXECUTE format('GRANT SELECT ON zk_lock_waits TO %s', g.grantee::regrole);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION zk_lock_wait_rows() TO %s', g.grantee::regrole);
   END LOOP;
 END $$;
 

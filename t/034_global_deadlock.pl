@@ -184,10 +184,18 @@ row_cycle('rowi', 0);
 
 # --- a long wait with no cycle is no deadlock ---
 my ($h, $w) = (session($c[0]), session($c[1]));
+# the detector's cost, in requests ZooKeeper receives: idle, then while one wait is long
+my ($p0, $t0) = (zk_mntr($zk)->{zk_packets_received}, time());
+sleep(2);
+my ($p1, $t1) = (zk_mntr($zk)->{zk_packets_received}, time());
 $h->query_safe("BEGIN; SELECT zk_lock('long')");
 $w->query_until(qr/asked/, "\\echo asked\nBEGIN;\nSELECT zk_lock('long');\n\\echo long done\n");
 ok(!wait_for(sub { $w->{run}->pump_nb; $w->{stdout} =~ /long done/ || $w->{stderr} =~ /ERROR/ }, 5),
 	'a wait of five deadlock_timeouts behind a holder that is not waiting: no 40P01');
+my ($p2, $t2) = (zk_mntr($zk)->{zk_packets_received}, time());
+diag(sprintf('ZooKeeper requests per second, three clusters: %.1f idle, %.1f over a wait that is long '
+	  . 'for four of its five seconds (deadlock_timeout 1 s; the two lock requests included)',
+	($p1 - $p0) / ($t1 - $t0), ($p2 - $p1) / ($t2 - $t1)));
 my $wpid = $c[1]->safe_psql('postgres', "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Extension' AND backend_type = 'client backend'");
 is($c[2]->safe_psql('postgres',
 		"SELECT waiting_cluster, waiting_pid, waiting_key, waiting_mode, waiting_since < now(), "

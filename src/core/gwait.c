@@ -423,6 +423,7 @@ typedef struct Graph
 	int			queue[2 * MAX_VERTS];
 	int			closing;		/* the edge back to the start, and its state */
 	int			closing_from;
+	bool		unproven;		/* the cycle needs more checks than a claim has */
 } Graph;
 
 static Graph g;					/* 300 kB: not on the stack */
@@ -516,7 +517,9 @@ parse_doc(const char *doc)
 		else if (tag.len == 1 && tag.p[0] == 'S' && cur >= 0)
 			g.v[cur].need = (int) word_int(next_word(&q, end), 10);
 		else if (tag.len == 1 && (tag.p[0] == 'E' || tag.p[0] == 'P') && cur >= 0 &&
-				 g.nraw < MAX_EDGES)
+				 g.nraw >= MAX_EDGES)
+			g.v[cur].unknown++;	/* left out: one that can go, as far as we know */
+		else if (tag.len == 1 && (tag.p[0] == 'E' || tag.p[0] == 'P') && cur >= 0)
 		{
 			RawEdge    *r = &g.raw[g.nraw++];
 
@@ -551,8 +554,13 @@ edge_cmp(const void *a, const void *b)
 static void
 add_edge(int from, int to, Word via)
 {
-	if (from == to || g.ne >= MAX_EDGES)
+	if (from == to)
 		return;
+	if (g.ne >= MAX_EDGES)
+	{
+		g.v[from].unknown++;	/* left out: one that can go, as far as we know */
+		return;
+	}
 	g.e[g.ne].from = from;
 	g.e[g.ne].to = to;
 	g.e[g.ne++].via = via;
@@ -690,12 +698,13 @@ strong(int v)
 
 /*
  * Whether an edge is one deadlock.c cannot see: from one session to
- * another, or from or to a lock manager's wait.
+ * another, or from or to a lock manager's wait or a semaphore's.
  */
 static bool
 crossing(const Vert *a, const Vert *b)
 {
-	return a->session != b->session || a->mode == HEAVY || b->mode == HEAVY;
+	return a->session != b->session || a->mode == HEAVY || b->mode == HEAVY ||
+		a->mode == ZKL_MODE_SEMAPHORE || b->mode == ZKL_MODE_SEMAPHORE;
 }
 
 /*
@@ -756,8 +765,13 @@ add_check(ZgwVictim *v, const char *name)
 {
 	int			i;
 
-	if (name[0] == '\0' || v->nchecks >= ZGW_MAX_CHECKS)
+	if (name[0] == '\0')
 		return;
+	if (v->nchecks >= ZGW_MAX_CHECKS)
+	{
+		g.unproven = true;		/* more than one claim can check */
+		return;
+	}
 	for (i = 0; i < v->nchecks; i++)
 		if (strcmp(v->checks[i], name) == 0)
 			return;
@@ -775,6 +789,8 @@ add_session(ZgwVictim *v, int64_t session)
 			return;
 	if (v->nsessions < ZGW_MAX_CHECKS)
 		v->sessions[v->nsessions++] = session;
+	else
+		g.unproven = true;
 }
 
 /* A vertex's waiting node as "<key>/<node>" ("": it waits for a hand-over, no node). */
@@ -901,6 +917,32 @@ describe_cycle(int y, ZgwVictim *out)
 		add_session(out, g.v[e->from].session);
 		describe_step(&g.v[e->from], &g.v[e->to], out->detail, sizeof(out->detail), &n);
 	}
+
+	/*
+	 * A semaphore's waiter on the cycle goes on once enough of the nodes
+	 * ahead go, any of them: every one that cannot go must still be there,
+	 * and every document that says why it cannot go must be unchanged.
+	 */
+	for (i = npath - 1; i >= 0; i--)
+	{
+		int			v = g.e[path[i]].from;
+		int			k;
+
+		if (g.v[v].need == 0)
+			continue;
+		for (k = g.first[v]; k < g.first[v + 1]; k++)
+		{
+			char		name[ZGW_NAME_LEN];
+
+			if (g.v[g.e[k].to].goes || g.e[k].via.len <= 0 || g.e[k].via.len >= ZGW_NAME_LEN)
+				continue;
+			snprintf(name, sizeof(name), "%.*s", g.e[k].via.len, g.e[k].via.p);
+			add_check(out, name);
+		}
+		for (k = 0; k < g.nv; k++)
+			if (!g.v[k].goes)
+				add_session(out, g.v[k].session);
+	}
 }
 
 bool
@@ -948,8 +990,10 @@ zgw_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *out)
 		wait_node(&g.v[y], out->node);
 		if (!cross_cycle(y))
 			continue;			/* cannot be: y has an edge across, inside its part */
+		g.unproven = false;
 		describe_cycle(y, out);
-		return true;
+		if (!g.unproven)
+			return true;
 	}
 	return false;
 }

@@ -78,6 +78,7 @@ static ZklCore *the_core = NULL;
 static MemoryContext gw_cxt = NULL;	/* the lock manager's answers, reset each time */
 static ZgwHeavy heavy[MAX_HEAVY];
 static int	nheavy_sent = 0;	/* of them, in the document as published last */
+static bool heavy_changed = false;	/* they changed since: write the document again */
 #define MAX_SEMS	16			/* semaphore waits listed for one document */
 static ZgwSemWait sems[MAX_SEMS];	/* as last listed */
 static int	nsems = 0;
@@ -436,6 +437,8 @@ break_cycle(void)
 	TimestampTz now = GetCurrentTimestamp();
 	int			nheavy = nheavy_sent = gather_heavy(now);
 
+	heavy_changed = true;		/* what was just read goes into the document next turn */
+
 	for (i = 0; i < ndocs; i++)
 		if (docs[i] != NULL)
 			all[n++] = docs[i];
@@ -658,9 +661,18 @@ zkl_gwaits_tend(ZklCore *core)
 	due = zgw_next_due(&zkl_shared->t, DeadlockTimeout);
 	print = zgw_fingerprint(&zkl_shared->t, now, DeadlockTimeout);
 	LWLockRelease(zkl_shared->lock);
-	/* a lock manager's wait published that ended is a change too */
-	if (nheavy_sent > 0 && keep_heavy(nheavy_sent) != nheavy_sent)
+	/* a lock manager's wait published that ended is a change too, until written */
+	if (nheavy_sent > 0)
+	{
+		int			kept = keep_heavy(nheavy_sent);
+
+		heavy_changed |= kept != nheavy_sent;
+		nheavy_sent = kept;
+	}
+	if (heavy_changed)
 		print ^= 0x9e3779b97f4a7c15ULL;
+	if (due == 0 || now < due)
+		sems_listed = false;	/* no round due: the next one lists them afresh */
 	/* a round due: first what the semaphores waited for have ahead of them */
 	if (due != 0 && now >= due && mono >= next_round && !sems_listed && list_sems(now))
 		return RETRY_MS;
@@ -673,6 +685,7 @@ zkl_gwaits_tend(ZklCore *core)
 
 		/* a round reads the lock manager again; a rewrite drops the waits that ended */
 		nheavy_sent = round ? gather_heavy(now) : keep_heavy(nheavy_sent);
+		heavy_changed = false;
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
 		len = format_doc(core, now, nheavy_sent);
 		LWLockRelease(zkl_shared->lock);

@@ -1575,6 +1575,11 @@ test_gwait(void)
 	docs[0] = "Z 1 a\nV 10 100 c mts x-a2 0\nS 2\nE mts/c-b1\nE mts/c-z9\nH tk1/x-a1\nH mts/x-a2\n";
 	CHECK(zgw_decide(docs, 2, 2, &v) && v.pid == 20,
 		  "one that needs both gone, one of them held by a backend waiting for it: a deadlock");
+	/* one cluster: 10 waits for a semaphore behind 11's node, 11 waits for 10's tk1 */
+	docs[0] = "Z 1 a\nV 10 100 c mts c-a2 0\nS 1\nE mts/c-a5\nH tk1/x-a1\nH mts/c-a2\n"
+		"V 11 200 x tk1 x-a3 0\nP 10\nH mts/c-a5\nH tk1/x-a3\n";
+	CHECK(zgw_decide(docs, 1, 1, &v) && v.pid == 11,
+		  "a cycle of one cluster through a semaphore, which deadlock.c cannot see, is found here");
 	/* 10 and 11 wait for each other's row locks (core's to break), 12 for 10, 11 for 12 */
 	docs[0] = "Z 1 a\nV 10 100 L - - 0\nP 11\nH tk1/x-a1\nV 11 100 L - - 0\nP 10\nP 12\n"
 		"V 12 300 x tk1 x-a3 0\nE tk1/x-a1\nH tk1/x-a3\n";
