@@ -659,7 +659,9 @@ zkl_gwaits_tend(ZklCore *core)
 	/* cheap first: only a round due or a changed wait formats the document */
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	due = zgw_next_due(&zkl_shared->t, DeadlockTimeout);
-	print = zgw_fingerprint(&zkl_shared->t, now, DeadlockTimeout);
+	/* (nothing published and no long wait: the usual case costs the one scan) */
+	print = (published || (due != 0 && now >= due)) ?
+		zgw_fingerprint(&zkl_shared->t, now, DeadlockTimeout) : sent_print;
 	LWLockRelease(zkl_shared->lock);
 	/* a lock manager's wait published that ended is a change too, until written */
 	if (nheavy_sent > 0)
