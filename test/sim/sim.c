@@ -3410,6 +3410,37 @@ static void check_liveness(Cluster *c);
 #define CALM_BACKLOG	8
 
 
+/*
+ * cohort.c's belief against what is in flight: a request whose hand-overs
+ * wait for a watched listing of its key (COH_PEEK_ASKED) has one on its
+ * way.  Else nothing asks again: a released node is kept for good, and its
+ * local waiters and every other cluster's wait behind it.
+ */
+static void
+check_peek_out(const Cluster *c)
+{
+	int			i;
+	int			j;
+
+	if (c->client < 0 || c->t.conn_state != ZKC_CONNECTED)
+		return;
+	for (j = 0; j < c->t.nused; j++)
+	{
+		const ZklSlot *s = &c->t.slots[j];
+		uint64_t	tag = zcore_tag(j, s->attempt);
+		bool		out = false;
+
+		if (s->peek != COH_PEEK_ASKED || s->zstate == ZKS_FREE || s->zstate == ZKS_GONE ||
+			s->zstate == ZKS_DELETING)
+			continue;
+		for (i = 0; i < c->nouts && !out; i++)
+			out = c->outs[i].purpose == P_CHILDREN && c->outs[i].tag == tag && c->outs[i].watched;
+		if (!out)
+			fail("c%d slot %d (pid %d, state %d) %s: cohort.c waits for a watched listing of its key, "
+				 "and none is on its way", c->id, j, s->owner_pid, s->zstate, s->key);
+	}
+}
+
 static void
 check_step(void)
 {
@@ -3424,6 +3455,7 @@ check_step(void)
 
 		note_grants(c);
 		check_liveness(c);
+		check_peek_out(c);
 		for (j = 0; j < c->t.nused; j++)
 			if (c->t.slots[j].group != 0 && !c->t.slots[j].abandoned)
 				check_group(c, j);
