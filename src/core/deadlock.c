@@ -204,7 +204,7 @@ visit(Graph *g, ZklCohort *coh, int pid)
 }
 
 int64_t
-zdl_next_due(const ZklTable *t, int timeout_ms)
+zdl_oldest_due(const ZklTable *t, int timeout_ms, bool (*counts) (const ZklTable *t, const ZklSlot *s))
 {
 	int64_t		oldest = 0;
 	int			i;
@@ -213,10 +213,22 @@ zdl_next_due(const ZklTable *t, int timeout_ms)
 	{
 		const ZklSlot *s = &t->slots[i];
 
-		if (waiting(s) && (oldest == 0 || s->requested_at < oldest))
+		if (counts(t, s) && (oldest == 0 || s->requested_at < oldest))
 			oldest = s->requested_at;
 	}
 	return oldest == 0 ? 0 : oldest + (int64_t) timeout_ms * 1000;
+}
+
+static bool
+counts_here(const ZklTable *t, const ZklSlot *s)
+{
+	return waiting(s);
+}
+
+int64_t
+zdl_next_due(const ZklTable *t, int timeout_ms)
+{
+	return zdl_oldest_due(t, timeout_ms, counts_here);
 }
 
 int

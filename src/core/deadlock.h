@@ -46,5 +46,8 @@ extern int	zdl_blockers(ZklCohort *coh, const ZklSlot *s, int *pids, int max);
 
 /* The wall time when the oldest waiting request reaches timeout_ms (0: nobody waits). */
 extern int64_t zdl_next_due(const ZklTable *t, int timeout_ms);
+/* The same for the requests `counts` says, of any kind (gwait.c's). */
+extern int64_t zdl_oldest_due(const ZklTable *t, int timeout_ms,
+							  bool (*counts) (const ZklTable *t, const ZklSlot *s));
 
 #endif

@@ -30,11 +30,17 @@
 
 /* ---- this cluster's document ---- */
 
+/* A wait this detector follows: a lock's or a semaphore's, under the current root. */
+static bool
+counts_across(const ZklTable *t, const ZklSlot *s)
+{
+	return (zdl_waiting(s) || zdl_sem_waiting(s)) && s->root_id == t->cur_root;
+}
+
 static bool
 long_wait(const ZklTable *t, const ZklSlot *s, int64_t now, int timeout_ms)
 {
-	return (zdl_waiting(s) || zdl_sem_waiting(s)) && s->root_id == t->cur_root &&
-		now - s->requested_at >= (int64_t) timeout_ms * 1000;
+	return counts_across(t, s) && now - s->requested_at >= (int64_t) timeout_ms * 1000;
 }
 
 int
@@ -316,18 +322,7 @@ zgw_holders(const ZklTable *t, int *pids, int max)
 int64_t
 zgw_next_due(const ZklTable *t, int timeout_ms)
 {
-	int64_t		oldest = 0;
-	int			i;
-
-	for (i = 0; i < t->nused; i++)
-	{
-		const ZklSlot *s = &t->slots[i];
-
-		if ((zdl_waiting(s) || zdl_sem_waiting(s)) && s->root_id == t->cur_root &&
-			(oldest == 0 || s->requested_at < oldest))
-			oldest = s->requested_at;
-	}
-	return oldest == 0 ? 0 : oldest + (int64_t) timeout_ms * 1000;
+	return zdl_oldest_due(t, timeout_ms, counts_across);
 }
 
 uint64_t
