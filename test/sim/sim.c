@@ -3539,6 +3539,32 @@ key_news(Cluster *c, const ZklSlot *s, const char *key_path)
 }
 
 /*
+ * The other nodes of s's backend on its key, as core.c's decide() counts
+ * them (a node other backends ride is not the backend's own): into mine and
+ * held; returns how many.
+ */
+static int
+own_nodes(Cluster *c, const ZklSlot *s, const char **mine, bool *held)
+{
+	int			nmine = 0;
+	int			i;
+
+	for (i = 0; i < c->t.nused; i++)
+	{
+		const ZklSlot *o = &c->t.slots[i];
+
+		if (o != s && o->owner_pid == s->owner_pid && o->zstate != ZKS_FREE &&
+			o->root_id == s->root_id && strcmp(o->key, s->key) == 0 &&
+			!ridden_by_other(c, o))
+		{
+			held[nmine] = o->zstate == ZKS_HELD && !o->abandoned;
+			mine[nmine++] = o->uuid;
+		}
+	}
+	return nmine;
+}
+
+/*
  * A waiter that counts the node it watches as its only blocker is granted
  * on that node's delete without reading its queue again (zcore_watch_event,
  * delete_result): so that must be true at the leader, by the recipe with
@@ -3582,29 +3608,17 @@ check_sole_blocker(Cluster *c)
 		char		key_path[ZKL_PATH_LEN];
 		char	  **names;
 		ZkrChild	kids[128];
-		int			nmine = 0;
+		int			nmine;
 		int			nn;
 		int			n;
 		int			own;
 		int			watch;
-		int			i;
 
 		if (s->zstate != ZKS_QUEUED || s->result != ZKR_PENDING || s->abandoned ||
 			!s->watch_sole || s->watch[0] == '\0' || s->rides ||
 			s->mode == ZKL_MODE_SEMAPHORE || s->node[0] == '\0' || slot_tainted(s))
 			continue;
-		for (i = 0; i < c->t.nused; i++)
-		{
-			const ZklSlot *o = &c->t.slots[i];
-
-			if (o != s && o->owner_pid == s->owner_pid && o->zstate != ZKS_FREE &&
-				o->root_id == s->root_id && strcmp(o->key, s->key) == 0 &&
-				!ridden_by_other(c, o))
-			{
-				held[nmine] = o->zstate == ZKS_HELD && !o->abandoned;
-				mine[nmine++] = o->uuid;
-			}
-		}
+		nmine = own_nodes(c, s, mine, held);
 		zcore_key_path(&c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
 		n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
@@ -3684,19 +3698,7 @@ check_liveness(Cluster *c)
 			c->settled_since[j] = 0;
 			continue;
 		}
-		for (i = 0; i < c->t.nused; i++)
-		{
-			const ZklSlot *o = &c->t.slots[i];
-
-			/* (a node other backends ride is not the backend's own: core.c, decide) */
-			if (o != s && o->owner_pid == s->owner_pid && o->zstate != ZKS_FREE &&
-				o->root_id == s->root_id && strcmp(o->key, s->key) == 0 &&
-				!ridden_by_other(c, o))
-			{
-				held[nmine] = o->zstate == ZKS_HELD && !o->abandoned;
-				mine[nmine++] = o->uuid;
-			}
-		}
+		nmine = own_nodes(c, s, mine, held);
 		zcore_key_path(&c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
 		v = zkr_decide(kids, zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids),
