@@ -1680,9 +1680,11 @@ plan_unsent(ZklCore *c, int idx, Turn *turn)
  * A waiter with nothing in flight checks its blocker again now and then: a
  * missed watch event must not leave it waiting for ever.  Re-setting the
  * watch is enough (a read of one node); the whole queue is read again only
- * when a lock-delay ends (while one is in force, nothing is read), or when
+ * when a lock-delay ends (while one is in force, nothing is read), when
  * the blocker may be a node of ours that no request owns (which that read
- * lets us find).
+ * lets us find), and every fourth time: nothing else tells a waiter that
+ * its own node was deleted from outside, and until it queues again it
+ * would wait for ever, and hold up whatever waits for what it holds.
  */
 static void
 plan_recheck(ZklCore *c, ZklSlot *s, Turn *turn)
@@ -1704,7 +1706,7 @@ plan_recheck(ZklCore *c, ZklSlot *s, Turn *turn)
 	else
 	{
 		bool		recheck_all = s->delayed_until != 0 || s->watch[0] == '\0' ||
-			c->env->may_be_orphan(c->env->arg, s->watch);
+			c->env->may_be_orphan(c->env->arg, s->watch) || ++s->rechecks % 4 == 0;
 
 		s->delayed_until = 0;
 		s->todo |= recheck_all ? ZKT_CHILDREN : ZKT_WATCH;

@@ -40,7 +40,8 @@ counts_across(const ZklTable *t, const ZklSlot *s)
 static bool
 long_wait(const ZklTable *t, const ZklSlot *s, int64_t now, int timeout_ms)
 {
-	return counts_across(t, s) && now - s->requested_at >= (int64_t) timeout_ms * 1000;
+	/* (the time first: the worker asks every turn while a document is out) */
+	return now - s->requested_at >= (int64_t) timeout_ms * 1000 && counts_across(t, s);
 }
 
 int
@@ -317,6 +318,24 @@ zgw_holders(const ZklTable *t, int *pids, int max)
 			pids[n++] = s->owner_pid;
 	}
 	return n;
+}
+
+bool
+zgw_node_live(const ZklTable *t, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < t->nused; i++)
+	{
+		const ZklSlot *s = &t->slots[i];
+		size_t		klen = strlen(s->key);
+
+		if (s->zstate != ZKS_FREE && s->zstate != ZKS_GONE && s->node[0] != '\0' &&
+			strncmp(name, s->key, klen) == 0 && name[klen] == '/' &&
+			strcmp(name + klen + 1, s->node) == 0)
+			return true;
+	}
+	return false;
 }
 
 int64_t

@@ -118,6 +118,12 @@ extern bool zgw_sem_wait(const ZklTable *t, int slot, const char *const *names, 
  */
 extern int	zgw_holders(const ZklTable *t, int *pids, int max);
 
+/*
+ * Whether a slot still has node `name` ("<key>/<node>"), or its delete is
+ * still on its way: a victim's claim is kept until it is not.
+ */
+extern bool zgw_node_live(const ZklTable *t, const char *name);
+
 /* When the oldest wait under the current root is timeout_ms old (wall; 0: none waits). */
 extern int64_t zgw_next_due(const ZklTable *t, int timeout_ms);
 

@@ -96,6 +96,7 @@ typedef struct ZklSlot
 								 * slot (`node`), none of its own (cohort.c) */
 	uint16_t	todo;			/* ZKT_* bits */
 	uint8_t		retries;		/* parent re-creations, to bound a loop */
+	uint8_t		rechecks;		/* worker only: a waiter's re-checks (plan_recheck) */
 	uint8_t		verify;			/* ZKV_*; owner asks (ASKED), worker answers */
 	uint8_t		scope;			/* owner: ZKL_SCOPE_* bits, the levels it is held at */
 	char		mode;			/* ZKL_MODE_* */

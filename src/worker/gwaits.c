@@ -651,6 +651,22 @@ zkl_gwaits_tend(ZklCore *core)
 		claim_path(path);
 		(void) zoo_aexists(zkc_handle(), path, 0, claim_looked, tag());
 	}
+	/*
+	 * The claim goes once the victim's node is gone: any claim that still
+	 * sees the broken cycle, from documents read before, checks that node
+	 * and fails.  A victim with no node of its own (a hand-over wait)
+	 * keeps it until every document has been read again.
+	 */
+	if (claimed && victim.node[0] != '\0')
+	{
+		bool		live;
+
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		live = zgw_node_live(&zkl_shared->t, victim.node);
+		LWLockRelease(zkl_shared->lock);
+		if (!live)
+			drop_claim();
+	}
 	if (claimed && mono >= claim_until)
 		drop_claim();
 	if (phase != PH_IDLE)

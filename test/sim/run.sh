@@ -11,5 +11,5 @@ san=()
 [ "${SIM_SANITIZE:-0}" = 1 ] && san=(-O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined)
 cc -std=c99 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation "${san[@]}" \
 	-I"$src" -o "$out" "$here/sim.c" "$here/zkmodel.c" \
-	"$src/core.c" "$src/table.c" "$src/holds.c" "$src/book.c" "$src/lock_delay.c" "$src/recipe.c" "$src/cohort.c" "$src/cutoff.c" "$src/deadlock.c"
+	"$src/core.c" "$src/table.c" "$src/holds.c" "$src/book.c" "$src/lock_delay.c" "$src/recipe.c" "$src/cohort.c" "$src/cutoff.c" "$src/deadlock.c" "$src/gwait.c" "$src/keys.c"
 exec "$out" "$@"

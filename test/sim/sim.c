@@ -50,6 +50,8 @@
 
 #include "core.h"
 #include "cutoff.h"
+#include "deadlock.h"
+#include "gwait.h"
 #include "book.h"
 #include "holds.h"
 #include "lock_delay.h"
@@ -73,6 +75,7 @@
 #define WORK_US		(30 * 1000000LL)	/* faults and load */
 #define QUIET_US	(180 * 1000000LL)	/* then no faults, no new work */
 #define TRACE		48
+#define SIM_DOC_LEN	8192		/* a cluster's wait document (gwait.h allows more) */
 
 /* ---- the run ---- */
 
@@ -213,6 +216,7 @@ typedef struct Backend
 	int64_t		next_at;
 	int			txns_left;
 	int			commits;
+	int64_t		stuck_since;	/* waits for ever by the ground truth since (0: not) */
 } Backend;
 
 typedef struct Ghost
@@ -287,6 +291,22 @@ typedef struct Cluster
 	int64_t		drift_ppm;
 	int64_t		mono_off;
 	int64_t		wall_jump;
+	/* deadlocks across clusters (gw_tend: gwaits.c's schedule) */
+	char		gw_doc[SIM_DOC_LEN];	/* published ("": none) */
+	int64_t		gw_doc_session;
+	int			gw_doc_version;
+	uint64_t	gw_print;
+	int64_t		gw_next_write;	/* model time */
+	int64_t		gw_next_round;
+	int			gw_phase;		/* GW_* */
+	int64_t		gw_at;			/* when its next step comes */
+	int64_t		gw_claim_until;	/* a claim of ours lives until (0: none) */
+	ZgwVictim	gw_victim;
+	uint64_t	gw_victim_attempt;	/* its request, if it waited for ever at the claim */
+	ZgwSemWait	gw_sems[16];
+	int			gw_nsems;
+	char		gw_read[NCLUSTERS][SIM_DOC_LEN];	/* the others' documents, as read */
+	int			gw_read_version[NCLUSTERS];
 	Backend		b[NBACKENDS];
 } Cluster;
 
@@ -313,6 +333,8 @@ typedef struct Sim
 	char		tainted[64][ZKL_UUID_LEN + 1];
 	int			ntainted;
 	int			nhistory[NALL];
+	int64_t		claim_session;	/* <root>/.deadlock's owner (0: none) */
+	int64_t		circles_at;		/* check_circles' next sample */
 	/* granted slots already checked: cluster, slot, attempt */
 	uint64_t	seen_attempt[NCLUSTERS][NSLOTS];
 	int64_t		granted_at[NCLUSTERS][NSLOTS];	/* when those grants were made */
@@ -1101,6 +1123,7 @@ worker_read(Cluster *c, int at_least)
 }
 
 static void plan_turn(Cluster *c);
+static void gw_tend(Cluster *c);
 static void worker_restart(Cluster *c);
 static void backend_exit(Cluster *c, Backend *b);
 static void end_xact(Cluster *c, Backend *b, const char *how);
@@ -1225,6 +1248,7 @@ plan_turn(Cluster *c)
 
 	session_tend(c);
 	presence_tend(c);
+	gw_tend(c);
 	connected = c->client >= 0 && c->t.conn_state == ZKC_CONNECTED;
 	(void) zcore_plan(&c->core, connected,
 					  c->proof_session == c->t.session_id ? c->proof_at : 0);
@@ -2460,16 +2484,36 @@ plan_plain(Backend *b, int k, int pattern)
 	else if (pattern < 16)
 	{
 		/*
-		 * Two keys in either order: backends of one cluster that meet in a
-		 * circle are broken by the deadlock search (40P01), those of two
-		 * clusters by their wait's timeout.
+		 * Two keys in either order, the second maybe shared: backends that
+		 * meet in a circle are broken by a deadlock search (40P01), of
+		 * their cluster's (deadlock.c) or across clusters (gwait.c), or by
+		 * a wait's timeout.  A wait for ever leaves it to the searches.
 		 */
 		int			first = rnd_int(NKEYS);
 		int			second = (first + 1 + rnd_int(NKEYS - 1)) % NKEYS;
+		int			i;
 
-		add_act(b, false, first, ZKL_MODE_EXCLUSIVE, 1);
+		if (chance(25))
+		{
+			/* a semaphore and a lock, in either order: circles through the semaphore */
+			if (chance(50))
+				second = SEM_KEY;
+			else
+			{
+				second = first;
+				first = SEM_KEY;
+			}
+		}
+		add_act(b, false, first, ZKL_MODE_EXCLUSIVE, chance(50) ? 0 : 1);
 		add_pause(b);
-		add_act(b, false, second, ZKL_MODE_EXCLUSIVE, 1);
+		add_act(b, false, second, chance(70) ? ZKL_MODE_EXCLUSIVE : ZKL_MODE_SHARED,
+				chance(50) ? 0 : 1);
+		for (i = b->nacts - 3; i < b->nacts; i++)
+			if (!b->acts[i].pause && b->acts[i].key == SEM_KEY)
+			{
+				b->acts[i].mode = ZKL_MODE_SEMAPHORE;
+				b->acts[i].holders = SEM_HOLDERS;
+			}
 	}
 	else if (pattern < 22)
 	{
@@ -3441,6 +3485,780 @@ check_peek_out(const Cluster *c)
 	}
 }
 
+/* ---- ground truth: waits that can never end ----
+ *
+ * From the leader's tree and the backends as they are, not from what any
+ * core believes: a backend can go on unless it waits (B_WAIT, a request
+ * still pending), and a pending request can go on once fewer than `need`
+ * of the entries ahead of it stay (1 for a lock: all of them go; the
+ * holders count for a semaphore).  An entry ahead is a node before the
+ * request's own at the leader that conflicts with it, or for a request
+ * waiting for a local hand-over (no node of its own), a local request of
+ * another backend that holds the key or has a node for it; it goes once
+ * every backend holding or riding it can go (a node no backend holds, a
+ * lingering one or an orphan, goes in time).  The least fixed point of
+ * "can go on" leaves the backends that wait for ever: circles of waits and
+ * what waits behind them.  Timeouts are left out: a circle is a deadlock
+ * even if a lock_timeout would end it later, as for core's detector.
+ * A request not judged (its node not at the leader yet, or deleted) counts
+ * as one that goes on, and local waiters queued behind each other without
+ * nodes are not edges: both make this miss some circles, never see one
+ * that is not there.
+ */
+#define TR_AHEAD	64
+#define TR_OWNERS	8
+#define TR_REQS		(NCLUSTERS * NSLOTS)
+
+typedef struct TruthEntry
+{
+	int			nowners;
+	int8_t		oc[TR_OWNERS];	/* cluster and backend index of each owner */
+	int8_t		ob[TR_OWNERS];
+} TruthEntry;
+
+typedef struct TruthReq
+{
+	int8_t		ci;
+	int8_t		bi;
+	int			need;
+	int			nahead;
+	TruthEntry	ahead[TR_AHEAD];
+} TruthReq;
+
+typedef struct Truth
+{
+	bool		goes[NCLUSTERS][NBACKENDS];
+	int			nreqs;
+	TruthReq	reqs[TR_REQS];
+} Truth;
+
+static int
+backend_of_pid(const Cluster *c, int pid)
+{
+	int			i;
+
+	for (i = 0; i < c->nb; i++)
+		if (c->b[i].pid == pid)
+			return i;
+	return -1;
+}
+
+/* Every backend holding, riding or queued through node `name` of key `key`. */
+static void
+truth_owners(const char *key, const char *name, TruthEntry *e)
+{
+	int			i;
+	int			j;
+
+	e->nowners = 0;
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].t.nused; j++)
+		{
+			const ZklSlot *o = &S->c[i].t.slots[j];
+			int			bi;
+
+			if (o->zstate == ZKS_FREE || o->zstate == ZKS_LINGER || o->zstate == ZKS_GONE ||
+				strcmp(o->key, key) != 0 ||
+				!(zkr_name_has_uuid(name, o->uuid) || strcmp(o->node, name) == 0))
+				continue;
+			bi = backend_of_pid(&S->c[i], o->owner_pid);
+			if (bi >= 0 && e->nowners < TR_OWNERS)
+			{
+				e->oc[e->nowners] = (int8_t) i;
+				e->ob[e->nowners++] = (int8_t) bi;
+			}
+		}
+}
+
+/* What pending request s of backend bi in cluster ci waits for; false: not judged. */
+static bool
+truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
+{
+	const Cluster *c = &S->c[ci];
+	int			pid = c->b[bi].pid;
+	int			i;
+
+	r->ci = (int8_t) ci;
+	r->bi = (int8_t) bi;
+	r->need = s->mode == ZKL_MODE_SEMAPHORE ? s->holders : 1;
+	r->nahead = 0;
+	if (s->zstate == ZKS_COHORT)
+	{
+		/* a local hand-over: the holders of the key, and the request with the cluster's node */
+		for (i = 0; i < c->t.nused && r->nahead < TR_AHEAD; i++)
+		{
+			const ZklSlot *o = &c->t.slots[i];
+			int			ob = backend_of_pid(c, o->owner_pid);
+
+			if (o->owner_pid == pid || ob < 0 || strcmp(o->key, s->key) != 0 ||
+				!(o->zstate == ZKS_HELD || (o->zstate == ZKS_QUEUED && o->node[0] != '\0')) ||
+				(s->mode != ZKL_MODE_SEMAPHORE && !conflict(o->mode, s->mode)))
+				continue;
+			r->ahead[r->nahead].nowners = 1;
+			r->ahead[r->nahead].oc[0] = (int8_t) ci;
+			r->ahead[r->nahead++].ob[0] = (int8_t) ob;
+		}
+		return true;
+	}
+	else
+	{
+		char		key_path[ZKL_PATH_LEN];
+		char	  **names;
+		ZkrChild	kids[128];
+		int			nn;
+		int			n;
+		int			own = -1;
+
+		zcore_key_path(&c->t, s, key_path);
+		nn = zkm_leader_children(S->m, key_path, &names);
+		n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+		for (i = 0; i < n; i++)
+			if (zkr_name_has_uuid(kids[i].name, s->uuid))
+				own = i;
+		for (i = 0; own >= 0 && i < n && r->nahead < TR_AHEAD; i++)
+		{
+			TruthEntry *e = &r->ahead[r->nahead];
+			int			k;
+			int			others = 0;
+			bool		mine = false;
+
+			if (i == own || zkr_seq_cmp(kids[i].seq, kids[own].seq) > 0 ||
+				(s->mode != ZKL_MODE_SEMAPHORE && !conflict(kids[i].mode, s->mode)))
+				continue;
+			truth_owners(s->key, kids[i].name, e);
+			/*
+			 * The backend's own nodes never block it (the recipe's
+			 * same-backend rule), but one it rides with others blocks
+			 * it until they go.
+			 */
+			for (k = 0; k < e->nowners; k++)
+				if (e->oc[k] == ci && e->ob[k] == bi)
+					mine = true;
+				else
+				{
+					e->oc[others] = e->oc[k];
+					e->ob[others++] = e->ob[k];
+				}
+			e->nowners = others;
+			if (!mine || others > 0)
+				r->nahead++;
+		}
+		zkm_names_free(names, nn);
+		return own >= 0;
+	}
+}
+
+static void
+truth_dump(const Truth *tr)
+{
+	int			i;
+	int			j;
+	int			k;
+
+	for (i = 0; i < tr->nreqs; i++)
+	{
+		const TruthReq *r = &tr->reqs[i];
+
+		printf("c%d b%d (%s) needs %d of:", r->ci, S->c[r->ci].b[r->bi].pid,
+			   tr->goes[r->ci][r->bi] ? "goes" : "stuck", r->need);
+		for (j = 0; j < r->nahead; j++)
+		{
+			printf(" [");
+			for (k = 0; k < r->ahead[j].nowners; k++)
+				printf(" c%d b%d", r->ahead[j].oc[k], S->c[r->ahead[j].oc[k]].b[r->ahead[j].ob[k]].pid);
+			printf(" ]");
+		}
+		printf("\n");
+	}
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].t.nused; j++)
+		{
+			const ZklSlot *o = &S->c[i].t.slots[j];
+
+			if (o->zstate != ZKS_FREE)
+				printf("c%d slot %d pid %d %s %c st %d res %d rides %d ab %d node %s uuid %.8s watch %s\n",
+					   i, j, o->owner_pid, o->key, o->mode, o->zstate, o->result, o->rides,
+					   o->abandoned, o->node, o->uuid, o->watch);
+		}
+}
+
+static void
+truth_build(Truth *tr)
+{
+	int			i;
+	int			j;
+
+	tr->nreqs = 0;
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].nb; j++)
+		{
+			const Cluster *c = &S->c[i];
+			const Backend *b = &c->b[j];
+			int			slots[NKEYS];
+			int			ns = 0;
+			int			k;
+
+			tr->goes[i][j] = true;
+			if (b->st == B_WAIT && b->ngroup > 0)
+				for (k = 0; k < b->ngroup; k++)
+					slots[ns++] = b->group[k];
+			else if (b->st == B_WAIT && b->waiting >= 0)
+				slots[ns++] = b->waiting;
+			for (k = 0; k < ns; k++)
+			{
+				const ZklSlot *s = &c->t.slots[slots[k]];
+
+				if (s->result != ZKR_PENDING || s->owner_pid != b->pid || s->abandoned)
+					continue;
+				if (tr->nreqs < TR_REQS && truth_request(i, j, s, &tr->reqs[tr->nreqs]))
+				{
+					tr->nreqs++;
+					tr->goes[i][j] = false;
+				}
+			}
+		}
+	/*
+	 * ZooKeeper's view: a wait given up in its cluster (a timeout, a
+	 * cancel, another search's 40P01) whose node is still queued at the
+	 * leader, its delete on its way, is a wait still, for every other
+	 * cluster as for the claim that checks its node.
+	 */
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].t.nused; j++)
+		{
+			const ZklSlot *s = &S->c[i].t.slots[j];
+			int			bi = backend_of_pid(&S->c[i], s->owner_pid);
+
+			if (bi < 0 || s->nowait || s->result == ZKR_GRANTED || s->node[0] == '\0' ||
+				(s->zstate != ZKS_QUEUED && s->zstate != ZKS_DELETING) ||
+				(s->result == ZKR_PENDING && !s->abandoned))
+				continue;
+			if (tr->nreqs < TR_REQS && truth_request(i, bi, s, &tr->reqs[tr->nreqs]))
+			{
+				tr->nreqs++;
+				tr->goes[i][bi] = false;
+			}
+		}
+	/* the least fixed point: a request goes on once fewer than need of what is ahead stays */
+	for (;;)
+	{
+		bool		changed = false;
+		bool		blocked[NCLUSTERS][NBACKENDS] = {{false}};
+
+		for (i = 0; i < tr->nreqs; i++)
+		{
+			const TruthReq *r = &tr->reqs[i];
+			int			stay = 0;
+
+			if (tr->goes[r->ci][r->bi])
+				continue;
+			for (j = 0; j < r->nahead; j++)
+			{
+				int			k;
+
+				for (k = 0; k < r->ahead[j].nowners; k++)
+					if (!tr->goes[r->ahead[j].oc[k]][r->ahead[j].ob[k]])
+					{
+						stay++;
+						break;
+					}
+			}
+			blocked[r->ci][r->bi] |= stay >= r->need;
+		}
+		for (i = 0; i < tr->nreqs; i++)
+		{
+			const TruthReq *r = &tr->reqs[i];
+
+			if (!tr->goes[r->ci][r->bi] && !blocked[r->ci][r->bi])
+			{
+				tr->goes[r->ci][r->bi] = true;
+				changed = true;
+			}
+		}
+		if (!changed)
+			break;
+	}
+}
+
+/* ---- deadlocks across clusters ----
+ *
+ * gwaits.c's schedule, restated on the model's clock (its I/O is
+ * PostgreSQL's and ZooKeeper's); gwait.c's decisions run as they are.
+ * The documents live beside the model, whose nodes keep ZKM_DATA bytes:
+ * each lives while the session that wrote it does, as an ephemeral node,
+ * and a version counts its writes.  A round reads them all at once; the
+ * claim (checks of the cycle's nodes and of the documents' versions, one
+ * claim at a time in all clusters) reaches the leader a few ms later, and
+ * its answer a few ms after that, when the victim's own part is checked
+ * again (break_cycle) and the victim fails.  The moment of choice is the
+ * claim: the victim must then wait for ever by the ground truth.
+ */
+#define GW_IDLE		0
+#define GW_CLAIM	1			/* the claim is on its way to the leader */
+#define GW_BREAK	2			/* its answer is on its way back */
+
+static int64_t gw_victims = 0;	/* over the run */
+static int64_t gw_rounds = 0;
+static int64_t gw_claims_refused = 0;
+static int64_t gw_stale_victims = 0;
+static int64_t gw_tainted_victims = 0;	/* through a request whose node was deleted from outside */	/* chosen through a wait ended, not yet rewritten */
+static int64_t gw_max_stuck_ms = 0;
+static int	gw_longest_doc = 0;	/* longest a backend waited for ever, until broken */
+
+/* A document is there while its session lives (an ephemeral node). */
+static bool
+gw_visible(const Cluster *c)
+{
+	return c->gw_doc[0] != '\0' && zkm_session_alive(S->m, c->gw_doc_session);
+}
+
+/* This cluster's document as zgw_format makes it now; its length. */
+static int
+gw_format(Cluster *c, char *out)
+{
+	ZgwLocal	in;
+	char		name[16];
+
+	snprintf(name, sizeof(name), "c%d", c->id);
+	in.coh = &c->core.cohort;
+	in.now = c_wall(c);
+	in.timeout_ms = c->core.deadlock_timeout;
+	in.cluster = name;
+	in.session = c->t.session_id;
+	in.heavy = NULL;
+	in.nheavy = 0;
+	in.sem = c->gw_sems;
+	in.nsem = c->gw_nsems;
+	return zgw_format(&in, out, SIM_DOC_LEN);
+}
+
+/* list_sems: what the semaphores waited for have ahead (at the round; kept for rewrites) */
+static void
+gw_list_sems(Cluster *c)
+{
+	int			slots[16];
+	int			n = zgw_sem_waiters(&c->t, c_wall(c), c->core.deadlock_timeout, slots, 16);
+	int			i;
+
+	c->gw_nsems = 0;
+	for (i = 0; i < n; i++)
+	{
+		char		key_path[ZKL_PATH_LEN];
+		char	  **names;
+		int			nn;
+
+		zcore_key_path(&c->t, &c->t.slots[slots[i]], key_path);
+		nn = zkm_leader_children(S->m, key_path, &names);
+		if (zgw_sem_wait(&c->t, slots[i], (const char *const *) names, nn, &c->gw_sems[c->gw_nsems]))
+			c->gw_nsems++;
+		zkm_names_free(names, nn);
+	}
+}
+
+/* The victim's request as zcore_fail_deadlock finds it (-1: none). */
+static int
+gw_victim_slot(const Cluster *c, const ZgwVictim *v)
+{
+	int			i;
+
+	for (i = 0; i < c->t.nused; i++)
+	{
+		const ZklSlot *s = &c->t.slots[i];
+		char		name[ZGW_NAME_LEN];
+
+		if ((!zdl_waiting(s) && !zdl_sem_waiting(s)) || s->owner_pid != v->pid)
+			continue;
+		snprintf(name, sizeof(name), "%s/%s", s->key, s->node);
+		if (v->node[0] == '\0' ? s->zstate == ZKS_COHORT : strcmp(v->node, name) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* zgw_edges' rows: is a waiter of the document one whose wait has ended? */
+typedef struct GwEnded
+{
+	const Cluster *c;
+	bool		ended;
+} GwEnded;
+
+static void
+gw_row_ended(void *arg, const ZgwEdgeRow *row)
+{
+	GwEnded    *e = arg;
+	int			bi = backend_of_pid(e->c, row->w_pid);
+	const Backend *b;
+
+	if (row->w_session != e->c->t.session_id || row->w_mode == 'L' || bi < 0)
+		return;
+	b = &e->c->b[bi];
+	if (b->st != B_WAIT)
+		e->ended = true;
+	else if (b->ngroup == 0 && b->waiting >= 0)
+		e->ended |= e->c->t.slots[b->waiting].result != ZKR_PENDING;
+}
+
+/*
+ * The known window (README, deadlocks across clusters): a wait of another
+ * cluster that ended there with no change in ZooKeeper (a local hand-over)
+ * while its document, as the claim checked it, was not rewritten yet.
+ */
+static bool
+gw_stale_document(const Cluster *c)
+{
+	int			k;
+
+	for (k = 0; k < S->ncl; k++)
+	{
+		const Cluster *o = &S->c[k];
+		const char *doc = c->gw_read[k];
+		GwEnded		e = {o, false};
+
+		if (k == c->id || doc[0] == '\0' || !gw_visible(o) ||
+			o->gw_doc_version != c->gw_read_version[k])
+			continue;
+		(void) zgw_edges(&doc, 1, gw_row_ended, &e);
+		if (e.ended)
+			return true;
+	}
+	return false;
+}
+
+/* A backend the cycle names ("Process P of cluster cN") has a request someone deleted the node of. */
+static bool
+gw_cycle_tainted(const ZgwVictim *v)
+{
+	const char *p = v->detail;
+	int			pid;
+	int			ci;
+
+	while ((p = strstr(p, "Process ")) != NULL)
+	{
+		if (sscanf(p, "Process %d of cluster c%d", &pid, &ci) == 2 && ci >= 0 && ci < S->ncl)
+		{
+			const Cluster *c = &S->c[ci];
+			int			j;
+
+			for (j = 0; j < c->t.nused; j++)
+				if (c->t.slots[j].zstate != ZKS_FREE && c->t.slots[j].owner_pid == pid &&
+					slot_tainted(&c->t.slots[j]))
+					return true;
+		}
+		p++;
+	}
+	return false;
+}
+
+/* The claim reaches the leader: a multi of checks and the claim's create. */
+static void
+gw_claim(Cluster *c)
+{
+	const ZgwVictim *v = &c->gw_victim;
+	int			i;
+	int			s;
+
+	c->gw_phase = GW_IDLE;
+	if (S->claim_session != 0 && zkm_session_alive(S->m, S->claim_session))
+	{
+		gw_claims_refused++;
+		return;					/* another victim's claim: the next round sees */
+	}
+	for (i = 0; i < v->nchecks; i++)
+	{
+		char		path[ZKM_PATH];
+		int64_t		owner;
+		int64_t		czxid;
+
+		snprintf(path, sizeof(path), "%s/%s", ROOT, v->checks[i]);
+		if (!zkm_leader_node(S->m, path, &owner, &czxid))
+		{
+			gw_claims_refused++;
+			return;
+		}
+	}
+	for (i = 0; i < v->nsessions; i++)
+	{
+		int			k;
+		bool		same = false;
+
+		for (k = 0; k < S->ncl; k++)
+			if (gw_visible(&S->c[k]) && S->c[k].gw_doc_session == v->sessions[i])
+				same = v->sessions[i] == c->t.session_id ||
+					S->c[k].gw_doc_version == c->gw_read_version[k];
+		if (!same)
+		{
+			gw_claims_refused++;
+			return;
+		}
+	}
+	S->claim_session = c->t.session_id;
+	c->gw_claim_until = zkm_now(S->m) + (int64_t) 2 * c->core.deadlock_timeout * 1000;
+	c->gw_phase = GW_BREAK;
+	c->gw_at = zkm_now(S->m) + 500 + rnd_int(20000);
+	/* the moment of choice: the victim's wait must be one that never ends */
+	s = gw_victim_slot(c, v);
+	c->gw_victim_attempt = 0;
+	if (s >= 0)
+	{
+		Truth	   *tr = malloc(sizeof(Truth));
+		int			bi = backend_of_pid(c, v->pid);
+
+		truth_build(tr);
+		if (bi >= 0 && !tr->goes[c->id][bi])
+			c->gw_victim_attempt = c->t.slots[s].attempt;
+		else if (gw_cycle_tainted(v))
+		{
+			/*
+			 * A request of the cycle whose node someone deleted: zk_lock
+			 * promises it nothing (README), and what it believes it holds
+			 * or waits for may be wrong, so a cycle through it may be one.
+			 */
+			c->gw_victim_attempt = c->t.slots[s].attempt;
+			gw_tainted_victims++;
+		}
+		else if (gw_stale_document(c))
+		{
+			/* counted, not failed: the window README states */
+			c->gw_victim_attempt = c->t.slots[s].attempt;
+			gw_stale_victims++;
+			trace("c%d: victim pid %d chosen on a document whose wait ended", c->id, v->pid);
+		}
+		else if (getenv("SIM_TRUTH"))
+			truth_dump(tr);
+		free(tr);
+	}
+}
+
+/* The claim's answer: break_cycle. */
+static void
+gw_break(Cluster *c)
+{
+	const char *all[NCLUSTERS + 1];
+	char	   *mine = malloc(SIM_DOC_LEN);
+	ZgwVictim	again;
+	int			n = 0;
+	int			s;
+	int			i;
+
+	c->gw_phase = GW_IDLE;
+	for (i = 0; i < S->ncl; i++)
+		if (i != c->id && c->gw_read[i][0] != '\0')
+			all[n++] = c->gw_read[i];
+	s = gw_victim_slot(c, &c->gw_victim);
+	if (s >= 0 && gw_format(c, mine) > 0)
+	{
+		all[n++] = mine;
+		if (zgw_decide(all, n, c->t.session_id, &again) && again.pid == c->gw_victim.pid &&
+			strcmp(again.node, c->gw_victim.node) == 0)
+		{
+			uint64_t	attempt = c->t.slots[s].attempt;
+
+			if (zcore_fail_deadlock(&c->core, again.pid, again.node,
+									"deadlock detected across clusters"))
+			{
+				if (attempt != c->gw_victim_attempt)
+					fail("c%d: pid %d chosen as a deadlock's victim, but at the claim its wait "
+						 "(%s) was not one that never ends:\n%s", c->id, again.pid,
+						 again.node, again.detail);
+				gw_victims++;
+				trace("c%d pid %d: deadlock across clusters, 40P01", c->id, again.pid);
+				free(mine);
+				return;
+			}
+		}
+	}
+	free(mine);
+	/* nobody failed: the claim goes at once */
+	if (S->claim_session == c->t.session_id)
+		S->claim_session = 0;
+	c->gw_claim_until = 0;
+}
+
+/* A round: read every document and decide. */
+static void
+gw_round(Cluster *c)
+{
+	const char *all[NCLUSTERS];
+	int			n = 0;
+	int			i;
+
+	gw_rounds++;
+	for (i = 0; i < S->ncl; i++)
+	{
+		const Cluster *o = &S->c[i];
+
+		c->gw_read[i][0] = '\0';
+		if (i == c->id || !gw_visible(o))
+			continue;
+		memcpy(c->gw_read[i], o->gw_doc, strlen(o->gw_doc) + 1);
+		c->gw_read_version[i] = o->gw_doc_version;
+		all[n++] = c->gw_read[i];
+	}
+	all[n++] = c->gw_doc;		/* ours as sent */
+	if (zgw_decide(all, n, c->t.session_id, &c->gw_victim))
+	{
+		c->gw_phase = GW_CLAIM;
+		c->gw_at = zkm_now(S->m) + 500 + rnd_int(20000);
+	}
+}
+
+/* zkl_gwaits_tend, each worker turn. */
+static void
+gw_tend(Cluster *c)
+{
+	int64_t		now = zkm_now(S->m);
+	int64_t		wall = c_wall(c);
+	int64_t		session = c->t.session_id;
+	int			tmo = c->core.deadlock_timeout;
+	bool		published;
+	bool		round;
+	int64_t		due;
+	uint64_t	print;
+	int			len = -1;
+
+	if (c->client < 0 || c->t.conn_state != ZKC_CONNECTED || session == 0 ||
+		!zkm_connected(S->m, c->client))
+	{
+		/* calls in flight are lost: a claim of ours may be left (found next time) */
+		c->gw_phase = GW_IDLE;
+		c->gw_claim_until = 0;
+		return;
+	}
+	if (S->claim_session == session && c->gw_claim_until == 0 && c->gw_phase != GW_BREAK)
+		S->claim_session = 0;	/* ours from before: claim_looked drops it */
+	if (c->gw_claim_until != 0 && now >= c->gw_claim_until)
+		c->gw_claim_until = 1;	/* (goes below) */
+	/* the claim goes once the victim's node is gone (gwaits.c) */
+	if (c->gw_claim_until == 1 || (c->gw_claim_until != 0 && c->gw_phase == GW_IDLE &&
+								   c->gw_victim.node[0] != '\0' &&
+								   !zgw_node_live(&c->t, c->gw_victim.node)))
+	{
+		if (S->claim_session == session)
+			S->claim_session = 0;
+		c->gw_claim_until = 0;
+	}
+	if (c->gw_phase != GW_IDLE)
+	{
+		if (now >= c->gw_at)
+		{
+			if (c->gw_phase == GW_CLAIM)
+				gw_claim(c);
+			else
+				gw_break(c);
+		}
+		return;
+	}
+	published = c->gw_doc[0] != '\0' && c->gw_doc_session == session;
+	due = zgw_next_due(&c->t, tmo);
+	round = due != 0 && wall >= due && now >= c->gw_next_round;
+	/* (looked at every 100 ms, not every turn as the worker does: the simulator's turns are many) */
+	print = c->gw_print;
+	if (round || (published && now >= c->gw_next_write))
+	{
+		print = zgw_fingerprint(&c->t, wall, tmo);
+		c->gw_next_write = now + 100000;
+	}
+	if (due == 0 || wall < due)
+		c->gw_nsems = 0;
+	if (round)
+		gw_list_sems(c);
+	if (round || (published && print != c->gw_print) ||
+		(published && (due == 0 || wall < due)))
+	{
+		char	   *doc = malloc(SIM_DOC_LEN);
+
+		len = gw_format(c, doc);
+		if (len > gw_longest_doc)
+			gw_longest_doc = len;
+		if (len > SIM_DOC_LEN - 1024)
+			fail("c%d: a wait document of %d bytes: SIM_DOC_LEN is too small", c->id, len);
+		if (len == 0)
+			c->gw_doc[0] = '\0';	/* deleted */
+		else if (!published || strcmp(doc, c->gw_doc) != 0)
+		{
+			c->gw_doc_version = published ? c->gw_doc_version + 1 : 0;
+			c->gw_doc_session = session;
+			memcpy(c->gw_doc, doc, len + 1);
+		}
+		free(doc);
+		if (len > 0 && !published && now >= c->gw_next_round)
+			c->gw_next_round = now + (int64_t) (tmo / 4 < 250 ? tmo / 4 : 250) * 1000;
+		c->gw_print = print;
+		c->gw_next_write = now + 100000;
+	}
+	if (len > 0 && now >= c->gw_next_round)
+	{
+		c->gw_next_round = now + (int64_t) tmo * 1000;
+		gw_round(c);
+	}
+}
+
+/*
+ * Every circle of waits is broken within a bound once the world is calm:
+ * sampled in the quiet phase, a backend that waits for ever by the ground
+ * truth must stop doing so within the bound.
+ */
+static void
+check_circles(void)
+{
+	Truth	   *tr;
+	int64_t		now = zkm_now(S->m);
+	int			nstuck = 0;
+	int			max_tmo = 0;
+	int			i;
+	int			j;
+
+	if (now < S->circles_at)
+		return;
+	S->circles_at = now + (S->quiet ? 200000 : 1000000);	/* (the bound is checked when quiet) */
+	/* (cheap first: a circle's waits are all as old as its last one) */
+	for (i = 0; i < S->ncl; i++)
+	{
+		int64_t		due = zgw_next_due(&S->c[i].t, S->c[i].core.deadlock_timeout);
+
+		if (due != 0 && c_wall(&S->c[i]) >= due)
+			break;
+	}
+	if (i == S->ncl)
+	{
+		for (i = 0; i < S->ncl; i++)
+			for (j = 0; j < S->c[i].nb; j++)
+				S->c[i].b[j].stuck_since = 0;
+		return;
+	}
+	tr = malloc(sizeof(Truth));
+	truth_build(tr);
+	for (i = 0; i < S->ncl; i++)
+	{
+		max_tmo = S->c[i].core.deadlock_timeout > max_tmo ? S->c[i].core.deadlock_timeout : max_tmo;
+		for (j = 0; j < S->c[i].nb; j++)
+			nstuck += !tr->goes[i][j];
+	}
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].nb; j++)
+		{
+			Cluster    *c = &S->c[i];
+			Backend    *b = &c->b[j];
+			/* one victim at a time in all clusters: a knot of n waits takes n rounds or so */
+			int64_t		bound = (int64_t) (nstuck * (2 * max_tmo + 1000) + 2 * c->session_timeout +
+										   5000) * 1000;
+
+			if (tr->goes[i][j])
+			{
+				if (b->stuck_since != 0 && now - b->stuck_since > gw_max_stuck_ms * 1000)
+					gw_max_stuck_ms = (now - b->stuck_since) / 1000;
+				b->stuck_since = 0;
+				continue;
+			}
+			if (b->stuck_since == 0)
+				b->stuck_since = now;
+			if (S->quiet && now - (b->stuck_since > WORK_US ? b->stuck_since : WORK_US) > bound)
+				fail("c%d b%d has waited for ever for %" PRId64 " ms (a circle of waits nobody broke)",
+					 c->id, b->pid, (now - b->stuck_since) / 1000);
+		}
+	free(tr);
+}
+
 static void
 check_step(void)
 {
@@ -3497,6 +4315,7 @@ check_step(void)
 					 h[i].cluster, h[i].pid, h[i].mode, h[j].cluster, h[j].pid, h[j].mode,
 					 key_name(h[i].key));
 	check_semaphore_holders(h, nh);
+	check_circles();
 }
 
 /* An event about a node under key path arg (or the key node itself). */
@@ -3796,6 +4615,14 @@ check_end(void)
 			{
 				fail("liveness: c%d b%d never finished (state %d)", i, c->b[j].pid, c->b[j].st);
 				dump_cluster(c);
+				if (getenv("SIM_TRUTH"))
+				{
+					Truth	   *tr = malloc(sizeof(Truth));
+
+					truth_build(tr);
+					truth_dump(tr);
+					free(tr);
+				}
 			}
 		for (j = 0; j < c->t.nused; j++)
 			if (c->t.slots[j].zstate != ZKS_FREE)
@@ -3981,6 +4808,9 @@ worker_restart(Cluster *c)
 	c->nghosts = 0;
 	c->nsuspects = 0;
 	zcore_worker_restarted(&c->core);
+	c->gw_phase = GW_IDLE;		/* a claim of ours may be left: the new worker looks */
+	c->gw_claim_until = 0;
+	c->gw_nsems = 0;
 	c->t.conn_state = ZKC_CONNECTING;
 	if (session != 0)
 	{
@@ -4328,6 +5158,8 @@ draw_world(Sim *sim)
 		c->mono_off = (int64_t) rnd_int(1000000) * 1000;
 		c->wall_jump = 0;
 		c->core.proof_bound = c->proof_bound;
+		/* each cluster's own deadlock_timeout: a detector's rounds differ from the others' */
+		c->core.deadlock_timeout = 200 + rnd_int(1001);
 		sum_timeout += c->session_timeout;
 		trace("world: c%d of %d: %d backends, %d slots, session timeout %d, proof bound %d, "
 			  "lock-delay %d, drift %+d ppm", i, sim->ncl, nb, c->t.nslots, c->session_timeout,
@@ -4507,6 +5339,12 @@ main(int argc, char **argv)
 	printf("%" PRId64 " local hand-overs (%" PRId64 " of them readers joining a reader's node)\n",
 		   handovers_seen, rides_seen);
 	printf("%" PRId64 " local deadlocks broken (40P01)\n", deadlocks_broken);
+	printf("%" PRId64 " deadlocks across clusters broken (40P01) in %" PRId64 " rounds, %" PRId64
+		   " claims refused; the longest wait for ever lasted %" PRId64 " ms; documents up to %d bytes\n",
+		   gw_victims, gw_rounds, gw_claims_refused, gw_max_stuck_ms, gw_longest_doc);
+	printf("%" PRId64 " of those victims chosen through another cluster's wait that had ended "
+		   "there, its document not rewritten yet; %" PRId64 " through a request whose node "
+		   "was deleted from outside\n", gw_stale_victims, gw_tainted_victims);
 	printf("%" PRId64 " try-locks waited for a node that may linger: %" PRId64 " granted, %" PRId64 " refused\n",
 		   linger_waits[0] + linger_waits[1], linger_waits[1], linger_waits[0]);
 	printf("%d passed, %d failed\n", passed, failed);

@@ -234,6 +234,40 @@ holder_and_waiter(int *d, int *w)
 }
 
 /*
+ * A waiter re-checks its blocker now and then (a watch set again); every
+ * fourth time it reads its whole queue: nothing else tells it that its own
+ * node was deleted from outside, and then it queues again.
+ */
+static void
+test_recheck_reads_queue(void)
+{
+	ZkrChild	kids[4];
+	int			d;
+	int			w;
+	int			i;
+
+	setup();
+	holder_and_waiter(&d, &w);
+	CHECK(slots[w].zstate == ZKS_QUEUED, "W waits behind D");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(w, OP_WATCH) != 0, "it watches D");
+	zcore_watch_set_reply(&core, planned(w, OP_WATCH), ZOK, "{\"pid\":1}", 9);
+	for (i = 1; i <= 3; i++)
+	{
+		now_us += 2001000;		/* recheck_ms: half the negotiated 4 s */
+		(void) zcore_plan(&core, true, now_us);
+		CHECK(planned(w, OP_WATCH) != 0 && planned(w, OP_CHILDREN) == 0,
+			  "a re-check sets the watch again, reading one node");
+		zcore_watch_set_reply(&core, planned(w, OP_WATCH), ZOK, "{\"pid\":1}", 9);
+	}
+	now_us += 2001000;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(w, OP_CHILDREN) != 0, "the fourth reads the queue");
+	zcore_children_reply(&core, planned(w, OP_CHILDREN), ZOK, kids, zkr_collect(queue, 1, kids), false);
+	CHECK(slots[w].zstate == ZKS_NEW, "its node deleted from outside: it queues again");
+}
+
+/*
  * A waiter's stale predecessor: W waits behind local holder D (its only
  * blocker).  W's node vanishes; W queues again, its create's reply is lost
  * and the lookup adopts its new node.  Then D's node is deleted: that must
@@ -1616,6 +1650,20 @@ test_gwait(void)
 		  "a lock manager's waiter is a vertex with edges to its blockers");
 	CHECK(zgw_format(&in, doc, 40) == 0,
 		  "a document with no room for a whole backend publishes nothing");
+
+	/* a victim's claim is kept while its node lives, or its delete is on its way */
+	{
+		const ZklSlot *s = &table.slots[w1];
+		char		name[ZGW_NAME_LEN];
+
+		snprintf(name, sizeof(name), "%s/%s", s->key, s->node);
+		CHECK(zgw_node_live(&table, name), "a waiting node lives");
+		table.slots[w1].zstate = ZKS_DELETING;
+		CHECK(zgw_node_live(&table, name), "so does one whose delete is on its way");
+		table.slots[w1].zstate = ZKS_GONE;
+		CHECK(!zgw_node_live(&table, name), "then it is gone");
+		CHECK(!zgw_node_live(&table, "tk9/x-none"), "a node no slot has is not live");
+	}
 }
 
 /*
@@ -1992,6 +2040,7 @@ main(void)
 	test_try_not_parked_behind_handover();
 	test_local_deadlock();
 	test_gwait();
+	test_recheck_reads_queue();
 	test_linger_goes_to_first_asker();
 	test_riders();
 	test_riders_lost();
