@@ -114,6 +114,37 @@ own_node(const ZklTable *t, const ZklSlot *o, int pid)
 		o->root_id == t->cur_root && (o->zstate == ZKS_HELD || o->zstate == ZKS_QUEUED);
 }
 
+/*
+ * Whether the node waiter s watches is queued behind a node s's backend
+ * holds on the key that makes it harmless (recipe.c's blocks): a writer
+ * behind our read never holds up our upgrade (core's rule), nothing
+ * behind our exclusive node holds us up.  The core may still watch it
+ * while local readers ride our node; those are what the upgrade waits for
+ * (deadlock.c's edges), not that writer.  A reader behind our read does
+ * hold up our upgrade.
+ */
+static bool
+watch_behind_own(const ZklTable *t, const ZklSlot *s)
+{
+	ZkrChild	w;
+	ZkrChild	o;
+	int			i;
+
+	if (!zkr_parse_child(s->watch, &w))
+		return false;
+	for (i = 0; i < t->nused; i++)
+	{
+		const ZklSlot *h = &t->slots[i];
+
+		if (h != s && h->zstate == ZKS_HELD && own_node(t, h, s->owner_pid) &&
+			h->root_id == s->root_id && strcmp(h->key, s->key) == 0 &&
+			zkr_parse_child(h->node, &o) && zkr_seq_cmp(o.seq, w.seq) < 0 &&
+			(o.mode == ZKL_MODE_EXCLUSIVE || w.mode == ZKL_MODE_EXCLUSIVE))
+			return true;
+	}
+	return false;
+}
+
 /* Append to out at *n, as far as it goes; false once it does not fit. */
 static bool
 put(char *out, size_t len, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -204,9 +235,12 @@ put_backend(const ZgwLocal *in, const ZklSlot *w, char *out, size_t len, size_t 
 		for (k = 0; k < np; k++)
 			if (!put(out, len, n, "P %d\n", pids[k]))
 				return false;
-		/* another cluster's node (one of ours is an edge above; a lingering one is nobody's) */
+		/*
+		 * another cluster's node (one of ours is an edge above; a lingering
+		 * one is nobody's; one behind our own holds up nothing)
+		 */
 		if (s->zstate == ZKS_QUEUED && s->watch[0] != '\0' &&
-			((o = local_node(t, s, s->watch)) == NULL) &&
+			((o = local_node(t, s, s->watch)) == NULL) && !watch_behind_own(t, s) &&
 			!put(out, len, n, "E %s/%s\n", s->key, s->watch))
 			return false;
 	}
@@ -292,7 +326,118 @@ zgw_format(const ZgwLocal *in, char *out, size_t len)
 			out[n] = '\0';
 		}
 	}
+	if (entries > 0 && in->confirms != 0 &&
+		!put(out, len, &n, "K %" PRIx64 "\n", in->confirms))
+		return 0;				/* no room for the confirmation: it confirms nothing */
 	return entries > 0 ? (int) n : 0;
+}
+
+/* ---- the claim's confirmations ---- */
+
+int
+zgw_claim_format(uint64_t nonce, const int64_t *sessions, int ns, int64_t self,
+				 char *out, size_t len)
+{
+	size_t		n = 0;
+	int			i;
+
+	put(out, len, &n, "D %" PRIx64 "\n", nonce);
+	for (i = 0; i < ns; i++)
+		if (sessions[i] != self)
+			put(out, len, &n, "C %" PRIx64 "\n", (uint64_t) sessions[i]);
+	return (int) n;
+}
+
+/* Each line "<tag> <hex>" of data, to fn; stops when fn returns false. */
+static void
+hex_lines(const char *data, int len, bool (*fn) (char tag, uint64_t value, void *arg), void *arg)
+{
+	int			i = 0;
+
+	while (i < len)
+	{
+		char		line[40];
+		int			k = 0;
+		char		tag;
+		unsigned long long value;
+
+		while (i < len && data[i] != '\n' && k < (int) sizeof(line) - 1)
+			line[k++] = data[i++];
+		line[k] = '\0';
+		while (i < len && data[i] != '\n')
+			i++;
+		i++;
+		if (sscanf(line, "%c %llx", &tag, &value) == 2 && !fn(tag, (uint64_t) value, arg))
+			return;
+	}
+}
+
+typedef struct ClaimScan
+{
+	uint64_t	nonce;
+	int64_t		session;		/* asked about */
+	bool		asked;
+	int64_t    *out;
+	int			n;
+	int			max;
+} ClaimScan;
+
+static bool
+claim_line(char tag, uint64_t value, void *arg)
+{
+	ClaimScan  *c = arg;
+
+	if (tag == 'D')
+		c->nonce = value;
+	else if (tag == 'C')
+	{
+		c->asked |= (int64_t) value == c->session;
+		if (c->n < c->max)
+			c->out[c->n++] = (int64_t) value;
+	}
+	return true;
+}
+
+uint64_t
+zgw_claim_asks(const char *data, int len, int64_t session)
+{
+	ClaimScan	c = {0, session, false, NULL, 0, 0};
+
+	hex_lines(data, len, claim_line, &c);
+	return c.asked ? c.nonce : 0;
+}
+
+int
+zgw_claim_sessions(const char *data, int len, int64_t *out, int max)
+{
+	ClaimScan	c = {0, 0, false, out, 0, max};
+
+	hex_lines(data, len, claim_line, &c);
+	return c.n;
+}
+
+static bool
+confirm_line(char tag, uint64_t value, void *arg)
+{
+	uint64_t   *nonce = arg;
+
+	if (tag == 'K' && value == *nonce)
+	{
+		*nonce = 0;
+		return false;
+	}
+	return true;
+}
+
+bool
+zgw_confirms(const char *doc, uint64_t nonce)
+{
+	uint64_t	left = nonce;
+
+	if (nonce == 0)
+		return false;
+	hex_lines(doc, (int) strlen(doc), confirm_line, &left);
+	return left == 0;
 }
 
 int

@@ -88,6 +88,7 @@ typedef struct ZgwLocal
 	int			nheavy;
 	const ZgwSemWait *sem;		/* semaphore waits as last listed, nsem of them */
 	int			nsem;
+	uint64_t	confirms;		/* a claim this cluster was asked to confirm (0: none) */
 } ZgwLocal;
 
 /*
@@ -144,6 +145,36 @@ typedef struct ZgwVictim
 	int64_t		sessions[ZGW_MAX_CHECKS];
 	char		detail[ZGW_DETAIL_LEN];	/* each step of the cycle, for the error and the log */
 } ZgwVictim;
+
+/*
+ * The claim's confirmations.  A document says how things stood when it was
+ * written, and a wait that ends through a local hand-over changes nothing
+ * in ZooKeeper that a claim could check: the victim's cluster, holding the
+ * claim, asks every other cluster of the cycle for a document written
+ * after the claim.  The claim's data names the claim (a nonce) and those
+ * sessions; each of them, told by a watch, writes its document again
+ * with a line "K <nonce>" (zgw_format, ZgwLocal.confirms); the victim's
+ * cluster reads those and decides again on them alone.
+ */
+#define ZGW_MAX_CONFIRMS 255	/* sessions a claim names */
+#define ZGW_CLAIM_LEN	(32 + 20 * ZGW_MAX_CONFIRMS)
+
+/*
+ * The claim's data: its nonce and the sessions that must confirm: every
+ * one whose document the decision was made on, but self (not only the
+ * cycle's: whether a semaphore's waiter can go on depends on others).
+ */
+extern int	zgw_claim_format(uint64_t nonce, const int64_t *sessions, int n, int64_t self,
+							 char *out, size_t len);
+
+/* The claim's nonce if it asks `session` to confirm, else 0. */
+extern uint64_t zgw_claim_asks(const char *data, int len, int64_t session);
+
+/* The claim's sessions that must confirm (at most max into out). */
+extern int	zgw_claim_sessions(const char *data, int len, int64_t *out, int max);
+
+/* Whether a document was written for claim `nonce` (it has the line "K <nonce>"). */
+extern bool zgw_confirms(const char *doc, uint64_t nonce);
 
 /*
  * Join the documents (ndocs of them, each NUL-terminated; this cluster's

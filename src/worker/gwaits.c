@@ -12,18 +12,25 @@
  *   3. if gwait.c finds a cycle across clusters whose victim is a backend
  *      of ours, claims it with one multi: a check of every node the
  *      cycle's waits go through and of the version of every document it
- *      was read from (so a wait that has just ended is never called a
- *      deadlock), and the create of <root>/.deadlock, EPHEMERAL, which no
- *      other detector can create meanwhile (one victim at a time, in all
- *      clusters); then, if its own part of the cycle still stands, fails
- *      that request with 40P01.  The claim is deleted after 2 ×
- *      deadlock_timeout (by then the victim's node is gone and every
- *      detector has read documents without it), at once if nobody was
- *      failed, and after a restart or a new handle if it is still ours.
+ *      was read from, and the create of <root>/.deadlock, EPHEMERAL, which
+ *      no other detector can create meanwhile (one victim at a time, in
+ *      all clusters), naming the other sessions of the cycle;
+ *   4. each of those, told by a watch on the claim, writes its document
+ *      again (a confirmation: a wait that ended through a local hand-over
+ *      changes nothing a claim can check), and once every one has, the
+ *      victim's cluster decides again on those documents and its own
+ *      waits as they are now; if the same victim comes out, it fails that
+ *      request with 40P01 (so a wait that has just ended is never called
+ *      a deadlock).  The claim is deleted once the victim's node is gone
+ *      (any claim from documents read before checks that node), after 2 ×
+ *      deadlock_timeout at the latest, at once if nobody was failed, and
+ *      after a restart or a new handle if it is still ours.
  * Nothing is sent while no wait is that old.  Part of the worker: runs in
  * its process only.
  */
 #include "postgres.h"
+
+#include "common/pg_prng.h"
 
 #include "storage/proc.h"
 #include "storage/procarray.h"
@@ -43,13 +50,15 @@
 #define FIRST_READ_MS	250		/* the first reading of a spell of long waits, after its first write */
 #define RETRY_MS	100
 #define MAX_HEAVY	64			/* lock manager waits looked at in one document */
+#define CONFIRM_POLL_MS	50		/* the victim's cluster reads the confirmations this often */
 
 typedef enum Phase
 {
 	PH_IDLE,					/* next round at next_round */
 	PH_SEMS,					/* listings of semaphores waited for are on their way */
 	PH_READING,					/* the listing and the documents are on their way */
-	PH_CLAIMING					/* the claim's multi is on its way */
+	PH_CLAIMING,				/* the claim's multi is on its way */
+	PH_CONFIRMING				/* ours: the others' confirmations are awaited */
 } Phase;
 
 static uint64 gen = 0;			/* tags calls: a new handle, session or root makes replies stale */
@@ -74,6 +83,17 @@ static bool claimed = false;	/* the claim is ours */
 static bool claim_check = true; /* one of ours may be left (a restart, a lost reply): look */
 static int64 claim_until = 0;	/* zkl_mono_now: delete the claim then */
 static ZgwVictim victim;
+/* the claim's confirmations: ours to collect, or another's to give */
+static uint64 claim_nonce = 0;	/* ours while confirming */
+static char claim_data[ZGW_CLAIM_LEN];
+static int64 confirm_session[ZGW_MAX_CONFIRMS];	/* those the decision was made on */
+static bool confirmed[ZGW_MAX_CONFIRMS];
+static int	nconfirm = 0;
+static bool confirm_broken = false;	/* not all in time */
+static int64 next_poll = 0;		/* zkl_mono_now */
+static bool claim_watched = false;	/* our watch on the claim node is set */
+static uint64 confirms = 0;		/* another's claim that named us (0: none) */
+static bool confirm_due = false;	/* write our document for it */
 static ZklCore *the_core = NULL;
 static MemoryContext gw_cxt = NULL;	/* the lock manager's answers, reset each time */
 static ZgwHeavy heavy[MAX_HEAVY];
@@ -251,6 +271,7 @@ format_doc(ZklCore *core, TimestampTz now, int nheavy)
 	in.nheavy = nheavy;
 	in.sem = sems;
 	in.nsem = nsems;
+	in.confirms = confirms;
 	return zgw_format(&in, doc, ZGW_DOC_LEN);
 }
 
@@ -421,9 +442,9 @@ claim_looked(int rc, const struct Stat *stat, const void *ctx)
 }
 
 /*
- * Fail the victim, once its own part of the cycle still stands: our waits
- * formatted now, with the others' documents as read (their versions were
- * checked by the claim), still give this victim.
+ * Fail the victim, once the cycle still stands: our waits formatted now,
+ * with the others' documents written since the claim (their
+ * confirmations), still give this victim.
  */
 static bool
 break_cycle(void)
@@ -453,6 +474,7 @@ break_cycle(void)
 	}
 	if (failed)
 	{
+		victim = again;			/* the cycle as it stands now, for the error and the log */
 		zkl_shared->deadlock_pid = victim.pid;
 		strlcpy(zkl_shared->deadlock_detail, victim.detail, sizeof(zkl_shared->deadlock_detail));
 	}
@@ -465,6 +487,8 @@ break_cycle(void)
 	return failed;
 }
 
+static void confirmations_over(void);
+
 static void
 claim_done(int rc, const void *ctx)
 {
@@ -474,8 +498,15 @@ claim_done(int rc, const void *ctx)
 	{
 		claimed = true;
 		claim_until = zkl_mono_now() + (int64) 2 * DeadlockTimeout * 1000;
-		if (!break_cycle())
-			drop_claim();		/* nobody failed: others need not wait for it */
+		nconfirm = zgw_claim_sessions(claim_data, strlen(claim_data), confirm_session,
+									  ZGW_MAX_CONFIRMS);
+		memset(confirmed, 0, sizeof(confirmed));
+		confirm_broken = false;
+		phase = PH_CONFIRMING;
+		next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
+		if (nconfirm == 0)
+			confirmations_over();	/* a cycle of ours alone: nobody to ask */
+		return;					/* else the documents stay for the confirmations */
 	}
 	else if (claim_results[victim.nchecks + victim.nsessions].err == ZNODEEXISTS)
 		claim_check = true;		/* maybe ours, from a reply lost before */
@@ -486,6 +517,8 @@ claim_done(int rc, const void *ctx)
 static void
 claim(void)
 {
+	int64		read_from[MAX_DOCS];
+	int			nread = 0;
 	int			n = 0;
 	int			i;
 	int			d;
@@ -508,12 +541,175 @@ claim(void)
 		n++;
 	}
 	claim_path(claim_paths[n]);
-	zoo_create_op_init(&claim_ops[n], claim_paths[n], NULL, -1, zkc_acl(), ZOO_EPHEMERAL, NULL, 0);
+	do
+		claim_nonce = pg_prng_uint64(&pg_global_prng_state);
+	while (claim_nonce == 0);
+	for (d = 0; d < ndocs; d++)
+		if (docs[d] != NULL)
+			read_from[nread++] = doc_session[d];
+	zoo_create_op_init(&claim_ops[n], claim_paths[n], claim_data,
+					   zgw_claim_format(claim_nonce, read_from, nread, for_session, claim_data,
+										sizeof(claim_data)),
+					   zkc_acl(), ZOO_EPHEMERAL, NULL, 0);
 	n++;
 	phase = PH_CLAIMING;
 	memset(claim_results, 0, sizeof(claim_results));
 	if (zoo_amulti(zkc_handle(), n, claim_ops, claim_results, claim_done, tag()) != ZOK)
 		round_over();
+}
+
+/* ---- the confirmations ---- */
+
+/* Confirmations are in, or cannot come: decide again, or give the claim up. */
+static void
+confirmations_over(void)
+{
+	int			i;
+	int			k;
+
+	if (!confirm_broken)
+	{
+		/* decide on the confirmed documents alone: the others were read before */
+		for (i = 0; i < ndocs; i++)
+		{
+			bool		fresh = false;
+
+			for (k = 0; k < nconfirm; k++)
+				fresh |= doc_session[i] == confirm_session[k];
+			if (!fresh && docs[i] != NULL)
+			{
+				pfree(docs[i]);
+				docs[i] = NULL;
+			}
+		}
+	}
+	if (confirm_broken || !break_cycle())
+		drop_claim();			/* nobody failed: others need not wait for it */
+	claim_nonce = 0;
+	round_over();
+}
+
+static void
+confirm_read(int rc, const char *value, int value_len, const struct Stat *stat, const void *ctx)
+{
+	uintptr_t	i = (uintptr_t) ctx & 0xFF;
+	int			d;
+
+	if (phase != PH_CONFIRMING || ctx != read_tag((int) i) || i >= (uintptr_t) nconfirm)
+		return;
+	if (rc == ZNONODE)
+	{
+		/* no long wait there any more: news as fresh as a confirmation */
+		confirmed[i] = true;
+		for (d = 0; d < ndocs; d++)
+			if (doc_session[d] == confirm_session[i] && docs[d] != NULL)
+			{
+				pfree(docs[d]);
+				docs[d] = NULL;
+			}
+	}
+	else if (rc == ZOK && value != NULL && value_len > 0)
+	{
+		char	   *copy = MemoryContextAlloc(TopMemoryContext, value_len + 1);
+
+		memcpy(copy, value, value_len);
+		copy[value_len] = '\0';
+		if (!zgw_confirms(copy, claim_nonce))
+			pfree(copy);		/* not yet */
+		else
+		{
+			confirmed[i] = true;
+			for (d = 0; d < ndocs && doc_session[d] != confirm_session[i]; d++)
+				;
+			if (d == ndocs && ndocs < MAX_DOCS)
+			{
+				docs[ndocs] = NULL;
+				doc_session[ndocs++] = confirm_session[i];
+			}
+			if (d < ndocs)
+			{
+				if (docs[d] != NULL)
+					pfree(docs[d]);
+				docs[d] = copy;
+			}
+			else
+				pfree(copy);
+		}
+	}
+	if (--reads_due > 0)
+		return;
+	for (d = 0; d < nconfirm && confirmed[d]; d++)
+		;
+	if (d == nconfirm)
+		confirmations_over();
+	else
+		next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
+}
+
+/* Read the documents of the claim's sessions. */
+static void
+poll_confirmations(void)
+{
+	char		path[ZKL_PATH_LEN];
+	int			i;
+
+	/* all of them each time: the moment of choice is one poll's */
+	memset(confirmed, 0, sizeof(confirmed));
+	reads_due = 0;
+	for (i = 0; i < nconfirm; i++)
+	{
+		doc_path(confirm_session[i], path);
+		if (zoo_aget(zkc_handle(), path, 0, confirm_read, read_tag(i)) == ZOK)
+			reads_due++;
+	}
+	if (reads_due == 0)
+		next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
+}
+
+/* Another cluster's claim, read: does it ask us to confirm? */
+static void
+claim_read(int rc, const char *value, int value_len, const struct Stat *stat, const void *ctx)
+{
+	uint64		asked;
+
+	if (ctx != tag())
+		return;
+	if (rc == ZNONODE)
+		confirms = 0;
+	else if (rc == ZOK && value != NULL)
+	{
+		asked = zgw_claim_asks(value, value_len, for_session);
+		confirm_due |= asked != 0 && asked != confirms;
+		confirms = asked;
+	}
+	else
+		claim_watched = false;	/* look again */
+}
+
+static void
+claim_seen(int rc, const struct Stat *stat, const void *ctx)
+{
+	char		path[ZKL_PATH_LEN];
+
+	if (ctx != tag())
+		return;
+	if (rc == ZOK)
+	{
+		claim_path(path);
+		(void) zoo_aget(zkc_handle(), path, 0, claim_read, tag());
+	}
+	else if (rc == ZNONODE)
+		confirms = 0;
+	else
+		claim_watched = false;
+}
+
+/* The claim node was made, changed or deleted: look again (zkl_gwaits_tend). */
+static void
+claim_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	if (type != ZOO_SESSION_EVENT)
+		claim_watched = false;
 }
 
 /* ---- reading ---- */
@@ -667,8 +863,34 @@ zkl_gwaits_tend(ZklCore *core)
 		if (!live)
 			drop_claim();
 	}
-	if (claimed && mono >= claim_until)
+	if (claimed && mono >= claim_until && phase != PH_CONFIRMING)
 		drop_claim();
+	/* while we publish, a claim may name us: a watch tells */
+	if (published && !claim_watched)
+	{
+		claim_path(path);
+		claim_watched = zoo_awexists(zkc_handle(), path, claim_watcher, NULL, claim_seen,
+									 tag()) == ZOK;
+	}
+	if (confirm_due && published)
+	{
+		confirm_due = false;
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		len = format_doc(core, now, nheavy_sent);
+		LWLockRelease(zkl_shared->lock);
+		publish(len);
+	}
+	if (phase == PH_CONFIRMING)
+	{
+		if (mono >= claim_until && reads_due == 0)
+		{
+			confirm_broken = true;	/* not all in time */
+			confirmations_over();
+		}
+		else if (reads_due == 0 && mono >= next_poll)
+			poll_confirmations();
+		return RETRY_MS;
+	}
 	if (phase != PH_IDLE)
 		return RETRY_MS;		/* the replies move it on */
 
@@ -756,4 +978,8 @@ zkl_gwaits_reset(void)
 	doc_may_exist = true;
 	claim_check = true;
 	own_version = -1;
+	claim_nonce = 0;
+	claim_watched = false;
+	confirms = 0;
+	confirm_due = false;
 }

@@ -217,6 +217,7 @@ typedef struct Backend
 	int			txns_left;
 	int			commits;
 	int64_t		stuck_since;	/* waits for ever by the ground truth since (0: not) */
+	int64_t		gave_up_at;		/* a wait of its last ended with no grant then (model time) */
 } Backend;
 
 typedef struct Ghost
@@ -302,11 +303,16 @@ typedef struct Cluster
 	int64_t		gw_at;			/* when its next step comes */
 	int64_t		gw_claim_until;	/* a claim of ours lives until (0: none) */
 	ZgwVictim	gw_victim;
-	uint64_t	gw_victim_attempt;	/* its request, if it waited for ever at the claim */
+	bool		gw_confirmed[NCLUSTERS];
+	uint64_t	gw_victim_attempt;	/* its request, if it waited for ever when confirmed */
+	int64_t		gw_claimed_at;	/* of the claim's sessions, ours to collect */
+	uint64_t	gw_confirms;	/* another's claim that named us, confirmed (0: none) */
+	int64_t		gw_confirm_at;	/* when the watch tells us of it */
 	ZgwSemWait	gw_sems[16];
 	int			gw_nsems;
 	char		gw_read[NCLUSTERS][SIM_DOC_LEN];	/* the others' documents, as read */
 	int			gw_read_version[NCLUSTERS];
+	int64_t		gw_read_session[NCLUSTERS];
 	Backend		b[NBACKENDS];
 } Cluster;
 
@@ -334,6 +340,9 @@ typedef struct Sim
 	int			ntainted;
 	int			nhistory[NALL];
 	int64_t		claim_session;	/* <root>/.deadlock's owner (0: none) */
+	uint64_t	claim_nonce;	/* and its data: the sessions that must confirm */
+	int64_t		claim_asks[NCLUSTERS];
+	int			claim_nasks;
 	int64_t		circles_at;		/* check_circles' next sample */
 	/* granted slots already checked: cluster, slot, attempt */
 	uint64_t	seen_attempt[NCLUSTERS][NSLOTS];
@@ -2137,6 +2146,8 @@ end_xact(Cluster *c, Backend *b, const char *how)
 {
 	int			i;
 
+	if (b->st == B_WAIT)
+		b->gave_up_at = zkm_now(S->m);
 	/* a request still waited for is the book's pending one: the abort gives it up */
 	zkb_xact_end(&b->book);		/* session-level ones stay */
 	b->ngroup = 0;
@@ -3612,9 +3623,46 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 		zcore_key_path(&c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
 		n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+		bool		first_x = false;	/* the backend holds, alone, a node ahead: exclusive */
+		int32_t		x_seq = 0;
+		bool		first_s = false;	/* or shared */
+		int32_t		s_seq = 0;
+
 		for (i = 0; i < n; i++)
 			if (zkr_name_has_uuid(kids[i].name, s->uuid))
 				own = i;
+		/*
+		 * The recipe's rules for a backend's own held nodes (recipe.c's
+		 * blocks): nothing behind its exclusive node blocks it, and no
+		 * writer behind its shared one (an upgrade passes them, as core's).
+		 */
+		for (i = 0; own >= 0 && i < n; i++)
+		{
+			TruthEntry	e;
+			int			j;
+			bool		held = false;
+
+			if (i == own || zkr_seq_cmp(kids[i].seq, kids[own].seq) > 0)
+				continue;
+			truth_owners(s->key, kids[i].name, &e);
+			if (e.nowners != 1 || e.oc[0] != ci || e.ob[0] != bi)
+				continue;
+			for (j = 0; j < c->t.nused; j++)
+				held |= c->t.slots[j].zstate == ZKS_HELD && c->t.slots[j].owner_pid == pid &&
+					zkr_name_has_uuid(kids[i].name, c->t.slots[j].uuid);
+			if (held && kids[i].mode == ZKL_MODE_EXCLUSIVE &&
+				(!first_x || zkr_seq_cmp(kids[i].seq, x_seq) < 0))
+			{
+				first_x = true;
+				x_seq = kids[i].seq;
+			}
+			if (held && kids[i].mode == ZKL_MODE_SHARED &&
+				(!first_s || zkr_seq_cmp(kids[i].seq, s_seq) < 0))
+			{
+				first_s = true;
+				s_seq = kids[i].seq;
+			}
+		}
 		for (i = 0; own >= 0 && i < n && r->nahead < TR_AHEAD; i++)
 		{
 			TruthEntry *e = &r->ahead[r->nahead];
@@ -3623,7 +3671,10 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 			bool		mine = false;
 
 			if (i == own || zkr_seq_cmp(kids[i].seq, kids[own].seq) > 0 ||
-				(s->mode != ZKL_MODE_SEMAPHORE && !conflict(kids[i].mode, s->mode)))
+				(s->mode != ZKL_MODE_SEMAPHORE && !conflict(kids[i].mode, s->mode)) ||
+				(s->mode != ZKL_MODE_SEMAPHORE && first_x && zkr_seq_cmp(x_seq, kids[i].seq) < 0) ||
+				(s->mode != ZKL_MODE_SEMAPHORE && first_s && kids[i].mode == ZKL_MODE_EXCLUSIVE &&
+				 zkr_seq_cmp(s_seq, kids[i].seq) < 0))
 				continue;
 			truth_owners(s->key, kids[i].name, e);
 			/*
@@ -3795,12 +3846,13 @@ truth_build(Truth *tr)
  */
 #define GW_IDLE		0
 #define GW_CLAIM	1			/* the claim is on its way to the leader */
-#define GW_BREAK	2			/* its answer is on its way back */
+#define GW_CONFIRM	2			/* ours: the others' confirmations are awaited */
+#define GW_BREAK	3			/* all in: decide again and fail the victim */
 
 static int64_t gw_victims = 0;	/* over the run */
 static int64_t gw_rounds = 0;
 static int64_t gw_claims_refused = 0;
-static int64_t gw_stale_victims = 0;
+static int64_t gw_gaveup_victims = 0;	/* of a cycle a wait of which was given up meanwhile */
 static int64_t gw_tainted_victims = 0;	/* through a request whose node was deleted from outside */	/* chosen through a wait ended, not yet rewritten */
 static int64_t gw_max_stuck_ms = 0;
 static int	gw_longest_doc = 0;	/* longest a backend waited for ever, until broken */
@@ -3829,6 +3881,7 @@ gw_format(Cluster *c, char *out)
 	in.nheavy = 0;
 	in.sem = c->gw_sems;
 	in.nsem = c->gw_nsems;
+	in.confirms = c->gw_confirms;
 	return zgw_format(&in, out, SIM_DOC_LEN);
 }
 
@@ -3875,51 +3928,22 @@ gw_victim_slot(const Cluster *c, const ZgwVictim *v)
 	return -1;
 }
 
-/* zgw_edges' rows: is a waiter of the document one whose wait has ended? */
-typedef struct GwEnded
-{
-	const Cluster *c;
-	bool		ended;
-} GwEnded;
-
-static void
-gw_row_ended(void *arg, const ZgwEdgeRow *row)
-{
-	GwEnded    *e = arg;
-	int			bi = backend_of_pid(e->c, row->w_pid);
-	const Backend *b;
-
-	if (row->w_session != e->c->t.session_id || row->w_mode == 'L' || bi < 0)
-		return;
-	b = &e->c->b[bi];
-	if (b->st != B_WAIT)
-		e->ended = true;
-	else if (b->ngroup == 0 && b->waiting >= 0)
-		e->ended |= e->c->t.slots[b->waiting].result != ZKR_PENDING;
-}
-
-/*
- * The known window (README, deadlocks across clusters): a wait of another
- * cluster that ended there with no change in ZooKeeper (a local hand-over)
- * while its document, as the claim checked it, was not rewritten yet.
- */
+/* A backend the cycle names ("Process P of cluster cN") gave a wait up at `since` or later. */
 static bool
-gw_stale_document(const Cluster *c)
+gw_cycle_gave_up(const ZgwVictim *v, int64_t since)
 {
-	int			k;
+	const char *p = v->detail;
+	int			pid;
+	int			ci;
 
-	for (k = 0; k < S->ncl; k++)
+	while ((p = strstr(p, "Process ")) != NULL)
 	{
-		const Cluster *o = &S->c[k];
-		const char *doc = c->gw_read[k];
-		GwEnded		e = {o, false};
+		int			bi;
 
-		if (k == c->id || doc[0] == '\0' || !gw_visible(o) ||
-			o->gw_doc_version != c->gw_read_version[k])
-			continue;
-		(void) zgw_edges(&doc, 1, gw_row_ended, &e);
-		if (e.ended)
+		if (sscanf(p, "Process %d of cluster c%d", &pid, &ci) == 2 && ci >= 0 && ci < S->ncl &&
+			(bi = backend_of_pid(&S->c[ci], pid)) >= 0 && S->c[ci].b[bi].gave_up_at >= since)
 			return true;
+		p++;
 	}
 	return false;
 }
@@ -3949,13 +3973,24 @@ gw_cycle_tainted(const ZgwVictim *v)
 	return false;
 }
 
+/* The claim goes (deleted by its owner, or gone with its session). */
+static void
+gw_drop_claim(Cluster *c)
+{
+	if (S->claim_session == c->t.session_id)
+		S->claim_session = 0;
+	c->gw_claim_until = 0;
+}
+
 /* The claim reaches the leader: a multi of checks and the claim's create. */
 static void
 gw_claim(Cluster *c)
 {
 	const ZgwVictim *v = &c->gw_victim;
+	char		data[ZGW_CLAIM_LEN];
+	int64_t		read_from[NCLUSTERS];
+	int			nread = 0;
 	int			i;
-	int			s;
 
 	c->gw_phase = GW_IDLE;
 	if (S->claim_session != 0 && zkm_session_alive(S->m, S->claim_session))
@@ -3992,44 +4027,141 @@ gw_claim(Cluster *c)
 		}
 	}
 	S->claim_session = c->t.session_id;
+	do
+		S->claim_nonce = rnd();
+	while (S->claim_nonce == 0);
+	for (i = 0; i < S->ncl; i++)
+		if (c->gw_read[i][0] != '\0')
+			read_from[nread++] = c->gw_read_session[i];
+	S->claim_nasks = zgw_claim_sessions(data, zgw_claim_format(S->claim_nonce, read_from, nread,
+															   c->t.session_id, data,
+															   sizeof(data)),
+										S->claim_asks, NCLUSTERS);
+	memset(c->gw_confirmed, 0, sizeof(c->gw_confirmed));
+	c->gw_claimed_at = zkm_now(S->m);
 	c->gw_claim_until = zkm_now(S->m) + (int64_t) 2 * c->core.deadlock_timeout * 1000;
-	c->gw_phase = GW_BREAK;
-	c->gw_at = zkm_now(S->m) + 500 + rnd_int(20000);
-	/* the moment of choice: the victim's wait must be one that never ends */
-	s = gw_victim_slot(c, v);
-	c->gw_victim_attempt = 0;
-	if (s >= 0)
-	{
-		Truth	   *tr = malloc(sizeof(Truth));
-		int			bi = backend_of_pid(c, v->pid);
+	c->gw_phase = GW_CONFIRM;
+	c->gw_at = zkm_now(S->m) + 500 + rnd_int(20000) + 50000;	/* its answer, then a poll */
+	trace("c%d claims pid %d's wait, %d to confirm", c->id, v->pid, S->claim_nasks);
+}
 
-		truth_build(tr);
-		if (bi >= 0 && !tr->goes[c->id][bi])
-			c->gw_victim_attempt = c->t.slots[s].attempt;
-		else if (gw_cycle_tainted(v))
+/*
+ * The moment of choice: the last confirmation is in.  Until its worker
+ * acts, only a wait given up can break a cycle (a grant needs a wait of
+ * the cycle to end first), so the victim must then wait for ever by the
+ * ground truth, in ZooKeeper's view (truth_build).
+ */
+static void
+gw_judge(Cluster *c)
+{
+	int			s = gw_victim_slot(c, &c->gw_victim);
+	int			bi = backend_of_pid(c, c->gw_victim.pid);
+	Truth	   *tr;
+
+	c->gw_victim_attempt = 0;
+	if (s < 0 || bi < 0)
+		return;
+	tr = malloc(sizeof(Truth));
+	truth_build(tr);
+	if (!tr->goes[c->id][bi])
+		c->gw_victim_attempt = c->t.slots[s].attempt;
+	else if (gw_cycle_tainted(&c->gw_victim))
+	{
+		/*
+		 * A request of the cycle whose node someone deleted: zk_lock
+		 * promises it nothing (README), and what it believes it holds or
+		 * waits for may be wrong.
+		 */
+		c->gw_victim_attempt = c->t.slots[s].attempt;
+		gw_tainted_victims++;
+	}
+	else if (gw_cycle_gave_up(&c->gw_victim, c->gw_claimed_at))
+	{
+		/*
+		 * A wait of the cycle given up (a timeout, a cancel, a stop, a
+		 * 40P01 of deadlock.c) since the claim: its cluster's document
+		 * confirmed it still waited, and a document says how things stood
+		 * when it was written (README: the moment of choice).
+		 */
+		c->gw_victim_attempt = c->t.slots[s].attempt;
+		gw_gaveup_victims++;
+	}
+	else if (getenv("SIM_TRUTH"))
+		truth_dump(tr);
+	free(tr);
+}
+
+/*
+ * The victim's cluster reads the documents of the others of the cycle
+ * (poll_confirmations): each must have been written for this claim.
+ */
+static void
+gw_confirm(Cluster *c)
+{
+	bool		all = true;
+	int			i;
+	int			k;
+
+	if (!zkm_session_alive(S->m, c->t.session_id))
+	{
+		c->gw_phase = GW_IDLE;	/* the reads fail: the claim is gone with the session */
+		return;
+	}
+	/* every one read in one poll: the moment of choice is then */
+	memset(c->gw_confirmed, 0, sizeof(c->gw_confirmed));
+	for (i = 0; i < S->claim_nasks; i++)
+	{
+		const Cluster *o = NULL;
+
+		for (k = 0; k < S->ncl; k++)
+			if (S->c[k].gw_doc_session == S->claim_asks[i] && gw_visible(&S->c[k]))
+				o = &S->c[k];
+		if (o == NULL)
 		{
-			/*
-			 * A request of the cycle whose node someone deleted: zk_lock
-			 * promises it nothing (README), and what it believes it holds
-			 * or waits for may be wrong, so a cycle through it may be one.
-			 */
-			c->gw_victim_attempt = c->t.slots[s].attempt;
-			gw_tainted_victims++;
+			/* no long wait there any more: news as fresh as a confirmation */
+			for (k = 0; k < S->ncl; k++)
+				if (c->gw_read_session[k] == S->claim_asks[i])
+					c->gw_read[k][0] = '\0';
+			c->gw_confirmed[i] = true;
 		}
-		else if (gw_stale_document(c))
+		else if (zgw_confirms(o->gw_doc, S->claim_nonce))
 		{
-			/* counted, not failed: the window README states */
-			c->gw_victim_attempt = c->t.slots[s].attempt;
-			gw_stale_victims++;
-			trace("c%d: victim pid %d chosen on a document whose wait ended", c->id, v->pid);
+			memcpy(c->gw_read[o->id], o->gw_doc, strlen(o->gw_doc) + 1);
+			c->gw_confirmed[i] = true;
 		}
-		else if (getenv("SIM_TRUTH"))
-			truth_dump(tr);
-		free(tr);
+		all &= c->gw_confirmed[i];
+	}
+	if (!all && zkm_now(S->m) >= c->gw_claim_until)
+	{
+		trace("c%d: confirmations not in time: claim dropped", c->id);
+		gw_drop_claim(c);
+		c->gw_phase = GW_IDLE;
+	}
+	else if (!all)
+		c->gw_at = zkm_now(S->m) + 50000;
+	else
+	{
+		/* decided on those alone: the others' documents were read before the claim */
+		for (k = 0; k < S->ncl; k++)
+		{
+			bool		fresh = false;
+
+			for (i = 0; i < S->claim_nasks; i++)
+				fresh |= S->c[k].gw_doc_session == S->claim_asks[i];
+			if (!fresh)
+				c->gw_read[k][0] = '\0';
+		}
+		c->gw_phase = GW_BREAK;
+		gw_judge(c);
 	}
 }
 
-/* The claim's answer: break_cycle. */
+/*
+ * break_cycle: decide again on the confirmed documents and our waits as
+ * they are now.  The moment of choice: the victim must wait for ever by
+ * the ground truth, in ZooKeeper's view (a wait given up whose node is
+ * still queued counts; truth_build).
+ */
 static void
 gw_break(Cluster *c)
 {
@@ -4057,9 +4189,9 @@ gw_break(Cluster *c)
 									"deadlock detected across clusters"))
 			{
 				if (attempt != c->gw_victim_attempt)
-					fail("c%d: pid %d chosen as a deadlock's victim, but at the claim its wait "
-						 "(%s) was not one that never ends:\n%s", c->id, again.pid,
-						 again.node, again.detail);
+					fail("c%d: pid %d chosen as a deadlock's victim, but its wait (%s) was not "
+						 "one that never ends when the confirmations were in:\n%s", c->id,
+						 again.pid, again.node, again.detail);
 				gw_victims++;
 				trace("c%d pid %d: deadlock across clusters, 40P01", c->id, again.pid);
 				free(mine);
@@ -4068,10 +4200,8 @@ gw_break(Cluster *c)
 		}
 	}
 	free(mine);
-	/* nobody failed: the claim goes at once */
-	if (S->claim_session == c->t.session_id)
-		S->claim_session = 0;
-	c->gw_claim_until = 0;
+	trace("c%d: the cycle does not stand on confirmed documents: claim dropped", c->id);
+	gw_drop_claim(c);			/* nobody failed: the claim goes at once */
 }
 
 /* A round: read every document and decide. */
@@ -4092,6 +4222,7 @@ gw_round(Cluster *c)
 			continue;
 		memcpy(c->gw_read[i], o->gw_doc, strlen(o->gw_doc) + 1);
 		c->gw_read_version[i] = o->gw_doc_version;
+		c->gw_read_session[i] = o->gw_doc_session;
 		all[n++] = c->gw_read[i];
 	}
 	all[n++] = c->gw_doc;		/* ours as sent */
@@ -4126,8 +4257,8 @@ gw_tend(Cluster *c)
 	}
 	if (S->claim_session == session && c->gw_claim_until == 0 && c->gw_phase != GW_BREAK)
 		S->claim_session = 0;	/* ours from before: claim_looked drops it */
-	if (c->gw_claim_until != 0 && now >= c->gw_claim_until)
-		c->gw_claim_until = 1;	/* (goes below) */
+	if (c->gw_claim_until != 0 && now >= c->gw_claim_until && c->gw_phase == GW_IDLE)
+		c->gw_claim_until = 1;	/* (goes below; while confirming, gw_confirm sees to it) */
 	/* the claim goes once the victim's node is gone (gwaits.c) */
 	if (c->gw_claim_until == 1 || (c->gw_claim_until != 0 && c->gw_phase == GW_IDLE &&
 								   c->gw_victim.node[0] != '\0' &&
@@ -4137,12 +4268,45 @@ gw_tend(Cluster *c)
 			S->claim_session = 0;
 		c->gw_claim_until = 0;
 	}
+	/* another's claim that names us: told by a watch, we write our document again */
+	if (S->claim_session == 0 || !zkm_session_alive(S->m, S->claim_session))
+		c->gw_confirms = 0;
+	else if (c->gw_confirms != S->claim_nonce && c->gw_doc_session == session &&
+			 c->gw_doc[0] != '\0')
+	{
+		int			i;
+
+		for (i = 0; i < S->claim_nasks; i++)
+			if (S->claim_asks[i] == session)
+				break;
+		if (i < S->claim_nasks && c->gw_confirm_at == 0)
+			c->gw_confirm_at = now + 500 + rnd_int(10000);
+		else if (i < S->claim_nasks && now >= c->gw_confirm_at)
+		{
+			char	   *doc = malloc(SIM_DOC_LEN);
+			int			len;
+
+			c->gw_confirm_at = 0;
+			c->gw_confirms = S->claim_nonce;
+			len = gw_format(c, doc);
+			if (len == 0)
+				c->gw_doc[0] = '\0';
+			else
+			{
+				c->gw_doc_version++;
+				memcpy(c->gw_doc, doc, len + 1);
+			}
+			free(doc);
+		}
+	}
 	if (c->gw_phase != GW_IDLE)
 	{
 		if (now >= c->gw_at)
 		{
 			if (c->gw_phase == GW_CLAIM)
 				gw_claim(c);
+			else if (c->gw_phase == GW_CONFIRM)
+				gw_confirm(c);
 			else
 				gw_break(c);
 		}
@@ -5342,9 +5506,9 @@ main(int argc, char **argv)
 	printf("%" PRId64 " deadlocks across clusters broken (40P01) in %" PRId64 " rounds, %" PRId64
 		   " claims refused; the longest wait for ever lasted %" PRId64 " ms; documents up to %d bytes\n",
 		   gw_victims, gw_rounds, gw_claims_refused, gw_max_stuck_ms, gw_longest_doc);
-	printf("%" PRId64 " of those victims chosen through another cluster's wait that had ended "
-		   "there, its document not rewritten yet; %" PRId64 " through a request whose node "
-		   "was deleted from outside\n", gw_stale_victims, gw_tainted_victims);
+	printf("%" PRId64 " of those victims of a cycle a wait of which was given up since the claim, "
+		   "%" PRId64 " through a request whose node was deleted from outside\n",
+		   gw_gaveup_victims, gw_tainted_victims);
 	printf("%" PRId64 " try-locks waited for a node that may linger: %" PRId64 " granted, %" PRId64 " refused\n",
 		   linger_waits[0] + linger_waits[1], linger_waits[1], linger_waits[0]);
 	printf("%d passed, %d failed\n", passed, failed);

@@ -1631,6 +1631,7 @@ test_gwait(void)
 	in.cluster = "c a";
 	in.session = 0x1f;
 	in.heavy = &heavy;
+	in.confirms = 0;
 	in.nheavy = 1;
 	heavy.pid = 77;
 	heavy.since = 5;
@@ -1650,6 +1651,26 @@ test_gwait(void)
 		  "a lock manager's waiter is a vertex with edges to its blockers");
 	CHECK(zgw_format(&in, doc, 40) == 0,
 		  "a document with no room for a whole backend publishes nothing");
+
+	/* a claim names the sessions that must confirm; their documents say so with a K line */
+	{
+		int64_t		read_from[3] = {0x1f, 0x20, 0x2a};
+		int64_t		named[4];
+		char		claim[ZGW_CLAIM_LEN];
+		int			clen = zgw_claim_format(0xabc, read_from, 3, 0x20, claim, sizeof(claim));
+
+		CHECK(zgw_claim_sessions(claim, clen, named, 4) == 2 && named[0] == 0x1f && named[1] == 0x2a,
+			  "a claim names every session the decision read but its own");
+		CHECK(zgw_claim_asks(claim, clen, 0x1f) == 0xabc && zgw_claim_asks(claim, clen, 0x20) == 0,
+			  "a named session is asked, with the claim's nonce; the claimer is not");
+		in.confirms = 0xabc;
+		len = zgw_format(&in, doc, sizeof(doc));
+		CHECK(len > 0 && zgw_confirms(doc, 0xabc) && !zgw_confirms(doc, 0xabd),
+			  "a document written for a claim confirms that claim only");
+		in.confirms = 0;
+		len = zgw_format(&in, doc, sizeof(doc));
+		CHECK(len > 0 && !zgw_confirms(doc, 0xabc), "one written before confirms nothing");
+	}
 
 	/* a victim's claim is kept while its node lives, or its delete is on its way */
 	{
