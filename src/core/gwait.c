@@ -285,10 +285,14 @@ zgw_format(const ZgwLocal *in, char *out, size_t len)
 	char		name[ZGW_CLUSTER_LEN];
 	size_t		n = 0;
 	size_t		at;
+	size_t		full = len;
 	int			entries = 0;
 	int			i;
 	int			j;
 
+	/* room kept for the confirmation: without it the document would say nothing */
+	if (in->confirms != 0)
+		len = len > 24 ? len - 24 : 0;
 	snprintf(name, sizeof(name), "%s", in->cluster && in->cluster[0] ? in->cluster : "-");
 	for (i = 0; name[i]; i++)
 		if (name[i] == ' ' || name[i] == '\t' || name[i] == '\n')
@@ -327,8 +331,8 @@ zgw_format(const ZgwLocal *in, char *out, size_t len)
 		}
 	}
 	if (entries > 0 && in->confirms != 0 &&
-		!put(out, len, &n, "K %" PRIx64 "\n", in->confirms))
-		return 0;				/* no room for the confirmation: it confirms nothing */
+		!put(out, full, &n, "K %" PRIx64 "\n", in->confirms))
+		return 0;				/* (cannot be: its room was kept) */
 	return entries > 0 ? (int) n : 0;
 }
 

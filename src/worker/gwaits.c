@@ -82,7 +82,9 @@ static int	reads_due = 0;		/* documents still on their way */
 static bool claimed = false;	/* the claim is ours */
 static bool claim_check = true; /* one of ours may be left (a restart, a lost reply): look */
 static int64 claim_until = 0;	/* zkl_mono_now: delete the claim then */
-static ZgwVictim victim;
+static ZgwVictim victim;		/* of the last decision */
+static ZgwVictim claimed_victim;	/* of our claim */
+static bool victim_failed = false;	/* our claim's victim was failed */
 /* the claim's confirmations: ours to collect, or another's to give */
 static uint64 claim_nonce = 0;	/* ours while confirming */
 static char claim_data[ZGW_CLAIM_LEN];
@@ -339,6 +341,7 @@ written(int rc, const struct Stat *stat, const void *ctx)
 	{
 		published = false;		/* write it again, whole */
 		own_version = -1;
+		doc_may_exist |= zcore_outcome_unknown(rc);	/* then deleted if nothing is to be said */
 	}
 }
 
@@ -361,6 +364,7 @@ created(int rc, const char *value, const void *ctx)
 	{
 		published = false;
 		own_version = -1;
+		doc_may_exist |= zcore_outcome_unknown(rc); /* it may have been made all the same */
 		dir_made = dir_made && rc != ZNONODE;	/* someone deleted it: again */
 	}
 }
@@ -420,13 +424,22 @@ claim_deleted(int rc, const void *ctx)
 }
 
 static void
-drop_claim(void)
+delete_claim_node(void)
 {
 	char		path[ZKL_PATH_LEN];
 
 	claim_path(path);
-	claimed = false;
 	(void) zoo_adelete(zkc_handle(), path, -1, claim_deleted, tag());
+}
+
+/* Give our claim up; never another cluster's (a delete cannot tell them apart). */
+static void
+drop_claim(void)
+{
+	if (!claimed)
+		return;
+	claimed = false;
+	delete_claim_node();
 }
 
 /* Is the claim there ours, left from before?  Then it goes. */
@@ -436,7 +449,7 @@ claim_looked(int rc, const struct Stat *stat, const void *ctx)
 	if (ctx != tag())
 		return;
 	if (rc == ZOK && stat != NULL && stat->ephemeralOwner == for_session && !claimed)
-		drop_claim();
+		delete_claim_node();
 	else if (rc != ZOK && rc != ZNONODE)
 		claim_check = true;
 }
@@ -475,6 +488,7 @@ break_cycle(void)
 	if (failed)
 	{
 		victim = again;			/* the cycle as it stands now, for the error and the log */
+		victim_failed = true;
 		zkl_shared->deadlock_pid = victim.pid;
 		strlcpy(zkl_shared->deadlock_detail, victim.detail, sizeof(zkl_shared->deadlock_detail));
 	}
@@ -497,6 +511,8 @@ claim_done(int rc, const void *ctx)
 	if (rc == ZOK)
 	{
 		claimed = true;
+		victim_failed = false;
+		claimed_victim = victim;
 		claim_until = zkl_mono_now() + (int64) 2 * DeadlockTimeout * 1000;
 		nconfirm = zgw_claim_sessions(claim_data, strlen(claim_data), confirm_session,
 									  ZGW_MAX_CONFIRMS);
@@ -508,8 +524,9 @@ claim_done(int rc, const void *ctx)
 			confirmations_over();	/* a cycle of ours alone: nobody to ask */
 		return;					/* else the documents stay for the confirmations */
 	}
-	else if (claim_results[victim.nchecks + victim.nsessions].err == ZNODEEXISTS)
-		claim_check = true;		/* maybe ours, from a reply lost before */
+	else if (claim_results[victim.nchecks + victim.nsessions].err == ZNODEEXISTS ||
+			 zcore_outcome_unknown(rc))
+		claim_check = true;		/* maybe ours: from a reply lost now, or before */
 	/* else a node or document of the cycle changed: the next round sees how */
 	round_over();
 }
@@ -853,12 +870,12 @@ zkl_gwaits_tend(ZklCore *core)
 	 * and fails.  A victim with no node of its own (a hand-over wait)
 	 * keeps it until every document has been read again.
 	 */
-	if (claimed && victim.node[0] != '\0')
+	if (claimed && phase != PH_CONFIRMING && claimed_victim.node[0] != '\0')
 	{
 		bool		live;
 
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		live = zgw_node_live(&zkl_shared->t, victim.node);
+		live = zgw_node_live(&zkl_shared->t, claimed_victim.node);
 		LWLockRelease(zkl_shared->lock);
 		if (!live)
 			drop_claim();
@@ -875,6 +892,9 @@ zkl_gwaits_tend(ZklCore *core)
 	if (confirm_due && published)
 	{
 		confirm_due = false;
+		/* written for the claim: the lock manager's waits as they are now, too */
+		nheavy_sent = gather_heavy(now);
+		heavy_changed = false;
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
 		len = format_doc(core, now, nheavy_sent);
 		LWLockRelease(zkl_shared->lock);
@@ -982,4 +1002,7 @@ zkl_gwaits_reset(void)
 	claim_watched = false;
 	confirms = 0;
 	confirm_due = false;
+	/* a claim that failed nobody: claim_looked deletes it (one that did stays its time) */
+	if (claimed && !victim_failed)
+		claimed = false;
 }

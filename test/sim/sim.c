@@ -304,6 +304,9 @@ typedef struct Cluster
 	int64_t		gw_claim_until;	/* a claim of ours lives until (0: none) */
 	ZgwVictim	gw_victim;
 	bool		gw_confirmed[NCLUSTERS];
+	uint64_t	gw_nonce;		/* our claim's, and the sessions it asks */
+	int64_t		gw_asks[NCLUSTERS];
+	int			gw_nasks;
 	uint64_t	gw_victim_attempt;	/* its request, if it waited for ever when confirmed */
 	int64_t		gw_claimed_at;	/* of the claim's sessions, ours to collect */
 	uint64_t	gw_confirms;	/* another's claim that named us, confirmed (0: none) */
@@ -4037,6 +4040,10 @@ gw_claim(Cluster *c)
 															   c->t.session_id, data,
 															   sizeof(data)),
 										S->claim_asks, NCLUSTERS);
+	/* the claimer's own copy: the claim node may go and another come meanwhile */
+	c->gw_nonce = S->claim_nonce;
+	c->gw_nasks = S->claim_nasks;
+	memcpy(c->gw_asks, S->claim_asks, sizeof(c->gw_asks));
 	memset(c->gw_confirmed, 0, sizeof(c->gw_confirmed));
 	c->gw_claimed_at = zkm_now(S->m);
 	c->gw_claim_until = zkm_now(S->m) + (int64_t) 2 * c->core.deadlock_timeout * 1000;
@@ -4109,22 +4116,22 @@ gw_confirm(Cluster *c)
 	}
 	/* every one read in one poll: the moment of choice is then */
 	memset(c->gw_confirmed, 0, sizeof(c->gw_confirmed));
-	for (i = 0; i < S->claim_nasks; i++)
+	for (i = 0; i < c->gw_nasks; i++)
 	{
 		const Cluster *o = NULL;
 
 		for (k = 0; k < S->ncl; k++)
-			if (S->c[k].gw_doc_session == S->claim_asks[i] && gw_visible(&S->c[k]))
+			if (S->c[k].gw_doc_session == c->gw_asks[i] && gw_visible(&S->c[k]))
 				o = &S->c[k];
 		if (o == NULL)
 		{
 			/* no long wait there any more: news as fresh as a confirmation */
 			for (k = 0; k < S->ncl; k++)
-				if (c->gw_read_session[k] == S->claim_asks[i])
+				if (c->gw_read_session[k] == c->gw_asks[i])
 					c->gw_read[k][0] = '\0';
 			c->gw_confirmed[i] = true;
 		}
-		else if (zgw_confirms(o->gw_doc, S->claim_nonce))
+		else if (zgw_confirms(o->gw_doc, c->gw_nonce))
 		{
 			memcpy(c->gw_read[o->id], o->gw_doc, strlen(o->gw_doc) + 1);
 			c->gw_confirmed[i] = true;
@@ -4146,8 +4153,8 @@ gw_confirm(Cluster *c)
 		{
 			bool		fresh = false;
 
-			for (i = 0; i < S->claim_nasks; i++)
-				fresh |= S->c[k].gw_doc_session == S->claim_asks[i];
+			for (i = 0; i < c->gw_nasks; i++)
+				fresh |= S->c[k].gw_doc_session == c->gw_asks[i];
 			if (!fresh)
 				c->gw_read[k][0] = '\0';
 		}

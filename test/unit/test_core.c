@@ -1670,6 +1670,10 @@ test_gwait(void)
 		in.confirms = 0;
 		len = zgw_format(&in, doc, sizeof(doc));
 		CHECK(len > 0 && !zgw_confirms(doc, 0xabc), "one written before confirms nothing");
+		in.confirms = 0xabc;
+		CHECK(zgw_format(&in, doc, len + 2) == 0 || zgw_confirms(doc, 0xabc),
+			  "a confirmation's line always has room: a waiter is left out rather than it");
+		in.confirms = 0;
 	}
 
 	/* a victim's claim is kept while its node lives, or its delete is on its way */
