@@ -152,9 +152,10 @@ typedef struct ZgwVictim
  * in ZooKeeper that a claim could check: the victim's cluster, holding the
  * claim, asks every other cluster of the cycle for a document written
  * after the claim.  The claim's data names the claim (a nonce) and those
- * sessions; each of them, told by a watch, writes its document again
- * with a line "K <nonce>" (zgw_format, ZgwLocal.confirms); the victim's
- * cluster reads those and decides again on them alone.
+ * sessions; each of them, looking for a claim while it publishes,
+ * writes its document again with a line "K <nonce>" (zgw_format,
+ * ZgwLocal.confirms); the victim's cluster reads those and decides again
+ * on them alone.
  */
 #define ZGW_MAX_CONFIRMS 255	/* sessions a claim names */
 #define ZGW_CLAIM_LEN	(32 + 20 * ZGW_MAX_CONFIRMS)

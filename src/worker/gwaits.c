@@ -15,9 +15,10 @@
  *      was read from, and the create of <root>/.deadlock, EPHEMERAL, which
  *      no other detector can create meanwhile (one victim at a time, in
  *      all clusters), naming the other sessions of the cycle;
- *   4. each of those, told by a watch on the claim, writes its document
- *      again (a confirmation: a wait that ended through a local hand-over
- *      changes nothing a claim can check), and once every one has, the
+ *   4. each of those, which looks for a claim every 250 ms while it
+ *      publishes, writes its document again (a confirmation: a wait that ended
+ *      through a local hand-over changes nothing a claim can check), and
+ *      once every one has, the
  *      victim's cluster decides again on those documents and its own
  *      waits as they are now; if the same victim comes out, it fails that
  *      request with 40P01 (so a wait that has just ended is never called
@@ -51,6 +52,7 @@
 #define RETRY_MS	100
 #define MAX_HEAVY	64			/* lock manager waits looked at in one document */
 #define CONFIRM_POLL_MS	50		/* the victim's cluster reads the confirmations this often */
+#define CLAIM_LOOK_MS	250		/* a cluster that publishes looks for a claim this often */
 
 typedef enum Phase
 {
@@ -93,8 +95,8 @@ static bool confirmed[ZGW_MAX_CONFIRMS];
 static int	nconfirm = 0;
 static bool confirm_broken = false;	/* not all in time */
 static int64 next_poll = 0;		/* zkl_mono_now */
-static bool claim_watched = false;	/* our watch on the claim node is set */
 static uint64 confirms = 0;		/* another's claim that named us (0: none) */
+static int64 next_look = 0;		/* zkl_mono_now: look for a claim then */
 static bool confirm_due = false;	/* write our document for it */
 static ZklCore *the_core = NULL;
 static MemoryContext gw_cxt = NULL;	/* the lock manager's answers, reset each time */
@@ -699,8 +701,6 @@ claim_read(int rc, const char *value, int value_len, const struct Stat *stat, co
 		confirm_due |= asked != 0 && asked != confirms;
 		confirms = asked;
 	}
-	else
-		claim_watched = false;	/* look again */
 }
 
 static void
@@ -717,16 +717,20 @@ claim_seen(int rc, const struct Stat *stat, const void *ctx)
 	}
 	else if (rc == ZNONODE)
 		confirms = 0;
-	else
-		claim_watched = false;
 }
 
-/* The claim node was made, changed or deleted: look again (zkl_gwaits_tend). */
+/*
+ * While we publish, every CLAIM_LOOK_MS: does a claim name us?  (A watch
+ * would stay set for the session's life once our waits end.)  The
+ * victim's cluster waits up to 2 × deadlock_timeout for us.
+ */
 static void
-claim_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+look_for_claim(void)
 {
-	if (type != ZOO_SESSION_EVENT)
-		claim_watched = false;
+	char		path[ZKL_PATH_LEN];
+
+	claim_path(path);
+	(void) zoo_aexists(zkc_handle(), path, 0, claim_seen, tag());
 }
 
 /* ---- reading ---- */
@@ -882,12 +886,10 @@ zkl_gwaits_tend(ZklCore *core)
 	}
 	if (claimed && mono >= claim_until && phase != PH_CONFIRMING)
 		drop_claim();
-	/* while we publish, a claim may name us: a watch tells */
-	if (published && !claim_watched)
+	if (published && mono >= next_look)
 	{
-		claim_path(path);
-		claim_watched = zoo_awexists(zkc_handle(), path, claim_watcher, NULL, claim_seen,
-									 tag()) == ZOK;
+		next_look = mono + CLAIM_LOOK_MS * 1000;
+		look_for_claim();
 	}
 	if (confirm_due && published)
 	{
@@ -999,7 +1001,6 @@ zkl_gwaits_reset(void)
 	claim_check = true;
 	own_version = -1;
 	claim_nonce = 0;
-	claim_watched = false;
 	confirms = 0;
 	confirm_due = false;
 	/* a claim that failed nobody: claim_looked deletes it (one that did stays its time) */

@@ -310,7 +310,8 @@ typedef struct Cluster
 	uint64_t	gw_victim_attempt;	/* its request, if it waited for ever when confirmed */
 	int64_t		gw_claimed_at;	/* of the claim's sessions, ours to collect */
 	uint64_t	gw_confirms;	/* another's claim that named us, confirmed (0: none) */
-	int64_t		gw_confirm_at;	/* when the watch tells us of it */
+	int64_t		gw_confirm_at;	/* when a look for it is back */
+	int64_t		gw_look_at;		/* the next look for a claim */
 	ZgwSemWait	gw_sems[16];
 	int			gw_nsems;
 	char		gw_read[NCLUSTERS][SIM_DOC_LEN];	/* the others' documents, as read */
@@ -4275,10 +4276,19 @@ gw_tend(Cluster *c)
 			S->claim_session = 0;
 		c->gw_claim_until = 0;
 	}
-	/* another's claim that names us: told by a watch, we write our document again */
+	/* look_for_claim every 250 ms while we publish: one that names us is confirmed once its data is back */
+	if (c->gw_doc_session == session && c->gw_doc[0] != '\0' && now >= c->gw_look_at)
+	{
+		c->gw_look_at = now + 250000;
+		if (S->claim_session != 0 && zkm_session_alive(S->m, S->claim_session) &&
+			c->gw_confirms != S->claim_nonce && c->gw_confirm_at == 0)
+			c->gw_confirm_at = now + 500 + rnd_int(10000);
+	}
+	/* another's claim that names us: we write our document again */
 	if (S->claim_session == 0 || !zkm_session_alive(S->m, S->claim_session))
 		c->gw_confirms = 0;
-	else if (c->gw_confirms != S->claim_nonce && c->gw_doc_session == session &&
+	else if (c->gw_confirm_at != 0 && now >= c->gw_confirm_at &&
+			 c->gw_confirms != S->claim_nonce && c->gw_doc_session == session &&
 			 c->gw_doc[0] != '\0')
 	{
 		int			i;
@@ -4286,14 +4296,12 @@ gw_tend(Cluster *c)
 		for (i = 0; i < S->claim_nasks; i++)
 			if (S->claim_asks[i] == session)
 				break;
-		if (i < S->claim_nasks && c->gw_confirm_at == 0)
-			c->gw_confirm_at = now + 500 + rnd_int(10000);
-		else if (i < S->claim_nasks && now >= c->gw_confirm_at)
+		c->gw_confirm_at = 0;
+		if (i < S->claim_nasks)
 		{
 			char	   *doc = malloc(SIM_DOC_LEN);
 			int			len;
 
-			c->gw_confirm_at = 0;
 			c->gw_confirms = S->claim_nonce;
 			len = gw_format(c, doc);
 			if (len == 0)
@@ -5255,6 +5263,10 @@ step(void)
 				return;
 		if (zkm_step_leader(S->m))
 			return;
+		/* (followers too: one that lags for good would answer its clients ever later) */
+		for (i = 1; i < zkm_nservers(S->m); i++)
+			if (zkm_step_follower(S->m, i))
+				return;
 	}
 	heal(S->quiet);
 	/* round trips take a millisecond or two; now and then the world stalls longer */
