@@ -1310,13 +1310,17 @@ zcore_stat_reply(ZklCore *c, uint64_t tag, int rc, int64_t owner, int64_t czxid,
 		if (ours)
 		{
 			s->czxid = czxid;	/* the fencing token */
-			s->todo |= ZKT_CHILDREN;
+			/* an adopted node's place is read next; a re-check's look is done */
+			if (!s->own_check)
+				s->todo |= ZKT_CHILDREN;
+			s->own_check = false;
 		}
 		else if (rc == ZOK || rc == ZNONODE)
 		{
 			/* another session's node, or gone: never adopt it; start over */
 			if (rc == ZOK)
 				zcore_child_path(c->t, s, s->node, stray);
+			s->own_check = false;
 			lost_place(c, s);
 			return rc == ZOK;
 		}
@@ -1424,7 +1428,8 @@ plan_followup(ZklCore *c, int idx, int64_t now)
 			s->todo &= ~followups[i].clears;
 			if (followups[i].kind == OP_CHILDREN && s->mode == ZKL_MODE_SEMAPHORE)
 				sem_checked(c, s, now);
-			else if (followups[i].kind == OP_CHILDREN || followups[i].kind == OP_WATCH)
+			else if (followups[i].kind == OP_CHILDREN || followups[i].kind == OP_WATCH ||
+					 (followups[i].kind == OP_STAT && s->own_check))
 				s->checked_at = now;
 			if (followups[i].kind == OP_CHILDREN)
 				zcoh_listing_planned(s);
@@ -1680,11 +1685,12 @@ plan_unsent(ZklCore *c, int idx, Turn *turn)
  * A waiter with nothing in flight checks its blocker again now and then: a
  * missed watch event must not leave it waiting for ever.  Re-setting the
  * watch is enough (a read of one node); the whole queue is read again only
- * when a lock-delay ends (while one is in force, nothing is read), when
+ * when a lock-delay ends (while one is in force, nothing is read), or when
  * the blocker may be a node of ours that no request owns (which that read
- * lets us find), and every fourth time: nothing else tells a waiter that
- * its own node was deleted from outside, and until it queues again it
- * would wait for ever, and hold up whatever waits for what it holds.
+ * lets us find).  Every fourth time it looks at its own node instead (one
+ * exists): nothing else tells a waiter that its node was deleted from
+ * outside, and until it queues again it would wait for ever, and hold up
+ * whatever waits for what it holds.
  */
 static void
 plan_recheck(ZklCore *c, ZklSlot *s, Turn *turn)
@@ -1706,10 +1712,11 @@ plan_recheck(ZklCore *c, ZklSlot *s, Turn *turn)
 	else
 	{
 		bool		recheck_all = s->delayed_until != 0 || s->watch[0] == '\0' ||
-			c->env->may_be_orphan(c->env->arg, s->watch) || ++s->rechecks % 4 == 0;
+			c->env->may_be_orphan(c->env->arg, s->watch);
 
 		s->delayed_until = 0;
-		s->todo |= recheck_all ? ZKT_CHILDREN : ZKT_WATCH;
+		s->own_check = !recheck_all && ++s->rechecks % 4 == 0;
+		s->todo |= recheck_all ? ZKT_CHILDREN : s->own_check ? ZKT_STAT : ZKT_WATCH;
 	}
 }
 

@@ -235,13 +235,14 @@ holder_and_waiter(int *d, int *w)
 
 /*
  * A waiter re-checks its blocker now and then (a watch set again); every
- * fourth time it reads its whole queue: nothing else tells it that its own
- * node was deleted from outside, and then it queues again.
+ * fourth time it looks at its own node (one exists, not the queue): nothing
+ * else tells it that its node was deleted from outside, and then it queues
+ * again.
  */
 static void
-test_recheck_reads_queue(void)
+test_recheck_looks_at_own_node(void)
 {
-	ZkrChild	kids[4];
+	char		stray[ZKL_PATH_LEN];
 	int			d;
 	int			w;
 	int			i;
@@ -262,8 +263,21 @@ test_recheck_reads_queue(void)
 	}
 	now_us += 2001000;
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(planned(w, OP_CHILDREN) != 0, "the fourth reads the queue");
-	zcore_children_reply(&core, planned(w, OP_CHILDREN), ZOK, kids, zkr_collect(queue, 1, kids), false);
+	CHECK(planned(w, OP_STAT) != 0 && planned(w, OP_CHILDREN) == 0,
+		  "the fourth looks at its own node, not at the queue");
+	(void) zcore_stat_reply(&core, planned(w, OP_STAT), ZOK, table.session_id, 77, stray);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[w].zstate == ZKS_QUEUED && core.nops == 0 && !(slots[w].todo & ZKT_CHILDREN),
+		  "still there: nothing more is read");
+	for (i = 1; i <= 4; i++)
+	{
+		now_us += 2001000;
+		(void) zcore_plan(&core, true, now_us);
+		if (planned(w, OP_WATCH) != 0)
+			zcore_watch_set_reply(&core, planned(w, OP_WATCH), ZOK, "{\"pid\":1}", 9);
+	}
+	CHECK(planned(w, OP_STAT) != 0, "four re-checks later it looks again");
+	(void) zcore_stat_reply(&core, planned(w, OP_STAT), ZNONODE, 0, 0, stray);
 	CHECK(slots[w].zstate == ZKS_NEW, "its node deleted from outside: it queues again");
 }
 
@@ -2065,7 +2079,7 @@ main(void)
 	test_try_not_parked_behind_handover();
 	test_local_deadlock();
 	test_gwait();
-	test_recheck_reads_queue();
+	test_recheck_looks_at_own_node();
 	test_linger_goes_to_first_asker();
 	test_riders();
 	test_riders_lost();
