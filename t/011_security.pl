@@ -32,25 +32,8 @@ my $p1 = start_proxy('sec1', $zk);
 my $a = new_zk_cluster('sa', undef, hosts => "127.0.0.1:$p1->{port}", conf => "zk_lock.auth = '$credfile'\n");
 my $b = new_zk_cluster('sb', $zk, conf => "zk_lock.auth = 'zkl:$secret'\n");
 
-# zkCli.sh from Debian's zookeeper package: a client with no identity, or
-# (zkcli_as) one that first authenticates.
-sub zkcli
-{
-	my @cmd = ('/usr/share/zookeeper/bin/zkCli.sh', '-server', "127.0.0.1:$zk", @_);
-	my ($out, $err) = ('', '');
-	IPC::Run::run(\@cmd, '<', \'', '>', \$out, '2>', \$err, IPC::Run::timeout(60));
-	return $out . $err;
-}
-
-sub zkcli_as
-{
-	my ($cred, @command) = @_;
-	my @cmd = ('/usr/share/zookeeper/bin/zkCli.sh', '-server', "127.0.0.1:$zk");
-	my $in = "addauth digest $cred\n" . join(' ', @command) . "\nquit\n";
-	my ($out, $err) = ('', '');
-	IPC::Run::run(\@cmd, '<', \$in, '>', \$out, '2>', \$err, IPC::Run::timeout(60));
-	return $out . $err;
-}
+sub zkcli { return zk_cli($zk, @_); }
+sub zkcli_as { my ($cred, @command) = @_; return zk_cli($zk, { auth => $cred }, @command); }
 
 ok(wait_for(sub { zk_status($a, 'auth') =~ /^zkl: accepted/ }, 20), 'A authenticated (credential from a file)');
 ok(wait_for(sub { zk_status($b, 'auth') =~ /^zkl: accepted/ }, 20), 'B authenticated (inline credential)');

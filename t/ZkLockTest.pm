@@ -17,7 +17,7 @@ use Time::HiRes qw(time usleep);
 our @EXPORT = qw(start_zookeeper start_ensemble start_partitionable_ensemble stop_zookeeper zk_member
   zk_restart_member zk_cmd zk_mntr zk_lock_nodes zk_session_nodes key_queue_len new_zk_cluster wait_for
   start_proxy proxy_do install_counter run_counter_load start_commit_loop finish_commit_loop zk_status
-  waiting_count resets_until counter_reached foreign_writer_rounds cohort_clusters token_node);
+  waiting_count resets_until counter_reached foreign_writer_rounds cohort_clusters token_node zk_cli);
 
 my $zk_script = dirname(__FILE__) . '/../test/zk.sh';
 my $proxy_script = dirname(__FILE__) . '/../test/zk_proxy.pl';
@@ -373,6 +373,19 @@ sub zk_mntr
 		$m{$k} = $v if defined $v;
 	}
 	return \%m;
+}
+
+# zkCli.sh from Debian's zookeeper package, with no identity, or one that
+# first authenticates ($opt{auth}, user:password): its output and errors.
+sub zk_cli
+{
+	my ($port, @command) = @_;
+	my $auth = ref $command[0] eq 'HASH' ? shift(@command)->{auth} : undef;
+	my @cmd = ('/usr/share/zookeeper/bin/zkCli.sh', '-server', "127.0.0.1:$port");
+	my $in = (defined $auth ? "addauth digest $auth\n" : '') . join(' ', @command) . "\nquit\n";
+	my ($out, $err) = ('', '');
+	IPC::Run::run(\@cmd, '<', \$in, '>', \$out, '2>', \$err, IPC::Run::timeout(60));
+	return $out . $err;
 }
 
 # Lock nodes under a root, from the server's `dump` (every lock node is

@@ -42,6 +42,9 @@
 #define ERR_BAD_PARAM	ZKL_SQLSTATE('2','2','0','2','3')
 #define ERR_SERIALIZATION	ZKL_SQLSTATE('4','0','0','0','1')
 
+/* a refused lookup of our node is sent again after this long */
+#define LOOK_AGAIN_US	1000000
+
 /*
  * How long another cluster's try-lock waits for a lingering node to go:
  * that cluster deletes it on the child event of the try's create, so the
@@ -122,21 +125,32 @@ zcore_child_path(const ZklTable *t, const ZklSlot *s, const char *name, char *ou
 	snprintf(out, ZKL_PATH_LEN, "%s/%s/%s", t->roots[s->root_id], s->key, name);
 }
 
-/*
- * The request may or may not have been applied: its reply was lost, or (seen
- * under connection resets) the library could not match it to its request.
- */
-bool
-zcore_outcome_unknown(int rc)
-{
-	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZRUNTIMEINCONSISTENCY;
-}
-
 /* The session ended under the request: nothing of it survives. */
 static bool
 session_error(int rc)
 {
 	return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
+}
+
+/* An answer the server gives only for a request it did not apply. */
+static bool
+definite_refusal(int rc)
+{
+	return rc == ZNONODE || rc == ZNODEEXISTS || rc == ZBADVERSION || rc == ZNOAUTH ||
+		rc == ZNOTEMPTY || rc == ZNOCHILDRENFOREPHEMERALS || rc == ZBADARGUMENTS ||
+		rc == ZINVALIDACL;
+}
+
+/*
+ * The request may or may not have been applied: its reply was lost, the
+ * library could not match it to its request (seen under connection resets),
+ * or the server failed while it answered (ZMARSHALLINGERROR comes after the
+ * change took effect).  Any answer not known to be a refusal counts so.
+ */
+bool
+zcore_outcome_unknown(int rc)
+{
+	return rc != ZOK && !session_error(rc) && !definite_refusal(rc);
 }
 
 /*
@@ -232,6 +246,20 @@ deny_slot(ZklCore *c, ZklSlot *s)
 	/* the backend adds the host's auth_info as the detail: a root may not fit errmsg */
 	fail_slot(c, s, ERR_PRIVILEGE, ZKS_GONE, "ZooKeeper denied access under zk_lock.root");
 	c->env->denied(c->env->arg, s);
+}
+
+/*
+ * A waiter's read was refused for good (an operator's ACL on its key node,
+ * say): it cannot learn when its turn comes.  The request fails, as a
+ * refused create does, and gives its place up.
+ */
+static void
+read_refused(ZklCore *c, ZklSlot *s, int rc)
+{
+	fail_slot(c, s, rc == ZNOAUTH ? ERR_PRIVILEGE : c->env->rc_sqlstate(rc), ZKS_DELETING,
+			  "could not read the ZooKeeper lock queue of key node %s: %s", s->key,
+			  c->env->rc_text(rc));
+	s->todo = ZKT_DELETE;
 }
 
 /*
@@ -1035,6 +1063,8 @@ zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int
 		s->todo |= ZKT_CHILDREN;	/* again once reconnected */
 	else if (rc == ZNONODE)
 		lost_place(c, s);		/* key node gone, so is our node */
+	else if (!session_error(rc))
+		read_refused(c, s, rc);
 	/* session errors: zcore_session_lost() re-queues */
 }
 
@@ -1061,6 +1091,8 @@ zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int le
 	/* a try-lock waits only for a node that may be lingering: a holder's answers false */
 	else if (rc == ZOK && s->nowait && !zcore_data_lingers(data, len))
 		refuse_try(c, s);
+	else if (rc != ZOK && !session_error(rc))
+		read_refused(c, s, rc);
 }
 
 /*
@@ -1152,16 +1184,27 @@ delete_result(ZklCore *c, ZklSlot *s, int rc)
 		c->t->counters.delete_retries++;
 		return;
 	}
-	if (rc != ZOK && rc != ZNONODE && rc != ZSESSIONEXPIRED && rc != ZCLOSING)
+	if (rc != ZOK && rc != ZNONODE && !session_error(rc))
 	{
-		char		msg[ZKL_ERRMSG_LEN + ZKL_NODE_BUFLEN];
+		/*
+		 * Refused (an operator's ACL on the key node): the node blocks its
+		 * key for as long as it stands, so it is sent again every re-check
+		 * interval until it goes or the session ends.  Said once.
+		 */
+		if (!s->delete_refused)
+		{
+			char		msg[ZKL_ERRMSG_LEN + ZKL_NODE_BUFLEN];
 
-		snprintf(msg, sizeof(msg), "zk_lock: could not delete lock node %s: %s",
-				 s->node, c->env->rc_text(rc));
-		c->env->warn(c->env->arg, msg);
+			snprintf(msg, sizeof(msg), "zk_lock: could not delete lock node %s: %s; trying again",
+					 s->node, c->env->rc_text(rc));
+			c->env->warn(c->env->arg, msg);
+		}
+		s->delete_refused = true;
+		s->delayed_until = mono(c) + (int64_t) recheck_ms(c) * 1000;
+		c->t->counters.delete_retries++;
+		return;
 	}
-	else
-		c->t->counters.releases++;
+	c->t->counters.releases++;
 	if (rc == ZOK || rc == ZNONODE)
 	{
 		ZklSlot    *w = successor(c, s);
@@ -1293,8 +1336,17 @@ zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, 
 		start_over(c, s);
 	}
 	else
-		fail_slot(c, s, c->env->rc_sqlstate(rc), ZKS_GONE,
-				  "could not look up the ZooKeeper lock node: %s", c->env->rc_text(rc));
+	{
+		/*
+		 * Refused (an operator's ACL on the key node): the request fails, but
+		 * its node may stand, so the slot stays to look again a little later
+		 * (in shared memory: a new worker looks too) and deletes it if found.
+		 */
+		fail_slot(c, s, rc == ZNOAUTH ? ERR_PRIVILEGE : c->env->rc_sqlstate(rc), ZKS_RECOVER,
+				  "could not look up the ZooKeeper lock node under key node %s: %s", s->key,
+				  c->env->rc_text(rc));
+		s->delayed_until = mono(c) + LOOK_AGAIN_US;
+	}
 }
 
 bool
@@ -1657,6 +1709,16 @@ plan_unsent(ZklCore *c, int idx, Turn *turn)
 		free_slot(c, s);
 		return;
 	}
+	if (s->zstate == ZKS_RECOVER && s->delayed_until != 0)
+	{
+		left = ms_until(turn->mono, s->delayed_until);
+		if (left > 0)
+		{
+			sooner(turn, left);
+			return;
+		}
+		s->delayed_until = 0;	/* a refused lookup's time to look again */
+	}
 	if (turn->connected)
 	{
 		if (s->zstate == ZKS_NEW && !turn->writes_open)
@@ -1727,11 +1789,24 @@ plan_delete(ZklCore *c, int idx, Turn *turn)
 	ZklSlot    *s = &c->t->slots[idx];
 	ZklOp	   *op;
 
+	if (!(s->todo & ZKT_DELETE) && s->delayed_until != 0)
+	{
+		long		left = ms_until(turn->mono, s->delayed_until);
+
+		if (left > 0)
+		{
+			sooner(turn, left);
+			return false;
+		}
+		s->delayed_until = 0;	/* a refused delete's time to try again */
+		s->todo |= ZKT_DELETE | ZKT_SOLO;
+	}
 	if (!turn->connected || !turn->writes_open || !(s->todo & ZKT_DELETE))
 		return false;
 	op = new_op(c, idx, OP_DELETE);
 	op->solo = (s->todo & ZKT_SOLO) != 0;
 	s->todo &= ~(ZKT_DELETE | ZKT_SOLO);
+	s->delayed_until = 0;		/* a grant's wait, from before it was given up */
 	s->sent_at = turn->mono;
 
 	/*

@@ -21,22 +21,6 @@
 #include "zk_client.h"
 #include "orphans.h"
 
-/* Completion of a stray node's delete: only a failure is worth a word. */
-void
-zkl_orphan_deleted(int rc, const void *ctx)
-{
-	if (rc != ZOK && rc != ZNONODE)
-		ereport(LOG, (errmsg("zk_lock: could not delete a stray lock node: %s", zerror(rc))));
-}
-
-/* Delete a node no request owns, saying why in the server log. */
-static void
-delete_orphan(const char *path, const char *why)
-{
-	ereport(LOG, (errmsg("zk_lock: deleting lock node %s: %s", path, why)));
-	zoo_adelete(zkc_handle(), path, -1, zkl_orphan_deleted, NULL);
-}
-
 /*
  * Nodes of this cluster's session that no slot knows of would block their
  * key for as long as the session lives.  A waiter that has waited long and
@@ -96,7 +80,7 @@ suspect_stat_done(int rc, const struct Stat *stat, const void *data)
 	ours = rc == ZOK && stat->ephemeralOwner == zkl_shared->t.session_id;
 	LWLockRelease(zkl_shared->lock);
 	if (ours)
-		delete_orphan(path, "no request of this cluster owns it");
+		zkl_delete_stray(path, "no request of this cluster owns it");
 	pfree(path);
 }
 
@@ -122,87 +106,162 @@ zkl_check_suspects(void)
  * session's old and new connections on different threads.  Its node would
  * block the key for as long as the session lives, so the key is listed once
  * more a little later and a node with that request's uuid is deleted.
+ *
+ * Both that listing and a stray node's delete are done again a little later
+ * until an answer says how things stand: a lost reply, or a refusal (an
+ * operator's ACL on the key node), says nothing.  The node is gone with the
+ * session, so a session's end ends the looking.  Process memory: a worker
+ * that dies forgets them, and the suspects above are what is left then.
  */
-#define GHOST_DELAY_MS	1000
+#define LOOK_DELAY_MS	1000
 
-typedef struct Ghost
+typedef struct Look
 {
 	TimestampTz due;
+	bool		stray;			/* delete `path`; else list the key `path` for `uuid` */
+	bool		said;			/* a refusal was logged */
 	char		uuid[ZKL_UUID_LEN + 1];
-	char		key_path[ZKL_PATH_LEN];
-} Ghost;
+	char		path[ZKL_PATH_LEN];
+} Look;
 
-static List *ghosts = NIL;		/* waiting for their due time */
+static List *looks = NIL;		/* waiting for their due time */
+
+static Look *
+new_look(bool stray, const char *path)
+{
+	Look	   *l = MemoryContextAllocZero(TopMemoryContext, sizeof(Look));
+
+	l->stray = stray;
+	strlcpy(l->path, path, sizeof(l->path));
+	return l;
+}
+
+static void
+look_again(Look *l)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	l->due = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LOOK_DELAY_MS);
+	looks = lappend(looks, l);
+	MemoryContextSwitchTo(old);
+}
+
+/* Whether an answer settles it: done, or gone with the session. */
+static bool
+settled(int rc)
+{
+	return rc == ZOK || rc == ZNONODE || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+		rc == ZINVALIDSTATE;
+}
+
+/* A refusal is worth a word, once per node; a lost reply is not. */
+static void
+say_refused(Look *l, int rc, const char *what)
+{
+	if (l->said || zcore_outcome_unknown(rc))
+		return;
+	l->said = true;
+	ereport(LOG, (errmsg("zk_lock: could not %s %s: %s; trying again", what, l->path, zerror(rc))));
+}
+
+static void
+stray_deleted(int rc, const void *ctx)
+{
+	Look	   *l = (Look *) ctx;
+
+	if (settled(rc))
+	{
+		pfree(l);
+		return;
+	}
+	say_refused(l, rc, "delete the stray lock node");
+	look_again(l);
+}
+
+static void
+send_stray(Look *l)
+{
+	if (zoo_adelete(zkc_handle(), l->path, -1, stray_deleted, l) != ZOK)
+		look_again(l);
+}
+
+/* Delete a node of ours no request owns; why, if given, goes to the server log. */
+void
+zkl_delete_stray(const char *path, const char *why)
+{
+	if (why != NULL)
+		ereport(LOG, (errmsg("zk_lock: deleting lock node %s: %s", path, why)));
+	send_stray(new_look(true, path));
+}
 
 /* Caller holds the lock. */
 void
 zkl_remember_ghost(const ZklSlot *s)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-	Ghost	   *g = palloc(sizeof(Ghost));
+	char		key_path[ZKL_PATH_LEN];
+	Look	   *l;
 
-	g->due = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), GHOST_DELAY_MS);
-	strlcpy(g->uuid, s->uuid, sizeof(g->uuid));
-	zcore_key_path(&zkl_shared->t, s, g->key_path);
-	ghosts = lappend(ghosts, g);
-	MemoryContextSwitchTo(old);
+	zcore_key_path(&zkl_shared->t, s, key_path);
+	l = new_look(false, key_path);
+	strlcpy(l->uuid, s->uuid, sizeof(l->uuid));
+	look_again(l);
 }
 
 static void
 ghost_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	Ghost	   *g = (Ghost *) data;
+	Look	   *l = (Look *) data;
 	int			i;
 
-	if (zcore_outcome_unknown(rc))
+	if (!settled(rc))
 	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-		ghosts = lappend(ghosts, g);	/* again once reconnected */
-		MemoryContextSwitchTo(old);
+		say_refused(l, rc, "list the lock queue");
+		look_again(l);
 		return;
 	}
 	for (i = 0; rc == ZOK && i < strings->count; i++)
 	{
-		if (zkr_name_has_uuid(strings->data[i], g->uuid))
+		if (zkr_name_has_uuid(strings->data[i], l->uuid))
 		{
 			char		path[ZKL_PATH_LEN];
 
-			snprintf(path, sizeof(path), "%s/%s", g->key_path, strings->data[i]);
-			delete_orphan(path, "its create was given up for lost");
+			snprintf(path, sizeof(path), "%s/%s", l->path, strings->data[i]);
+			zkl_delete_stray(path, "its create was given up for lost");
 		}
 	}
-	pfree(g);
+	pfree(l);
 }
 
-/* List the keys of ghosts that are due; returns ms until the next one, or -1. */
+/* Send the looks that are due; returns ms until the next one, or -1. */
 long
-zkl_send_ghosts(void)
+zkl_send_looks(void)
 {
 	TimestampTz now;
 	long		next_ms = -1;
 	ListCell   *lc;
 
-	if (ghosts == NIL)
+	if (looks == NIL)
 		return -1;				/* the usual case, every loop turn */
 	now = GetCurrentTimestamp();
 	if (zkc_handle() == NULL || zoo_state(zkc_handle()) != ZOO_CONNECTED_STATE)
 		return ZKC_REOPEN_DELAY_MS;
-	foreach(lc, ghosts)
+	foreach(lc, looks)
 	{
-		Ghost	   *g = (Ghost *) lfirst(lc);
-		long		left = TimestampDifferenceMilliseconds(now, g->due);
+		Look	   *l = (Look *) lfirst(lc);
+		long		left = TimestampDifferenceMilliseconds(now, l->due);
 
 		if (left > 0)
 		{
 			next_ms = (next_ms < 0 || left < next_ms) ? left : next_ms;
 			continue;
 		}
-		ghosts = foreach_delete_current(ghosts, lc);
+		looks = foreach_delete_current(looks, lc);
+		if (l->stray)
+			send_stray(l);
 		/* after a sync, as for the first lookup (worker.c): a lagging server misses it */
-		(void) zoo_async(zkc_handle(), g->key_path, zkc_sync_answered, NULL);
-		if (zoo_aget_children(zkc_handle(), g->key_path, 0, ghost_children_done, g) != ZOK)
-			pfree(g);
+		else if (zoo_async(zkc_handle(), l->path, zkc_sync_answered, NULL) != ZOK ||
+				 zoo_aget_children(zkc_handle(), l->path, 0, ghost_children_done, l) != ZOK)
+			pfree(l);
 	}
 	return next_ms;
 }

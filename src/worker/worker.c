@@ -253,13 +253,6 @@ key_node_done(int rc, const char *value, const void *ctx)
 	LWLockRelease(zkl_shared->lock);
 }
 
-/* A node nobody wants any more (its request moved on). */
-static void
-delete_stray(const char *path)
-{
-	zoo_adelete(zkc_handle(), path, -1, zkl_orphan_deleted, NULL);
-}
-
 static void
 create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 {
@@ -270,7 +263,7 @@ create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 							   stat ? stat->czxid : 0);
 	LWLockRelease(zkl_shared->lock);
 	if (stray)
-		delete_stray(name);
+		zkl_delete_stray(name, NULL);
 }
 
 static void
@@ -400,7 +393,7 @@ multi_done(int rc, const void *data)
 
 	for (i = 0; i < b->n; i++)
 		if (stray[i])
-			delete_stray(b->names[i]);
+			zkl_delete_stray(b->names[i], NULL);
 	batch_put(b);
 }
 
@@ -426,7 +419,7 @@ stat_done(int rc, const struct Stat *stat, const void *ctx)
 								rc == ZOK ? stat->czxid : 0, stray);
 	LWLockRelease(zkl_shared->lock);
 	if (is_stray)
-		delete_stray(stray);
+		zkl_delete_stray(stray, NULL);
 }
 
 static void
@@ -896,7 +889,7 @@ worker_turn(bool draining, long max_wait_ms)
 		send_ops();
 	if (core.proof_due)
 		send_proof();
-	ghost_ms = zkl_send_ghosts();
+	ghost_ms = zkl_send_looks();
 	if (ghost_ms >= 0)
 		wait_ms = (wait_ms < 0) ? ghost_ms : Min(wait_ms, ghost_ms);
 	if (!draining)

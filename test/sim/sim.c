@@ -7,7 +7,8 @@
  * off from the leader, a worker paused past its session timeout, a session
  * killed at the leader, a waiter's node deleted behind its back (that
  * request is left out of the checks until it queues again), containers
- * reaped.  After every step it checks:
+ * reaped, an operator's ACL refusing us on a key node or the root for a
+ * while, a server failing inside on a request.  After every step it checks:
  *   - never two holders of conflicting modes of one key that could both
  *     commit now (by the real commit rule, holds.c);
  *   - FIFO: a grant never passes a conflicting request queued before it
@@ -98,7 +99,8 @@ typedef enum Purpose
 	P_PRES_LIST,
 	P_TOMBSTONE,
 	P_GHOST_LIST,
-	P_SUSPECT_STAT
+	P_SUSPECT_STAT,
+	P_STRAY
 } Purpose;
 
 typedef struct Out
@@ -220,12 +222,15 @@ typedef struct Backend
 	int64_t		gave_up_at;		/* a wait of its last ended with no grant then (model time) */
 } Backend;
 
+/* orphans.c's looks: a ghost's key listed for its uuid, or (uuid "") a stray node deleted */
 typedef struct Ghost
 {
 	char		key_path[ZKM_PATH];
 	char		uuid[ZKL_UUID_LEN + 1];
 	int64_t		due;
 } Ghost;
+
+#define MAXLOOKS	256
 
 typedef struct Cluster
 {
@@ -279,7 +284,7 @@ typedef struct Cluster
 	bool		marking;		/* its tombstone asked for: nothing is planned any more */
 	int64_t		stop_deadline;	/* model time */
 	/* orphans (orphans.c) */
-	Ghost		ghosts[NSLOTS];
+	Ghost		ghosts[MAXLOOKS];
 	int			nghosts;
 	char		suspects[4][ZKM_PATH];
 	int			nsuspects;
@@ -395,6 +400,8 @@ typedef struct Sim
 static int64_t handovers_seen = 0;	/* over the run, to show the seeds use it */
 static int64_t linger_waits[2];	/* try-locks that waited for a lingering node: refused, granted */
 static int64_t deadlocks_broken;	/* local circles of waits broken with 40P01 */
+static int64_t noauth_answers;	/* the model's ZNOAUTH answers (an operator's ACL) */
+static int64_t garbled_answers;	/* its ZMARSHALLINGERROR answers (a failure inside a server) */
 static int64_t rides_seen = 0;	/* of them, readers joining a local reader's node */
 
 static Sim *S;
@@ -603,7 +610,7 @@ env_interrupt(void *arg, ZklSlot *s)
 static void
 env_denied(void *arg, const ZklSlot *s)
 {
-	fail("denied: no ACLs in the model");
+	trace("c%d denied under %s", ((Cluster *) arg)->id, ROOT);
 }
 
 static bool
@@ -650,18 +657,51 @@ env_may_be_orphan(void *arg, const char *name)
 	return zkr_name_has_sysid(name, (uint64_t) c->id + 1) && !uuid_live(c, name);
 }
 
+/* orphans.c's look_again: listed or deleted again a second later */
+static void
+look_again(Cluster *c, const char *path, const char *uuid)
+{
+	Ghost	   *g;
+
+	if (c->nghosts == MAXLOOKS)
+	{
+		fail("c%d: more than %d looks at strays and ghosts", c->id, MAXLOOKS);
+		return;
+	}
+	g = &c->ghosts[c->nghosts++];
+	snprintf(g->key_path, sizeof(g->key_path), "%s", path);
+	snprintf(g->uuid, sizeof(g->uuid), "%s", uuid);
+	g->due = c_mono(c) + 1000000;
+}
+
+/* orphans.c's settled: an answer that says how a stray or ghost stands */
+static bool
+look_settled(int rc)
+{
+	return rc == ZOK || rc == ZNONODE || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+		rc == ZINVALIDSTATE;
+}
+
+/* zkl_delete_stray: a node of ours no request owns */
+static void
+send_stray(Cluster *c, const char *path)
+{
+	Out		   *o = out_new(c, P_STRAY, 0);
+	ZkmReq		r;
+
+	snprintf(o->path, sizeof(o->path), "%s", path);
+	req_init(&r, ZKM_DELETE, path, o);
+	send_req(c, &r);
+}
+
 static void
 env_ghost(void *arg, const ZklSlot *s)
 {
 	Cluster    *c = arg;
-	Ghost	   *g;
+	char		key_path[ZKL_PATH_LEN];
 
-	if (c->nghosts == c->t.nslots)
-		return;
-	g = &c->ghosts[c->nghosts++];
-	zcore_key_path(&c->t, s, g->key_path);
-	snprintf(g->uuid, sizeof(g->uuid), "%s", s->uuid);
-	g->due = c_mono(c) + 1000000;
+	zcore_key_path(&c->t, s, key_path);
+	look_again(c, key_path, s->uuid);
 }
 
 static void
@@ -929,6 +969,12 @@ ghosts_tend(Cluster *c)
 			Out		   *o;
 			ZkmReq		r;
 
+			if (c->ghosts[i].uuid[0] == '\0')
+			{
+				send_stray(c, c->ghosts[i].key_path);
+				c->ghosts[i--] = c->ghosts[--c->nghosts];
+				continue;
+			}
 			send_blind(c, ZKM_SYNC, c->ghosts[i].key_path, 0);
 			o = out_new(c, P_GHOST_LIST, 0);	/* after send_blind's: out_new moves the outs */
 			snprintf(o->path, sizeof(o->path), "%s", c->ghosts[i].key_path);
@@ -1361,7 +1407,7 @@ on_multi(Cluster *c, const Out *o, const ZkmMsg *msg)
 	zcore_multi_reply(&c->core, o->n, o->tags, o->del, names, msg->rc, errs, stray);
 	for (i = 0; i < o->n; i++)
 		if (stray[i])
-			send_blind(c, ZKM_DELETE, names[i], 0);
+			send_stray(c, names[i]);
 }
 
 static void
@@ -1369,14 +1415,9 @@ on_ghost_list(Cluster *c, const Out *o, const ZkmMsg *msg)
 {
 	int			i;
 
-	if (zcore_outcome_unknown(msg->rc) && c->nghosts < c->t.nslots)
+	if (!look_settled(msg->rc))
 	{
-		/* again once reconnected */
-		Ghost	   *g = &c->ghosts[c->nghosts++];
-
-		snprintf(g->key_path, sizeof(g->key_path), "%s", o->path);
-		snprintf(g->uuid, sizeof(g->uuid), "%s", o->uuid);
-		g->due = c_mono(c);
+		look_again(c, o->path, o->uuid);
 		return;
 	}
 	for (i = 0; msg->rc == ZOK && i < msg->nchildren; i++)
@@ -1386,7 +1427,7 @@ on_ghost_list(Cluster *c, const Out *o, const ZkmMsg *msg)
 
 			snprintf(path, sizeof(path), "%s/%s", o->path, msg->children[i]);
 			trace("c%d deletes ghost %s", c->id, path);
-			send_blind(c, ZKM_DELETE, path, 0);
+			send_stray(c, path);
 		}
 }
 
@@ -1742,7 +1783,7 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 	{
 		case P_CREATE:
 			if (zcore_create_reply(&c->core, o.tag, msg->rc, msg->path, true, msg->czxid))
-				send_blind(c, ZKM_DELETE, msg->path, 0);
+				send_stray(c, msg->path);
 			break;
 		case P_CHILDREN:
 			n = msg->rc == ZOK ? zkr_collect((const char *const *) msg->children,
@@ -1757,7 +1798,7 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 			break;
 		case P_STAT:
 			if (zcore_stat_reply(&c->core, o.tag, msg->rc, msg->owner, msg->czxid, stray))
-				send_blind(c, ZKM_DELETE, stray, 0);
+				send_stray(c, stray);
 			break;
 		case P_BARRIER:
 			zcore_barrier_reply(&c->core, o.tag, msg->rc);
@@ -1796,7 +1837,11 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 			break;
 		case P_SUSPECT_STAT:
 			if (msg->rc == ZOK && msg->owner == c->t.session_id && !uuid_live(c, o.path))
-				send_blind(c, ZKM_DELETE, o.path, 0);
+				send_stray(c, o.path);
+			break;
+		case P_STRAY:
+			if (!look_settled(msg->rc))
+				look_again(c, o.path, "");
 			break;
 		case P_NONE:
 		case P_IGNORE:
@@ -4432,8 +4477,20 @@ check_circles(void)
 			if (b->stuck_since == 0)
 				b->stuck_since = now;
 			if (S->quiet && now - (b->stuck_since > WORK_US ? b->stuck_since : WORK_US) > bound)
+			{
 				fail("c%d b%d has waited for ever for %" PRId64 " ms (a circle of waits nobody broke)",
 					 c->id, b->pid, (now - b->stuck_since) / 1000);
+				if (getenv("SIM_TRUTH"))
+				{
+					int			k;
+
+					dump_cluster(c);
+					truth_dump(tr);
+					for (k = 0; k < S->ncl; k++)
+						printf("c%d document (session %" PRIx64 "):\n%s\n", k,
+							   S->c[k].gw_doc_session, S->c[k].gw_doc);
+				}
+			}
 		}
 	free(tr);
 }
@@ -4932,6 +4989,8 @@ typedef enum FaultKind
 	F_REAP,						/* the server reaps an empty container */
 	F_SILENT,					/* a link that drops every packet, with no reset */
 	F_STOP,						/* a clean stop (fast shutdown) and a start */
+	F_ACL,						/* an operator's ACL refuses us on a key node or the root a while */
+	F_GARBLE,					/* a server fails inside on a request (ZMARSHALLINGERROR) */
 	NFAULTS
 } FaultKind;
 
@@ -5135,6 +5194,25 @@ fault(void)
 	}
 	else if (what == F_REAP && zkm_step_reap(S->m))
 		trace("fault: an empty key node reaped");
+	else if (what == F_ACL)
+	{
+		/* mostly a key node (its children's creates and deletes, its listing), now and then the root */
+		int			k = rnd_int(NALL + 1);
+		char		path[ZKM_PATH];
+		int64_t		us = 50000 + (int64_t) rnd_int(4000) * 1000;
+
+		if (k == NALL)
+			snprintf(path, sizeof(path), "%s", ROOT);
+		else
+			snprintf(path, sizeof(path), "%s/%s", ROOT, key_name(k));
+		trace("fault: an ACL on %s refuses us for %.3f s", path, us / 1e6);
+		zkm_refuse(S->m, path, us);
+	}
+	else if (what == F_GARBLE && c->client >= 0)
+	{
+		trace("fault: c%d's next request fails inside its server", ci);
+		zkm_garble_next(S->m, c->client);
+	}
 	else if (what == F_STOP)
 	{
 		/* mostly a cluster with a backend past its commit check: the stop must wait for it */
@@ -5304,7 +5382,7 @@ draw_world(Sim *sim)
 {
 	static const int ncl[] = {1, 2, 2, 3, 3, 3, 3, 4, 4, 5};
 	static const int multi[] = {0, 6, 12, 12, 30, 50};
-	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6, 3};
+	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6, 3, 3, 6};
 	int			base_pb;
 	int			sum_timeout = 0;
 	int			margin;
@@ -5433,6 +5511,14 @@ run_seed(uint64_t seed, int64_t max_steps)
 			zkb_free(&sim->c[i].b[j].book);
 		free(sim->c[i].outs);
 	}
+	{
+		int64_t		noauth;
+		int64_t		garbled;
+
+		zkm_counts(sim->m, &noauth, &garbled);
+		noauth_answers += noauth;
+		garbled_answers += garbled;
+	}
 	zkm_free(sim->m);
 	i = sim->failed;
 	free(sim);
@@ -5530,6 +5616,8 @@ main(int argc, char **argv)
 		   gw_gaveup_victims, gw_tainted_victims);
 	printf("%" PRId64 " try-locks waited for a node that may linger: %" PRId64 " granted, %" PRId64 " refused\n",
 		   linger_waits[0] + linger_waits[1], linger_waits[1], linger_waits[0]);
+	printf("%" PRId64 " answers ZNOAUTH (an ACL), %" PRId64 " ZMARSHALLINGERROR (a server's failure inside)\n",
+		   noauth_answers, garbled_answers);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

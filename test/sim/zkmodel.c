@@ -89,6 +89,7 @@ typedef struct ReqNode
 	int			sess;
 	int			gen;
 	int			server;
+	int			garble;			/* 0; else the server fails inside: 1 before, 2 after applying it */
 	struct ReqNode *next;
 } ReqNode;
 
@@ -135,7 +136,17 @@ typedef struct Client
 	int			pending_cap;
 	CWatch	   *watches;		/* as the client library keeps them */
 	bool		lose_write_reply;	/* the next write's reply is lost: the connection drops */
+	bool		garble_next;	/* the next request sent fails inside its server */
 } Client;
+
+/* An ACL an operator set on a node that refuses our clients every permission, for a while. */
+typedef struct Refusal
+{
+	char		path[ZKM_PATH];
+	int64_t		until;
+} Refusal;
+
+#define ZKM_REFUSALS 4
 
 struct Zkm
 {
@@ -154,6 +165,9 @@ struct Zkm
 	Session    *sessions;
 	int			nsessions;
 	Client		clients[ZKM_CLIENTS];
+	Refusal		refusals[ZKM_REFUSALS];
+	int64_t		noauth;			/* answers ZNOAUTH given */
+	int64_t		garbled;		/* answers ZMARSHALLINGERROR given */
 	void		(*logf) (const char *line);
 };
 
@@ -533,6 +547,7 @@ fire(Zkm *m, int s, const char *path, bool child, int type, int64_t zxid)
 }
 
 static void drop_connection(Zkm *m, int client, bool keep_sent);
+static bool acl_refuses(Zkm *m, const char *path);
 
 /* Server s forgets every watch of session si. */
 static void
@@ -777,6 +792,25 @@ zkm_silence(Zkm *m, int client)
 }
 
 void
+zkm_garble_next(Zkm *m, int client)
+{
+	m->clients[client].garble_next = true;
+}
+
+void
+zkm_refuse(Zkm *m, const char *path, int64_t us)
+{
+	int			i;
+	int			k = 0;
+
+	for (i = 1; i < ZKM_REFUSALS; i++)
+		if (m->refusals[i].until < m->refusals[k].until)
+			k = i;
+	snprintf(m->refusals[k].path, sizeof(m->refusals[k].path), "%s", path);
+	m->refusals[k].until = m->now + us;
+}
+
+void
 zkm_lose_write_reply(Zkm *m, int client)
 {
 	m->clients[client].lose_write_reply = true;
@@ -845,6 +879,11 @@ zkm_send(Zkm *m, int client, const ZkmReq *req)
 	r->sess = c->sess;
 	r->gen = c->gen;
 	r->server = c->server;
+	if (c->garble_next)
+	{
+		r->garble = 1 + (int) (rnd(m) % 2);
+		c->garble_next = false;
+	}
 	for (tail = &c->out; *tail; tail = &(*tail)->next)
 		;
 	*tail = r;
@@ -895,6 +934,36 @@ add_watch(Zkm *m, int s, int client, bool child, const char *path, uint64_t wtag
 	m->servers[s].watches = w;
 }
 
+/*
+ * The server failed while it made the reply, after the request took effect
+ * (FinalRequestProcessor answers any unexpected exception so): the client
+ * learns nothing but the error.  A watch the read left stays.
+ */
+static void
+garble_reply(ZkmMsg *msg)
+{
+	int			i;
+
+	msg->rc = ZMARSHALLINGERROR;
+	msg->path[0] = '\0';
+	msg->czxid = 0;
+	msg->owner = 0;
+	msg->data[0] = '\0';
+	if (msg->children)
+	{
+		for (i = 0; i < msg->nchildren; i++)
+			free(msg->children[i]);
+		free(msg->children);
+		msg->children = NULL;
+	}
+	msg->nchildren = 0;
+	for (i = 0; i < msg->nsub; i++)
+	{
+		msg->errs[i] = ZMARSHALLINGERROR;
+		msg->names[i][0] = '\0';
+	}
+}
+
 /* A read, answered by the client's server from its own tree. */
 static ZkmMsg *
 read_reply(Zkm *m, int s, const ReqNode *r)
@@ -909,6 +978,18 @@ read_reply(Zkm *m, int s, const ReqNode *r)
 	if (n == NULL)
 	{
 		msg->rc = ZNONODE;
+		return msg;
+	}
+	/* exists() reads no ACL; the others need READ, checked before a watch is left */
+	if (r->req.kind != ZKM_EXISTS && acl_refuses(m, r->req.path))
+	{
+		msg->rc = ZNOAUTH;
+		return msg;
+	}
+	if (r->garble == 1)
+	{
+		m->garbled++;
+		msg->rc = ZMARSHALLINGERROR;
 		return msg;
 	}
 	msg->rc = ZOK;
@@ -927,6 +1008,11 @@ read_reply(Zkm *m, int s, const ReqNode *r)
 		msg->watch_set = true;
 		msg->wtag = r->req.wtag;
 		snprintf(msg->path, sizeof(msg->path), "%s", r->req.path);
+	}
+	if (r->garble == 2)
+	{
+		m->garbled++;
+		garble_reply(msg);
 	}
 	return msg;
 }
@@ -985,9 +1071,39 @@ ends_with(const char *s, const char *end)
 	return n >= k && strcmp(s + n - k, end) == 0;
 }
 
-/* Check one create or delete against the leader's tree (with earlier ops of a multi applied). */
+/*
+ * Whether an operator's ACL on path refuses our clients now.  One ACL for
+ * every server at once: the real one is a transaction, seen by a lagging
+ * follower's reads later, which only shortens the refusal there.
+ */
+static bool
+acl_refuses(Zkm *m, const char *path)
+{
+	int			i;
+
+	for (i = 0; i < ZKM_REFUSALS; i++)
+		if (m->refusals[i].until > m->now && strcmp(m->refusals[i].path, path) == 0)
+		{
+			m->noauth++;
+			return true;
+		}
+	return false;
+}
+
+void
+zkm_counts(const Zkm *m, int64_t *noauth, int64_t *garbled)
+{
+	*noauth = m->noauth;
+	*garbled = m->garbled;
+}
+
+/*
+ * Check one create or delete against the leader's tree (with earlier ops of
+ * a multi applied), in the server's order: the parent, its ACL (create and
+ * delete need the parent's permission), then the node.
+ */
 static int
-check_sub(Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
+check_sub(Zkm *m, Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
 {
 	char		parent[ZKM_PATH];
 	Node	   *par;
@@ -1000,6 +1116,8 @@ check_sub(Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
 	{
 		if (find(t, sub->path) == NULL)
 			return ZNONODE;
+		if (acl_refuses(m, sub->path))
+			return ZNOAUTH;
 		out->setdata = true;
 		snprintf(out->path, sizeof(out->path), "%s", sub->path);
 		memcpy(out->data, sub->data, sizeof(out->data));
@@ -1007,6 +1125,8 @@ check_sub(Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
 	}
 	if (sub->kind == ZKM_DELETE)
 	{
+		if (find(t, parent) != NULL && acl_refuses(m, parent))
+			return ZNOAUTH;
 		if (find(t, sub->path) == NULL)
 			return ZNONODE;
 		if (count_children(t, sub->path) > 0)
@@ -1018,6 +1138,8 @@ check_sub(Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
 	par = find(t, parent);
 	if (par == NULL)
 		return ZNONODE;
+	if (acl_refuses(m, parent))
+		return ZNOAUTH;
 	if (par->owner != 0)
 		return ZNOCHILDRENFOREPHEMERALS;
 	out->create = true;
@@ -1098,6 +1220,15 @@ zkm_step_leader(Zkm *m)
 	prim = xalloc((nsub + 1) * sizeof(Prim));
 	if (!se->alive)
 		rc = ZSESSIONEXPIRED;
+	else if (r->garble == 1)
+	{
+		/* the leader failed before it applied anything (PrepRequestProcessor's error txn) */
+		se->last_heard = m->now;
+		m->garbled++;
+		rc = ZMARSHALLINGERROR;
+		for (i = 0; i < nsub; i++)
+			msg->errs[i] = rc;
+	}
 	else
 	{
 		/* all or nothing: try the ops on a copy of the tree */
@@ -1110,7 +1241,7 @@ zkm_step_leader(Zkm *m)
 		for (i = 0; i < nsub && rc == ZOK; i++)
 		{
 			Prim		p;
-			int			err = check_sub(&scratch, &subs[i], se->id, &p);
+			int			err = check_sub(m, &scratch, &subs[i], se->id, &p);
 
 			msg->errs[i] = err;
 			if (err != ZOK)
@@ -1156,6 +1287,11 @@ zkm_step_leader(Zkm *m)
 
 		msg->czxid = n->czxid;
 		msg->owner = n->owner;
+	}
+	if (r->garble == 2 && rc == ZOK)
+	{
+		m->garbled++;
+		garble_reply(msg);
 	}
 	if (m->logf)
 	{

@@ -18,7 +18,12 @@
  *   - connection resets that lose replies (a write may still be applied
  *     after the reset, even after a read on the next connection), session
  *     expiry at the leader from missed pings, a follower cut off from the
- *     leader that keeps answering pings and reads.
+ *     leader that keeps answering pings and reads;
+ *   - ACLs an operator sets on a node for a while: creates and deletes of
+ *     its children, reads and setData of it answer ZNOAUTH (exists never),
+ *     checked in the server's order (parent, ACL, node);
+ *   - a server that fails inside on a request (ZMARSHALLINGERROR), before
+ *     it took effect or after (a write applied, a watch left).
  * Result codes and event types are those of <zookeeper/zookeeper.h>.
  */
 #ifndef ZKMODEL_H
@@ -136,6 +141,12 @@ extern void zkm_kill(Zkm *m, int client);	/* the session ends at the leader */
 extern void zkm_lose_write_reply(Zkm *m, int client);
 extern void zkm_silence(Zkm *m, int client);	/* the link drops every packet until the library gives up */	/* the next write is applied, its reply lost */
 extern void zkm_admin_delete(Zkm *m, const char *path);	/* someone else deletes a node */
+/* An operator's ACL on path refuses our clients for us microseconds (ZNOAUTH). */
+extern void zkm_refuse(Zkm *m, const char *path, int64_t us);
+/* The client's next request fails inside its server (ZMARSHALLINGERROR), before or after it took effect. */
+extern void zkm_garble_next(Zkm *m, int client);
+/* Answers given so far: ZNOAUTH (refusals), ZMARSHALLINGERROR (failures inside). */
+extern void zkm_counts(const Zkm *m, int64_t *noauth, int64_t *garbled);
 
 /* Scheduler hooks: each returns false when it had nothing to do. */
 extern bool zkm_step_server(Zkm *m, int client);	/* a server takes the client's next request */

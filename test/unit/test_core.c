@@ -82,9 +82,12 @@ env_orphan(void *arg, const char *name)
 	return false;
 }
 
+static int	ghosts;
+
 static void
 env_ghost(void *arg, const ZklSlot *s)
 {
+	ghosts++;
 }
 
 static void
@@ -106,9 +109,12 @@ env_sqlstate(int rc)
 	return 1;
 }
 
+static int	warnings;
+
 static void
 env_warn(void *arg, const char *msg)
 {
+	warnings++;
 }
 
 static const ZklCoreEnv env = {
@@ -144,6 +150,8 @@ setup(void)
 	core.held = held;
 	paused = false;
 	interrupts = 0;
+	ghosts = 0;
+	warnings = 0;
 }
 
 /* setup() with local hand-over on, and this linger (ms). */
@@ -279,6 +287,88 @@ test_recheck_looks_at_own_node(void)
 	CHECK(planned(w, OP_STAT) != 0, "four re-checks later it looks again");
 	(void) zcore_stat_reply(&core, planned(w, OP_STAT), ZNONODE, 0, 0, stray);
 	CHECK(slots[w].zstate == ZKS_NEW, "its node deleted from outside: it queues again");
+}
+
+/*
+ * ZooKeeper's refusals (an operator's ACL on the key node) and failures
+ * inside a server.  A waiter whose read is refused cannot learn its turn:
+ * it fails with 42501 and gives its place up.  A refused delete leaves a
+ * node that blocks the key: it is sent again each re-check interval, with
+ * one warning.  An answer that is not a known refusal (ZMARSHALLINGERROR
+ * comes after the change took effect) leaves the outcome unknown: a
+ * create's node is looked up; a refused lookup fails the request, and the
+ * slot looks again later, to delete the node if it stands.
+ */
+static void
+test_refusals(void)
+{
+	int			d;
+	int			w;
+	int			a;
+	uint64_t	tag;
+
+	setup();
+	holder_and_waiter(&d, &w);
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(w, OP_WATCH);
+	CHECK(tag != 0, "W watches D");
+	zcore_watch_set_reply(&core, tag, ZNOAUTH, NULL, 0);
+	CHECK(slots[w].result == ZKR_FAILED && slots[w].sqlstate == ZKL_SQLSTATE('4', '2', '5', '0', '1'),
+		  "a refused read fails the request with 42501");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[w].zstate == ZKS_DELETING && planned(w, OP_DELETE) != 0,
+		  "and gives its place up");
+
+	(void) zkt_abandon(&table, &slots[d]);
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(d, OP_DELETE);
+	CHECK(tag != 0, "D's release deletes its node");
+	zcore_delete_reply(&core, tag, ZNOAUTH);
+	CHECK(slots[d].zstate == ZKS_DELETING && warnings == 1, "refused: kept, said once");
+	now_us += 1000000;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(d, OP_DELETE) == 0, "not sent again at once");
+	now_us += 1001000;			/* recheck_ms: half the negotiated 4 s */
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(d, OP_DELETE);
+	CHECK(tag != 0, "sent again a re-check interval later");
+	zcore_delete_reply(&core, tag, ZNOAUTH);
+	CHECK(warnings == 1, "a refusal again is not said again");
+	now_us += 2001000;
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(d, OP_DELETE);
+	zcore_delete_reply(&core, tag, ZOK);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[d].zstate == ZKS_FREE, "deleted at last, the slot is free");
+
+	a = claim(ZKL_MODE_EXCLUSIVE, 3);
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(a, OP_CREATE);
+	(void) zcore_create_reply(&core, tag, ZMARSHALLINGERROR, "", false, 0);
+	CHECK(slots[a].zstate == ZKS_RECOVER, "a create answered by a server's failure is looked up");
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(a, OP_RECOVER);
+	CHECK(tag != 0, "the lookup is sent");
+	zcore_recover_reply(&core, tag, ZNOAUTH, NULL, 0);
+	CHECK(slots[a].result == ZKR_FAILED && slots[a].zstate == ZKS_RECOVER,
+		  "a refused lookup fails the request; the slot stays to look for the node");
+	(void) zkt_abandon(&table, &slots[a]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(a, OP_RECOVER) == 0, "not at once");
+	now_us += 1001000;
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(a, OP_RECOVER);
+	CHECK(tag != 0, "a second later it looks again");
+	{
+		const char *names[1];
+		char		name[ZKL_NODE_BUFLEN];
+
+		names[0] = node_of(a, 5, name);
+		zcore_recover_reply(&core, tag, ZOK, names, 1);
+	}
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[a].zstate == ZKS_DELETING && planned(a, OP_DELETE) != 0,
+		  "found, the node of the request given up is deleted");
 }
 
 /*
@@ -2080,6 +2170,7 @@ main(void)
 	test_local_deadlock();
 	test_gwait();
 	test_recheck_looks_at_own_node();
+	test_refusals();
 	test_linger_goes_to_first_asker();
 	test_riders();
 	test_riders_lost();
