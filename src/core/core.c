@@ -132,25 +132,17 @@ session_error(int rc)
 	return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
 }
 
-/* An answer the server gives only for a request it did not apply. */
-static bool
-definite_refusal(int rc)
-{
-	return rc == ZNONODE || rc == ZNODEEXISTS || rc == ZBADVERSION || rc == ZNOAUTH ||
-		rc == ZNOTEMPTY || rc == ZNOCHILDRENFOREPHEMERALS || rc == ZBADARGUMENTS ||
-		rc == ZINVALIDACL;
-}
-
 /*
  * The request may or may not have been applied: its reply was lost, the
  * library could not match it to its request (seen under connection resets),
  * or the server failed while it answered (ZMARSHALLINGERROR comes after the
- * change took effect).  Any answer not known to be a refusal counts so.
+ * change may have taken effect).  Every other answer is a definite one.
  */
 bool
 zcore_outcome_unknown(int rc)
 {
-	return rc != ZOK && !session_error(rc) && !definite_refusal(rc);
+	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZRUNTIMEINCONSISTENCY ||
+		rc == ZMARSHALLINGERROR;
 }
 
 /*
@@ -384,6 +376,8 @@ forget_node(ZklCore *c, ZklSlot *s)
 		case ZKS_QUEUED:
 			if (s->abandoned)
 				free_slot(c, s);
+			else if (s->result != ZKR_PENDING)
+				s->zstate = ZKS_GONE;	/* failed, its node kept to be found: gone with the session */
 			else
 				requeue(c, s);
 			break;
@@ -1091,8 +1085,7 @@ zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int le
 	/* a try-lock waits only for a node that may be lingering: a holder's answers false */
 	else if (rc == ZOK && s->nowait && !zcore_data_lingers(data, len))
 		refuse_try(c, s);
-	else if (rc != ZOK && !session_error(rc))
-		read_refused(c, s, rc);
+	/* refused (an ACL on that node): no watch; the re-checks try again */
 }
 
 /*
@@ -1335,6 +1328,8 @@ zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, 
 		s->zstate = ZKS_GONE;
 		start_over(c, s);
 	}
+	else if (session_error(rc))
+		return;					/* zcore_session_lost() re-queues it */
 	else
 	{
 		/*
@@ -1409,8 +1404,16 @@ zcore_verify_reply(ZklCore *c, uint64_t tag, int rc)
 	}
 	else if (zcore_outcome_unknown(rc))
 		s->todo |= ZKT_VERIFY;	/* again once reconnected */
-	else if (rc == ZNONODE || rc == ZBADVERSION || rc == ZNOAUTH)
+	else if (rc == ZNONODE || rc == ZBADVERSION)
 		lose_slot(c, s);		/* the node is gone: whoever deleted it, the lock is not ours */
+	else if (!session_error(rc))
+	{
+		/* refused (an ACL on our node): the lock cannot be vouched for, and its node stands */
+		if (!s->abandoned)
+			lose_slot(c, s);
+		s->zstate = ZKS_DELETING;
+		s->todo = ZKT_DELETE;
+	}
 	/* session errors: zcore_session_lost() marks the lock lost */
 }
 

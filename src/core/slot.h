@@ -156,7 +156,7 @@ typedef struct ZklCounters
 	int64_t		reconnects;		/* connections (re)established */
 	int64_t		expirations;	/* sessions expired or refused */
 	int64_t		recovered;		/* creates whose reply was lost, looked up by uuid */
-	int64_t		delete_retries; /* deletes whose reply was lost, sent again */
+	int64_t		delete_retries; /* deletes sent again: reply lost, or refused */
 	int64_t		batched;		/* creates and deletes sent inside multis */
 	int64_t		rolled_back;	/* ops of a multi sent again: a neighbour failed */
 	int64_t		handovers;		/* grants passed inside the cluster, no round trip */

@@ -109,41 +109,81 @@ zkl_check_suspects(void)
  *
  * Both that listing and a stray node's delete are done again a little later
  * until an answer says how things stand: a lost reply, or a refusal (an
- * operator's ACL on the key node), says nothing.  The node is gone with the
- * session, so a session's end ends the looking.  Process memory: a worker
- * that dies forgets them, and the suspects above are what is left then.
+ * operator's ACL on the key node), says nothing.  Each is for the session
+ * that made the node: once it ends, so do its nodes and the looking.  One
+ * look per node, at most MAX_LOOKS (more are not kept: the suspects above
+ * still find a node that blocks a waiter of ours).  Process memory: a worker
+ * that dies forgets them, and the suspects are what is left then.
  */
 #define LOOK_DELAY_MS	1000
+#define MAX_LOOKS		1024
 
 typedef struct Look
 {
-	TimestampTz due;
+	int64		due;			/* zkl_mono_now() */
+	int64		session;		/* whose node it is */
 	bool		stray;			/* delete `path`; else list the key `path` for `uuid` */
+	bool		in_flight;		/* sent, not answered yet */
 	bool		said;			/* a refusal was logged */
 	char		uuid[ZKL_UUID_LEN + 1];
 	char		path[ZKL_PATH_LEN];
 } Look;
 
-static List *looks = NIL;		/* waiting for their due time */
+static List *looks = NIL;		/* waiting for their due time, or in flight */
 
-static Look *
-new_look(bool stray, const char *path)
+static int64
+our_session(void)
 {
-	Look	   *l = MemoryContextAllocZero(TopMemoryContext, sizeof(Look));
+	int64		id;
 
-	l->stray = stray;
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	id = zkl_shared->t.session_id;
+	LWLockRelease(zkl_shared->lock);
+	return id;
+}
+
+/*
+ * A look at path (for uuid: a ghost's; "": a stray's delete), or NULL when
+ * the same one waits already or too many are under way.
+ */
+static Look *
+new_look(const char *path, const char *uuid, int64 session)
+{
+	MemoryContext old;
+	ListCell   *lc;
+	Look	   *l;
+
+	foreach(lc, looks)
+	{
+		l = (Look *) lfirst(lc);
+		if (strcmp(l->path, path) == 0 && strcmp(l->uuid, uuid) == 0)
+			return NULL;
+	}
+	if (list_length(looks) >= MAX_LOOKS)
+		return NULL;
+	l = MemoryContextAllocZero(TopMemoryContext, sizeof(Look));
+	l->stray = uuid[0] == '\0';
+	l->session = session;
 	strlcpy(l->path, path, sizeof(l->path));
+	strlcpy(l->uuid, uuid, sizeof(l->uuid));
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	looks = lappend(looks, l);
+	MemoryContextSwitchTo(old);
 	return l;
+}
+
+static void
+end_look(Look *l)
+{
+	looks = list_delete_ptr(looks, l);
+	pfree(l);
 }
 
 static void
 look_again(Look *l)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-	l->due = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), LOOK_DELAY_MS);
-	looks = lappend(looks, l);
-	MemoryContextSwitchTo(old);
+	l->in_flight = false;
+	l->due = zkl_mono_now() + LOOK_DELAY_MS * 1000;
 }
 
 /* Whether an answer settles it: done, or gone with the session. */
@@ -171,7 +211,7 @@ stray_deleted(int rc, const void *ctx)
 
 	if (settled(rc))
 	{
-		pfree(l);
+		end_look(l);
 		return;
 	}
 	say_refused(l, rc, "delete the stray lock node");
@@ -181,6 +221,7 @@ stray_deleted(int rc, const void *ctx)
 static void
 send_stray(Look *l)
 {
+	l->in_flight = true;
 	if (zoo_adelete(zkc_handle(), l->path, -1, stray_deleted, l) != ZOK)
 		look_again(l);
 }
@@ -189,9 +230,13 @@ send_stray(Look *l)
 void
 zkl_delete_stray(const char *path, const char *why)
 {
+	Look	   *l = new_look(path, "", our_session());
+
+	if (l == NULL)
+		return;					/* its delete is under way */
 	if (why != NULL)
 		ereport(LOG, (errmsg("zk_lock: deleting lock node %s: %s", path, why)));
-	send_stray(new_look(true, path));
+	send_stray(l);
 }
 
 /* Caller holds the lock. */
@@ -202,9 +247,9 @@ zkl_remember_ghost(const ZklSlot *s)
 	Look	   *l;
 
 	zcore_key_path(&zkl_shared->t, s, key_path);
-	l = new_look(false, key_path);
-	strlcpy(l->uuid, s->uuid, sizeof(l->uuid));
-	look_again(l);
+	l = new_look(key_path, s->uuid, zkl_shared->t.session_id);
+	if (l != NULL)
+		look_again(l);
 }
 
 static void
@@ -229,39 +274,52 @@ ghost_children_done(int rc, const struct String_vector *strings, const void *dat
 			zkl_delete_stray(path, "its create was given up for lost");
 		}
 	}
-	pfree(l);
+	end_look(l);
 }
 
 /* Send the looks that are due; returns ms until the next one, or -1. */
 long
 zkl_send_looks(void)
 {
-	TimestampTz now;
+	int64		now;
+	int64		session;
 	long		next_ms = -1;
 	ListCell   *lc;
 
 	if (looks == NIL)
 		return -1;				/* the usual case, every loop turn */
-	now = GetCurrentTimestamp();
+	now = zkl_mono_now();
+	session = our_session();
 	if (zkc_handle() == NULL || zoo_state(zkc_handle()) != ZOO_CONNECTED_STATE)
 		return ZKC_REOPEN_DELAY_MS;
 	foreach(lc, looks)
 	{
 		Look	   *l = (Look *) lfirst(lc);
-		long		left = TimestampDifferenceMilliseconds(now, l->due);
+		long		left = (long) ((l->due - now) / 1000);
 
+		if (l->in_flight)
+			continue;
+		if (l->session != session)
+		{
+			looks = foreach_delete_current(looks, lc);	/* its nodes went with its session */
+			pfree(l);
+			continue;
+		}
 		if (left > 0)
 		{
 			next_ms = (next_ms < 0 || left < next_ms) ? left : next_ms;
 			continue;
 		}
-		looks = foreach_delete_current(looks, lc);
 		if (l->stray)
 			send_stray(l);
 		/* after a sync, as for the first lookup (worker.c): a lagging server misses it */
-		else if (zoo_async(zkc_handle(), l->path, zkc_sync_answered, NULL) != ZOK ||
-				 zoo_aget_children(zkc_handle(), l->path, 0, ghost_children_done, l) != ZOK)
-			pfree(l);
+		else
+		{
+			l->in_flight = true;
+			if (zoo_async(zkc_handle(), l->path, zkc_sync_answered, NULL) != ZOK ||
+				zoo_aget_children(zkc_handle(), l->path, 0, ghost_children_done, l) != ZOK)
+				look_again(l);
+		}
 	}
 	return next_ms;
 }

@@ -8,13 +8,16 @@
  * killed at the leader, a waiter's node deleted behind its back (that
  * request is left out of the checks until it queues again), containers
  * reaped, an operator's ACL refusing us on a key node or the root for a
- * while, a server failing inside on a request.  After every step it checks:
+ * while, a server failing inside on a request, a backend crash (the whole
+ * cluster restarts with fresh shared memory).  After every step it checks:
  *   - never two holders of conflicting modes of one key that could both
  *     commit now (by the real commit rule, holds.c);
  *   - FIFO: a grant never passes a conflicting request queued before it
  *     (other than as core's same-backend rule allows); fencing tokens of
  *     exclusive grants strictly increase (as zk_lock_token gives them;
  *     equal only for a backend that held the key all along);
+ *   - a lock whose node the leader no longer has is known lost within a
+ *     bound (judged from the model, not the core's flags);
  *   - a transaction that lost a lock is refused its commit as lost;
  *   - committed transactions never held conflicting locks at once; a
  *     transaction committed under a session-level lock held it from that
@@ -29,10 +32,11 @@
  * one transaction takes it, the next ones run under it, the last gives it up.
  *
  * What is re-stated here rather than run: the worker's session handling
- * (session.c), the presence list's I/O (presence.c; its decisions are
- * lock_delay.c, run as is), the orphan clean-up (orphans.c) and a backend's
- * bookkeeping of its locks at both levels (xact.c; its rules are holds.c,
- * run as is), in a few lines each, following those files.
+ * (session.c and left_session.c; the cut-off clock is cutoff.c, run as is),
+ * the presence list's I/O (presence.c; its decisions are lock_delay.c, run
+ * as is), the orphan clean-up (orphans.c) and the deadlock detector's I/O
+ * schedule (gwaits.c; its decisions are gwait.c, run as is), following
+ * those files.  A backend's bookkeeping of its locks is book.c, run as is.
  *
  * Usage: sim [--seed N] [--seeds A-B] [--seconds S] [--steps N] [--first-failure]
  *            [--verbose]
@@ -100,7 +104,8 @@ typedef enum Purpose
 	P_TOMBSTONE,
 	P_GHOST_LIST,
 	P_SUSPECT_STAT,
-	P_STRAY
+	P_STRAY,
+	P_LEFT_MARK
 } Purpose;
 
 typedef struct Out
@@ -228,6 +233,7 @@ typedef struct Ghost
 	char		key_path[ZKM_PATH];
 	char		uuid[ZKL_UUID_LEN + 1];
 	int64_t		due;
+	int64_t		session;		/* whose node: its end ends the look */
 } Ghost;
 
 #define MAXLOOKS	256
@@ -275,9 +281,14 @@ typedef struct Cluster
 	int64_t		try_asked[NSLOTS];	/* its requested_at: which try it is */
 	int64_t		known[NCLUSTERS * 64];
 	int			nknown;
-	int64_t		dead[NCLUSTERS * 64];	/* tombstones (clean stops') of the last listing */
+	int64_t		dead[NCLUSTERS * 64];	/* tombstones (.closed and .dead) of the last listing */
 	int			ndead;
+	int64_t		closed[NCLUSTERS * 64];	/* of them, clean stops' (.closed: swept) */
+	int			nclosed;
 	int64_t		closed_since[NCLUSTERS * 64];	/* when this worker first listed each */
+	/* a session left from before a crash-restart (left_session.c) */
+	int64_t		left_session;
+	bool		left_marking;	/* its .dead mark asked for */
 	int32_t		last_cversion;
 	/* a clean stop (worker.c's stop_cleanly) */
 	bool		stopping;
@@ -353,6 +364,10 @@ typedef struct Sim
 	int64_t		claim_asks[NCLUSTERS];
 	int			claim_nasks;
 	int64_t		circles_at;		/* check_circles' next sample */
+	int64_t		lost_at;		/* check_lost_told's next sample */
+	/* a held slot's node missing at the leader: since when (0: there), and for which attempt */
+	int64_t		gone_since[NCLUSTERS][NSLOTS];
+	uint64_t	gone_attempt[NCLUSTERS][NSLOTS];
 	/* granted slots already checked: cluster, slot, attempt */
 	uint64_t	seen_attempt[NCLUSTERS][NSLOTS];
 	int64_t		granted_at[NCLUSTERS][NSLOTS];	/* when those grants were made */
@@ -662,7 +677,11 @@ static void
 look_again(Cluster *c, const char *path, const char *uuid)
 {
 	Ghost	   *g;
+	int			i;
 
+	for (i = 0; i < c->nghosts; i++)
+		if (strcmp(c->ghosts[i].key_path, path) == 0 && strcmp(c->ghosts[i].uuid, uuid) == 0)
+			return;				/* one look per node */
 	if (c->nghosts == MAXLOOKS)
 	{
 		fail("c%d: more than %d looks at strays and ghosts", c->id, MAXLOOKS);
@@ -672,6 +691,7 @@ look_again(Cluster *c, const char *path, const char *uuid)
 	snprintf(g->key_path, sizeof(g->key_path), "%s", path);
 	snprintf(g->uuid, sizeof(g->uuid), "%s", uuid);
 	g->due = c_mono(c) + 1000000;
+	g->session = c->t.session_id;
 }
 
 /* orphans.c's settled: an answer that says how a stray or ghost stands */
@@ -883,8 +903,8 @@ sweep_closed(Cluster *c, const int64_t *live, int nlive, const int64_t *dead, in
 	for (i = 0; i < ndead; i++)
 	{
 		since[i] = c_mono(c);
-		for (j = 0; j < c->ndead; j++)
-			if (c->dead[j] == dead[i])
+		for (j = 0; j < c->nclosed; j++)
+			if (c->closed[j] == dead[i])
 				since[i] = c->closed_since[j];
 		if (!known_has(live, nlive, dead[i]) && c_mono(c) - since[i] >= 60000000)
 		{
@@ -896,6 +916,8 @@ sweep_closed(Cluster *c, const int64_t *live, int nlive, const int64_t *dead, in
 		}
 	}
 	memcpy(c->closed_since, since, ndead * sizeof(int64_t));
+	memcpy(c->closed, dead, ndead * sizeof(int64_t));
+	c->nclosed = ndead;
 }
 
 static void
@@ -903,8 +925,10 @@ presence_listed(Cluster *c, const ZkmMsg *msg)
 {
 	int64_t		now_known[NCLUSTERS * 64];
 	int64_t		now_dead[NCLUSTERS * 64];
+	int64_t		now_closed[NCLUSTERS * 64];
 	int			n = 0;
 	int			ndead = 0;
+	int			nclosed = 0;
 	bool		died;
 	ZklListing	before;
 	ZklListing	after;
@@ -917,17 +941,21 @@ presence_listed(Cluster *c, const ZkmMsg *msg)
 		c->presence_due |= msg->rc == ZNONODE;
 		return;
 	}
-	for (i = 0; i < msg->nchildren && n < NCLUSTERS * 64 && ndead < NCLUSTERS * 64; i++)
+	for (i = 0; i < msg->nchildren && n < NCLUSTERS * 64 && ndead < NCLUSTERS * 64 &&
+		 nclosed < NCLUSTERS * 64; i++)
 	{
 		char	   *end;
 		int64_t		id = (int64_t) strtoull(msg->children[i], &end, 16);
 
+		/* tombstones: a clean stop's (.closed), a crash-restart's mark of its old session (.dead) */
 		if (strcmp(end, ".closed") == 0)
+			now_dead[ndead++] = now_closed[nclosed++] = id;
+		else if (strcmp(end, ".dead") == 0)
 			now_dead[ndead++] = id;
 		else
 			now_known[n++] = id;
 	}
-	sweep_closed(c, now_known, n, now_dead, ndead);
+	sweep_closed(c, now_known, n, now_closed, nclosed);
 	before.live = c->known;
 	before.nlive = c->nknown;
 	before.dead = c->dead;
@@ -958,13 +986,60 @@ presence_listed(Cluster *c, const ZkmMsg *msg)
 		c->presence_due = true;
 }
 
+/*
+ * left_session.c's zkl_left_tend: once the new session is up and listed,
+ * mark the session left from before the crash-restart dead (an ephemeral
+ * .dead of ours: its holders are all dead, so no lock-delay), then close it.
+ */
+static void
+left_tend(Cluster *c)
+{
+	Out		   *o;
+	ZkmReq		r;
+	char		path[ZKM_PATH];
+
+	if (c->left_session == 0 || c->left_marking || c->client < 0 ||
+		c->t.conn_state != ZKC_CONNECTED || !c->listed)
+		return;
+	c->left_marking = true;
+	o = out_new(c, P_LEFT_MARK, 0);
+	snprintf(path, sizeof(path), SESSIONS "/%016" PRIx64 ".dead", c->left_session);
+	req_init(&r, ZKM_CREATE, path, o);
+	r.flags = ZKM_F_EPHEMERAL;
+	send_req(c, &r);
+	trace("c%d marks session %" PRIx64 ", left from before its crash, dead", c->id, c->left_session);
+}
+
+/* close_left_session: a handle on the old session, connected (within a bound) just to close it */
+static void
+left_close(Cluster *c, int rc)
+{
+	int			h = zkm_resume(S->m, c->left_session);
+
+	if (rc != ZOK && rc != ZNODEEXISTS)
+		trace("c%d could not mark session %" PRIx64 " dead (rc %d): the others delay", c->id,
+			  c->left_session, rc);
+	if (h >= 0)
+	{
+		(void) zkm_step_reconnect(S->m, h);
+		trace("c%d closes session %" PRIx64 " left from before its crash (alive %d)%s", c->id,
+			  c->left_session, zkm_session_alive(S->m, c->left_session),
+			  zkm_connected(S->m, h) ? "" : ": unreachable or expired");
+		zkm_close(S->m, h);
+	}
+	c->left_session = 0;
+	c->left_marking = false;
+}
+
 static void
 ghosts_tend(Cluster *c)
 {
 	int			i;
 
 	for (i = 0; i < c->nghosts && c->t.conn_state == ZKC_CONNECTED; i++)
-		if (c->ghosts[i].due <= c_mono(c))
+		if (c->ghosts[i].session != c->t.session_id)
+			c->ghosts[i--] = c->ghosts[--c->nghosts];	/* its nodes went with its session */
+		else if (c->ghosts[i].due <= c_mono(c))
 		{
 			Out		   *o;
 			ZkmReq		r;
@@ -1307,6 +1382,7 @@ plan_turn(Cluster *c)
 
 	session_tend(c);
 	presence_tend(c);
+	left_tend(c);
 	gw_tend(c);
 	connected = c->client >= 0 && c->t.conn_state == ZKC_CONNECTED;
 	(void) zcore_plan(&c->core, connected,
@@ -1842,6 +1918,10 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 		case P_STRAY:
 			if (!look_settled(msg->rc))
 				look_again(c, o.path, "");
+			break;
+		case P_LEFT_MARK:
+			if (c->left_marking)
+				left_close(c, msg->rc);
 			break;
 		case P_NONE:
 		case P_IGNORE:
@@ -3510,6 +3590,7 @@ note_grants(Cluster *c)
 
 static void dump_cluster(const Cluster *c);
 static void check_liveness(Cluster *c);
+static void check_lost_told(void);
 
 #define CALM_BACKLOG	8
 
@@ -4552,6 +4633,62 @@ check_step(void)
 					 key_name(h[i].key));
 	check_semaphore_holders(h, nh);
 	check_circles();
+	check_lost_told();
+}
+
+/*
+ * Lost locks judged from the model, not from the core's flags: a lock the
+ * core holds (granted, HELD) whose node the leader no longer has (its
+ * session ended, or the node was deleted) must be known lost within a
+ * bound, however the cluster learns it (an expiry, the cut-off clock, a
+ * commit's verify).  A worker paused does not count the time; a node
+ * deleted from outside is left out (zk_lock promises nothing then).
+ */
+static void
+check_lost_told(void)
+{
+	int64_t		now = zkm_now(S->m);
+	int			i;
+	int			j;
+
+	if (now < S->lost_at)
+		return;
+	S->lost_at = now + 50000;
+	for (i = 0; i < S->ncl; i++)
+	{
+		Cluster    *c = &S->c[i];
+		int64_t		bound = (int64_t) (2 * c->session_timeout + CONNECT_TIMEOUT + 5000) * 1000;
+
+		for (j = 0; j < c->t.nused; j++)
+		{
+			const ZklSlot *s = &c->t.slots[j];
+			char		path[ZKL_PATH_LEN];
+			int64_t		owner;
+			int64_t		czxid;
+
+			if (s->zstate != ZKS_HELD || s->result != ZKR_GRANTED || s->node[0] == '\0' ||
+				slot_tainted(s) || c->paused)
+			{
+				S->gone_since[i][j] = 0;
+				continue;
+			}
+			zcore_child_path(&c->t, s, s->node, path);
+			if (zkm_leader_node(S->m, path, &owner, &czxid))
+			{
+				S->gone_since[i][j] = 0;
+				continue;
+			}
+			if (S->gone_since[i][j] == 0 || S->gone_attempt[i][j] != s->attempt)
+			{
+				S->gone_since[i][j] = now;
+				S->gone_attempt[i][j] = s->attempt;
+			}
+			else if (now - S->gone_since[i][j] > bound)
+				fail("c%d slot %d (pid %d) holds %s by node %s, gone at the leader since %.3f s, "
+					 "and is not told it is lost", c->id, j, s->owner_pid, s->key, s->node,
+					 S->gone_since[i][j] / 1e6);
+		}
+	}
 }
 
 /* An event about a node under key path arg (or the key node itself). */
@@ -4991,6 +5128,7 @@ typedef enum FaultKind
 	F_STOP,						/* a clean stop (fast shutdown) and a start */
 	F_ACL,						/* an operator's ACL refuses us on a key node or the root a while */
 	F_GARBLE,					/* a server fails inside on a request (ZMARSHALLINGERROR) */
+	F_CRASH_RESTART,			/* a backend crashes: the postmaster restarts the whole cluster */
 	NFAULTS
 } FaultKind;
 
@@ -5047,6 +5185,8 @@ worker_restart(Cluster *c)
 	c->nsuspects = 0;
 	zcore_worker_restarted(&c->core);
 	c->gw_phase = GW_IDLE;		/* a claim of ours may be left: the new worker looks */
+	c->left_session = 0;		/* process memory: a left session then ends by timeout */
+	c->left_marking = false;
 	c->gw_claim_until = 0;
 	c->gw_nsems = 0;
 	c->t.conn_state = ZKC_CONNECTING;
@@ -5085,6 +5225,43 @@ backend_exit(Cluster *c, Backend *b)
 		b->st = b->txns_left > 0 && !S->quiet ? B_IDLE : B_DONE;
 		b->next_at = zkm_now(S->m) + 1000000 + rnd_int(1000000);
 	}
+}
+
+static void stop_close(Cluster *c, StopEnd how);
+
+/*
+ * A backend crashes: the postmaster kills every process of the cluster at
+ * once (no exit callbacks: nothing is released, the worker's connection
+ * just closes), resets shared memory, replays the WAL and starts a new
+ * worker with a new session, which closes the old one (left_tend).  A
+ * backend past its commit check had its commit made durable, or not; one
+ * that was is visible after recovery, before the new worker starts.
+ */
+static void
+crash_restart(Cluster *c)
+{
+	int64_t		old = c->t.session_id;
+	int			i;
+
+	trace("fault: c%d a backend crashes: the postmaster restarts the cluster", c->id);
+	c->paused = true;			/* the worker is killed with them: it sends nothing more */
+	for (i = 0; i < c->nb; i++)
+	{
+		Backend    *b = &c->b[i];
+
+		if (b->st == B_PUBLISH && chance(50))
+			settle(c, b, ZKH_COMMIT);
+		else if (b->st == B_PUBLISH)
+		{
+			b->txns_left--;
+			end_xact(c, b, "dies before its commit was durable");
+		}
+		backend_exit(c, b);
+	}
+	c->marking = false;
+	zcoh_stop_lingering(&c->core.cohort);
+	stop_close(c, STOP_DIED);
+	c->left_session = old;
 }
 
 static void
@@ -5208,6 +5385,8 @@ fault(void)
 		trace("fault: an ACL on %s refuses us for %.3f s", path, us / 1e6);
 		zkm_refuse(S->m, path, us);
 	}
+	else if (what == F_CRASH_RESTART && !c->stopping)
+		crash_restart(c);
 	else if (what == F_GARBLE && c->client >= 0)
 	{
 		trace("fault: c%d's next request fails inside its server", ci);
@@ -5382,7 +5561,7 @@ draw_world(Sim *sim)
 {
 	static const int ncl[] = {1, 2, 2, 3, 3, 3, 3, 4, 4, 5};
 	static const int multi[] = {0, 6, 12, 12, 30, 50};
-	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6, 3, 3, 6};
+	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6, 3, 3, 6, 3};
 	int			base_pb;
 	int			sum_timeout = 0;
 	int			margin;

@@ -313,11 +313,22 @@ test_refusals(void)
 	tag = planned(w, OP_WATCH);
 	CHECK(tag != 0, "W watches D");
 	zcore_watch_set_reply(&core, tag, ZNOAUTH, NULL, 0);
-	CHECK(slots[w].result == ZKR_FAILED && slots[w].sqlstate == ZKL_SQLSTATE('4', '2', '5', '0', '1'),
-		  "a refused read fails the request with 42501");
+	CHECK(slots[w].result == ZKR_PENDING && slots[w].zstate == ZKS_QUEUED,
+		  "a refused watch on D (an ACL on D's node) leaves W to its re-checks");
+	a = claim(ZKL_MODE_EXCLUSIVE, 3);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[w].zstate == ZKS_DELETING && planned(w, OP_DELETE) != 0,
-		  "and gives its place up");
+	tag = planned(a, OP_CREATE);
+	(void) zcore_create_reply(&core, tag, ZOK, node_of(a, 2, made[2]), true, 12);
+	zcore_children_reply(&core, tag, ZNOAUTH, NULL, 0, false);
+	CHECK(slots[a].result == ZKR_FAILED && slots[a].sqlstate == ZKL_SQLSTATE('4', '2', '5', '0', '1'),
+		  "a refused queue read fails the request with 42501");
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(a, OP_DELETE);
+	CHECK(slots[a].zstate == ZKS_DELETING && tag != 0, "and gives its place up");
+	zcore_delete_reply(&core, tag, ZOK);
+	(void) zkt_abandon(&table, &slots[a]);
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(slots[a].zstate == ZKS_FREE, "its node deleted, the slot is free");
 
 	(void) zkt_abandon(&table, &slots[d]);
 	(void) zcore_plan(&core, true, now_us);
@@ -369,6 +380,18 @@ test_refusals(void)
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(slots[a].zstate == ZKS_DELETING && planned(a, OP_DELETE) != 0,
 		  "found, the node of the request given up is deleted");
+
+	/* a refused lookup's request failed: the session's end must not queue it again */
+	a = claim(ZKL_MODE_EXCLUSIVE, 4);
+	(void) zcore_plan(&core, true, now_us);
+	(void) zcore_create_reply(&core, planned(a, OP_CREATE), ZCONNECTIONLOSS, "", false, 0);
+	(void) zcore_plan(&core, true, now_us);
+	zcore_recover_reply(&core, planned(a, OP_RECOVER), ZNOAUTH, NULL, 0);
+	CHECK(slots[a].result == ZKR_FAILED && slots[a].zstate == ZKS_RECOVER, "failed, looked for later");
+	zcore_session_lost(&core);
+	(void) zcore_plan(&core, false, now_us);
+	CHECK(slots[a].zstate == ZKS_GONE && planned(a, OP_CREATE) == 0,
+		  "the session gone, so is its node: nothing is created for the failed request");
 }
 
 /*
