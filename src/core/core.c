@@ -280,6 +280,7 @@ requeue(ZklCore *c, ZklSlot *s)
 	s->queued_at = wall(c);
 	s->todo = 0;
 	s->retries = 0;
+	s->key_denied = false;
 	s->node[0] = '\0';
 	s->try_until = 0;			/* a new node, a new wait */
 	forget_place(s);
@@ -479,14 +480,20 @@ write_answered(ZklCore *c)
 	c->writes_in_flight = CORE_MAX(c->writes_in_flight - 1, 0);
 }
 
-/* The key node's create: refused means the root is someone else's. */
+/*
+ * The key node's create: refused means the root is someone else's (or an
+ * ACL refuses us there).  The node's own create went right behind it, and
+ * its answer decides: made (the key node was there after all), or refused
+ * for want of the key node, which is then this refusal.  Failing the slot
+ * here would leave that node, if made, to nobody.
+ */
 void
 zcore_key_node_reply(ZklCore *c, uint64_t tag, int rc)
 {
 	ZklSlot    *s = reply_slot(c, tag);
 
-	if (rc == ZNOAUTH && s != NULL && s->zstate == ZKS_CREATING)
-		deny_slot(c, s);
+	if (s != NULL && s->zstate == ZKS_CREATING)
+		s->key_denied = rc == ZNOAUTH;
 }
 
 /*
@@ -526,6 +533,8 @@ create_result(ZklCore *c, ZklSlot *s, int rc, const char *name, bool have_stat, 
 		s->todo &= ~ZKT_PARENTS;	/* a group's failed multi may have asked (group_parents) */
 		forget_place(s);
 	}
+	else if (rc == ZNONODE && s->key_denied)
+		deny_slot(c, s);		/* no key node, and we may not make it */
 	else if (rc == ZNONODE)
 	{
 		/* no key node yet (or the server just reaped an empty one) */

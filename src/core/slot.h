@@ -99,6 +99,7 @@ typedef struct ZklSlot
 	uint8_t		rechecks;		/* worker only: a waiter's re-checks (plan_recheck) */
 	bool		own_check;		/* worker only: its STAT is a re-check's look at its own node */
 	bool		delete_refused; /* worker only: its delete was refused (an ACL): sent again later */
+	bool		key_denied;		/* worker only: its key node's create was refused (ZNOAUTH) */
 	uint8_t		verify;			/* ZKV_*; owner asks (ASKED), worker answers */
 	uint8_t		scope;			/* owner: ZKL_SCOPE_* bits, the levels it is held at */
 	char		mode;			/* ZKL_MODE_* */

@@ -246,11 +246,11 @@ collect_children(const struct String_vector *children)
 static void
 key_node_done(int rc, const char *value, const void *ctx)
 {
-	if (rc != ZNOAUTH)
-		return zkc_create_answered(rc, value, ctx);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zcore_key_node_reply(&core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
+	if (rc != ZNOAUTH)
+		zkc_create_answered(rc, value, ctx);
 }
 
 static void

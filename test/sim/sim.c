@@ -417,6 +417,8 @@ static int64_t linger_waits[2];	/* try-locks that waited for a lingering node: r
 static int64_t deadlocks_broken;	/* local circles of waits broken with 40P01 */
 static int64_t noauth_answers;	/* the model's ZNOAUTH answers (an operator's ACL) */
 static int64_t garbled_answers;	/* its ZMARSHALLINGERROR answers (a failure inside a server) */
+static int64_t elections_held;	/* the model's elections */
+static int64_t proposals_lost;	/* and the writes they lost */
 static int64_t rides_seen = 0;	/* of them, readers joining a local reader's node */
 
 static Sim *S;
@@ -4843,6 +4845,7 @@ check_liveness(Cluster *c)
 	int64_t		until;
 	/* (an overloaded connection, many requests unanswered, is slow, not wrong) */
 	bool		calm = !c->paused && c->client >= 0 && c->t.conn_state == ZKC_CONNECTED &&
+		zkm_quorum(S->m) &&
 		zkm_backlog(S->m, c->client) <= CALM_BACKLOG && !env_grants_paused(c, c_mono(c), &until);
 	int			j;
 
@@ -5129,6 +5132,7 @@ typedef enum FaultKind
 	F_ACL,						/* an operator's ACL refuses us on a key node or the root a while */
 	F_GARBLE,					/* a server fails inside on a request (ZMARSHALLINGERROR) */
 	F_CRASH_RESTART,			/* a backend crashes: the postmaster restarts the whole cluster */
+	F_CUT_LEADER,				/* the leader cut off from every follower: an election */
 	NFAULTS
 } FaultKind;
 
@@ -5387,6 +5391,11 @@ fault(void)
 	}
 	else if (what == F_CRASH_RESTART && !c->stopping)
 		crash_restart(c);
+	else if (what == F_CUT_LEADER)
+	{
+		trace("fault: the leader is cut off from every follower");
+		zkm_isolate_leader(S->m);
+	}
 	else if (what == F_GARBLE && c->client >= 0)
 	{
 		trace("fault: c%d's next request fails inside its server", ci);
@@ -5561,7 +5570,7 @@ draw_world(Sim *sim)
 {
 	static const int ncl[] = {1, 2, 2, 3, 3, 3, 3, 4, 4, 5};
 	static const int multi[] = {0, 6, 12, 12, 30, 50};
-	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6, 3, 3, 6, 3};
+	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6, 3, 3, 6, 3, 2};
 	int			base_pb;
 	int			sum_timeout = 0;
 	int			margin;
@@ -5694,9 +5703,15 @@ run_seed(uint64_t seed, int64_t max_steps)
 		int64_t		noauth;
 		int64_t		garbled;
 
+		int64_t		elections;
+		int64_t		lost;
+
 		zkm_counts(sim->m, &noauth, &garbled);
 		noauth_answers += noauth;
 		garbled_answers += garbled;
+		zkm_model_counts(sim->m, &elections, &lost);
+		elections_held += elections;
+		proposals_lost += lost;
 	}
 	zkm_free(sim->m);
 	i = sim->failed;
@@ -5797,6 +5812,8 @@ main(int argc, char **argv)
 		   linger_waits[0] + linger_waits[1], linger_waits[1], linger_waits[0]);
 	printf("%" PRId64 " answers ZNOAUTH (an ACL), %" PRId64 " ZMARSHALLINGERROR (a server's failure inside)\n",
 		   noauth_answers, garbled_answers);
+	printf("%" PRId64 " elections, %" PRId64 " writes ordered by a leader and lost with it\n",
+		   elections_held, proposals_lost);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

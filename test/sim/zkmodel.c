@@ -166,6 +166,21 @@ struct Zkm
 	int			nsessions;
 	Client		clients[ZKM_CLIENTS];
 	Refusal		refusals[ZKM_REFUSALS];
+	/*
+	 * The leader checks writes against its proposals (ptree) and commits
+	 * what a quorum has: with followers, the first follower's copy (its
+	 * apply, in this model).  Server 0's own tree, its reads, watches and
+	 * replies, follow the commits.  A leader that no follower reaches for
+	 * follower_drop gives up: an election drops every connection, loses
+	 * what was not committed, and serves again with a new epoch.
+	 */
+	Tree		ptree;
+	int			committed;		/* log entries committed */
+	int64_t		quorum_lost_since;	/* no follower reaches the leader (0: one does) */
+	bool		isolated;		/* the leader is cut off: no partition heals before the election */
+	int64_t		electing_until; /* an election under way: nobody serves (0: none) */
+	int64_t		elections;
+	int64_t		lost_proposals;	/* writes ordered, never committed */
 	int64_t		noauth;			/* answers ZNOAUTH given */
 	int64_t		garbled;		/* answers ZMARSHALLINGERROR given */
 	void		(*logf) (const char *line);
@@ -404,6 +419,7 @@ zkm_new(uint64_t seed, int nservers, int32_t cversion_start)
 	m->follower_drop = 2000000;
 	for (i = 0; i < nservers; i++)
 		tree_init(&m->servers[i].tree);
+	tree_init(&m->ptree);
 	return m;
 }
 
@@ -459,6 +475,7 @@ zkm_free(Zkm *m)
 		free(m->servers[i].tree.nodes);
 		free_watches(m->servers[i].watches);
 	}
+	free(m->ptree.nodes);
 	for (i = 0; i < m->nlog; i++)
 	{
 		free(m->log[i].prim);
@@ -514,6 +531,115 @@ append_txn(Zkm *m, Prim *prim, int nprim)
 	return t;
 }
 
+static void apply_next(Zkm *m, int s);
+static void drop_connection(Zkm *m, int client, bool keep_sent);
+
+/* A leader with no follower commits alone; server 0 then serves it at once. */
+static void
+commit_alone(Zkm *m)
+{
+	if (m->nservers > 1)
+		return;
+	m->committed = m->nlog;
+	while (m->servers[0].applied < m->committed)
+		apply_next(m, 0);
+}
+
+/*
+ * The leader gave up (no quorum for follower_drop): every server stops
+ * serving and drops its clients; writes not yet ordered, and proposals no
+ * follower had, are lost (a session's end among them: that session lives
+ * on); the new leader starts from the committed log, in a new epoch, and
+ * gives every session a fresh timeout when it serves again.
+ */
+static void
+begin_election(Zkm *m)
+{
+	int			i;
+	int			j;
+
+	m->electing_until = m->now + 200000 + (int64_t) (rnd(m) % 1800) * 1000;
+	m->elections++;
+	for (i = 0; i < ZKM_CLIENTS; i++)
+		if (m->clients[i].state == CS_CONNECTED)
+			drop_connection(m, i, false);
+	while (m->fwd)
+	{
+		ReqNode    *next = m->fwd->next;
+
+		free(m->fwd);
+		m->fwd = next;
+	}
+	for (i = m->committed; i < m->nlog; i++)
+	{
+		LogTxn	   *t = &m->log[i];
+
+		if (t->closes >= 0)
+			m->sessions[t->closes].alive = true;
+		if (t->route.msg)
+			zkm_msg_free(t->route.msg);
+		free(t->prim);
+		m->lost_proposals++;
+	}
+	m->nlog = m->committed;
+	free(m->ptree.nodes);
+	memset(&m->ptree, 0, sizeof(m->ptree));
+	tree_init(&m->ptree);
+	for (i = 0; i < m->nlog; i++)
+		for (j = 0; j < m->log[i].nprim; j++)
+			apply_prim(m, &m->ptree, &m->log[i].prim[j], m->log[i].zxid);
+	m->zxid = ((m->zxid >> 32) + 1) << 32;
+	for (i = 1; i < m->nservers; i++)
+		m->servers[i].cut = false;
+	m->isolated = false;
+	m->quorum_lost_since = 0;
+	if (m->logf)
+		m->logf("model: the leader lost its quorum: an election, uncommitted proposals lost");
+}
+
+static void
+end_election(Zkm *m)
+{
+	int			i;
+
+	m->electing_until = 0;
+	while (m->servers[0].applied < m->committed)
+		apply_next(m, 0);
+	for (i = 0; i < m->nsessions; i++)
+		if (m->sessions[i].alive)
+			m->sessions[i].last_heard = m->now;
+}
+
+void
+zkm_isolate_leader(Zkm *m)
+{
+	int			i;
+
+	for (i = 1; i < m->nservers; i++)
+		zkm_partition(m, i, true);
+	m->isolated = m->nservers > 1;
+}
+
+bool
+zkm_quorum(const Zkm *m)
+{
+	int			i;
+
+	if (m->electing_until != 0)
+		return false;
+	for (i = 1; i < m->nservers; i++)
+		if (!m->servers[i].cut)
+			return true;
+	return m->nservers == 1;
+}
+
+void
+zkm_model_counts(const Zkm *m, int64_t *elections, int64_t *lost)
+{
+	*elections = m->elections;
+	*lost = m->lost_proposals;
+}
+
 static void
 fire(Zkm *m, int s, const char *path, bool child, int type, int64_t zxid)
 {
@@ -547,6 +673,7 @@ fire(Zkm *m, int s, const char *path, bool child, int type, int64_t zxid)
 }
 
 static void drop_connection(Zkm *m, int client, bool keep_sent);
+static void commit_alone(Zkm *m);
 static bool acl_refuses(Zkm *m, const char *path);
 
 /* Server s forgets every watch of session si. */
@@ -582,9 +709,7 @@ apply_next(Zkm *m, int s)
 		const Prim *p = &t->prim[i];
 		char		parent[ZKM_PATH];
 
-		/* the leader applied it when it ordered it */
-		if (s != 0)
-			apply_prim(m, &sv->tree, p, t->zxid);
+		apply_prim(m, &sv->tree, p, t->zxid);
 		parent_of(p->path, parent);
 		if (p->setdata)
 			fire(m, s, p->path, false, ZKM_EV_CHANGED, t->zxid);
@@ -643,7 +768,7 @@ static void
 expire(Zkm *m, int si)
 {
 	Session    *se = &m->sessions[si];
-	Tree	   *lt = &m->servers[0].tree;
+	Tree	   *lt = &m->ptree;
 	Prim	   *prim = xalloc((lt->n + 1) * sizeof(Prim));
 	int			n = 0;
 	int			i;
@@ -672,7 +797,7 @@ expire(Zkm *m, int si)
 		drop_watches(m, i, si);
 	/* each server closes the session's connections when it applies this */
 	append_txn(m, prim, n)->closes = si;
-	apply_next(m, 0);
+	commit_alone(m);
 }
 
 int
@@ -771,7 +896,7 @@ zkm_close(Zkm *m, int client)
 void
 zkm_admin_delete(Zkm *m, const char *path)
 {
-	Tree	   *lt = &m->servers[0].tree;
+	Tree	   *lt = &m->ptree;
 	Prim	   *p;
 
 	if (find(lt, path) == NULL || count_children(lt, path) > 0)
@@ -781,7 +906,7 @@ zkm_admin_delete(Zkm *m, const char *path)
 	snprintf(p->path, sizeof(p->path), "%s", path);
 	apply_prim(m, lt, p, m->zxid + 1);
 	append_txn(m, p, 1);
-	apply_next(m, 0);
+	commit_alone(m);
 }
 
 void
@@ -851,6 +976,28 @@ zkm_advance(Zkm *m, int64_t us)
 		if (c->state == CS_CONNECTED && m->servers[c->server].cut &&
 			m->now - m->servers[c->server].cut_since > m->follower_drop)
 			zkm_reset(m, i);
+	}
+	if (m->electing_until != 0)
+	{
+		if (m->now >= m->electing_until)
+			end_election(m);
+		return;
+	}
+	if (m->nservers > 1)
+	{
+		bool		reached = false;
+
+		for (i = 1; i < m->nservers; i++)
+			reached |= !m->servers[i].cut;
+		if (reached)
+			m->quorum_lost_since = 0;
+		else if (m->quorum_lost_since == 0)
+			m->quorum_lost_since = m->now;
+		else if (m->now - m->quorum_lost_since > m->follower_drop)
+		{
+			begin_election(m);
+			return;
+		}
 	}
 	for (i = 0; i < m->nsessions; i++)
 		if (m->sessions[i].alive &&
@@ -1030,7 +1177,7 @@ zkm_step_server(Zkm *m, int client)
 	ReqNode    *r = c->out;
 	int			s = c->server;
 
-	if (c->state != CS_CONNECTED || r == NULL || c->silent_since != 0)
+	if (c->state != CS_CONNECTED || r == NULL || c->silent_since != 0 || m->electing_until != 0)
 		return false;
 	/*
 	 * A session's requests are answered in order: writes go to the leader
@@ -1188,8 +1335,16 @@ zkm_step_leader(Zkm *m)
 	int			rc = ZOK;
 	int			i;
 	LogTxn		   *t;
-	Tree	   *lt = &m->servers[0].tree;
+	Tree	   *lt = &m->ptree;
 
+	if (m->electing_until != 0)
+		return false;
+	/* what is committed, server 0 serves first */
+	if (m->servers[0].applied < m->committed)
+	{
+		apply_next(m, 0);
+		return true;
+	}
 	/* the first write that reached the leader: not from a server cut off from it */
 	for (pr = &m->fwd; *pr && (*pr)->server != 0 && m->servers[(*pr)->server].cut; pr = &(*pr)->next)
 		;
@@ -1321,7 +1476,7 @@ zkm_step_leader(Zkm *m)
 	else
 		zkm_msg_free(msg);
 	free(r);
-	apply_next(m, 0);
+	commit_alone(m);
 	return true;
 }
 
@@ -1330,8 +1485,15 @@ zkm_step_follower(Zkm *m, int s)
 {
 	Server	   *sv = &m->servers[s];
 
-	if (s == 0 || sv->cut || sv->applied >= m->nlog)
+	if (s == 0 || sv->cut || sv->applied >= m->nlog || m->electing_until != 0)
 		return false;
+	/* its ack makes a quorum (with the leader): committed, the leader applies it first */
+	if (sv->applied + 1 > m->committed)
+	{
+		m->committed = sv->applied + 1;
+		while (m->servers[0].applied < m->committed)
+			apply_next(m, 0);
+	}
 	apply_next(m, s);
 	return true;
 }
@@ -1339,7 +1501,7 @@ zkm_step_follower(Zkm *m, int s)
 bool
 zkm_step_reap(Zkm *m)
 {
-	Tree	   *lt = &m->servers[0].tree;
+	Tree	   *lt = &m->ptree;
 	int			i;
 
 	for (i = 0; i < lt->n; i++)
@@ -1354,7 +1516,7 @@ zkm_step_reap(Zkm *m)
 			snprintf(p->path, sizeof(p->path), "%s", n->path);
 			apply_prim(m, lt, p, m->zxid + 1);
 			append_txn(m, p, 1);
-			apply_next(m, 0);
+			commit_alone(m);
 			return true;
 		}
 	}
@@ -1464,7 +1626,7 @@ zkm_step_reconnect(Zkm *m, int client)
 	int			s;
 	int			i;
 
-	if (c->state != CS_CONNECTING || c->paused)
+	if (c->state != CS_CONNECTING || c->paused || m->electing_until != 0)
 		return false;
 	/* a server that has seen all the client has: else it refuses the client */
 	for (i = 0; i < m->nservers; i++)
@@ -1633,9 +1795,9 @@ zkm_busy(const Zkm *m)
 {
 	int			i;
 
-	if (m->fwd)
+	if (m->fwd || m->electing_until != 0)
 		return true;
-	for (i = 1; i < m->nservers; i++)
+	for (i = 0; i < m->nservers; i++)
 		if (m->servers[i].applied < m->nlog)
 			return true;
 	for (i = 0; i < ZKM_CLIENTS; i++)
@@ -1655,7 +1817,7 @@ zkm_partition(Zkm *m, int server, bool cut)
 {
 	ReqNode   **pr;
 
-	if (server == 0)
+	if (server == 0 || (!cut && m->isolated))
 		return;
 	if (cut && !m->servers[server].cut)
 		m->servers[server].cut_since = m->now;

@@ -2,10 +2,16 @@
  * zkmodel.h — a model of a ZooKeeper ensemble for the simulator.
  *
  * What it keeps of the real one:
- *   - a leader that orders every write (one zxid each) and followers that
- *     apply the same log later, each serving reads from its own, possibly
- *     lagging, tree; a client's requests are answered in order, a write's
- *     reply once the client's own server has applied it;
+ *   - a leader that orders every write (one zxid each), checking it against
+ *     its proposals, and commits it once a quorum has it (the first
+ *     follower's copy); followers apply the same log later, each serving
+ *     reads from its own, possibly lagging, tree; a client's requests are
+ *     answered in order, a write's reply once it is committed and the
+ *     client's own server has applied it;
+ *   - a leader cut off from every follower: it orders writes it cannot
+ *     commit; after follower_drop an election drops every connection, loses
+ *     what was not committed (a session's end among it: the session lives
+ *     on), and serves again in a new epoch, every session's timeout fresh;
  *   - sequential names from the parent's cversion, "%010d" of a signed
  *     32-bit counter that wraps; containers; ephemerals of a session
  *     deleted in one transaction when it expires or closes;
@@ -156,6 +162,10 @@ extern bool zkm_step_reconnect(Zkm *m, int client);
 extern bool zkm_step_reap(Zkm *m);	/* remove an empty container */
 extern void zkm_reset(Zkm *m, int client);	/* drop the connection */
 extern void zkm_partition(Zkm *m, int server, bool cut);
+/* The leader cut off from every follower: after follower_drop, an election. */
+extern void zkm_isolate_leader(Zkm *m);
+extern bool zkm_quorum(const Zkm *m);	/* the leader can commit: no election, a follower reaches it */
+extern void zkm_model_counts(const Zkm *m, int64_t *elections, int64_t *lost_proposals);
 extern void zkm_set_follower_drop(Zkm *m, int64_t us);	/* a cut-off follower keeps clients so long */
 /* Whether a message the client has not read yet satisfies pred. */
 extern bool zkm_inbox_any(const Zkm *m, int client, bool (*pred) (const ZkmMsg *msg, void *arg),

@@ -392,6 +392,27 @@ test_refusals(void)
 	(void) zcore_plan(&core, false, now_us);
 	CHECK(slots[a].zstate == ZKS_GONE && planned(a, OP_CREATE) == 0,
 		  "the session gone, so is its node: nothing is created for the failed request");
+
+	/*
+	 * The key node's create refused (an ACL on the root), the node's create
+	 * right behind it: its answer decides.  Made, the request goes on (its
+	 * node must not be left to nobody); refused for want of the key node,
+	 * it fails with 42501.
+	 */
+	a = claim(ZKL_MODE_EXCLUSIVE, 5);
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(a, OP_CREATE);
+	zcore_key_node_reply(&core, tag, ZNOAUTH);
+	CHECK(slots[a].result == ZKR_PENDING, "a refused key node alone fails nothing");
+	(void) zcore_create_reply(&core, tag, ZOK, node_of(a, 9, made[3]), true, 19);
+	CHECK(slots[a].zstate == ZKS_QUEUED, "the key node was there: the node is queued");
+	d = claim(ZKL_MODE_EXCLUSIVE, 6);
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(d, OP_CREATE);
+	zcore_key_node_reply(&core, tag, ZNOAUTH);
+	(void) zcore_create_reply(&core, tag, ZNONODE, "", false, 0);
+	CHECK(slots[d].result == ZKR_FAILED && slots[d].sqlstate == ZKL_SQLSTATE('4', '2', '5', '0', '1'),
+		  "no key node, and we may not make it: 42501");
 }
 
 /*
