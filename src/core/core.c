@@ -1338,7 +1338,15 @@ zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, 
 		start_over(c, s);
 	}
 	else if (session_error(rc))
-		return;					/* zcore_session_lost() re-queues it */
+	{
+		/*
+		 * A leader closing the session answers so at once, and an election
+		 * may yet undo the close: look again a little later, unless
+		 * zcore_session_lost() re-queues it first.
+		 */
+		s->zstate = ZKS_RECOVER;
+		s->delayed_until = mono(c) + LOOK_AGAIN_US;
+	}
 	else
 	{
 		/*
@@ -1654,6 +1662,7 @@ plan_send(ZklCore *c, int idx, Turn *turn)
 	op->solo = (s->todo & ZKT_SOLO) != 0;
 	s->todo &= ~(ZKT_PARENTS | ZKT_SOLO);
 	s->sent_at = turn->mono;
+	s->key_denied = false;		/* the key node's answer, if asked, comes before this one's */
 	s->zstate = (s->zstate == ZKS_NEW) ? ZKS_CREATING : ZKS_RECOVERING;
 }
 

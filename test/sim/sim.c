@@ -257,6 +257,7 @@ typedef struct Cluster
 	int64_t		busy_until;		/* model time: the worker sees its latch only then */
 	uint64_t	linger_seen[NSLOTS];	/* attempt of a slot seen lingering */
 	int			burst_key;		/* while busy: transactions begun are writers of it */
+	int64_t		burst_until;	/* model time: busy for a lingering node until then */
 	int64_t		proof_at;
 	int64_t		proof_session;
 	Out		   *outs;
@@ -1023,11 +1024,17 @@ left_close(Cluster *c, int rc)
 			  c->left_session, rc);
 	if (h >= 0)
 	{
-		(void) zkm_step_reconnect(S->m, h);
-		trace("c%d closes session %" PRIx64 " left from before its crash (alive %d)%s", c->id,
-			  c->left_session, zkm_session_alive(S->m, c->left_session),
-			  zkm_connected(S->m, h) ? "" : ": unreachable or expired");
+		int			bound = c->t.negotiated_timeout / 3 > 100 ? c->t.negotiated_timeout / 3 : 100;
+		bool		up;
+
+		/* connected, or told it expired: one round trip; no server to answer: the bound */
+		up = zkm_step_reconnect(S->m, h);
+		trace("c%d closes session %" PRIx64 " left from before its crash%s", c->id,
+			  c->left_session, zkm_connected(S->m, h) ? "" : up ? ": expired" : ": unreachable");
 		zkm_close(S->m, h);
+		/* the worker waits for that handle meanwhile: its own session is not served */
+		bound = bound < CONNECT_TIMEOUT ? bound : CONNECT_TIMEOUT;
+		c->busy_until = zkm_now(S->m) + (up ? 2000 : (int64_t) bound * 1000);
 	}
 	c->left_session = 0;
 	c->left_marking = false;
@@ -1432,7 +1439,7 @@ plan_turn(Cluster *c)
 			continue;
 		c->linger_seen[i] = l->attempt;
 		busy = (int64_t) (S->linger_ms + rnd_int(S->linger_ms + 1)) * 1000;
-		c->busy_until = zkm_now(S->m) + busy;
+		c->busy_until = c->burst_until = zkm_now(S->m) + busy;
 		c->burst_key = key_index(l->key);
 		for (j = 0; j < c->nb; j++)
 			if (c->b[j].st == B_IDLE && c->b[j].next_at > c->busy_until)
@@ -2558,7 +2565,7 @@ plan_xact(Backend *b)
 	b->subid = b->next_subid = 1;	/* the top transaction's */
 	b->nsub = 0;
 	memset(b->xlev, 0, sizeof(b->xlev));
-	if (zkm_now(S->m) < b->cl->busy_until && b->sess_key < 0)
+	if (zkm_now(S->m) < b->cl->burst_until && b->sess_key < 0)
 	{
 		/* one of a burst for a lingering node (plan_turn) */
 		add_act(b, false, b->cl->burst_key, ZKL_MODE_EXCLUSIVE, chance(40) ? 1 : 0);

@@ -106,7 +106,9 @@ typedef struct Session
 	int64_t		id;
 	int			timeout;
 	int64_t		last_heard;
-	bool		alive;
+	bool		alive;			/* at the leader: false from its close's proposal (an election may undo it) */
+	bool		gone;			/* its close committed (server 0 applied it): for good */
+	int			created;		/* log entries up to its createSession (0: not proposed yet) */
 } Session;
 
 typedef enum CState
@@ -570,6 +572,13 @@ begin_election(Zkm *m)
 		free(m->fwd);
 		m->fwd = next;
 	}
+	for (i = 0; i < m->nsessions; i++)
+		if (m->sessions[i].created > m->committed)
+		{
+			/* its createSession was not committed: it never existed */
+			m->sessions[i].alive = false;
+			m->sessions[i].gone = true;
+		}
 	for (i = m->committed; i < m->nlog; i++)
 	{
 		LogTxn	   *t = &m->log[i];
@@ -722,6 +731,8 @@ apply_next(Zkm *m, int s)
 			fire(m, s, parent, true, ZKM_EV_CHILD, t->zxid);
 		}
 	}
+	if (t->closes >= 0 && s == 0)
+		m->sessions[t->closes].gone = true;
 	if (t->closes >= 0)
 	{
 		/*
@@ -811,6 +822,7 @@ zkm_open(Zkm *m, int timeout_ms)
 	if (i == ZKM_CLIENTS)
 		return -1;
 	m->sessions = realloc(m->sessions, (m->nsessions + 1) * sizeof(Session));
+	memset(&m->sessions[m->nsessions], 0, sizeof(Session));
 	m->sessions[m->nsessions].id = 0x1000 + m->nsessions;
 	m->sessions[m->nsessions].timeout = timeout_ms;
 	m->sessions[m->nsessions].last_heard = m->now;
@@ -877,7 +889,7 @@ zkm_session_alive(const Zkm *m, int64_t session)
 
 	for (i = 0; i < m->nsessions; i++)
 		if (m->sessions[i].id == session)
-			return m->sessions[i].alive;
+			return !m->sessions[i].gone;
 	return false;
 }
 
@@ -1200,8 +1212,18 @@ zkm_step_server(Zkm *m, int client)
 		return true;
 	}
 	{
-		ZkmMsg	   *msg = read_reply(m, s, r);
+		ZkmMsg	   *msg;
 
+		if (s == 0 && !m->sessions[r->sess].alive)
+		{
+			/* the leader checks the session first: one it is closing gets this at once */
+			msg = new_msg(ZKM_REPLY);
+			msg->req = r->req.kind;
+			msg->tag = r->req.tag;
+			msg->rc = ZSESSIONEXPIRED;
+		}
+		else
+			msg = read_reply(m, s, r);
 		msg->zxid = server_zxid(m, s);
 		push(c, msg);
 	}
@@ -1339,12 +1361,6 @@ zkm_step_leader(Zkm *m)
 
 	if (m->electing_until != 0)
 		return false;
-	/* what is committed, server 0 serves first */
-	if (m->servers[0].applied < m->committed)
-	{
-		apply_next(m, 0);
-		return true;
-	}
 	/* the first write that reached the leader: not from a server cut off from it */
 	for (pr = &m->fwd; *pr && (*pr)->server != 0 && m->servers[(*pr)->server].cut; pr = &(*pr)->next)
 		;
@@ -1627,6 +1643,15 @@ zkm_step_reconnect(Zkm *m, int client)
 	int			i;
 
 	if (c->state != CS_CONNECTING || c->paused || m->electing_until != 0)
+		return false;
+	/* a new session is a proposal of the leader's: the client is connected once it is committed */
+	if (m->sessions[c->sess].created == 0 && m->sessions[c->sess].alive)
+	{
+		append_txn(m, NULL, 0);
+		m->sessions[c->sess].created = m->nlog;
+		commit_alone(m);
+	}
+	if (m->sessions[c->sess].created > m->committed && m->sessions[c->sess].alive)
 		return false;
 	/* a server that has seen all the client has: else it refuses the client */
 	for (i = 0; i < m->nservers; i++)

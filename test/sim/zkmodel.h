@@ -11,7 +11,11 @@
  *   - a leader cut off from every follower: it orders writes it cannot
  *     commit; after follower_drop an election drops every connection, loses
  *     what was not committed (a session's end among it: the session lives
- *     on), and serves again in a new epoch, every session's timeout fresh;
+ *     on; a session's creation: it never was), and serves again in a new
+ *     epoch, every session's timeout fresh;
+ *   - a new session is a proposal: its client is connected once it is
+ *     committed; the leader answers a session it is closing ZSESSIONEXPIRED
+ *     at once, reads included, before the close is committed;
  *   - sequential names from the parent's cversion, "%010d" of a signed
  *     32-bit counter that wraps; containers; ephemerals of a session
  *     deleted in one transaction when it expires or closes;

@@ -381,6 +381,24 @@ test_refusals(void)
 	CHECK(slots[a].zstate == ZKS_DELETING && planned(a, OP_DELETE) != 0,
 		  "found, the node of the request given up is deleted");
 
+	/*
+	 * A leader closing the session answers the lookup ZSESSIONEXPIRED at
+	 * once, and an election may undo the close: the lookup is sent again a
+	 * second later (before, the request waited for ever in RECOVERING).
+	 */
+	a = claim(ZKL_MODE_EXCLUSIVE, 7);
+	(void) zcore_plan(&core, true, now_us);
+	(void) zcore_create_reply(&core, planned(a, OP_CREATE), ZCONNECTIONLOSS, "", false, 0);
+	(void) zcore_plan(&core, true, now_us);
+	zcore_recover_reply(&core, planned(a, OP_RECOVER), ZSESSIONEXPIRED, NULL, 0);
+	CHECK(slots[a].result == ZKR_PENDING && slots[a].zstate == ZKS_RECOVER, "it looks again");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(a, OP_RECOVER) == 0, "not at once");
+	now_us += 1001000;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(a, OP_RECOVER) != 0, "a second later");
+	(void) zkt_abandon(&table, &slots[a]);
+
 	/* a refused lookup's request failed: the session's end must not queue it again */
 	a = claim(ZKL_MODE_EXCLUSIVE, 4);
 	(void) zcore_plan(&core, true, now_us);
