@@ -289,6 +289,19 @@ test_recheck_looks_at_own_node(void)
 	CHECK(slots[w].zstate == ZKS_NEW, "its node deleted from outside: it queues again");
 }
 
+/* A request of pid whose create's reply is lost, its lookup answered rc: its slot. */
+static int
+lookup_answered(int pid, int rc)
+{
+	int			a = claim(ZKL_MODE_EXCLUSIVE, pid);
+
+	(void) zcore_plan(&core, true, now_us);
+	(void) zcore_create_reply(&core, planned(a, OP_CREATE), ZCONNECTIONLOSS, "", false, 0);
+	(void) zcore_plan(&core, true, now_us);
+	zcore_recover_reply(&core, planned(a, OP_RECOVER), rc, NULL, 0);
+	return a;
+}
+
 /*
  * ZooKeeper's refusals (an operator's ACL on the key node) and failures
  * inside a server.  A waiter whose read is refused cannot learn its turn:
@@ -386,11 +399,7 @@ test_refusals(void)
 	 * once, and an election may undo the close: the lookup is sent again a
 	 * second later (before, the request waited for ever in RECOVERING).
 	 */
-	a = claim(ZKL_MODE_EXCLUSIVE, 7);
-	(void) zcore_plan(&core, true, now_us);
-	(void) zcore_create_reply(&core, planned(a, OP_CREATE), ZCONNECTIONLOSS, "", false, 0);
-	(void) zcore_plan(&core, true, now_us);
-	zcore_recover_reply(&core, planned(a, OP_RECOVER), ZSESSIONEXPIRED, NULL, 0);
+	a = lookup_answered(7, ZSESSIONEXPIRED);
 	CHECK(slots[a].result == ZKR_PENDING && slots[a].zstate == ZKS_RECOVER, "it looks again");
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(a, OP_RECOVER) == 0, "not at once");
@@ -400,11 +409,7 @@ test_refusals(void)
 	(void) zkt_abandon(&table, &slots[a]);
 
 	/* a refused lookup's request failed: the session's end must not queue it again */
-	a = claim(ZKL_MODE_EXCLUSIVE, 4);
-	(void) zcore_plan(&core, true, now_us);
-	(void) zcore_create_reply(&core, planned(a, OP_CREATE), ZCONNECTIONLOSS, "", false, 0);
-	(void) zcore_plan(&core, true, now_us);
-	zcore_recover_reply(&core, planned(a, OP_RECOVER), ZNOAUTH, NULL, 0);
+	a = lookup_answered(4, ZNOAUTH);
 	CHECK(slots[a].result == ZKR_FAILED && slots[a].zstate == ZKS_RECOVER, "failed, looked for later");
 	zcore_session_lost(&core);
 	(void) zcore_plan(&core, false, now_us);
