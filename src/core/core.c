@@ -241,6 +241,22 @@ deny_slot(ZklCore *c, ZklSlot *s)
 }
 
 /*
+ * A waiter's read answered with a session error: a leader closing the
+ * session answers so at once, and an election may undo the close, so the
+ * read cannot be left for zcore_session_lost() alone.  Nothing is watched;
+ * the queue is read again in a second (plan_recheck), unless the session's
+ * end re-queues the request first.
+ */
+static void
+read_again_later(ZklCore *c, ZklSlot *s)
+{
+	s->watch[0] = '\0';
+	s->watch_sole = false;
+	s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
+	s->delayed_until = mono(c) + LOOK_AGAIN_US;
+}
+
+/*
  * A waiter's read was refused for good (an operator's ACL on its key node,
  * say): it cannot learn when its turn comes.  The request fails, as a
  * refused create does, and gives its place up.
@@ -1068,7 +1084,8 @@ zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int
 		lost_place(c, s);		/* key node gone, so is our node */
 	else if (!session_error(rc))
 		read_refused(c, s, rc);
-	/* session errors: zcore_session_lost() re-queues */
+	else
+		read_again_later(c, s);
 }
 
 /*
@@ -1094,6 +1111,8 @@ zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int le
 	/* a try-lock waits only for a node that may be lingering: a holder's answers false */
 	else if (rc == ZOK && s->nowait && !zcore_data_lingers(data, len))
 		refuse_try(c, s);
+	else if (session_error(rc))
+		read_again_later(c, s);
 	/* refused (an ACL on that node): no watch; the re-checks try again */
 }
 
@@ -1156,6 +1175,8 @@ zcore_barrier_reply(ZklCore *c, uint64_t tag, int rc)
 		lost_place(c, s);		/* our node is gone (a session change re-queues too) */
 	else if (zcore_outcome_unknown(rc))
 		s->todo |= ZKT_CHILDREN;
+	else if (session_error(rc))
+		read_again_later(c, s);
 }
 
 /* The local waiter that watches the node of slot d, if any. */

@@ -4911,7 +4911,8 @@ check_liveness(Cluster *c)
 		 * the worker knows all it needs, so it is granted at its next turn.
 		 */
 		{
-			bool		settled = v == ZKR_GRANT && !key_news(c, s, key_path);
+			/* (a slot that waits for its timer to read again is not settled: the bound above holds) */
+			bool		settled = v == ZKR_GRANT && !key_news(c, s, key_path) && s->delayed_until == 0;
 			int			server = zkm_client_server(S->m, c->client);
 
 			if (settled && server < 0)

@@ -328,6 +328,23 @@ test_refusals(void)
 	zcore_watch_set_reply(&core, tag, ZNOAUTH, NULL, 0);
 	CHECK(slots[w].result == ZKR_PENDING && slots[w].zstate == ZKS_QUEUED,
 		  "a refused watch on D (an ACL on D's node) leaves W to its re-checks");
+	/*
+	 * The watch-setting read answered ZSESSIONEXPIRED (a leader closing the
+	 * session; an election may undo it): nothing is watched, and the queue
+	 * is read again a second later, not at the next re-check interval.
+	 */
+	now_us += 2001000;
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(w, OP_WATCH);
+	CHECK(tag != 0, "W's re-check sets its watch again");
+	zcore_watch_set_reply(&core, tag, ZSESSIONEXPIRED, NULL, 0);
+	CHECK(slots[w].watch[0] == '\0', "answered ZSESSIONEXPIRED: W watches nothing");
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(w, OP_CHILDREN) == 0, "not read at once");
+	now_us += 1001000;
+	(void) zcore_plan(&core, true, now_us);
+	CHECK(planned(w, OP_CHILDREN) != 0, "its queue is read a second later");
+
 	a = claim(ZKL_MODE_EXCLUSIVE, 3);
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(a, OP_CREATE);
