@@ -352,6 +352,21 @@ lost_place(ZklCore *c, ZklSlot *s)
 }
 
 /*
+ * A read says our node is not there, but the server that answered may be
+ * behind: a new handle on the same session (a restarted worker's) can reach
+ * one that has not applied our create yet.  Look the node up by its uuid
+ * after a sync (ZKS_RECOVER) before giving its place up (lost_place).
+ */
+static void
+node_not_seen(ZklSlot *s)
+{
+	forget_place(s);
+	zcoh_new_node(s);			/* what cohort.c knew or asked of it is void, as on requeue */
+	s->todo = 0;
+	s->zstate = ZKS_RECOVER;
+}
+
+/*
  * Connected again (the same session, perhaps through another server).
  * Holders committing meanwhile wait for this.  A grant that waited for a
  * barrier read (zcore_watch_event) cannot rely on it now: the new server
@@ -871,8 +886,8 @@ decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 	switch (zkr_decide(kids, n, s->uuid, c->mine, c->held, nmine, &own, &watch))
 	{
 		case ZKR_ABSENT:
-			/* our node was removed behind our back: queue again */
-			lost_place(c, s);
+			/* our node was removed behind our back, or this server is behind */
+			node_not_seen(s);
 			break;
 		case ZKR_GRANT:
 			s->at_head = zkr_foreign_ahead(kids, own, c->mine, nmine) == 0;
@@ -1081,7 +1096,7 @@ zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int
 	else if (zcore_outcome_unknown(rc))
 		s->todo |= ZKT_CHILDREN;	/* again once reconnected */
 	else if (rc == ZNONODE)
-		lost_place(c, s);		/* key node gone, so is our node */
+		node_not_seen(s);		/* key node gone, so is our node (or the server is behind) */
 	else if (!session_error(rc))
 		read_refused(c, s, rc);
 	else
@@ -1172,7 +1187,7 @@ zcore_barrier_reply(ZklCore *c, uint64_t tag, int rc)
 	if (rc == ZOK)
 		grant(c, s);			/* nodes ahead only go: still nothing blocks it */
 	else if (rc == ZNONODE)
-		lost_place(c, s);		/* our node is gone (a session change re-queues too) */
+		node_not_seen(s);		/* our node is gone, or the server is behind */
 	else if (zcore_outcome_unknown(rc))
 		s->todo |= ZKT_CHILDREN;
 	else if (session_error(rc))
@@ -1351,6 +1366,12 @@ zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, 
 		s->zstate = ZKS_QUEUED;
 		s->todo |= ZKT_STAT;
 	}
+	else if ((rc == ZOK || rc == ZNONODE) && s->node[0] != '\0')
+	{
+		/* a node we had, not there after a sync: gone (node_not_seen) */
+		s->zstate = ZKS_GONE;
+		lost_place(c, s);
+	}
 	else if (rc == ZOK || rc == ZNONODE)
 	{
 		/* it did not, or not yet: look once more later */
@@ -1400,14 +1421,18 @@ zcore_stat_reply(ZklCore *c, uint64_t tag, int rc, int64_t owner, int64_t czxid,
 				s->todo |= ZKT_CHILDREN;
 			s->own_check = false;
 		}
-		else if (rc == ZOK || rc == ZNONODE)
+		else if (rc == ZNONODE)
 		{
-			/* another session's node, or gone: never adopt it; start over */
-			if (rc == ZOK)
-				zcore_child_path(c->t, s, s->node, stray);
+			s->own_check = false;
+			node_not_seen(s);	/* gone, or the server is behind (a new handle's) */
+		}
+		else if (rc == ZOK)
+		{
+			/* another session's node: never adopt it; start over */
+			zcore_child_path(c->t, s, s->node, stray);
 			s->own_check = false;
 			lost_place(c, s);
-			return rc == ZOK;
+			return true;
 		}
 		else if (zcore_outcome_unknown(rc))
 			s->todo |= ZKT_STAT;

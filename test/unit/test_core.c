@@ -241,6 +241,42 @@ holder_and_waiter(int *d, int *w)
 	create_and_list(*w, 1, queue, 2);
 }
 
+/* Slot idx's node was not seen; the lookup after a sync does not find it either. */
+static void
+lookup_finds_nothing(int idx)
+{
+	CHECK(slots[idx].zstate == ZKS_RECOVER, "a node not seen is looked up after a sync first");
+	(void) zcore_plan(&core, true, now_us);
+	zcore_recover_reply(&core, planned(idx, OP_RECOVER), ZOK, NULL, 0);
+}
+
+/*
+ * After a worker restart, the new handle may reach a server that has not
+ * applied our create: its listing misses our node.  The lookup after a
+ * sync finds it: the same node is kept, not left to nobody for a new one.
+ */
+static void
+test_listing_behind(void)
+{
+	ZkrChild	kids[4];
+	uint64_t	tag;
+	int			d;
+	int			w;
+
+	setup();
+	holder_and_waiter(&d, &w);
+	(void) zcore_plan(&core, true, now_us);
+	slots[w].todo |= ZKT_CHILDREN;
+	(void) zcore_plan(&core, true, now_us);
+	tag = planned(w, OP_CHILDREN);
+	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue, 1, kids), false);
+	CHECK(slots[w].zstate == ZKS_RECOVER, "a listing without our node: looked up after a sync");
+	(void) zcore_plan(&core, true, now_us);
+	zcore_recover_reply(&core, planned(w, OP_RECOVER), ZOK, queue, 2);
+	CHECK(slots[w].zstate == ZKS_QUEUED && strcmp(slots[w].node, made[1]) == 0,
+		  "found: the same node is kept");
+}
+
 /*
  * A waiter re-checks its blocker now and then (a watch set again); every
  * fourth time it looks at its own node (one exists, not the queue): nothing
@@ -286,6 +322,7 @@ test_recheck_looks_at_own_node(void)
 	}
 	CHECK(planned(w, OP_STAT) != 0, "four re-checks later it looks again");
 	(void) zcore_stat_reply(&core, planned(w, OP_STAT), ZNONODE, 0, 0, stray);
+	lookup_finds_nothing(w);
 	CHECK(slots[w].zstate == ZKS_NEW, "its node deleted from outside: it queues again");
 }
 
@@ -480,6 +517,7 @@ test_stale_watch(void)
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(w, OP_CHILDREN);
 	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue, 1, kids), false);
+	lookup_finds_nothing(w);
 	CHECK(slots[w].zstate == ZKS_NEW, "requeued");
 	CHECK(slots[w].watch[0] == '\0' && !slots[w].watch_sole, "requeue forgets the watched node");
 
@@ -1608,6 +1646,7 @@ test_linger_and_foreign_try(void)
 	CHECK(slots[t].try_until == now_us + 500000, "the bound is 500 ms at most");
 	/* its node goes behind its back: it queues again, and may wait again */
 	zcore_children_reply(&core, planned(t, OP_WATCH), ZNONODE, NULL, 0, false);
+	lookup_finds_nothing(t);
 	CHECK(slots[t].zstate == ZKS_NEW && slots[t].try_until == 0, "queued again, with no bound yet");
 
 	/* linger turned off by a reload: a held node's mark comes off */
@@ -2254,6 +2293,7 @@ main(void)
 	test_local_deadlock();
 	test_gwait();
 	test_recheck_looks_at_own_node();
+	test_listing_behind();
 	test_refusals();
 	test_linger_goes_to_first_asker();
 	test_riders();
