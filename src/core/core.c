@@ -1764,6 +1764,21 @@ plan_group(ZklCore *c, int idx, Turn *turn)
 	return true;
 }
 
+/* Whether the slot's timer (delayed_until) ran out, cleared then; else the plan wakes for it. */
+static bool
+timer_out(ZklSlot *s, Turn *turn)
+{
+	long		left = ms_until(turn->mono, s->delayed_until);
+
+	if (left > 0)
+	{
+		sooner(turn, left);
+		return false;
+	}
+	s->delayed_until = 0;
+	return true;
+}
+
 /* A request with no node: send its create (or lookup), or watch its connect deadline. */
 static void
 plan_unsent(ZklCore *c, int idx, Turn *turn)
@@ -1776,16 +1791,9 @@ plan_unsent(ZklCore *c, int idx, Turn *turn)
 		free_slot(c, s);
 		return;
 	}
-	if (s->zstate == ZKS_RECOVER && s->delayed_until != 0)
-	{
-		left = ms_until(turn->mono, s->delayed_until);
-		if (left > 0)
-		{
-			sooner(turn, left);
-			return;
-		}
-		s->delayed_until = 0;	/* a refused lookup's time to look again */
-	}
+	/* a refused lookup looks again when its timer runs out */
+	if (s->zstate == ZKS_RECOVER && s->delayed_until != 0 && !timer_out(s, turn))
+		return;
 	if (turn->connected)
 	{
 		if (s->zstate == ZKS_NEW && !turn->writes_open)
@@ -1856,16 +1864,11 @@ plan_delete(ZklCore *c, int idx, Turn *turn)
 	ZklSlot    *s = &c->t->slots[idx];
 	ZklOp	   *op;
 
+	/* a refused delete is sent again when its timer runs out */
 	if (!(s->todo & ZKT_DELETE) && s->delayed_until != 0)
 	{
-		long		left = ms_until(turn->mono, s->delayed_until);
-
-		if (left > 0)
-		{
-			sooner(turn, left);
+		if (!timer_out(s, turn))
 			return false;
-		}
-		s->delayed_until = 0;	/* a refused delete's time to try again */
 		s->todo |= ZKT_DELETE | ZKT_SOLO;
 	}
 	if (!turn->connected || !turn->writes_open || !(s->todo & ZKT_DELETE))

@@ -241,6 +241,19 @@ holder_and_waiter(int *d, int *w)
 	create_and_list(*w, 1, queue, 2);
 }
 
+/* W re-reads its queue, and the listing shows only the first node (not W's). */
+static void
+listing_without(int w)
+{
+	ZkrChild	kids[4];
+
+	(void) zcore_plan(&core, true, now_us);
+	slots[w].todo |= ZKT_CHILDREN;
+	(void) zcore_plan(&core, true, now_us);
+	zcore_children_reply(&core, planned(w, OP_CHILDREN), ZOK, kids, zkr_collect(queue, 1, kids),
+						 false);
+}
+
 /* Slot idx's node was not seen; the lookup after a sync does not find it either. */
 static void
 lookup_finds_nothing(int idx)
@@ -258,18 +271,12 @@ lookup_finds_nothing(int idx)
 static void
 test_listing_behind(void)
 {
-	ZkrChild	kids[4];
-	uint64_t	tag;
 	int			d;
 	int			w;
 
 	setup();
 	holder_and_waiter(&d, &w);
-	(void) zcore_plan(&core, true, now_us);
-	slots[w].todo |= ZKT_CHILDREN;
-	(void) zcore_plan(&core, true, now_us);
-	tag = planned(w, OP_CHILDREN);
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue, 1, kids), false);
+	listing_without(w);
 	CHECK(slots[w].zstate == ZKS_RECOVER, "a listing without our node: looked up after a sync");
 	(void) zcore_plan(&core, true, now_us);
 	zcore_recover_reply(&core, planned(w, OP_RECOVER), ZOK, queue, 2);
@@ -501,7 +508,6 @@ test_refusals(void)
 static void
 test_stale_watch(void)
 {
-	ZkrChild	kids[4];
 	int			d;
 	int			w;
 	uint64_t	tag;
@@ -512,11 +518,7 @@ test_stale_watch(void)
 	CHECK(slots[w].zstate == ZKS_QUEUED && slots[w].watch_sole, "second waits on the first alone");
 
 	/* W's node is gone from a listing: it queues again */
-	(void) zcore_plan(&core, true, now_us);
-	slots[w].todo |= ZKT_CHILDREN;
-	(void) zcore_plan(&core, true, now_us);
-	tag = planned(w, OP_CHILDREN);
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue, 1, kids), false);
+	listing_without(w);
 	lookup_finds_nothing(w);
 	CHECK(slots[w].zstate == ZKS_NEW, "requeued");
 	CHECK(slots[w].watch[0] == '\0' && !slots[w].watch_sole, "requeue forgets the watched node");
