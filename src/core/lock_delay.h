@@ -8,6 +8,7 @@
 #define ZK_LOCK_LOCK_DELAY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* One listing of <root>/.sessions: live sessions, tombstones, the node's cversion. */
@@ -35,5 +36,74 @@ extern bool zld_died(const ZklListing *before, const ZklListing *now);
  */
 extern bool zld_paused(bool listed, bool stale, int64_t paused_until, int64_t now,
 					   int64_t poll_us, int64_t *until);
+
+/*
+ * What a worker knows of <root>/.sessions while its session lives: its own
+ * presence node, the last listing (sorted ids), and the pause.  presence.c
+ * keeps one and does the I/O it asks for; the simulator runs the same.
+ * Times are the host's monotonic clock, in microseconds.
+ */
+typedef struct ZldHost
+{
+	void	   *arg;
+	void	   *(*grow) (void *arg, void *p, size_t size);	/* realloc (p NULL: alloc); never NULL */
+	void		(*release) (void *arg, void *p);
+	int64_t		(*delay_us) (void *arg);	/* the lock-delay now (reloadable) */
+	void		(*new_pause) (void *arg);	/* a pause began (not a longer one) */
+	void		(*sweep) (void *arg, int64_t session);	/* delete its clean stop's tombstone */
+} ZldHost;
+
+typedef struct ZldPresence
+{
+	const ZldHost *host;
+	int64_t		for_session;	/* the session whose presence is set up (0: none) */
+	uint64_t	gen;			/* tags calls: a new session or handle makes replies stale */
+	bool		listed;			/* a listing with our presence node in it arrived */
+	bool		stale;			/* the watch fired: the listing is out of date */
+	bool		presence_due;	/* (re)create our presence node */
+	bool		list_due;		/* (re)list the sessions, with a watch */
+	bool		list_in_flight;
+	int64_t		next_try;		/* no retry before */
+	int64_t		paused_until;
+	int64_t		sweep_at;		/* list again then (0: no tombstone waits) */
+	int32_t		last_cversion;	/* the sessions node's, at the last listing */
+	int64_t    *live;			/* of the last listing, sorted */
+	int			nlive;
+	int64_t    *dead;			/* tombstones of either kind, sorted */
+	int			ndead;
+	int64_t    *closed;			/* clean stops' tombstones, sorted */
+	int64_t    *closed_since;	/* when first listed here */
+	int			nclosed;
+	int			cap;			/* of each array */
+} ZldPresence;
+
+/* What zld_tend asks the host to send now (bits). */
+#define ZLD_SEND_PRESENCE	1	/* the sessions node, then our ephemeral presence node */
+#define ZLD_SEND_LIST		2	/* list the sessions with a child watch (tagged gen) */
+
+/* What a listing told (zld_listed). */
+typedef enum ZldListed
+{
+	ZLD_STALE_REPLY,			/* for an older gen: ignored */
+	ZLD_LIST_FAILED,			/* listed again later; still paused meanwhile */
+	ZLD_LISTED,					/* (paused if it is the first: it cannot tell what died) */
+	ZLD_DIED					/* since the last listing, a session that may have held
+								 * locks ended: paused */
+} ZldListed;
+
+#define ZLD_CLOSED_KEEP_US	(60 * INT64_C(1000000))	/* a clean stop's tombstone, for all to list */
+#define ZLD_RETRY_US		(100 * INT64_C(1000))	/* after a failed create or listing */
+#define ZLD_STALE_POLL_US	(20 * INT64_C(1000))	/* a listing is one round trip away */
+
+extern void zld_init(ZldPresence *p, const ZldHost *host);
+extern int	zld_tend(ZldPresence *p, int64_t session, bool new_root, int64_t now);
+extern void zld_list_not_sent(ZldPresence *p);
+extern ZldListed zld_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names,
+							int n, int32_t cversion, int64_t now);
+extern void zld_presence_failed(ZldPresence *p, uint64_t gen, int64_t now);
+extern void zld_watch_fired(ZldPresence *p, uint64_t gen);
+extern void zld_reconnected(ZldPresence *p);
+extern void zld_reset(ZldPresence *p);
+extern bool zld_grants_paused(const ZldPresence *p, int64_t now, int64_t *until);
 
 #endif

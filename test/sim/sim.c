@@ -264,15 +264,9 @@ typedef struct Cluster
 	int			nouts;
 	int			capouts;
 	uint64_t	next_out;
-	/* presence (presence.c) */
-	int64_t		for_session;
-	bool		listed;
-	bool		stale;
-	bool		presence_due;
-	bool		list_due;
-	bool		list_in_flight;
-	uint64_t	pgen;
-	int64_t		grants_paused_until;
+	/* presence (presence.c: its rules in lock_delay.c, run as they are) */
+	ZldHost		pres_host;
+	ZldPresence pres;
 	/* liveness all along: since when (model time) each slot's request is first at the leader */
 	int64_t		clear_since[NSLOTS];
 	int64_t		settled_since[NSLOTS];	/* and nothing on its way (check_liveness) */
@@ -280,17 +274,9 @@ typedef struct Cluster
 	int64_t		liveness_at;	/* next sample */
 	int64_t		try_since[NSLOTS];	/* a try-lock pending since, calm all along */
 	int64_t		try_asked[NSLOTS];	/* its requested_at: which try it is */
-	int64_t		known[NCLUSTERS * 64];
-	int			nknown;
-	int64_t		dead[NCLUSTERS * 64];	/* tombstones (.closed and .dead) of the last listing */
-	int			ndead;
-	int64_t		closed[NCLUSTERS * 64];	/* of them, clean stops' (.closed: swept) */
-	int			nclosed;
-	int64_t		closed_since[NCLUSTERS * 64];	/* when this worker first listed each */
 	/* a session left from before a crash-restart (left_session.c) */
 	int64_t		left_session;
 	bool		left_marking;	/* its .dead mark asked for */
-	int32_t		last_cversion;
 	/* a clean stop (worker.c's stop_cleanly) */
 	bool		stopping;
 	bool		marking;		/* its tombstone asked for: nothing is planned any more */
@@ -371,6 +357,7 @@ typedef struct Sim
 	uint64_t	gone_attempt[NCLUSTERS][NSLOTS];
 	/* granted slots already checked: cluster, slot, attempt */
 	uint64_t	seen_attempt[NCLUSTERS][NSLOTS];
+	uint64_t	ended_attempt[NCLUSTERS][NSLOTS];	/* the last wait seen to end without a grant */
 	int64_t		granted_at[NCLUSTERS][NSLOTS];	/* when those grants were made */
 	/* when each slot last became NEW (its queued_at changed), in the model's time */
 	int64_t		queued_wall[NCLUSTERS][NSLOTS];
@@ -636,7 +623,7 @@ env_grants_paused(void *arg, int64_t now, int64_t *until)
 {
 	Cluster    *c = arg;
 
-	return zld_paused(c->listed, c->stale, c->grants_paused_until, now, 20000, until);
+	return zld_grants_paused(&c->pres, now, until);
 }
 
 static bool
@@ -785,21 +772,66 @@ session_lost(Cluster *c)
 }
 
 static void
-presence_pause(Cluster *c)
+presence_free(Cluster *c)
 {
-	int64_t		until = c_mono(c) + (int64_t) zkt_lock_delay_ms(c->lock_delay, c->proof_bound) * 1000;
+	free(c->pres.live);
+	free(c->pres.dead);
+	free(c->pres.closed);
+	free(c->pres.closed_since);
+}
 
-	if (until > c->grants_paused_until)
-		c->grants_paused_until = until;
+static void *
+pres_grow(void *arg, void *p, size_t size)
+{
+	void	   *q = realloc(p, size);
+
+	if (q == NULL)
+		abort();
+	return q;
 }
 
 static void
-presence_reset(Cluster *c)
+pres_release(void *arg, void *p)
 {
-	c->pgen++;
-	c->for_session = 0;
-	c->listed = false;
-	c->list_in_flight = false;
+	free(p);
+}
+
+static int64_t
+pres_delay_us(void *arg)
+{
+	Cluster    *c = arg;
+
+	return (int64_t) zkt_lock_delay_ms(c->lock_delay, c->proof_bound) * 1000;
+}
+
+static void
+pres_new_pause(void *arg)
+{
+}
+
+static void
+pres_sweep(void *arg, int64_t session)
+{
+	Cluster    *c = arg;
+	char		path[ZKM_PATH];
+
+	snprintf(path, sizeof(path), SESSIONS "/%016" PRIx64 ".closed", session);
+	trace("c%d sweeps %s", c->id, path);
+	send_blind(c, ZKM_DELETE, path, 0);
+}
+
+/* A new worker process: presence.c's state starts afresh. */
+static void
+presence_restart(Cluster *c)
+{
+	presence_free(c);
+	c->pres_host.arg = c;
+	c->pres_host.grow = pres_grow;
+	c->pres_host.release = pres_release;
+	c->pres_host.delay_us = pres_delay_us;
+	c->pres_host.new_pause = pres_new_pause;
+	c->pres_host.sweep = pres_sweep;
+	zld_init(&c->pres, &c->pres_host);
 }
 
 static void
@@ -807,7 +839,7 @@ open_session(Cluster *c)
 {
 	c->t.conn_state = ZKC_CONNECTING;
 	zcore_new_handle(&c->core);
-	presence_reset(c);
+	zld_reset(&c->pres);
 	c->nouts = 0;
 	c->client = zkm_open(S->m, c->session_timeout);
 	trace("c%d opens a session", c->id);
@@ -838,155 +870,42 @@ session_tend(Cluster *c)
 		open_session(c);
 }
 
+/* presence.c's zkl_presence_tend: sends what lock_delay.c asks for. */
 static void
 presence_tend(Cluster *c)
 {
 	int64_t		session = c->t.session_id;
 	char		path[ZKM_PATH];
 	ZkmReq		r;
+	int			send;
 
 	if (c->client < 0 || c->t.conn_state != ZKC_CONNECTED || session == 0)
 		return;
-	if (session != c->for_session)
-	{
-		c->pgen++;
-		c->for_session = session;
-		c->listed = false;
-		c->stale = false;
-		c->list_in_flight = false;
-		c->presence_due = true;
-		c->last_cversion = -1;
-		presence_pause(c);
-	}
-	if (c->presence_due)
+	send = zld_tend(&c->pres, session, false, c_mono(c));
+	if (send & ZLD_SEND_PRESENCE)
 	{
 		send_blind(c, ZKM_CREATE, ROOT, 0);
 		send_blind(c, ZKM_CREATE, SESSIONS, 0);
 		snprintf(path, sizeof(path), SESSIONS "/%016" PRIx64, session);
 		send_blind(c, ZKM_CREATE, path, ZKM_F_EPHEMERAL);
-		c->presence_due = false;
-		c->list_due = true;
 	}
-	if (c->list_due && !c->list_in_flight)
+	if (send & ZLD_SEND_LIST)
 	{
-		Out		   *o = out_new(c, P_PRES_LIST, c->pgen);
+		Out		   *o = out_new(c, P_PRES_LIST, c->pres.gen);
 
 		req_init(&r, ZKM_CHILDREN, SESSIONS, o);
 		r.watch = true;
-		r.wtag = (UINT64_C(1) << 63) | c->pgen;
+		r.wtag = (UINT64_C(1) << 63) | c->pres.gen;
 		send_req(c, &r);
-		c->list_due = false;
-		c->list_in_flight = true;
 	}
-}
-
-static bool
-known_has(const int64_t *ids, int n, int64_t id)
-{
-	int			i;
-
-	for (i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
-/*
- * presence.c's sweep_closed(): a clean stop's tombstone whose session is
- * gone, listed here for a minute (of this cluster's clock), is deleted.
- * Called before c->dead becomes the new listing's.
- */
-static void
-sweep_closed(Cluster *c, const int64_t *live, int nlive, const int64_t *dead, int ndead)
-{
-	int64_t		since[NCLUSTERS * 64];
-	int			i;
-	int			j;
-
-	for (i = 0; i < ndead; i++)
-	{
-		since[i] = c_mono(c);
-		for (j = 0; j < c->nclosed; j++)
-			if (c->closed[j] == dead[i])
-				since[i] = c->closed_since[j];
-		if (!known_has(live, nlive, dead[i]) && c_mono(c) - since[i] >= 60000000)
-		{
-			char		path[ZKM_PATH];
-
-			snprintf(path, sizeof(path), SESSIONS "/%016" PRIx64 ".closed", dead[i]);
-			trace("c%d sweeps %s", c->id, path);
-			send_blind(c, ZKM_DELETE, path, 0);
-		}
-	}
-	memcpy(c->closed_since, since, ndead * sizeof(int64_t));
-	memcpy(c->closed, dead, ndead * sizeof(int64_t));
-	c->nclosed = ndead;
 }
 
 static void
-presence_listed(Cluster *c, const ZkmMsg *msg)
+presence_listed(Cluster *c, uint64_t gen, const ZkmMsg *msg)
 {
-	int64_t		now_known[NCLUSTERS * 64];
-	int64_t		now_dead[NCLUSTERS * 64];
-	int64_t		now_closed[NCLUSTERS * 64];
-	int			n = 0;
-	int			ndead = 0;
-	int			nclosed = 0;
-	bool		died;
-	ZklListing	before;
-	ZklListing	after;
-	int			i;
-
-	c->list_in_flight = false;
-	if (msg->rc != ZOK)
-	{
-		c->list_due = true;
-		c->presence_due |= msg->rc == ZNONODE;
-		return;
-	}
-	for (i = 0; i < msg->nchildren && n < NCLUSTERS * 64 && ndead < NCLUSTERS * 64 &&
-		 nclosed < NCLUSTERS * 64; i++)
-	{
-		char	   *end;
-		int64_t		id = (int64_t) strtoull(msg->children[i], &end, 16);
-
-		/* tombstones: a clean stop's (.closed), a crash-restart's mark of its old session (.dead) */
-		if (strcmp(end, ".closed") == 0)
-			now_dead[ndead++] = now_closed[nclosed++] = id;
-		else if (strcmp(end, ".dead") == 0)
-			now_dead[ndead++] = id;
-		else
-			now_known[n++] = id;
-	}
-	sweep_closed(c, now_known, n, now_closed, nclosed);
-	before.live = c->known;
-	before.nlive = c->nknown;
-	before.dead = c->dead;
-	before.ndead = c->ndead;
-	before.cversion = c->last_cversion;
-	after.live = now_known;
-	after.nlive = n;
-	after.dead = now_dead;
-	after.ndead = ndead;
-	after.cversion = msg->cversion;
-	died = zld_died(c->listed ? &before : NULL, &after);
-	c->last_cversion = msg->cversion;
-	if (died)
-	{
-		presence_pause(c);
-		trace("c%d lock-delay until %.3f", c->id, c->grants_paused_until / 1e6);
-	}
-	memcpy(c->known, now_known, n * sizeof(int64_t));
-	c->nknown = n;
-	memcpy(c->dead, now_dead, ndead * sizeof(int64_t));
-	c->ndead = ndead;
-	if (known_has(c->known, c->nknown, c->for_session))
-	{
-		c->listed = true;
-		c->stale = c->list_due;
-	}
-	else
-		c->presence_due = true;
+	if (zld_listed(&c->pres, gen, msg->rc, (const char *const *) msg->children, msg->nchildren,
+				   msg->cversion, c_mono(c)) == ZLD_DIED)
+		trace("c%d lock-delay until %.3f", c->id, c->pres.paused_until / 1e6);
 }
 
 /*
@@ -1002,7 +921,7 @@ left_tend(Cluster *c)
 	char		path[ZKM_PATH];
 
 	if (c->left_session == 0 || c->left_marking || c->client < 0 ||
-		c->t.conn_state != ZKC_CONNECTED || !c->listed)
+		c->t.conn_state != ZKC_CONNECTED || !c->pres.listed)
 		return;
 	c->left_marking = true;
 	o = out_new(c, P_LEFT_MARK, 0);
@@ -1246,6 +1165,7 @@ send_op(Cluster *c, const ZklOp *op)
 
 static bool handle_next(Cluster *c);
 static void note_grants(Cluster *c);
+static int	backend_of_pid(const Cluster *c, int pid);
 static void check_sole_blocker(Cluster *c);
 
 /*
@@ -1355,7 +1275,7 @@ stop_turn(Cluster *c)
 	}
 	if (c->marking)
 		return;
-	if (!table_empty(c) || !c->listed)
+	if (!table_empty(c) || !c->pres.listed)
 	{
 		plan_turn(c);
 		return;
@@ -1463,8 +1383,7 @@ on_state(Cluster *c, const ZkmMsg *msg)
 		c->t.negotiated_timeout = zkm_timeout(S->m, c->client);
 		c->last_heard = c_wall(c);
 		zcore_reconnected(&c->core);
-		c->stale = true;
-		c->list_due = true;
+		zld_reconnected(&c->pres);
 		trace("c%d connected, session %" PRIx64, c->id, id);
 	}
 	else if (msg->type == ZKM_ST_CONNECTING)
@@ -1910,8 +1829,7 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 			zcore_key_node_reply(&c->core, o.tag, msg->rc);
 			break;
 		case P_PRES_LIST:
-			if (o.tag == c->pgen)
-				presence_listed(c, msg);
+			presence_listed(c, o.tag, msg);
 			break;
 		case P_TOMBSTONE:
 			if (c->marking)
@@ -1943,11 +1861,7 @@ on_event(Cluster *c, const ZkmMsg *msg)
 {
 	if (msg->tag >> 63)
 	{
-		if ((msg->tag & ~(UINT64_C(1) << 63)) == c->pgen)
-		{
-			c->list_due = true;
-			c->stale = true;
-		}
+		zld_watch_fired(&c->pres, msg->tag & ~(UINT64_C(1) << 63));
 		return;
 	}
 	if (msg->type == ZKM_EV_CHILD)
@@ -3594,6 +3508,19 @@ note_grants(Cluster *c)
 				check_handover(c, s);
 			check_fifo(c, s);
 		}
+		/*
+		 * A wait that ended without a grant (a 40P01 of deadlock.c, a
+		 * timeout) is given up from here, before its backend acts on it.
+		 */
+		if ((s->result == ZKR_FAILED || s->result == ZKR_NOT_GRANTED) && s->zstate != ZKS_FREE &&
+			S->ended_attempt[c->id][j] != s->attempt)
+		{
+			int			bi = backend_of_pid(c, s->owner_pid);
+
+			S->ended_attempt[c->id][j] = s->attempt;
+			if (bi >= 0)
+				c->b[bi].gave_up_at = zkm_now(S->m);
+		}
 	}
 }
 
@@ -4964,8 +4891,8 @@ dump_cluster(const Cluster *c)
 	int			j;
 
 	printf("c%d: client %d conn %d session %" PRIx64 " listed %d stale %d paused_until %.3f outs %d\n",
-		   c->id, c->client, c->t.conn_state, c->t.session_id, c->listed, c->stale,
-		   c->grants_paused_until / 1e6, c->nouts);
+		   c->id, c->client, c->t.conn_state, c->t.session_id, c->pres.listed, c->pres.stale,
+		   c->pres.paused_until / 1e6, c->nouts);
 	if (c->client >= 0)
 		zkm_debug(S->m, c->client);
 	printf("  writes in flight %d, outs:", c->core.writes_in_flight);
@@ -5104,7 +5031,7 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	c->core.mine = c->mine;
 	c->core.held = c->held;
 	c->client = -1;
-	c->last_cversion = -1;
+	presence_restart(c);
 	c->nb = nb;
 	for (i = 0; i < nb; i++)
 	{
@@ -5189,10 +5116,8 @@ worker_restart(Cluster *c)
 	c->core.cohort.handover = keep.cohort.handover;
 	c->core.cohort.handover_limit = keep.cohort.handover_limit;
 	c->core.cohort.linger_ms = keep.cohort.linger_ms;
-	presence_reset(c);
-	c->stale = false;
+	presence_restart(c);		/* process memory */
 	c->paused = false;			/* a stopped process killed: the new one runs */
-	c->grants_paused_until = 0;
 	c->nghosts = 0;
 	c->nsuspects = 0;
 	zcore_worker_restarted(&c->core);
@@ -5706,6 +5631,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 		for (j = 0; j < sim->c[i].nb; j++)
 			zkb_free(&sim->c[i].b[j].book);
 		free(sim->c[i].outs);
+		presence_free(&sim->c[i]);
 	}
 	{
 		int64_t		noauth;

@@ -583,7 +583,8 @@ begin_election(Zkm *m)
 	{
 		LogTxn	   *t = &m->log[i];
 
-		if (t->closes >= 0)
+		/* a close lost with it: the session lives on, if its creation was not lost too */
+		if (t->closes >= 0 && m->sessions[t->closes].created <= m->committed)
 			m->sessions[t->closes].alive = true;
 		if (t->route.msg)
 			zkm_msg_free(t->route.msg);

@@ -903,6 +903,106 @@ test_lock_delay_rules(void)
 	CHECK(!zld_paused(true, false, 500, 600, 20, &until), "after it");
 }
 
+/* presence.c's host, for the list's state machine */
+static int	pres_pauses;
+static int64_t pres_swept[4];
+static int	pres_nswept;
+
+static void *
+pres_grow(void *arg, void *p, size_t size)
+{
+	return realloc(p, size);
+}
+
+static void
+pres_release(void *arg, void *p)
+{
+	free(p);
+}
+
+static int64_t
+pres_delay(void *arg)
+{
+	return 1000;
+}
+
+static void
+pres_pause(void *arg)
+{
+	pres_pauses++;
+}
+
+static void
+pres_sweep(void *arg, int64_t session)
+{
+	if (pres_nswept < 4)
+		pres_swept[pres_nswept++] = session;
+}
+
+static void
+test_presence(void)
+{
+	static const ZldHost host = {NULL, pres_grow, pres_release, pres_delay, pres_pause, pres_sweep};
+	const char *first[] = {"000000000000000b", "000000000000000a", "00000000000000c1.closed"};
+	const char *no_a[] = {"000000000000000b", "00000000000000c1.closed", "000000000000000a.dead"};
+	const char *no_b[] = {"00000000000000c1.closed", "000000000000000a.dead"};
+	const char *other[] = {"000000000000000a", "junk"};
+	ZldPresence p;
+	int64_t		until;
+	uint64_t	gen;
+	int64_t		t = 1000000;
+
+	zld_init(&p, &host);
+	CHECK(zld_tend(&p, 0xb, false, t) == (ZLD_SEND_PRESENCE | ZLD_SEND_LIST),
+		  "a new session: its presence node, then a listing");
+	CHECK(pres_pauses == 1 && p.paused_until == t + 1000, "paused from the session's start");
+	CHECK(zld_grants_paused(&p, t + 5000, &until), "not listed yet: paused");
+	CHECK(zld_tend(&p, 0xb, false, t) == 0, "nothing twice");
+	gen = p.gen;
+	CHECK(zld_listed(&p, gen + 1, ZOK, first, 3, 3, t) == ZLD_STALE_REPLY && !p.listed,
+		  "a reply for an older handle is ignored");
+	CHECK(zld_listed(&p, gen, ZOK, first, 3, 3, t) == ZLD_LISTED && p.listed && p.nlive == 2 &&
+		  p.live[0] == 0xa && p.ndead == 1 && p.nclosed == 1, "listed, sorted");
+	CHECK(!zld_grants_paused(&p, t + 5000, &until), "listed, the pause over: grants");
+	CHECK(pres_nswept == 0 && p.sweep_at >= t + ZLD_CLOSED_KEEP_US, "a tombstone is kept a while");
+
+	zld_watch_fired(&p, gen);
+	CHECK(zld_grants_paused(&p, t + 5000, &until), "the watch fired: paused until listed again");
+	CHECK(zld_tend(&p, 0xb, false, t + 10) == ZLD_SEND_LIST, "listed again");
+	CHECK(zld_listed(&p, gen, ZOK, no_a, 3, 5, t + 10) == ZLD_LISTED && pres_pauses == 1,
+		  "a session gone with its tombstone: no pause");
+	zld_watch_fired(&p, gen);
+	CHECK(zld_tend(&p, 0xb, false, t + 20) == ZLD_SEND_LIST, "listed again");
+	CHECK(zld_listed(&p, gen, ZOK, no_b, 2, 6, t + 20) == ZLD_DIED && pres_pauses == 1 &&
+		  p.paused_until == t + 1020 && p.presence_due,
+		  "our own node gone: the pause is longer, and the node is made again");
+	CHECK(zld_tend(&p, 0xb, false, t + 20) == 0, "not before the retry");
+	CHECK(zld_tend(&p, 0xb, false, t + 20 + ZLD_RETRY_US) == (ZLD_SEND_PRESENCE | ZLD_SEND_LIST),
+		  "then again");
+	CHECK(zld_listed(&p, gen, ZNONODE, NULL, 0, 0, t + 30) == ZLD_LIST_FAILED && p.presence_due &&
+		  p.list_due, "the sessions node missing: made again");
+	CHECK(zld_tend(&p, 0xb, false, t + ZLD_CLOSED_KEEP_US + 40) == (ZLD_SEND_PRESENCE | ZLD_SEND_LIST),
+		  "sent after the retry");
+	CHECK(zld_listed(&p, gen, ZOK, first, 3, 9, t + ZLD_CLOSED_KEEP_US + 40) == ZLD_LISTED &&
+		  pres_nswept == 1 && pres_swept[0] == 0xc1, "a tombstone listed a minute is swept");
+
+	zld_reconnected(&p);
+	CHECK(zld_grants_paused(&p, t + ZLD_CLOSED_KEEP_US + 50, &until),
+		  "a new connection: the list is out of date");
+	CHECK(zld_listed(&p, gen, ZOK, other, 2, 9, t + ZLD_CLOSED_KEEP_US + 60) == ZLD_DIED,
+		  "a name it cannot read counts as a change");
+	zld_reset(&p);
+	CHECK(!p.listed && zld_tend(&p, 0xb, false, t + ZLD_CLOSED_KEEP_US + 70) != 0 &&
+		  p.gen != gen, "a new handle: set up again");
+	gen = p.gen;
+	CHECK(zld_tend(&p, 0xb, true, t + ZLD_CLOSED_KEEP_US + 80) != 0 && p.gen != gen,
+		  "a new root: set up again");
+	free(p.live);
+	free(p.dead);
+	free(p.closed);
+	free(p.closed_since);
+}
+
 static void
 test_names(void)
 {
@@ -2276,6 +2376,7 @@ main(void)
 	test_holds();
 	test_book();
 	test_lock_delay_rules();
+	test_presence();
 	test_names();
 	test_semaphore();
 	test_semaphore_reader_gone();
