@@ -11,8 +11,8 @@
  * cannot share (readers riding a node count as holders of it); a writer
  * waiting for a local hand-over waits for the holder of the cluster's node.
  * A backend's own nodes never block it.  A cycle through another cluster's
- * node, a row lock or a semaphore is not seen here (README, Known
- * limitations).
+ * node, a row lock or a semaphore is not seen here: the detector across
+ * clusters (gwait.c) finds those (docs/architecture.md, Deadlock detection).
  */
 #ifndef ZK_LOCK_DEADLOCK_H
 #define ZK_LOCK_DEADLOCK_H
