@@ -8,7 +8,7 @@ MODULE_big = zk_lock
 # src/ itself holds the module's start-up and its shared memory.
 CORE_OBJS = src/core/core.o src/core/cohort.o src/core/table.o src/core/book.o src/core/holds.o \
             src/core/lock_delay.o src/core/recipe.o src/core/keys.o src/core/cutoff.o \
-            src/core/deadlock.o src/core/gwait.o
+            src/core/deadlock.o src/core/gwait.o src/core/slot_state.o
 WORKER_OBJS = src/worker/worker.o src/worker/session.o src/worker/left_session.o \
               src/worker/presence.o src/worker/orphans.o src/worker/auth.o src/worker/zk_client.o \
               src/worker/queue_read.o src/worker/gwaits.o

@@ -13,6 +13,7 @@
 #include "utils/guc.h"
 
 #include "zk_lock.h"
+#include "slot_state.h"
 
 PG_MODULE_MAGIC;
 
@@ -165,6 +166,21 @@ shmem_startup(void)
 	zkl_shmem_startup();
 }
 
+/*
+ * A slot's state changed in a way slot_state.c does not allow: a bug.  The
+ * backend's transaction or the worker (restarted, resuming its session)
+ * ends, never going on with a slot it cannot trust.
+ */
+static void
+illegal_transition(const ZklSlot *s, ZklZkState to)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INTERNAL_ERROR),
+			 errmsg("zk_lock: illegal slot state transition from %s to %s",
+					zks_name(s->zstate), zks_name(to)),
+			 errdetail_internal("The slot's node is \"%s\".", s->node)));
+}
+
 void
 _PG_init(void)
 {
@@ -246,6 +262,7 @@ _PG_init(void)
 							 &zkl_test_orphan, false, PGC_SIGHUP,
 							 GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("zk_lock");
+	zks_illegal = illegal_transition;
 	zkl_auth_init();
 	zkl_stmt_hooks_init();
 

@@ -39,7 +39,7 @@ static const CounterRow counter_rows[] = {
 	COUNTER(reconnects, "connects", "connections to ZooKeeper (re)established"),
 	COUNTER(expirations, "expirations", "ZooKeeper sessions expired or refused"),
 	COUNTER(recovered, "recovered", "creates whose reply was lost, looked up by request id"),
-	COUNTER(delete_retries, "delete_retries", "deletes whose reply was lost, sent again"),
+	COUNTER(delete_retries, "delete_retries", "deletes sent again: the reply was lost, or an ACL refused it"),
 	COUNTER(batched, "batched", "creates and deletes sent inside multis"),
 	COUNTER(rolled_back, "rolled_back", "operations of a multi sent again: a neighbour failed"),
 	COUNTER(handovers, "handovers", "grants passed inside the cluster with no ZooKeeper round trip"),

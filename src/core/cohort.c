@@ -41,6 +41,7 @@
  * reader is a holder of the same session, and a node lost loses them all.
  */
 #include "cohort.h"
+#include "slot_state.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -251,8 +252,8 @@ take_node(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	to->watch[0] = '\0';
 	to->watch_sole = false;
 	to->delayed_until = 0;
-	to->zstate = ZKS_QUEUED;
-	from->zstate = ZKS_GONE;
+	zks_move(to, ZKS_QUEUED);
+	zks_move(from, ZKS_GONE);
 	zkt_free(c->t, from);
 }
 
@@ -351,7 +352,7 @@ move_place(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 static void
 end_linger(ZklSlot *o)
 {
-	o->zstate = ZKS_DELETING;
+	zks_move(o, ZKS_DELETING);
 	o->todo = ZKT_DELETE;
 }
 
@@ -419,7 +420,7 @@ static void
 refuse(ZklCohort *c, ZklSlot *s)
 {
 	s->result = ZKR_NOT_GRANTED;
-	s->zstate = ZKS_GONE;
+	zks_move(s, ZKS_GONE);
 	c->host->wake(c->host->arg, s);
 }
 
@@ -440,7 +441,7 @@ join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 		else if (s->nowait)
 			refuse(c, s);		/* the one that asked first takes it: the key is held here */
 		else
-			s->zstate = ZKS_COHORT; /* it waits behind the one that asked first */
+			zks_move(s, ZKS_COHORT); /* it waits behind the one that asked first */
 		return;
 	}
 	/*
@@ -453,7 +454,7 @@ join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 		refuse(c, s);
 		return;
 	}
-	s->zstate = ZKS_COHORT;
+	zks_move(s, ZKS_COHORT);
 }
 
 /* A released holder's node: pass it, keep it for a moment, or let it go. */
@@ -472,7 +473,7 @@ release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 			pass(c, o, w);
 		else if (c->linger_ms > 0 && o->may_linger && !o->foreign)
 		{
-			o->zstate = ZKS_LINGER;
+			zks_move(o, ZKS_LINGER);
 			c->t->counters.lingers++;
 			o->linger_until = mono + (int64_t) c->linger_ms * 1000;
 			o->owner_procno = -1;	/* nobody's: no backend counts it as its own */
@@ -681,7 +682,7 @@ ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 		s->at_head = o->at_head;
 		s->clear = true;
 		s->todo = 0;
-		s->zstate = ZKS_QUEUED; /* until the grant */
+		zks_move(s, ZKS_QUEUED); /* until the grant */
 		c->host->grant(c->host->arg, s);
 		if (s->zstate != ZKS_HELD)
 		{
@@ -700,7 +701,7 @@ ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	else if (o != NULL && !(s->zstate == ZKS_NEW && s->nowait))
 	{
 		ask_peek(o, connected);	/* again if that read was dropped unsent */
-		s->zstate = ZKS_COHORT;
+		zks_move(s, ZKS_COHORT);
 	}
 	else if (o != NULL)
 		ask_peek(o, connected);	/* for the readers after it */
@@ -746,7 +747,7 @@ pass_to_rider(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	to->since_foreign = from->since_foreign;
 	to->peek = from->peek == COH_PEEK_ARMED ? COH_PEEK_ARMED : COH_PEEK_NONE;
 	to->kept = false;
-	from->zstate = ZKS_GONE;
+	zks_move(from, ZKS_GONE);
 	zkt_free(c->t, from);
 	users_changed(c, to);
 }
@@ -768,7 +769,7 @@ tend_riders(ZklCohort *c)
 		if (r->rides && r->zstate == ZKS_HELD && r->abandoned)
 		{
 			users_changed(c, r);
-			r->zstate = ZKS_GONE;
+			zks_move(r, ZKS_GONE);
 			zkt_free(c->t, r);
 		}
 	}
@@ -930,7 +931,7 @@ zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 			c->host->lose(c->host->arg, s);
 		else if (s->zstate == ZKS_LINGER)
 		{
-			s->zstate = ZKS_GONE;
+			zks_move(s, ZKS_GONE);
 			zkt_free(c->t, s);
 		}
 		return;

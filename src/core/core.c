@@ -8,6 +8,7 @@
  * functions touch only the worker's own state (ZklCore) and need none.
  */
 #include "core.h"
+#include "slot_state.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -194,7 +195,7 @@ lose_slot(ZklCore *c, ZklSlot *s)
 {
 	bool		held = s->zstate == ZKS_HELD;
 
-	s->zstate = ZKS_GONE;
+	zks_move(s, ZKS_GONE);
 	if (held)
 		zcoh_node_lost(cohort_of(c), s);	/* every local holder through that node */
 	if (s->abandoned)
@@ -221,7 +222,7 @@ fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate, const char *f
 	vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
 	va_end(ap);
 	s->sqlstate = sqlstate;
-	s->zstate = zstate;
+	zks_move(s, zstate);
 	if (s->result == ZKR_PENDING)
 		s->result = ZKR_FAILED;
 	if (sqlstate == ERR_DEADLOCK)
@@ -292,7 +293,7 @@ static void
 requeue(ZklCore *c, ZklSlot *s)
 {
 	c->env->new_uuid(c->env->arg, s->uuid);
-	s->zstate = ZKS_NEW;
+	zks_move(s, ZKS_NEW);
 	s->queued_at = wall(c);
 	s->todo = 0;
 	s->retries = 0;
@@ -311,7 +312,7 @@ start_over(ZklCore *c, ZklSlot *s)
 {
 	if (s->abandoned)
 	{
-		s->zstate = ZKS_GONE;
+		zks_move(s, ZKS_GONE);
 		free_slot(c, s);
 	}
 	else
@@ -363,7 +364,7 @@ node_not_seen(ZklSlot *s)
 	forget_place(s);
 	zcoh_new_node(s);			/* what cohort.c knew or asked of it is void, as on requeue */
 	s->todo = 0;
-	s->zstate = ZKS_RECOVER;
+	zks_move(s, ZKS_RECOVER);
 }
 
 /*
@@ -409,7 +410,7 @@ forget_node(ZklCore *c, ZklSlot *s)
 			if (s->abandoned)
 				free_slot(c, s);
 			else if (s->result != ZKR_PENDING)
-				s->zstate = ZKS_GONE;	/* failed, its node kept to be found: gone with the session */
+				zks_move(s, ZKS_GONE);	/* failed, its node kept to be found: gone with the session */
 			else
 				requeue(c, s);
 			break;
@@ -418,7 +419,7 @@ forget_node(ZklCore *c, ZklSlot *s)
 			break;
 		case ZKS_DELETING:
 		case ZKS_LINGER:
-			s->zstate = ZKS_GONE;
+			zks_move(s, ZKS_GONE);
 			if (s->abandoned)
 				free_slot(c, s);
 			break;
@@ -478,7 +479,7 @@ zcore_worker_restarted(ZklCore *c)
 		{
 			case ZKS_CREATING:
 			case ZKS_RECOVERING:
-				s->zstate = ZKS_RECOVER;
+				zks_move(s, ZKS_RECOVER);
 				break;
 			case ZKS_QUEUED:
 				s->todo |= ZKT_CHILDREN;
@@ -560,7 +561,7 @@ create_result(ZklCore *c, ZklSlot *s, int rc, const char *name, bool have_stat, 
 		copy_name(s->node, sizeof(s->node), base ? base + 1 : name);
 		s->czxid = have_stat ? czxid : 0;
 		zcoh_new_node(s);
-		s->zstate = ZKS_QUEUED; /* the pipelined getChildren decides */
+		zks_move(s, ZKS_QUEUED); /* the pipelined getChildren decides */
 		s->todo &= ~ZKT_PARENTS;	/* a group's failed multi may have asked (group_parents) */
 		forget_place(s);
 	}
@@ -571,7 +572,7 @@ create_result(ZklCore *c, ZklSlot *s, int rc, const char *name, bool have_stat, 
 		/* no key node yet (or the server just reaped an empty one) */
 		if (++s->retries <= MAX_PARENT_RETRIES)
 		{
-			s->zstate = ZKS_NEW;
+			zks_move(s, ZKS_NEW);
 			s->todo |= ZKT_PARENTS;
 			if (s->group != 0)
 				group_parents(c, s);
@@ -583,11 +584,11 @@ create_result(ZklCore *c, ZklSlot *s, int rc, const char *name, bool have_stat, 
 	}
 	else if (zcore_outcome_unknown(rc))
 	{
-		s->zstate = ZKS_RECOVER;	/* it may have been made: look for our uuid */
+		zks_move(s, ZKS_RECOVER);	/* it may have been made: look for our uuid */
 		c->t->counters.recovered++;
 	}
 	else if (session_error(rc))
-		s->zstate = ZKS_NEW;	/* nothing of it survives; send again */
+		zks_move(s, ZKS_NEW);	/* nothing of it survives; send again */
 	else if (rc == ZNOAUTH)
 		deny_slot(c, s);
 	else
@@ -676,7 +677,7 @@ refuse_try(ZklCore *c, ZklSlot *s)
 {
 	if (s->result == ZKR_PENDING)
 		s->result = ZKR_NOT_GRANTED;
-	s->zstate = ZKS_DELETING;
+	zks_move(s, ZKS_DELETING);
 	s->todo = ZKT_DELETE;
 	wake(c, s);
 }
@@ -699,7 +700,7 @@ grant(ZklCore *c, ZklSlot *s)
 		s->delayed_until = until;
 		return;
 	}
-	s->zstate = ZKS_HELD;
+	zks_move(s, ZKS_HELD);
 	if (s->result == ZKR_PENDING)
 	{
 		s->session_id = c->t->session_id;
@@ -1250,7 +1251,7 @@ delete_result(ZklCore *c, ZklSlot *s, int rc)
 		if (w != NULL && w->watch_sole)
 			grant(c, w);		/* see tell_successor() */
 	}
-	s->zstate = ZKS_GONE;
+	zks_move(s, ZKS_GONE);
 	if (s->abandoned)
 		free_slot(c, s);
 }
@@ -1309,7 +1310,7 @@ multi_op_reply(ZklCore *c, ZklSlot *s, bool del, const char *name, int rc, int e
 		 * A neighbour failed: send it again, alone, since it may fail the
 		 * same way (a new key's node is missing for each new key).
 		 */
-		s->zstate = ZKS_NEW;
+		zks_move(s, ZKS_NEW);
 		s->todo |= ZKT_SOLO;
 		c->t->counters.rolled_back++;
 	}
@@ -1350,7 +1351,7 @@ zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, 
 		return;
 	if (zcore_outcome_unknown(rc))
 	{
-		s->zstate = ZKS_RECOVER;
+		zks_move(s, ZKS_RECOVER);
 		return;
 	}
 	for (i = 0; rc == ZOK && i < n && !found; i++)
@@ -1363,20 +1364,20 @@ zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, 
 		copy_name(s->node, sizeof(s->node), found);
 		forget_place(s);
 		zcoh_new_node(s);
-		s->zstate = ZKS_QUEUED;
+		zks_move(s, ZKS_QUEUED);
 		s->todo |= ZKT_STAT;
 	}
 	else if ((rc == ZOK || rc == ZNONODE) && s->node[0] != '\0')
 	{
 		/* a node we had, not there after a sync: gone (node_not_seen) */
-		s->zstate = ZKS_GONE;
+		zks_move(s, ZKS_GONE);
 		lost_place(c, s);
 	}
 	else if (rc == ZOK || rc == ZNONODE)
 	{
 		/* it did not, or not yet: look once more later */
 		c->env->ghost(c->env->arg, s);
-		s->zstate = ZKS_GONE;
+		zks_move(s, ZKS_GONE);
 		start_over(c, s);
 	}
 	else if (session_error(rc))
@@ -1386,7 +1387,7 @@ zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, 
 		 * may yet undo the close: look again a little later, unless
 		 * zcore_session_lost() re-queues it first.
 		 */
-		s->zstate = ZKS_RECOVER;
+		zks_move(s, ZKS_RECOVER);
 		s->delayed_until = mono(c) + LOOK_AGAIN_US;
 	}
 	else
@@ -1474,7 +1475,7 @@ zcore_verify_reply(ZklCore *c, uint64_t tag, int rc)
 		/* refused (an ACL on our node): the lock cannot be vouched for, and its node stands */
 		if (!s->abandoned)
 			lose_slot(c, s);
-		s->zstate = ZKS_DELETING;
+		zks_move(s, ZKS_DELETING);
 		s->todo = ZKT_DELETE;
 	}
 	/* session errors: zcore_session_lost() marks the lock lost */
@@ -1709,7 +1710,7 @@ plan_send(ZklCore *c, int idx, Turn *turn)
 	s->todo &= ~(ZKT_PARENTS | ZKT_SOLO);
 	s->sent_at = turn->mono;
 	s->key_denied = false;		/* the key node's answer, if asked, comes before this one's */
-	s->zstate = (s->zstate == ZKS_NEW) ? ZKS_CREATING : ZKS_RECOVERING;
+	zks_move(s, (s->zstate == ZKS_NEW) ? ZKS_CREATING : ZKS_RECOVERING);
 }
 
 /*
@@ -1905,7 +1906,7 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 	}
 	if (s->abandoned)
 	{
-		s->zstate = ZKS_DELETING;
+		zks_move(s, ZKS_DELETING);
 		s->todo = ZKT_DELETE;
 		return plan_delete(c, idx, turn);
 	}

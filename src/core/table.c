@@ -3,6 +3,7 @@
  * shmem.c wraps these in the lock and the latches.
  */
 #include "table.h"
+#include "slot_state.h"
 
 #include "recipe.h"
 
@@ -32,7 +33,7 @@ zkt_claim(ZklTable *t, int idx, const ZklRequest *r)
 	if (idx >= t->nused)
 		t->nused = idx + 1;
 	memset(s, 0, offsetof(ZklSlot, key));
-	s->zstate = ZKS_NEW;
+	zks_move(s, ZKS_NEW);
 	s->result = ZKR_PENDING;
 	s->nowait = r->nowait;
 	s->scope = r->scope;
@@ -56,7 +57,7 @@ zkt_claim(ZklTable *t, int idx, const ZklRequest *r)
 void
 zkt_free(ZklTable *t, ZklSlot *s)
 {
-	s->zstate = ZKS_FREE;
+	zks_move(s, ZKS_FREE);
 	s->abandoned = false;
 	s->todo = 0;
 	s->owner_procno = -1;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build the simulator from the real pure modules (src/core: core.c, table.c,
-# holds.c, book.c, lock_delay.c, recipe.c, cohort.c, cutoff.c) and run it: `run.sh [sim options]` (see sim.c).
+# Build the simulator from the real pure modules (every file of src/core, as
+# they are) and run it: `run.sh [sim options]` (see sim.c).
 # SIM_SRC points at another source tree (bites.sh builds patched copies).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,5 +11,5 @@ san=()
 [ "${SIM_SANITIZE:-0}" = 1 ] && san=(-O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined)
 cc -std=c99 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation "${san[@]}" \
 	-I"$src" -o "$out" "$here/sim.c" "$here/zkmodel.c" \
-	"$src/core.c" "$src/table.c" "$src/holds.c" "$src/book.c" "$src/lock_delay.c" "$src/recipe.c" "$src/cohort.c" "$src/cutoff.c" "$src/deadlock.c" "$src/gwait.c" "$src/keys.c"
+	"$src"/*.c
 exec "$out" "$@"
