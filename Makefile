@@ -6,7 +6,8 @@ MODULE_big = zk_lock
 # PostgreSQL or ZooKeeper header: make core-pure), worker/ is the background
 # worker and the only caller of libzookeeper, backend/ runs in backends;
 # src/ itself holds the module's start-up and its shared memory.
-CORE_OBJS = src/core/core.o src/core/cohort.o src/core/table.o src/core/book.o src/core/holds.o \
+CORE_OBJS = src/core/core.o src/core/core_reply.o src/core/core_grant.o src/core/core_plan.o \
+            src/core/core_batch.o src/core/cohort.o src/core/table.o src/core/book.o src/core/holds.o \
             src/core/lock_delay.o src/core/recipe.o src/core/keys.o src/core/cutoff.o \
             src/core/deadlock.o src/core/gwait.o src/core/slot_state.o
 WORKER_OBJS = src/worker/worker.o src/worker/session.o src/worker/left_session.o \

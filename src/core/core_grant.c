@@ -1,0 +1,472 @@
+/*
+ * core_grant.c — the worker's decisions (core.h) on a queue it has read:
+ * grant, wait behind the node that blocks, refuse a try, or wait a bounded
+ * time for a lingering node; a semaphore's places; a lingering node's mark.
+ */
+#include "core_int.h"
+
+static bool
+same_owner(const ZklSlot *a, const ZklSlot *b)
+{
+	return a->owner_pid == b->owner_pid && a->owner_procno == b->owner_procno;
+}
+
+bool
+zcore_same_key_owner(const ZklSlot *o, const ZklSlot *s)
+{
+	return o != s && o->zstate != ZKS_FREE && same_owner(o, s) && strcmp(o->key, s->key) == 0;
+}
+
+/* Does the owner of s hold the key shared?  (The upgrade case.) */
+static bool
+holds_shared(const ZklCore *c, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o->zstate == ZKS_HELD && o->mode == ZKL_MODE_SHARED && !o->abandoned &&
+			zcore_same_key_owner(o, s))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Two backends of this cluster that both hold a key shared and both wait to
+ * make it exclusive wait for each other forever.  Core would find that
+ * deadlock; we find it when the second of them queues, and fail that one.
+ * Returns the pid of the other backend, or 0.
+ */
+static int
+upgrade_deadlock(const ZklCore *c, const ZklSlot *s)
+{
+	int			i;
+
+	if (s->mode != ZKL_MODE_EXCLUSIVE || !holds_shared(c, s))
+		return 0;
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o != s && o->mode == ZKL_MODE_EXCLUSIVE && o->result == ZKR_PENDING &&
+			!o->abandoned && !same_owner(o, s) && strcmp(o->key, s->key) == 0 &&
+			holds_shared(c, o))
+			return o->owner_pid;
+	}
+	return 0;
+}
+
+/* How often a waiter with nothing in flight re-reads its queue. */
+long
+zcore_recheck_ms(const ZklCore *c)
+{
+	return CORE_MAX(1000, c->t->negotiated_timeout / 2);
+}
+
+/* A try-lock never queues: take its node away at once. */
+void
+zcore_refuse_try(ZklCore *c, ZklSlot *s)
+{
+	if (s->result == ZKR_PENDING)
+		s->result = ZKR_NOT_GRANTED;
+	zks_move(s, ZKS_DELETING);
+	s->todo = ZKT_DELETE;
+	zcore_wake(c, s);
+}
+
+/*
+ * The slot's node is first in line (for its mode).  During a lock-delay
+ * (presence.c) the grant waits, and the queue is read again when it ends.
+ * A try-lock waits too: it never queues behind a holder, but the delay is
+ * no holder, and it ends within zk_lock.lock_delay.
+ */
+void
+zcore_grant(ZklCore *c, ZklSlot *s)
+{
+	int64_t		until;
+
+	/* a watch event seen before this answer asks for nothing more */
+	s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
+	if (s->result == ZKR_PENDING && c->env->grants_paused(c->env->arg, zcore_mono(c), &until))
+	{
+		s->delayed_until = until;
+		return;
+	}
+	zks_move(s, ZKS_HELD);
+	if (s->result == ZKR_PENDING)
+	{
+		s->session_id = c->t->session_id;
+		__atomic_thread_fence(__ATOMIC_RELEASE);	/* the owner reads it after the result, unlocked */
+		s->result = ZKR_GRANTED;
+		s->granted_at = zcore_wall(c);
+		c->t->counters.grants++;
+		zcore_wake(c, s);
+	}
+}
+
+/* ---- the linger mark (cohort.c lingers; another cluster's try-lock waits) ---- */
+
+/* Whether the owner's data can carry the mark: a JSON object with room for it. */
+bool
+zcore_data_markable(const char *data)
+{
+	size_t		n = strlen(data);
+
+	/* room for the mark within ZKL_DATA_LEN: readers keep no more (queue_read.c) */
+	return n >= 2 && data[0] == '{' && data[n - 1] == '}' &&
+		n + strlen(LINGER_MARK) < ZKL_DATA_LEN;
+}
+
+void
+zcore_node_data(const ZklSlot *s, char *out)
+{
+	size_t		n = strlen(s->data);
+
+	if (s->may_linger && zcore_data_markable(s->data))
+		snprintf(out, ZKL_NODE_DATA_LEN, "%.*s%s%s", (int) (n - 1), s->data,
+				 n > 2 ? "," : "", LINGER_MARK);
+	else
+		snprintf(out, ZKL_NODE_DATA_LEN, "%s", s->data);
+}
+
+bool
+zcore_data_lingers(const char *data, int len)
+{
+	int			k = (int) strlen(LINGER_MARK);
+
+	return data != NULL && len >= k && memcmp(data + len - k, LINGER_MARK, k) == 0;
+}
+
+/*
+ * A try-lock whose only blocker is an exclusive node of another backend at
+ * the head of the queue: that node may be lingering (no holder).  Then it
+ * waits, reading the node's data with a watch (wait_behind), until the node
+ * goes (granted), its data says it is held (zcore_watch_set_reply), or
+ * try_until: LINGER_WAIT_RTTS of the round trip of the listing that found
+ * it, within [LINGER_WAIT_MIN_MS, LINGER_WAIT_MAX_MS].
+ */
+static bool
+linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, int nmine)
+{
+	int64_t		now = zcore_mono(c);
+	int64_t		rtt = CORE_MAX(zcore_wall(c) - s->checked_at, 0);
+
+	if (s->mode == ZKL_MODE_SEMAPHORE || s->group != 0 || kids[watch].mode != ZKL_MODE_EXCLUSIVE ||
+		!zkr_sole_blocker(kids, own, watch, c->mine, c->held, nmine) ||
+		zkr_foreign_ahead(kids, own, c->mine, nmine) != 1)
+		return false;
+	if (s->try_until == 0)
+		s->try_until = now + CORE_MIN(CORE_MAX(LINGER_WAIT_RTTS * rtt,
+											   (int64_t) LINGER_WAIT_MIN_MS * 1000),
+									  (int64_t) LINGER_WAIT_MAX_MS * 1000);
+	return now < s->try_until;
+}
+
+/* ---- local hand-over (cohort.c): the steps of ours that it takes ---- */
+
+static void
+host_grant(void *arg, ZklSlot *s)
+{
+	zcore_grant((ZklCore *) arg, s);
+}
+
+static void
+host_lose(void *arg, ZklSlot *s)
+{
+	zcore_lose_slot((ZklCore *) arg, s);
+}
+
+static void
+host_requeue(void *arg, ZklSlot *s)
+{
+	zcore_requeue((ZklCore *) arg, s);
+}
+
+static void
+host_wake(void *arg, ZklSlot *s)
+{
+	zcore_wake((ZklCore *) arg, s);
+}
+
+static bool
+host_grants_paused(void *arg, int64_t at)
+{
+	const ZklCore *c = arg;
+	int64_t		until;
+
+	return c->env->grants_paused(c->env->arg, at, &until);
+}
+
+/* c's hand-over state, with its table and our steps filled in. */
+ZklCohort *
+zcore_cohort_of(ZklCore *c)
+{
+	c->cohort_host.arg = c;
+	c->cohort_host.grant = host_grant;
+	c->cohort_host.lose = host_lose;
+	c->cohort_host.requeue = host_requeue;
+	c->cohort_host.wake = host_wake;
+	c->cohort_host.grants_paused = host_grants_paused;
+	c->cohort.t = c->t;
+	c->cohort.host = &c->cohort_host;
+	return &c->cohort;
+}
+
+bool
+zcore_listing_watches(const ZklCore *c, const ZklSlot *s)
+{
+	return zcoh_listing_watches(&c->cohort, s);
+}
+
+/* Queue behind children[watch]: set the watch, unless it is an upgrade deadlock or a try. */
+static void
+wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, int nmine)
+{
+	int			other;
+
+	if (!s->nowait && (other = upgrade_deadlock(c, s)) != 0)
+	{
+		/* give up our place; our owner's abort releases its shared lock too */
+		zcore_fail_slot(c, s, ERR_DEADLOCK, ZKS_DELETING,
+				  "deadlock detected: processes %d and %d both hold a zk_lock shared and wait to make it exclusive",
+				  s->owner_pid, other);
+		s->todo = ZKT_DELETE;
+		return;
+	}
+	if (s->nowait && !linger_wait(c, s, kids, own, watch, nmine))
+	{
+		zcore_refuse_try(c, s);
+		return;
+	}
+	zcore_copy_name(s->watch, sizeof(s->watch), kids[watch].name);
+	s->watch_sole = zkr_sole_blocker(kids, own, watch, c->mine, c->held, nmine);
+	/* granted when the watched node goes: alone at the head only if it was the one other */
+	s->at_head = s->watch_sole && zkr_foreign_ahead(kids, own, c->mine, nmine) == 1;
+	s->first = own == 1;		/* likewise, with the backend's own nodes counted */
+	s->clear = zkr_exclusive_ahead(kids, own) == (kids[watch].mode == ZKL_MODE_EXCLUSIVE);
+	s->todo |= ZKT_WATCH;
+	if (zcore_wall(c) - s->requested_at >= (int64_t) zcore_recheck_ms(c) * 1000)
+		c->env->suspect(c->env->arg, s, s->watch);
+}
+
+/* Run the recipe on a children listing. */
+void
+zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
+{
+	int			nmine = 0;
+	int			own;
+	int			watch;
+	int			i;
+
+	/*
+	 * This backend's other nodes on the key never block it: all of them,
+	 * including ones being deleted, or one of its own could count as
+	 * another backend's and be waited for for ever.
+	 */
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		/* a node local readers ride with (cohort.c) is not one backend's */
+		if (zcore_same_key_owner(o, s) && !zcoh_ridden_by_others(zcore_cohort_of(c), o, s))
+		{
+			/* one given up no longer holds (a node kept for a hand-over: cohort.c) */
+			c->held[nmine] = o->zstate == ZKS_HELD && !o->abandoned;
+			c->mine[nmine++] = o->uuid;
+		}
+	}
+
+	switch (zkr_decide(kids, n, s->uuid, c->mine, c->held, nmine, &own, &watch))
+	{
+		case ZKR_ABSENT:
+			/* our node was removed behind our back, or this server is behind */
+			zcore_node_not_seen(s);
+			break;
+		case ZKR_GRANT:
+			s->at_head = zkr_foreign_ahead(kids, own, c->mine, nmine) == 0;
+			s->first = own == 0;
+			s->clear = zkr_exclusive_ahead(kids, own) == 0;
+			zcore_grant(c, s);
+			break;
+		case ZKR_WAIT:
+			wait_behind(c, s, kids, own, watch, nmine);
+			break;
+		case ZKR_MISMATCH:
+			break;				/* semaphores only */
+	}
+}
+
+/* ---- counting semaphores ---- */
+
+/*
+ * A semaphore waiter can be let in by the release of any node ahead of it,
+ * so it cannot watch one node as a lock waiter does.  Instead every listing
+ * of a semaphore key sets a child watch on the key node (worker.c), and the
+ * cluster treats the key as one: a listing decides for all its local
+ * waiters on the key, and a child event makes one of them read again.  A
+ * release then costs one read per cluster with waiters, however many wait.
+ */
+static bool
+sem_sibling(const ZklSlot *o, const ZklSlot *s)
+{
+	return o->zstate == ZKS_QUEUED && o->mode == ZKL_MODE_SEMAPHORE && !o->abandoned &&
+		o->root_id == s->root_id && strcmp(o->key, s->key) == 0;
+}
+
+/* One waiter's part of a listing of its semaphore key. */
+static void
+sem_decide(ZklCore *c, ZklSlot *o, bool reader, const ZkrChild *kids, int n)
+{
+	int			own;
+	int			other;
+	int			i;
+
+	switch (zkr_decide_semaphore(kids, n, o->uuid, &own, &other))
+	{
+		case ZKR_ABSENT:
+			/* the reader's node is gone; another's may postdate the read: it reads itself */
+			if (reader)
+				zcore_start_over(c, o);
+			else
+				o->todo |= ZKT_CHILDREN;
+			break;
+		case ZKR_MISMATCH:
+			zcore_fail_slot(c, o, ERR_BAD_PARAM, ZKS_DELETING,
+					  "zk_semaphore holders %d differ from %d of a live request on the same key",
+					  o->holders, other);
+			o->todo = ZKT_DELETE;
+			break;
+		case ZKR_GRANT:
+			zcore_grant(c, o);
+			break;
+		case ZKR_WAIT:
+			if (o->nowait)
+			{
+				zcore_refuse_try(c, o);
+				break;
+			}
+			o->todo &= ~ZKT_CHILDREN;	/* this listing is that read (see zcore_sem_event) */
+			/* a node of ours that no request owns would hold its place for the session's life */
+			if (zcore_wall(c) - o->requested_at >= (int64_t) zcore_recheck_ms(c) * 1000)
+				for (i = 0; i < own; i++)
+					c->env->suspect(c->env->arg, o, kids[i].name);
+			break;
+	}
+}
+
+/*
+ * A listing of s's semaphore key: decide for every local waiter on it.  A
+ * waiter that asked for a read since got this one: a child event reaches the
+ * client before the reply of any read the server answers after the change.
+ */
+void
+zcore_sem_listing(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
+{
+	int64_t		now = zcore_wall(c);
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		/* an adopted node's Stat comes first (followups) */
+		if ((o == s || sem_sibling(o, s)) && !(o->todo & ZKT_STAT))
+		{
+			o->checked_at = now;
+			sem_decide(c, o, o == s, kids, n);
+		}
+	}
+}
+
+/*
+ * One local waiter on s's semaphore key reads it again (its read sets the
+ * watch again), unless one is due to already.  Returns whether one does.
+ */
+bool
+zcore_sem_reader(ZklCore *c, const ZklSlot *s)
+{
+	ZklSlot    *reader = NULL;
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (!sem_sibling(o, s))
+			continue;			/* s itself only if it waits too (not when being deleted) */
+		if (o->todo & ZKT_CHILDREN)
+			return true;
+		if (reader == NULL)
+			reader = o;
+	}
+	if (reader != NULL)
+		reader->todo |= ZKT_CHILDREN;
+	return reader != NULL;
+}
+
+/*
+ * A child event on a key node: if it is a semaphore key of ours, a local
+ * waiter reads it.  Returns whether the path was a semaphore key of ours.
+ */
+bool
+zcore_sem_event(ZklCore *c, const char *path)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+		char		key_path[ZKL_PATH_LEN];
+
+		if (o->zstate == ZKS_FREE || o->mode != ZKL_MODE_SEMAPHORE)
+			continue;
+		zcore_key_path(c->t, o, key_path);
+		if (strcmp(key_path, path) == 0)
+		{
+			(void) zcore_sem_reader(c, o);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * A lock-delay ended for s's semaphore key: its local waiters were all
+ * delayed by one listing, and one listing decides for them again.  s reads
+ * (its turn is now) unless another waiter's read is due already.
+ */
+void
+zcore_sem_delay_over(ZklCore *c, ZklSlot *s)
+{
+	bool		due = false;
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (sem_sibling(o, s))
+		{
+			o->delayed_until = 0;
+			due |= (o->todo & ZKT_CHILDREN) != 0;
+		}
+	}
+	s->delayed_until = 0;
+	if (!due)
+		s->todo |= ZKT_CHILDREN;
+}
+
+/* A semaphore waiter's periodic re-read, or another's read just planned, counts for all. */
+void
+zcore_sem_checked(ZklCore *c, const ZklSlot *s, int64_t now)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+		if (sem_sibling(&c->t->slots[i], s))
+			c->t->slots[i].checked_at = now;
+}
+

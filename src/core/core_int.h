@@ -1,0 +1,99 @@
+/*
+ * core_int.h — what the files of the worker's decisions share (core.c,
+ * core_reply.c, core_grant.c, core_plan.c, core_batch.c), and nothing
+ * else includes.  Every function here runs under the slot-table lock.
+ */
+#ifndef ZK_LOCK_CORE_INT_H
+#define ZK_LOCK_CORE_INT_H
+
+#include "core.h"
+#include "slot_state.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "zk_result.h"		/* ZooKeeper's result codes, not its library */
+
+#include "deadlock.h"
+
+#include "table.h"
+
+#define MAX_PARENT_RETRIES	5
+
+/*
+ * Write requests (creates, deletes, multis) in flight at once.  Under load,
+ * what arrives meanwhile waits for a reply and then goes out as one multi:
+ * the server's cost is per transaction, so batches grow with the load.  Two
+ * let a lone backend's next create go out while its last delete is still
+ * under way.
+ */
+#define WRITE_WINDOW 2
+
+#define CORE_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define CORE_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define lengthof_array(a) (sizeof(a) / sizeof((a)[0]))
+
+#define ERR_EXTERNAL	ZKL_SQLSTATE('3','8','0','0','0')
+#define ERR_PRIVILEGE	ZKL_SQLSTATE('4','2','5','0','1')
+#define ERR_DEADLOCK	ZKL_SQLSTATE('4','0','P','0','1')
+#define ERR_AUTH_SPEC	ZKL_SQLSTATE('2','8','0','0','0')
+#define ERR_NO_CONNECT	ZKL_SQLSTATE('0','8','0','0','1')
+#define ERR_BAD_PARAM	ZKL_SQLSTATE('2','2','0','2','3')
+#define ERR_SERIALIZATION	ZKL_SQLSTATE('4','0','0','0','1')
+
+/* a refused lookup of our node is sent again after this long */
+#define LOOK_AGAIN_US	1000000
+
+/*
+ * How long another cluster's try-lock waits for a lingering node to go:
+ * that cluster deletes it on the child event of the try's create, so the
+ * wait is two or three round trips; bounded by a multiple of the try's own
+ * round trip, and a floor for the two workers' wake-ups.
+ */
+#define LINGER_WAIT_RTTS	4
+#define LINGER_WAIT_MIN_MS	25
+#define LINGER_WAIT_MAX_MS	500	/* a round trip measured across a reconnect is no round trip */
+/* Node data with the mark ends so (JSON: the object's last member). */
+#define LINGER_MARK			"\"linger\":true}"
+
+extern ZklCohort * zcore_cohort_of(ZklCore *c);
+extern void zcore_copy_name(char *dst, size_t size, const char *src);
+extern bool zcore_data_markable(const char *data);
+extern void zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n);
+extern void zcore_delete_result(ZklCore *c, ZklSlot *s, int rc);
+extern void zcore_deny_slot(ZklCore *c, ZklSlot *s);
+extern void zcore_fail_place(ZklCore *c, ZklSlot *s);
+extern void zcore_fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate, const char *fmt,...) __attribute__((format(printf, 5, 6)));
+extern void zcore_forget_place(ZklSlot *s);
+extern void zcore_free_slot(ZklCore *c, ZklSlot *s);
+extern void zcore_grant(ZklCore *c, ZklSlot *s);
+extern bool zcore_leader_answered(int rc);
+extern void zcore_lose_slot(ZklCore *c, ZklSlot *s);
+extern void zcore_lost_place(ZklCore *c, ZklSlot *s);
+extern int64_t zcore_mono(const ZklCore *c);
+extern long zcore_ms_until(int64_t now, int64_t then);
+extern void zcore_node_not_seen(ZklSlot *s);
+extern void zcore_note_proof(ZklCore *c, int64_t sent_at);
+extern void zcore_note_write_reply(ZklCore *c, const ZklSlot *s, int rc);
+extern void zcore_read_again_later(ZklCore *c, ZklSlot *s);
+extern void zcore_read_refused(ZklCore *c, ZklSlot *s, int rc);
+extern long zcore_recheck_ms(const ZklCore *c);
+extern void zcore_refuse_try(ZklCore *c, ZklSlot *s);
+extern ZklSlot * zcore_reply_slot(const ZklCore *c, uint64_t tag);
+extern void zcore_requeue(ZklCore *c, ZklSlot *s);
+extern bool zcore_same_key_owner(const ZklSlot *o, const ZklSlot *s);
+extern void zcore_sem_checked(ZklCore *c, const ZklSlot *s, int64_t now);
+extern void zcore_sem_delay_over(ZklCore *c, ZklSlot *s);
+extern bool zcore_sem_event(ZklCore *c, const char *path);
+extern void zcore_sem_listing(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n);
+extern bool zcore_sem_reader(ZklCore *c, const ZklSlot *s);
+extern bool zcore_session_error(int rc);
+extern void zcore_start_over(ZklCore *c, ZklSlot *s);
+extern ZklSlot * zcore_successor(const ZklCore *c, const ZklSlot *d);
+extern bool zcore_tell_successor(ZklCore *c, const ZklSlot *d);
+extern void zcore_wake(ZklCore *c, ZklSlot *s);
+extern int64_t zcore_wall(const ZklCore *c);
+extern void zcore_write_answered(ZklCore *c);
+
+#endif

@@ -1,0 +1,521 @@
+/*
+ * core_reply.c — the worker's decisions (core.h) on each reply and watch
+ * event ZooKeeper sends: a create's, a listing's, a delete's, a multi's,
+ * a lookup's, a Stat's, a verify's and the commit proof's.
+ */
+#include "core_int.h"
+
+void
+zcore_key_node_reply(ZklCore *c, uint64_t tag, int rc)
+{
+	ZklSlot    *s = zcore_reply_slot(c, tag);
+
+	if (s != NULL && s->zstate == ZKS_CREATING)
+		s->key_denied = rc == ZNOAUTH;
+}
+
+/*
+ * A multi-key request's multi failed for want of one key node: the others
+ * may be missing too (new keys often come together), and the multi shows
+ * only the first.  Make every member's key node ahead of the next try.
+ */
+static void
+group_parents(ZklCore *c, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (o->group == s->group && (o->zstate == ZKS_NEW || o->zstate == ZKS_CREATING))
+			o->todo |= ZKT_PARENTS;
+	}
+}
+
+/*
+ * A create's outcome for its slot (in CREATING).  Without a Stat (a create
+ * inside a multi returns none) the token is read when asked for.
+ */
+static void
+create_result(ZklCore *c, ZklSlot *s, int rc, const char *name, bool have_stat, int64_t czxid)
+{
+	if (rc == ZOK)
+	{
+		const char *base = strrchr(name, '/');
+
+		zcore_copy_name(s->node, sizeof(s->node), base ? base + 1 : name);
+		s->czxid = have_stat ? czxid : 0;
+		zcoh_new_node(s);
+		zks_move(s, ZKS_QUEUED); /* the pipelined getChildren decides */
+		s->todo &= ~ZKT_PARENTS;	/* a group's failed multi may have asked (group_parents) */
+		zcore_forget_place(s);
+	}
+	else if (rc == ZNONODE && s->key_denied)
+		zcore_deny_slot(c, s);		/* no key node, and we may not make it */
+	else if (rc == ZNONODE)
+	{
+		/* no key node yet (or the server just reaped an empty one) */
+		if (++s->retries <= MAX_PARENT_RETRIES)
+		{
+			zks_move(s, ZKS_NEW);
+			s->todo |= ZKT_PARENTS;
+			if (s->group != 0)
+				group_parents(c, s);
+		}
+		else
+			zcore_fail_slot(c, s, ERR_EXTERNAL, ZKS_GONE,
+					  "could not create the ZooKeeper node for the lock under %s",
+					  c->t->roots[s->root_id]);
+	}
+	else if (zcore_outcome_unknown(rc))
+	{
+		zks_move(s, ZKS_RECOVER);	/* it may have been made: look for our uuid */
+		c->t->counters.recovered++;
+	}
+	else if (zcore_session_error(rc))
+		zks_move(s, ZKS_NEW);	/* nothing of it survives; send again */
+	else if (rc == ZNOAUTH)
+		zcore_deny_slot(c, s);
+	else
+		zcore_fail_slot(c, s, c->env->rc_sqlstate(rc), ZKS_GONE,
+				  "could not create the ZooKeeper lock node: %s", c->env->rc_text(rc));
+}
+
+bool
+zcore_create_reply(ZklCore *c, uint64_t tag, int rc, const char *name, bool have_stat,
+				   int64_t czxid)
+{
+	ZklSlot    *s = zcore_reply_slot(c, tag);
+
+	zcore_write_answered(c);
+	if (s == NULL || s->zstate != ZKS_CREATING)
+		return rc == ZOK;		/* the request moved on: nobody wants this node */
+	zcore_note_write_reply(c, s, rc);
+	create_result(c, s, rc, name, have_stat, czxid);
+	return false;
+}
+
+void
+zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int n,
+					 bool watched)
+{
+	ZklSlot    *s = zcore_reply_slot(c, tag);
+
+	if (s == NULL || (s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD && s->zstate != ZKS_LINGER))
+		return;
+	/* who queues behind a node local hand-over may pass (cohort.c) */
+	if (rc == ZOK)
+		zcoh_listed(zcore_cohort_of(c), s, kids, n, watched);
+	else
+		zcoh_listing_failed(zcore_cohort_of(c), s, rc, zcore_outcome_unknown(rc) || zcore_session_error(rc));
+	if (s->zstate != ZKS_QUEUED)
+		return;					/* a holder's listing: for cohort.c only */
+	if (rc == ZOK && s->mode == ZKL_MODE_SEMAPHORE)
+		zcore_sem_listing(c, s, kids, n);
+	else if (rc == ZOK)
+		zcore_decide(c, s, kids, n);
+	else if (zcore_outcome_unknown(rc))
+		s->todo |= ZKT_CHILDREN;	/* again once reconnected */
+	else if (rc == ZNONODE)
+		zcore_node_not_seen(s);		/* key node gone, so is our node (or the server is behind) */
+	else if (!zcore_session_error(rc))
+		zcore_read_refused(c, s, rc);
+	else
+		zcore_read_again_later(c, s);
+}
+
+/*
+ * The watch on the predecessor is set with a read of its data, not with
+ * exists(): on a node that is already gone, exists() would leave a watch
+ * for its creation, which never comes (names are unique), for the life of
+ * the session.  A data read of a missing node sets no watch.
+ */
+void
+zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int len)
+{
+	ZklSlot    *s = zcore_reply_slot(c, tag);
+
+	if (s == NULL || s->zstate != ZKS_QUEUED)
+		return;
+
+	/*
+	 * ZNONODE: the predecessor went away before the watch was set.  A lost
+	 * reply may or may not have set the watch.  Either way, look again.
+	 */
+	if (rc == ZNONODE || zcore_outcome_unknown(rc))
+		s->todo |= ZKT_CHILDREN;
+	/* a try-lock waits only for a node that may be lingering: a holder's answers false */
+	else if (rc == ZOK && s->nowait && !zcore_data_lingers(data, len))
+		zcore_refuse_try(c, s);
+	else if (zcore_session_error(rc))
+		zcore_read_again_later(c, s);
+	/* refused (an ACL on that node): no watch; the re-checks try again */
+}
+
+/*
+ * The mark is gone.  A lost reply: send it again while the node is ours.
+ * ZNONODE: a held node is gone, whoever deleted it: the lock is not ours.
+ */
+void
+zcore_unmark_reply(ZklCore *c, uint64_t tag, int rc)
+{
+	ZklSlot    *s = zcore_reply_slot(c, tag);
+
+	if (s == NULL || (s->zstate != ZKS_HELD && s->zstate != ZKS_QUEUED))
+		return;
+	if (zcore_outcome_unknown(rc))
+		s->todo |= ZKT_UNMARK;
+	else if (rc == ZNONODE && s->zstate == ZKS_HELD)
+		zcore_lose_slot(c, s);
+}
+
+void
+zcore_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path)
+{
+	ZklSlot    *s;
+	char		watched[ZKL_PATH_LEN];
+
+	/* a key's child watch: whoever set it, routed by the key (semaphores, hand-over) */
+	if (zcore_sem_event(c, path) || zcoh_event(zcore_cohort_of(c), path))
+		return;
+	s = zcore_reply_slot(c, tag);
+	if (s == NULL || s->zstate != ZKS_QUEUED)
+		return;
+
+	/*
+	 * Our only blocker deleted: the lock is ours without reading the queue
+	 * again, once one read of our own node has come back.  The delete may be
+	 * a session's death, and the server may send this event before the one
+	 * on the sessions' presence list from the same transaction (presence.c);
+	 * a reply comes after both, so by then any lock-delay is known.
+	 * Anything else (an older watch, a data change): read the queue.
+	 */
+	zcore_child_path(c->t, s, s->watch, watched);
+	if (deleted && s->watch_sole && s->watch[0] != '\0' && strcmp(path, watched) == 0)
+		s->todo |= ZKT_BARRIER;
+	else
+		s->todo |= ZKT_CHILDREN;
+}
+
+/* The read behind a sole blocker's delete event came back: grant, as decided then. */
+void
+zcore_barrier_reply(ZklCore *c, uint64_t tag, int rc)
+{
+	ZklSlot    *s = zcore_reply_slot(c, tag);
+
+	if (s == NULL || s->zstate != ZKS_QUEUED)
+		return;
+	if (rc == ZOK)
+		zcore_grant(c, s);			/* nodes ahead only go: still nothing blocks it */
+	else if (rc == ZNONODE)
+		zcore_node_not_seen(s);		/* our node is gone, or the server is behind */
+	else if (zcore_outcome_unknown(rc))
+		s->todo |= ZKT_CHILDREN;
+	else if (zcore_session_error(rc))
+		zcore_read_again_later(c, s);
+}
+
+/* The local waiter that watches the node of slot d, if any. */
+ZklSlot *
+zcore_successor(const ZklCore *c, const ZklSlot *d)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *w = &c->t->slots[i];
+
+		if (w->zstate == ZKS_QUEUED && !w->abandoned && w->watch[0] != '\0' &&
+			strcmp(w->watch, d->node) == 0 && w->root_id == d->root_id &&
+			strcmp(w->key, d->key) == 0)
+			return w;
+	}
+	return NULL;
+}
+
+/* A delete's outcome for its slot (in DELETING). */
+void
+zcore_delete_result(ZklCore *c, ZklSlot *s, int rc)
+{
+	if (zcore_outcome_unknown(rc))
+	{
+		s->todo |= ZKT_DELETE;	/* retried until done or the session ends */
+		c->t->counters.delete_retries++;
+		return;
+	}
+	if (rc != ZOK && rc != ZNONODE && !zcore_session_error(rc))
+	{
+		/*
+		 * Refused (an operator's ACL on the key node): the node blocks its
+		 * key for as long as it stands, so it is sent again every re-check
+		 * interval until it goes or the session ends.  Said once.
+		 */
+		if (!s->delete_refused)
+		{
+			char		msg[ZKL_ERRMSG_LEN + ZKL_NODE_BUFLEN];
+
+			snprintf(msg, sizeof(msg), "zk_lock: could not delete lock node %s: %s; trying again",
+					 s->node, c->env->rc_text(rc));
+			c->env->warn(c->env->arg, msg);
+		}
+		s->delete_refused = true;
+		s->delayed_until = zcore_mono(c) + (int64_t) zcore_recheck_ms(c) * 1000;
+		c->t->counters.delete_retries++;
+		return;
+	}
+	c->t->counters.releases++;
+	if (rc == ZOK || rc == ZNONODE)
+	{
+		ZklSlot    *w = zcore_successor(c, s);
+
+		if (w != NULL && w->watch_sole)
+			zcore_grant(c, w);		/* see zcore_tell_successor() */
+	}
+	zks_move(s, ZKS_GONE);
+	if (s->abandoned)
+		zcore_free_slot(c, s);
+}
+
+void
+zcore_delete_reply(ZklCore *c, uint64_t tag, int rc)
+{
+	ZklSlot    *s = zcore_reply_slot(c, tag);
+
+	zcore_write_answered(c);
+	if (s == NULL || s->zstate != ZKS_DELETING)
+		return;
+	zcore_note_write_reply(c, s, rc);
+	zcore_delete_result(c, s, rc);
+}
+
+/*
+ * An op of a multi that the server refused because another op in it failed:
+ * not applied.  Only a definite refusal says so; when the outcome of the
+ * multi itself is unknown, so is each op's.
+ */
+static bool
+rolled_back(int rc, int err)
+{
+	return rc != ZOK && !zcore_outcome_unknown(rc) && !zcore_session_error(rc) &&
+		(err == ZOK || err == ZRUNTIMEINCONSISTENCY);
+}
+
+/* One op of a multi's reply; returns whether its created node is a stray. */
+static bool
+multi_op_reply(ZklCore *c, ZklSlot *s, bool del, const char *name, int rc, int err)
+{
+	bool		back = rolled_back(rc, err);
+
+	/* a definite refusal names the op at fault; the others were rolled back */
+	int			own = (rc != ZOK && !zcore_outcome_unknown(rc) && !back) ? err : rc;
+
+	if (del)
+	{
+		if (s == NULL || s->zstate != ZKS_DELETING)
+			return false;
+		if (back)
+		{
+			s->todo |= ZKT_DELETE | ZKT_SOLO;
+			c->t->counters.rolled_back++;
+		}
+		else
+			zcore_delete_result(c, s, own);
+		return false;
+	}
+	if (s == NULL || s->zstate != ZKS_CREATING)
+		return rc == ZOK;
+	if (back)
+	{
+		/*
+		 * A neighbour failed: send it again, alone, since it may fail the
+		 * same way (a new key's node is missing for each new key).
+		 */
+		zks_move(s, ZKS_NEW);
+		s->todo |= ZKT_SOLO;
+		c->t->counters.rolled_back++;
+	}
+	else
+		create_result(c, s, own, name, false, 0);
+	return false;
+}
+
+void
+zcore_multi_reply(ZklCore *c, int n, const uint64_t *tags, const bool *del,
+				  const char *const *names, int rc, const int *errs, bool *stray)
+{
+	bool		noted = false;
+	int			i;
+
+	zcore_write_answered(c);
+	for (i = 0; i < n; i++)
+	{
+		ZklSlot    *s = zcore_reply_slot(c, tags[i]);
+
+		if (s != NULL && !noted)
+		{
+			zcore_note_write_reply(c, s, rc);	/* one answer for the whole multi */
+			noted = true;
+		}
+		stray[i] = multi_op_reply(c, s, del[i], names[i], rc, errs[i]);
+	}
+}
+
+void
+zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, int n)
+{
+	ZklSlot    *s = zcore_reply_slot(c, tag);
+	const char *found = NULL;
+	int			i;
+
+	if (s == NULL || s->zstate != ZKS_RECOVERING)
+		return;
+	if (zcore_outcome_unknown(rc))
+	{
+		zks_move(s, ZKS_RECOVER);
+		return;
+	}
+	for (i = 0; rc == ZOK && i < n && !found; i++)
+		if (zkr_name_has_uuid(names[i], s->uuid))
+			found = names[i];
+
+	if (found)
+	{
+		/* the create went through: adopt the node once its Stat says it is ours */
+		zcore_copy_name(s->node, sizeof(s->node), found);
+		zcore_forget_place(s);
+		zcoh_new_node(s);
+		zks_move(s, ZKS_QUEUED);
+		s->todo |= ZKT_STAT;
+	}
+	else if ((rc == ZOK || rc == ZNONODE) && s->node[0] != '\0')
+	{
+		/* a node we had, not there after a sync: gone (zcore_node_not_seen) */
+		zks_move(s, ZKS_GONE);
+		zcore_lost_place(c, s);
+	}
+	else if (rc == ZOK || rc == ZNONODE)
+	{
+		/* it did not, or not yet: look once more later */
+		c->env->ghost(c->env->arg, s);
+		zks_move(s, ZKS_GONE);
+		zcore_start_over(c, s);
+	}
+	else if (zcore_session_error(rc))
+	{
+		/*
+		 * A leader closing the session answers so at once, and an election
+		 * may yet undo the close: look again a little later, unless
+		 * zcore_session_lost() re-queues it first.
+		 */
+		zks_move(s, ZKS_RECOVER);
+		s->delayed_until = zcore_mono(c) + LOOK_AGAIN_US;
+	}
+	else
+	{
+		/*
+		 * Refused (an operator's ACL on the key node): the request fails, but
+		 * its node may stand, so the slot stays to look again a little later
+		 * (in shared memory: a new worker looks too) and deletes it if found.
+		 */
+		zcore_fail_slot(c, s, rc == ZNOAUTH ? ERR_PRIVILEGE : c->env->rc_sqlstate(rc), ZKS_RECOVER,
+				  "could not look up the ZooKeeper lock node under key node %s: %s", s->key,
+				  c->env->rc_text(rc));
+		s->delayed_until = zcore_mono(c) + LOOK_AGAIN_US;
+	}
+}
+
+bool
+zcore_stat_reply(ZklCore *c, uint64_t tag, int rc, int64_t owner, int64_t czxid, char *stray)
+{
+	ZklSlot    *s = zcore_reply_slot(c, tag);
+	bool		ours = rc == ZOK && owner == c->t->session_id;
+
+	if (s == NULL)
+		return false;
+	if (s->zstate == ZKS_QUEUED)
+	{
+		if (ours)
+		{
+			s->czxid = czxid;	/* the fencing token */
+			/* an adopted node's place is read next; a re-check's look is done */
+			if (!s->own_check)
+				s->todo |= ZKT_CHILDREN;
+			s->own_check = false;
+		}
+		else if (rc == ZNONODE)
+		{
+			s->own_check = false;
+			zcore_node_not_seen(s);	/* gone, or the server is behind (a new handle's) */
+		}
+		else if (rc == ZOK)
+		{
+			/* another session's node: never adopt it; start over */
+			zcore_child_path(c->t, s, s->node, stray);
+			s->own_check = false;
+			zcore_lost_place(c, s);
+			return true;
+		}
+		else if (zcore_outcome_unknown(rc))
+			s->todo |= ZKT_STAT;
+	}
+	else if (s->zstate == ZKS_HELD)
+	{
+		/* the token of a lock created inside a multi, asked for by its owner */
+		if (ours)
+		{
+			s->czxid = czxid;
+			zcore_wake(c, s);
+		}
+		else if (rc == ZOK || rc == ZNONODE)
+			zcore_lose_slot(c, s);
+		else if (zcore_outcome_unknown(rc))
+			s->todo |= ZKT_STAT;
+	}
+	return false;
+}
+
+void
+zcore_verify_reply(ZklCore *c, uint64_t tag, int rc)
+{
+	ZklSlot    *s = zcore_reply_slot(c, tag);
+
+	if (s == NULL || s->zstate != ZKS_HELD || s->verify != ZKV_ASKED)
+		return;
+	if (rc == ZOK)
+	{
+		s->verify = ZKV_OK;
+		zcore_wake(c, s);
+	}
+	else if (zcore_outcome_unknown(rc))
+		s->todo |= ZKT_VERIFY;	/* again once reconnected */
+	else if (rc == ZNONODE || rc == ZBADVERSION)
+		zcore_lose_slot(c, s);		/* the node is gone: whoever deleted it, the lock is not ours */
+	else if (!zcore_session_error(rc))
+	{
+		/* refused (an ACL on our node): the lock cannot be vouched for, and its node stands */
+		if (!s->abandoned)
+			zcore_lose_slot(c, s);
+		zks_move(s, ZKS_DELETING);
+		s->todo = ZKT_DELETE;
+	}
+	/* session errors: zcore_session_lost() marks the lock lost */
+}
+
+void
+zcore_proof_sent(ZklCore *c, bool ok)
+{
+	c->proof_due = false;
+	c->proof_in_flight = ok;
+}
+
+void
+zcore_proof_reply(ZklCore *c, uint64_t gen, int rc)
+{
+	if (gen != c->proof_gen)
+		return;					/* sent on a handle that is gone */
+	c->proof_in_flight = false;
+	if (zcore_leader_answered(rc))
+		zcore_note_proof(c, c->proof_sent);
+}
+
