@@ -297,14 +297,20 @@ zld_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names, int n
 	if (died)
 		pause_for_delay(p, now);
 	/* our own presence node must be there before we grant anything */
-	if (sorted_has(p->live, p->nlive, p->for_session))
+	p->present = sorted_has(p->live, p->nlive, p->for_session);
+	if (p->present)
 	{
 		p->listed = true;
 		p->stale = p->list_due; /* the watch may have fired meanwhile */
 	}
 	else
 	{
-		p->presence_due = true; /* its create failed: again, then list again */
+		/*
+		 * Its create failed, or someone deleted it: made again, then listed
+		 * again.  Meanwhile no grant: our session's death would go unseen.
+		 */
+		p->presence_due = true;
+		p->stale = true;
 		p->next_try = now + ZLD_RETRY_US;
 	}
 	return died && was_listed ? ZLD_DIED : ZLD_LISTED;

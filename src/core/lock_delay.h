@@ -59,6 +59,7 @@ typedef struct ZldPresence
 	int64_t		for_session;	/* the session whose presence is set up (0: none) */
 	uint64_t	gen;			/* tags calls: a new session or handle makes replies stale */
 	bool		listed;			/* a listing with our presence node in it arrived */
+	bool		present;		/* and the last listing had it */
 	bool		stale;			/* the watch fired: the listing is out of date */
 	bool		presence_due;	/* (re)create our presence node */
 	bool		list_due;		/* (re)list the sessions, with a watch */

@@ -155,8 +155,8 @@ sessions_listed(int rc, const struct String_vector *children, const struct Stat 
 		ereport(LOG,
 				(errmsg("zk_lock: a ZooKeeper session that may have held locks ended; no lock is granted for zk_lock.lock_delay (%d ms)",
 						zkl_effective_lock_delay())));
-	if (pres.listed)
-		last_logged = ZOK;
+	if (what != ZLD_STALE_REPLY && what != ZLD_LIST_FAILED && pres.present)
+		last_logged = ZOK;		/* it works again: a new failure is logged */
 }
 
 static void

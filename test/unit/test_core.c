@@ -976,6 +976,8 @@ test_presence(void)
 	CHECK(zld_listed(&p, gen, ZOK, no_b, 2, 6, t + 20) == ZLD_DIED && pres_pauses == 1 &&
 		  p.paused_until == t + 1020 && p.presence_due,
 		  "our own node gone: the pause is longer, and the node is made again");
+	CHECK(!p.present && zld_grants_paused(&p, t + 5000, &until),
+		  "no grant until a listing shows it again");
 	CHECK(zld_tend(&p, 0xb, false, t + 20) == 0, "not before the retry");
 	CHECK(zld_tend(&p, 0xb, false, t + 20 + ZLD_RETRY_US) == (ZLD_SEND_PRESENCE | ZLD_SEND_LIST),
 		  "then again");
@@ -997,6 +999,14 @@ test_presence(void)
 	gen = p.gen;
 	CHECK(zld_tend(&p, 0xb, true, t + ZLD_CLOSED_KEEP_US + 80) != 0 && p.gen != gen,
 		  "a new root: set up again");
+	zld_presence_failed(&p, gen, t + ZLD_CLOSED_KEEP_US + 90);
+	CHECK(!p.presence_due, "a failed create of an older gen is ignored");
+	zld_presence_failed(&p, p.gen, t + ZLD_CLOSED_KEEP_US + 90);
+	CHECK(p.presence_due && zld_tend(&p, 0xb, false, t + ZLD_CLOSED_KEEP_US + 91) == 0,
+		  "a failed create of ours: made again after the retry");
+	zld_list_not_sent(&p);
+	CHECK(zld_tend(&p, 0xb, false, t + ZLD_CLOSED_KEEP_US + 90 + ZLD_RETRY_US) ==
+		  (ZLD_SEND_PRESENCE | ZLD_SEND_LIST), "a listing not sent is asked for again");
 	free(p.live);
 	free(p.dead);
 	free(p.closed);
