@@ -1,0 +1,227 @@
+/*
+ * cohort_plan.c — local hand-over each turn (cohort.h): the plan, and
+ * what a listing, a failed one, a watch event or a lost node means.
+ */
+#include "cohort_int.h"
+
+void
+zcoh_node_lost(ZklCohort *c, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (o != s && o->zstate == ZKS_HELD && o->root_id == s->root_id && zcoh_same_key(o, s) &&
+			strcmp(o->node, s->node) == 0)
+			c->host->lose(c->host->arg, o);
+	}
+}
+
+long
+zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
+{
+	long		next_ms = -1;
+	int			i;
+
+	zcoh_tend_riders(c);
+	if (!c->handover)
+	{
+		zcoh_turn_off(c);
+		return -1;
+	}
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *s = &c->t->slots[i];
+
+		if (c->linger_ms == 0)
+			zcoh_unmark(s);			/* linger turned off by a reload */
+		if (s->zstate == ZKS_NEW && !s->abandoned && zcoh_eligible_x(c, s))
+			zcoh_join(c, s, connected, mono);
+		else if ((s->zstate == ZKS_NEW || s->zstate == ZKS_COHORT) && !s->abandoned &&
+				 s->mode == ZKL_MODE_SHARED && zcoh_eligible(c, s))
+			zcoh_ride(c, s, connected, mono);
+	}
+	/* before waiters look for their request: a queued node whose owner gave up stays theirs */
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+		ZklSlot    *w;
+
+		if (o->zstate == ZKS_QUEUED && o->abandoned && zcoh_eligible_x(c, o) &&
+			(w = zcoh_first_waiter(c, o)) != NULL && !zcoh_owner_other(c, o, false))
+			zcoh_move_place(c, o, w);
+	}
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *s = &c->t->slots[i];
+		ZklSlot    *o;
+
+		/* a waiter with no request of its cluster to wait behind (gone, lost, given up) */
+		if (s->zstate == ZKS_COHORT && s->mode == ZKL_MODE_EXCLUSIVE &&
+			(o = zcoh_carrier_of(c, s)) == NULL)
+		{
+			if (s->abandoned)
+				zkt_free(c->t, s);
+			else
+				c->host->requeue(c->host->arg, s);
+		}
+	}
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (!zcoh_carries(c, o) && !(o->zstate == ZKS_QUEUED && zcoh_eligible_x(c, o) && !o->abandoned))
+			continue;
+		if (o->zstate == ZKS_LINGER)
+		{
+			if (mono >= o->linger_until || o->foreign || !zcoh_may_pass(c, o, connected, mono))
+				zcoh_end_linger(o);
+			else
+			{
+				long		ms = (long) ((o->linger_until - mono + 999) / 1000);
+
+				next_ms = (next_ms < 0 || ms < next_ms) ? ms : next_ms;
+			}
+		}
+		else if (o->abandoned)
+			zcoh_release(c, o, connected, mono);
+		else if (o->zstate == ZKS_QUEUED)
+		{
+			/*
+			 * Its blocker went (a barrier read is due) and local waiters
+			 * wait behind it: read the queue instead, with the child watch,
+			 * so that one read both grants it and arms its hand-overs.
+			 */
+			if ((o->todo & ZKT_BARRIER) && o->peek == COH_PEEK_NONE && connected &&
+				zcoh_first_waiter(c, o) != NULL)
+			{
+				o->todo = (o->todo & ~ZKT_BARRIER) | ZKT_CHILDREN;
+				o->peek = COH_PEEK_WANTED;
+			}
+		}
+		else if (c->linger_ms > 0 || zcoh_first_waiter(c, o) != NULL)
+			zcoh_ask_peek(o, connected);	/* ready before the release */
+	}
+	(void) now;
+	return next_ms;
+}
+
+bool
+zcoh_keeps(const ZklCohort *c, const ZklSlot *s)
+{
+	/* zcoh_release() decided so just now, in this turn's zcoh_plan(); a rider's node is not its own */
+	return (s->kept && s->zstate == ZKS_HELD && zcoh_carries(c, s)) || (s->rides && s->zstate == ZKS_HELD);
+}
+
+void
+zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
+{
+	int			own = -1;
+	int			i;
+
+	if (!zcoh_eligible(c, s))
+		return;
+	for (i = 0; i < n && own < 0; i++)
+		if (zkr_name_has_uuid(kids[i].name, s->uuid))
+			own = i;
+	if (own < 0)
+	{
+		/* a holder's node is gone from under it (a waiter's: decide() sees it) */
+		if (s->peek == COH_PEEK_ASKED)
+			s->peek = COH_PEEK_NONE;
+		if (s->zstate == ZKS_HELD)
+			c->host->lose(c->host->arg, s);
+		else if (s->zstate == ZKS_LINGER)
+		{
+			zks_move(s, ZKS_GONE);
+			zkt_free(c->t, s);
+		}
+		return;
+	}
+	/*
+	 * A watched listing set the watch where it was read: later arrivals send
+	 * an event (which comes after this reply).  Another listing set none,
+	 * but what it shows is true all the same.
+	 */
+	if (watched)
+		s->peek = COH_PEEK_ARMED;
+	/* behind a shared node only a writer waits for it (readers there hold already) */
+	for (i = own + 1; i < n && !s->foreign; i++)
+		s->foreign = s->mode != ZKL_MODE_SHARED || kids[i].mode == ZKL_MODE_EXCLUSIVE;
+	if (s->mode == ZKL_MODE_SHARED)
+		zcoh_readers_learn(c, s, kids, n);
+	if (s->foreign && s->zstate == ZKS_LINGER)
+		zcoh_end_linger(s);			/* another request waits: no lingering for it */
+	else if (s->foreign)
+		zcoh_unmark(s);				/* nor will it linger later: a try-lock behind it is told */
+}
+
+void
+zcoh_listing_failed(ZklCohort *c, ZklSlot *s, int rc, bool transient)
+{
+	if (!zcoh_eligible(c, s))
+		return;
+	if (rc == ZNONODE && s->zstate == ZKS_HELD)
+		c->host->lose(c->host->arg, s);	/* the key node is gone: so is ours */
+	else if (rc == ZNONODE && s->zstate == ZKS_LINGER)
+		zcoh_end_linger(s);
+	else if (!transient)
+	{
+		/* a queue we cannot read (say, access refused): no more hand-overs of this node */
+		s->foreign = true;
+		s->since_foreign = UINT16_MAX;
+	}
+	if (s->peek == COH_PEEK_ASKED)
+		s->peek = COH_PEEK_NONE;	/* asked again while needed */
+}
+
+bool
+zcoh_event(ZklCohort *c, const char *path)
+{
+	bool		ours = false;
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+		char		key_path[ZKL_MAX_ROOT_LEN + ZKL_KEY_BUFLEN + 2];
+
+		if (o->zstate == ZKS_FREE || o->zstate == ZKS_NEW || o->zstate == ZKS_COHORT ||
+			o->zstate == ZKS_GONE || o->mode == ZKL_MODE_SEMAPHORE)
+			continue;
+		snprintf(key_path, sizeof(key_path), "%s/%s", c->t->roots[o->root_id], o->key);
+		if (strcmp(key_path, path) != 0)
+			continue;
+		ours = true;
+		if (!zcoh_eligible(c, o))
+			continue;
+		/* someone came or went: nothing passes before the next listing says who */
+		if (o->peek == COH_PEEK_ARMED)
+			o->peek = COH_PEEK_NONE;
+		if (o->zstate == ZKS_LINGER)
+			zcoh_end_linger(o);
+	}
+	return ours;
+}
+
+void
+zcoh_disarm(ZklCohort *c)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+		if (c->t->slots[i].peek == COH_PEEK_ARMED)
+			c->t->slots[i].peek = COH_PEEK_NONE;
+}
+
+void
+zcoh_forget_watches(ZklCohort *c)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+		c->t->slots[i].peek = COH_PEEK_NONE;
+}
+
