@@ -166,34 +166,10 @@ shmem_startup(void)
 	zkl_shmem_startup();
 }
 
-/*
- * A slot's state changed in a way slot_state.c does not allow: a bug.  The
- * backend's transaction or the worker (restarted, resuming its session)
- * ends, never going on with a slot it cannot trust.
- */
+/* The zk_lock.* settings (README, Settings). */
 static void
-illegal_transition(const ZklSlot *s, ZklZkState to)
+define_settings(void)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_INTERNAL_ERROR),
-			 errmsg("zk_lock: illegal slot state transition from %s to %s",
-					zks_name(s->zstate), zks_name(to)),
-			 errdetail_internal("The slot's node is \"%s\".", s->node)));
-}
-
-void
-_PG_init(void)
-{
-	BackgroundWorker worker;
-
-	/*
-	 * Loaded by CREATE EXTENSION or LOAD only: do nothing, and the functions
-	 * say how to preload.  (PGC_POSTMASTER settings cannot even be defined
-	 * after startup.)
-	 */
-	if (!process_shared_preload_libraries_in_progress)
-		return;
-
 	DefineCustomStringVariable("zk_lock.hosts",
 							   "ZooKeeper servers, as host:port[,host:port...].",
 							   "Empty disables zk_lock. A new list for the same ensemble is applied on reload without losing the session.",
@@ -261,6 +237,37 @@ _PG_init(void)
 							 NULL,
 							 &zkl_test_orphan, false, PGC_SIGHUP,
 							 GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
+}
+
+/*
+ * A slot's state changed in a way slot_state.c does not allow: a bug.  The
+ * backend's transaction or the worker (restarted, resuming its session)
+ * ends, never going on with a slot it cannot trust.
+ */
+static void
+illegal_transition(const ZklSlot *s, ZklZkState to)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INTERNAL_ERROR),
+			 errmsg("zk_lock: illegal slot state transition from %s to %s",
+					zks_name(s->zstate), zks_name(to)),
+			 errdetail_internal("The slot's node is \"%s\".", s->node)));
+}
+
+void
+_PG_init(void)
+{
+	BackgroundWorker worker;
+
+	/*
+	 * Loaded by CREATE EXTENSION or LOAD only: do nothing, and the functions
+	 * say how to preload.  (PGC_POSTMASTER settings cannot even be defined
+	 * after startup.)
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	define_settings();
 	MarkGUCPrefixReserved("zk_lock");
 	zks_illegal = illegal_transition;
 	zkl_auth_init();

@@ -214,6 +214,59 @@ log_wait(int idx, const char *what, TimestampTz start)
 }
 
 /*
+ * The worker's answers to a request so far: ZKR_GRANTED once every slot is
+ * granted, ZKR_PENDING while one is not answered (*slow: the first), or
+ * the first answer other than a grant (*which: its slot).
+ */
+static ZklResult
+answers(const int *idx, int n, int *slow, int *which)
+{
+	int			i;
+
+	*slow = -1;
+	for (i = 0; i < n; i++)
+	{
+		ZklResult	r = slot_result(idx[i]);
+
+		if (r == ZKR_PENDING && *slow < 0)
+			*slow = i;
+		else if (r != ZKR_PENDING && r != ZKR_GRANTED)
+		{
+			*which = i;
+			return r;
+		}
+	}
+	return *slow < 0 ? ZKR_GRANTED : ZKR_PENDING;
+}
+
+/*
+ * The worker fails unsent requests after connect_timeout, and answers a
+ * try-lock as soon as ZooKeeper does (and any lock-delay is over).  Past
+ * that (plus slack) no worker is serving us or ZooKeeper is not answering:
+ * never hang.  Returns the ms left until then; fails the request after it.
+ */
+static long
+serving_left(const int *idx, int n, ZklZkState zstate, TimestampTz queued_at, long elapsed)
+{
+	/* a try-lock may also wait out a lock-delay (worker.c, grant) */
+	long		limit = zkl_connect_timeout + WORKER_GRACE_MS +
+		(zstate == ZKS_NEW ? 0 : zkl_effective_lock_delay());
+
+	/* unsent: measured from when it (re)entered the queue */
+	if (zstate == ZKS_NEW)
+		elapsed = (long) ((GetCurrentTimestamp() - queued_at) / 1000);
+	if (elapsed >= limit && give_up(idx, n) == ZKR_PENDING)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 zstate == ZKS_NEW ?
+				 errmsg("zk_lock background worker is not serving requests") :
+				 errmsg("ZooKeeper did not answer within zk_lock.connect_timeout (%d ms)",
+						zkl_connect_timeout),
+				 errhint("Check the server log for the zk_lock worker.")));
+	return limit - elapsed;
+}
+
+/*
  * Sleep until the worker has answered every slot of a request (or one of
  * them with other than a grant: its index goes to *which), or until our own
  * deadline.  Returns ZKR_PENDING only after the request was given up
@@ -234,30 +287,16 @@ wait_for_answer(const int *idx, int n, WaitKind kind, int timeout_ms, bool *lock
 	*lock_timed_out = false;
 	for (;;)
 	{
-		int			slow = -1;	/* the first slot still unanswered */
+		int			slow;		/* the first slot still unanswered */
 		long		elapsed;
 		long		sleep_ms = -1;
 		int			rc;
-		int			i;
+		ZklResult	r = answers(idx, n, &slow, which);
 
-		for (i = 0; i < n; i++)
-		{
-			ZklResult	r = slot_result(idx[i]);
-
-			if (r == ZKR_PENDING && slow < 0)
-				slow = i;
-			else if (r != ZKR_PENDING && r != ZKR_GRANTED)
-			{
-				*which = i;
-				return r;
-			}
-		}
-		if (slow < 0)
-		{
-			if (logged)
-				log_wait(idx[0], "acquired", start);
-			return ZKR_GRANTED;
-		}
+		if (r == ZKR_GRANTED && logged)
+			log_wait(idx[0], "acquired", start);
+		if (r != ZKR_PENDING)
+			return r;
 		if (!fresh)
 			read_progress(idx[slow], &zstate, &queued_at);
 		fresh = false;
@@ -294,29 +333,11 @@ wait_for_answer(const int *idx, int n, WaitKind kind, int timeout_ms, bool *lock
 					Min(sleep_ms, DeadlockTimeout - elapsed);
 		}
 
-		/*
-		 * The worker fails unsent requests after connect_timeout, and answers
-		 * a try-lock as soon as ZooKeeper does (and any lock-delay is over).  Past that (plus slack) no
-		 * worker is serving us or ZooKeeper is not answering: never hang.
-		 */
 		if (zstate == ZKS_NEW || kind == WAIT_NONE)
 		{
-			/* a try-lock may also wait out a lock-delay (worker.c, grant) */
-			long		limit = zkl_connect_timeout + WORKER_GRACE_MS +
-				(zstate == ZKS_NEW ? 0 : zkl_effective_lock_delay());
+			long		left = serving_left(idx, n, zstate, queued_at, elapsed);
 
-			/* unsent: measured from when it (re)entered the queue */
-			if (zstate == ZKS_NEW)
-				elapsed = (long) ((GetCurrentTimestamp() - queued_at) / 1000);
-			if (elapsed >= limit && give_up(idx, n) == ZKR_PENDING)
-				ereport(ERROR,
-						(errcode(ERRCODE_CONNECTION_FAILURE),
-						 zstate == ZKS_NEW ?
-						 errmsg("zk_lock background worker is not serving requests") :
-						 errmsg("ZooKeeper did not answer within zk_lock.connect_timeout (%d ms)",
-								zkl_connect_timeout),
-						 errhint("Check the server log for the zk_lock worker.")));
-			sleep_ms = (sleep_ms < 0) ? limit - elapsed : Min(sleep_ms, limit - elapsed);
+			sleep_ms = (sleep_ms < 0) ? left : Min(sleep_ms, left);
 		}
 
 		rc = WaitLatch(MyLatch,
@@ -729,6 +750,33 @@ zk_session_unlock_all(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The encoded key whose token zk_lock_token(key) gives: the lock's, else a
+ * semaphore's of that name (its own node's czxid, the same rule with one
+ * node).  Fails unless this transaction holds one.
+ */
+static void
+token_key(FunctionCallInfo fcinfo, char keykind, char *key)
+{
+	zkl_key_arg(fcinfo, keykind, key);
+	if (zkl_local_slot(key, ZKL_MODE_EXCLUSIVE) < 0 && zkl_local_slot(key, ZKL_MODE_SHARED) < 0 &&
+		keykind != ZKL_KEY_PAIR)
+	{
+		char		semkey[ZKL_KEY_BUFLEN];
+
+		strlcpy(semkey, key, sizeof(semkey));
+		(void) zkl_semaphore_key(semkey);
+		if (zkl_local_slot(semkey, ZKL_MODE_SEMAPHORE) >= 0)
+			strlcpy(key, semkey, ZKL_KEY_BUFLEN);
+	}
+	if (zkl_local_slot(key, ZKL_MODE_EXCLUSIVE) < 0 && zkl_local_slot(key, ZKL_MODE_SHARED) < 0 &&
+		zkl_local_slot(key, ZKL_MODE_SEMAPHORE) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("this transaction holds no zk_lock lock on key \"%s\"",
+						zkl_display_key(key))));
+}
+
+/*
  * Fencing token of the key for this transaction: that of its oldest node on
  * the key, from the node's czxid and the hand-overs before this holder
  * (zkr_fencing_token).  czxids grow across the whole ensemble; a request
@@ -747,24 +795,7 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 
 	zkl_require_shared();
 	zkl_check_losses();
-	zkl_key_arg(fcinfo, keykind, key);
-	/* a semaphore holder's token: its own node's czxid, the same rule with one node */
-	if (zkl_local_slot(key, ZKL_MODE_EXCLUSIVE) < 0 && zkl_local_slot(key, ZKL_MODE_SHARED) < 0 &&
-		keykind != ZKL_KEY_PAIR)
-	{
-		char		semkey[ZKL_KEY_BUFLEN];
-
-		strlcpy(semkey, key, sizeof(semkey));
-		(void) zkl_semaphore_key(semkey);
-		if (zkl_local_slot(semkey, ZKL_MODE_SEMAPHORE) >= 0)
-			strlcpy(key, semkey, sizeof(key));
-	}
-	if (zkl_local_slot(key, ZKL_MODE_EXCLUSIVE) < 0 && zkl_local_slot(key, ZKL_MODE_SHARED) < 0 &&
-		zkl_local_slot(key, ZKL_MODE_SEMAPHORE) < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("this transaction holds no zk_lock lock on key \"%s\"",
-						zkl_display_key(key))));
+	token_key(fcinfo, keykind, key);
 	n = zkl_local_key_slots(key, slots, lengthof(slots));
 
 	/* a lock created inside a multi learns its czxid only when asked */

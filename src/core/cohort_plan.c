@@ -19,18 +19,16 @@ zcoh_node_lost(ZklCohort *c, const ZklSlot *s)
 	}
 }
 
-long
-zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
+/*
+ * New requests join a node of their cluster, or ride a reader's; a queued
+ * node whose owner gave up passes to a waiter; a waiter left with nothing
+ * to wait behind is queued again (or freed).
+ */
+static void
+place_requests(ZklCohort *c, bool connected, int64_t mono)
 {
-	long		next_ms = -1;
 	int			i;
 
-	zcoh_tend_riders(c);
-	if (!c->handover)
-	{
-		zcoh_turn_off(c);
-		return -1;
-	}
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *s = &c->t->slots[i];
@@ -56,11 +54,10 @@ zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *s = &c->t->slots[i];
-		ZklSlot    *o;
 
 		/* a waiter with no request of its cluster to wait behind (gone, lost, given up) */
 		if (s->zstate == ZKS_COHORT && s->mode == ZKL_MODE_EXCLUSIVE &&
-			(o = zcoh_carrier_of(c, s)) == NULL)
+			zcoh_carrier_of(c, s) == NULL)
 		{
 			if (s->abandoned)
 				zkt_free(c->t, s);
@@ -68,41 +65,67 @@ zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 				c->host->requeue(c->host->arg, s);
 		}
 	}
+}
+
+/*
+ * A node of this cluster that carries local waiters, or may: a lingering
+ * one ends or waits (the ms until it ends, else -1), one given up is
+ * released to a waiter, a queued one arms its hand-overs.
+ */
+static long
+tend_carrier(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
+{
+	if (o->zstate == ZKS_LINGER)
+	{
+		if (mono >= o->linger_until || o->foreign || !zcoh_may_pass(c, o, connected, mono))
+			zcoh_end_linger(o);
+		else
+			return (long) ((o->linger_until - mono + 999) / 1000);
+	}
+	else if (o->abandoned)
+		zcoh_release(c, o, connected, mono);
+	else if (o->zstate == ZKS_QUEUED)
+	{
+		/*
+		 * Its blocker went (a barrier read is due) and local waiters wait
+		 * behind it: read the queue instead, with the child watch, so that
+		 * one read both grants it and arms its hand-overs.
+		 */
+		if ((o->todo & ZKT_BARRIER) && o->peek == COH_PEEK_NONE && connected &&
+			zcoh_first_waiter(c, o) != NULL)
+		{
+			o->todo = (o->todo & ~ZKT_BARRIER) | ZKT_CHILDREN;
+			o->peek = COH_PEEK_WANTED;
+		}
+	}
+	else if (c->linger_ms > 0 || zcoh_first_waiter(c, o) != NULL)
+		zcoh_ask_peek(o, connected);	/* ready before the release */
+	return -1;
+}
+
+long
+zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
+{
+	long		next_ms = -1;
+	int			i;
+
+	zcoh_tend_riders(c);
+	if (!c->handover)
+	{
+		zcoh_turn_off(c);
+		return -1;
+	}
+	place_requests(c, connected, mono);
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *o = &c->t->slots[i];
+		long		ms;
 
 		if (!zcoh_carries(c, o) && !(o->zstate == ZKS_QUEUED && zcoh_eligible_x(c, o) && !o->abandoned))
 			continue;
-		if (o->zstate == ZKS_LINGER)
-		{
-			if (mono >= o->linger_until || o->foreign || !zcoh_may_pass(c, o, connected, mono))
-				zcoh_end_linger(o);
-			else
-			{
-				long		ms = (long) ((o->linger_until - mono + 999) / 1000);
-
-				next_ms = (next_ms < 0 || ms < next_ms) ? ms : next_ms;
-			}
-		}
-		else if (o->abandoned)
-			zcoh_release(c, o, connected, mono);
-		else if (o->zstate == ZKS_QUEUED)
-		{
-			/*
-			 * Its blocker went (a barrier read is due) and local waiters
-			 * wait behind it: read the queue instead, with the child watch,
-			 * so that one read both grants it and arms its hand-overs.
-			 */
-			if ((o->todo & ZKT_BARRIER) && o->peek == COH_PEEK_NONE && connected &&
-				zcoh_first_waiter(c, o) != NULL)
-			{
-				o->todo = (o->todo & ~ZKT_BARRIER) | ZKT_CHILDREN;
-				o->peek = COH_PEEK_WANTED;
-			}
-		}
-		else if (c->linger_ms > 0 || zcoh_first_waiter(c, o) != NULL)
-			zcoh_ask_peek(o, connected);	/* ready before the release */
+		ms = tend_carrier(c, o, connected, mono);
+		if (ms >= 0 && (next_ms < 0 || ms < next_ms))
+			next_ms = ms;
 	}
 	(void) now;
 	return next_ms;

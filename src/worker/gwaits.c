@@ -835,33 +835,16 @@ switch_to(int64 session, const char *root)
 }
 
 /*
- * Each loop turn: publish what changed, and a round when one is due.
- * Returns the ms until the worker must look again without news (-1: not
- * before a request waits).
+ * Our claim and others': look for one of ours left over, drop ours once its
+ * victim's node is gone or its time is up, look for a claim that names us,
+ * and write our document for one.
  */
-long
-zkl_gwaits_tend(ZklCore *core)
+static void
+tend_claims(ZklCore *core, int64 mono, TimestampTz now)
 {
-	int64		session = zkl_shared->t.session_id;
-	const char *root = zkl_shared->t.roots[zkl_shared->t.cur_root];
-	int64		mono = zkl_mono_now();
-	TimestampTz now = GetCurrentTimestamp();
-	int64		due;
-	uint64		print;
-	int			len;
 	char		path[ZKL_PATH_LEN];
+	int			len;
 
-	the_core = core;
-	if (zkc_handle() == NULL || zkl_shared->t.conn_state != ZKC_CONNECTED || session == 0 ||
-		DeadlockTimeout <= 0)
-		return -1;
-	if (doc == NULL)
-	{
-		doc = MemoryContextAlloc(TopMemoryContext, ZGW_DOC_LEN);
-		sent_doc = MemoryContextAllocZero(TopMemoryContext, ZGW_DOC_LEN);
-	}
-	if (session != for_session || strcmp(root, for_root) != 0)
-		switch_to(session, root);
 	if (claim_check)
 	{
 		claim_check = false;
@@ -902,21 +885,23 @@ zkl_gwaits_tend(ZklCore *core)
 		LWLockRelease(zkl_shared->lock);
 		publish(len);
 	}
-	if (phase == PH_CONFIRMING)
-	{
-		if (mono >= claim_until && reads_due == 0)
-		{
-			confirm_broken = true;	/* not all in time */
-			confirmations_over();
-		}
-		else if (reads_due == 0 && mono >= next_poll)
-			poll_confirmations();
-		return RETRY_MS;
-	}
-	if (phase != PH_IDLE)
-		return RETRY_MS;		/* the replies move it on */
+}
 
-	/* cheap first: only a round due or a changed wait formats the document */
+/*
+ * Our long waits: publish what changed (cheap first: only a round due or a
+ * changed wait formats the document), and read every cluster's when a
+ * round is due.  Returns the ms until it must look again (-1: not before a
+ * request waits).
+ */
+static long
+tend_waits(ZklCore *core, int64 mono, TimestampTz now)
+{
+	int64		due;
+	uint64		print;
+	int			len = -1;
+	bool		round;
+	char		path[ZKL_PATH_LEN];
+
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	due = zgw_next_due(&zkl_shared->t, DeadlockTimeout);
 	/* (nothing published and no long wait: the usual case costs the one scan) */
@@ -935,16 +920,13 @@ zkl_gwaits_tend(ZklCore *core)
 		print ^= 0x9e3779b97f4a7c15ULL;
 	if (due == 0 || now < due)
 		sems_listed = false;	/* no round due: the next one lists them afresh */
+	round = due != 0 && now >= due && mono >= next_round;
 	/* a round due: first what the semaphores waited for have ahead of them */
-	if (due != 0 && now >= due && mono >= next_round && !sems_listed && list_sems(now))
+	if (round && !sems_listed && list_sems(now))
 		return RETRY_MS;
-	len = -1;
-	if ((due != 0 && now >= due && mono >= next_round) ||
-		(published && print != sent_print && mono >= next_write) ||
+	if (round || (published && print != sent_print && mono >= next_write) ||
 		((published || doc_may_exist) && (due == 0 || now < due)))
 	{
-		bool		round = due != 0 && now >= due && mono >= next_round;
-
 		/* a round reads the lock manager again; a rewrite drops the waits that ended */
 		nheavy_sent = round ? gather_heavy(now) : keep_heavy(nheavy_sent);
 		heavy_changed = false;
@@ -952,15 +934,13 @@ zkl_gwaits_tend(ZklCore *core)
 		len = format_doc(core, now, nheavy_sent);
 		LWLockRelease(zkl_shared->lock);
 	}
+	/*
+	 * The first document of a spell of long waits: the other clusters of a
+	 * cycle publish theirs about now too (their waits began with ours), so
+	 * read a moment later rather than a deadlock_timeout.
+	 */
 	if (len > 0 && !published && mono >= next_round)
-	{
-		/*
-		 * The first document of a spell of long waits: the other clusters
-		 * of a cycle publish theirs about now too (their waits began with
-		 * ours), so read a moment later rather than a deadlock_timeout.
-		 */
 		next_round = mono + (int64) Min(FIRST_READ_MS, DeadlockTimeout / 4) * 1000;
-	}
 	if (len >= 0)
 	{
 		publish(len);
@@ -982,6 +962,47 @@ zkl_gwaits_tend(ZklCore *core)
 		return Max((long) ((due - now) / 1000) + 1, 1);
 	/* long waits: the next round, and a look for waits that changed meanwhile */
 	return Max(Min((long) ((next_round - mono) / 1000) + 1, REWRITE_MS), 1);
+}
+
+/*
+ * Each loop turn: publish what changed, and a round when one is due.
+ * Returns the ms until the worker must look again without news (-1: not
+ * before a request waits).
+ */
+long
+zkl_gwaits_tend(ZklCore *core)
+{
+	int64		session = zkl_shared->t.session_id;
+	const char *root = zkl_shared->t.roots[zkl_shared->t.cur_root];
+	int64		mono = zkl_mono_now();
+	TimestampTz now = GetCurrentTimestamp();
+
+	the_core = core;
+	if (zkc_handle() == NULL || zkl_shared->t.conn_state != ZKC_CONNECTED || session == 0 ||
+		DeadlockTimeout <= 0)
+		return -1;
+	if (doc == NULL)
+	{
+		doc = MemoryContextAlloc(TopMemoryContext, ZGW_DOC_LEN);
+		sent_doc = MemoryContextAllocZero(TopMemoryContext, ZGW_DOC_LEN);
+	}
+	if (session != for_session || strcmp(root, for_root) != 0)
+		switch_to(session, root);
+	tend_claims(core, mono, now);
+	if (phase == PH_CONFIRMING)
+	{
+		if (mono >= claim_until && reads_due == 0)
+		{
+			confirm_broken = true;	/* not all in time */
+			confirmations_over();
+		}
+		else if (reads_due == 0 && mono >= next_poll)
+			poll_confirmations();
+		return RETRY_MS;
+	}
+	if (phase != PH_IDLE)
+		return RETRY_MS;		/* the replies move it on */
+	return tend_waits(core, mono, now);
 }
 
 /*

@@ -181,6 +181,65 @@ zkc_close(zhandle_t *zh)
 }
 
 /*
+ * What the library waits for: its socket (PGINVALID_SOCKET: none) and the
+ * events on it; returns wait_ms shortened to the library's own timeout.
+ */
+static long
+library_interest(zhandle_t *zh, long wait_ms, pgsocket *fd, uint32 *sock_events)
+{
+	int			zfd = -1;
+	int			interest = 0;
+	struct timeval tv = {0, 0};
+	long		lib_ms;
+
+	*sock_events = 0;
+	if (zookeeper_interest(zh, &zfd, &interest, &tv) == ZOK)
+		/* round up: a sub-millisecond timeout must not spin */
+		lib_ms = (long) tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+	else
+		/* a failed connect: the library moves on (or backs off) next call */
+		lib_ms = 10;
+	if (interest & ZOOKEEPER_READ)
+		*sock_events |= WL_SOCKET_READABLE;
+	if (interest & ZOOKEEPER_WRITE)
+		*sock_events |= WL_SOCKET_WRITEABLE;
+	*fd = (zfd < 0 || *sock_events == 0) ? PGINVALID_SOCKET : zfd;
+	return (wait_ms < 0) ? lib_ms : Min(wait_ms, lib_ms);
+}
+
+/*
+ * Let the library act on what the wait saw.  It reads one reply per call;
+ * under load the socket holds many: read them all before the next plan,
+ * which then sends what they released in one go (ZNOTHING: none complete
+ * is left).
+ */
+static void
+process_events(zhandle_t *zh, int rc)
+{
+	int			zev = 0;
+	int			rc_zk;
+	int			i;
+
+	if (rc & WL_SOCKET_READABLE)
+		zev |= ZOOKEEPER_READ;
+	if (rc & WL_SOCKET_WRITEABLE)
+		zev |= ZOOKEEPER_WRITE;
+	rc_zk = zookeeper_process(zh, zev);
+	settle();
+	if (rc_zk != ZOK || !(zev & ZOOKEEPER_READ))
+		return;
+	for (i = 0; i < MAX_REPLIES_PER_WAKE; i++)
+	{
+		if (zoo_state(zh) != ZOO_CONNECTED_STATE)
+			break;
+		rc_zk = zookeeper_process(zh, ZOOKEEPER_READ);
+		settle();
+		if (rc_zk != ZOK)
+			break;
+	}
+}
+
+/*
  * Sleep until the ZooKeeper socket is ready, our latch is set, or a timeout
  * (the library's, or max_wait_ms if sooner; -1 for none), then let the
  * library do its work.  Returns the WaitLatchOrSocket() result.
@@ -188,8 +247,7 @@ zkc_close(zhandle_t *zh)
 int
 zkc_wait(zhandle_t *zh, long max_wait_ms)
 {
-	int			fd = -1;
-	int			interest = 0;
+	pgsocket	fd = PGINVALID_SOCKET;
 	uint32		sock_events = 0;
 	long		wait_ms = max_wait_ms;
 	WaitEvent	events[3];
@@ -199,24 +257,7 @@ zkc_wait(zhandle_t *zh, long max_wait_ms)
 	bool		connected;
 
 	if (zh != NULL)
-	{
-		struct timeval tv = {0, 0};
-		long		lib_ms;
-
-		if (zookeeper_interest(zh, &fd, &interest, &tv) == ZOK)
-			/* round up: a sub-millisecond timeout must not spin */
-			lib_ms = (long) tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
-		else
-			/* a failed connect: the library moves on (or backs off) next call */
-			lib_ms = 10;
-		wait_ms = (wait_ms < 0) ? lib_ms : Min(wait_ms, lib_ms);
-		if (interest & ZOOKEEPER_READ)
-			sock_events |= WL_SOCKET_READABLE;
-		if (interest & ZOOKEEPER_WRITE)
-			sock_events |= WL_SOCKET_WRITEABLE;
-	}
-	if (fd < 0 || sock_events == 0)
-		fd = PGINVALID_SOCKET;
+		wait_ms = library_interest(zh, wait_ms, &fd, &sock_events);
 	connected = zh != NULL && zoo_state(zh) == ZOO_CONNECTED_STATE;
 
 	if (wait_set == NULL || fd != wait_fd || !connected || !wait_connected)
@@ -242,37 +283,8 @@ zkc_wait(zhandle_t *zh, long max_wait_ms)
 		rc |= WL_TIMEOUT;
 	if (rc & WL_LATCH_SET)
 		ResetLatch(MyLatch);
-
 	if (zh != NULL)
-	{
-		int			zev = 0;
-		int			rc_zk;
-
-		if (rc & WL_SOCKET_READABLE)
-			zev |= ZOOKEEPER_READ;
-		if (rc & WL_SOCKET_WRITEABLE)
-			zev |= ZOOKEEPER_WRITE;
-
-		/*
-		 * The library reads one reply per call.  Under load the socket holds
-		 * many: read them all before the next plan, which then sends what
-		 * they released in one go (ZNOTHING: none complete is left).
-		 */
-		rc_zk = zookeeper_process(zh, zev);
-		settle();
-		if (rc_zk == ZOK && (zev & ZOOKEEPER_READ))
-		{
-			for (i = 0; i < MAX_REPLIES_PER_WAKE; i++)
-			{
-				if (zoo_state(zh) != ZOO_CONNECTED_STATE)
-					break;
-				rc_zk = zookeeper_process(zh, ZOOKEEPER_READ);
-				settle();
-				if (rc_zk != ZOK)
-					break;
-			}
-		}
-	}
+		process_events(zh, rc);
 	return rc;
 }
 
