@@ -1,0 +1,535 @@
+/*
+ * requests.c — the ZooKeeper requests core.c plans, for the worker
+ * (worker.c): planning under the slot-table lock, sending them (creates
+ * and deletes of several slots as multis, pipelined), and handing each
+ * reply and watch event back to core.c under the lock.
+ * Part of the worker: runs in its process only.
+ */
+#include "postgres.h"
+
+#include "access/xlog.h"
+#include "storage/lwlock.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "zk_lock.h"
+#include "zk_client.h"
+#include "orphans.h"
+#include "queue_read.h"
+#include "requests.h"
+
+/* One multi in flight: its ops, their results, and what core.c needs back. */
+typedef struct Batch
+{
+	int			n;
+	bool		del[ZKL_BATCH_MAX];	/* a delete (else a create) */
+	uint64		tags[ZKL_BATCH_MAX];
+	zoo_op_t	ops[ZKL_BATCH_MAX];
+	zoo_op_result_t results[ZKL_BATCH_MAX];
+	char		names[ZKL_BATCH_MAX][ZKL_PATH_LEN]; /* ops' paths; created nodes' paths */
+	char		data[ZKL_BATCH_MAX][ZKL_NODE_DATA_LEN]; /* created nodes' data */
+} Batch;
+
+#define BATCH_POOL	4			/* spare batches kept for reuse */
+
+static Batch *batch_pool[BATCH_POOL];
+static int	batch_pooled = 0;
+
+static ZkrChild *childbuf = NULL;	/* the last listing, parsed and sorted */
+static int	maxchild = 0;
+static zoo_op_result_t *verify_results = NULL;	/* one per slot, alive until the reply */
+static zoo_op_result_t proof_result;
+static ZklCore *core;		/* the worker's (zkl_requests_init) */
+
+static void *
+tag_ctx(uint64 tag)
+{
+	return (void *) (uintptr_t) tag;
+}
+
+static uint64
+ctx_tag(const void *ctx)
+{
+	return (uint64) (uintptr_t) ctx;
+}
+
+/* Parse and sort a children listing into childbuf; returns how many. */
+static int
+collect_children(const struct String_vector *children)
+{
+	if (children->count > maxchild)
+	{
+		maxchild = Max(children->count, 64);
+		childbuf = childbuf ? repalloc(childbuf, maxchild * sizeof(ZkrChild))
+			: MemoryContextAlloc(TopMemoryContext, maxchild * sizeof(ZkrChild));
+	}
+	return zkr_collect((const char *const *) children->data, children->count, childbuf);
+}
+
+/* ---- completions and watchers: hand the result to core->c, under the lock ---- */
+
+static void
+key_node_done(int rc, const char *value, const void *ctx)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_key_node_reply(core, ctx_tag(ctx), rc);
+	LWLockRelease(zkl_shared->lock);
+	if (rc != ZNOAUTH)
+		zkc_create_answered(rc, value, ctx);
+}
+
+static void
+create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
+{
+	bool		stray;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	stray = zcore_create_reply(core, ctx_tag(ctx), rc, name, stat != NULL,
+							   stat ? stat->czxid : 0);
+	LWLockRelease(zkl_shared->lock);
+	if (stray)
+		zkl_delete_stray(name, NULL);
+}
+
+static void
+children_reply(int rc, const struct String_vector *strings, const void *ctx, bool watched)
+{
+	int			n = rc == ZOK ? collect_children(strings) : 0;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_children_reply(core, ctx_tag(ctx), rc, childbuf, n, watched);
+	LWLockRelease(zkl_shared->lock);
+	zkl_check_suspects();
+}
+
+static void
+children_done(int rc, const struct String_vector *strings, const struct Stat *stat,
+			  const void *ctx)
+{
+	children_reply(rc, strings, ctx, false);
+}
+
+/* A listing that set a child watch on the key (send_listing). */
+static void
+watched_children_done(int rc, const struct String_vector *strings, const struct Stat *stat,
+					  const void *ctx)
+{
+	children_reply(rc, strings, ctx, true);
+}
+
+static void
+watch_set(int rc, const char *value, int value_len, const struct Stat *stat,
+		  const void *ctx)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_watch_set_reply(core, ctx_tag(ctx), rc, value, value_len);
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+unmark_done(int rc, const struct Stat *stat, const void *ctx)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_unmark_reply(core, ctx_tag(ctx), rc);
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+predecessor_watch(zhandle_t *h, int type, int state, const char *path, void *ctx)
+{
+	/* the library also hands session events to every watcher; not ours */
+	if (type == ZOO_SESSION_EVENT)
+		return;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_watch_event(core, ctx_tag(ctx), type == ZOO_DELETED_EVENT, path ? path : "");
+	LWLockRelease(zkl_shared->lock);
+}
+
+/*
+ * A key's child watch (semaphores, hand-over): routed by the key's path, so
+ * it is set with no context of a slot's.  The library keeps one watcher per
+ * function and context, so one change of the key runs this once, however
+ * many of our requests read the key with the watch.
+ */
+static void
+key_children_watch(zhandle_t *h, int type, int state, const char *path, void *ctx)
+{
+	if (type == ZOO_SESSION_EVENT)
+		return;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_watch_event(core, ZKL_KEY_WATCH_TAG, type == ZOO_DELETED_EVENT, path ? path : "");
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+barrier_done(int rc, const struct Stat *stat, const void *ctx)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_barrier_reply(core, ctx_tag(ctx), rc);
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+delete_done(int rc, const void *ctx)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_delete_reply(core, ctx_tag(ctx), rc);
+	LWLockRelease(zkl_shared->lock);
+}
+
+/* A batch from the pool: under load one is in flight per multi at a time. */
+static Batch *
+batch_get(void)
+{
+	Batch	   *b;
+
+	b = batch_pooled > 0 ? batch_pool[--batch_pooled] :
+		MemoryContextAlloc(TopMemoryContext, sizeof(Batch));
+	b->n = 0;
+	return b;
+}
+
+static void
+batch_put(Batch *b)
+{
+	if (batch_pooled < BATCH_POOL)
+		batch_pool[batch_pooled++] = b;
+	else
+		pfree(b);
+}
+
+static void
+multi_done(int rc, const void *data)
+{
+	Batch	   *b = (Batch *) data;
+	bool		stray[ZKL_BATCH_MAX];
+	int			errs[ZKL_BATCH_MAX];
+	const char *names[ZKL_BATCH_MAX];
+	int			i;
+
+	for (i = 0; i < b->n; i++)
+	{
+		errs[i] = b->results[i].err;
+		names[i] = b->names[i];
+	}
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_multi_reply(core, b->n, b->tags, b->del, names, rc, errs, stray);
+	LWLockRelease(zkl_shared->lock);
+
+	for (i = 0; i < b->n; i++)
+		if (stray[i])
+			zkl_delete_stray(b->names[i], NULL);
+	batch_put(b);
+}
+
+static void
+recover_done(int rc, const struct String_vector *strings, const struct Stat *stat,
+			 const void *ctx)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_recover_reply(core, ctx_tag(ctx), rc,
+						rc == ZOK ? (const char *const *) strings->data : NULL,
+						rc == ZOK ? strings->count : 0);
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+stat_done(int rc, const struct Stat *stat, const void *ctx)
+{
+	char		stray[ZKL_PATH_LEN];
+	bool		is_stray;
+
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	is_stray = zcore_stat_reply(core, ctx_tag(ctx), rc, rc == ZOK ? stat->ephemeralOwner : 0,
+								rc == ZOK ? stat->czxid : 0, stray);
+	LWLockRelease(zkl_shared->lock);
+	if (is_stray)
+		zkl_delete_stray(stray, NULL);
+}
+
+static void
+verify_done(int rc, const void *ctx)
+{
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zcore_verify_reply(core, ctx_tag(ctx), rc);
+	LWLockRelease(zkl_shared->lock);
+}
+
+static void
+proof_done(int rc, const void *data)
+{
+	zcore_proof_reply(core, (uint64) (uintptr_t) data, rc);
+}
+
+/* ---- plan and send ---- */
+
+/* Under the lock, let core->c pick the calls owed.  Returns the ms until it must plan again. */
+long
+zkl_requests_plan(void)
+{
+	bool		connected;
+	int64		session;
+	int64		proof_at;
+	long		next_ms;
+
+	proof_at = zkl_proof_read(&session);
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	connected = zkc_handle() != NULL && zkl_shared->t.conn_state == ZKC_CONNECTED;
+	if (session != zkl_shared->t.session_id)
+		proof_at = 0;
+	next_ms = zcore_plan(core, connected, proof_at);
+	if (connected)
+		zkl_query_start();
+	LWLockRelease(zkl_shared->lock);
+	return next_ms;
+}
+
+/*
+ * One cheap leader-checked request: a multi holding a check of the root
+ * (a write, so it goes through the leader; its answer, even "no node",
+ * says the session was alive there).
+ */
+void
+zkl_requests_send_proof(void)
+{
+	zoo_op_t	check;
+
+	zoo_check_op_init(&check, zkl_shared->t.roots[zkl_shared->t.cur_root], -1);
+	core->proof_sent = zkl_mono_now();
+	zcore_proof_sent(core,
+					 zoo_amulti(zkc_handle(), 1, &check, &proof_result, proof_done,
+								(const void *) (uintptr_t) core->proof_gen) == ZOK);
+}
+
+/* Create root path components (persistent) and the key node (container). */
+static void
+send_parents(const ZklSlot *s, void *ctx)
+{
+	char		path[ZKL_PATH_LEN];
+
+	zkc_create_persistent(zkl_shared->t.roots[s->root_id]);
+	zcore_key_path(&zkl_shared->t, s, path);
+	zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), ZOO_CONTAINER, key_node_done, ctx);
+}
+
+/* The path a slot's create asks for: the sequence is appended by the server. */
+static void
+create_path(const ZklSlot *s, const char *uuid, char *out)
+{
+	char		prefix[ZKL_NODE_BUFLEN];
+
+	zkr_node_prefix(s->mode, uuid, GetSystemIdentifier(), s->owner_pid, s->holders,
+					prefix, sizeof(prefix));
+	zcore_child_path(&zkl_shared->t, s, prefix, out);
+}
+
+/*
+ * zk_lock.test_orphan: a node of our session, with our name pattern, that no
+ * slot owns, ahead of the slot's own node: what a create applied after its
+ * lookup leaves behind.  Tests use it to see such nodes cleaned up.
+ */
+static void
+send_test_orphan(const ZklSlot *s)
+{
+	char		uuid[ZKL_UUID_LEN + 1];
+	char		path[ZKL_PATH_LEN];
+
+	zkl_new_uuid(uuid);
+	create_path(s, uuid, path);
+	zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), ZOO_EPHEMERAL_SEQUENTIAL, zkc_create_answered, NULL);
+}
+
+/*
+ * Read the key's children for slot s.  Some reads also set a child watch on
+ * the key (zcore_listing_watches); core->c routes its event by the key's
+ * path, not by this tag.
+ */
+static int
+send_listing(const ZklSlot *s, const char *key_path, void *ctx)
+{
+	if (zcore_listing_watches(core, s))
+		return zoo_awget_children2(zkc_handle(), key_path, key_children_watch, NULL,
+								   watched_children_done, ctx);
+	return zoo_aget_children2(zkc_handle(), key_path, 0, children_done, ctx);
+}
+
+/* Send the multis core->c groups, each with the new nodes' listings right behind. */
+static void
+send_batches(void)
+{
+	int			members[ZKL_BATCH_MAX];
+	int			n;
+	int			j;
+
+	if (!zcore_batch_wanted(core))
+		return;					/* the usual light-load turn: no multi, no lock taken */
+	for (;;)
+	{
+		Batch	   *b;
+
+		/* it counts the batched ops in shared memory */
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		n = zcore_next_batch(core, members);
+		LWLockRelease(zkl_shared->lock);
+		if (n == 0)
+			break;
+		b = batch_get();
+
+		for (j = 0; j < n; j++)
+		{
+			const ZklOp *op = &core->ops[members[j]];
+			const ZklSlot *s = &zkl_shared->t.slots[op->idx];
+
+			b->del[j] = op->kind == OP_DELETE;
+			b->tags[j] = zcore_tag(op->idx, op->attempt);
+			if (b->del[j])
+			{
+				zcore_child_path(&zkl_shared->t, s, s->node, b->names[j]);
+				zoo_delete_op_init(&b->ops[j], b->names[j], -1);
+			}
+			else
+			{
+				/* a multi-key request's key nodes go first: the server answers in order */
+				if (op->parents)
+					send_parents(s, tag_ctx(b->tags[j]));
+				/* names[] is read when the multi is sent, and gets the result */
+				create_path(s, s->uuid, b->names[j]);
+				zcore_node_data(s, b->data[j]);
+				zoo_create_op_init(&b->ops[j], b->names[j], b->data[j], strlen(b->data[j]),
+								   zkc_acl(), ZOO_EPHEMERAL_SEQUENTIAL,
+								   b->names[j], ZKL_PATH_LEN);
+			}
+		}
+		b->n = n;
+		if (zoo_amulti(zkc_handle(), b->n, b->ops, b->results, multi_done, b) != ZOK)
+			elog(ERROR, "zk_lock: could not send a ZooKeeper multi");
+		zcore_write_sent(core);
+		/* each new node's key's children, in the same round trip, as for a single create */
+		for (j = 0; j < b->n; j++)
+		{
+			char		path[ZKL_PATH_LEN];
+			const ZklSlot *s;
+
+			if (b->del[j])
+				continue;
+			s = &zkl_shared->t.slots[core->ops[members[j]].idx];
+			zcore_key_path(&zkl_shared->t, s, path);
+			(void) send_listing(s, path, tag_ctx(b->tags[j]));
+		}
+	}
+}
+
+/* Issue one planned call on its own.  Returns the library's result. */
+static int
+send_op(const ZklOp *op)
+{
+	const ZklSlot *s = &zkl_shared->t.slots[op->idx];
+	void	   *ctx = tag_ctx(zcore_tag(op->idx, op->attempt));
+	char		path[ZKL_PATH_LEN];
+	char		parent[ZKL_PATH_LEN];
+	char		data[ZKL_NODE_DATA_LEN];
+	int			rc = ZOK;
+
+	zcore_key_path(&zkl_shared->t, s, parent);
+	switch (op->kind)
+	{
+		case OP_CREATE:
+			if (op->parents)
+				send_parents(s, ctx);
+			if (zkl_test_orphan)
+				send_test_orphan(s);
+			create_path(s, s->uuid, path);
+			zcore_node_data(s, data);
+			rc = zoo_acreate2(zkc_handle(), path, data, strlen(data),
+							  zkc_acl(), ZOO_EPHEMERAL_SEQUENTIAL, create_done, ctx);
+			if (rc == ZOK)
+			{
+				zcore_write_sent(core);
+				/* same round trip: the server answers a session in order */
+				rc = send_listing(s, parent, ctx);
+			}
+			break;
+		case OP_CHILDREN:
+			rc = send_listing(s, parent, ctx);
+			break;
+		case OP_RECOVER:
+			/*
+			 * The server we reconnected to may lag the leader: a sync first,
+			 * so the lookup sees every create of ours the leader applied.
+			 */
+			rc = zoo_async(zkc_handle(), parent, zkc_sync_answered, NULL);
+			if (rc == ZOK)
+				rc = zoo_aget_children2(zkc_handle(), parent, 0, recover_done, ctx);
+			break;
+		case OP_STAT:
+			zcore_child_path(&zkl_shared->t, s, s->node, path);
+			rc = zoo_aexists(zkc_handle(), path, 0, stat_done, ctx);
+			break;
+		case OP_BARRIER:
+			zcore_child_path(&zkl_shared->t, s, s->node, path);
+			rc = zoo_aexists(zkc_handle(), path, 0, barrier_done, ctx);
+			break;
+		case OP_VERIFY:
+			{
+				/* a multi is a write: it goes through the leader, so a reply
+				 * proves the session alive there, now */
+				zoo_op_t	check;
+
+				zcore_child_path(&zkl_shared->t, s, s->node, path);
+				zoo_check_op_init(&check, path, -1);
+				rc = zoo_amulti(zkc_handle(), 1, &check, &verify_results[op->idx], verify_done, ctx);
+			}
+			break;
+		case OP_WATCH:
+			zcore_child_path(&zkl_shared->t, s, s->watch, path);
+			rc = zoo_awget(zkc_handle(), path, predecessor_watch, ctx, watch_set, ctx);
+			break;
+		case OP_UNMARK:
+			zcore_child_path(&zkl_shared->t, s, s->node, path);
+			zcore_node_data(s, data);
+			rc = zoo_aset(zkc_handle(), path, data, strlen(data), -1, unmark_done, ctx);
+			break;
+		case OP_DELETE:
+			zcore_child_path(&zkl_shared->t, s, s->node, path);
+			rc = zoo_adelete(zkc_handle(), path, -1, delete_done, ctx);
+			if (rc == ZOK)
+				zcore_write_sent(core);
+			break;
+	}
+	return rc;
+}
+
+/*
+ * Issue the planned calls.  The slots' names and data are stable here: the
+ * plan moved each into a state that only this process changes.
+ */
+void
+zkl_requests_send(void)
+{
+	int			i;
+
+	send_batches();
+	for (i = 0; i < core->nops; i++)
+	{
+		int			rc;
+
+		if (core->ops[i].batched)
+			continue;
+		rc = send_op(&core->ops[i]);
+
+		/*
+		 * ZINVALIDSTATE: the session just ended and zkl_session_lost() will
+		 * re-queue.  Anything else is a local failure to build a request.
+		 */
+		if (rc != ZOK && rc != ZINVALIDSTATE)
+			elog(ERROR, "zk_lock: could not send a ZooKeeper request: %s", zerror(rc));
+	}
+}
+
+/* Room for what the requests of nslots slots need; core is the worker's. */
+void
+zkl_requests_init(ZklCore *worker_core, int nslots)
+{
+	core = worker_core;
+	verify_results = MemoryContextAllocZero(TopMemoryContext, nslots * sizeof(zoo_op_result_t));
+}
