@@ -3,10 +3,11 @@
  * recipe, from a claimed request to a granted, refused, failed or lost one
  * and back to a free slot.  No I/O, no PostgreSQL: the host performs what
  * is decided, and the simulator runs these files against a model ZooKeeper.
- * This file: a slot's failures and losses, and what a new connection,
- * handle, session or worker means for every slot.  Replies are in
- * core_reply.c, grants in core_grant.c, planning in core_plan.c, batching
- * in core_batch.c.
+ * This file, the ground the others stand on: a slot's grant, failures and
+ * losses, the steps of ours local hand-over takes (cohort.c), and what a
+ * new connection, handle, session or worker means for every slot.
+ * Replies are in core_reply.c, the decisions on a queue read in
+ * core_grant.c, planning in core_plan.c, batching in core_batch.c.
  * Every function here that reads or writes the table runs under the
  * slot-table lock; zcore_new_handle, zcore_write_sent and the proof's
  * functions touch only the worker's own state (ZklCore) and need none.
@@ -470,3 +471,83 @@ zcore_write_answered(ZklCore *c)
  * for want of the key node, which is then this refusal.  Failing the slot
  * here would leave that node, if made, to nobody.
  */
+
+/*
+ * The slot's node is first in line (for its mode).  During a lock-delay
+ * (presence.c) the grant waits, and the queue is read again when it ends.
+ * A try-lock waits too: it never queues behind a holder, but the delay is
+ * no holder, and it ends within zk_lock.lock_delay.
+ */
+void
+zcore_grant(ZklCore *c, ZklSlot *s)
+{
+	int64_t		until;
+
+	/* a watch event seen before this answer asks for nothing more */
+	s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
+	if (s->result == ZKR_PENDING && c->env->grants_paused(c->env->arg, zcore_mono(c), &until))
+	{
+		s->delayed_until = until;
+		return;
+	}
+	zks_move(s, ZKS_HELD);
+	if (s->result == ZKR_PENDING)
+	{
+		s->session_id = c->t->session_id;
+		__atomic_thread_fence(__ATOMIC_RELEASE);	/* the owner reads it after the result, unlocked */
+		s->result = ZKR_GRANTED;
+		s->granted_at = zcore_wall(c);
+		c->t->counters.grants++;
+		zcore_wake(c, s);
+	}
+}
+
+/* ---- local hand-over (cohort.c): the steps of ours that it takes ---- */
+
+static void
+host_grant(void *arg, ZklSlot *s)
+{
+	zcore_grant((ZklCore *) arg, s);
+}
+
+static void
+host_lose(void *arg, ZklSlot *s)
+{
+	zcore_lose_slot((ZklCore *) arg, s);
+}
+
+static void
+host_requeue(void *arg, ZklSlot *s)
+{
+	zcore_requeue((ZklCore *) arg, s);
+}
+
+static void
+host_wake(void *arg, ZklSlot *s)
+{
+	zcore_wake((ZklCore *) arg, s);
+}
+
+static bool
+host_grants_paused(void *arg, int64_t at)
+{
+	const ZklCore *c = arg;
+	int64_t		until;
+
+	return c->env->grants_paused(c->env->arg, at, &until);
+}
+
+/* c's hand-over state, with its table and our steps filled in. */
+ZklCohort *
+zcore_cohort_of(ZklCore *c)
+{
+	c->cohort_host.arg = c;
+	c->cohort_host.grant = host_grant;
+	c->cohort_host.lose = host_lose;
+	c->cohort_host.requeue = host_requeue;
+	c->cohort_host.wake = host_wake;
+	c->cohort_host.grants_paused = host_grants_paused;
+	c->cohort.t = c->t;
+	c->cohort.host = &c->cohort_host;
+	return &c->cohort;
+}

@@ -1,7 +1,8 @@
 /*
  * core_grant.c — the worker's decisions (core.h) on a queue it has read:
- * grant, wait behind the node that blocks, refuse a try, or wait a bounded
- * time for a lingering node; a semaphore's places; a lingering node's mark.
+ * grant (core.c grants), wait behind the node that blocks, refuse a try,
+ * or wait a bounded time for a lingering node; a semaphore's places; a
+ * lingering node's mark.
  */
 #include "core_int.h"
 
@@ -77,35 +78,6 @@ zcore_refuse_try(ZklCore *c, ZklSlot *s)
 	zcore_wake(c, s);
 }
 
-/*
- * The slot's node is first in line (for its mode).  During a lock-delay
- * (presence.c) the grant waits, and the queue is read again when it ends.
- * A try-lock waits too: it never queues behind a holder, but the delay is
- * no holder, and it ends within zk_lock.lock_delay.
- */
-void
-zcore_grant(ZklCore *c, ZklSlot *s)
-{
-	int64_t		until;
-
-	/* a watch event seen before this answer asks for nothing more */
-	s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
-	if (s->result == ZKR_PENDING && c->env->grants_paused(c->env->arg, zcore_mono(c), &until))
-	{
-		s->delayed_until = until;
-		return;
-	}
-	zks_move(s, ZKS_HELD);
-	if (s->result == ZKR_PENDING)
-	{
-		s->session_id = c->t->session_id;
-		__atomic_thread_fence(__ATOMIC_RELEASE);	/* the owner reads it after the result, unlocked */
-		s->result = ZKR_GRANTED;
-		s->granted_at = zcore_wall(c);
-		c->t->counters.grants++;
-		zcore_wake(c, s);
-	}
-}
 
 /* ---- the linger mark (cohort.c lingers; another cluster's try-lock waits) ---- */
 
@@ -165,55 +137,6 @@ linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, in
 	return now < s->try_until;
 }
 
-/* ---- local hand-over (cohort.c): the steps of ours that it takes ---- */
-
-static void
-host_grant(void *arg, ZklSlot *s)
-{
-	zcore_grant((ZklCore *) arg, s);
-}
-
-static void
-host_lose(void *arg, ZklSlot *s)
-{
-	zcore_lose_slot((ZklCore *) arg, s);
-}
-
-static void
-host_requeue(void *arg, ZklSlot *s)
-{
-	zcore_requeue((ZklCore *) arg, s);
-}
-
-static void
-host_wake(void *arg, ZklSlot *s)
-{
-	zcore_wake((ZklCore *) arg, s);
-}
-
-static bool
-host_grants_paused(void *arg, int64_t at)
-{
-	const ZklCore *c = arg;
-	int64_t		until;
-
-	return c->env->grants_paused(c->env->arg, at, &until);
-}
-
-/* c's hand-over state, with its table and our steps filled in. */
-ZklCohort *
-zcore_cohort_of(ZklCore *c)
-{
-	c->cohort_host.arg = c;
-	c->cohort_host.grant = host_grant;
-	c->cohort_host.lose = host_lose;
-	c->cohort_host.requeue = host_requeue;
-	c->cohort_host.wake = host_wake;
-	c->cohort_host.grants_paused = host_grants_paused;
-	c->cohort.t = c->t;
-	c->cohort.host = &c->cohort_host;
-	return &c->cohort;
-}
 
 bool
 zcore_listing_watches(const ZklCore *c, const ZklSlot *s)
