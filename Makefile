@@ -5,7 +5,8 @@ MODULE_big = zk_lock
 # The folders are the layers (docs/architecture.md): core/ is pure (no
 # PostgreSQL or ZooKeeper header: make core-pure), worker/ is the background
 # worker and the only caller of libzookeeper, backend/ runs in backends;
-# src/ itself holds the module's start-up and its shared memory.
+# src/ itself holds the module's start-up (zk_lock.c, on top), its shared
+# memory (shmem.c) and its settings (settings.c).
 CORE_OBJS = src/core/core.o src/core/core_reply.o src/core/core_grant.o src/core/core_plan.o \
             src/core/core_batch.o src/core/cohort.o src/core/cohort_ride.o src/core/cohort_plan.o src/core/table.o src/core/book.o src/core/holds.o \
             src/core/lock_delay.o src/core/recipe.o src/core/keys.o src/core/cutoff.o \
@@ -15,7 +16,7 @@ WORKER_OBJS = src/worker/worker.o src/worker/session.o src/worker/left_session.o
               src/worker/queue_read.o src/worker/gwaits.o src/worker/requests.o
 BACKEND_OBJS = src/backend/lockfuncs.o src/backend/request.o src/backend/xact.o src/backend/stmt.o src/backend/views.o \
                src/backend/key_text.o
-OBJS = src/zk_lock.o src/shmem.o $(CORE_OBJS) $(WORKER_OBJS) $(BACKEND_OBJS)
+OBJS = src/zk_lock.o src/settings.o src/shmem.o $(CORE_OBJS) $(WORKER_OBJS) $(BACKEND_OBJS)
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(srcdir)/src/worker -I$(srcdir)/src/backend
 EXTENSION = zk_lock
 DATA = zk_lock--1.0.sql zk_lock--1.0--1.1.sql zk_lock--1.1--1.2.sql

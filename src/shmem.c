@@ -16,7 +16,8 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "zk_lock.h"
+#include "shmem.h"
+#include "settings.h"
 #include "holds.h"
 #include "table.h"
 

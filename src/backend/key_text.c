@@ -8,7 +8,8 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 
-#include "zk_lock.h"
+#include "keys.h"
+#include "key_text.h"
 
 /*
  * Encoded key for display: the user's key as given (text) or its number.

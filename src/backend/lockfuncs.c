@@ -24,7 +24,12 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "zk_lock.h"
+#include "lockfuncs.h"
+#include "settings.h"
+#include "shmem.h"
+#include "xact.h"
+#include "key_text.h"
+#include "request.h"
 #include "request.h"
 
 PG_FUNCTION_INFO_V1(zk_unlock_all);

@@ -29,7 +29,11 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "zk_lock.h"
+#include "request.h"
+#include "settings.h"
+#include "shmem.h"
+#include "xact.h"
+#include "key_text.h"
 #include "request.h"
 
 /*

@@ -6,7 +6,10 @@
 
 #include "fmgr.h"
 
-#include "zk_lock.h"
+#include "keys.h"
+
+/* Slack before a backend decides the worker is not serving requests at all. */
+#define WORKER_GRACE_MS 2000
 
 typedef enum ZklWaitKind
 {

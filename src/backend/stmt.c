@@ -13,7 +13,8 @@
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
 
-#include "zk_lock.h"
+#include "stmt.h"
+#include "xact.h"
 
 static ExecutorRun_hook_type prev_executor_run = NULL;
 static ExecutorEnd_hook_type prev_executor_end = NULL;

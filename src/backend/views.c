@@ -15,7 +15,11 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "zk_lock.h"
+#include "settings.h"
+#include "shmem.h"
+#include "lockfuncs.h"
+#include "key_text.h"
+#include "request.h"
 
 PG_FUNCTION_INFO_V1(zk_lock_requests);
 PG_FUNCTION_INFO_V1(zk_lock_status);

@@ -27,7 +27,11 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "zk_lock.h"
+#include "xact.h"
+#include "settings.h"
+#include "shmem.h"
+#include "key_text.h"
+#include "request.h"
 #include "book.h"
 #include "table.h"
 

@@ -20,19 +20,13 @@
 #include "utils/resowner.h"
 #include "utils/elog.h"
 
-#include "zk_lock.h"
+#include "auth.h"
+#include "settings.h"
 #include "zk_client.h"
 
 #define AUTH_GUC_QUOTED	"\"zk_lock.auth\""
 
 static emit_log_hook_type prev_emit_log_hook = NULL;
-
-/* SHOW, current_setting() and pg_settings never see the secret, not even a superuser. */
-const char *
-zkl_show_auth(void)
-{
-	return (zkl_auth == NULL || zkl_auth[0] == '\0') ? "" : "********";
-}
 
 /*
  * PostgreSQL logs a reloaded parameter's new value, and a rejected value in

@@ -41,7 +41,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "zk_lock.h"
+#include "shmem.h"
 #include "zk_client.h"
 #include "gwaits.h"
 

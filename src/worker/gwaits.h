@@ -5,7 +5,6 @@
 #ifndef ZK_LOCK_GWAITS_H
 #define ZK_LOCK_GWAITS_H
 
-#include "zk_lock.h"
 #include "core.h"
 
 extern long zkl_gwaits_tend(ZklCore *core);

@@ -29,7 +29,8 @@
 #include "storage/fd.h"
 #include "utils/timestamp.h"
 
-#include "zk_lock.h"
+#include "settings.h"
+#include "shmem.h"
 #include "zk_client.h"
 #include "left_session.h"
 #include "presence.h"

@@ -5,7 +5,7 @@
 #ifndef ZK_LOCK_ORPHANS_H
 #define ZK_LOCK_ORPHANS_H
 
-#include "zk_lock.h"
+#include "slot.h"
 
 extern void zkl_delete_stray(const char *path, const char *why);
 extern bool zkl_may_be_orphan(const char *name);

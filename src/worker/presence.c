@@ -43,7 +43,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "zk_lock.h"
+#include "shmem.h"
 #include "zk_client.h"
 #include "presence.h"
 #include "lock_delay.h"

@@ -4,8 +4,6 @@
 #ifndef ZK_LOCK_PRESENCE_H
 #define ZK_LOCK_PRESENCE_H
 
-#include "zk_lock.h"
-
 typedef enum ZklMarkState
 {
 	ZKL_MARK_PENDING,

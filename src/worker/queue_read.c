@@ -9,7 +9,7 @@
 
 #include "storage/condition_variable.h"
 
-#include "zk_lock.h"
+#include "shmem.h"
 #include "zk_client.h"
 #include "queue_read.h"
 

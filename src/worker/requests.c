@@ -12,7 +12,8 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "zk_lock.h"
+#include "settings.h"
+#include "shmem.h"
 #include "zk_client.h"
 #include "orphans.h"
 #include "queue_read.h"

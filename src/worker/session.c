@@ -17,7 +17,9 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "zk_lock.h"
+#include "settings.h"
+#include "shmem.h"
+#include "auth.h"
 #include "zk_client.h"
 #include "cutoff.h"
 #include "left_session.h"

@@ -34,7 +34,9 @@
 #include "utils/pidfile.h"
 #include "utils/timestamp.h"
 
-#include "zk_lock.h"
+#include "worker.h"
+#include "settings.h"
+#include "shmem.h"
 #include "zk_client.h"
 #include "left_session.h"
 #include "orphans.h"

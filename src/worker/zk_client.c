@@ -19,7 +19,6 @@
 #include "storage/latch.h"
 #include "utils/memutils.h"
 
-#include "zk_lock.h"
 #include "zk_client.h"
 
 #define RESOLVE_DELAY_MS	30000

@@ -1,15 +1,15 @@
 /*
- * zk_lock.h — shared memory, GUCs and the entry points of the zk_lock
- * extension's files.  The slot table itself (and who writes which field of
- * it) is described in slot.h.
+ * shmem.h — the cluster's zk_lock state in shared memory (shmem.c): the
+ * slot table (slot.h says which process writes which field), the worker's
+ * session state, the commit proof and the query area; claiming slots,
+ * latches and the clock.
  */
-#ifndef ZK_LOCK_H
-#define ZK_LOCK_H
+#ifndef ZK_LOCK_SHMEM_H
+#define ZK_LOCK_SHMEM_H
 
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
-#include "fmgr.h"
 #include "port/atomics.h"
 #include "storage/condition_variable.h"
 #include "storage/lwlock.h"
@@ -113,23 +113,6 @@ typedef struct ZklQuery
 	char		text[ZKL_WAITS_TEXT];	/* the documents of a read of waits, NUL-ended */
 } ZklQuery;
 
-/* GUCs (zk_lock.c) */
-extern char *zkl_hosts;
-extern char *zkl_root;
-extern char *zkl_auth;
-extern int	zkl_session_timeout;
-extern int	zkl_connect_timeout;
-extern int	zkl_max_locks;
-extern bool zkl_verify_on_commit;
-extern int	zkl_proof_bound;
-extern bool zkl_local_handover;
-extern int	zkl_local_handover_limit;
-extern int	zkl_linger;
-extern int	zkl_lock_delay;
-extern bool zkl_test_fail_worker;
-extern bool zkl_test_orphan;
-
-/* shmem.c */
 extern ZklShared *zkl_shared;
 extern ZklQuery *zkl_query;
 extern void zkl_shmem_request(void);
@@ -150,73 +133,5 @@ extern void zkl_proof_note(int64 sent_at, int64 session);
 extern void zkl_proof_forget(void);
 extern int64 zkl_proof_read(int64 *session);
 extern int	zkl_effective_lock_delay(void);
-
-/* worker.c */
-extern PGDLLEXPORT void zkl_worker_main(Datum arg);
-
-/* xact.c */
-extern void zkl_xact_init(void);
-extern void zkl_local_add(int slot, const char *key, char mode, int64 session, bool session_level);
-extern bool zkl_local_stack(const char *key, char mode, bool session_level);
-extern bool zkl_local_held(const char *key, char mode);
-extern bool zkl_local_unlock(const char *key, char mode, bool session_level);
-extern void zkl_local_unlock_all(bool session_level);
-extern void zkl_check_losses(void);
-extern void zkl_acknowledge_losses(const char *key, char mode);
-extern void zkl_discard_all(void);
-extern void zkl_explain_cancel(MemoryContext cxt);
-extern void zkl_run_explained(void (*fn) (void *arg), void *arg);
-extern void zkl_check_for_interrupts(void);
-extern void zkl_xact_check_first(void);
-extern void zkl_set_pending(const int *slots, int n);
-extern int	zkl_local_slot(const char *key, char mode);
-extern int	zkl_local_key_slots(const char *key, int *out, int max);
-extern void zkl_lost_error(const char *key) pg_attribute_noreturn();
-
-/* stmt.c */
-extern void zkl_stmt_hooks_init(void);
-
-/* auth.c */
-typedef enum ZklAuthResult
-{
-	ZKL_AUTH_NONE,
-	ZKL_AUTH_OK,
-	ZKL_AUTH_UNUSABLE
-} ZklAuthResult;
-
-extern const char *zkl_show_auth(void);
-extern void zkl_auth_init(void);
-extern ZklAuthResult zkl_load_credential(char *cred, size_t credlen, char *user, size_t userlen,
-										 const char **why);
-extern bool zkl_digest_id(const char *cred, char *out, size_t outlen);
-
-/*
- * One C entry point per SQL signature: NAME_text and NAME_int8 call
- * IMPL(fcinfo, key kind, ARG) (a text or bigint key, or for the multi-key
- * functions a text[] or bigint[] of keys); ZKL_KEYED_ENTRIES adds
- * NAME_int4_int4, a (key1 int, key2 int) key.  A function's argument types
- * are never read from fn_expr, which a fast-path call (libpq's PQfn) does
- * not have.
- */
-#define ZKL_TEXT_INT8_ENTRIES(name, impl, arg) \
-PG_FUNCTION_INFO_V1(name##_text); \
-PG_FUNCTION_INFO_V1(name##_int8); \
-Datum name##_text(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_TEXT, arg); } \
-Datum name##_int8(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_BIGINT, arg); }
-
-#define ZKL_KEYED_ENTRIES(name, impl, arg) \
-ZKL_TEXT_INT8_ENTRIES(name, impl, arg) \
-PG_FUNCTION_INFO_V1(name##_int4_int4); \
-Datum name##_int4_int4(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_PAIR, arg); }
-
-/* key_text.c */
-extern char *zkl_display_key(const char *encoded);
-
-/* lockfuncs.c */
-/* Slack before a backend decides the worker is not serving requests at all. */
-#define WORKER_GRACE_MS 2000
-extern int	zkl_key_nargs(char kind);
-extern void zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out);
-extern void zkl_check_usable(void);
 
 #endif
