@@ -1,0 +1,229 @@
+/*
+ * gwaits_doc.c — deadlocks across clusters in the worker (see gwaits.c):
+ * the state its files share, the calls' tags and paths, and this cluster's
+ * document: the lock manager's waits, the queues of the semaphores waited
+ * for, gwait.c's formatting.  Part of the worker: runs in its process only.
+ */
+#include "gwaits_int.h"
+
+static MemoryContext gw_cxt = NULL;	/* the lock manager's answers, reset each time */
+static ZgwHeavy heavy[MAX_HEAVY];
+static ZgwSemWait sems[MAX_SEMS];	/* as last listed */
+static int	sem_slots[MAX_SEMS];	/* being listed */
+static int	sems_due = 0;		/* listings still on their way */
+
+ZklGwState zkl_gw = {.claim_check = true};
+
+const void *
+zkl_gw_tag(void)
+{
+	return (const void *) (uintptr_t) zkl_gw.gen;
+}
+
+/* A read's tag: the generation, and which document or listing. */
+const void *
+zkl_gw_read_tag(int i)
+{
+	return (const void *) (uintptr_t) ((zkl_gw.gen << 8) | (uint64) i);
+}
+
+void
+zkl_gw_waits_path(char *out)
+{
+	snprintf(out, ZKL_PATH_LEN, "%s/" ZGW_WAITS_DIR, zkl_gw.for_root);
+}
+
+void
+zkl_gw_doc_path(int64 session, char *out)
+{
+	snprintf(out, ZKL_PATH_LEN, "%s/" ZGW_WAITS_DIR "/%016llx", zkl_gw.for_root, (unsigned long long) session);
+}
+
+void
+zkl_gw_claim_path(char *out)
+{
+	snprintf(out, ZKL_PATH_LEN, "%s/" CLAIM_NODE, zkl_gw.for_root);
+}
+
+void
+zkl_gw_forget_docs(void)
+{
+	int			i;
+
+	for (i = 0; i < zkl_gw.ndocs; i++)
+		if (zkl_gw.docs[i] != NULL)
+			pfree(zkl_gw.docs[i]);
+	zkl_gw.ndocs = 0;
+	zkl_gw.reads_due = 0;
+}
+
+/* A round is over (done, or failed): the next one after deadlock_timeout. */
+void
+zkl_gw_round_over(void)
+{
+	zkl_gw_forget_docs();
+	zkl_gw.phase = PH_IDLE;
+}
+
+/* ---- the lock manager's waits ---- */
+
+/* When backend pid's wait in the lock manager began (0: it does not wait there). */
+static TimestampTz
+heavy_since(int pid)
+{
+	PGPROC	   *proc = BackendPidGetProc(pid);
+
+	return proc == NULL ? 0 : (TimestampTz) pg_atomic_read_u64(&proc->waitStart);
+}
+
+/*
+ * Backends that hold a zk lock and have waited in the lock manager for
+ * deadlock_timeout, each with the backends it waits for (pg_blocking_pids),
+ * and those in turn when they wait there too: the row and table locks a
+ * cycle may go through.  Read without the slot-table lock held; each
+ * pg_blocking_pids takes the lock manager's locks, so this runs once per
+ * round (and when the zkl_gw.victim's cycle is checked again), not per turn.
+ */
+int
+zkl_gw_gather_heavy(TimestampTz now)
+{
+	int			todo[MAX_HEAVY * 2];
+	int			nfirst;
+	int			ntodo;
+	int			nh = 0;
+	int			i;
+	int			j;
+
+	if (gw_cxt == NULL)
+		gw_cxt = AllocSetContextCreate(TopMemoryContext, "zk_lock waits", ALLOCSET_SMALL_SIZES);
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	ntodo = zgw_holders(&zkl_shared->t, todo, lengthof(todo));
+	LWLockRelease(zkl_shared->lock);
+	nfirst = ntodo;
+	for (i = 0; i < ntodo && nh < MAX_HEAVY; i++)
+	{
+		TimestampTz since = heavy_since(todo[i]);
+		MemoryContext old;
+		ArrayType  *arr;
+		int32	   *pids;
+		int			nb;
+
+		/* a holder's wait as old as deadlock_timeout; those it leads to, any wait */
+		if (since == 0 || (i < nfirst && now - since < (int64) DeadlockTimeout * 1000))
+			continue;
+		old = MemoryContextSwitchTo(gw_cxt);
+		arr = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(todo[i])));
+		MemoryContextSwitchTo(old);
+		nb = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+		pids = (int32 *) ARR_DATA_PTR(arr);
+		heavy[nh].pid = todo[i];
+		heavy[nh].since = since;
+		heavy[nh].nblockers = 0;
+		for (j = 0; j < nb && heavy[nh].nblockers < ZGW_MAX_BLOCKERS; j++)
+		{
+			int			k;
+
+			/* each once (a parallel query's workers come as their leader) */
+			for (k = 0; k < heavy[nh].nblockers && heavy[nh].blockers[k] != pids[j]; k++)
+				;
+			if (k < heavy[nh].nblockers || pids[j] == 0)
+				continue;
+			heavy[nh].blockers[heavy[nh].nblockers++] = pids[j];
+			/* a blocker that waits there too: looked at as well */
+			for (k = 0; k < ntodo && todo[k] != pids[j]; k++)
+				;
+			if (k == ntodo && ntodo < lengthof(todo))
+				todo[ntodo++] = pids[j];
+		}
+		MemoryContextReset(gw_cxt);
+		if (heavy[nh].nblockers > 0 && heavy_since(todo[i]) == since)
+			nh++;				/* (the same wait all along) */
+	}
+	return nh;
+}
+
+/*
+ * The lock manager's waits published: those still waiting, the same wait
+ * (no lock manager lock taken); returns how many are left.
+ */
+int
+zkl_gw_keep_heavy(int nh)
+{
+	int			kept = 0;
+	int			i;
+
+	for (i = 0; i < nh; i++)
+		if (heavy_since(heavy[i].pid) == heavy[i].since)
+			heavy[kept++] = heavy[i];
+	return kept;
+}
+
+/* This cluster's document, into zkl_gw.doc (under the slot-table lock, taken by the caller). */
+int
+zkl_gw_format_doc(ZklCore *core, TimestampTz now, int nheavy)
+{
+	ZgwLocal	in;
+
+	in.coh = &core->cohort;
+	in.now = now;
+	in.timeout_ms = DeadlockTimeout;
+	in.cluster = cluster_name;
+	in.session = zkl_gw.for_session;
+	in.heavy = heavy;
+	in.nheavy = nheavy;
+	in.sem = sems;
+	in.nsem = zkl_gw.nsems;
+	in.confirms = zkl_gw.confirms;
+	return zgw_format(&in, zkl_gw.doc, ZGW_DOC_LEN);
+}
+
+/* ---- semaphores waited for: which nodes are ahead ---- */
+
+static void
+sem_listed(int rc, const struct String_vector *names, const void *ctx)
+{
+	uintptr_t	i = (uintptr_t) ctx & 0xFF;
+
+	if (zkl_gw.phase != PH_SEMS || ctx != zkl_gw_read_tag((int) i) || i >= (uintptr_t) MAX_SEMS)
+		return;
+	if (rc == ZOK && names != NULL && zkl_gw.nsems < MAX_SEMS)
+	{
+		LWLockAcquire(zkl_shared->lock, LW_SHARED);
+		if (zgw_sem_wait(&zkl_shared->t, sem_slots[i], (const char *const *) names->data,
+						 names->count, &sems[zkl_gw.nsems]))
+			zkl_gw.nsems++;
+		LWLockRelease(zkl_shared->lock);
+	}
+	if (--sems_due == 0)
+	{
+		zkl_gw.sems_listed = true;
+		zkl_gw.phase = PH_IDLE;		/* the next turn formats and reads */
+	}
+}
+
+/* List the keys of the semaphores waited for that long; true if any is on its way. */
+bool
+zkl_gw_list_sems(TimestampTz now)
+{
+	char		paths[MAX_SEMS][ZKL_PATH_LEN];
+	int			n;
+	int			i;
+
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	n = zgw_sem_waiters(&zkl_shared->t, now, DeadlockTimeout, sem_slots, MAX_SEMS);
+	for (i = 0; i < n; i++)
+		zcore_key_path(&zkl_shared->t, &zkl_shared->t.slots[sem_slots[i]], paths[i]);
+	LWLockRelease(zkl_shared->lock);
+	zkl_gw.nsems = 0;
+	sems_due = 0;
+	zkl_gw.phase = PH_SEMS;
+	for (i = 0; i < n; i++)
+		if (zoo_aget_children(zkc_handle(), paths[i], 0, sem_listed, zkl_gw_read_tag(i)) == ZOK)
+			sems_due++;
+	if (sems_due == 0)
+	{
+		zkl_gw.phase = PH_IDLE;
+		zkl_gw.sems_listed = true;
+	}
+	return sems_due > 0;
+}
