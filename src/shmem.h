@@ -21,6 +21,9 @@
 
 #define ZKL_AUTH_INFO_LEN 1024	/* may quote a root or a file path in full */
 
+/* Slack before a backend decides the worker is not serving requests at all. */
+#define WORKER_GRACE_MS 2000
+
 #define ZKL_SERVER_LEN 64
 #define ZKL_HOSTS_LEN 1024
 

@@ -8,8 +8,6 @@
 
 #include "keys.h"
 
-/* Slack before a backend decides the worker is not serving requests at all. */
-#define WORKER_GRACE_MS 2000
 
 typedef enum ZklWaitKind
 {

@@ -19,7 +19,7 @@
 #include "shmem.h"
 #include "lockfuncs.h"
 #include "key_text.h"
-#include "request.h"
+#include "gwait_edges.h"
 
 PG_FUNCTION_INFO_V1(zk_lock_requests);
 PG_FUNCTION_INFO_V1(zk_lock_status);

@@ -31,7 +31,6 @@
 #include "settings.h"
 #include "shmem.h"
 #include "key_text.h"
-#include "request.h"
 #include "book.h"
 #include "table.h"
 

@@ -3,6 +3,7 @@
  * what a listing, a failed one, a watch event or a lost node means.
  */
 #include "cohort_int.h"
+#include "cohort_plan.h"
 
 void
 zcoh_node_lost(ZklCohort *c, const ZklSlot *s)

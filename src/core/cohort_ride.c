@@ -4,6 +4,7 @@
  * owner is done.
  */
 #include "cohort_int.h"
+#include "cohort_ride.h"
 
 static bool
 rides_on(const ZklSlot *r, const ZklSlot *o)

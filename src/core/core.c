@@ -13,6 +13,7 @@
  * functions touch only the worker's own state (ZklCore) and need none.
  */
 #include "core_int.h"
+#include "cohort_plan.h"
 
 void
 zcore_copy_name(char *dst, size_t size, const char *src)

@@ -104,90 +104,13 @@ extern int	zcore_tag_idx(uint64_t tag);
 /* The request may or may not have been applied: its reply was lost. */
 extern bool zcore_outcome_unknown(int rc);
 
-/*
- * Whether a listing of s's key sets a child watch on the key node: a
- * semaphore's (its waiters' wake-up), and that of an exclusive lock's holder
- * while local hand-over is on (cohort.c: who queues behind our node).
- */
-extern bool zcore_listing_watches(const ZklCore *c, const ZklSlot *s);
-
-/*
- * A node's data: the owner's (slot->data), with the linger mark when the
- * node may linger (zk_lock.linger: ZklSlot.may_linger).  Another cluster's
- * try-lock that finds only such a node ahead waits a moment for it to go
- * (core.c, linger_wait) instead of answering false.
- */
-#define ZKL_NODE_DATA_LEN	(ZKL_DATA_LEN + 16)
-extern void zcore_node_data(const ZklSlot *s, char *out);
-extern bool zcore_data_lingers(const char *data, int len);
-
 /* The slot's key node and a child of it, as full paths. */
 #define ZKL_PATH_LEN		2048
 extern void zcore_key_path(const ZklTable *t, const ZklSlot *s, char *out);
 extern void zcore_child_path(const ZklTable *t, const ZklSlot *s, const char *name, char *out);
 
-/*
- * Pick the calls owed and advance states so that no backend can free those
- * slots meanwhile: c->ops[0 .. c->nops).  `connected`: a session is up;
- * proof_at: send time (mono) of the current session's latest commit proof
- * (0: none).  Returns the ms until the worker must plan again without news
- * (-1: never).
- */
-extern long zcore_plan(ZklCore *c, bool connected, int64_t proof_at);
-
-/*
- * Group planned creates and deletes into one multi: fills members[] with up
- * to ZKL_BATCH_MAX op indices and returns how many (0: none left worth a
- * multi).  Call until it returns 0, then send the ops not batched one by one.
- */
-#define ZKL_BATCH_MAX	32
-extern bool zcore_batch_wanted(const ZklCore *c);
-extern int	zcore_next_batch(ZklCore *c, int *members);
-
 /* The host sent (or failed to send) a write: creates, deletes, multis. */
 extern void zcore_write_sent(ZklCore *c);
-
-/* Replies.  Each returns what the host must do outside the lock, if anything. */
-/* Returns true if the created node `name` belongs to nobody: delete it. */
-extern bool zcore_create_reply(ZklCore *c, uint64_t tag, int rc, const char *name,
-							   bool have_stat, int64_t czxid);
-extern void zcore_key_node_reply(ZklCore *c, uint64_t tag, int rc);
-/* watched: the listing set a child watch (zcore_listing_watches said so when it was sent) */
-extern void zcore_children_reply(ZklCore *c, uint64_t tag, int rc,
-								 const ZkrChild *kids, int n, bool watched);
-/* data: the watched node's (len bytes; NULL unless rc is ZOK) */
-extern void zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int len);
-extern void zcore_unmark_reply(ZklCore *c, uint64_t tag, int rc);
-extern void zcore_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path);
-extern void zcore_barrier_reply(ZklCore *c, uint64_t tag, int rc);
-extern void zcore_delete_reply(ZklCore *c, uint64_t tag, int rc);
-extern void zcore_recover_reply(ZklCore *c, uint64_t tag, int rc,
-								const char *const *names, int n);
-/* Returns true with the stray node's path in `stray` when it must be deleted. */
-extern bool zcore_stat_reply(ZklCore *c, uint64_t tag, int rc, int64_t owner,
-							 int64_t czxid, char *stray);
-extern void zcore_verify_reply(ZklCore *c, uint64_t tag, int rc);
-
-/*
- * A multi's reply: op i was tags[i], a delete if del[i]; errs[i] its own
- * result; names[i] the created node's path.  Sets stray[i] for created
- * nodes nobody wants.
- */
-extern void zcore_multi_reply(ZklCore *c, int n, const uint64_t *tags, const bool *del,
-							  const char *const *names, int rc, const int *errs,
-							  bool *stray);
-
-/* The commit proof's own request; gen is c->proof_gen when it was sent. */
-extern void zcore_proof_sent(ZklCore *c, bool ok);
-extern void zcore_proof_reply(ZklCore *c, uint64_t gen, int rc);
-
-/*
- * A deadlock across clusters (gwait.c) names backend pid's wait through
- * `node` ("<key>/<node>"; "" for a wait for a local hand-over) as the
- * victim: fail that request with 40P01 and msg.  False if that wait is over.
- * The host plans again soon: the victim's node is to be deleted.
- */
-extern bool zcore_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg);
 
 /* Session events. */
 extern void zcore_session_lost(ZklCore *c);	/* every node is gone */

@@ -4,6 +4,7 @@
  * join them, up to a batch.
  */
 #include "core_int.h"
+#include "core_batch.h"
 
 /*
  * Whether a planned op may go inside a multi.  A multi-key request's creates

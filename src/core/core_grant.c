@@ -5,6 +5,8 @@
  * lingering node's mark.
  */
 #include "core_int.h"
+#include "core_grant.h"
+#include "cohort_ride.h"
 
 static bool
 same_owner(const ZklSlot *a, const ZklSlot *b)

@@ -64,7 +64,8 @@ extern void zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n);
 extern void zcore_delete_result(ZklCore *c, ZklSlot *s, int rc);
 extern void zcore_deny_slot(ZklCore *c, ZklSlot *s);
 extern void zcore_fail_place(ZklCore *c, ZklSlot *s);
-extern void zcore_fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate, const char *fmt,...) __attribute__((format(printf, 5, 6)));
+extern void zcore_fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate,
+							const char *fmt,...) __attribute__((format(printf, 5, 6)));
 extern void zcore_forget_place(ZklSlot *s);
 extern void zcore_free_slot(ZklCore *c, ZklSlot *s);
 extern void zcore_grant(ZklCore *c, ZklSlot *s);

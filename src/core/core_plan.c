@@ -4,6 +4,8 @@
  * the deadlock breaker, and the commit proof's next request.
  */
 #include "core_int.h"
+#include "core_plan.h"
+#include "cohort_plan.h"
 
 /* ---- planning ---- */
 

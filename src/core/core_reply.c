@@ -4,6 +4,9 @@
  * a lookup's, a Stat's, a verify's and the commit proof's.
  */
 #include "core_int.h"
+#include "core_reply.h"
+#include "cohort_plan.h"
+#include "core_grant.h"
 
 void
 zcore_key_node_reply(ZklCore *c, uint64_t tag, int rc)

@@ -8,6 +8,28 @@
 
 Graph		zgw_graph;
 
+/* Append to out at *n, as far as it goes; false once it does not fit. */
+bool
+zgw_put(char *out, size_t len, size_t *n, const char *fmt, ...)
+{
+	va_list		ap;
+	int			w;
+
+	if (*n >= len)
+		return false;
+	va_start(ap, fmt);
+	w = vsnprintf(out + *n, len - *n, fmt, ap);
+	va_end(ap);
+	if (w < 0 || (size_t) w >= len - *n)
+	{
+		out[*n] = '\0';			/* the whole line or none of it */
+		*n = len;
+		return false;
+	}
+	*n += (size_t) w;
+	return true;
+}
+
 bool
 zgw_word_eq(Word a, Word b)
 {

@@ -14,6 +14,7 @@
  * A reader skips lines it does not know, so later versions may add some.
  */
 #include "gwait_int.h"
+#include "gwait_doc.h"
 
 /* ---- this cluster's document ---- */
 
@@ -130,28 +131,6 @@ watch_behind_own(const ZklTable *t, const ZklSlot *s)
 			return true;
 	}
 	return false;
-}
-
-/* Append to out at *n, as far as it goes; false once it does not fit. */
-bool
-zgw_put(char *out, size_t len, size_t *n, const char *fmt, ...)
-{
-	va_list		ap;
-	int			w;
-
-	if (*n >= len)
-		return false;
-	va_start(ap, fmt);
-	w = vsnprintf(out + *n, len - *n, fmt, ap);
-	va_end(ap);
-	if (w < 0 || (size_t) w >= len - *n)
-	{
-		out[*n] = '\0';			/* the whole line or none of it */
-		*n = len;
-		return false;
-	}
-	*n += (size_t) w;
-	return true;
 }
 
 static bool put_holds(const ZklTable *t, int pid, char *out, size_t len, size_t *n);

@@ -3,6 +3,7 @@
  * (gwait.h).
  */
 #include "gwait_int.h"
+#include "gwait_edges.h"
 
 /* ---- the edges, for the zk_lock_waits view ---- */
 

@@ -100,7 +100,8 @@ extern Graph zgw_graph;		/* 300 kB: not on the stack */
 extern void zgw_key_text(Word key, char *out, size_t len);
 extern void zgw_link(void);
 extern void zgw_parse_doc(const char *doc);
-extern bool zgw_put(char *out, size_t len, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+extern bool zgw_put(char *out, size_t len, size_t *n, const char *fmt,
+					...) __attribute__((format(printf, 4, 5)));
 extern bool zgw_word_eq(Word a, Word b);
 
 #endif

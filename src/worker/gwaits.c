@@ -32,6 +32,7 @@
  */
 #include "gwaits.h"
 #include "gwaits_int.h"
+#include "gwait_doc.h"
 
 static int64 next_round = 0;	/* zkl_mono_now: the next reading, at the earliest */
 static int64 next_write = 0;	/* zkl_mono_now: the next rewrite, at the earliest */

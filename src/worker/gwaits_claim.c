@@ -6,6 +6,8 @@
  * worker: runs in its process only.
  */
 #include "gwaits_int.h"
+#include "core_plan.h"
+#include "gwait_doc.h"
 
 /* the claim's confirmations: ours to collect, or another's to give */
 static char claim_data[ZGW_CLAIM_LEN];

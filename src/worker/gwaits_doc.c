@@ -5,6 +5,7 @@
  * for, gwait.c's formatting.  Part of the worker: runs in its process only.
  */
 #include "gwaits_int.h"
+#include "gwait_doc.h"
 
 static MemoryContext gw_cxt = NULL;	/* the lock manager's answers, reset each time */
 static ZgwHeavy heavy[MAX_HEAVY];

@@ -18,6 +18,10 @@
 #include "orphans.h"
 #include "queue_read.h"
 #include "requests.h"
+#include "core_batch.h"
+#include "core_grant.h"
+#include "core_plan.h"
+#include "core_reply.h"
 
 /* One multi in flight: its ops, their results, and what core.c needs back. */
 typedef struct Batch

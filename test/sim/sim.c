@@ -62,6 +62,11 @@
 #include "lock_delay.h"
 #include "table.h"
 #include "zkmodel.h"
+#include "core_batch.h"
+#include "core_grant.h"
+#include "core_plan.h"
+#include "core_reply.h"
+#include "gwait_doc.h"
 
 /* the largest world a seed may draw (Sim.ncl, Cluster.nb, Cluster.t.nslots) */
 #define NCLUSTERS	5

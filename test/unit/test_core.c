@@ -20,6 +20,11 @@
 #include "lock_delay.h"
 #include "table.h"
 #include "check.h"
+#include "core_batch.h"
+#include "core_grant.h"
+#include "core_plan.h"
+#include "core_reply.h"
+#include "gwait_doc.h"
 
 
 #define NSLOTS 8
