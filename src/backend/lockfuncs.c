@@ -30,7 +30,9 @@
 #include "xact.h"
 #include "key_text.h"
 #include "request.h"
+#include "table.h"
 #include "request.h"
+#include "table.h"
 
 PG_FUNCTION_INFO_V1(zk_unlock_all);
 PG_FUNCTION_INFO_V1(zk_session_unlock_all);
@@ -406,11 +408,8 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 				}
 				token = (known++ == 0) ? t : Min(token, t);
 			}
-			else if (!(slot->todo & ZKT_STAT))
-			{
-				slot->todo |= ZKT_STAT;
-				ask = true;
-			}
+			else
+				ask |= zkt_ask_stat(slot);
 		}
 		LWLockRelease(zkl_shared->lock);
 		if (lost)

@@ -446,11 +446,7 @@ verify_nodes(bool ask)
 		ZklSlot    *slot = &zkl_shared->t.slots[book.h[i].slot];
 
 		if (ask)
-		{
-			slot->verify = ZKV_ASKED;
-			slot->todo |= ZKT_VERIFY;
-			wake = true;
-		}
+			wake |= zkt_ask_verify(slot);
 		verified &= slot->verify == ZKV_OK;
 	}
 	LWLockRelease(zkl_shared->lock);

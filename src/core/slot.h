@@ -11,6 +11,8 @@
  *     ZooKeeper work was ever started or is left: table.c);
  *   - the worker drives everything else: zstate, result, todo, node,
  *     watch, the token, and the fields marked "worker only" (core.c);
+ *     an owner only asks for two reads of its own slot through table.c
+ *     (zkt_ask_stat, zkt_ask_verify: bits of todo, and verify);
  *   - a backend that commits sets proof_wanted and reads the rest.
  * A slot returns to FREE only when its owner has abandoned it and no node or
  * create is left in ZooKeeper, so nothing is ever orphaned by a backend

@@ -97,3 +97,20 @@ zkt_node_before(const ZklTable *t, int a, int b)
 		zkr_parse_child(sa->node, &ca) && zkr_parse_child(sb->node, &cb) &&
 		zkr_seq_cmp(ca.seq, cb.seq) < 0;
 }
+
+bool
+zkt_ask_stat(ZklSlot *s)
+{
+	if (s->todo & ZKT_STAT)
+		return false;			/* asked already */
+	s->todo |= ZKT_STAT;
+	return true;
+}
+
+bool
+zkt_ask_verify(ZklSlot *s)
+{
+	s->verify = ZKV_ASKED;
+	s->todo |= ZKT_VERIFY;
+	return true;
+}

@@ -45,6 +45,16 @@ extern bool zkt_abandon(ZklTable *t, ZklSlot *s);
  */
 extern bool zkt_node_before(const ZklTable *t, int a, int b);
 
+/*
+ * The two reads an owner may ask of the worker for its own slot, the only
+ * changes a backend makes to the worker's `todo` (slot.h): its node's Stat
+ * (the fencing token of a node made inside a multi), and at commit a check
+ * of its node through the leader (zk_lock.verify_on_commit).  Return
+ * whether the worker must be woken for it.
+ */
+extern bool zkt_ask_stat(ZklSlot *s);
+extern bool zkt_ask_verify(ZklSlot *s);
+
 /* Back to FREE; nused shrinks past trailing free slots. */
 extern void zkt_free(ZklTable *t, ZklSlot *s);
 

@@ -908,6 +908,20 @@ test_lock_delay_rules(void)
 	CHECK(!zld_paused(true, false, 500, 600, 20, &until), "after it");
 }
 
+/* What an owner may ask of the worker for its own slot (table.c). */
+static void
+test_owner_asks(void)
+{
+	ZklSlot		s;
+
+	memset(&s, 0, sizeof(s));
+	s.todo = ZKT_WATCH;
+	CHECK(zkt_ask_stat(&s) && s.todo == (ZKT_WATCH | ZKT_STAT), "a Stat asked: the worker is woken");
+	CHECK(!zkt_ask_stat(&s) && s.todo == (ZKT_WATCH | ZKT_STAT), "asked again: nothing new");
+	CHECK(zkt_ask_verify(&s) && s.verify == ZKV_ASKED && (s.todo & ZKT_VERIFY) &&
+		  (s.todo & ZKT_WATCH), "a verify asked, the worker's own bits kept");
+}
+
 /* presence.c's host, for the list's state machine */
 static int	pres_pauses;
 static int64_t pres_swept[4];
@@ -2392,6 +2406,7 @@ main(void)
 	test_book();
 	test_lock_delay_rules();
 	test_presence();
+	test_owner_asks();
 	test_names();
 	test_semaphore();
 	test_semaphore_reader_gone();
