@@ -27,6 +27,7 @@
 #include "lockfuncs.h"
 #include "settings.h"
 #include "shmem.h"
+#include "held.h"
 #include "xact.h"
 #include "key_text.h"
 #include "request.h"

@@ -32,6 +32,7 @@
 #include "request.h"
 #include "settings.h"
 #include "shmem.h"
+#include "held.h"
 #include "xact.h"
 #include "key_text.h"
 #include "request.h"

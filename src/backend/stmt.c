@@ -14,6 +14,7 @@
 #include "tcop/utility.h"
 
 #include "stmt.h"
+#include "held.h"
 #include "xact.h"
 
 static ExecutorRun_hook_type prev_executor_run = NULL;

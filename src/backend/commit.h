@@ -1,0 +1,9 @@
+/*
+ * commit.h — the commit check (commit.c).  Backends only.
+ */
+#ifndef ZK_LOCK_COMMIT_H
+#define ZK_LOCK_COMMIT_H
+
+extern void zkl_commit_check(void);
+
+#endif
