@@ -13,13 +13,13 @@
 #include "postgres.h"
 
 #include "access/xlog.h"
-#include "nodes/pg_list.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "shmem.h"
 #include "zk_client.h"
 #include "orphans.h"
+#include "looks.h"
 
 /*
  * Nodes of this cluster's session that no slot knows of would block their
@@ -111,25 +111,27 @@ zkl_check_suspects(void)
  * until an answer says how things stand: a lost reply, or a refusal (an
  * operator's ACL on the key node), says nothing.  Each is for the session
  * that made the node: once it ends, so do its nodes and the looking.  One
- * look per node, at most MAX_LOOKS (more are not kept: the suspects above
+ * look per node, at most ZLK_MAX (more are not kept: the suspects above
  * still find a node that blocks a waiter of ours).  Process memory: a worker
- * that dies forgets them, and the suspects are what is left then.
+ * that dies forgets them, and the suspects are what is left then.  The
+ * looks' rules are looks.c's (the simulator runs them too).
  */
-#define LOOK_DELAY_MS	1000
-#define MAX_LOOKS		1024
+static bool send_look(void *arg, ZlkLook *l);
 
-typedef struct Look
+static void *
+looks_alloc(void *arg, size_t size)
 {
-	int64		due;			/* zkl_mono_now() */
-	int64		session;		/* whose node it is */
-	bool		stray;			/* delete `path`; else list the key `path` for `uuid` */
-	bool		in_flight;		/* sent, not answered yet */
-	bool		said;			/* a refusal was logged */
-	char		uuid[ZKL_UUID_LEN + 1];
-	char		path[ZKL_PATH_LEN];
-} Look;
+	return MemoryContextAllocZero(TopMemoryContext, size);
+}
 
-static List *looks = NIL;		/* waiting for their due time, or in flight */
+static void
+looks_release(void *arg, void *p)
+{
+	pfree(p);
+}
+
+static const ZlkHost looks_host = {NULL, looks_alloc, looks_release, send_look};
+static ZlkLooks looks = {&looks_host};	/* their rules: looks.c */
 
 static int64
 our_session(void)
@@ -142,101 +144,44 @@ our_session(void)
 	return id;
 }
 
-/*
- * A look at path (for uuid: a ghost's; "": a stray's delete), or NULL when
- * the same one waits already or too many are under way.
- */
-static Look *
-new_look(const char *path, const char *uuid, int64 session)
-{
-	MemoryContext old;
-	ListCell   *lc;
-	Look	   *l;
-
-	foreach(lc, looks)
-	{
-		l = (Look *) lfirst(lc);
-		if (strcmp(l->path, path) == 0 && strcmp(l->uuid, uuid) == 0)
-			return NULL;
-	}
-	if (list_length(looks) >= MAX_LOOKS)
-		return NULL;
-	l = MemoryContextAllocZero(TopMemoryContext, sizeof(Look));
-	l->stray = uuid[0] == '\0';
-	l->session = session;
-	strlcpy(l->path, path, sizeof(l->path));
-	strlcpy(l->uuid, uuid, sizeof(l->uuid));
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	looks = lappend(looks, l);
-	MemoryContextSwitchTo(old);
-	return l;
-}
-
-static void
-end_look(Look *l)
-{
-	looks = list_delete_ptr(looks, l);
-	pfree(l);
-}
-
-static void
-look_again(Look *l)
-{
-	l->in_flight = false;
-	l->due = zkl_mono_now() + LOOK_DELAY_MS * 1000;
-}
-
-/* Whether an answer settles it: done, or gone with the session. */
+/* An answer to look l: settled, or again later (a refusal said once). */
 static bool
-settled(int rc)
+answered(ZlkLook *l, int rc, const char *what)
 {
-	return rc == ZOK || rc == ZNONODE || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
-		rc == ZINVALIDSTATE;
-}
+	char		path[ZKL_PATH_LEN];
 
-/* A refusal is worth a word, once per node; a lost reply is not. */
-static void
-say_refused(Look *l, int rc, const char *what)
-{
-	if (l->said || zcore_outcome_unknown(rc))
-		return;
-	l->said = true;
-	ereport(LOG, (errmsg("zk_lock: could not %s %s: %s; trying again", what, l->path, zerror(rc))));
+	strlcpy(path, l->path, sizeof(path));	/* a settled look is freed */
+	switch (zlk_answered(&looks, l, rc, zkl_mono_now()))
+	{
+		case ZLK_DONE:
+			return true;
+		case ZLK_AGAIN_SAY:
+			ereport(LOG, (errmsg("zk_lock: could not %s %s: %s; trying again", what, path,
+								 zerror(rc))));
+			break;
+		case ZLK_AGAIN:
+			break;
+	}
+	return false;
 }
 
 static void
 stray_deleted(int rc, const void *ctx)
 {
-	Look	   *l = (Look *) ctx;
-
-	if (settled(rc))
-	{
-		end_look(l);
-		return;
-	}
-	say_refused(l, rc, "delete the stray lock node");
-	look_again(l);
-}
-
-static void
-send_stray(Look *l)
-{
-	l->in_flight = true;
-	if (zoo_adelete(zkc_handle(), l->path, -1, stray_deleted, l) != ZOK)
-		look_again(l);
+	(void) answered((ZlkLook *) ctx, rc, "delete the stray lock node");
 }
 
 /* Delete a node of ours no request owns; why, if given, goes to the server log. */
 void
 zkl_delete_stray(const char *path, const char *why)
 {
-	Look	   *l = new_look(path, "", our_session());
+	ZlkLook    *l = zlk_new(&looks, path, "", our_session());
 
 	if (l == NULL)
 		return;					/* its delete is under way */
 	if (why != NULL)
 		ereport(LOG, (errmsg("zk_lock: deleting lock node %s: %s", path, why)));
-	send_stray(l);
+	zlk_send(&looks, l, zkl_mono_now());
 }
 
 /* Caller holds the lock. */
@@ -244,82 +189,59 @@ void
 zkl_remember_ghost(const ZklSlot *s)
 {
 	char		key_path[ZKL_PATH_LEN];
-	Look	   *l;
+	ZlkLook    *l;
 
 	zcore_key_path(&zkl_shared->t, s, key_path);
-	l = new_look(key_path, s->uuid, zkl_shared->t.session_id);
+	l = zlk_new(&looks, key_path, s->uuid, zkl_shared->t.session_id);
 	if (l != NULL)
-		look_again(l);
+		zlk_again(l, zkl_mono_now());
 }
 
 static void
 ghost_children_done(int rc, const struct String_vector *strings, const void *data)
 {
-	Look	   *l = (Look *) data;
+	ZlkLook    *l = (ZlkLook *) data;
+	char		key_path[ZKL_PATH_LEN];
+	char		uuid[ZKL_UUID_LEN + 1];
 	int			i;
 
-	if (!settled(rc))
-	{
-		say_refused(l, rc, "list the lock queue");
-		look_again(l);
+	strlcpy(key_path, l->path, sizeof(key_path));
+	strlcpy(uuid, l->uuid, sizeof(uuid));
+	if (!answered(l, rc, "list the lock queue"))
 		return;
-	}
 	for (i = 0; rc == ZOK && i < strings->count; i++)
 	{
-		if (zkr_name_has_uuid(strings->data[i], l->uuid))
+		if (zkr_name_has_uuid(strings->data[i], uuid))
 		{
 			char		path[ZKL_PATH_LEN];
 
-			snprintf(path, sizeof(path), "%s/%s", l->path, strings->data[i]);
+			snprintf(path, sizeof(path), "%s/%s", key_path, strings->data[i]);
 			zkl_delete_stray(path, "its create was given up for lost");
 		}
 	}
-	end_look(l);
+}
+
+/* Send what look l asks (looks.c's host): a stray's delete, or a ghost's listing after a sync. */
+static bool
+send_look(void *arg, ZlkLook *l)
+{
+	if (l->stray)
+		return zoo_adelete(zkc_handle(), l->path, -1, stray_deleted, l) == ZOK;
+	/* after a sync, as for the first lookup (worker.c): a lagging server misses it */
+	return zoo_async(zkc_handle(), l->path, zkc_sync_answered, NULL) == ZOK &&
+		zoo_aget_children(zkc_handle(), l->path, 0, ghost_children_done, l) == ZOK;
 }
 
 /* Send the looks that are due; returns ms until the next one, or -1. */
 long
 zkl_send_looks(void)
 {
-	int64		now;
-	int64		session;
-	long		next_ms = -1;
-	ListCell   *lc;
+	int64		next;
 
-	if (looks == NIL)
+	if (looks.n == 0)
 		return -1;				/* the usual case, every loop turn */
-	now = zkl_mono_now();
-	session = our_session();
 	if (zkc_handle() == NULL || zoo_state(zkc_handle()) != ZOO_CONNECTED_STATE)
 		return ZKC_REOPEN_DELAY_MS;
-	foreach(lc, looks)
-	{
-		Look	   *l = (Look *) lfirst(lc);
-		long		left = (long) ((l->due - now) / 1000);
-
-		if (l->in_flight)
-			continue;
-		if (l->session != session)
-		{
-			looks = foreach_delete_current(looks, lc);	/* its nodes went with its session */
-			pfree(l);
-			continue;
-		}
-		if (left > 0)
-		{
-			next_ms = (next_ms < 0 || left < next_ms) ? left : next_ms;
-			continue;
-		}
-		if (l->stray)
-			send_stray(l);
-		/* after a sync, as for the first lookup (worker.c): a lagging server misses it */
-		else
-		{
-			l->in_flight = true;
-			if (zoo_async(zkc_handle(), l->path, zkc_sync_answered, NULL) != ZOK ||
-				zoo_aget_children(zkc_handle(), l->path, 0, ghost_children_done, l) != ZOK)
-				look_again(l);
-		}
-	}
-	return next_ms;
+	next = zlk_tend(&looks, zkl_mono_now(), our_session());
+	return next < 0 ? -1 : (long) ((next + 999) / 1000);
 }

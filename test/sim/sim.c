@@ -60,6 +60,7 @@
 #include "book.h"
 #include "holds.h"
 #include "lock_delay.h"
+#include "looks.h"
 #include "table.h"
 #include "zkmodel.h"
 #include "core_batch.h"
@@ -232,17 +233,6 @@ typedef struct Backend
 	int64_t		gave_up_at;		/* a wait of its last ended with no grant then (model time) */
 } Backend;
 
-/* orphans.c's looks: a ghost's key listed for its uuid, or (uuid "") a stray node deleted */
-typedef struct Ghost
-{
-	char		key_path[ZKM_PATH];
-	char		uuid[ZKL_UUID_LEN + 1];
-	int64_t		due;
-	int64_t		session;		/* whose node: its end ends the look */
-} Ghost;
-
-#define MAXLOOKS	256
-
 typedef struct Cluster
 {
 	uint64_t	sole_sig;		/* check_sole_blocker's last look */
@@ -287,8 +277,8 @@ typedef struct Cluster
 	bool		marking;		/* its tombstone asked for: nothing is planned any more */
 	int64_t		stop_deadline;	/* model time */
 	/* orphans (orphans.c) */
-	Ghost		ghosts[MAXLOOKS];
-	int			nghosts;
+	ZlkHost		looks_host;	/* orphans.c's looks (looks.c, run as is) */
+	ZlkLooks	looks;
 	char		suspects[4][ZKM_PATH];
 	int			nsuspects;
 	int			nb;				/* backends of this cluster (the seed draws it) */
@@ -667,46 +657,72 @@ env_may_be_orphan(void *arg, const char *name)
 	return zkr_name_has_sysid(name, (uint64_t) c->id + 1) && !uuid_live(c, name);
 }
 
-/* orphans.c's look_again: listed or deleted again a second later */
-static void
-look_again(Cluster *c, const char *path, const char *uuid)
+static void *
+looks_alloc(void *arg, size_t size)
 {
-	Ghost	   *g;
-	int			i;
+	void	   *p = calloc(1, size);
 
-	for (i = 0; i < c->nghosts; i++)
-		if (strcmp(c->ghosts[i].key_path, path) == 0 && strcmp(c->ghosts[i].uuid, uuid) == 0)
-			return;				/* one look per node */
-	if (c->nghosts == MAXLOOKS)
-	{
-		fail("c%d: more than %d looks at strays and ghosts", c->id, MAXLOOKS);
-		return;
-	}
-	g = &c->ghosts[c->nghosts++];
-	snprintf(g->key_path, sizeof(g->key_path), "%s", path);
-	snprintf(g->uuid, sizeof(g->uuid), "%s", uuid);
-	g->due = c_mono(c) + 1000000;
-	g->session = c->t.session_id;
+	if (p == NULL)
+		abort();
+	return p;
 }
 
-/* orphans.c's settled: an answer that says how a stray or ghost stands */
-static bool
-look_settled(int rc)
+static void
+looks_release(void *arg, void *p)
 {
-	return rc == ZOK || rc == ZNONODE || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
-		rc == ZINVALIDSTATE;
+	free(p);
+}
+
+/* looks.c's host: a stray's delete, or a ghost's listing after a sync */
+static bool
+send_look(void *arg, ZlkLook *l)
+{
+	Cluster    *c = arg;
+	Out		   *o;
+	ZkmReq		r;
+
+	if (!l->stray)
+		send_blind(c, ZKM_SYNC, l->path, 0);
+	o = out_new(c, l->stray ? P_STRAY : P_GHOST_LIST, 0);	/* after send_blind's: out_new moves the outs */
+	snprintf(o->path, sizeof(o->path), "%s", l->path);
+	snprintf(o->uuid, sizeof(o->uuid), "%s", l->uuid);
+	req_init(&r, l->stray ? ZKM_DELETE : ZKM_CHILDREN, l->path, o);
+	send_req(c, &r);
+	return true;
+}
+
+/* A new worker process: no look kept. */
+static void
+looks_restart(Cluster *c)
+{
+	while (c->looks.n > 0)
+		looks_release(c, c->looks.l[--c->looks.n]);
+	c->looks_host.arg = c;
+	c->looks_host.alloc = looks_alloc;
+	c->looks_host.release = looks_release;
+	c->looks_host.send = send_look;
+	c->looks.host = &c->looks_host;
+}
+
+/* A new handle: the library answers what was in flight with ZCLOSING, which ends those looks. */
+static void
+looks_closing(Cluster *c)
+{
+	int			i;
+
+	for (i = c->looks.n - 1; i >= 0; i--)
+		if (c->looks.l[i]->in_flight)
+			(void) zlk_answered(&c->looks, c->looks.l[i], ZCLOSING, c_mono(c));
 }
 
 /* zkl_delete_stray: a node of ours no request owns */
 static void
 send_stray(Cluster *c, const char *path)
 {
-	Out		   *o = out_new(c, P_STRAY, 0);
-	ZkmReq		r;
+	ZlkLook    *l = zlk_new(&c->looks, path, "", c->t.session_id);
 
-	snprintf(o->path, sizeof(o->path), "%s", path);
-	req_init(&r, ZKM_DELETE, path, o);
-	send_req(c, &r);
+	if (l != NULL)
+		zlk_send(&c->looks, l, c_mono(c));
 }
 
 static void
@@ -714,9 +730,12 @@ env_ghost(void *arg, const ZklSlot *s)
 {
 	Cluster    *c = arg;
 	char		key_path[ZKL_PATH_LEN];
+	ZlkLook    *l;
 
 	zcore_key_path(&c->t, s, key_path);
-	look_again(c, key_path, s->uuid);
+	l = zlk_new(&c->looks, key_path, s->uuid, c->t.session_id);
+	if (l != NULL)
+		zlk_again(l, c_mono(c));
 }
 
 static void
@@ -845,6 +864,7 @@ open_session(Cluster *c)
 	c->t.conn_state = ZKC_CONNECTING;
 	zcore_new_handle(&c->core);
 	zld_reset(&c->pres);
+	looks_closing(c);			/* (a stop or a crash closed the old handle) */
 	c->nouts = 0;
 	c->client = zkm_open(S->m, c->session_timeout);
 	trace("c%d opens a session", c->id);
@@ -855,6 +875,7 @@ close_session(Cluster *c, const char *why)
 {
 	trace("c%d closes its session (%s)", c->id, why);
 	session_lost(c);
+	looks_closing(c);
 	zkm_close(S->m, c->client);
 	c->client = -1;
 	c->nouts = 0;
@@ -969,28 +990,8 @@ ghosts_tend(Cluster *c)
 {
 	int			i;
 
-	for (i = 0; i < c->nghosts && c->t.conn_state == ZKC_CONNECTED; i++)
-		if (c->ghosts[i].session != c->t.session_id)
-			c->ghosts[i--] = c->ghosts[--c->nghosts];	/* its nodes went with its session */
-		else if (c->ghosts[i].due <= c_mono(c))
-		{
-			Out		   *o;
-			ZkmReq		r;
-
-			if (c->ghosts[i].uuid[0] == '\0')
-			{
-				send_stray(c, c->ghosts[i].key_path);
-				c->ghosts[i--] = c->ghosts[--c->nghosts];
-				continue;
-			}
-			send_blind(c, ZKM_SYNC, c->ghosts[i].key_path, 0);
-			o = out_new(c, P_GHOST_LIST, 0);	/* after send_blind's: out_new moves the outs */
-			snprintf(o->path, sizeof(o->path), "%s", c->ghosts[i].key_path);
-			snprintf(o->uuid, sizeof(o->uuid), "%s", c->ghosts[i].uuid);
-			req_init(&r, ZKM_CHILDREN, c->ghosts[i].key_path, o);
-			send_req(c, &r);
-			c->ghosts[i--] = c->ghosts[--c->nghosts];
-		}
+	if (c->t.conn_state == ZKC_CONNECTED && c->client >= 0)
+		(void) zlk_tend(&c->looks, c_mono(c), c->t.session_id);
 	for (i = 0; i < c->nsuspects && c->t.conn_state == ZKC_CONNECTED; i++)
 	{
 		Out		   *o = out_new(c, P_SUSPECT_STAT, 0);
@@ -1422,13 +1423,11 @@ on_multi(Cluster *c, const Out *o, const ZkmMsg *msg)
 static void
 on_ghost_list(Cluster *c, const Out *o, const ZkmMsg *msg)
 {
+	ZlkLook    *l = zlk_find(&c->looks, o->path, o->uuid);
 	int			i;
 
-	if (!look_settled(msg->rc))
-	{
-		look_again(c, o->path, o->uuid);
+	if (l == NULL || zlk_answered(&c->looks, l, msg->rc, c_mono(c)) != ZLK_DONE)
 		return;
-	}
 	for (i = 0; msg->rc == ZOK && i < msg->nchildren; i++)
 		if (zkr_name_has_uuid(msg->children[i], o->uuid))
 		{
@@ -1848,8 +1847,12 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 				send_stray(c, o.path);
 			break;
 		case P_STRAY:
-			if (!look_settled(msg->rc))
-				look_again(c, o.path, "");
+			{
+				ZlkLook    *l = zlk_find(&c->looks, o.path, "");
+
+				if (l != NULL)
+					(void) zlk_answered(&c->looks, l, msg->rc, c_mono(c));
+			}
 			break;
 		case P_LEFT_MARK:
 			if (c->left_marking)
@@ -5037,6 +5040,7 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	c->core.held = c->held;
 	c->client = -1;
 	presence_restart(c);
+	looks_restart(c);
 	c->nb = nb;
 	for (i = 0; i < nb; i++)
 	{
@@ -5123,7 +5127,7 @@ worker_restart(Cluster *c)
 	c->core.cohort.linger_ms = keep.cohort.linger_ms;
 	presence_restart(c);		/* process memory */
 	c->paused = false;			/* a stopped process killed: the new one runs */
-	c->nghosts = 0;
+	looks_restart(c);			/* process memory */
 	c->nsuspects = 0;
 	zcore_worker_restarted(&c->core);
 	c->gw_phase = GW_IDLE;		/* a claim of ours may be left: the new worker looks */
@@ -5637,6 +5641,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 			zkb_free(&sim->c[i].b[j].book);
 		free(sim->c[i].outs);
 		presence_free(&sim->c[i]);
+		looks_restart(&sim->c[i]);
 	}
 	{
 		int64_t		noauth;

@@ -18,6 +18,7 @@
 #include "book.h"
 #include "holds.h"
 #include "lock_delay.h"
+#include "looks.h"
 #include "table.h"
 #include "check.h"
 #include "core_batch.h"
@@ -906,6 +907,66 @@ test_lock_delay_rules(void)
 	CHECK(zld_paused(true, true, 500, 100, 20, &until) && until == 500, "out of date: paused");
 	CHECK(zld_paused(true, false, 500, 100, 20, &until) && until == 500, "during a lock-delay");
 	CHECK(!zld_paused(true, false, 500, 600, 20, &until), "after it");
+}
+
+/* looks.c's host: what was sent */
+static int	looks_sent;
+static bool looks_fail_send;
+
+static void *
+looks_alloc(void *arg, size_t size)
+{
+	return calloc(1, size);
+}
+
+static void
+looks_release(void *arg, void *p)
+{
+	free(p);
+}
+
+static bool
+looks_send(void *arg, ZlkLook *l)
+{
+	looks_sent++;
+	return !looks_fail_send;
+}
+
+/* Looks at strays and ghosts: one per node, again until settled, none past their session. */
+static void
+test_looks(void)
+{
+	static const ZlkHost host = {NULL, looks_alloc, looks_release, looks_send};
+	ZlkLooks	ls;
+	ZlkLook    *stray;
+	ZlkLook    *ghost;
+	int64_t		t = 5000000;
+
+	memset(&ls, 0, sizeof(ls));
+	ls.host = &host;
+	stray = zlk_new(&ls, "/r/k/x-1", "", 7);
+	CHECK(stray != NULL && stray->stray && zlk_new(&ls, "/r/k/x-1", "", 7) == NULL,
+		  "one look per node");
+	zlk_send(&ls, stray, t);
+	CHECK(looks_sent == 1 && stray->in_flight, "a stray's delete goes at once");
+	CHECK(zlk_answered(&ls, stray, ZNOAUTH, t) == ZLK_AGAIN_SAY && !stray->in_flight &&
+		  stray->due == t + ZLK_DELAY_US, "refused: again later, said once");
+	CHECK(zlk_tend(&ls, t + 10, 7) == ZLK_DELAY_US - 10 && looks_sent == 1, "not before it is due");
+	CHECK(zlk_tend(&ls, t + ZLK_DELAY_US, 7) == -1 && looks_sent == 2, "then sent again");
+	CHECK(zlk_answered(&ls, stray, ZCONNECTIONLOSS, t + ZLK_DELAY_US) == ZLK_AGAIN,
+		  "a lost reply says nothing");
+	CHECK(zlk_answered(&ls, stray, ZNOAUTH, t + ZLK_DELAY_US) == ZLK_AGAIN, "said once only");
+	ghost = zlk_new(&ls, "/r/k", "uuid-1", 7);
+	zlk_again(ghost, t);
+	CHECK(ls.n == 2 && !ghost->stray, "a ghost's listing waits its delay");
+	CHECK(zlk_answered(&ls, stray, ZNONODE, t) == ZLK_DONE && ls.n == 1 &&
+		  zlk_find(&ls, "/r/k/x-1", "") == NULL, "settled: the look ends");
+	looks_fail_send = true;
+	CHECK(zlk_tend(&ls, t + ZLK_DELAY_US, 7) == ZLK_DELAY_US && !ghost->in_flight,
+		  "a look that could not be sent waits again");
+	looks_fail_send = false;
+	CHECK(zlk_tend(&ls, t + 3 * ZLK_DELAY_US, 8) == -1 && ls.n == 0,
+		  "a new session: the old one's looks end with its nodes");
 }
 
 /* What an owner may ask of the worker for its own slot (table.c). */
@@ -2407,6 +2468,7 @@ main(void)
 	test_lock_delay_rules();
 	test_presence();
 	test_owner_asks();
+	test_looks();
 	test_names();
 	test_semaphore();
 	test_semaphore_reader_gone();
