@@ -253,7 +253,7 @@ zkl_cancel_slots(const int *idx, int n)
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < n; i++)
-		all &= zkl_shared->t.slots[idx[i]].result == ZKR_GRANTED;
+		all &= zkl_shared->t.slots[idx[i]].result == ZKL_RESULT_GRANTED;
 	for (i = 0; i < n && !all; i++)
 		wake |= abandon_locked(&zkl_shared->t.slots[idx[i]]);
 	LWLockRelease(zkl_shared->lock);

@@ -77,7 +77,7 @@ static bool
 book_lost(void *arg, int slot)
 {
 	pg_read_barrier();
-	return zkl_shared->t.slots[slot].result == ZKR_LOST;
+	return zkl_shared->t.slots[slot].result == ZKL_RESULT_LOST;
 }
 
 /* Tell the slot's readers (zk_locks) at which levels it is held. */

@@ -394,7 +394,7 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 		{
 			ZklSlot    *slot = &zkl_shared->t.slots[slots[i]];
 
-			lost |= slot->result == ZKR_LOST;
+			lost |= slot->result == ZKL_RESULT_LOST;
 			if (slot->czxid != 0)
 			{
 				int64		t = zkr_fencing_token(slot->czxid, slot->handed);

@@ -115,16 +115,16 @@ read_progress(int idx, ZklZkState *zstate, TimestampTz *queued_at)
 
 /*
  * Give up a request (every slot of it) unless all of it was granted
- * meanwhile: returns ZKR_GRANTED then (the slots stay pending, for the
- * caller to take), else ZKR_PENDING with every slot abandoned.
+ * meanwhile: returns ZKL_RESULT_GRANTED then (the slots stay pending, for the
+ * caller to take), else ZKL_RESULT_PENDING with every slot abandoned.
  */
 static ZklResult
 give_up(const int *idx, int n)
 {
 	if (zkl_cancel_slots(idx, n))
-		return ZKR_GRANTED;
+		return ZKL_RESULT_GRANTED;
 	zkl_set_pending(NULL, 0);
-	return ZKR_PENDING;
+	return ZKL_RESULT_PENDING;
 }
 
 /* "process 12 still waiting for zk_lock ... after 1000.1 ms", as core words its own. */
@@ -149,8 +149,8 @@ log_wait(int idx, const char *what, TimestampTz start)
 }
 
 /*
- * The worker's answers to a request so far: ZKR_GRANTED once every slot is
- * granted, ZKR_PENDING while one is not answered (*slow: the first), or
+ * The worker's answers to a request so far: ZKL_RESULT_GRANTED once every slot is
+ * granted, ZKL_RESULT_PENDING while one is not answered (*slow: the first), or
  * the first answer other than a grant (*which: its slot).
  */
 static ZklResult
@@ -163,15 +163,15 @@ answers(const int *idx, int n, int *slow, int *which)
 	{
 		ZklResult	r = slot_result(idx[i]);
 
-		if (r == ZKR_PENDING && *slow < 0)
+		if (r == ZKL_RESULT_PENDING && *slow < 0)
 			*slow = i;
-		else if (r != ZKR_PENDING && r != ZKR_GRANTED)
+		else if (r != ZKL_RESULT_PENDING && r != ZKL_RESULT_GRANTED)
 		{
 			*which = i;
 			return r;
 		}
 	}
-	return *slow < 0 ? ZKR_GRANTED : ZKR_PENDING;
+	return *slow < 0 ? ZKL_RESULT_GRANTED : ZKL_RESULT_PENDING;
 }
 
 /*
@@ -190,7 +190,7 @@ serving_left(const int *idx, int n, ZklZkState zstate, TimestampTz queued_at, lo
 	/* unsent: measured from when it (re)entered the queue */
 	if (zstate == ZKS_NEW)
 		elapsed = (long) ((GetCurrentTimestamp() - queued_at) / 1000);
-	if (elapsed >= limit && give_up(idx, n) == ZKR_PENDING)
+	if (elapsed >= limit && give_up(idx, n) == ZKL_RESULT_PENDING)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 zstate == ZKS_NEW ?
@@ -204,7 +204,7 @@ serving_left(const int *idx, int n, ZklZkState zstate, TimestampTz queued_at, lo
 /*
  * Sleep until the worker has answered every slot of a request (or one of
  * them with other than a grant: its index goes to *which), or until our own
- * deadline.  Returns ZKR_PENDING only after the request was given up
+ * deadline.  Returns ZKL_RESULT_PENDING only after the request was given up
  * (abandoned) on timeout.
  */
 static ZklResult
@@ -228,9 +228,9 @@ wait_for_answer(const int *idx, int n, ZklWaitKind kind, int timeout_ms, bool *l
 		int			rc;
 		ZklResult	r = answers(idx, n, &slow, which);
 
-		if (r == ZKR_GRANTED && logged)
+		if (r == ZKL_RESULT_GRANTED && logged)
 			log_wait(idx[0], "acquired", start);
-		if (r != ZKR_PENDING)
+		if (r != ZKL_RESULT_PENDING)
 			return r;
 		if (!fresh)
 			read_progress(idx[slow], &zstate, &queued_at);
@@ -249,7 +249,7 @@ wait_for_answer(const int *idx, int n, ZklWaitKind kind, int timeout_ms, bool *l
 			{
 				ZklResult	r = give_up(idx, n);
 
-				*lock_timed_out = (r == ZKR_PENDING);
+				*lock_timed_out = (r == ZKL_RESULT_PENDING);
 				return r;
 			}
 			sleep_ms = LockTimeout - elapsed;
@@ -411,19 +411,19 @@ zkl_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, 
 		r = wait_for_answer(idx, nfresh, ask->wait, ask->timeout_ms, &lock_timed_out, &which);
 		switch (r)
 		{
-			case ZKR_GRANTED:
+			case ZKL_RESULT_GRANTED:
 				break;
-			case ZKR_LOST:
+			case ZKL_RESULT_LOST:
 				/* granted and lost before we saw it: the lock is not ours */
 				abandon_all(idx, nfresh);
 				zkl_lost_error(fresh[which]);
-			case ZKR_PENDING:	/* gave up on our own deadline: all of it */
+			case ZKL_RESULT_PENDING:	/* gave up on our own deadline: all of it */
 				if (lock_timed_out)
 					ereport(ERROR,
 							(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 							 errmsg("canceling statement due to lock timeout")));
 				return false;
-			case ZKR_NOT_GRANTED:
+			case ZKL_RESULT_NOT_GRANTED:
 				abandon_all(idx, nfresh);
 				return false;
 			default:

@@ -85,13 +85,13 @@ zk_lock_counters(PG_FUNCTION_ARGS)
 static const char *
 slot_state(const ZklSlot *s)
 {
-	if (s->result == ZKR_LOST)
+	if (s->result == ZKL_RESULT_LOST)
 		return "lost";
 	if (s->zstate == ZKS_LINGER)
 		return "lingering";
-	if (s->abandoned || s->result == ZKR_NOT_GRANTED || s->result == ZKR_FAILED)
+	if (s->abandoned || s->result == ZKL_RESULT_NOT_GRANTED || s->result == ZKL_RESULT_FAILED)
 		return "releasing";
-	if (s->result == ZKR_GRANTED)
+	if (s->result == ZKL_RESULT_GRANTED)
 		return "granted";
 	return "waiting";
 }
@@ -138,7 +138,7 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 		Datum		values[12];
 		bool		nulls[12] = {0};
 		bool		semaphore = s->mode == ZKL_MODE_SEMAPHORE;
-		bool		granted = s->result == ZKR_GRANTED && !s->abandoned;
+		bool		granted = s->result == ZKL_RESULT_GRANTED && !s->abandoned;
 
 		/* a lingering node belongs to no backend */
 		if (s->owner_pid != 0)

@@ -414,7 +414,7 @@ older_joiner(ZklCohort *c, const ZklSlot *s, ZklSlot *o)
 static void
 refuse(ZklCohort *c, ZklSlot *s)
 {
-	s->result = ZKR_NOT_GRANTED;
+	s->result = ZKL_RESULT_NOT_GRANTED;
 	zks_move(s, ZKS_GONE);
 	c->host->wake(c->host->arg, s);
 }

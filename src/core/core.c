@@ -158,7 +158,7 @@ zcore_lose_slot(ZklCore *c, ZklSlot *s)
 		zcore_free_slot(c, s);
 		return;
 	}
-	s->result = ZKR_LOST;
+	s->result = ZKL_RESULT_LOST;
 	c->t->counters.lost++;
 	c->env->interrupt(c->env->arg, s);
 	zcore_wake(c, s);
@@ -176,8 +176,8 @@ zcore_fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate, const c
 	va_end(ap);
 	s->sqlstate = sqlstate;
 	zks_move(s, zstate);
-	if (s->result == ZKR_PENDING)
-		s->result = ZKR_FAILED;
+	if (s->result == ZKL_RESULT_PENDING)
+		s->result = ZKL_RESULT_FAILED;
 	if (sqlstate == ERR_DEADLOCK)
 		c->t->counters.deadlocks++;
 	zcore_wake(c, s);
@@ -296,7 +296,7 @@ zcore_lost_place(ZklCore *c, ZklSlot *s)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o->group == s->group && o->zstate != ZKS_FREE && o->result == ZKR_PENDING)
+		if (o->group == s->group && o->zstate != ZKS_FREE && o->result == ZKL_RESULT_PENDING)
 		{
 			zcore_fail_place(c, s);
 			return;
@@ -362,7 +362,7 @@ forget_node(ZklCore *c, ZklSlot *s)
 		case ZKS_QUEUED:
 			if (s->abandoned)
 				zcore_free_slot(c, s);
-			else if (s->result != ZKR_PENDING)
+			else if (s->result != ZKL_RESULT_PENDING)
 				zks_move(s, ZKS_GONE);	/* failed, its node kept to be found: gone with the session */
 			else
 				zcore_requeue(c, s);
@@ -486,17 +486,17 @@ zcore_grant(ZklCore *c, ZklSlot *s)
 
 	/* a watch event seen before this answer asks for nothing more */
 	s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
-	if (s->result == ZKR_PENDING && c->env->grants_paused(c->env->arg, zcore_mono(c), &until))
+	if (s->result == ZKL_RESULT_PENDING && c->env->grants_paused(c->env->arg, zcore_mono(c), &until))
 	{
 		s->delayed_until = until;
 		return;
 	}
 	zks_move(s, ZKS_HELD);
-	if (s->result == ZKR_PENDING)
+	if (s->result == ZKL_RESULT_PENDING)
 	{
 		s->session_id = c->t->session_id;
 		__atomic_thread_fence(__ATOMIC_RELEASE);	/* the owner reads it after the result, unlocked */
-		s->result = ZKR_GRANTED;
+		s->result = ZKL_RESULT_GRANTED;
 		s->granted_at = zcore_wall(c);
 		c->t->counters.grants++;
 		zcore_wake(c, s);

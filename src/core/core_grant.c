@@ -54,7 +54,7 @@ upgrade_deadlock(const ZklCore *c, const ZklSlot *s)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o != s && o->mode == ZKL_MODE_EXCLUSIVE && o->result == ZKR_PENDING &&
+		if (o != s && o->mode == ZKL_MODE_EXCLUSIVE && o->result == ZKL_RESULT_PENDING &&
 			!o->abandoned && !same_owner(o, s) && strcmp(o->key, s->key) == 0 &&
 			holds_shared(c, o))
 			return o->owner_pid;
@@ -73,8 +73,8 @@ zcore_recheck_ms(const ZklCore *c)
 void
 zcore_refuse_try(ZklCore *c, ZklSlot *s)
 {
-	if (s->result == ZKR_PENDING)
-		s->result = ZKR_NOT_GRANTED;
+	if (s->result == ZKL_RESULT_PENDING)
+		s->result = ZKL_RESULT_NOT_GRANTED;
 	zks_move(s, ZKS_DELETING);
 	s->todo = ZKT_DELETE;
 	zcore_wake(c, s);

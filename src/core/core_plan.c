@@ -94,7 +94,7 @@ zcore_tell_successor(ZklCore *c, const ZklSlot *d)
 	 * backend has another node on the key (it may be ahead, and it blocks
 	 * the waiter).
 	 */
-	if (d->result == ZKR_GRANTED && d->mode == ZKL_MODE_EXCLUSIVE && d->at_head)
+	if (d->result == ZKL_RESULT_GRANTED && d->mode == ZKL_MODE_EXCLUSIVE && d->at_head)
 	{
 		bool		sibling = false;
 
@@ -250,7 +250,7 @@ plan_group(ZklCore *c, int idx, Turn *turn)
 		 * A member failed or given up: the backend ends the whole request.
 		 * The others must not go out without it, as part of a group.
 		 */
-		if (o->abandoned || (o->result != ZKR_PENDING && o->result != ZKR_GRANTED))
+		if (o->abandoned || (o->result != ZKL_RESULT_PENDING && o->result != ZKL_RESULT_GRANTED))
 			return false;
 		placed |= o->zstate == ZKS_QUEUED || o->zstate == ZKS_HELD;
 	}
@@ -314,7 +314,7 @@ plan_unsent(ZklCore *c, int idx, Turn *turn)
 			plan_send(c, idx, turn);
 		return;
 	}
-	if (s->result != ZKR_PENDING || s->abandoned)
+	if (s->result != ZKL_RESULT_PENDING || s->abandoned)
 		return;
 	left = zcore_ms_until(turn->now, s->queued_at + (int64_t) c->connect_timeout * 1000);
 	/* a RECOVER slot stays: its node may exist, we delete it later */

@@ -38,7 +38,7 @@ typedef struct Graph
 static bool
 waiting(const ZklSlot *s)
 {
-	return (s->zstate == ZKS_QUEUED || s->zstate == ZKS_COHORT) && s->result == ZKR_PENDING &&
+	return (s->zstate == ZKS_QUEUED || s->zstate == ZKS_COHORT) && s->result == ZKL_RESULT_PENDING &&
 		!s->abandoned && !s->nowait && s->owner_pid != 0 && s->mode != ZKL_MODE_SEMAPHORE;
 }
 
@@ -91,7 +91,7 @@ bool
 zdl_sem_waiting(const ZklSlot *s)
 {
 	return s->mode == ZKL_MODE_SEMAPHORE && s->zstate == ZKS_QUEUED &&
-		s->result == ZKR_PENDING && !s->abandoned && !s->nowait && s->owner_pid != 0;
+		s->result == ZKL_RESULT_PENDING && !s->abandoned && !s->nowait && s->owner_pid != 0;
 }
 
 /* Add pid to pids[0 .. *n) unless there (max at most). */

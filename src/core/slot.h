@@ -48,11 +48,11 @@ typedef enum ZklZkState
 /* What the owning backend is told. */
 typedef enum ZklResult
 {
-	ZKR_PENDING = 0,
-	ZKR_GRANTED,
-	ZKR_NOT_GRANTED,			/* try-lock found the lock taken */
-	ZKR_FAILED,					/* see errcode/errmsg */
-	ZKR_LOST					/* granted, then the session that granted it ended */
+	ZKL_RESULT_PENDING = 0,
+	ZKL_RESULT_GRANTED,
+	ZKL_RESULT_NOT_GRANTED,		/* try-lock found the lock taken */
+	ZKL_RESULT_FAILED,			/* see errcode/errmsg */
+	ZKL_RESULT_LOST				/* granted, then the session that granted it ended */
 } ZklResult;
 
 /* Follow-up ZooKeeper calls the worker owes a slot (bits of ZklSlot.todo). */
@@ -133,7 +133,7 @@ typedef struct ZklSlot
 	int64_t		sent_at;		/* worker only, mono: when its create or delete went out */
 	int64_t		delayed_until;	/* worker only, mono: its grant waits for lock-delay */
 	int64_t		session_id;		/* the session that granted it (set before result) */
-	int			sqlstate;		/* with ZKR_FAILED */
+	int			sqlstate;		/* with ZKL_RESULT_FAILED */
 	char		errmsg[ZKL_ERRMSG_LEN];
 	char		uuid[ZKL_UUID_LEN + 1];
 	char		key[ZKL_KEY_BUFLEN];	/* encoded key = name of the key node */

@@ -34,7 +34,7 @@ zkt_claim(ZklTable *t, int idx, const ZklRequest *r)
 		t->nused = idx + 1;
 	memset(s, 0, offsetof(ZklSlot, key));
 	zks_move(s, ZKS_NEW);
-	s->result = ZKR_PENDING;
+	s->result = ZKL_RESULT_PENDING;
 	s->nowait = r->nowait;
 	s->scope = r->scope;
 	s->mode = r->mode;

@@ -2133,7 +2133,7 @@ book_lost(void *arg, int slot)
 {
 	const Backend *b = arg;
 
-	return b->cl->t.slots[slot].result == ZKR_LOST;
+	return b->cl->t.slots[slot].result == ZKL_RESULT_LOST;
 }
 
 static void
@@ -3009,19 +3009,19 @@ wait_group_step(Cluster *c, Backend *b)
 	{
 		ZklResult	res = c->t.slots[b->group[i]].result;
 
-		if (res == ZKR_GRANTED)
+		if (res == ZKL_RESULT_GRANTED)
 			granted++;
-		else if (res == ZKR_NOT_GRANTED)
+		else if (res == ZKL_RESULT_NOT_GRANTED)
 		{
 			abandon_group(c, b);
 			trace("c%d b%d multi-key try refused", c->id, b->pid);
 			next_act(c, b);
 			return;
 		}
-		else if (res != ZKR_PENDING)
+		else if (res != ZKL_RESULT_PENDING)
 		{
 			b->txns_left--;
-			end_xact(c, b, res == ZKR_LOST ? "aborts: a lock was lost while it waited" : "aborts");
+			end_xact(c, b, res == ZKL_RESULT_LOST ? "aborts: a lock was lost while it waited" : "aborts");
 			return;
 		}
 	}
@@ -3054,7 +3054,7 @@ wait_step(Cluster *c, Backend *b)
 	s = &c->t.slots[b->waiting];
 	res = s->result;
 
-	if (res == ZKR_PENDING && any_lost(c, b))
+	if (res == ZKL_RESULT_PENDING && any_lost(c, b))
 	{
 		/* the worker cancels the waiting statement (core.c's lose_slot): a session-level loss first */
 		if (unacknowledged(c, b) >= 0)
@@ -3066,7 +3066,7 @@ wait_step(Cluster *c, Backend *b)
 		end_xact(c, b, "aborts: a lock was lost while it waited");
 		return;
 	}
-	if (res == ZKR_PENDING && b->deadline && zkm_now(S->m) >= b->deadline)
+	if (res == ZKL_RESULT_PENDING && b->deadline && zkm_now(S->m) >= b->deadline)
 	{
 		/* zkl_cancel_slot: give up only if still unanswered */
 		zkb_set_pending(&b->book, NULL, 0);
@@ -3076,17 +3076,17 @@ wait_step(Cluster *c, Backend *b)
 		end_xact(c, b, "times out");
 		return;
 	}
-	if (res == ZKR_PENDING)
+	if (res == ZKL_RESULT_PENDING)
 		return;
 	if (s->nowait && s->try_until != 0)
-		linger_waits[res == ZKR_GRANTED]++;
-	if (res == ZKR_GRANTED)
+		linger_waits[res == ZKL_RESULT_GRANTED]++;
+	if (res == ZKL_RESULT_GRANTED)
 	{
 		take_grant(c, b, b->waiting);
 		apply_stacks(c, b);
 		next_act(c, b);
 	}
-	else if (res == ZKR_NOT_GRANTED)
+	else if (res == ZKL_RESULT_NOT_GRANTED)
 	{
 		zkb_set_pending(&b->book, NULL, 0);
 		(void) zkt_abandon(&c->t, s);
@@ -3506,7 +3506,7 @@ note_grants(Cluster *c)
 		ZklSlot    *s = &c->t.slots[j];
 
 		/* (a turn reads many replies: a slot may be granted and given up within it) */
-		if (s->result == ZKR_GRANTED && !s->abandoned && s->zstate != ZKS_FREE &&
+		if (s->result == ZKL_RESULT_GRANTED && !s->abandoned && s->zstate != ZKS_FREE &&
 			S->seen_attempt[c->id][j] != s->attempt)
 		{
 			S->seen_attempt[c->id][j] = s->attempt;
@@ -3520,7 +3520,7 @@ note_grants(Cluster *c)
 		 * A wait that ended without a grant (a 40P01 of deadlock.c, a
 		 * timeout) is given up from here, before its backend acts on it.
 		 */
-		if ((s->result == ZKR_FAILED || s->result == ZKR_NOT_GRANTED) && s->zstate != ZKS_FREE &&
+		if ((s->result == ZKL_RESULT_FAILED || s->result == ZKL_RESULT_NOT_GRANTED) && s->zstate != ZKS_FREE &&
 			S->ended_attempt[c->id][j] != s->attempt)
 		{
 			int			bi = backend_of_pid(c, s->owner_pid);
@@ -3833,7 +3833,7 @@ truth_build(Truth *tr)
 			{
 				const ZklSlot *s = &c->t.slots[slots[k]];
 
-				if (s->result != ZKR_PENDING || s->owner_pid != b->pid || s->abandoned)
+				if (s->result != ZKL_RESULT_PENDING || s->owner_pid != b->pid || s->abandoned)
 					continue;
 				if (tr->nreqs < TR_REQS && truth_request(i, j, s, &tr->reqs[tr->nreqs]))
 				{
@@ -3854,9 +3854,9 @@ truth_build(Truth *tr)
 			const ZklSlot *s = &S->c[i].t.slots[j];
 			int			bi = backend_of_pid(&S->c[i], s->owner_pid);
 
-			if (bi < 0 || s->nowait || s->result == ZKR_GRANTED || s->node[0] == '\0' ||
+			if (bi < 0 || s->nowait || s->result == ZKL_RESULT_GRANTED || s->node[0] == '\0' ||
 				(s->zstate != ZKS_QUEUED && s->zstate != ZKS_DELETING) ||
-				(s->result == ZKR_PENDING && !s->abandoned))
+				(s->result == ZKL_RESULT_PENDING && !s->abandoned))
 				continue;
 			if (tr->nreqs < TR_REQS && truth_request(i, bi, s, &tr->reqs[tr->nreqs]))
 			{
@@ -4610,7 +4610,7 @@ check_lost_told(void)
 			int64_t		owner;
 			int64_t		czxid;
 
-			if (s->zstate != ZKS_HELD || s->result != ZKR_GRANTED || s->node[0] == '\0' ||
+			if (s->zstate != ZKS_HELD || s->result != ZKL_RESULT_GRANTED || s->node[0] == '\0' ||
 				slot_tainted(s) || c->paused)
 			{
 				S->gone_since[i][j] = 0;
@@ -4750,7 +4750,7 @@ check_sole_blocker(Cluster *c)
 		int			own;
 		int			watch;
 
-		if (s->zstate != ZKS_QUEUED || s->result != ZKR_PENDING || s->abandoned ||
+		if (s->zstate != ZKS_QUEUED || s->result != ZKL_RESULT_PENDING || s->abandoned ||
 			!s->watch_sole || s->watch[0] == '\0' || s->rides ||
 			s->mode == ZKL_MODE_SEMAPHORE || s->node[0] == '\0' || slot_tainted(s))
 			continue;
@@ -4814,7 +4814,7 @@ check_liveness(Cluster *c)
 		 * linger wait of 500 ms at most, or its holder's listing for a local
 		 * hand-over; never a hold's length (a silent link takes the bound).
 		 */
-		if (!calm || !s->nowait || s->result != ZKR_PENDING || s->abandoned || s->zstate == ZKS_FREE)
+		if (!calm || !s->nowait || s->result != ZKL_RESULT_PENDING || s->abandoned || s->zstate == ZKS_FREE)
 			c->try_since[j] = 0;
 		else if (c->try_since[j] == 0 || c->try_asked[j] != s->requested_at)
 		{
@@ -4828,7 +4828,7 @@ check_liveness(Cluster *c)
 				 c->id, j, s->owner_pid, s->key, s->mode, (now - c->try_since[j]) / 1e6);
 			dump_cluster(c);
 		}
-		if (!calm || s->zstate != ZKS_QUEUED || s->result != ZKR_PENDING || s->abandoned ||
+		if (!calm || s->zstate != ZKS_QUEUED || s->result != ZKL_RESULT_PENDING || s->abandoned ||
 			s->mode == ZKL_MODE_SEMAPHORE || s->group != 0 || s->node[0] == '\0')
 		{
 			c->clear_since[j] = 0;
@@ -5264,7 +5264,7 @@ fault(void)
 			ZklSlot    *s = &c->t.slots[j];
 			char		path[ZKL_PATH_LEN];
 
-			if (s->zstate == ZKS_QUEUED && s->result == ZKR_PENDING && s->node[0] != '\0' &&
+			if (s->zstate == ZKS_QUEUED && s->result == ZKL_RESULT_PENDING && s->node[0] != '\0' &&
 				S->ntainted < 64)
 			{
 				snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", s->uuid);
