@@ -424,10 +424,7 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("ZooKeeper did not answer for the fencing token of key \"%s\"",
 							zkl_display_key(key))));
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 100, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		zkl_check_for_interrupts();
+		zkl_request_sleep(100);
 	}
 }
 

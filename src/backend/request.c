@@ -202,6 +202,23 @@ serving_left(const int *idx, int n, ZklZkState zstate, TimestampTz queued_at, lo
 }
 
 /*
+ * The one sleep of a backend waiting for the worker: on its latch (which
+ * the worker sets with an answer), at most ms (-1: no bound), then
+ * interrupts, a cancel a lost lock explains failing with that loss.
+ */
+void
+zkl_request_sleep(long ms)
+{
+	int			rc = WaitLatch(MyLatch,
+							   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (ms >= 0 ? WL_TIMEOUT : 0),
+							   ms, PG_WAIT_EXTENSION);
+
+	if (rc & WL_LATCH_SET)
+		ResetLatch(MyLatch);
+	zkl_check_for_interrupts();
+}
+
+/*
  * Sleep until the worker has answered every slot of a request (or one of
  * them with other than a grant: its index goes to *which), or until our own
  * deadline.  Returns ZKL_RESULT_PENDING only after the request was given up
@@ -225,7 +242,6 @@ wait_for_answer(const int *idx, int n, ZklWaitKind kind, int timeout_ms, bool *l
 		int			slow;		/* the first slot still unanswered */
 		long		elapsed;
 		long		sleep_ms = -1;
-		int			rc;
 		ZklResult	r = answers(idx, n, &slow, which);
 
 		if (r == ZKL_RESULT_GRANTED && logged)
@@ -275,12 +291,7 @@ wait_for_answer(const int *idx, int n, ZklWaitKind kind, int timeout_ms, bool *l
 			sleep_ms = (sleep_ms < 0) ? left : Min(sleep_ms, left);
 		}
 
-		rc = WaitLatch(MyLatch,
-					   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (sleep_ms >= 0 ? WL_TIMEOUT : 0),
-					   sleep_ms, PG_WAIT_EXTENSION);
-		if (rc & WL_LATCH_SET)
-			ResetLatch(MyLatch);
-		zkl_check_for_interrupts();
+		zkl_request_sleep(sleep_ms);
 	}
 }
 

@@ -33,4 +33,7 @@ typedef struct ZklAsk
 extern bool zkl_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n,
 							  const ZklAsk *ask);
 
+/* The one sleep of a backend waiting for the worker (latch, interrupts, at most ms; -1: no bound). */
+extern void zkl_request_sleep(long ms);
+
 #endif
