@@ -32,8 +32,6 @@
 #include "key_text.h"
 #include "request.h"
 #include "table.h"
-#include "request.h"
-#include "table.h"
 
 PG_FUNCTION_INFO_V1(zk_unlock_all);
 PG_FUNCTION_INFO_V1(zk_session_unlock_all);

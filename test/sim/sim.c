@@ -721,6 +721,8 @@ send_stray(Cluster *c, const char *path)
 {
 	ZlkLook    *l = zlk_new(&c->looks, path, "", c->t.session_id);
 
+	if (l == NULL && c->looks.n >= ZLK_MAX)
+		fail("c%d: more than %d looks at strays and ghosts", c->id, ZLK_MAX);
 	if (l != NULL)
 		zlk_send(&c->looks, l, c_mono(c));
 }
@@ -734,6 +736,8 @@ env_ghost(void *arg, const ZklSlot *s)
 
 	zcore_key_path(&c->t, s, key_path);
 	l = zlk_new(&c->looks, key_path, s->uuid, c->t.session_id);
+	if (l == NULL && c->looks.n >= ZLK_MAX)
+		fail("c%d: more than %d looks at strays and ghosts", c->id, ZLK_MAX);
 	if (l != NULL)
 		zlk_again(l, c_mono(c));
 }
