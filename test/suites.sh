@@ -49,6 +49,8 @@ run_suite() {
 # src/core includes no PostgreSQL or ZooKeeper header, and builds on its own
 run_suite core-pure bash test/core_pure.sh
 run_suite unit bash test/unit/run.sh
+# every planted bug of make sim-bites still applies (make sim-bites runs them)
+run_suite bites-apply bash test/sim/bites_apply.sh
 # the worker's decisions against the model ZooKeeper: a fixed set of seeds (~30 s)
 run_suite sim bash test/sim/run.sh --seeds 1-8000 --seconds 45
 # the same code under AddressSanitizer and UBSan, on other seeds
