@@ -86,33 +86,60 @@ typedef enum ZklResult
 /* Times are microseconds: `wall` ones on PostgreSQL's TimestampTz scale, `mono` ones of zkl_mono_now(). */
 typedef struct ZklSlot
 {
-	ZklZkState	zstate;
-	ZklResult	result;
-	bool		abandoned;		/* owner: it is done with it */
+	/*
+	 * The request: set by its owner when it claims the slot (table.c), read
+	 * by all; the worker sets attempt, ticket, queued_at and uuid afresh when
+	 * it queues the request again.
+	 */
+	char		mode;			/* ZKL_MODE_* */
+	int			holders;		/* a semaphore's (mode 'c'); 0 for a lock */
 	bool		nowait;			/* owner: try-lock, do not queue */
+	uint64_t	group;			/* owner: a multi-key request's slots share it (0: none) */
+	int			owner_procno;
+	int			owner_pid;
+	uint64_t	attempt;		/* tags ZooKeeper calls; stale replies differ */
+	uint64_t	ticket;			/* its attempt when it last became NEW: local FIFO order (a
+								 * counter, since a wall clock may step back) */
+	int64_t		requested_at;	/* wall: when the owner asked */
+	int64_t		queued_at;		/* wall: when it last became NEW: connect deadlines */
+
+	/*
+	 * The owner's, later: giving it up, the levels it is held at, a verify
+	 * asked (the worker answers it); todo bits only through table.c.
+	 */
+	bool		abandoned;		/* owner: it is done with it */
+	uint8_t		scope;			/* owner: ZKL_SCOPE_* bits, the levels it is held at */
+	uint8_t		verify;			/* ZKV_*; owner asks (ASKED), worker answers */
+
+	/* What the owner is told: the worker's, result last (behind a barrier). */
+	ZklResult	result;
+	int64_t		session_id;		/* the session that granted it (set before result) */
+	int64_t		granted_at;		/* wall */
+	int			sqlstate;		/* with ZKL_RESULT_FAILED */
+
+	/* The worker's: its progress in ZooKeeper and its decisions. */
+	ZklZkState	zstate;
+	uint16_t	todo;			/* ZKT_* bits */
+	uint8_t		root_id;		/* index in ZklTable.roots of its key's root */
+	int64_t		czxid;			/* its node's, once known: the fencing token's high part */
+	uint16_t	handed;			/* hand-overs of its node before this holder: the low part */
 	bool		watch_sole;		/* `watch` is the only node ahead that blocks us */
 	bool		at_head;		/* worker only: once granted, no other backend's node is ahead */
 	bool		first;			/* worker only: once granted, no node at all is ahead */
 	bool		clear;			/* worker only: once granted, no exclusive node at all is ahead */
 	bool		rides;			/* worker only: holds shared through a local node of another
 								 * slot (`node`), none of its own (cohort.c) */
-	uint16_t	todo;			/* ZKT_* bits */
 	uint8_t		retries;		/* parent re-creations, to bound a loop */
 	uint8_t		rechecks;		/* worker only: a waiter's re-checks (plan_recheck) */
 	bool		own_check;		/* worker only: its STAT is a re-check's look at its own node */
 	bool		delete_refused; /* worker only: its delete was refused (an ACL): sent again later */
 	bool		key_denied;		/* worker only: its key node's create was refused (ZNOAUTH) */
-	uint8_t		verify;			/* ZKV_*; owner asks (ASKED), worker answers */
-	uint8_t		scope;			/* owner: ZKL_SCOPE_* bits, the levels it is held at */
-	char		mode;			/* ZKL_MODE_* */
-	int			holders;		/* a semaphore's (mode 'c'); 0 for a lock */
-	uint8_t		root_id;		/* index in ZklTable.roots of its key's root */
-	int			owner_procno;
-	int			owner_pid;
-	uint64_t	attempt;		/* tags ZooKeeper calls; stale replies differ */
-	uint64_t	group;			/* owner: a multi-key request's slots share it (0: none) */
-	int64_t		czxid;			/* its node's, once known: the fencing token's high part */
-	uint16_t	handed;			/* hand-overs of its node before this holder: the low part */
+	int64_t		checked_at;		/* wall: when the worker last read the key's queue for it */
+	int64_t		sent_at;		/* worker only, mono: when its create or delete went out */
+	int64_t		delayed_until;	/* worker only, mono: its grant waits for lock-delay */
+	int64_t		try_until;		/* worker only, mono: a try-lock waits for a lingering node
+								 * no longer (0: it has not met one) */
+
 	/* worker only: its node's local hand-over (cohort.c), passed on with the node */
 	uint16_t	node_handed;	/* hand-overs and joins of its node so far */
 	bool		foreign;		/* a node queued behind ours was seen: the bound counts */
@@ -122,18 +149,12 @@ typedef struct ZklSlot
 	int64_t		linger_until;	/* mono, a LINGER slot's end */
 	bool		may_linger;		/* worker only: its node's data bears the linger mark, so
 								 * it may linger (passed on with the node) */
-	int64_t		try_until;		/* worker only, mono: a try-lock waits for a lingering node
-								 * no longer (0: it has not met one) */
-	int64_t		requested_at;	/* wall: when the owner asked */
-	int64_t		queued_at;		/* wall: when it last became NEW: connect deadlines */
-	uint64_t	ticket;			/* its attempt when it last became NEW: local FIFO order (a
-								 * counter, since a wall clock may step back) */
-	int64_t		checked_at;		/* wall: when the worker last read the key's queue for it */
-	int64_t		granted_at;		/* wall */
-	int64_t		sent_at;		/* worker only, mono: when its create or delete went out */
-	int64_t		delayed_until;	/* worker only, mono: its grant waits for lock-delay */
-	int64_t		session_id;		/* the session that granted it (set before result) */
-	int			sqlstate;		/* with ZKL_RESULT_FAILED */
+
+	/*
+	 * Strings: errmsg and uuid are zeroed at claim with everything above;
+	 * key and data are the owner's (set at claim), node and watch the
+	 * worker's.
+	 */
 	char		errmsg[ZKL_ERRMSG_LEN];
 	char		uuid[ZKL_UUID_LEN + 1];
 	char		key[ZKL_KEY_BUFLEN];	/* encoded key = name of the key node */
