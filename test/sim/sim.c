@@ -667,8 +667,9 @@ looks_alloc(void *arg, size_t size)
 	return p;
 }
 
+/* The hosts' free, for looks.c and lock_delay.c */
 static void
-looks_release(void *arg, void *p)
+host_free(void *arg, void *p)
 {
 	free(p);
 }
@@ -696,10 +697,10 @@ static void
 looks_restart(Cluster *c)
 {
 	while (c->looks.n > 0)
-		looks_release(c, c->looks.l[--c->looks.n]);
+		host_free(c, c->looks.l[--c->looks.n]);
 	c->looks_host.arg = c;
 	c->looks_host.alloc = looks_alloc;
-	c->looks_host.release = looks_release;
+	c->looks_host.release = host_free;
 	c->looks_host.send = send_look;
 	c->looks.host = &c->looks_host;
 }
@@ -818,12 +819,6 @@ pres_grow(void *arg, void *p, size_t size)
 	return q;
 }
 
-static void
-pres_release(void *arg, void *p)
-{
-	free(p);
-}
-
 static int64_t
 pres_delay_us(void *arg)
 {
@@ -855,7 +850,7 @@ presence_restart(Cluster *c)
 	presence_free(c);
 	c->pres_host.arg = c;
 	c->pres_host.grow = pres_grow;
-	c->pres_host.release = pres_release;
+	c->pres_host.release = host_free;
 	c->pres_host.delay_us = pres_delay_us;
 	c->pres_host.new_pause = pres_new_pause;
 	c->pres_host.sweep = pres_sweep;
