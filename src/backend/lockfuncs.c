@@ -149,7 +149,7 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, ZklWaitKind kind, bool
 
 	zkl_check_usable();
 	zkl_key_arg(fcinfo, keykind, key[0]);
-	if (mode == ZKL_MODE_SEMAPHORE)
+	if (zkk_counted(mode))
 		ask.holders = semaphore_arg(fcinfo, keykind, key[0]);
 	timeout_arg(fcinfo, zkl_key_nargs(keykind) + (ask.holders > 0), &ask);
 	return zkl_request_locks(fcinfo, key, 1, &ask);
@@ -234,7 +234,7 @@ release(FunctionCallInfo fcinfo, char keykind, char mode, bool session)
 
 	zkl_require_shared();
 	zkl_key_arg(fcinfo, keykind, key);
-	if (mode == ZKL_MODE_SEMAPHORE)
+	if (zkk_counted(mode))
 		(void) zkl_semaphore_key(key);
 	zkl_xact_init();
 	if (session)
@@ -242,14 +242,14 @@ release(FunctionCallInfo fcinfo, char keykind, char mode, bool session)
 	zkl_check_losses();
 	if (zkl_local_unlock(key, mode, session))
 		return true;
-	if (mode == ZKL_MODE_SEMAPHORE)
+	if (zkk_counted(mode))
 		ereport(WARNING,
 				(errmsg("you don't hold zk_lock semaphore \"%s\"", zkl_display_key(key))));
 	else
 		ereport(WARNING,
 				(errmsg("you don't own a zk_lock %s%s lock on key \"%s\"",
 						session ? "session-level " : "",
-						mode == ZKL_MODE_SHARED ? "shared" : "exclusive",
+						zkk_noun(mode),
 						zkl_display_key(key))));
 	return false;
 }
@@ -332,22 +332,31 @@ zk_session_unlock_all(PG_FUNCTION_ARGS)
  * semaphore's of that name (its own node's czxid, the same rule with one
  * node).  Fails unless this transaction holds one.
  */
+static bool
+holds_any_kind(const char *key)
+{
+	int			i;
+
+	for (i = 0; i < zkk_nkinds; i++)
+		if (zkl_local_slot(key, zkk_kinds[i].mode) >= 0)
+			return true;
+	return false;
+}
+
 static void
 token_key(FunctionCallInfo fcinfo, char keykind, char *key)
 {
 	zkl_key_arg(fcinfo, keykind, key);
-	if (zkl_local_slot(key, ZKL_MODE_EXCLUSIVE) < 0 && zkl_local_slot(key, ZKL_MODE_SHARED) < 0 &&
-		keykind != ZKL_KEY_PAIR)
+	if (!holds_any_kind(key) && keykind != ZKL_KEY_PAIR)
 	{
 		char		semkey[ZKL_KEY_BUFLEN];
 
 		strlcpy(semkey, key, sizeof(semkey));
 		(void) zkl_semaphore_key(semkey);
-		if (zkl_local_slot(semkey, ZKL_MODE_SEMAPHORE) >= 0)
+		if (holds_any_kind(semkey))
 			strlcpy(key, semkey, ZKL_KEY_BUFLEN);
 	}
-	if (zkl_local_slot(key, ZKL_MODE_EXCLUSIVE) < 0 && zkl_local_slot(key, ZKL_MODE_SHARED) < 0 &&
-		zkl_local_slot(key, ZKL_MODE_SEMAPHORE) < 0)
+	if (!holds_any_kind(key))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("this transaction holds no zk_lock lock on key \"%s\"",

@@ -143,8 +143,7 @@ log_wait(int idx, const char *what, TimestampTz start)
 	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
 	ereport(LOG,
 			(errmsg("process %d %s %s zk_lock on key \"%s\" after %ld.%03d ms",
-					MyProcPid, what, s->mode == ZKL_MODE_EXCLUSIVE ? "exclusive" :
-					s->mode == ZKL_MODE_SHARED ? "shared" : "semaphore", key,
+					MyProcPid, what, zkk_noun(s->mode), key,
 					secs * 1000 + usecs / 1000, usecs % 1000)));
 }
 

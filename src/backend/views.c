@@ -113,6 +113,15 @@ scope_name(uint8 scope)
 	}
 }
 
+/* A kind's name for the views; a slot's mode is always a kind's, but never print NULL. */
+static const char *
+mode_name(char mode)
+{
+	const char *name = zkk_name(mode);
+
+	return name != NULL ? name : "unknown";
+}
+
 Datum
 zk_lock_requests(PG_FUNCTION_ARGS)
 {
@@ -137,7 +146,7 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 		const ZklSlot *s = &copy[i];
 		Datum		values[12];
 		bool		nulls[12] = {0};
-		bool		semaphore = s->mode == ZKL_MODE_SEMAPHORE;
+		bool		semaphore = zkk_counted(s->mode);
 		bool		granted = s->result == ZKL_RESULT_GRANTED && !s->abandoned;
 
 		/* a lingering node belongs to no backend */
@@ -148,8 +157,7 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 		values[1] = CStringGetTextDatum(zkl_display_key(s->key));
 		values[2] = CStringGetTextDatum(s->key[semaphore] == ZKL_KEY_BIGINT ? "bigint" :
 										s->key[semaphore] == ZKL_KEY_PAIR ? "integer pair" : "text");
-		values[3] = CStringGetTextDatum(semaphore ? "counting" :
-										s->mode == ZKL_MODE_SHARED ? "shared" : "exclusive");
+		values[3] = CStringGetTextDatum(mode_name(s->mode));
 		values[4] = CStringGetTextDatum(slot_state(s));
 		if (s->node[0] != '\0')
 			values[5] = CStringGetTextDatum(s->node);
@@ -400,7 +408,7 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char		key[ZKL_KEY_BUFLEN];
-	bool		semaphore = what == ZKL_MODE_SEMAPHORE;
+	bool		semaphore = zkk_counted(what);
 	ZklQueueEntry *entries;
 	ZkrChild   *kids;
 	bool	   *granted;
@@ -439,8 +447,7 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
 			zkr_decide_semaphore(kids, n, uuid, &own, &other) == ZKR_GRANT :
 			lock_entry_granted(entries, kids, n, i, granted);
 		values[0] = Int32GetDatum(i + 1);
-		values[1] = CStringGetTextDatum(semaphore ? "counting" :
-										entries[i].node[0] == ZKL_MODE_SHARED ? "shared" : "exclusive");
+		values[1] = CStringGetTextDatum(mode_name(kids[i].mode));
 		values[2] = BoolGetDatum(granted[i]);
 		values[3] = CStringGetTextDatum(entries[i].node);
 		values[4] = CStringGetTextDatum(entries[i].data);
@@ -459,19 +466,8 @@ ZKL_TEXT_INT8_ENTRIES(zk_semaphore_queue_raw, queue_raw, ZKL_MODE_SEMAPHORE)
 static const char *
 wait_mode_name(char mode)
 {
-	switch (mode)
-	{
-		case ZKL_MODE_EXCLUSIVE:
-			return "exclusive";
-		case ZKL_MODE_SHARED:
-			return "shared";
-		case ZKL_MODE_SEMAPHORE:
-			return "counting";
-		case 'L':
-			return "row or table lock";
-		default:
-			return NULL;
-	}
+	/* 'L': a backend of that cluster waits for core's lock, not ours */
+	return mode == 'L' ? "row or table lock" : zkk_name(mode);
 }
 
 /* Text from another cluster's document: NULL when empty or not valid here. */

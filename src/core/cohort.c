@@ -52,14 +52,14 @@
 bool
 zcoh_eligible(const ZklCohort *c, const ZklSlot *s)
 {
-	return c->handover && s->mode != ZKL_MODE_SEMAPHORE && s->group == 0 && !s->rides;
+	return c->handover && zkk_local(s->mode) != ZKL_LOCAL_NONE && s->group == 0 && !s->rides;
 }
 
-/* An exclusive one: its node passes from holder to holder. */
+/* One whose node passes from holder to holder (an exclusive one). */
 bool
 zcoh_eligible_x(const ZklCohort *c, const ZklSlot *s)
 {
-	return zcoh_eligible(c, s) && s->mode == ZKL_MODE_EXCLUSIVE;
+	return zcoh_eligible(c, s) && zkk_hands_over(s->mode);
 }
 
 bool
@@ -76,10 +76,10 @@ zcoh_listing_watches(const ZklCohort *c, const ZklSlot *s)
 	 * node granted by one is ready to be joined at once, before a short
 	 * transaction is over.  One event per cluster and change, at most.
 	 */
-	return s->mode == ZKL_MODE_SEMAPHORE ||
+	return zkk_counted(s->mode) ||
 		((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER ||
 		  (s->zstate == ZKS_QUEUED && s->peek == COH_PEEK_ASKED) ||
-		  (s->mode == ZKL_MODE_SHARED && (s->zstate == ZKS_CREATING || s->zstate == ZKS_QUEUED))) &&
+		  (zkk_rides(s->mode) && (s->zstate == ZKS_CREATING || s->zstate == ZKS_QUEUED))) &&
 		 zcoh_eligible(c, s));
 }
 
@@ -221,7 +221,7 @@ zcoh_first_waiter(ZklCohort *c, const ZklSlot *o)
 	{
 		ZklSlot    *w = &c->t->slots[i];
 
-		if (w->zstate == ZKS_COHORT && !w->abandoned && w->mode == ZKL_MODE_EXCLUSIVE &&
+		if (w->zstate == ZKS_COHORT && !w->abandoned && zkk_hands_over(w->mode) &&
 			zcoh_same_key(w, o) &&
 			(first == NULL || w->ticket < first->ticket))
 			first = w;
@@ -303,7 +303,7 @@ zcoh_new_node(ZklSlot *s)
 	s->handed = 0;
 	s->node_handed = 0;
 	s->rides = false;
-	if (s->mode != ZKL_MODE_SHARED)
+	if (!zkk_rides(s->mode))
 	{
 		/* a reader's count is its key's (share_bound): it stays */
 		s->foreign = false;
@@ -386,7 +386,7 @@ zcoh_turn_off(ZklCohort *c)
 const ZklSlot *
 zcoh_waits_behind(ZklCohort *c, const ZklSlot *s)
 {
-	return s->zstate == ZKS_COHORT && s->mode == ZKL_MODE_EXCLUSIVE ? zcoh_carrier_of(c, s) : NULL;
+	return s->zstate == ZKS_COHORT && zkk_hands_over(s->mode) ? zcoh_carrier_of(c, s) : NULL;
 }
 
 /*

@@ -39,7 +39,7 @@ place_requests(ZklCohort *c, bool connected, int64_t mono)
 		if (s->zstate == ZKS_NEW && !s->abandoned && zcoh_eligible_x(c, s))
 			zcoh_join(c, s, connected, mono);
 		else if ((s->zstate == ZKS_NEW || s->zstate == ZKS_COHORT) && !s->abandoned &&
-				 s->mode == ZKL_MODE_SHARED && zcoh_eligible(c, s))
+				 zkk_rides(s->mode) && zcoh_eligible(c, s))
 			zcoh_ride(c, s, connected, mono);
 	}
 	/* before waiters look for their request: a queued node whose owner gave up stays theirs */
@@ -57,7 +57,7 @@ place_requests(ZklCohort *c, bool connected, int64_t mono)
 		ZklSlot    *s = &c->t->slots[i];
 
 		/* a waiter with no request of its cluster to wait behind (gone, lost, given up) */
-		if (s->zstate == ZKS_COHORT && s->mode == ZKL_MODE_EXCLUSIVE &&
+		if (s->zstate == ZKS_COHORT && zkk_hands_over(s->mode) &&
 			zcoh_carrier_of(c, s) == NULL)
 		{
 			if (s->abandoned)
@@ -171,10 +171,10 @@ zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 	 */
 	if (watched)
 		s->peek = COH_PEEK_ARMED;
-	/* behind a shared node only a writer waits for it (readers there hold already) */
+	/* only a node that conflicts waits for it (behind a shared node, readers hold already) */
 	for (i = own + 1; i < n && !s->foreign; i++)
-		s->foreign = s->mode != ZKL_MODE_SHARED || kids[i].mode == ZKL_MODE_EXCLUSIVE;
-	if (s->mode == ZKL_MODE_SHARED)
+		s->foreign = zkk_conflict(s->mode, kids[i].mode);
+	if (zkk_rides(s->mode))
 		zcoh_readers_learn(c, s, kids, n);
 	if (s->foreign && s->zstate == ZKS_LINGER)
 		zcoh_end_linger(s);			/* another request waits: no lingering for it */
@@ -213,7 +213,7 @@ zcoh_event(ZklCohort *c, const char *path)
 		char		key_path[ZKL_MAX_ROOT_LEN + ZKL_KEY_BUFLEN + 2];
 
 		if (o->zstate == ZKS_FREE || o->zstate == ZKS_NEW || o->zstate == ZKS_COHORT ||
-			o->zstate == ZKS_GONE || o->mode == ZKL_MODE_SEMAPHORE)
+			o->zstate == ZKS_GONE || zkk_counted(o->mode))
 			continue;
 		snprintf(key_path, sizeof(key_path), "%s/%s", c->t->roots[o->root_id], o->key);
 		if (strcmp(key_path, path) != 0)

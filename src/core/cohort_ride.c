@@ -43,7 +43,7 @@ writer_here(const ZklCohort *c, const ZklSlot *o)
 	{
 		const ZklSlot *w = &c->t->slots[i];
 
-		if (w->mode == ZKL_MODE_EXCLUSIVE && !w->abandoned && w->zstate != ZKS_FREE &&
+		if (zkk_conflict(w->mode, o->mode) && !w->abandoned && w->zstate != ZKS_FREE &&
 			w->zstate != ZKS_GONE && zcoh_same_key(w, o))
 			return true;
 	}
@@ -56,7 +56,7 @@ reader_node(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
 {
 	return (o->zstate == ZKS_HELD || o->zstate == ZKS_QUEUED || o->zstate == ZKS_CREATING ||
 			o->zstate == ZKS_RECOVER || o->zstate == ZKS_RECOVERING) &&
-		o->mode == ZKL_MODE_SHARED && zcoh_eligible(c, o) && zcoh_same_key(o, s);
+		zkk_rides(o->mode) && zcoh_eligible(c, o) && zcoh_same_key(o, s);
 }
 
 /*
@@ -118,7 +118,7 @@ zcoh_readers_learn(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n)
 	int			i;
 
 	for (i = 0; i < n && !writer; i++)
-		writer = kids[i].mode == ZKL_MODE_EXCLUSIVE;
+		writer = zkk_conflict(kids[i].mode, s->mode);
 	if (!writer)
 	{
 		for (i = 0; i < c->t->nused; i++)
@@ -285,7 +285,7 @@ zcoh_tend_riders(ZklCohort *c)
 		ZklSlot    *o = &c->t->slots[i];
 		ZklSlot    *r;
 
-		if (o->zstate == ZKS_HELD && o->abandoned && !o->rides && o->mode == ZKL_MODE_SHARED &&
+		if (o->zstate == ZKS_HELD && o->abandoned && !o->rides && zkk_rides(o->mode) &&
 			(r = rider_of(c, o)) != NULL)
 			pass_to_rider(c, o, r);
 	}
@@ -296,7 +296,7 @@ zcoh_ridden_by_others(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
 {
 	int			i;
 
-	for (i = 0; i < c->t->nused && o->mode == ZKL_MODE_SHARED; i++)
+	for (i = 0; i < c->t->nused && zkk_rides(o->mode); i++)
 	{
 		const ZklSlot *r = &c->t->slots[i];
 

@@ -20,7 +20,10 @@ zcore_same_key_owner(const ZklSlot *o, const ZklSlot *s)
 	return o != s && o->zstate != ZKS_FREE && same_owner(o, s) && strcmp(o->key, s->key) == 0;
 }
 
-/* Does the owner of s hold the key shared?  (The upgrade case.) */
+/*
+ * Does the owner of s hold the key in a kind that others may hold beside it
+ * and s's kind conflicts with?  (The upgrade case: shared, then exclusive.)
+ */
 static bool
 holds_shared(const ZklCore *c, const ZklSlot *s)
 {
@@ -30,7 +33,8 @@ holds_shared(const ZklCore *c, const ZklSlot *s)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o->zstate == ZKS_HELD && o->mode == ZKL_MODE_SHARED && !o->abandoned &&
+		if (o->zstate == ZKS_HELD && !zkk_conflict(o->mode, o->mode) &&
+			zkk_conflict(s->mode, o->mode) && !o->abandoned &&
 			zcore_same_key_owner(o, s))
 			return true;
 	}
@@ -48,13 +52,13 @@ upgrade_deadlock(const ZklCore *c, const ZklSlot *s)
 {
 	int			i;
 
-	if (s->mode != ZKL_MODE_EXCLUSIVE || !holds_shared(c, s))
+	if (!holds_shared(c, s))
 		return 0;
 	for (i = 0; i < c->t->nused; i++)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o != s && o->mode == ZKL_MODE_EXCLUSIVE && o->result == ZKL_RESULT_PENDING &&
+		if (o != s && o->result == ZKL_RESULT_PENDING &&
 			!o->abandoned && !same_owner(o, s) && strcmp(o->key, s->key) == 0 &&
 			holds_shared(c, o))
 			return o->owner_pid;
@@ -128,7 +132,7 @@ linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, in
 	int64_t		now = zcore_mono(c);
 	int64_t		rtt = CORE_MAX(zcore_wall(c) - s->checked_at, 0);
 
-	if (s->mode == ZKL_MODE_SEMAPHORE || s->group != 0 || kids[watch].mode != ZKL_MODE_EXCLUSIVE ||
+	if (zkk_counted(s->mode) || s->group != 0 || !zkk_alone(kids[watch].mode) ||
 		!zkr_sole_blocker(kids, own, watch, c->mine, c->held, nmine) ||
 		zkr_foreign_ahead(kids, own, c->mine, nmine) != 1)
 		return false;
@@ -171,7 +175,7 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, in
 	/* granted when the watched node goes: alone at the head only if it was the one other */
 	s->at_head = s->watch_sole && zkr_foreign_ahead(kids, own, c->mine, nmine) == 1;
 	s->first = own == 1;		/* likewise, with the backend's own nodes counted */
-	s->clear = zkr_exclusive_ahead(kids, own) == (kids[watch].mode == ZKL_MODE_EXCLUSIVE);
+	s->clear = zkr_alone_ahead(kids, own) == zkk_alone(kids[watch].mode);
 	s->todo |= ZKT_WATCH;
 	if (zcore_wall(c) - s->requested_at >= (int64_t) zcore_recheck_ms(c) * 1000)
 		c->env->suspect(c->env->arg, s, s->watch);
@@ -213,7 +217,7 @@ zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 		case ZKR_GRANT:
 			s->at_head = zkr_foreign_ahead(kids, own, c->mine, nmine) == 0;
 			s->first = own == 0;
-			s->clear = zkr_exclusive_ahead(kids, own) == 0;
+			s->clear = zkr_alone_ahead(kids, own) == 0;
 			zcore_grant(c, s);
 			break;
 		case ZKR_WAIT:
@@ -237,7 +241,7 @@ zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 static bool
 sem_sibling(const ZklSlot *o, const ZklSlot *s)
 {
-	return o->zstate == ZKS_QUEUED && o->mode == ZKL_MODE_SEMAPHORE && !o->abandoned &&
+	return o->zstate == ZKS_QUEUED && zkk_counted(o->mode) && !o->abandoned &&
 		o->root_id == s->root_id && strcmp(o->key, s->key) == 0;
 }
 
@@ -346,7 +350,7 @@ zcore_sem_event(ZklCore *c, const char *path)
 		ZklSlot    *o = &c->t->slots[i];
 		char		key_path[ZKL_PATH_LEN];
 
-		if (o->zstate == ZKS_FREE || o->mode != ZKL_MODE_SEMAPHORE)
+		if (o->zstate == ZKS_FREE || !zkk_counted(o->mode))
 			continue;
 		zcore_key_path(c->t, o, key_path);
 		if (strcmp(key_path, path) == 0)

@@ -54,7 +54,7 @@ plan_followup(ZklCore *c, int idx, int64_t now)
 		if (s->todo & followups[i].bit)
 		{
 			s->todo &= ~followups[i].clears;
-			if (followups[i].kind == OP_CHILDREN && s->mode == ZKL_MODE_SEMAPHORE)
+			if (followups[i].kind == OP_CHILDREN && zkk_counted(s->mode))
 				zcore_sem_checked(c, s, now);
 			else if (followups[i].kind == OP_CHILDREN || followups[i].kind == OP_WATCH ||
 					 (followups[i].kind == OP_STAT && s->own_check))
@@ -94,7 +94,7 @@ zcore_tell_successor(ZklCore *c, const ZklSlot *d)
 	 * backend has another node on the key (it may be ahead, and it blocks
 	 * the waiter).
 	 */
-	if (d->result == ZKL_RESULT_GRANTED && d->mode == ZKL_MODE_EXCLUSIVE && d->at_head)
+	if (d->result == ZKL_RESULT_GRANTED && zkk_alone(d->mode) && d->at_head)
 	{
 		bool		sibling = false;
 
@@ -104,7 +104,7 @@ zcore_tell_successor(ZklCore *c, const ZklSlot *d)
 		{
 			w->watch_sole = true;
 			/* an exclusive waiter watches its immediate predecessor: then it is first */
-			w->at_head = w->mode == ZKL_MODE_EXCLUSIVE;
+			w->at_head = zkk_alone(w->mode);
 			w->first = w->at_head;
 			return false;
 		}
@@ -354,7 +354,7 @@ plan_recheck(ZklCore *c, ZklSlot *s, Turn *turn)
 	}
 	if (left > 0)
 		sooner(turn, left);
-	else if (s->mode == ZKL_MODE_SEMAPHORE && s->delayed_until)
+	else if (zkk_counted(s->mode) && s->delayed_until)
 		zcore_sem_delay_over(c, s);
 	else
 	{
@@ -395,7 +395,7 @@ plan_delete(ZklCore *c, int idx, Turn *turn)
 	 * a waiter that was just given up (it may be the one an event chose) is
 	 * lost for the others.
 	 */
-	if (s->mode == ZKL_MODE_SEMAPHORE)
+	if (zkk_counted(s->mode))
 		return zcore_sem_reader(c, s);
 	return zcore_tell_successor(c, s);
 }

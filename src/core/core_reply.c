@@ -114,7 +114,7 @@ zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int
 		zcoh_listing_failed(zcore_cohort_of(c), s, rc, zcore_outcome_unknown(rc) || zcore_session_error(rc));
 	if (s->zstate != ZKS_QUEUED)
 		return;					/* a holder's listing: for cohort.c only */
-	if (rc == ZOK && s->mode == ZKL_MODE_SEMAPHORE)
+	if (rc == ZOK && zkk_counted(s->mode))
 		zcore_sem_listing(c, s, kids, n);
 	else if (rc == ZOK)
 		zcore_decide(c, s, kids, n);

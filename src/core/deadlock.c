@@ -39,7 +39,7 @@ static bool
 waiting(const ZklSlot *s)
 {
 	return (s->zstate == ZKS_QUEUED || s->zstate == ZKS_COHORT) && s->result == ZKL_RESULT_PENDING &&
-		!s->abandoned && !s->nowait && s->owner_pid != 0 && s->mode != ZKL_MODE_SEMAPHORE;
+		!s->abandoned && !s->nowait && s->owner_pid != 0 && !zkk_counted(s->mode);
 }
 
 /* Whether slot o's node is on s's key, ahead of position seq. */
@@ -66,8 +66,8 @@ blocks(const ZklTable *t, const ZklSlot *o, const ZklSlot *s, int32_t seq)
 	int			i;
 
 	if (o == s || o->owner_pid == s->owner_pid || o->owner_pid == 0 || o->abandoned ||
-		(o->zstate != ZKS_HELD && o->zstate != ZKS_QUEUED) || o->mode == ZKL_MODE_SEMAPHORE ||
-		(s->mode != ZKL_MODE_EXCLUSIVE && o->mode != ZKL_MODE_EXCLUSIVE) || !ahead(o, s, seq))
+		(o->zstate != ZKS_HELD && o->zstate != ZKS_QUEUED) || zkk_counted(o->mode) ||
+		!zkk_conflict(s->mode, o->mode) || !ahead(o, s, seq))
 		return false;
 	if (o->zstate == ZKS_QUEUED && zkr_parse_child(o->node, &k))
 		for (i = 0; i < t->nused; i++)
@@ -90,7 +90,7 @@ zdl_waiting(const ZklSlot *s)
 bool
 zdl_sem_waiting(const ZklSlot *s)
 {
-	return s->mode == ZKL_MODE_SEMAPHORE && s->zstate == ZKS_QUEUED &&
+	return zkk_counted(s->mode) && s->zstate == ZKS_QUEUED &&
 		s->result == ZKL_RESULT_PENDING && !s->abandoned && !s->nowait && s->owner_pid != 0;
 }
 

@@ -306,7 +306,7 @@ static bool
 crossing(const Vert *a, const Vert *b)
 {
 	return a->session != b->session || a->mode == HEAVY || b->mode == HEAVY ||
-		a->mode == ZKL_MODE_SEMAPHORE || b->mode == ZKL_MODE_SEMAPHORE;
+		zkk_counted(a->mode) || zkk_counted(b->mode);
 }
 
 /*
@@ -435,8 +435,7 @@ describe_step(const Vert *a, const Vert *b, char *out, size_t len, size_t *n)
 			   "%sProcess %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ") waits for %s zk_lock on key \"%s\", "
 			   "blocked by process %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ").",
 			   *n > 0 ? "\n" : "", a->pid, a->cluster.len, a->cluster.p, (uint64_t) a->session,
-			   a->mode == ZKL_MODE_EXCLUSIVE ? "an exclusive" :
-			   a->mode == ZKL_MODE_SEMAPHORE ? "a semaphore" : "a shared", key,
+			   zkk_a_name(a->mode) != NULL ? zkk_a_name(a->mode) : "a", key,
 			   b->pid, b->cluster.len, b->cluster.p, (uint64_t) b->session);
 }
 

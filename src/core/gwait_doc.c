@@ -59,7 +59,7 @@ zgw_sem_wait(const ZklTable *t, int slot, const char *const *names, int n, ZgwSe
 	out->attempt = s->attempt;
 	for (i = 0; i < n; i++)
 	{
-		if (!zkr_parse_child(names[i], &c) || c.mode != ZKL_MODE_SEMAPHORE ||
+		if (!zkr_parse_child(names[i], &c) || !zkk_counted(c.mode) ||
 			zkr_seq_cmp(c.seq, own.seq) >= 0)
 			continue;
 		if (out->nahead < ZGW_MAX_AHEAD)
@@ -127,7 +127,7 @@ watch_behind_own(const ZklTable *t, const ZklSlot *s)
 		if (h != s && h->zstate == ZKS_HELD && own_node(t, h, s->owner_pid) &&
 			h->root_id == s->root_id && strcmp(h->key, s->key) == 0 &&
 			zkr_parse_child(h->node, &o) && zkr_seq_cmp(o.seq, w.seq) < 0 &&
-			(o.mode == ZKL_MODE_EXCLUSIVE || w.mode == ZKL_MODE_EXCLUSIVE))
+			zkk_conflict(o.mode, w.mode))
 			return true;
 	}
 	return false;
@@ -188,7 +188,7 @@ put_backend(const ZgwLocal *in, const ZklSlot *w, char *out, size_t len, size_t 
 
 		if (s->owner_pid != pid || !long_wait(t, s, now, timeout_ms))
 			continue;
-		if (s->mode == ZKL_MODE_SEMAPHORE)
+		if (zkk_counted(s->mode))
 		{
 			if (!put_sem(s, i, in, out, len, n))
 				return false;

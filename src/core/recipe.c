@@ -76,14 +76,13 @@ zkr_parse_child(const char *name, ZkrChild *out)
 
 	if (len < MIN_NAME_LEN)
 		return false;
-	if ((name[0] != ZKL_MODE_EXCLUSIVE && name[0] != ZKL_MODE_SHARED &&
-		 name[0] != ZKL_MODE_SEMAPHORE) ||
+	if (zkk_kind(name[0]) == NULL ||
 		name[1] != '-' || name[2 + ZKL_UUID_LEN] != '-')
 		return false;
 	if (!parse_sequence(name, len, &out->seq, &start))
 		return false;
 	out->holders = 0;
-	if (name[0] == ZKL_MODE_SEMAPHORE && !parse_holders(name, start - 1, &out->holders))
+	if (zkk_counted(name[0]) && !parse_holders(name, start - 1, &out->holders))
 		return false;
 	out->name = name;
 	out->mode = name[0];
@@ -190,58 +189,58 @@ mine_index(const ZkrChild *c, const char *const *mine, int nmine)
 }
 
 /*
- * Where the backend's granted nodes stand: the first exclusive and the first
- * shared one (-1: none), so that "does this node wait for us" is O(1).
+ * Where the backend's granted nodes stand: the first one of each kind (-1:
+ * none), so that "does this node wait for us" is O(kinds).
  */
 typedef struct OwnHolds
 {
-	int			first_x;
-	int			first_s;
+	int			first[ZKL_MAX_KINDS];
 } OwnHolds;
 
 static OwnHolds
 own_holds(const ZkrChild *children, int n, const char *const *mine,
 		  const bool *held, int nmine)
 {
-	OwnHolds	h = {-1, -1};
+	OwnHolds	h;
 	int			i;
 
+	for (i = 0; i < ZKL_MAX_KINDS; i++)
+		h.first[i] = -1;
 	for (i = 0; held != NULL && i < n; i++)
 	{
 		int			m = mine_index(&children[i], mine, nmine);
+		const ZklKind *k = zkk_kind(children[i].mode);
 
-		if (m < 0 || !held[m])
+		if (m < 0 || !held[m] || k == NULL)
 			continue;
-		if (children[i].mode == ZKL_MODE_EXCLUSIVE && h.first_x < 0)
-			h.first_x = i;
-		else if (children[i].mode == ZKL_MODE_SHARED && h.first_s < 0)
-			h.first_s = i;
+		if (h.first[k - zkk_kinds] < 0)
+			h.first[k - zkk_kinds] = i;
 	}
 	return h;
 }
 
 /*
- * Whether children[i] blocks a request of the backend: a writer is blocked
- * by any node, a reader by writers.  Never by the backend's own nodes, nor
- * by a node queued behind one the backend holds that it conflicts with:
- * that one waits for the backend, not the other way round (core's rule, so
- * a holder's further requests on its key never wait for its own waiters).
+ * Whether children[i] blocks a request of the backend in the given mode:
+ * when their kinds conflict (a writer is blocked by any node, a reader by
+ * writers).  Never by the backend's own nodes, nor by a node queued behind
+ * one the backend holds that it conflicts with: that one waits for the
+ * backend, not the other way round (core's rule, so a holder's further
+ * requests on its key never wait for its own waiters).
  */
 static bool
-blocks(const ZkrChild *children, int i, bool exclusive, const char *const *mine,
-	   int nmine, OwnHolds h)
+blocks(const ZkrChild *children, int i, char mode, const char *const *mine,
+	   int nmine, const OwnHolds *h)
 {
 	const ZkrChild *c = &children[i];
-	bool		writer = c->mode == ZKL_MODE_EXCLUSIVE;
+	int			k;
 
-	if (!exclusive && !writer)
+	if (!zkk_conflict(mode, c->mode))
 		return false;
 	if (mine_index(c, mine, nmine) >= 0)
 		return false;
-	if (h.first_x >= 0 && h.first_x < i)
-		return false;
-	if (writer && h.first_s >= 0 && h.first_s < i)
-		return false;
+	for (k = 0; k < zkk_nkinds; k++)
+		if (h->first[k] >= 0 && h->first[k] < i && zkk_conflict(zkk_kinds[k].mode, c->mode))
+			return false;
 	return true;
 }
 
@@ -250,7 +249,6 @@ zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
 		   const char *const *mine, const bool *held, int nmine, int *own, int *watch)
 {
 	int			me = -1;
-	bool		exclusive;
 	OwnHolds	h;
 	int			i;
 
@@ -268,11 +266,10 @@ zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
 		return ZKR_ABSENT;
 
 	/* walk back from our node to the nearest node that conflicts */
-	exclusive = children[me].mode == ZKL_MODE_EXCLUSIVE;
 	h = own_holds(children, me, mine, held, nmine);
 	for (i = me - 1; i >= 0; i--)
 	{
-		if (!blocks(children, i, exclusive, mine, nmine, h))
+		if (!blocks(children, i, children[me].mode, mine, nmine, &h))
 			continue;
 		*watch = i;
 		return ZKR_WAIT;
@@ -284,12 +281,11 @@ bool
 zkr_sole_blocker(const ZkrChild *children, int own, int watch,
 				 const char *const *mine, const bool *held, int nmine)
 {
-	bool		exclusive = children[own].mode == ZKL_MODE_EXCLUSIVE;
 	OwnHolds	h = own_holds(children, own, mine, held, nmine);
 	int			i;
 
 	for (i = watch - 1; i >= 0; i--)
-		if (blocks(children, i, exclusive, mine, nmine, h))
+		if (blocks(children, i, children[own].mode, mine, nmine, &h))
 			return false;
 	return true;
 }
@@ -306,13 +302,13 @@ zkr_foreign_ahead(const ZkrChild *children, int own, const char *const *mine, in
 }
 
 int
-zkr_exclusive_ahead(const ZkrChild *children, int own)
+zkr_alone_ahead(const ZkrChild *children, int own)
 {
 	int			n = 0;
 	int			i;
 
 	for (i = 0; i < own; i++)
-		n += children[i].mode == ZKL_MODE_EXCLUSIVE;
+		n += zkk_alone(children[i].mode);
 	return n;
 }
 
@@ -328,7 +324,7 @@ zkr_decide_semaphore(const ZkrChild *children, int n, const char *own_uuid,
 	*other = 0;
 	for (i = 0; i < n; i++)
 	{
-		if (children[i].mode != ZKL_MODE_SEMAPHORE)
+		if (!zkk_counted(children[i].mode))
 			continue;
 		if (zkr_name_has_uuid(children[i].name, own_uuid))
 		{
@@ -350,7 +346,7 @@ zkr_decide_semaphore(const ZkrChild *children, int n, const char *own_uuid,
 	 */
 	for (i = first; first >= 0 && i < *own; i++)
 	{
-		if (children[i].mode == ZKL_MODE_SEMAPHORE &&
+		if (zkk_counted(children[i].mode) &&
 			children[i].holders != children[*own].holders)
 		{
 			*other = children[i].holders;
@@ -388,7 +384,7 @@ int
 zkr_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid, int holders,
 				char *out, size_t outlen)
 {
-	int			n = (mode == ZKL_MODE_SEMAPHORE) ?
+	int			n = zkk_counted(mode) ?
 		snprintf(out, outlen, "%c-%s-%llu-%d.%d-", mode, uuid,
 				 (unsigned long long) sysid, pid, holders) :
 		snprintf(out, outlen, "%c-%s-%llu-%d-", mode, uuid,

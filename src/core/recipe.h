@@ -3,8 +3,8 @@
  *
  * Lock nodes are children of one key node, named
  *     <mode>-<uuid>-<system identifier>-<pid>-<10-digit sequence>
- * where mode is 'x' (exclusive) or 's' (shared); a counting semaphore's
- * nodes (mode 'c', under a key of their own key space) carry the request's
+ * where mode is the letter of a kind (kinds.h); a counted kind's nodes (a
+ * semaphore's, under a key of their own key space) carry the request's
  * holders after the pid:
  *     c-<uuid>-<system identifier>-<pid>.<holders>-<10-digit sequence>
  * so that every cluster sees what each live request asked for without a
@@ -17,9 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ZKL_MODE_EXCLUSIVE	'x'
-#define ZKL_MODE_SHARED		's'
-#define ZKL_MODE_SEMAPHORE	'c'
+#include "kinds.h"
 
 /* Most holders a semaphore may have (ten digits fit the node name). */
 #define ZKL_MAX_HOLDERS		1000000
@@ -104,11 +102,12 @@ extern int	zkr_foreign_ahead(const ZkrChild *children, int own,
 							  const char *const *mine, int nmine);
 
 /*
- * How many exclusive nodes stand ahead of children[own], the backend's own
- * included.  A shared node granted with none ahead shares the key with
- * shared holders only, so other local readers may join it (cohort.c).
+ * How many nodes of a kind that holds its key alone (zkk_alone) stand ahead
+ * of children[own], the backend's own included.  A shared node granted with
+ * none ahead shares the key with shared holders only, so other local
+ * readers may join it (cohort.c).
  */
-extern int	zkr_exclusive_ahead(const ZkrChild *children, int own);
+extern int	zkr_alone_ahead(const ZkrChild *children, int own);
 
 /*
  * A semaphore request (children of a semaphore key): granted while fewer

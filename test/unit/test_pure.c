@@ -399,12 +399,52 @@ test_semaphore_recipe(void)
 		  zkl_semaphore_key(key) == 2 + 3 * ZKL_MAX_KEY_BYTES, "the longest key still fits as a semaphore's");
 }
 
+/* The kinds' table: the rules code asks it for, as core's two modes and a semaphore have them. */
+static void
+test_kinds(void)
+{
+	int			i;
+	int			j;
+
+	CHECK(zkk_nkinds <= ZKL_MAX_KINDS, "the table fits ZKL_MAX_KINDS");
+	for (i = 0; i < zkk_nkinds; i++)
+	{
+		const ZklKind *k = &zkk_kinds[i];
+
+		CHECK(zkk_kind(k->mode) == k, "a kind's letter finds its own row (letters unique)");
+		CHECK(k->mode >= 'a' && k->mode <= 'z', "a kind's letter is lower-case (ZKK_SET)");
+		CHECK(k->name != NULL && k->noun != NULL && k->a_name != NULL, "every kind is named");
+		for (j = 0; j < zkk_nkinds; j++)
+		{
+			char		m = zkk_kinds[j].mode;
+
+			CHECK(zkk_conflict(k->mode, m) == zkk_conflict(m, k->mode), "conflict is symmetric");
+			/* a counted kind lives in its own key space: it meets no ordered kind */
+			if (zkk_kinds[j].grant != k->grant)
+				CHECK(!zkk_conflict(k->mode, m), "kinds of different grant rules never meet");
+		}
+		CHECK(!(k->local == ZKL_LOCAL_RIDE && zkk_conflict(k->mode, k->mode)),
+			  "only a kind that does not conflict with itself can be joined");
+		CHECK(!(k->local == ZKL_LOCAL_HANDOVER && !zkk_alone(k->mode)),
+			  "a node passes from holder to holder only of a kind that holds its key alone");
+	}
+	CHECK(zkk_conflict('x', 'x') && zkk_conflict('x', 's') && !zkk_conflict('s', 's'),
+		  "core's modes: writers exclude all, readers share");
+	CHECK(zkk_alone('x') && !zkk_alone('s') && !zkk_alone('c'), "only exclusive holds alone");
+	CHECK(zkk_counted('c') && !zkk_counted('x') && !zkk_counted('s'), "only the semaphore counts");
+	CHECK(zkk_hands_over('x') && zkk_rides('s') && zkk_local('c') == ZKL_LOCAL_NONE,
+		  "local sharing: exclusive hands over, shared rides, semaphore neither");
+	CHECK(zkk_kind('L') == NULL && !zkk_conflict('x', 'L') && !zkk_conflict('x', '\0') &&
+		  zkk_name('?') == NULL && !zkk_counted('?'), "an unknown letter is no kind");
+}
+
 int
 main(void)
 {
 	test_keys();
 	test_recipe();
 	test_semaphore_recipe();
+	test_kinds();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }

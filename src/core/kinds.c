@@ -1,0 +1,56 @@
+/*
+ * kinds.c — the lock kinds' table, and the questions code asks it.
+ */
+#include "kinds.h"
+
+/*
+ * Exclusive and shared are core's two advisory lock modes: readers share,
+ * a writer excludes both.  A semaphore's requests conflict only in number:
+ * they are counted against the capacity each request names.
+ */
+const ZklKind zkk_kinds[] = {
+	{ZKL_MODE_EXCLUSIVE, "exclusive", "exclusive", "an exclusive",
+	ZKK_SET(ZKL_MODE_EXCLUSIVE) | ZKK_SET(ZKL_MODE_SHARED), ZKL_GRANT_ORDER, ZKL_LOCAL_HANDOVER},
+	{ZKL_MODE_SHARED, "shared", "shared", "a shared",
+	ZKK_SET(ZKL_MODE_EXCLUSIVE), ZKL_GRANT_ORDER, ZKL_LOCAL_RIDE},
+	{ZKL_MODE_SEMAPHORE, "counting", "semaphore", "a semaphore",
+	ZKK_SET(ZKL_MODE_SEMAPHORE), ZKL_GRANT_COUNT, ZKL_LOCAL_NONE},
+};
+const int	zkk_nkinds = (int) (sizeof(zkk_kinds) / sizeof(zkk_kinds[0]));
+
+bool
+zkk_alone(char mode)
+{
+	const ZklKind *k = zkk_kind(mode);
+	uint32_t	ordered = 0;
+	int			i;
+
+	for (i = 0; i < zkk_nkinds; i++)
+		if (zkk_kinds[i].grant == ZKL_GRANT_ORDER)
+			ordered |= ZKK_SET(zkk_kinds[i].mode);
+	return k != NULL && k->grant == ZKL_GRANT_ORDER && (k->conflicts & ordered) == ordered;
+}
+
+const char *
+zkk_name(char mode)
+{
+	const ZklKind *k = zkk_kind(mode);
+
+	return k != NULL ? k->name : NULL;
+}
+
+const char *
+zkk_noun(char mode)
+{
+	const ZklKind *k = zkk_kind(mode);
+
+	return k != NULL ? k->noun : NULL;
+}
+
+const char *
+zkk_a_name(char mode)
+{
+	const ZklKind *k = zkk_kind(mode);
+
+	return k != NULL ? k->a_name : NULL;
+}
