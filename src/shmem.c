@@ -132,12 +132,12 @@ zkl_flush_wakes(void)
 void
 zkl_wake_owner(ZklSlot *slot)
 {
-	if (slot->abandoned || slot->owner_procno < 0)
+	if (slot->own.abandoned || slot->req.owner_procno < 0)
 		return;
 	if (wake_procnos != NULL && wake_count < zkl_shared->t.nslots)
-		wake_procnos[wake_count++] = slot->owner_procno;
+		wake_procnos[wake_count++] = slot->req.owner_procno;
 	else
-		SetLatch(&GetPGProcByNumber(slot->owner_procno)->procLatch);
+		SetLatch(&GetPGProcByNumber(slot->req.owner_procno)->procLatch);
 }
 
 /*
@@ -215,7 +215,7 @@ zkl_abandon_slot(int idx)
 	bool		wake;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	result = slot->result;
+	result = slot->ans.result;
 	wake = abandon_locked(slot);
 	LWLockRelease(zkl_shared->lock);
 	if (wake)
@@ -253,7 +253,7 @@ zkl_cancel_slots(const int *idx, int n)
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < n; i++)
-		all &= zkl_shared->t.slots[idx[i]].result == ZKL_RESULT_GRANTED;
+		all &= zkl_shared->t.slots[idx[i]].ans.result == ZKL_RESULT_GRANTED;
 	for (i = 0; i < n && !all; i++)
 		wake |= abandon_locked(&zkl_shared->t.slots[idx[i]]);
 	LWLockRelease(zkl_shared->lock);

@@ -94,7 +94,7 @@ verify_nodes(bool ask)
 
 		if (ask)
 			wake |= zkt_ask_verify(slot);
-		verified &= slot->verify == ZKV_OK;
+		verified &= slot->own.verify == ZKV_OK;
 	}
 	LWLockRelease(zkl_shared->lock);
 	if (wake)

@@ -77,17 +77,17 @@ static bool
 book_lost(void *arg, int slot)
 {
 	pg_read_barrier();
-	return zkl_shared->t.slots[slot].result == ZKL_RESULT_LOST;
+	return zkl_shared->t.slots[slot].ans.result == ZKL_RESULT_LOST;
 }
 
 /* Tell the slot's readers (zk_locks) at which levels it is held. */
 static void
 book_scope(void *arg, int slot, uint8_t scope)
 {
-	if (zkl_shared->t.slots[slot].scope == scope)
+	if (zkl_shared->t.slots[slot].own.scope == scope)
 		return;
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zkl_shared->t.slots[slot].scope = scope;
+	zkl_shared->t.slots[slot].own.scope = scope;
 	LWLockRelease(zkl_shared->lock);
 }
 

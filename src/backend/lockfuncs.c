@@ -401,10 +401,10 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 		{
 			ZklSlot    *slot = &zkl_shared->t.slots[slots[i]];
 
-			lost |= slot->result == ZKL_RESULT_LOST;
-			if (slot->czxid != 0)
+			lost |= slot->ans.result == ZKL_RESULT_LOST;
+			if (slot->zk.czxid != 0)
 			{
-				int64		t = zkr_fencing_token(slot->czxid, slot->handed);
+				int64		t = zkr_fencing_token(slot->zk.czxid, slot->zk.handed);
 
 				if (t < 0)
 				{

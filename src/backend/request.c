@@ -98,7 +98,7 @@ static ZklResult
 slot_result(int idx)
 {
 	pg_read_barrier();
-	return zkl_shared->t.slots[idx].result;
+	return zkl_shared->t.slots[idx].ans.result;
 }
 
 /* How far an unanswered request got, for the deadline that prevents a hang. */
@@ -109,7 +109,7 @@ read_progress(int idx, ZklZkState *zstate, TimestampTz *queued_at)
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	*zstate = slot->zstate;
-	*queued_at = slot->queued_at;
+	*queued_at = slot->req.queued_at;
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -143,7 +143,7 @@ log_wait(int idx, const char *what, TimestampTz start)
 	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
 	ereport(LOG,
 			(errmsg("process %d %s %s zk_lock on key \"%s\" after %ld.%03d ms",
-					MyProcPid, what, zkk_noun(s->mode), key,
+					MyProcPid, what, zkk_noun(s->req.mode), key,
 					secs * 1000 + usecs / 1000, usecs % 1000)));
 }
 
@@ -316,7 +316,7 @@ static void
 check_stacked_holders(const char *key, int holders)
 {
 	int			idx = zkl_local_slot(key, ZKL_MODE_SEMAPHORE);
-	int			have = idx < 0 ? holders : zkl_shared->t.slots[idx].holders;
+	int			have = idx < 0 ? holders : zkl_shared->t.slots[idx].req.holders;
 
 	if (have != holders)
 		ereport(ERROR,
@@ -348,7 +348,7 @@ report_failure(const int *idx, int n, int which)
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	strlcpy(msg, slot->errmsg, sizeof(msg));
-	sqlstate = slot->sqlstate;
+	sqlstate = slot->ans.sqlstate;
 	auth = sqlstate == ERRCODE_INSUFFICIENT_PRIVILEGE ||
 		sqlstate == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
 	conn = sqlstate == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION ||
@@ -446,7 +446,7 @@ zkl_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, 
 		/* the worker wrote the granting session before the result */
 		pg_read_barrier();
 		for (i = 0; i < nfresh; i++)
-			zkl_local_add(idx[i], fresh[i], ask->mode, zkl_shared->t.slots[idx[i]].session_id,
+			zkl_local_add(idx[i], fresh[i], ask->mode, zkl_shared->t.slots[idx[i]].ans.session_id,
 						  ask->session);
 	}
 	for (i = 0; i < n; i++)

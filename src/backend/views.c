@@ -85,13 +85,13 @@ zk_lock_counters(PG_FUNCTION_ARGS)
 static const char *
 slot_state(const ZklSlot *s)
 {
-	if (s->result == ZKL_RESULT_LOST)
+	if (s->ans.result == ZKL_RESULT_LOST)
 		return "lost";
 	if (s->zstate == ZKS_LINGER)
 		return "lingering";
-	if (s->abandoned || s->result == ZKL_RESULT_NOT_GRANTED || s->result == ZKL_RESULT_FAILED)
+	if (s->own.abandoned || s->ans.result == ZKL_RESULT_NOT_GRANTED || s->ans.result == ZKL_RESULT_FAILED)
 		return "releasing";
-	if (s->result == ZKL_RESULT_GRANTED)
+	if (s->ans.result == ZKL_RESULT_GRANTED)
 		return "granted";
 	return "waiting";
 }
@@ -146,36 +146,36 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 		const ZklSlot *s = &copy[i];
 		Datum		values[12];
 		bool		nulls[12] = {0};
-		bool		semaphore = zkk_counted(s->mode);
-		bool		granted = s->result == ZKL_RESULT_GRANTED && !s->abandoned;
+		bool		semaphore = zkk_counted(s->req.mode);
+		bool		granted = s->ans.result == ZKL_RESULT_GRANTED && !s->own.abandoned;
 
 		/* a lingering node belongs to no backend */
-		if (s->owner_pid != 0)
-			values[0] = Int32GetDatum(s->owner_pid);
+		if (s->req.owner_pid != 0)
+			values[0] = Int32GetDatum(s->req.owner_pid);
 		else
 			nulls[0] = true;
 		values[1] = CStringGetTextDatum(zkl_display_key(s->key));
 		values[2] = CStringGetTextDatum(s->key[semaphore] == ZKL_KEY_BIGINT ? "bigint" :
 										s->key[semaphore] == ZKL_KEY_PAIR ? "integer pair" : "text");
-		values[3] = CStringGetTextDatum(mode_name(s->mode));
+		values[3] = CStringGetTextDatum(mode_name(s->req.mode));
 		values[4] = CStringGetTextDatum(slot_state(s));
 		if (s->node[0] != '\0')
 			values[5] = CStringGetTextDatum(s->node);
 		else
 			nulls[5] = true;
 		/* the fencing token: from the node's czxid, known once created */
-		if (granted && s->czxid != 0 && zkr_fencing_token(s->czxid, s->handed) >= 0)
-			values[6] = Int64GetDatum(zkr_fencing_token(s->czxid, s->handed));
+		if (granted && s->zk.czxid != 0 && zkr_fencing_token(s->zk.czxid, s->zk.handed) >= 0)
+			values[6] = Int64GetDatum(zkr_fencing_token(s->zk.czxid, s->zk.handed));
 		else
 			nulls[6] = true;
-		values[7] = TimestampTzGetDatum(s->requested_at);
+		values[7] = TimestampTzGetDatum(s->req.requested_at);
 		if (granted)
-			values[8] = TimestampTzGetDatum(s->granted_at);
+			values[8] = TimestampTzGetDatum(s->ans.granted_at);
 		else
 			nulls[8] = true;
-		values[9] = CStringGetTextDatum(scope_name(s->scope));
+		values[9] = CStringGetTextDatum(scope_name(s->own.scope));
 		values[10] = CStringGetTextDatum(semaphore ? "semaphore" : "lock");
-		values[11] = Int32GetDatum(s->holders);
+		values[11] = Int32GetDatum(s->req.holders);
 		nulls[11] = !semaphore;
 		/* the 1.0 definition has no scope column: the tuple takes the columns it has */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

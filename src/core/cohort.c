@@ -52,14 +52,14 @@
 bool
 zcoh_eligible(const ZklCohort *c, const ZklSlot *s)
 {
-	return c->handover && zkk_local(s->mode) != ZKL_LOCAL_NONE && s->group == 0 && !s->rides;
+	return c->handover && zkk_local(s->req.mode) != ZKL_LOCAL_NONE && s->req.group == 0 && !s->zk.rides;
 }
 
 /* One whose node passes from holder to holder (an exclusive one). */
 bool
 zcoh_eligible_x(const ZklCohort *c, const ZklSlot *s)
 {
-	return zcoh_eligible(c, s) && zkk_hands_over(s->mode);
+	return zcoh_eligible(c, s) && zkk_hands_over(s->req.mode);
 }
 
 bool
@@ -76,10 +76,10 @@ zcoh_listing_watches(const ZklCohort *c, const ZklSlot *s)
 	 * node granted by one is ready to be joined at once, before a short
 	 * transaction is over.  One event per cluster and change, at most.
 	 */
-	return zkk_counted(s->mode) ||
+	return zkk_counted(s->req.mode) ||
 		((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER ||
-		  (s->zstate == ZKS_QUEUED && s->peek == COH_PEEK_ASKED) ||
-		  (zkk_rides(s->mode) && (s->zstate == ZKS_CREATING || s->zstate == ZKS_QUEUED))) &&
+		  (s->zstate == ZKS_QUEUED && s->coh.peek == COH_PEEK_ASKED) ||
+		  (zkk_rides(s->req.mode) && (s->zstate == ZKS_CREATING || s->zstate == ZKS_QUEUED))) &&
 		 zcoh_eligible(c, s));
 }
 
@@ -97,10 +97,10 @@ zcoh_same_key(const ZklSlot *a, const ZklSlot *b)
 void
 zcoh_unmark(ZklSlot *s)
 {
-	if (s->may_linger && (s->zstate == ZKS_HELD || s->zstate == ZKS_QUEUED))
+	if (s->coh.may_linger && (s->zstate == ZKS_HELD || s->zstate == ZKS_QUEUED))
 	{
-		s->may_linger = false;
-		s->todo |= ZKT_UNMARK;
+		s->coh.may_linger = false;
+		s->zk.todo |= ZKT_UNMARK;
 	}
 }
 
@@ -131,7 +131,7 @@ zcoh_carrier_of(ZklCohort *c, const ZklSlot *s)
 		/* one with a node first, wherever it sits in the table: new requests join it */
 		if (zcoh_carries(c, o))
 			return o;
-		if (coming == NULL && !o->abandoned && !o->nowait &&
+		if (coming == NULL && !o->own.abandoned && !o->req.nowait &&
 			(o->zstate == ZKS_NEW || o->zstate == ZKS_CREATING || o->zstate == ZKS_RECOVER ||
 			 o->zstate == ZKS_RECOVERING || o->zstate == ZKS_QUEUED))
 			coming = o;
@@ -156,8 +156,8 @@ zcoh_owner_other(const ZklCohort *c, const ZklSlot *o, bool decided)
 	{
 		const ZklSlot *s = &c->t->slots[i];
 
-		if (s == o || s->zstate == ZKS_FREE || s->abandoned || s->owner_pid != o->owner_pid ||
-			s->owner_procno != o->owner_procno || !zcoh_same_key(s, o))
+		if (s == o || s->zstate == ZKS_FREE || s->own.abandoned || s->req.owner_pid != o->req.owner_pid ||
+			s->req.owner_procno != o->req.owner_procno || !zcoh_same_key(s, o))
 			continue;
 		if (!decided ||
 			(s->zstate != ZKS_NEW && s->zstate != ZKS_COHORT && s->zstate != ZKS_GONE))
@@ -176,7 +176,7 @@ other_holder(const ZklCohort *c, const ZklSlot *o)
 	{
 		const ZklSlot *h = &c->t->slots[i];
 
-		if (h != o && h->zstate == ZKS_HELD && !h->abandoned && zcoh_same_key(h, o))
+		if (h != o && h->zstate == ZKS_HELD && !h->own.abandoned && zcoh_same_key(h, o))
 			return true;
 	}
 	return false;
@@ -186,8 +186,8 @@ other_holder(const ZklCohort *c, const ZklSlot *o)
 static bool
 budget_left(const ZklCohort *c, const ZklSlot *o)
 {
-	return o->node_handed + 1 < ZKL_HANDOVER_MAX &&
-		(!o->foreign || o->since_foreign < c->handover_limit);
+	return o->coh.node_handed + 1 < ZKL_HANDOVER_MAX &&
+		(!o->coh.foreign || o->coh.since_foreign < c->handover_limit);
 }
 
 /* Everything but the child watch allows o's node to pass. */
@@ -199,7 +199,7 @@ may_pass_but_peek(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t 
 	 * with this node as its own: it must not become another backend's while
 	 * that decision stands.
 	 */
-	return connected && o->first && o->session_id == c->t->session_id &&
+	return connected && o->zk.first && o->ans.session_id == c->t->session_id &&
 		budget_left(c, o) && !other_holder(c, o) && !zcoh_owner_other(c, o, true) &&
 		!c->host->grants_paused(c->host->arg, mono);
 }
@@ -207,7 +207,7 @@ may_pass_but_peek(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t 
 bool
 zcoh_may_pass(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono)
 {
-	return o->peek == COH_PEEK_ARMED && may_pass_but_peek(c, o, connected, mono);
+	return o->coh.peek == COH_PEEK_ARMED && may_pass_but_peek(c, o, connected, mono);
 }
 
 /* The local waiter first in line for o's node. */
@@ -221,9 +221,9 @@ zcoh_first_waiter(ZklCohort *c, const ZklSlot *o)
 	{
 		ZklSlot    *w = &c->t->slots[i];
 
-		if (w->zstate == ZKS_COHORT && !w->abandoned && zkk_hands_over(w->mode) &&
+		if (w->zstate == ZKS_COHORT && !w->own.abandoned && zkk_hands_over(w->req.mode) &&
 			zcoh_same_key(w, o) &&
-			(first == NULL || w->ticket < first->ticket))
+			(first == NULL || w->req.ticket < first->req.ticket))
 			first = w;
 	}
 	return first;
@@ -239,14 +239,14 @@ take_node(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
 	memcpy(to->node, from->node, sizeof(to->node));
 	memcpy(to->uuid, from->uuid, sizeof(to->uuid));
-	to->czxid = from->czxid;
-	to->root_id = from->root_id;
-	to->foreign = from->foreign;
-	to->may_linger = from->may_linger;
-	to->kept = false;
+	to->zk.czxid = from->zk.czxid;
+	to->zk.root_id = from->zk.root_id;
+	to->coh.foreign = from->coh.foreign;
+	to->coh.may_linger = from->coh.may_linger;
+	to->coh.kept = false;
 	to->watch[0] = '\0';
-	to->watch_sole = false;
-	to->delayed_until = 0;
+	to->zk.watch_sole = false;
+	to->zk.delayed_until = 0;
 	zks_move(to, ZKS_QUEUED);
 	zks_move(from, ZKS_GONE);
 	zkt_free(c->t, from);
@@ -260,14 +260,14 @@ pass(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
 	int			i;
 
-	to->handed = from->node_handed + 1;
-	to->node_handed = to->handed;
-	to->since_foreign = from->since_foreign + (from->foreign ? 1 : 0);
-	to->peek = from->peek;
-	to->at_head = true;
-	to->first = true;
-	to->linger_until = 0;
-	to->todo = from->todo & ZKT_UNMARK;	/* owed for the node */
+	to->zk.handed = from->coh.node_handed + 1;
+	to->coh.node_handed = to->zk.handed;
+	to->coh.since_foreign = from->coh.since_foreign + (from->coh.foreign ? 1 : 0);
+	to->coh.peek = from->coh.peek;
+	to->zk.at_head = true;
+	to->zk.first = true;
+	to->coh.linger_until = 0;
+	to->zk.todo = from->zk.todo & ZKT_UNMARK;	/* owed for the node */
 	take_node(c, from, to);		/* QUEUED until the grant, as after a listing */
 	c->t->counters.handovers++;
 	c->host->grant(c->host->arg, to);
@@ -276,7 +276,7 @@ pass(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	{
 		ZklSlot    *w = &c->t->slots[i];
 
-		if (w->zstate == ZKS_COHORT && w->nowait && !w->abandoned && zcoh_same_key(w, to))
+		if (w->zstate == ZKS_COHORT && w->req.nowait && !w->own.abandoned && zcoh_same_key(w, to))
 			refuse(c, w);
 	}
 }
@@ -289,36 +289,36 @@ pass(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 void
 zcoh_ask_peek(ZklSlot *o, bool connected)
 {
-	if (connected && (o->peek == COH_PEEK_NONE ||
-					  (o->peek == COH_PEEK_WANTED && !(o->todo & ZKT_CHILDREN))))
+	if (connected && (o->coh.peek == COH_PEEK_NONE ||
+					  (o->coh.peek == COH_PEEK_WANTED && !(o->zk.todo & ZKT_CHILDREN))))
 	{
-		o->peek = COH_PEEK_WANTED;
-		o->todo |= ZKT_CHILDREN;
+		o->coh.peek = COH_PEEK_WANTED;
+		o->zk.todo |= ZKT_CHILDREN;
 	}
 }
 
 void
 zcoh_new_node(ZklSlot *s)
 {
-	s->handed = 0;
-	s->node_handed = 0;
-	s->rides = false;
-	if (!zkk_rides(s->mode))
+	s->zk.handed = 0;
+	s->coh.node_handed = 0;
+	s->zk.rides = false;
+	if (!zkk_rides(s->req.mode))
 	{
 		/* a reader's count is its key's (share_bound): it stays */
-		s->foreign = false;
-		s->since_foreign = 0;
+		s->coh.foreign = false;
+		s->coh.since_foreign = 0;
 	}
-	s->peek = COH_PEEK_NONE;
-	s->kept = false;
-	s->linger_until = 0;
+	s->coh.peek = COH_PEEK_NONE;
+	s->coh.kept = false;
+	s->coh.linger_until = 0;
 }
 
 void
 zcoh_listing_planned(ZklSlot *s)
 {
-	if (s->peek == COH_PEEK_WANTED)
-		s->peek = COH_PEEK_ASKED;
+	if (s->coh.peek == COH_PEEK_WANTED)
+		s->coh.peek = COH_PEEK_ASKED;
 }
 
 /*
@@ -332,15 +332,15 @@ zcoh_listing_planned(ZklSlot *s)
 void
 zcoh_move_place(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
-	to->at_head = false;
-	to->first = false;
-	to->checked_at = from->checked_at;
-	to->handed = 0;
-	to->node_handed = 0;
-	to->since_foreign = from->since_foreign;
-	to->peek = COH_PEEK_NONE;
+	to->zk.at_head = false;
+	to->zk.first = false;
+	to->zk.checked_at = from->zk.checked_at;
+	to->zk.handed = 0;
+	to->coh.node_handed = 0;
+	to->coh.since_foreign = from->coh.since_foreign;
+	to->coh.peek = COH_PEEK_NONE;
 	/* an adopted node is checked first; the mark's removal is owed for the node */
-	to->todo = ZKT_CHILDREN | (from->todo & (ZKT_STAT | ZKT_UNMARK));
+	to->zk.todo = ZKT_CHILDREN | (from->zk.todo & (ZKT_STAT | ZKT_UNMARK));
 	take_node(c, from, to);
 }
 
@@ -348,7 +348,7 @@ void
 zcoh_end_linger(ZklSlot *o)
 {
 	zks_move(o, ZKS_DELETING);
-	o->todo = ZKT_DELETE;
+	o->zk.todo = ZKT_DELETE;
 }
 
 void
@@ -373,8 +373,8 @@ zcoh_turn_off(ZklCohort *c)
 		ZklSlot    *s = &c->t->slots[i];
 
 		zcoh_unmark(s);				/* no node lingers now */
-		s->peek = COH_PEEK_NONE;	/* a listing out now comes back unasked for */
-		if (s->zstate == ZKS_COHORT && s->abandoned)
+		s->coh.peek = COH_PEEK_NONE;	/* a listing out now comes back unasked for */
+		if (s->zstate == ZKS_COHORT && s->own.abandoned)
 			zkt_free(c->t, s);
 		else if (s->zstate == ZKS_COHORT)
 			c->host->requeue(c->host->arg, s);
@@ -386,7 +386,7 @@ zcoh_turn_off(ZklCohort *c)
 const ZklSlot *
 zcoh_waits_behind(ZklCohort *c, const ZklSlot *s)
 {
-	return s->zstate == ZKS_COHORT && zkk_hands_over(s->mode) ? zcoh_carrier_of(c, s) : NULL;
+	return s->zstate == ZKS_COHORT && zkk_hands_over(s->req.mode) ? zcoh_carrier_of(c, s) : NULL;
 }
 
 /*
@@ -403,7 +403,7 @@ older_joiner(ZklCohort *c, const ZklSlot *s, ZklSlot *o)
 	{
 		ZklSlot    *w = &c->t->slots[i];
 
-		if (w != s && w->zstate == ZKS_NEW && !w->abandoned && w->ticket < s->ticket &&
+		if (w != s && w->zstate == ZKS_NEW && !w->own.abandoned && w->req.ticket < s->req.ticket &&
 			zcoh_eligible_x(c, w) && zcoh_same_key(w, o) && !zcoh_owner_other(c, w, false))
 			return true;
 	}
@@ -414,7 +414,7 @@ older_joiner(ZklCohort *c, const ZklSlot *s, ZklSlot *o)
 static void
 refuse(ZklCohort *c, ZklSlot *s)
 {
-	s->result = ZKL_RESULT_NOT_GRANTED;
+	s->ans.result = ZKL_RESULT_NOT_GRANTED;
 	zks_move(s, ZKS_GONE);
 	c->host->wake(c->host->arg, s);
 }
@@ -433,7 +433,7 @@ zcoh_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 			return;
 		if (!older_joiner(c, s, o))
 			pass(c, o, s);
-		else if (s->nowait)
+		else if (s->req.nowait)
 			refuse(c, s);		/* the one that asked first takes it: the key is held here */
 		else
 			zks_move(s, ZKS_COHORT); /* it waits behind the one that asked first */
@@ -444,7 +444,7 @@ zcoh_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	 * here or waited for; once the holder is done with it (a COMMIT that has
 	 * returned) and nobody here waits, it is next in line like any request.
 	 */
-	if (s->nowait && !(o->zstate == ZKS_HELD && o->abandoned && zcoh_first_waiter(c, o) == NULL))
+	if (s->req.nowait && !(o->zstate == ZKS_HELD && o->own.abandoned && zcoh_first_waiter(c, o) == NULL))
 	{
 		refuse(c, s);
 		return;
@@ -461,25 +461,25 @@ zcoh_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 	/* only a waiter behind this request (another local node of the key may have its own) */
 	if (w != NULL && zcoh_carrier_of(c, w) != o)
 		w = NULL;
-	o->kept = false;
+	o->coh.kept = false;
 	if (zcoh_may_pass(c, o, connected, mono))
 	{
 		if (w != NULL)
 			pass(c, o, w);
-		else if (c->linger_ms > 0 && o->may_linger && !o->foreign)
+		else if (c->linger_ms > 0 && o->coh.may_linger && !o->coh.foreign)
 		{
 			zks_move(o, ZKS_LINGER);
 			c->t->counters.lingers++;
-			o->linger_until = mono + (int64_t) c->linger_ms * 1000;
-			o->owner_procno = -1;	/* nobody's: no backend counts it as its own */
-			o->owner_pid = 0;
+			o->coh.linger_until = mono + (int64_t) c->linger_ms * 1000;
+			o->req.owner_procno = -1;	/* nobody's: no backend counts it as its own */
+			o->req.owner_pid = 0;
 		}
 		return;
 	}
 	if (w != NULL && may_pass_but_peek(c, o, connected, mono))
 	{
 		zcoh_ask_peek(o, connected);	/* the waiter gets it once the listing is back */
-		o->kept = true;
+		o->coh.kept = true;
 		return;
 	}
 	/*

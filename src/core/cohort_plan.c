@@ -14,7 +14,7 @@ zcoh_node_lost(ZklCohort *c, const ZklSlot *s)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (o != s && o->zstate == ZKS_HELD && o->root_id == s->root_id && zcoh_same_key(o, s) &&
+		if (o != s && o->zstate == ZKS_HELD && o->zk.root_id == s->zk.root_id && zcoh_same_key(o, s) &&
 			strcmp(o->node, s->node) == 0)
 			c->host->lose(c->host->arg, o);
 	}
@@ -36,10 +36,10 @@ place_requests(ZklCohort *c, bool connected, int64_t mono)
 
 		if (c->linger_ms == 0)
 			zcoh_unmark(s);			/* linger turned off by a reload */
-		if (s->zstate == ZKS_NEW && !s->abandoned && zcoh_eligible_x(c, s))
+		if (s->zstate == ZKS_NEW && !s->own.abandoned && zcoh_eligible_x(c, s))
 			zcoh_join(c, s, connected, mono);
-		else if ((s->zstate == ZKS_NEW || s->zstate == ZKS_COHORT) && !s->abandoned &&
-				 zkk_rides(s->mode) && zcoh_eligible(c, s))
+		else if ((s->zstate == ZKS_NEW || s->zstate == ZKS_COHORT) && !s->own.abandoned &&
+				 zkk_rides(s->req.mode) && zcoh_eligible(c, s))
 			zcoh_ride(c, s, connected, mono);
 	}
 	/* before waiters look for their request: a queued node whose owner gave up stays theirs */
@@ -48,7 +48,7 @@ place_requests(ZklCohort *c, bool connected, int64_t mono)
 		ZklSlot    *o = &c->t->slots[i];
 		ZklSlot    *w;
 
-		if (o->zstate == ZKS_QUEUED && o->abandoned && zcoh_eligible_x(c, o) &&
+		if (o->zstate == ZKS_QUEUED && o->own.abandoned && zcoh_eligible_x(c, o) &&
 			(w = zcoh_first_waiter(c, o)) != NULL && !zcoh_owner_other(c, o, false))
 			zcoh_move_place(c, o, w);
 	}
@@ -57,10 +57,10 @@ place_requests(ZklCohort *c, bool connected, int64_t mono)
 		ZklSlot    *s = &c->t->slots[i];
 
 		/* a waiter with no request of its cluster to wait behind (gone, lost, given up) */
-		if (s->zstate == ZKS_COHORT && zkk_hands_over(s->mode) &&
+		if (s->zstate == ZKS_COHORT && zkk_hands_over(s->req.mode) &&
 			zcoh_carrier_of(c, s) == NULL)
 		{
-			if (s->abandoned)
+			if (s->own.abandoned)
 				zkt_free(c->t, s);
 			else
 				c->host->requeue(c->host->arg, s);
@@ -78,12 +78,12 @@ tend_carrier(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 {
 	if (o->zstate == ZKS_LINGER)
 	{
-		if (mono >= o->linger_until || o->foreign || !zcoh_may_pass(c, o, connected, mono))
+		if (mono >= o->coh.linger_until || o->coh.foreign || !zcoh_may_pass(c, o, connected, mono))
 			zcoh_end_linger(o);
 		else
-			return (long) ((o->linger_until - mono + 999) / 1000);
+			return (long) ((o->coh.linger_until - mono + 999) / 1000);
 	}
-	else if (o->abandoned)
+	else if (o->own.abandoned)
 		zcoh_release(c, o, connected, mono);
 	else if (o->zstate == ZKS_QUEUED)
 	{
@@ -92,11 +92,11 @@ tend_carrier(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 		 * behind it: read the queue instead, with the child watch, so that
 		 * one read both grants it and arms its hand-overs.
 		 */
-		if ((o->todo & ZKT_BARRIER) && o->peek == COH_PEEK_NONE && connected &&
+		if ((o->zk.todo & ZKT_BARRIER) && o->coh.peek == COH_PEEK_NONE && connected &&
 			zcoh_first_waiter(c, o) != NULL)
 		{
-			o->todo = (o->todo & ~ZKT_BARRIER) | ZKT_CHILDREN;
-			o->peek = COH_PEEK_WANTED;
+			o->zk.todo = (o->zk.todo & ~ZKT_BARRIER) | ZKT_CHILDREN;
+			o->coh.peek = COH_PEEK_WANTED;
 		}
 	}
 	else if (c->linger_ms > 0 || zcoh_first_waiter(c, o) != NULL)
@@ -122,7 +122,7 @@ zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 		ZklSlot    *o = &c->t->slots[i];
 		long		ms;
 
-		if (!zcoh_carries(c, o) && !(o->zstate == ZKS_QUEUED && zcoh_eligible_x(c, o) && !o->abandoned))
+		if (!zcoh_carries(c, o) && !(o->zstate == ZKS_QUEUED && zcoh_eligible_x(c, o) && !o->own.abandoned))
 			continue;
 		ms = tend_carrier(c, o, connected, mono);
 		if (ms >= 0 && (next_ms < 0 || ms < next_ms))
@@ -136,7 +136,8 @@ bool
 zcoh_keeps(const ZklCohort *c, const ZklSlot *s)
 {
 	/* zcoh_release() decided so just now, in this turn's zcoh_plan(); a rider's node is not its own */
-	return (s->kept && s->zstate == ZKS_HELD && zcoh_carries(c, s)) || (s->rides && s->zstate == ZKS_HELD);
+	return (s->coh.kept && s->zstate == ZKS_HELD && zcoh_carries(c, s)) ||
+		(s->zk.rides && s->zstate == ZKS_HELD);
 }
 
 void
@@ -153,8 +154,8 @@ zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 	if (own < 0)
 	{
 		/* a holder's node is gone from under it (a waiter's: decide() sees it) */
-		if (s->peek == COH_PEEK_ASKED)
-			s->peek = COH_PEEK_NONE;
+		if (s->coh.peek == COH_PEEK_ASKED)
+			s->coh.peek = COH_PEEK_NONE;
 		if (s->zstate == ZKS_HELD)
 			c->host->lose(c->host->arg, s);
 		else if (s->zstate == ZKS_LINGER)
@@ -170,15 +171,15 @@ zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 	 * but what it shows is true all the same.
 	 */
 	if (watched)
-		s->peek = COH_PEEK_ARMED;
+		s->coh.peek = COH_PEEK_ARMED;
 	/* only a node that conflicts waits for it (behind a shared node, readers hold already) */
-	for (i = own + 1; i < n && !s->foreign; i++)
-		s->foreign = zkk_conflict(s->mode, kids[i].mode);
-	if (zkk_rides(s->mode))
+	for (i = own + 1; i < n && !s->coh.foreign; i++)
+		s->coh.foreign = zkk_conflict(s->req.mode, kids[i].mode);
+	if (zkk_rides(s->req.mode))
 		zcoh_readers_learn(c, s, kids, n);
-	if (s->foreign && s->zstate == ZKS_LINGER)
+	if (s->coh.foreign && s->zstate == ZKS_LINGER)
 		zcoh_end_linger(s);			/* another request waits: no lingering for it */
-	else if (s->foreign)
+	else if (s->coh.foreign)
 		zcoh_unmark(s);				/* nor will it linger later: a try-lock behind it is told */
 }
 
@@ -194,11 +195,11 @@ zcoh_listing_failed(ZklCohort *c, ZklSlot *s, int rc, bool transient)
 	else if (!transient)
 	{
 		/* a queue we cannot read (say, access refused): no more hand-overs of this node */
-		s->foreign = true;
-		s->since_foreign = UINT16_MAX;
+		s->coh.foreign = true;
+		s->coh.since_foreign = UINT16_MAX;
 	}
-	if (s->peek == COH_PEEK_ASKED)
-		s->peek = COH_PEEK_NONE;	/* asked again while needed */
+	if (s->coh.peek == COH_PEEK_ASKED)
+		s->coh.peek = COH_PEEK_NONE;	/* asked again while needed */
 }
 
 bool
@@ -213,17 +214,17 @@ zcoh_event(ZklCohort *c, const char *path)
 		char		key_path[ZKL_MAX_ROOT_LEN + ZKL_KEY_BUFLEN + 2];
 
 		if (o->zstate == ZKS_FREE || o->zstate == ZKS_NEW || o->zstate == ZKS_COHORT ||
-			o->zstate == ZKS_GONE || zkk_counted(o->mode))
+			o->zstate == ZKS_GONE || zkk_counted(o->req.mode))
 			continue;
-		snprintf(key_path, sizeof(key_path), "%s/%s", c->t->roots[o->root_id], o->key);
+		snprintf(key_path, sizeof(key_path), "%s/%s", c->t->roots[o->zk.root_id], o->key);
 		if (strcmp(key_path, path) != 0)
 			continue;
 		ours = true;
 		if (!zcoh_eligible(c, o))
 			continue;
 		/* someone came or went: nothing passes before the next listing says who */
-		if (o->peek == COH_PEEK_ARMED)
-			o->peek = COH_PEEK_NONE;
+		if (o->coh.peek == COH_PEEK_ARMED)
+			o->coh.peek = COH_PEEK_NONE;
 		if (o->zstate == ZKS_LINGER)
 			zcoh_end_linger(o);
 	}
@@ -236,8 +237,8 @@ zcoh_disarm(ZklCohort *c)
 	int			i;
 
 	for (i = 0; i < c->t->nused; i++)
-		if (c->t->slots[i].peek == COH_PEEK_ARMED)
-			c->t->slots[i].peek = COH_PEEK_NONE;
+		if (c->t->slots[i].coh.peek == COH_PEEK_ARMED)
+			c->t->slots[i].coh.peek = COH_PEEK_NONE;
 }
 
 void
@@ -246,6 +247,6 @@ zcoh_forget_watches(ZklCohort *c)
 	int			i;
 
 	for (i = 0; i < c->t->nused; i++)
-		c->t->slots[i].peek = COH_PEEK_NONE;
+		c->t->slots[i].coh.peek = COH_PEEK_NONE;
 }
 

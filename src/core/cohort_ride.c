@@ -9,7 +9,7 @@
 static bool
 rides_on(const ZklSlot *r, const ZklSlot *o)
 {
-	return r != o && r->rides && r->zstate == ZKS_HELD && r->root_id == o->root_id &&
+	return r != o && r->zk.rides && r->zstate == ZKS_HELD && r->zk.root_id == o->zk.root_id &&
 		zcoh_same_key(r, o) && strcmp(r->node, o->node) == 0;
 }
 
@@ -23,7 +23,7 @@ rider_of(ZklCohort *c, const ZklSlot *o)
 	{
 		ZklSlot    *r = &c->t->slots[i];
 
-		if (rides_on(r, o) && !r->abandoned)
+		if (rides_on(r, o) && !r->own.abandoned)
 			return r;
 	}
 	return NULL;
@@ -43,7 +43,7 @@ writer_here(const ZklCohort *c, const ZklSlot *o)
 	{
 		const ZklSlot *w = &c->t->slots[i];
 
-		if (zkk_conflict(w->mode, o->mode) && !w->abandoned && w->zstate != ZKS_FREE &&
+		if (zkk_conflict(w->req.mode, o->req.mode) && !w->own.abandoned && w->zstate != ZKS_FREE &&
 			w->zstate != ZKS_GONE && zcoh_same_key(w, o))
 			return true;
 	}
@@ -56,7 +56,7 @@ reader_node(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
 {
 	return (o->zstate == ZKS_HELD || o->zstate == ZKS_QUEUED || o->zstate == ZKS_CREATING ||
 			o->zstate == ZKS_RECOVER || o->zstate == ZKS_RECOVERING) &&
-		zkk_rides(o->mode) && zcoh_eligible(c, o) && zcoh_same_key(o, s);
+		zkk_rides(o->req.mode) && zcoh_eligible(c, o) && zcoh_same_key(o, s);
 }
 
 /*
@@ -78,10 +78,10 @@ key_since_foreign(const ZklCohort *c, const ZklSlot *s, bool *foreign)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (reader_node(c, o, s) && o->foreign)
+		if (reader_node(c, o, s) && o->coh.foreign)
 		{
 			*foreign = true;
-			since = o->since_foreign > since ? o->since_foreign : since;
+			since = o->coh.since_foreign > since ? o->coh.since_foreign : since;
 		}
 	}
 	return since;
@@ -98,8 +98,8 @@ share_bound(ZklCohort *c, const ZklSlot *s, uint16_t since)
 
 		if (reader_node(c, o, s))
 		{
-			o->foreign = true;
-			o->since_foreign = since;
+			o->coh.foreign = true;
+			o->coh.since_foreign = since;
 		}
 	}
 }
@@ -118,7 +118,7 @@ zcoh_readers_learn(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n)
 	int			i;
 
 	for (i = 0; i < n && !writer; i++)
-		writer = zkk_conflict(kids[i].mode, s->mode);
+		writer = zkk_conflict(kids[i].mode, s->req.mode);
 	if (!writer)
 	{
 		for (i = 0; i < c->t->nused; i++)
@@ -127,12 +127,12 @@ zcoh_readers_learn(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n)
 
 			if (reader_node(c, o, s))
 			{
-				o->foreign = false;
-				o->since_foreign = 0;
+				o->coh.foreign = false;
+				o->coh.since_foreign = 0;
 			}
 		}
 	}
-	else if (s->foreign)
+	else if (s->coh.foreign)
 		share_bound(c, s, key_since_foreign(c, s, &foreign));
 }
 
@@ -156,8 +156,8 @@ ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (reader_node(c, o, s) && o->zstate == ZKS_HELD && !o->abandoned && o->clear &&
-			o->session_id == c->t->session_id && o->node_handed + 1 < ZKL_HANDOVER_MAX)
+		if (reader_node(c, o, s) && o->zstate == ZKS_HELD && !o->own.abandoned && o->zk.clear &&
+			o->ans.session_id == c->t->session_id && o->coh.node_handed + 1 < ZKL_HANDOVER_MAX)
 			return o;
 	}
 	return NULL;
@@ -177,18 +177,18 @@ zcoh_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	bool		foreign;
 	uint16_t	since;
 
-	if (o != NULL && o->peek == COH_PEEK_ARMED)
+	if (o != NULL && o->coh.peek == COH_PEEK_ARMED)
 	{
-		s->attempt = ++c->t->next_attempt;	/* replies for its own queue place are stale */
-		s->rides = true;
-		s->handed = o->node_handed + 1;
-		s->czxid = o->czxid;
-		s->root_id = o->root_id;
+		s->req.attempt = ++c->t->next_attempt;	/* replies for its own queue place are stale */
+		s->zk.rides = true;
+		s->zk.handed = o->coh.node_handed + 1;
+		s->zk.czxid = o->zk.czxid;
+		s->zk.root_id = o->zk.root_id;
 		memcpy(s->node, o->node, sizeof(s->node));
-		s->first = o->first;
-		s->at_head = o->at_head;
-		s->clear = true;
-		s->todo = 0;
+		s->zk.first = o->zk.first;
+		s->zk.at_head = o->zk.at_head;
+		s->zk.clear = true;
+		s->zk.todo = 0;
 		zks_move(s, ZKS_QUEUED); /* until the grant */
 		c->host->grant(c->host->arg, s);
 		if (s->zstate != ZKS_HELD)
@@ -197,15 +197,15 @@ zcoh_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 			c->host->requeue(c->host->arg, s);
 			return;
 		}
-		o->node_handed = s->handed;
+		o->coh.node_handed = s->zk.handed;
 		since = key_since_foreign(c, o, &foreign);
 		if (foreign)
 			share_bound(c, o, since + 1);
 		c->t->counters.handovers++;
 	}
-	else if (s->zstate == ZKS_COHORT && (o == NULL || o->peek == COH_PEEK_NONE))
+	else if (s->zstate == ZKS_COHORT && (o == NULL || o->coh.peek == COH_PEEK_NONE))
 		c->host->requeue(c->host->arg, s);	/* that listing did not arm it */
-	else if (o != NULL && !(s->zstate == ZKS_NEW && s->nowait))
+	else if (o != NULL && !(s->zstate == ZKS_NEW && s->req.nowait))
 	{
 		zcoh_ask_peek(o, connected);	/* again if that read was dropped unsent */
 		zks_move(s, ZKS_COHORT);
@@ -231,9 +231,9 @@ users_changed(ZklCohort *c, const ZklSlot *o)
 	{
 		ZklSlot    *w = &c->t->slots[i];
 
-		if (w->zstate == ZKS_QUEUED && !w->abandoned && w->root_id == o->root_id &&
+		if (w->zstate == ZKS_QUEUED && !w->own.abandoned && w->zk.root_id == o->zk.root_id &&
 			zcoh_same_key(w, o))
-			w->todo |= ZKT_CHILDREN;
+			w->zk.todo |= ZKT_CHILDREN;
 	}
 }
 
@@ -246,14 +246,14 @@ static void
 pass_to_rider(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
 	memcpy(to->uuid, from->uuid, sizeof(to->uuid));
-	if (from->czxid != 0)
-		to->czxid = from->czxid;
-	to->rides = false;
-	to->node_handed = from->node_handed;
-	to->foreign = from->foreign;
-	to->since_foreign = from->since_foreign;
-	to->peek = from->peek == COH_PEEK_ARMED ? COH_PEEK_ARMED : COH_PEEK_NONE;
-	to->kept = false;
+	if (from->zk.czxid != 0)
+		to->zk.czxid = from->zk.czxid;
+	to->zk.rides = false;
+	to->coh.node_handed = from->coh.node_handed;
+	to->coh.foreign = from->coh.foreign;
+	to->coh.since_foreign = from->coh.since_foreign;
+	to->coh.peek = from->coh.peek == COH_PEEK_ARMED ? COH_PEEK_ARMED : COH_PEEK_NONE;
+	to->coh.kept = false;
 	zks_move(from, ZKS_GONE);
 	zkt_free(c->t, from);
 	users_changed(c, to);
@@ -273,7 +273,7 @@ zcoh_tend_riders(ZklCohort *c)
 	{
 		ZklSlot    *r = &c->t->slots[i];
 
-		if (r->rides && r->zstate == ZKS_HELD && r->abandoned)
+		if (r->zk.rides && r->zstate == ZKS_HELD && r->own.abandoned)
 		{
 			users_changed(c, r);
 			zks_move(r, ZKS_GONE);
@@ -285,7 +285,7 @@ zcoh_tend_riders(ZklCohort *c)
 		ZklSlot    *o = &c->t->slots[i];
 		ZklSlot    *r;
 
-		if (o->zstate == ZKS_HELD && o->abandoned && !o->rides && zkk_rides(o->mode) &&
+		if (o->zstate == ZKS_HELD && o->own.abandoned && !o->zk.rides && zkk_rides(o->req.mode) &&
 			(r = rider_of(c, o)) != NULL)
 			pass_to_rider(c, o, r);
 	}
@@ -296,12 +296,12 @@ zcoh_ridden_by_others(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
 {
 	int			i;
 
-	for (i = 0; i < c->t->nused && zkk_rides(o->mode); i++)
+	for (i = 0; i < c->t->nused && zkk_rides(o->req.mode); i++)
 	{
 		const ZklSlot *r = &c->t->slots[i];
 
-		if (rides_on(r, o) && !r->abandoned &&
-			(r->owner_pid != s->owner_pid || r->owner_procno != s->owner_procno))
+		if (rides_on(r, o) && !r->own.abandoned &&
+			(r->req.owner_pid != s->req.owner_pid || r->req.owner_procno != s->req.owner_procno))
 			return true;
 	}
 	return false;

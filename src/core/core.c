@@ -64,7 +64,7 @@ zcore_reply_slot(const ZklCore *c, uint64_t tag)
 	if (idx >= c->t->nslots)
 		return NULL;
 	s = &c->t->slots[idx];
-	if (s->zstate == ZKS_FREE || zcore_tag(idx, s->attempt) != tag)
+	if (s->zstate == ZKS_FREE || zcore_tag(idx, s->req.attempt) != tag)
 		return NULL;
 	return s;
 }
@@ -72,13 +72,13 @@ zcore_reply_slot(const ZklCore *c, uint64_t tag)
 void
 zcore_key_path(const ZklTable *t, const ZklSlot *s, char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/%s", t->roots[s->root_id], s->key);
+	snprintf(out, ZKL_PATH_LEN, "%s/%s", t->roots[s->zk.root_id], s->key);
 }
 
 void
 zcore_child_path(const ZklTable *t, const ZklSlot *s, const char *name, char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/%s/%s", t->roots[s->root_id], s->key, name);
+	snprintf(out, ZKL_PATH_LEN, "%s/%s/%s", t->roots[s->zk.root_id], s->key, name);
 }
 
 /* The session ended under the request: nothing of it survives. */
@@ -124,7 +124,7 @@ void
 zcore_note_write_reply(ZklCore *c, const ZklSlot *s, int rc)
 {
 	if (zcore_leader_answered(rc))
-		zcore_note_proof(c, s->sent_at);
+		zcore_note_proof(c, s->zk.sent_at);
 }
 
 void
@@ -136,7 +136,7 @@ zcore_free_slot(ZklCore *c, ZklSlot *s)
 void
 zcore_wake(ZklCore *c, ZklSlot *s)
 {
-	if (!s->abandoned && s->owner_procno >= 0)
+	if (!s->own.abandoned && s->req.owner_procno >= 0)
 		c->env->wake(c->env->arg, s);
 }
 
@@ -153,12 +153,12 @@ zcore_lose_slot(ZklCore *c, ZklSlot *s)
 	zks_move(s, ZKS_GONE);
 	if (held)
 		zcoh_node_lost(zcore_cohort_of(c), s);	/* every local holder through that node */
-	if (s->abandoned)
+	if (s->own.abandoned)
 	{
 		zcore_free_slot(c, s);
 		return;
 	}
-	s->result = ZKL_RESULT_LOST;
+	s->ans.result = ZKL_RESULT_LOST;
 	c->t->counters.lost++;
 	c->env->interrupt(c->env->arg, s);
 	zcore_wake(c, s);
@@ -174,14 +174,14 @@ zcore_fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate, const c
 	va_start(ap, fmt);
 	vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
 	va_end(ap);
-	s->sqlstate = sqlstate;
+	s->ans.sqlstate = sqlstate;
 	zks_move(s, zstate);
-	if (s->result == ZKL_RESULT_PENDING)
-		s->result = ZKL_RESULT_FAILED;
+	if (s->ans.result == ZKL_RESULT_PENDING)
+		s->ans.result = ZKL_RESULT_FAILED;
 	if (sqlstate == ERR_DEADLOCK)
 		c->t->counters.deadlocks++;
 	zcore_wake(c, s);
-	if (s->abandoned && zstate == ZKS_GONE)
+	if (s->own.abandoned && zstate == ZKS_GONE)
 		zcore_free_slot(c, s);
 }
 
@@ -205,9 +205,9 @@ void
 zcore_read_again_later(ZklCore *c, ZklSlot *s)
 {
 	s->watch[0] = '\0';
-	s->watch_sole = false;
-	s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
-	s->delayed_until = zcore_mono(c) + LOOK_AGAIN_US;
+	s->zk.watch_sole = false;
+	s->zk.todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
+	s->zk.delayed_until = zcore_mono(c) + LOOK_AGAIN_US;
 }
 
 /*
@@ -221,7 +221,7 @@ zcore_read_refused(ZklCore *c, ZklSlot *s, int rc)
 	zcore_fail_slot(c, s, rc == ZNOAUTH ? ERR_PRIVILEGE : c->env->rc_sqlstate(rc), ZKS_DELETING,
 			  "could not read the ZooKeeper lock queue of key node %s: %s", s->key,
 			  c->env->rc_text(rc));
-	s->todo = ZKT_DELETE;
+	s->zk.todo = ZKT_DELETE;
 }
 
 /*
@@ -234,11 +234,11 @@ void
 zcore_forget_place(ZklSlot *s)
 {
 	s->watch[0] = '\0';
-	s->watch_sole = false;
-	s->at_head = false;
-	s->first = false;
-	s->clear = false;
-	s->delayed_until = 0;
+	s->zk.watch_sole = false;
+	s->zk.at_head = false;
+	s->zk.first = false;
+	s->zk.clear = false;
+	s->zk.delayed_until = 0;
 }
 
 /* Put a request back at the start, as a fresh request. */
@@ -247,23 +247,23 @@ zcore_requeue(ZklCore *c, ZklSlot *s)
 {
 	c->env->new_uuid(c->env->arg, s->uuid);
 	zks_move(s, ZKS_NEW);
-	s->queued_at = zcore_wall(c);
-	s->todo = 0;
-	s->retries = 0;
-	s->key_denied = false;
+	s->req.queued_at = zcore_wall(c);
+	s->zk.todo = 0;
+	s->zk.retries = 0;
+	s->zk.key_denied = false;
 	s->node[0] = '\0';
-	s->try_until = 0;			/* a new node, a new wait */
+	s->zk.try_until = 0;			/* a new node, a new wait */
 	zcore_forget_place(s);
 	zcoh_new_node(s);
-	s->attempt = ++c->t->next_attempt;
-	s->ticket = s->attempt;
+	s->req.attempt = ++c->t->next_attempt;
+	s->req.ticket = s->req.attempt;
 }
 
 /* Our node is gone: start over, or end if the owner is gone too. */
 void
 zcore_start_over(ZklCore *c, ZklSlot *s)
 {
-	if (s->abandoned)
+	if (s->own.abandoned)
 	{
 		zks_move(s, ZKS_GONE);
 		zcore_free_slot(c, s);
@@ -292,11 +292,11 @@ zcore_lost_place(ZklCore *c, ZklSlot *s)
 {
 	int			i;
 
-	for (i = 0; s->group != 0 && !s->abandoned && i < c->t->nused; i++)
+	for (i = 0; s->req.group != 0 && !s->own.abandoned && i < c->t->nused; i++)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o->group == s->group && o->zstate != ZKS_FREE && o->result == ZKL_RESULT_PENDING)
+		if (o->req.group == s->req.group && o->zstate != ZKS_FREE && o->ans.result == ZKL_RESULT_PENDING)
 		{
 			zcore_fail_place(c, s);
 			return;
@@ -316,7 +316,7 @@ zcore_node_not_seen(ZklSlot *s)
 {
 	zcore_forget_place(s);
 	zcoh_new_node(s);			/* what cohort.c knew or asked of it is void, as on requeue */
-	s->todo = 0;
+	s->zk.todo = 0;
 	zks_move(s, ZKS_RECOVER);
 }
 
@@ -345,8 +345,8 @@ zcore_reconnected(ZklCore *c)
 
 		if (s->zstate == ZKS_HELD)
 			zcore_wake(c, s);
-		if (s->todo & ZKT_BARRIER)
-			s->todo = (s->todo & ~ZKT_BARRIER) | ZKT_CHILDREN;
+		if (s->zk.todo & ZKT_BARRIER)
+			s->zk.todo = (s->zk.todo & ~ZKT_BARRIER) | ZKT_CHILDREN;
 	}
 }
 
@@ -360,9 +360,9 @@ forget_node(ZklCore *c, ZklSlot *s)
 		case ZKS_RECOVER:
 		case ZKS_RECOVERING:
 		case ZKS_QUEUED:
-			if (s->abandoned)
+			if (s->own.abandoned)
 				zcore_free_slot(c, s);
-			else if (s->result != ZKL_RESULT_PENDING)
+			else if (s->ans.result != ZKL_RESULT_PENDING)
 				zks_move(s, ZKS_GONE);	/* failed, its node kept to be found: gone with the session */
 			else
 				zcore_requeue(c, s);
@@ -373,12 +373,12 @@ forget_node(ZklCore *c, ZklSlot *s)
 		case ZKS_DELETING:
 		case ZKS_LINGER:
 			zks_move(s, ZKS_GONE);
-			if (s->abandoned)
+			if (s->own.abandoned)
 				zcore_free_slot(c, s);
 			break;
 		case ZKS_COHORT:
 			/* its holder's node went too: queue again, in ZooKeeper */
-			if (s->abandoned)
+			if (s->own.abandoned)
 				zcore_free_slot(c, s);
 			else
 				zcore_requeue(c, s);
@@ -435,15 +435,15 @@ zcore_worker_restarted(ZklCore *c)
 				zks_move(s, ZKS_RECOVER);
 				break;
 			case ZKS_QUEUED:
-				s->todo |= ZKT_CHILDREN;
+				s->zk.todo |= ZKT_CHILDREN;
 				break;
 			case ZKS_DELETING:
-				s->todo |= ZKT_DELETE;
+				s->zk.todo |= ZKT_DELETE;
 				break;
 			case ZKS_HELD:
 				/* a commit waits for this answer: the old worker's may be lost */
-				if (s->verify == ZKV_ASKED)
-					s->todo |= ZKT_VERIFY;
+				if (s->own.verify == ZKV_ASKED)
+					s->zk.todo |= ZKT_VERIFY;
 				break;
 			default:
 				break;
@@ -485,19 +485,19 @@ zcore_grant(ZklCore *c, ZklSlot *s)
 	int64_t		until;
 
 	/* a watch event seen before this answer asks for nothing more */
-	s->todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
-	if (s->result == ZKL_RESULT_PENDING && c->env->grants_paused(c->env->arg, zcore_mono(c), &until))
+	s->zk.todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
+	if (s->ans.result == ZKL_RESULT_PENDING && c->env->grants_paused(c->env->arg, zcore_mono(c), &until))
 	{
-		s->delayed_until = until;
+		s->zk.delayed_until = until;
 		return;
 	}
 	zks_move(s, ZKS_HELD);
-	if (s->result == ZKL_RESULT_PENDING)
+	if (s->ans.result == ZKL_RESULT_PENDING)
 	{
-		s->session_id = c->t->session_id;
+		s->ans.session_id = c->t->session_id;
 		__atomic_thread_fence(__ATOMIC_RELEASE);	/* the owner reads it after the result, unlocked */
-		s->result = ZKL_RESULT_GRANTED;
-		s->granted_at = zcore_wall(c);
+		s->ans.result = ZKL_RESULT_GRANTED;
+		s->ans.granted_at = zcore_wall(c);
 		c->t->counters.grants++;
 		zcore_wake(c, s);
 	}

@@ -14,7 +14,7 @@
 static bool
 batchable(const ZklCore *c, const ZklOp *op)
 {
-	bool		grouped = op->kind == OP_CREATE && c->t->slots[op->idx].group != 0;
+	bool		grouped = op->kind == OP_CREATE && c->t->slots[op->idx].req.group != 0;
 
 	return (op->kind == OP_CREATE || op->kind == OP_DELETE) && !op->batched &&
 		(grouped || (!op->parents && !op->solo));
@@ -41,7 +41,7 @@ creates_key(const ZklCore *c, const int *members, int n, const char *key)
 static int
 group_ops(const ZklCore *c, int i, const int *members, int n, int *grp)
 {
-	uint64_t	group = c->t->slots[c->ops[i].idx].group;
+	uint64_t	group = c->t->slots[c->ops[i].idx].req.group;
 	int			m = 0;
 	int			j;
 
@@ -49,7 +49,7 @@ group_ops(const ZklCore *c, int i, const int *members, int n, int *grp)
 	{
 		const ZklOp *op = &c->ops[j];
 
-		if (op->kind != OP_CREATE || op->batched || c->t->slots[op->idx].group != group)
+		if (op->kind != OP_CREATE || op->batched || c->t->slots[op->idx].req.group != group)
 			continue;
 		if (n + m >= ZKL_BATCH_MAX || creates_key(c, members, n, c->t->slots[op->idx].key))
 			return 0;
@@ -75,7 +75,7 @@ zcore_batch_wanted(const ZklCore *c)
 
 		if (!batchable(c, op))
 			continue;
-		if (++eligible >= 2 || (op->kind == OP_CREATE && c->t->slots[op->idx].group != 0))
+		if (++eligible >= 2 || (op->kind == OP_CREATE && c->t->slots[op->idx].req.group != 0))
 			return true;
 	}
 	return false;
@@ -110,7 +110,7 @@ zcore_next_batch(ZklCore *c, int *members)
 	{
 		const ZklOp *op = &c->ops[i];
 
-		if (batchable(c, op) && op->kind == OP_CREATE && c->t->slots[op->idx].group != 0)
+		if (batchable(c, op) && op->kind == OP_CREATE && c->t->slots[op->idx].req.group != 0)
 			n = group_ops(c, i, members, 0, members);
 	}
 	for (j = 0; j < n; j++)
@@ -124,7 +124,7 @@ zcore_next_batch(ZklCore *c, int *members)
 
 		if (!batchable(c, op))
 			continue;
-		if (op->kind == OP_CREATE && s->group != 0)
+		if (op->kind == OP_CREATE && s->req.group != 0)
 		{
 			/* another group: whole, or in a later multi */
 			m = group_ops(c, i, members, n, grp);
@@ -141,7 +141,7 @@ zcore_next_batch(ZklCore *c, int *members)
 		members[n++] = i;
 	}
 	if (n == 1 && !(c->ops[members[0]].kind == OP_CREATE &&
-					c->t->slots[c->ops[members[0]].idx].group != 0))
+					c->t->slots[c->ops[members[0]].idx].req.group != 0))
 	{
 		/* one plain op left for a multi: it goes out on its own */
 		c->ops[members[0]].batched = false;

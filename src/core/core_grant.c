@@ -11,7 +11,7 @@
 static bool
 same_owner(const ZklSlot *a, const ZklSlot *b)
 {
-	return a->owner_pid == b->owner_pid && a->owner_procno == b->owner_procno;
+	return a->req.owner_pid == b->req.owner_pid && a->req.owner_procno == b->req.owner_procno;
 }
 
 bool
@@ -33,8 +33,8 @@ holds_shared(const ZklCore *c, const ZklSlot *s)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o->zstate == ZKS_HELD && !zkk_conflict(o->mode, o->mode) &&
-			zkk_conflict(s->mode, o->mode) && !o->abandoned &&
+		if (o->zstate == ZKS_HELD && !zkk_conflict(o->req.mode, o->req.mode) &&
+			zkk_conflict(s->req.mode, o->req.mode) && !o->own.abandoned &&
 			zcore_same_key_owner(o, s))
 			return true;
 	}
@@ -58,10 +58,10 @@ upgrade_deadlock(const ZklCore *c, const ZklSlot *s)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o != s && o->result == ZKL_RESULT_PENDING &&
-			!o->abandoned && !same_owner(o, s) && strcmp(o->key, s->key) == 0 &&
+		if (o != s && o->ans.result == ZKL_RESULT_PENDING &&
+			!o->own.abandoned && !same_owner(o, s) && strcmp(o->key, s->key) == 0 &&
 			holds_shared(c, o))
-			return o->owner_pid;
+			return o->req.owner_pid;
 	}
 	return 0;
 }
@@ -77,10 +77,10 @@ zcore_recheck_ms(const ZklCore *c)
 void
 zcore_refuse_try(ZklCore *c, ZklSlot *s)
 {
-	if (s->result == ZKL_RESULT_PENDING)
-		s->result = ZKL_RESULT_NOT_GRANTED;
+	if (s->ans.result == ZKL_RESULT_PENDING)
+		s->ans.result = ZKL_RESULT_NOT_GRANTED;
 	zks_move(s, ZKS_DELETING);
-	s->todo = ZKT_DELETE;
+	s->zk.todo = ZKT_DELETE;
 	zcore_wake(c, s);
 }
 
@@ -103,7 +103,7 @@ zcore_node_data(const ZklSlot *s, char *out)
 {
 	size_t		n = strlen(s->data);
 
-	if (s->may_linger && zcore_data_markable(s->data))
+	if (s->coh.may_linger && zcore_data_markable(s->data))
 		snprintf(out, ZKL_NODE_DATA_LEN, "%.*s%s%s", (int) (n - 1), s->data,
 				 n > 2 ? "," : "", LINGER_MARK);
 	else
@@ -130,17 +130,17 @@ static bool
 linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, int nmine)
 {
 	int64_t		now = zcore_mono(c);
-	int64_t		rtt = CORE_MAX(zcore_wall(c) - s->checked_at, 0);
+	int64_t		rtt = CORE_MAX(zcore_wall(c) - s->zk.checked_at, 0);
 
-	if (zkk_counted(s->mode) || s->group != 0 || !zkk_alone(kids[watch].mode) ||
+	if (zkk_counted(s->req.mode) || s->req.group != 0 || !zkk_alone(kids[watch].mode) ||
 		!zkr_sole_blocker(kids, own, watch, c->mine, c->held, nmine) ||
 		zkr_foreign_ahead(kids, own, c->mine, nmine) != 1)
 		return false;
-	if (s->try_until == 0)
-		s->try_until = now + CORE_MIN(CORE_MAX(LINGER_WAIT_RTTS * rtt,
+	if (s->zk.try_until == 0)
+		s->zk.try_until = now + CORE_MIN(CORE_MAX(LINGER_WAIT_RTTS * rtt,
 											   (int64_t) LINGER_WAIT_MIN_MS * 1000),
 									  (int64_t) LINGER_WAIT_MAX_MS * 1000);
-	return now < s->try_until;
+	return now < s->zk.try_until;
 }
 
 
@@ -156,28 +156,28 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, in
 {
 	int			other;
 
-	if (!s->nowait && (other = upgrade_deadlock(c, s)) != 0)
+	if (!s->req.nowait && (other = upgrade_deadlock(c, s)) != 0)
 	{
 		/* give up our place; our owner's abort releases its shared lock too */
 		zcore_fail_slot(c, s, ERR_DEADLOCK, ZKS_DELETING,
 				  "deadlock detected: processes %d and %d both hold a zk_lock shared and wait to make it exclusive",
-				  s->owner_pid, other);
-		s->todo = ZKT_DELETE;
+				  s->req.owner_pid, other);
+		s->zk.todo = ZKT_DELETE;
 		return;
 	}
-	if (s->nowait && !linger_wait(c, s, kids, own, watch, nmine))
+	if (s->req.nowait && !linger_wait(c, s, kids, own, watch, nmine))
 	{
 		zcore_refuse_try(c, s);
 		return;
 	}
 	zcore_copy_name(s->watch, sizeof(s->watch), kids[watch].name);
-	s->watch_sole = zkr_sole_blocker(kids, own, watch, c->mine, c->held, nmine);
+	s->zk.watch_sole = zkr_sole_blocker(kids, own, watch, c->mine, c->held, nmine);
 	/* granted when the watched node goes: alone at the head only if it was the one other */
-	s->at_head = s->watch_sole && zkr_foreign_ahead(kids, own, c->mine, nmine) == 1;
-	s->first = own == 1;		/* likewise, with the backend's own nodes counted */
-	s->clear = zkr_alone_ahead(kids, own) == zkk_alone(kids[watch].mode);
-	s->todo |= ZKT_WATCH;
-	if (zcore_wall(c) - s->requested_at >= (int64_t) zcore_recheck_ms(c) * 1000)
+	s->zk.at_head = s->zk.watch_sole && zkr_foreign_ahead(kids, own, c->mine, nmine) == 1;
+	s->zk.first = own == 1;		/* likewise, with the backend's own nodes counted */
+	s->zk.clear = zkr_alone_ahead(kids, own) == zkk_alone(kids[watch].mode);
+	s->zk.todo |= ZKT_WATCH;
+	if (zcore_wall(c) - s->req.requested_at >= (int64_t) zcore_recheck_ms(c) * 1000)
 		c->env->suspect(c->env->arg, s, s->watch);
 }
 
@@ -203,7 +203,7 @@ zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 		if (zcore_same_key_owner(o, s) && !zcoh_ridden_by_others(zcore_cohort_of(c), o, s))
 		{
 			/* one given up no longer holds (a node kept for a hand-over: cohort.c) */
-			c->held[nmine] = o->zstate == ZKS_HELD && !o->abandoned;
+			c->held[nmine] = o->zstate == ZKS_HELD && !o->own.abandoned;
 			c->mine[nmine++] = o->uuid;
 		}
 	}
@@ -215,9 +215,9 @@ zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 			zcore_node_not_seen(s);
 			break;
 		case ZKR_GRANT:
-			s->at_head = zkr_foreign_ahead(kids, own, c->mine, nmine) == 0;
-			s->first = own == 0;
-			s->clear = zkr_alone_ahead(kids, own) == 0;
+			s->zk.at_head = zkr_foreign_ahead(kids, own, c->mine, nmine) == 0;
+			s->zk.first = own == 0;
+			s->zk.clear = zkr_alone_ahead(kids, own) == 0;
 			zcore_grant(c, s);
 			break;
 		case ZKR_WAIT:
@@ -241,8 +241,8 @@ zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 static bool
 sem_sibling(const ZklSlot *o, const ZklSlot *s)
 {
-	return o->zstate == ZKS_QUEUED && zkk_counted(o->mode) && !o->abandoned &&
-		o->root_id == s->root_id && strcmp(o->key, s->key) == 0;
+	return o->zstate == ZKS_QUEUED && zkk_counted(o->req.mode) && !o->own.abandoned &&
+		o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0;
 }
 
 /* One waiter's part of a listing of its semaphore key. */
@@ -260,26 +260,26 @@ sem_decide(ZklCore *c, ZklSlot *o, bool reader, const ZkrChild *kids, int n)
 			if (reader)
 				zcore_start_over(c, o);
 			else
-				o->todo |= ZKT_CHILDREN;
+				o->zk.todo |= ZKT_CHILDREN;
 			break;
 		case ZKR_MISMATCH:
 			zcore_fail_slot(c, o, ERR_BAD_PARAM, ZKS_DELETING,
 					  "zk_semaphore holders %d differ from %d of a live request on the same key",
-					  o->holders, other);
-			o->todo = ZKT_DELETE;
+					  o->req.holders, other);
+			o->zk.todo = ZKT_DELETE;
 			break;
 		case ZKR_GRANT:
 			zcore_grant(c, o);
 			break;
 		case ZKR_WAIT:
-			if (o->nowait)
+			if (o->req.nowait)
 			{
 				zcore_refuse_try(c, o);
 				break;
 			}
-			o->todo &= ~ZKT_CHILDREN;	/* this listing is that read (see zcore_sem_event) */
+			o->zk.todo &= ~ZKT_CHILDREN;	/* this listing is that read (see zcore_sem_event) */
 			/* a node of ours that no request owns would hold its place for the session's life */
-			if (zcore_wall(c) - o->requested_at >= (int64_t) zcore_recheck_ms(c) * 1000)
+			if (zcore_wall(c) - o->req.requested_at >= (int64_t) zcore_recheck_ms(c) * 1000)
 				for (i = 0; i < own; i++)
 					c->env->suspect(c->env->arg, o, kids[i].name);
 			break;
@@ -302,9 +302,9 @@ zcore_sem_listing(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 		ZklSlot    *o = &c->t->slots[i];
 
 		/* an adopted node's Stat comes first (followups) */
-		if ((o == s || sem_sibling(o, s)) && !(o->todo & ZKT_STAT))
+		if ((o == s || sem_sibling(o, s)) && !(o->zk.todo & ZKT_STAT))
 		{
-			o->checked_at = now;
+			o->zk.checked_at = now;
 			sem_decide(c, o, o == s, kids, n);
 		}
 	}
@@ -326,13 +326,13 @@ zcore_sem_reader(ZklCore *c, const ZklSlot *s)
 
 		if (!sem_sibling(o, s))
 			continue;			/* s itself only if it waits too (not when being deleted) */
-		if (o->todo & ZKT_CHILDREN)
+		if (o->zk.todo & ZKT_CHILDREN)
 			return true;
 		if (reader == NULL)
 			reader = o;
 	}
 	if (reader != NULL)
-		reader->todo |= ZKT_CHILDREN;
+		reader->zk.todo |= ZKT_CHILDREN;
 	return reader != NULL;
 }
 
@@ -350,7 +350,7 @@ zcore_sem_event(ZklCore *c, const char *path)
 		ZklSlot    *o = &c->t->slots[i];
 		char		key_path[ZKL_PATH_LEN];
 
-		if (o->zstate == ZKS_FREE || !zkk_counted(o->mode))
+		if (o->zstate == ZKS_FREE || !zkk_counted(o->req.mode))
 			continue;
 		zcore_key_path(c->t, o, key_path);
 		if (strcmp(key_path, path) == 0)
@@ -379,13 +379,13 @@ zcore_sem_delay_over(ZklCore *c, ZklSlot *s)
 
 		if (sem_sibling(o, s))
 		{
-			o->delayed_until = 0;
-			due |= (o->todo & ZKT_CHILDREN) != 0;
+			o->zk.delayed_until = 0;
+			due |= (o->zk.todo & ZKT_CHILDREN) != 0;
 		}
 	}
-	s->delayed_until = 0;
+	s->zk.delayed_until = 0;
 	if (!due)
-		s->todo |= ZKT_CHILDREN;
+		s->zk.todo |= ZKT_CHILDREN;
 }
 
 /* A semaphore waiter's periodic re-read, or another's read just planned, counts for all. */
@@ -396,6 +396,6 @@ zcore_sem_checked(ZklCore *c, const ZklSlot *s, int64_t now)
 
 	for (i = 0; i < c->t->nused; i++)
 		if (sem_sibling(&c->t->slots[i], s))
-			c->t->slots[i].checked_at = now;
+			c->t->slots[i].zk.checked_at = now;
 }
 

@@ -37,7 +37,7 @@ new_op(ZklCore *c, int idx, ZklOpKind kind)
 
 	op->idx = idx;
 	op->kind = kind;
-	op->attempt = c->t->slots[idx].attempt;
+	op->attempt = c->t->slots[idx].req.attempt;
 	op->parents = op->solo = op->batched = false;
 	return op;
 }
@@ -51,14 +51,14 @@ plan_followup(ZklCore *c, int idx, int64_t now)
 
 	for (i = 0; i < lengthof_array(followups); i++)
 	{
-		if (s->todo & followups[i].bit)
+		if (s->zk.todo & followups[i].bit)
 		{
-			s->todo &= ~followups[i].clears;
-			if (followups[i].kind == OP_CHILDREN && zkk_counted(s->mode))
+			s->zk.todo &= ~followups[i].clears;
+			if (followups[i].kind == OP_CHILDREN && zkk_counted(s->req.mode))
 				zcore_sem_checked(c, s, now);
 			else if (followups[i].kind == OP_CHILDREN || followups[i].kind == OP_WATCH ||
-					 (followups[i].kind == OP_STAT && s->own_check))
-				s->checked_at = now;
+					 (followups[i].kind == OP_STAT && s->zk.own_check))
+				s->zk.checked_at = now;
 			if (followups[i].kind == OP_CHILDREN)
 				zcoh_listing_planned(s);
 			new_op(c, idx, followups[i].kind);
@@ -83,7 +83,7 @@ zcore_tell_successor(ZklCore *c, const ZklSlot *d)
 	ZklSlot    *w = zcore_successor(c, d);
 	int			i;
 
-	if (w == NULL || w->watch_sole)
+	if (w == NULL || w->zk.watch_sole)
 		return false;
 
 	/*
@@ -94,7 +94,7 @@ zcore_tell_successor(ZklCore *c, const ZklSlot *d)
 	 * backend has another node on the key (it may be ahead, and it blocks
 	 * the waiter).
 	 */
-	if (d->result == ZKL_RESULT_GRANTED && zkk_alone(d->mode) && d->at_head)
+	if (d->ans.result == ZKL_RESULT_GRANTED && zkk_alone(d->req.mode) && d->zk.at_head)
 	{
 		bool		sibling = false;
 
@@ -102,14 +102,14 @@ zcore_tell_successor(ZklCore *c, const ZklSlot *d)
 			sibling = zcore_same_key_owner(&c->t->slots[i], d);
 		if (!sibling)
 		{
-			w->watch_sole = true;
+			w->zk.watch_sole = true;
 			/* an exclusive waiter watches its immediate predecessor: then it is first */
-			w->at_head = zkk_alone(w->mode);
-			w->first = w->at_head;
+			w->zk.at_head = zkk_alone(w->req.mode);
+			w->zk.first = w->zk.at_head;
 			return false;
 		}
 	}
-	w->todo |= ZKT_CHILDREN;
+	w->zk.todo |= ZKT_CHILDREN;
 	return true;
 }
 
@@ -156,9 +156,9 @@ root_for(const ZklCore *c, const ZklSlot *s, bool old_roots_live)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o != s && has_node(o) && o->root_id != c->t->cur_root &&
+		if (o != s && has_node(o) && o->zk.root_id != c->t->cur_root &&
 			strcmp(o->key, s->key) == 0)
-			return o->root_id;
+			return o->zk.root_id;
 	}
 	return c->t->cur_root;
 }
@@ -174,7 +174,7 @@ old_roots_in_use(const ZklCore *c)
 	for (i = 0; i < ZKL_ROOTS; i++)
 		reloaded |= i != c->t->cur_root && c->t->roots[i][0] != '\0';
 	for (i = 0; reloaded && i < c->t->nused; i++)
-		if (has_node(&c->t->slots[i]) && c->t->slots[i].root_id != c->t->cur_root)
+		if (has_node(&c->t->slots[i]) && c->t->slots[i].zk.root_id != c->t->cur_root)
 			return true;
 	return false;
 }
@@ -207,18 +207,18 @@ plan_send(ZklCore *c, int idx, Turn *turn)
 	if (s->zstate == ZKS_NEW)
 	{
 		c->t->counters.requests++;
-		s->root_id = root_for(c, s, turn->old_roots);
-		s->checked_at = turn->now;	/* the pipelined getChildren */
+		s->zk.root_id = root_for(c, s, turn->old_roots);
+		s->zk.checked_at = turn->now;	/* the pipelined getChildren */
 		/* the create's data says so (zcore_node_data): a lookup adopts it as it was */
-		s->may_linger = zcoh_marks_linger(zcore_cohort_of(c), s) && zcore_data_markable(s->data);
+		s->coh.may_linger = zcoh_marks_linger(zcore_cohort_of(c), s) && zcore_data_markable(s->data);
 	}
-	s->attempt = ++c->t->next_attempt;
+	s->req.attempt = ++c->t->next_attempt;
 	op = new_op(c, idx, s->zstate == ZKS_NEW ? OP_CREATE : OP_RECOVER);
-	op->parents = (s->todo & ZKT_PARENTS) != 0;
-	op->solo = (s->todo & ZKT_SOLO) != 0;
-	s->todo &= ~(ZKT_PARENTS | ZKT_SOLO);
-	s->sent_at = turn->mono;
-	s->key_denied = false;		/* the key node's answer, if asked, comes before this one's */
+	op->parents = (s->zk.todo & ZKT_PARENTS) != 0;
+	op->solo = (s->zk.todo & ZKT_SOLO) != 0;
+	s->zk.todo &= ~(ZKT_PARENTS | ZKT_SOLO);
+	s->zk.sent_at = turn->mono;
+	s->zk.key_denied = false;		/* the key node's answer, if asked, comes before this one's */
 	zks_move(s, (s->zstate == ZKS_NEW) ? ZKS_CREATING : ZKS_RECOVERING);
 }
 
@@ -242,7 +242,7 @@ plan_group(ZklCore *c, int idx, Turn *turn)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o->group != s->group || o->zstate == ZKS_FREE)
+		if (o->req.group != s->req.group || o->zstate == ZKS_FREE)
 			continue;
 		if (o->zstate == ZKS_CREATING || o->zstate == ZKS_RECOVER || o->zstate == ZKS_RECOVERING)
 			return false;
@@ -250,7 +250,7 @@ plan_group(ZklCore *c, int idx, Turn *turn)
 		 * A member failed or given up: the backend ends the whole request.
 		 * The others must not go out without it, as part of a group.
 		 */
-		if (o->abandoned || (o->result != ZKL_RESULT_PENDING && o->result != ZKL_RESULT_GRANTED))
+		if (o->own.abandoned || (o->ans.result != ZKL_RESULT_PENDING && o->ans.result != ZKL_RESULT_GRANTED))
 			return false;
 		placed |= o->zstate == ZKS_QUEUED || o->zstate == ZKS_HELD;
 	}
@@ -258,7 +258,7 @@ plan_group(ZklCore *c, int idx, Turn *turn)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (o->group != s->group || o->zstate != ZKS_NEW || o->abandoned)
+		if (o->req.group != s->req.group || o->zstate != ZKS_NEW || o->own.abandoned)
 			continue;
 
 		/*
@@ -278,14 +278,14 @@ plan_group(ZklCore *c, int idx, Turn *turn)
 static bool
 timer_out(ZklSlot *s, Turn *turn)
 {
-	long		left = zcore_ms_until(turn->mono, s->delayed_until);
+	long		left = zcore_ms_until(turn->mono, s->zk.delayed_until);
 
 	if (left > 0)
 	{
 		sooner(turn, left);
 		return false;
 	}
-	s->delayed_until = 0;
+	s->zk.delayed_until = 0;
 	return true;
 }
 
@@ -296,27 +296,27 @@ plan_unsent(ZklCore *c, int idx, Turn *turn)
 	ZklSlot    *s = &c->t->slots[idx];
 	long		left;
 
-	if (s->abandoned && s->zstate == ZKS_NEW)
+	if (s->own.abandoned && s->zstate == ZKS_NEW)
 	{
 		zcore_free_slot(c, s);
 		return;
 	}
 	/* a refused lookup looks again when its timer runs out */
-	if (s->zstate == ZKS_RECOVER && s->delayed_until != 0 && !timer_out(s, turn))
+	if (s->zstate == ZKS_RECOVER && s->zk.delayed_until != 0 && !timer_out(s, turn))
 		return;
 	if (turn->connected)
 	{
 		if (s->zstate == ZKS_NEW && !turn->writes_open)
 			return;				/* held back for the next multi */
-		if (s->zstate == ZKS_NEW && s->group != 0)
+		if (s->zstate == ZKS_NEW && s->req.group != 0)
 			(void) plan_group(c, idx, turn);
 		else
 			plan_send(c, idx, turn);
 		return;
 	}
-	if (s->result != ZKL_RESULT_PENDING || s->abandoned)
+	if (s->ans.result != ZKL_RESULT_PENDING || s->own.abandoned)
 		return;
-	left = zcore_ms_until(turn->now, s->queued_at + (int64_t) c->connect_timeout * 1000);
+	left = zcore_ms_until(turn->now, s->req.queued_at + (int64_t) c->connect_timeout * 1000);
 	/* a RECOVER slot stays: its node may exist, we delete it later */
 	if (c->t->auth_unusable && s->zstate == ZKS_NEW)
 		zcore_fail_slot(c, s, ERR_AUTH_SPEC, ZKS_GONE, "zk_lock.auth is unusable");
@@ -343,27 +343,27 @@ static void
 plan_recheck(ZklCore *c, ZklSlot *s, Turn *turn)
 {
 	int64_t		until;
-	long		left = s->delayed_until ? zcore_ms_until(turn->mono, s->delayed_until) :
-		zcore_ms_until(turn->now, s->checked_at + (int64_t) zcore_recheck_ms(c) * 1000);
+	long		left = s->zk.delayed_until ? zcore_ms_until(turn->mono, s->zk.delayed_until) :
+		zcore_ms_until(turn->now, s->zk.checked_at + (int64_t) zcore_recheck_ms(c) * 1000);
 
-	if (left <= 0 && s->delayed_until &&
+	if (left <= 0 && s->zk.delayed_until &&
 		c->env->grants_paused(c->env->arg, turn->mono, &until))
 	{
-		s->delayed_until = until;
+		s->zk.delayed_until = until;
 		left = zcore_ms_until(turn->mono, until);
 	}
 	if (left > 0)
 		sooner(turn, left);
-	else if (zkk_counted(s->mode) && s->delayed_until)
+	else if (zkk_counted(s->req.mode) && s->zk.delayed_until)
 		zcore_sem_delay_over(c, s);
 	else
 	{
-		bool		recheck_all = s->delayed_until != 0 || s->watch[0] == '\0' ||
+		bool		recheck_all = s->zk.delayed_until != 0 || s->watch[0] == '\0' ||
 			c->env->may_be_orphan(c->env->arg, s->watch);
 
-		s->delayed_until = 0;
-		s->own_check = !recheck_all && ++s->rechecks % 4 == 0;
-		s->todo |= recheck_all ? ZKT_CHILDREN : s->own_check ? ZKT_STAT : ZKT_WATCH;
+		s->zk.delayed_until = 0;
+		s->zk.own_check = !recheck_all && ++s->zk.rechecks % 4 == 0;
+		s->zk.todo |= recheck_all ? ZKT_CHILDREN : s->zk.own_check ? ZKT_STAT : ZKT_WATCH;
 	}
 }
 
@@ -375,19 +375,19 @@ plan_delete(ZklCore *c, int idx, Turn *turn)
 	ZklOp	   *op;
 
 	/* a refused delete is sent again when its timer runs out */
-	if (!(s->todo & ZKT_DELETE) && s->delayed_until != 0)
+	if (!(s->zk.todo & ZKT_DELETE) && s->zk.delayed_until != 0)
 	{
 		if (!timer_out(s, turn))
 			return false;
-		s->todo |= ZKT_DELETE | ZKT_SOLO;
+		s->zk.todo |= ZKT_DELETE | ZKT_SOLO;
 	}
-	if (!turn->connected || !turn->writes_open || !(s->todo & ZKT_DELETE))
+	if (!turn->connected || !turn->writes_open || !(s->zk.todo & ZKT_DELETE))
 		return false;
 	op = new_op(c, idx, OP_DELETE);
-	op->solo = (s->todo & ZKT_SOLO) != 0;
-	s->todo &= ~(ZKT_DELETE | ZKT_SOLO);
-	s->delayed_until = 0;		/* a grant's wait, from before it was given up */
-	s->sent_at = turn->mono;
+	op->solo = (s->zk.todo & ZKT_SOLO) != 0;
+	s->zk.todo &= ~(ZKT_DELETE | ZKT_SOLO);
+	s->zk.delayed_until = 0;		/* a grant's wait, from before it was given up */
+	s->zk.sent_at = turn->mono;
 
 	/*
 	 * A semaphore's local waiters read right behind the delete (the server
@@ -395,7 +395,7 @@ plan_delete(ZklCore *c, int idx, Turn *turn)
 	 * a waiter that was just given up (it may be the one an event chose) is
 	 * lost for the others.
 	 */
-	if (zkk_counted(s->mode))
+	if (zkk_counted(s->req.mode))
 		return zcore_sem_reader(c, s);
 	return zcore_tell_successor(c, s);
 }
@@ -406,22 +406,22 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 {
 	ZklSlot    *s = &c->t->slots[idx];
 
-	if (s->abandoned && zcoh_keeps(zcore_cohort_of(c), s))
+	if (s->own.abandoned && zcoh_keeps(zcore_cohort_of(c), s))
 	{
 		/* a local waiter gets its node once the listing asked for is back */
 		if (turn->connected)
 			(void) plan_followup(c, idx, turn->now);
 		return false;
 	}
-	if (s->abandoned)
+	if (s->own.abandoned)
 	{
 		zks_move(s, ZKS_DELETING);
-		s->todo = ZKT_DELETE;
+		s->zk.todo = ZKT_DELETE;
 		return plan_delete(c, idx, turn);
 	}
-	if (s->zstate == ZKS_QUEUED && s->try_until != 0 && !s->delayed_until)
+	if (s->zstate == ZKS_QUEUED && s->zk.try_until != 0 && !s->zk.delayed_until)
 	{
-		long		left = zcore_ms_until(turn->mono, s->try_until);
+		long		left = zcore_ms_until(turn->mono, s->zk.try_until);
 
 		if (left <= 0)
 		{
@@ -432,7 +432,7 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 	}
 	if (!turn->connected)
 		return false;
-	if (s->zstate == ZKS_QUEUED && s->todo == 0)
+	if (s->zstate == ZKS_QUEUED && s->zk.todo == 0)
 		plan_recheck(c, s, turn);
 	(void) plan_followup(c, idx, turn->now);
 	return false;
@@ -448,7 +448,7 @@ fail_victim(ZklCore *c, ZklSlot *s, const char *msg)
 	{
 		/* give up its place; its owner's abort releases what it holds */
 		zcore_fail_slot(c, s, ERR_DEADLOCK, ZKS_DELETING, "%s", msg);
-		s->todo = ZKT_DELETE;
+		s->zk.todo = ZKT_DELETE;
 	}
 }
 
@@ -494,7 +494,7 @@ zcore_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg)
 		ZklSlot    *s = &c->t->slots[i];
 		size_t		klen = strlen(s->key);
 
-		if ((!zdl_waiting(s) && !zdl_sem_waiting(s)) || s->owner_pid != pid)
+		if ((!zdl_waiting(s) && !zdl_sem_waiting(s)) || s->req.owner_pid != pid)
 			continue;
 		/* the wait the cycle was found through, still the same request */
 		if (node[0] == '\0' ? s->zstate != ZKS_COHORT :
@@ -544,7 +544,7 @@ zcore_plan(ZklCore *c, bool connected, int64_t proof_at)
 				successors |= plan_delete(c, i, &turn);
 				break;
 			case ZKS_GONE:
-				if (s->abandoned)
+				if (s->own.abandoned)
 					zcore_free_slot(c, s);
 				break;
 			default:
@@ -557,7 +557,7 @@ zcore_plan(ZklCore *c, bool connected, int64_t proof_at)
 	{
 		ZklSlot    *s = &c->t->slots[i];
 
-		if (s->zstate == ZKS_QUEUED && !s->abandoned && (s->todo & ZKT_CHILDREN))
+		if (s->zstate == ZKS_QUEUED && !s->own.abandoned && (s->zk.todo & ZKT_CHILDREN))
 			(void) plan_followup(c, i, turn.now);
 	}
 	if (connected)

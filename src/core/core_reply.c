@@ -14,7 +14,7 @@ zcore_key_node_reply(ZklCore *c, uint64_t tag, int rc)
 	ZklSlot    *s = zcore_reply_slot(c, tag);
 
 	if (s != NULL && s->zstate == ZKS_CREATING)
-		s->key_denied = rc == ZNOAUTH;
+		s->zk.key_denied = rc == ZNOAUTH;
 }
 
 /*
@@ -31,8 +31,8 @@ group_parents(ZklCore *c, const ZklSlot *s)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (o->group == s->group && (o->zstate == ZKS_NEW || o->zstate == ZKS_CREATING))
-			o->todo |= ZKT_PARENTS;
+		if (o->req.group == s->req.group && (o->zstate == ZKS_NEW || o->zstate == ZKS_CREATING))
+			o->zk.todo |= ZKT_PARENTS;
 	}
 }
 
@@ -48,28 +48,28 @@ create_result(ZklCore *c, ZklSlot *s, int rc, const char *name, bool have_stat, 
 		const char *base = strrchr(name, '/');
 
 		zcore_copy_name(s->node, sizeof(s->node), base ? base + 1 : name);
-		s->czxid = have_stat ? czxid : 0;
+		s->zk.czxid = have_stat ? czxid : 0;
 		zcoh_new_node(s);
 		zks_move(s, ZKS_QUEUED); /* the pipelined getChildren decides */
-		s->todo &= ~ZKT_PARENTS;	/* a group's failed multi may have asked (group_parents) */
+		s->zk.todo &= ~ZKT_PARENTS;	/* a group's failed multi may have asked (group_parents) */
 		zcore_forget_place(s);
 	}
-	else if (rc == ZNONODE && s->key_denied)
+	else if (rc == ZNONODE && s->zk.key_denied)
 		zcore_deny_slot(c, s);		/* no key node, and we may not make it */
 	else if (rc == ZNONODE)
 	{
 		/* no key node yet (or the server just reaped an empty one) */
-		if (++s->retries <= MAX_PARENT_RETRIES)
+		if (++s->zk.retries <= MAX_PARENT_RETRIES)
 		{
 			zks_move(s, ZKS_NEW);
-			s->todo |= ZKT_PARENTS;
-			if (s->group != 0)
+			s->zk.todo |= ZKT_PARENTS;
+			if (s->req.group != 0)
 				group_parents(c, s);
 		}
 		else
 			zcore_fail_slot(c, s, ERR_EXTERNAL, ZKS_GONE,
 					  "could not create the ZooKeeper node for the lock under %s",
-					  c->t->roots[s->root_id]);
+					  c->t->roots[s->zk.root_id]);
 	}
 	else if (zcore_outcome_unknown(rc))
 	{
@@ -114,12 +114,12 @@ zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int
 		zcoh_listing_failed(zcore_cohort_of(c), s, rc, zcore_outcome_unknown(rc) || zcore_session_error(rc));
 	if (s->zstate != ZKS_QUEUED)
 		return;					/* a holder's listing: for cohort.c only */
-	if (rc == ZOK && zkk_counted(s->mode))
+	if (rc == ZOK && zkk_counted(s->req.mode))
 		zcore_sem_listing(c, s, kids, n);
 	else if (rc == ZOK)
 		zcore_decide(c, s, kids, n);
 	else if (zcore_outcome_unknown(rc))
-		s->todo |= ZKT_CHILDREN;	/* again once reconnected */
+		s->zk.todo |= ZKT_CHILDREN;	/* again once reconnected */
 	else if (rc == ZNONODE)
 		zcore_node_not_seen(s);		/* key node gone, so is our node (or the server is behind) */
 	else if (!zcore_session_error(rc))
@@ -147,9 +147,9 @@ zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int le
 	 * reply may or may not have set the watch.  Either way, look again.
 	 */
 	if (rc == ZNONODE || zcore_outcome_unknown(rc))
-		s->todo |= ZKT_CHILDREN;
+		s->zk.todo |= ZKT_CHILDREN;
 	/* a try-lock waits only for a node that may be lingering: a holder's answers false */
-	else if (rc == ZOK && s->nowait && !zcore_data_lingers(data, len))
+	else if (rc == ZOK && s->req.nowait && !zcore_data_lingers(data, len))
 		zcore_refuse_try(c, s);
 	else if (zcore_session_error(rc))
 		zcore_read_again_later(c, s);
@@ -168,7 +168,7 @@ zcore_unmark_reply(ZklCore *c, uint64_t tag, int rc)
 	if (s == NULL || (s->zstate != ZKS_HELD && s->zstate != ZKS_QUEUED))
 		return;
 	if (zcore_outcome_unknown(rc))
-		s->todo |= ZKT_UNMARK;
+		s->zk.todo |= ZKT_UNMARK;
 	else if (rc == ZNONODE && s->zstate == ZKS_HELD)
 		zcore_lose_slot(c, s);
 }
@@ -195,10 +195,10 @@ zcore_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path)
 	 * Anything else (an older watch, a data change): read the queue.
 	 */
 	zcore_child_path(c->t, s, s->watch, watched);
-	if (deleted && s->watch_sole && s->watch[0] != '\0' && strcmp(path, watched) == 0)
-		s->todo |= ZKT_BARRIER;
+	if (deleted && s->zk.watch_sole && s->watch[0] != '\0' && strcmp(path, watched) == 0)
+		s->zk.todo |= ZKT_BARRIER;
 	else
-		s->todo |= ZKT_CHILDREN;
+		s->zk.todo |= ZKT_CHILDREN;
 }
 
 /* The read behind a sole blocker's delete event came back: grant, as decided then. */
@@ -214,7 +214,7 @@ zcore_barrier_reply(ZklCore *c, uint64_t tag, int rc)
 	else if (rc == ZNONODE)
 		zcore_node_not_seen(s);		/* our node is gone, or the server is behind */
 	else if (zcore_outcome_unknown(rc))
-		s->todo |= ZKT_CHILDREN;
+		s->zk.todo |= ZKT_CHILDREN;
 	else if (zcore_session_error(rc))
 		zcore_read_again_later(c, s);
 }
@@ -229,8 +229,8 @@ zcore_successor(const ZklCore *c, const ZklSlot *d)
 	{
 		ZklSlot    *w = &c->t->slots[i];
 
-		if (w->zstate == ZKS_QUEUED && !w->abandoned && w->watch[0] != '\0' &&
-			strcmp(w->watch, d->node) == 0 && w->root_id == d->root_id &&
+		if (w->zstate == ZKS_QUEUED && !w->own.abandoned && w->watch[0] != '\0' &&
+			strcmp(w->watch, d->node) == 0 && w->zk.root_id == d->zk.root_id &&
 			strcmp(w->key, d->key) == 0)
 			return w;
 	}
@@ -243,7 +243,7 @@ zcore_delete_result(ZklCore *c, ZklSlot *s, int rc)
 {
 	if (zcore_outcome_unknown(rc))
 	{
-		s->todo |= ZKT_DELETE;	/* retried until done or the session ends */
+		s->zk.todo |= ZKT_DELETE;	/* retried until done or the session ends */
 		c->t->counters.delete_retries++;
 		return;
 	}
@@ -254,7 +254,7 @@ zcore_delete_result(ZklCore *c, ZklSlot *s, int rc)
 		 * key for as long as it stands, so it is sent again every re-check
 		 * interval until it goes or the session ends.  Said once.
 		 */
-		if (!s->delete_refused)
+		if (!s->zk.delete_refused)
 		{
 			char		msg[ZKL_ERRMSG_LEN + ZKL_NODE_BUFLEN];
 
@@ -262,8 +262,8 @@ zcore_delete_result(ZklCore *c, ZklSlot *s, int rc)
 					 s->node, c->env->rc_text(rc));
 			c->env->warn(c->env->arg, msg);
 		}
-		s->delete_refused = true;
-		s->delayed_until = zcore_mono(c) + (int64_t) zcore_recheck_ms(c) * 1000;
+		s->zk.delete_refused = true;
+		s->zk.delayed_until = zcore_mono(c) + (int64_t) zcore_recheck_ms(c) * 1000;
 		c->t->counters.delete_retries++;
 		return;
 	}
@@ -272,11 +272,11 @@ zcore_delete_result(ZklCore *c, ZklSlot *s, int rc)
 	{
 		ZklSlot    *w = zcore_successor(c, s);
 
-		if (w != NULL && w->watch_sole)
+		if (w != NULL && w->zk.watch_sole)
 			zcore_grant(c, w);		/* see zcore_tell_successor() */
 	}
 	zks_move(s, ZKS_GONE);
-	if (s->abandoned)
+	if (s->own.abandoned)
 		zcore_free_slot(c, s);
 }
 
@@ -319,7 +319,7 @@ multi_op_reply(ZklCore *c, ZklSlot *s, bool del, const char *name, int rc, int e
 			return false;
 		if (back)
 		{
-			s->todo |= ZKT_DELETE | ZKT_SOLO;
+			s->zk.todo |= ZKT_DELETE | ZKT_SOLO;
 			c->t->counters.rolled_back++;
 		}
 		else
@@ -335,7 +335,7 @@ multi_op_reply(ZklCore *c, ZklSlot *s, bool del, const char *name, int rc, int e
 		 * same way (a new key's node is missing for each new key).
 		 */
 		zks_move(s, ZKS_NEW);
-		s->todo |= ZKT_SOLO;
+		s->zk.todo |= ZKT_SOLO;
 		c->t->counters.rolled_back++;
 	}
 	else
@@ -389,7 +389,7 @@ zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, 
 		zcore_forget_place(s);
 		zcoh_new_node(s);
 		zks_move(s, ZKS_QUEUED);
-		s->todo |= ZKT_STAT;
+		s->zk.todo |= ZKT_STAT;
 	}
 	else if ((rc == ZOK || rc == ZNONODE) && s->node[0] != '\0')
 	{
@@ -412,7 +412,7 @@ zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, 
 		 * zcore_session_lost() re-queues it first.
 		 */
 		zks_move(s, ZKS_RECOVER);
-		s->delayed_until = zcore_mono(c) + LOOK_AGAIN_US;
+		s->zk.delayed_until = zcore_mono(c) + LOOK_AGAIN_US;
 	}
 	else
 	{
@@ -424,7 +424,7 @@ zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, 
 		zcore_fail_slot(c, s, rc == ZNOAUTH ? ERR_PRIVILEGE : c->env->rc_sqlstate(rc), ZKS_RECOVER,
 				  "could not look up the ZooKeeper lock node under key node %s: %s", s->key,
 				  c->env->rc_text(rc));
-		s->delayed_until = zcore_mono(c) + LOOK_AGAIN_US;
+		s->zk.delayed_until = zcore_mono(c) + LOOK_AGAIN_US;
 	}
 }
 
@@ -440,40 +440,40 @@ zcore_stat_reply(ZklCore *c, uint64_t tag, int rc, int64_t owner, int64_t czxid,
 	{
 		if (ours)
 		{
-			s->czxid = czxid;	/* the fencing token */
+			s->zk.czxid = czxid;	/* the fencing token */
 			/* an adopted node's place is read next; a re-check's look is done */
-			if (!s->own_check)
-				s->todo |= ZKT_CHILDREN;
-			s->own_check = false;
+			if (!s->zk.own_check)
+				s->zk.todo |= ZKT_CHILDREN;
+			s->zk.own_check = false;
 		}
 		else if (rc == ZNONODE)
 		{
-			s->own_check = false;
+			s->zk.own_check = false;
 			zcore_node_not_seen(s);	/* gone, or the server is behind (a new handle's) */
 		}
 		else if (rc == ZOK)
 		{
 			/* another session's node: never adopt it; start over */
 			zcore_child_path(c->t, s, s->node, stray);
-			s->own_check = false;
+			s->zk.own_check = false;
 			zcore_lost_place(c, s);
 			return true;
 		}
 		else if (zcore_outcome_unknown(rc))
-			s->todo |= ZKT_STAT;
+			s->zk.todo |= ZKT_STAT;
 	}
 	else if (s->zstate == ZKS_HELD)
 	{
 		/* the token of a lock created inside a multi, asked for by its owner */
 		if (ours)
 		{
-			s->czxid = czxid;
+			s->zk.czxid = czxid;
 			zcore_wake(c, s);
 		}
 		else if (rc == ZOK || rc == ZNONODE)
 			zcore_lose_slot(c, s);
 		else if (zcore_outcome_unknown(rc))
-			s->todo |= ZKT_STAT;
+			s->zk.todo |= ZKT_STAT;
 	}
 	return false;
 }
@@ -483,24 +483,24 @@ zcore_verify_reply(ZklCore *c, uint64_t tag, int rc)
 {
 	ZklSlot    *s = zcore_reply_slot(c, tag);
 
-	if (s == NULL || s->zstate != ZKS_HELD || s->verify != ZKV_ASKED)
+	if (s == NULL || s->zstate != ZKS_HELD || s->own.verify != ZKV_ASKED)
 		return;
 	if (rc == ZOK)
 	{
-		s->verify = ZKV_OK;
+		s->own.verify = ZKV_OK;
 		zcore_wake(c, s);
 	}
 	else if (zcore_outcome_unknown(rc))
-		s->todo |= ZKT_VERIFY;	/* again once reconnected */
+		s->zk.todo |= ZKT_VERIFY;	/* again once reconnected */
 	else if (rc == ZNONODE || rc == ZBADVERSION)
 		zcore_lose_slot(c, s);		/* the node is gone: whoever deleted it, the lock is not ours */
 	else if (!zcore_session_error(rc))
 	{
 		/* refused (an ACL on our node): the lock cannot be vouched for, and its node stands */
-		if (!s->abandoned)
+		if (!s->own.abandoned)
 			zcore_lose_slot(c, s);
 		zks_move(s, ZKS_DELETING);
-		s->todo = ZKT_DELETE;
+		s->zk.todo = ZKT_DELETE;
 	}
 	/* session errors: zcore_session_lost() marks the lock lost */
 }

@@ -38,8 +38,8 @@ typedef struct Graph
 static bool
 waiting(const ZklSlot *s)
 {
-	return (s->zstate == ZKS_QUEUED || s->zstate == ZKS_COHORT) && s->result == ZKL_RESULT_PENDING &&
-		!s->abandoned && !s->nowait && s->owner_pid != 0 && !zkk_counted(s->mode);
+	return (s->zstate == ZKS_QUEUED || s->zstate == ZKS_COHORT) && s->ans.result == ZKL_RESULT_PENDING &&
+		!s->own.abandoned && !s->req.nowait && s->req.owner_pid != 0 && !zkk_counted(s->req.mode);
 }
 
 /* Whether slot o's node is on s's key, ahead of position seq. */
@@ -48,7 +48,7 @@ ahead(const ZklSlot *o, const ZklSlot *s, int32_t seq)
 {
 	ZkrChild	k;
 
-	return o->root_id == s->root_id && strcmp(o->key, s->key) == 0 &&
+	return o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0 &&
 		zkr_parse_child(o->node, &k) && zkr_seq_cmp(k.seq, seq) < 0;
 }
 
@@ -65,16 +65,16 @@ blocks(const ZklTable *t, const ZklSlot *o, const ZklSlot *s, int32_t seq)
 	ZkrChild	k;
 	int			i;
 
-	if (o == s || o->owner_pid == s->owner_pid || o->owner_pid == 0 || o->abandoned ||
-		(o->zstate != ZKS_HELD && o->zstate != ZKS_QUEUED) || zkk_counted(o->mode) ||
-		!zkk_conflict(s->mode, o->mode) || !ahead(o, s, seq))
+	if (o == s || o->req.owner_pid == s->req.owner_pid || o->req.owner_pid == 0 || o->own.abandoned ||
+		(o->zstate != ZKS_HELD && o->zstate != ZKS_QUEUED) || zkk_counted(o->req.mode) ||
+		!zkk_conflict(s->req.mode, o->req.mode) || !ahead(o, s, seq))
 		return false;
 	if (o->zstate == ZKS_QUEUED && zkr_parse_child(o->node, &k))
 		for (i = 0; i < t->nused; i++)
 		{
 			const ZklSlot *m = &t->slots[i];
 
-			if (m->owner_pid == s->owner_pid && m->zstate == ZKS_HELD && !m->abandoned &&
+			if (m->req.owner_pid == s->req.owner_pid && m->zstate == ZKS_HELD && !m->own.abandoned &&
 				ahead(m, o, k.seq))
 				return false;
 		}
@@ -90,8 +90,8 @@ zdl_waiting(const ZklSlot *s)
 bool
 zdl_sem_waiting(const ZklSlot *s)
 {
-	return zkk_counted(s->mode) && s->zstate == ZKS_QUEUED &&
-		s->result == ZKL_RESULT_PENDING && !s->abandoned && !s->nowait && s->owner_pid != 0;
+	return zkk_counted(s->req.mode) && s->zstate == ZKS_QUEUED &&
+		s->ans.result == ZKL_RESULT_PENDING && !s->own.abandoned && !s->req.nowait && s->req.owner_pid != 0;
 }
 
 /* Add pid to pids[0 .. *n) unless there (max at most). */
@@ -119,14 +119,14 @@ zdl_blockers(ZklCohort *coh, const ZklSlot *s, int *pids, int max)
 	{
 		const ZklSlot *o = zcoh_waits_behind(coh, s);
 
-		if (o != NULL && !o->abandoned && o->owner_pid != s->owner_pid && o->owner_pid != 0)
-			add_pid(pids, &n, max, o->owner_pid);
+		if (o != NULL && !o->own.abandoned && o->req.owner_pid != s->req.owner_pid && o->req.owner_pid != 0)
+			add_pid(pids, &n, max, o->req.owner_pid);
 	}
 	else if (zkr_parse_child(s->node, &own))
 	{
 		for (j = 0; j < t->nused; j++)
 			if (blocks(t, &t->slots[j], s, own.seq))
-				add_pid(pids, &n, max, t->slots[j].owner_pid);
+				add_pid(pids, &n, max, t->slots[j].req.owner_pid);
 	}
 	return n;
 }
@@ -178,7 +178,7 @@ visit(Graph *g, ZklCohort *coh, int pid)
 	*colour_of(g, pid) = GREY;
 	for (i = 0; i < g->nw; i++)
 	{
-		if (t->slots[g->wslot[i]].owner_pid != pid)
+		if (t->slots[g->wslot[i]].req.owner_pid != pid)
 			continue;
 		if (g->depth == ZDL_MAX_CYCLE)
 			break;
@@ -191,7 +191,7 @@ visit(Graph *g, ZklCohort *coh, int pid)
 			{
 				/* the circle: from that backend's wait on the path to here */
 				for (g->cycle_from = 0; g->cycle_from < g->depth; g->cycle_from++)
-					if (t->slots[g->path[g->cycle_from]].owner_pid == g->to[e])
+					if (t->slots[g->path[g->cycle_from]].req.owner_pid == g->to[e])
 						return true;
 			}
 			else if (*c == WHITE && visit(g, coh, g->to[e]))
@@ -213,8 +213,8 @@ zdl_oldest_due(const ZklTable *t, int timeout_ms, bool (*counts) (const ZklTable
 	{
 		const ZklSlot *s = &t->slots[i];
 
-		if (counts(t, s) && (oldest == 0 || s->requested_at < oldest))
-			oldest = s->requested_at;
+		if (counts(t, s) && (oldest == 0 || s->req.requested_at < oldest))
+			oldest = s->req.requested_at;
 	}
 	return oldest == 0 ? 0 : oldest + (int64_t) timeout_ms * 1000;
 }
@@ -241,7 +241,7 @@ zdl_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t l
 	build(&g, coh);
 	for (i = 0; i < g.nw; i++)
 	{
-		int			start = t->slots[g.wslot[i]].owner_pid;
+		int			start = t->slots[g.wslot[i]].req.owner_pid;
 		int			victim;
 		int64_t		oldest;
 		size_t		n;
@@ -255,22 +255,22 @@ zdl_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t l
 			continue;
 		/* the youngest request of the circle gives way, once one of them waited long enough */
 		victim = g.path[g.cycle_from];
-		oldest = t->slots[victim].requested_at;
+		oldest = t->slots[victim].req.requested_at;
 		for (k = g.cycle_from + 1; k < g.depth; k++)
 		{
 			const ZklSlot *s = &t->slots[g.path[k]];
 
-			if (s->requested_at > t->slots[victim].requested_at)
+			if (s->req.requested_at > t->slots[victim].req.requested_at)
 				victim = g.path[k];
-			if (s->requested_at < oldest)
-				oldest = s->requested_at;
+			if (s->req.requested_at < oldest)
+				oldest = s->req.requested_at;
 		}
 		if (now - oldest < (int64_t) timeout_ms * 1000)
 			return -1;			/* a young circle: the next search sees it */
 		n = (size_t) snprintf(msg, len, "deadlock detected: processes");
 		for (k = g.cycle_from; k < g.depth && n < len; k++)
 			n += (size_t) snprintf(msg + n, len - n, "%s %d", k > g.cycle_from ? "," : "",
-								   t->slots[g.path[k]].owner_pid);
+								   t->slots[g.path[k]].req.owner_pid);
 		if (n < len)
 			snprintf(msg + n, len - n, " wait for each other's zk_lock locks");
 		return victim;

@@ -22,14 +22,14 @@
 static bool
 counts_across(const ZklTable *t, const ZklSlot *s)
 {
-	return (zdl_waiting(s) || zdl_sem_waiting(s)) && s->root_id == t->cur_root;
+	return (zdl_waiting(s) || zdl_sem_waiting(s)) && s->zk.root_id == t->cur_root;
 }
 
 static bool
 long_wait(const ZklTable *t, const ZklSlot *s, int64_t now, int timeout_ms)
 {
 	/* (the time first: the worker asks every turn while a document is out) */
-	return now - s->requested_at >= (int64_t) timeout_ms * 1000 && counts_across(t, s);
+	return now - s->req.requested_at >= (int64_t) timeout_ms * 1000 && counts_across(t, s);
 }
 
 int
@@ -56,7 +56,7 @@ zgw_sem_wait(const ZklTable *t, int slot, const char *const *names, int n, ZgwSe
 	if (!zkr_parse_child(s->node, &own))
 		return false;
 	out->slot = slot;
-	out->attempt = s->attempt;
+	out->attempt = s->req.attempt;
 	for (i = 0; i < n; i++)
 	{
 		if (!zkr_parse_child(names[i], &c) || !zkk_counted(c.mode) ||
@@ -67,7 +67,7 @@ zgw_sem_wait(const ZklTable *t, int slot, const char *const *names, int n, ZgwSe
 		out->nahead++;
 	}
 	/* granted with fewer than its holders ahead (recipe.c) */
-	out->need = out->nahead - s->holders + 1;
+	out->need = out->nahead - s->req.holders + 1;
 	if (out->nahead > ZGW_MAX_AHEAD)
 	{
 		/* those named stand for the rest: as many fewer must go of them */
@@ -87,7 +87,7 @@ local_node(const ZklTable *t, const ZklSlot *s, const char *name)
 	{
 		const ZklSlot *o = &t->slots[i];
 
-		if (o->zstate != ZKS_FREE && o->root_id == s->root_id && strcmp(o->node, name) == 0 &&
+		if (o->zstate != ZKS_FREE && o->zk.root_id == s->zk.root_id && strcmp(o->node, name) == 0 &&
 			strcmp(o->key, s->key) == 0)
 			return o;
 	}
@@ -98,8 +98,8 @@ local_node(const ZklTable *t, const ZklSlot *s, const char *name)
 static bool
 own_node(const ZklTable *t, const ZklSlot *o, int pid)
 {
-	return o->owner_pid == pid && !o->abandoned && o->node[0] != '\0' &&
-		o->root_id == t->cur_root && (o->zstate == ZKS_HELD || o->zstate == ZKS_QUEUED);
+	return o->req.owner_pid == pid && !o->own.abandoned && o->node[0] != '\0' &&
+		o->zk.root_id == t->cur_root && (o->zstate == ZKS_HELD || o->zstate == ZKS_QUEUED);
 }
 
 /*
@@ -124,8 +124,8 @@ watch_behind_own(const ZklTable *t, const ZklSlot *s)
 	{
 		const ZklSlot *h = &t->slots[i];
 
-		if (h != s && h->zstate == ZKS_HELD && own_node(t, h, s->owner_pid) &&
-			h->root_id == s->root_id && strcmp(h->key, s->key) == 0 &&
+		if (h != s && h->zstate == ZKS_HELD && own_node(t, h, s->req.owner_pid) &&
+			h->zk.root_id == s->zk.root_id && strcmp(h->key, s->key) == 0 &&
 			zkr_parse_child(h->node, &o) && zkr_seq_cmp(o.seq, w.seq) < 0 &&
 			zkk_conflict(o.mode, w.mode))
 			return true;
@@ -149,7 +149,7 @@ put_sem(const ZklSlot *s, int idx, const ZgwLocal *in, char *out, size_t len, si
 	{
 		const ZgwSemWait *w = &in->sem[i];
 
-		if (w->slot != idx || w->attempt != s->attempt)
+		if (w->slot != idx || w->attempt != s->req.attempt)
 			continue;
 		if (!zgw_put(out, len, n, "S %d\n", w->need))
 			return false;
@@ -169,14 +169,14 @@ put_backend(const ZgwLocal *in, const ZklSlot *w, char *out, size_t len, size_t 
 	int64_t		now = in->now;
 	int			timeout_ms = in->timeout_ms;
 	int64_t		age = AGE_UNKNOWN;
-	int			pid = w->owner_pid;
+	int			pid = w->req.owner_pid;
 	int			i;
 
 	for (i = 0; i < t->nused; i++)
-		if (own_node(t, &t->slots[i], pid) && t->slots[i].czxid > 0 && t->slots[i].czxid < age)
-			age = t->slots[i].czxid;
-	if (!zgw_put(out, len, n, "V %d %" PRId64 " %c %s %s %" PRId64 "\n", pid, age, w->mode, w->key,
-			 w->node[0] ? w->node : "-", w->requested_at))
+		if (own_node(t, &t->slots[i], pid) && t->slots[i].zk.czxid > 0 && t->slots[i].zk.czxid < age)
+			age = t->slots[i].zk.czxid;
+	if (!zgw_put(out, len, n, "V %d %" PRId64 " %c %s %s %" PRId64 "\n", pid, age, w->req.mode, w->key,
+			 w->node[0] ? w->node : "-", w->req.requested_at))
 		return false;
 	for (i = 0; i < t->nused; i++)
 	{
@@ -186,9 +186,9 @@ put_backend(const ZgwLocal *in, const ZklSlot *w, char *out, size_t len, size_t 
 		int			np;
 		int			k;
 
-		if (s->owner_pid != pid || !long_wait(t, s, now, timeout_ms))
+		if (s->req.owner_pid != pid || !long_wait(t, s, now, timeout_ms))
 			continue;
-		if (zkk_counted(s->mode))
+		if (zkk_counted(s->req.mode))
 		{
 			if (!put_sem(s, i, in, out, len, n))
 				return false;
@@ -231,8 +231,8 @@ put_heavy(const ZklTable *t, const ZgwHeavy *h, char *out, size_t len, size_t *n
 	int			i;
 
 	for (i = 0; i < t->nused; i++)
-		if (own_node(t, &t->slots[i], h->pid) && t->slots[i].czxid > 0 && t->slots[i].czxid < age)
-			age = t->slots[i].czxid;
+		if (own_node(t, &t->slots[i], h->pid) && t->slots[i].zk.czxid > 0 && t->slots[i].zk.czxid < age)
+			age = t->slots[i].zk.czxid;
 	if (!zgw_put(out, len, n, "V %d %" PRId64 " L - - %" PRId64 "\n", h->pid, age, h->since))
 		return false;
 	for (i = 0; i < h->nblockers && i < ZGW_MAX_BLOCKERS; i++)
@@ -270,7 +270,7 @@ zgw_format(const ZgwLocal *in, char *out, size_t len)
 			continue;
 		/* each backend once, from its first long wait */
 		for (j = 0; j < i && first; j++)
-			first = !(t->slots[j].owner_pid == s->owner_pid &&
+			first = !(t->slots[j].req.owner_pid == s->req.owner_pid &&
 					  long_wait(t, &t->slots[j], in->now, in->timeout_ms));
 		if (!first)
 			continue;
@@ -419,15 +419,15 @@ zgw_holders(const ZklTable *t, int *pids, int max)
 		const ZklSlot *s = &t->slots[i];
 		bool		known = false;
 
-		if (!own_node(t, s, s->owner_pid) || s->owner_pid == 0 || s->zstate != ZKS_HELD)
+		if (!own_node(t, s, s->req.owner_pid) || s->req.owner_pid == 0 || s->zstate != ZKS_HELD)
 			continue;
 		for (j = 0; j < t->nused && !known; j++)
-			known = t->slots[j].owner_pid == s->owner_pid &&
+			known = t->slots[j].req.owner_pid == s->req.owner_pid &&
 				(zdl_waiting(&t->slots[j]) || zdl_sem_waiting(&t->slots[j]));
 		for (j = 0; j < n && !known; j++)
-			known = pids[j] == s->owner_pid;
+			known = pids[j] == s->req.owner_pid;
 		if (!known)
-			pids[n++] = s->owner_pid;
+			pids[n++] = s->req.owner_pid;
 	}
 	return n;
 }
@@ -470,7 +470,7 @@ zgw_fingerprint(const ZklTable *t, int64_t now, int timeout_ms)
 		if (!long_wait(t, s, now, timeout_ms))
 			continue;
 		h = (h ^ (uint64_t) i) * 1099511628211ULL;
-		h = (h ^ s->attempt) * 1099511628211ULL;
+		h = (h ^ s->req.attempt) * 1099511628211ULL;
 		h = (h ^ (uint64_t) s->zstate) * 1099511628211ULL;
 		for (j = 0; s->watch[j]; j++)
 			h = (h ^ (uint64_t) (unsigned char) s->watch[j]) * 1099511628211ULL;

@@ -6,18 +6,19 @@
  *
  * Who writes what.  Every write happens under the slot-table lock (in the
  * server ZklShared->lock; the simulator runs one step at a time):
- *   - the owning backend claims a slot (FREE -> NEW, every field), and
- *     finally abandons it (sets `abandoned`, or frees it outright when no
- *     ZooKeeper work was ever started or is left: table.c);
- *   - the worker drives everything else: zstate, result, todo, node,
- *     watch, the token, and the fields marked "worker only" (core.c);
- *     an owner only asks for two reads of its own slot through table.c
- *     (zkt_ask_stat, zkt_ask_verify: bits of todo, and verify);
+ *   - the owning backend claims a slot (FREE -> NEW, every field: `req`),
+ *     later writes `own`, and finally abandons it (sets `own.abandoned`,
+ *     or frees it outright when no ZooKeeper work was ever started or is
+ *     left: table.c);
+ *   - the worker drives everything else: zstate, `ans`, `zk`, `coh`, node,
+ *     watch (core.c, cohort.c); an owner only asks for two reads of its
+ *     own slot through table.c (zkt_ask_stat, zkt_ask_verify: bits of
+ *     zk.todo, and own.verify);
  *   - a backend that commits sets proof_wanted and reads the rest.
  * A slot returns to FREE only when its owner has abandoned it and no node or
  * create is left in ZooKeeper, so nothing is ever orphaned by a backend
- * giving up early.  Backends read `result` without the lock: the worker sets
- * session_id before it, behind a write barrier.
+ * giving up early.  Backends read `ans.result` without the lock: the worker
+ * sets ans.session_id before it, behind a write barrier.
  */
 #ifndef ZK_LOCK_SLOT_H
 #define ZK_LOCK_SLOT_H
@@ -83,18 +84,24 @@ typedef enum ZklResult
 #define ZKL_DATA_ROOM	16		/* of it, left for the worker's linger mark (core.c) */
 #define ZKL_MULTI_KEYS	32		/* keys of one multi-key request (one ZooKeeper multi) */
 
-/* Times are microseconds: `wall` ones on PostgreSQL's TimestampTz scale, `mono` ones of zkl_mono_now(). */
-typedef struct ZklSlot
+/*
+ * A slot is one request of one backend: its parts below are split by the
+ * process that writes them (docs/architecture.md, the ownership table).
+ * Times are microseconds: `wall` ones on PostgreSQL's TimestampTz scale,
+ * `mono` ones of zkl_mono_now().
+ */
+
+/*
+ * The request: set by its owner when it claims the slot (table.c), read by
+ * all; the worker sets attempt, ticket, queued_at (and the slot's uuid)
+ * afresh when it queues the request again.
+ */
+typedef struct ZklSlotRequest
 {
-	/*
-	 * The request: set by its owner when it claims the slot (table.c), read
-	 * by all; the worker sets attempt, ticket, queued_at and uuid afresh when
-	 * it queues the request again.
-	 */
-	char		mode;			/* ZKL_MODE_* */
+	char		mode;			/* ZKL_MODE_* (kinds.h) */
 	int			holders;		/* a semaphore's (mode 'c'); 0 for a lock */
-	bool		nowait;			/* owner: try-lock, do not queue */
-	uint64_t	group;			/* owner: a multi-key request's slots share it (0: none) */
+	bool		nowait;			/* try-lock, do not queue */
+	uint64_t	group;			/* a multi-key request's slots share it (0: none) */
 	int			owner_procno;
 	int			owner_pid;
 	uint64_t	attempt;		/* tags ZooKeeper calls; stale replies differ */
@@ -102,53 +109,74 @@ typedef struct ZklSlot
 								 * counter, since a wall clock may step back) */
 	int64_t		requested_at;	/* wall: when the owner asked */
 	int64_t		queued_at;		/* wall: when it last became NEW: connect deadlines */
+} ZklSlotRequest;
 
-	/*
-	 * The owner's, later: giving it up, the levels it is held at, a verify
-	 * asked (the worker answers it); todo bits only through table.c.
-	 */
-	bool		abandoned;		/* owner: it is done with it */
-	uint8_t		scope;			/* owner: ZKL_SCOPE_* bits, the levels it is held at */
+/*
+ * The owner's, later: giving it up, the levels it is held at, a verify
+ * asked (the worker answers it).  The worker's todo bits, the owner sets
+ * only through table.c.
+ */
+typedef struct ZklSlotOwner
+{
+	bool		abandoned;		/* it is done with it */
+	uint8_t		scope;			/* ZKL_SCOPE_* bits, the levels it is held at */
 	uint8_t		verify;			/* ZKV_*; owner asks (ASKED), worker answers */
+} ZklSlotOwner;
 
-	/* What the owner is told: the worker's, result last (behind a barrier). */
+/* What the owner is told: the worker's, result last (behind a barrier). */
+typedef struct ZklSlotAnswer
+{
 	ZklResult	result;
 	int64_t		session_id;		/* the session that granted it (set before result) */
 	int64_t		granted_at;		/* wall */
 	int			sqlstate;		/* with ZKL_RESULT_FAILED */
+} ZklSlotAnswer;
 
-	/* The worker's: its progress in ZooKeeper and its decisions. */
-	ZklZkState	zstate;
+/* The worker's: its progress in ZooKeeper and its decisions. */
+typedef struct ZklSlotWorker
+{
 	uint16_t	todo;			/* ZKT_* bits */
 	uint8_t		root_id;		/* index in ZklTable.roots of its key's root */
 	int64_t		czxid;			/* its node's, once known: the fencing token's high part */
 	uint16_t	handed;			/* hand-overs of its node before this holder: the low part */
 	bool		watch_sole;		/* `watch` is the only node ahead that blocks us */
-	bool		at_head;		/* worker only: once granted, no other backend's node is ahead */
-	bool		first;			/* worker only: once granted, no node at all is ahead */
-	bool		clear;			/* worker only: once granted, no exclusive node at all is ahead */
-	bool		rides;			/* worker only: holds shared through a local node of another
-								 * slot (`node`), none of its own (cohort.c) */
+	bool		at_head;		/* once granted, no other backend's node is ahead */
+	bool		first;			/* once granted, no node at all is ahead */
+	bool		clear;			/* once granted, no node of a kind that holds alone is ahead */
+	bool		rides;			/* holds shared through a local node of another slot
+								 * (`node`), none of its own (cohort.c) */
 	uint8_t		retries;		/* parent re-creations, to bound a loop */
-	uint8_t		rechecks;		/* worker only: a waiter's re-checks (plan_recheck) */
-	bool		own_check;		/* worker only: its STAT is a re-check's look at its own node */
-	bool		delete_refused; /* worker only: its delete was refused (an ACL): sent again later */
-	bool		key_denied;		/* worker only: its key node's create was refused (ZNOAUTH) */
+	uint8_t		rechecks;		/* a waiter's re-checks (plan_recheck) */
+	bool		own_check;		/* its STAT is a re-check's look at its own node */
+	bool		delete_refused; /* its delete was refused (an ACL): sent again later */
+	bool		key_denied;		/* its key node's create was refused (ZNOAUTH) */
 	int64_t		checked_at;		/* wall: when the worker last read the key's queue for it */
-	int64_t		sent_at;		/* worker only, mono: when its create or delete went out */
-	int64_t		delayed_until;	/* worker only, mono: its grant waits for lock-delay */
-	int64_t		try_until;		/* worker only, mono: a try-lock waits for a lingering node
-								 * no longer (0: it has not met one) */
+	int64_t		sent_at;		/* mono: when its create or delete went out */
+	int64_t		delayed_until;	/* mono: its grant waits for lock-delay */
+	int64_t		try_until;		/* mono: a try-lock waits for a lingering node no longer
+								 * (0: it has not met one) */
+} ZklSlotWorker;
 
-	/* worker only: its node's local hand-over (cohort.c), passed on with the node */
+/* The worker's too: its node's local hand-over (cohort.c), passed on with the node. */
+typedef struct ZklSlotCohort
+{
 	uint16_t	node_handed;	/* hand-overs and joins of its node so far */
 	bool		foreign;		/* a node queued behind ours was seen: the bound counts */
 	uint8_t		peek;			/* COH_PEEK_*: the child watch that tells of such nodes */
 	bool		kept;			/* released, its node kept until that listing is back */
 	uint16_t	since_foreign;	/* hand-overs since */
 	int64_t		linger_until;	/* mono, a LINGER slot's end */
-	bool		may_linger;		/* worker only: its node's data bears the linger mark, so
-								 * it may linger (passed on with the node) */
+	bool		may_linger;		/* its node's data bears the linger mark, so it may linger */
+} ZklSlotCohort;
+
+typedef struct ZklSlot
+{
+	ZklSlotRequest req;
+	ZklSlotOwner own;
+	ZklSlotAnswer ans;
+	ZklZkState	zstate;			/* the worker's; changed only by zks_move (slot_state.c) */
+	ZklSlotWorker zk;
+	ZklSlotCohort coh;
 
 	/*
 	 * Strings: errmsg and uuid are zeroed at claim with everything above;

@@ -34,19 +34,19 @@ zkt_claim(ZklTable *t, int idx, const ZklRequest *r)
 		t->nused = idx + 1;
 	memset(s, 0, offsetof(ZklSlot, key));
 	zks_move(s, ZKS_NEW);
-	s->result = ZKL_RESULT_PENDING;
-	s->nowait = r->nowait;
-	s->scope = r->scope;
-	s->mode = r->mode;
-	s->holders = r->holders;
-	s->group = r->group;
-	s->owner_procno = r->procno;
-	s->owner_pid = r->pid;
+	s->ans.result = ZKL_RESULT_PENDING;
+	s->req.nowait = r->nowait;
+	s->own.scope = r->scope;
+	s->req.mode = r->mode;
+	s->req.holders = r->holders;
+	s->req.group = r->group;
+	s->req.owner_procno = r->procno;
+	s->req.owner_pid = r->pid;
 	/* a reused slot gets a new attempt number, which sets stale replies apart */
-	s->attempt = ++t->next_attempt;
-	s->ticket = s->attempt;
-	s->requested_at = r->now;
-	s->queued_at = r->now;
+	s->req.attempt = ++t->next_attempt;
+	s->req.ticket = s->req.attempt;
+	s->req.requested_at = r->now;
+	s->req.queued_at = r->now;
 	snprintf(s->uuid, sizeof(s->uuid), "%s", r->uuid);
 	snprintf(s->key, sizeof(s->key), "%s", r->key);
 	s->node[0] = '\0';
@@ -58,10 +58,10 @@ void
 zkt_free(ZklTable *t, ZklSlot *s)
 {
 	zks_move(s, ZKS_FREE);
-	s->abandoned = false;
-	s->todo = 0;
-	s->owner_procno = -1;
-	s->owner_pid = 0;
+	s->own.abandoned = false;
+	s->zk.todo = 0;
+	s->req.owner_procno = -1;
+	s->req.owner_pid = 0;
 	while (t->nused > 0 && t->slots[t->nused - 1].zstate == ZKS_FREE)
 		t->nused--;
 }
@@ -75,7 +75,7 @@ zkt_abandon(ZklTable *t, ZklSlot *s)
 		zkt_free(t, s);
 		return false;
 	}
-	s->abandoned = true;
+	s->own.abandoned = true;
 	return !t->writes_held;
 }
 
@@ -93,7 +93,7 @@ zkt_node_before(const ZklTable *t, int a, int b)
 	ZkrChild	ca,
 				cb;
 
-	return sa->root_id == sb->root_id && strcmp(sa->key, sb->key) == 0 &&
+	return sa->zk.root_id == sb->zk.root_id && strcmp(sa->key, sb->key) == 0 &&
 		zkr_parse_child(sa->node, &ca) && zkr_parse_child(sb->node, &cb) &&
 		zkr_seq_cmp(ca.seq, cb.seq) < 0;
 }
@@ -101,16 +101,16 @@ zkt_node_before(const ZklTable *t, int a, int b)
 bool
 zkt_ask_stat(ZklSlot *s)
 {
-	if (s->todo & ZKT_STAT)
+	if (s->zk.todo & ZKT_STAT)
 		return false;			/* asked already */
-	s->todo |= ZKT_STAT;
+	s->zk.todo |= ZKT_STAT;
 	return true;
 }
 
 bool
 zkt_ask_verify(ZklSlot *s)
 {
-	s->verify = ZKV_ASKED;
-	s->todo |= ZKT_VERIFY;
+	s->own.verify = ZKV_ASKED;
+	s->zk.todo |= ZKT_VERIFY;
 	return true;
 }

@@ -49,9 +49,9 @@ local_holder(ZklQueueEntry *e)
 	{
 		const ZklSlot *s = &zkl_shared->t.slots[i];
 
-		if ((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER) && !s->rides &&
+		if ((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER) && !s->zk.rides &&
 			strcmp(s->node, e->node) == 0 &&
-			strcmp(s->key, zkl_query->key) == 0 && (s->handed > 0 || s->zstate == ZKS_LINGER))
+			strcmp(s->key, zkl_query->key) == 0 && (s->zk.handed > 0 || s->zstate == ZKS_LINGER))
 		{
 			strlcpy(e->data, s->zstate == ZKS_HELD ? s->data : "", ZKL_DATA_LEN);
 			return;

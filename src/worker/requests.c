@@ -312,7 +312,7 @@ send_parents(const ZklSlot *s, void *ctx)
 {
 	char		path[ZKL_PATH_LEN];
 
-	zkc_create_persistent(zkl_shared->t.roots[s->root_id]);
+	zkc_create_persistent(zkl_shared->t.roots[s->zk.root_id]);
 	zcore_key_path(&zkl_shared->t, s, path);
 	zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), ZOO_CONTAINER, key_node_done, ctx);
 }
@@ -323,7 +323,7 @@ create_path(const ZklSlot *s, const char *uuid, char *out)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zkr_node_prefix(s->mode, uuid, GetSystemIdentifier(), s->owner_pid, s->holders,
+	zkr_node_prefix(s->req.mode, uuid, GetSystemIdentifier(), s->req.owner_pid, s->req.holders,
 					prefix, sizeof(prefix));
 	zcore_child_path(&zkl_shared->t, s, prefix, out);
 }

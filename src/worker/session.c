@@ -265,7 +265,7 @@ apply_root(void)
 		bool		used = i == zkl_shared->t.cur_root;
 
 		for (j = 0; j < zkl_shared->t.nused && !used; j++)
-			used = zkl_shared->t.slots[j].zstate != ZKS_FREE && zkl_shared->t.slots[j].root_id == i;
+			used = zkl_shared->t.slots[j].zstate != ZKS_FREE && zkl_shared->t.slots[j].zk.root_id == i;
 		if (!used)
 			pick = i;
 	}

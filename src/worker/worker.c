@@ -91,8 +91,8 @@ env_wake(void *arg, ZklSlot *s)
 static void
 env_interrupt(void *arg, ZklSlot *s)
 {
-	if (s->owner_pid > 0)
-		(void) kill(s->owner_pid, SIGINT);
+	if (s->req.owner_pid > 0)
+		(void) kill(s->req.owner_pid, SIGINT);
 }
 
 static void
@@ -100,7 +100,7 @@ env_denied(void *arg, const ZklSlot *s)
 {
 	snprintf(zkl_shared->auth_info, sizeof(zkl_shared->auth_info),
 			 "denied under %s: its nodes belong to another ZooKeeper identity",
-			 zkl_shared->t.roots[s->root_id]);
+			 zkl_shared->t.roots[s->zk.root_id]);
 }
 
 static bool

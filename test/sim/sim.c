@@ -1011,7 +1011,7 @@ create_path(Cluster *c, const ZklSlot *s, char *out)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zkr_node_prefix(s->mode, s->uuid, (uint64_t) c->id + 1, s->owner_pid, s->holders,
+	zkr_node_prefix(s->req.mode, s->uuid, (uint64_t) c->id + 1, s->req.owner_pid, s->req.holders,
 					prefix, sizeof(prefix));
 	zcore_child_path(&c->t, s, prefix, out);
 }
@@ -1360,9 +1360,9 @@ plan_turn(Cluster *c)
 		int64_t		busy;
 		int			j;
 
-		if (l->zstate != ZKS_LINGER || c->linger_seen[i] == l->attempt)
+		if (l->zstate != ZKS_LINGER || c->linger_seen[i] == l->req.attempt)
 			continue;
-		c->linger_seen[i] = l->attempt;
+		c->linger_seen[i] = l->req.attempt;
 		busy = (int64_t) (S->linger_ms + rnd_int(S->linger_ms + 1)) * 1000;
 		c->busy_until = c->burst_until = zkm_now(S->m) + busy;
 		c->burst_key = key_index(l->key);
@@ -1477,8 +1477,8 @@ told(Cluster *c, const ZklSlot *s, const char *waiter)
 static bool
 passes_node(const Cluster *c, const ZklSlot *s)
 {
-	return c->core.cohort.handover && s->mode != ZKL_MODE_SEMAPHORE && s->group == 0 &&
-		!s->rides && s->node[0] != '\0' &&
+	return c->core.cohort.handover && s->req.mode != ZKL_MODE_SEMAPHORE && s->req.group == 0 &&
+		!s->zk.rides && s->node[0] != '\0' &&
 		(s->zstate == ZKS_QUEUED || s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER);
 }
 
@@ -1509,7 +1509,7 @@ told_by_listing(Cluster *c, uint64_t tag, const ZkrChild *kids, int n)
 	if (idx >= c->t.nused)
 		return;
 	s = &c->t.slots[idx];
-	if (s->zstate == ZKS_FREE || zcore_tag(idx, s->attempt) != tag || !passes_node(c, s))
+	if (s->zstate == ZKS_FREE || zcore_tag(idx, s->req.attempt) != tag || !passes_node(c, s))
 		return;
 	for (i = 0; i + 1 < n; i++)
 		if (strcmp(kids[i].name, s->node) == 0)
@@ -1593,13 +1593,13 @@ check_one_owner(const Cluster *c)
 		const ZklSlot *s = &c->t.slots[i];
 		bool		owned = false;
 
-		if (s->rides && s->zstate == ZKS_HELD)
+		if (s->zk.rides && s->zstate == ZKS_HELD)
 		{
 			for (j = 0; j < c->t.nused && !owned; j++)
 			{
 				const ZklSlot *o = &c->t.slots[j];
 
-				owned = o->zstate == ZKS_HELD && !o->rides && o->root_id == s->root_id &&
+				owned = o->zstate == ZKS_HELD && !o->zk.rides && o->zk.root_id == s->zk.root_id &&
 					strcmp(o->key, s->key) == 0 && strcmp(o->node, s->node) == 0;
 			}
 			if (!owned)
@@ -1607,14 +1607,14 @@ check_one_owner(const Cluster *c)
 		}
 
 		if ((s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD && s->zstate != ZKS_LINGER &&
-			 s->zstate != ZKS_DELETING) || s->rides)
+			 s->zstate != ZKS_DELETING) || s->zk.rides)
 			continue;
 		for (j = i + 1; j < c->t.nused; j++)
 		{
 			const ZklSlot *o = &c->t.slots[j];
 
 			if ((o->zstate == ZKS_QUEUED || o->zstate == ZKS_HELD || o->zstate == ZKS_LINGER ||
-				 o->zstate == ZKS_DELETING) && !o->rides && strcmp(o->node, s->node) == 0 &&
+				 o->zstate == ZKS_DELETING) && !o->zk.rides && strcmp(o->node, s->node) == 0 &&
 				strcmp(o->key, s->key) == 0)
 				fail("c%d node %s of %s owned by slots %d and %d", c->id, s->node, s->key, i, j);
 		}
@@ -1703,12 +1703,12 @@ check_handover_truth(Cluster *c, const ZklSlot *s)
 	if (w >= 0)
 	{
 		News		news = {key_path, kids[w].name};
-		char	   *seen_node = s->rides ? S->truth_node[c->id][k] : S->truth_xnode[c->id][k];
-		char	   *seen_waiter = s->rides ? S->truth_rwaiter[c->id][k] : S->truth_waiter[c->id][k];
-		int		   *passes = s->rides ? &S->truth_joins[c->id][k] : &S->truth_passes[c->id][k];
+		char	   *seen_node = s->zk.rides ? S->truth_node[c->id][k] : S->truth_xnode[c->id][k];
+		char	   *seen_waiter = s->zk.rides ? S->truth_rwaiter[c->id][k] : S->truth_waiter[c->id][k];
+		int		   *passes = s->zk.rides ? &S->truth_joins[c->id][k] : &S->truth_passes[c->id][k];
 
 		/* the readers' bound is the key's: any of its nodes ahead of that writer */
-		if ((!s->rides && strcmp(seen_node, s->node) != 0) || strcmp(seen_waiter, kids[w].name) != 0)
+		if ((!s->zk.rides && strcmp(seen_node, s->node) != 0) || strcmp(seen_waiter, kids[w].name) != 0)
 		{
 			snprintf(seen_node, ZKL_NODE_BUFLEN, "%s", s->node);
 			snprintf(seen_waiter, ZKL_NODE_BUFLEN, "%s", kids[w].name);
@@ -1717,7 +1717,7 @@ check_handover_truth(Cluster *c, const ZklSlot *s)
 		/* decided while the news was still on its way to the worker: not counted */
 		if (!zkm_inbox_any(S->m, c->client, tells, &news) && ++*passes > S->handover_limit)
 			fail("fairness: c%d %s %s of %s %d times since its server has waiter %s (limit %d)",
-				 c->id, s->rides ? "let readers join ahead of" : "handed node", s->node, s->key,
+				 c->id, s->zk.rides ? "let readers join ahead of" : "handed node", s->node, s->key,
 				 *passes, kids[w].name, S->handover_limit);
 	}
 	zkm_names_free(names, nn);
@@ -1733,17 +1733,17 @@ check_local_fifo(Cluster *c, const ZklSlot *s)
 	int			me = (int) (s - c->t.slots);
 	int			j;
 
-	if (s->rides || s->mode != ZKL_MODE_EXCLUSIVE)
+	if (s->zk.rides || s->req.mode != ZKL_MODE_EXCLUSIVE)
 		return;
 	for (j = 0; j < c->t.nused; j++)
 	{
 		const ZklSlot *o = &c->t.slots[j];
 
-		if (j != me && o->zstate == ZKS_COHORT && !o->abandoned && o->mode == ZKL_MODE_EXCLUSIVE &&
-			o->root_id == s->root_id && strcmp(o->key, s->key) == 0 &&
+		if (j != me && o->zstate == ZKS_COHORT && !o->own.abandoned && o->req.mode == ZKL_MODE_EXCLUSIVE &&
+			o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0 &&
 			S->queued_model[c->id][j] < S->queued_model[c->id][me])
 			fail("local FIFO: c%d handed %s to slot %d (b%d, waiting since %.3f) past slot %d (b%d, since %.3f)",
-				 c->id, s->key, me, s->owner_pid, S->queued_model[c->id][me] / 1e6, j, o->owner_pid,
+				 c->id, s->key, me, s->req.owner_pid, S->queued_model[c->id][me] / 1e6, j, o->req.owner_pid,
 				 S->queued_model[c->id][j] / 1e6);
 	}
 }
@@ -1756,11 +1756,11 @@ check_handover(Cluster *c, const ZklSlot *s)
 	const char *w = S->rtold_waiter[c->id][k];
 
 	handovers_seen++;
-	rides_seen += s->rides;
+	rides_seen += s->zk.rides;
 	check_handover_truth(c, s);
 	check_local_fifo(c, s);
 	/* a reader joining any of the cluster's nodes ahead of a writer it was told of */
-	if (s->rides && w[0] != '\0' && leader_has(c, s, w) && ahead_of(s->node, w) &&
+	if (s->zk.rides && w[0] != '\0' && leader_has(c, s, w) && ahead_of(s->node, w) &&
 		++S->rtold_joins[c->id][k] > S->handover_limit)
 		fail("fairness: c%d let %d readers join its nodes of %s ahead of waiter %s it was told of (limit %d)",
 			 c->id, S->rtold_joins[c->id][k], s->key, w, S->handover_limit);
@@ -2000,7 +2000,7 @@ tainted(const char *uuid)
 static void
 slot_uuid(const ZklSlot *s, char out[ZKL_UUID_LEN + 1])
 {
-	if (!s->rides || !zkr_uuid_of(s->node, out))
+	if (!s->zk.rides || !zkr_uuid_of(s->node, out))
 		snprintf(out, ZKL_UUID_LEN + 1, "%s", s->uuid);
 }
 
@@ -2021,7 +2021,7 @@ end_span(Backend *b, const ZklSlot *s)
 
 	for (i = 0; i < b->nspans; i++)
 		if (b->spans[i].to == 0 && b->spans[i].key == key_index(s->key) &&
-			b->spans[i].mode == s->mode)
+			b->spans[i].mode == s->req.mode)
 			b->spans[i].to = zkm_now(S->m);
 }
 
@@ -2132,7 +2132,7 @@ book_lost(void *arg, int slot)
 {
 	const Backend *b = arg;
 
-	return b->cl->t.slots[slot].result == ZKL_RESULT_LOST;
+	return b->cl->t.slots[slot].ans.result == ZKL_RESULT_LOST;
 }
 
 static void
@@ -2140,7 +2140,7 @@ book_scope(void *arg, int slot, uint8_t scope)
 {
 	const Backend *b = arg;
 
-	b->cl->t.slots[slot].scope = scope;
+	b->cl->t.slots[slot].own.scope = scope;
 }
 
 static bool
@@ -2211,7 +2211,7 @@ end_xact(Cluster *c, Backend *b, const char *how)
 	zkb_xact_end(&b->book);		/* session-level ones stay */
 	b->ngroup = 0;
 	for (i = 0; i < b->book.n; i++)
-		if (b->book.h[i].nsession > 0 && c->t.slots[b->book.h[i].slot].abandoned)
+		if (b->book.h[i].nsession > 0 && c->t.slots[b->book.h[i].slot].own.abandoned)
 			fail("c%d b%d: the end of a transaction released a session-level lock on %s",
 				 c->id, b->pid, b->book.h[i].key);
 	if (b->txns_left <= 0 || S->quiet)
@@ -2637,7 +2637,7 @@ app_take(Cluster *c, Backend *b, const ZklSlot *s)
 	int			i;
 
 	for (i = 0; i < b->napp; i++)
-		if (b->app[i].key == k && b->app[i].mode == s->mode)
+		if (b->app[i].key == k && b->app[i].mode == s->req.mode)
 		{
 			b->app_count[i]++;
 			return;
@@ -2963,8 +2963,8 @@ static void
 fill_span(Cluster *c, Backend *b, const ZklSlot *s, Span *sp)
 {
 	sp->key = key_index(s->key);
-	sp->mode = s->mode;
-	sp->holders = s->holders;
+	sp->mode = s->req.mode;
+	sp->holders = s->req.holders;
 	sp->cluster = c->id;
 	sp->pid = b->pid;
 	sp->from = S->granted_at[c->id][s - c->t.slots];	/* the model's time, not the cluster's clock */
@@ -2986,15 +2986,15 @@ take_grant(Cluster *c, Backend *b, int idx)
 {
 	ZklSlot    *s = &c->t.slots[idx];
 
-	zkb_add(&b->book, idx, s->key, s->mode, s->session_id, b->wait_session, b->subid);
+	zkb_add(&b->book, idx, s->key, s->req.mode, s->ans.session_id, b->wait_session, b->subid);
 	if (b->wait_session)
 		app_take(c, b, s);
 	else
 	{
-		app_count_xact(b, key_index(s->key), s->mode, 1);
+		app_count_xact(b, key_index(s->key), s->req.mode, 1);
 		open_span(c, b, s);
 	}
-	trace("c%d b%d granted %s %c node %s", c->id, b->pid, s->key, s->mode, s->node);
+	trace("c%d b%d granted %s %c node %s", c->id, b->pid, s->key, s->req.mode, s->node);
 }
 
 /* A multi-key request: all granted, or any other answer gives all of it up. */
@@ -3006,7 +3006,7 @@ wait_group_step(Cluster *c, Backend *b)
 
 	for (i = 0; i < b->ngroup; i++)
 	{
-		ZklResult	res = c->t.slots[b->group[i]].result;
+		ZklResult	res = c->t.slots[b->group[i]].ans.result;
 
 		if (res == ZKL_RESULT_GRANTED)
 			granted++;
@@ -3051,7 +3051,7 @@ wait_step(Cluster *c, Backend *b)
 		return;
 	}
 	s = &c->t.slots[b->waiting];
-	res = s->result;
+	res = s->ans.result;
 
 	if (res == ZKL_RESULT_PENDING && any_lost(c, b))
 	{
@@ -3077,7 +3077,7 @@ wait_step(Cluster *c, Backend *b)
 	}
 	if (res == ZKL_RESULT_PENDING)
 		return;
-	if (s->nowait && s->try_until != 0)
+	if (s->req.nowait && s->zk.try_until != 0)
 		linger_waits[res == ZKL_RESULT_GRANTED]++;
 	if (res == ZKL_RESULT_GRANTED)
 	{
@@ -3273,7 +3273,7 @@ node_owner(const char *name, int *ci, int *pid, int *slot)
 			if (s->zstate != ZKS_FREE && zkr_name_has_uuid(name, s->uuid))
 			{
 				*ci = i;
-				*pid = s->owner_pid;
+				*pid = s->req.owner_pid;
 				*slot = j;
 				return true;
 			}
@@ -3291,7 +3291,7 @@ ridden_by_other(const Cluster *c, const ZklSlot *o)
 	{
 		const ZklSlot *r = &c->t.slots[i];
 
-		if (r->rides && r->zstate == ZKS_HELD && !r->abandoned && r->owner_pid != o->owner_pid &&
+		if (r->zk.rides && r->zstate == ZKS_HELD && !r->own.abandoned && r->req.owner_pid != o->req.owner_pid &&
 			strcmp(r->key, o->key) == 0 && strcmp(r->node, o->node) == 0)
 			return true;
 	}
@@ -3332,19 +3332,19 @@ check_fifo(Cluster *c, const ZklSlot *s)
 		if (strcmp(kids[i].name, s->node) == 0)
 			own = i;
 	/* a semaphore: granted with fewer than its holders ahead (nodes ahead only go) */
-	if (s->mode == ZKL_MODE_SEMAPHORE && own >= s->holders)
+	if (s->req.mode == ZKL_MODE_SEMAPHORE && own >= s->req.holders)
 		fail("semaphore: c%d b%d granted %s node %s with %d nodes ahead, holders %d",
-			 c->id, s->owner_pid, s->key, s->node, own, s->holders);
+			 c->id, s->req.owner_pid, s->key, s->node, own, s->req.holders);
 	/*
 	 * ... and none of those ahead (live requests: their nodes are there)
 	 * names other holders (README: such a request fails with 22023).
 	 * Judged from the names at the leader: the nodes ahead now are among
 	 * those of any listing the grant was decided from.
 	 */
-	for (i = 0; s->mode == ZKL_MODE_SEMAPHORE && i < own; i++)
-		if (kids[i].mode == ZKL_MODE_SEMAPHORE && kids[i].holders != s->holders)
+	for (i = 0; s->req.mode == ZKL_MODE_SEMAPHORE && i < own; i++)
+		if (kids[i].mode == ZKL_MODE_SEMAPHORE && kids[i].holders != s->req.holders)
 			fail("semaphore: c%d b%d granted %s node %s (holders %d) behind %s (holders %d)",
-				 c->id, s->owner_pid, s->key, s->node, s->holders, kids[i].name,
+				 c->id, s->req.owner_pid, s->key, s->node, s->req.holders, kids[i].name,
 				 kids[i].holders);
 	for (i = 0; i < own; i++)
 	{
@@ -3354,9 +3354,9 @@ check_fifo(Cluster *c, const ZklSlot *s)
 		bool		excused = false;
 		int			j;
 
-		if (!conflict(kids[i].mode, s->mode))
+		if (!conflict(kids[i].mode, s->req.mode))
 			continue;
-		if (node_owner(kids[i].name, &ci, &pid, &slot) && ci == c->id && pid == s->owner_pid &&
+		if (node_owner(kids[i].name, &ci, &pid, &slot) && ci == c->id && pid == s->req.owner_pid &&
 			!ridden_by_other(c, &c->t.slots[slot]))
 			continue;			/* the backend's own node (not one other local readers ride) */
 		/* queued behind a granted node of this backend that it conflicts with */
@@ -3367,23 +3367,23 @@ check_fifo(Cluster *c, const ZklSlot *s)
 			int			sj;
 
 			excused = conflict(kids[j].mode, kids[i].mode) &&
-				node_owner(kids[j].name, &cj, &pj, &sj) && cj == c->id && pj == s->owner_pid &&
+				node_owner(kids[j].name, &cj, &pj, &sj) && cj == c->id && pj == s->req.owner_pid &&
 				S->c[cj].t.slots[sj].zstate == ZKS_HELD;
 		}
 		if (!excused)
-			fail("FIFO: c%d b%d granted %s %c node %s past %s", c->id, s->owner_pid, s->key,
-				 s->mode, s->node, kids[i].name);
+			fail("FIFO: c%d b%d granted %s %c node %s past %s", c->id, s->req.owner_pid, s->key,
+				 s->req.mode, s->node, kids[i].name);
 	}
 	zkm_names_free(names, nn);
-	if (s->mode == ZKL_MODE_EXCLUSIVE)
+	if (s->req.mode == ZKL_MODE_EXCLUSIVE)
 	{
-		Backend    *b = &c->b[s->owner_pid - 100 * (c->id + 1)];
+		Backend    *b = &c->b[s->req.owner_pid - 100 * (c->id + 1)];
 
 		/*
 		 * zk_lock_token(): that of the transaction's oldest node on the key,
 		 * from the leader's czxid and the node's hand-overs before it
 		 */
-		czxid = zkr_fencing_token(czxid, s->handed);
+		czxid = zkr_fencing_token(czxid, s->zk.handed);
 		for (i = 0; i < b->book.n; i++)
 		{
 			const ZklSlot *o = &c->t.slots[b->book.h[i].slot];
@@ -3391,19 +3391,19 @@ check_fifo(Cluster *c, const ZklSlot *s)
 
 			zcore_child_path(&c->t, o, o->node, path);
 			if (strcmp(o->key, s->key) == 0 && zkm_leader_node(S->m, path, &owner, &other) &&
-				zkr_fencing_token(other, o->handed) < czxid)
-				czxid = zkr_fencing_token(other, o->handed);
+				zkr_fencing_token(other, o->zk.handed) < czxid)
+				czxid = zkr_fencing_token(other, o->zk.handed);
 		}
 		/*
 		 * Equal only for the same backend, whose oldest node on the key is
 		 * still there: it has held the key all along (a session-level hold).
 		 */
 		if (czxid < S->last_x_czxid[k] ||
-			(czxid == S->last_x_czxid[k] && S->last_x_owner[k] != s->owner_pid))
+			(czxid == S->last_x_czxid[k] && S->last_x_owner[k] != s->req.owner_pid))
 			fail("fencing: c%d b%d granted %s with token %" PRId64 " after %" PRId64,
-				 c->id, s->owner_pid, s->key, czxid, S->last_x_czxid[k]);
+				 c->id, s->req.owner_pid, s->key, czxid, S->last_x_czxid[k]);
 		S->last_x_czxid[k] = czxid;
-		S->last_x_owner[k] = s->owner_pid;
+		S->last_x_owner[k] = s->req.owner_pid;
 	}
 }
 
@@ -3443,7 +3443,7 @@ leader_czxid(const Cluster *c, const ZklSlot *s)
 	int64_t		owner;
 	int64_t		czxid;
 
-	if (s->node[0] == '\0' || s->rides ||
+	if (s->node[0] == '\0' || s->zk.rides ||
 		(s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD))
 		return 0;
 	zcore_child_path(&c->t, s, s->node, path);
@@ -3463,20 +3463,20 @@ check_group(const Cluster *c, int idx)
 	int64_t		mine;
 	int			j;
 
-	if (S->seen_group[c->id][idx] == s->attempt || (mine = leader_czxid(c, s)) == 0)
+	if (S->seen_group[c->id][idx] == s->req.attempt || (mine = leader_czxid(c, s)) == 0)
 		return;
-	S->seen_group[c->id][idx] = s->attempt;
+	S->seen_group[c->id][idx] = s->req.attempt;
 	for (j = 0; j < c->t.nused; j++)
 	{
 		const ZklSlot *o = &c->t.slots[j];
 		int64_t		theirs;
 
-		if (j == idx || o->group != s->group || o->abandoned)
+		if (j == idx || o->req.group != s->req.group || o->own.abandoned)
 			continue;
 		theirs = leader_czxid(c, o);
 		if (theirs != 0 && theirs != mine)
 			fail("c%d: multi-key request %" PRIu64 " has nodes of two creates: %s (czxid %" PRId64
-				 ") and %s (czxid %" PRId64 ")", c->id, s->group, s->node, mine, o->node, theirs);
+				 ") and %s (czxid %" PRId64 ")", c->id, s->req.group, s->node, mine, o->node, theirs);
 	}
 }
 
@@ -3494,9 +3494,9 @@ note_grants(Cluster *c)
 	{
 		ZklSlot    *s = &c->t.slots[j];
 
-		if (s->zstate != ZKS_FREE && s->queued_at != S->queued_wall[c->id][j])
+		if (s->zstate != ZKS_FREE && s->req.queued_at != S->queued_wall[c->id][j])
 		{
-			S->queued_wall[c->id][j] = s->queued_at;
+			S->queued_wall[c->id][j] = s->req.queued_at;
 			S->queued_model[c->id][j] = zkm_now(S->m);
 		}
 	}
@@ -3505,13 +3505,13 @@ note_grants(Cluster *c)
 		ZklSlot    *s = &c->t.slots[j];
 
 		/* (a turn reads many replies: a slot may be granted and given up within it) */
-		if (s->result == ZKL_RESULT_GRANTED && !s->abandoned && s->zstate != ZKS_FREE &&
-			S->seen_attempt[c->id][j] != s->attempt)
+		if (s->ans.result == ZKL_RESULT_GRANTED && !s->own.abandoned && s->zstate != ZKS_FREE &&
+			S->seen_attempt[c->id][j] != s->req.attempt)
 		{
-			S->seen_attempt[c->id][j] = s->attempt;
+			S->seen_attempt[c->id][j] = s->req.attempt;
 			S->granted_at[c->id][j] = zkm_now(S->m);
 			S->grants++;
-			if (s->handed > 0)
+			if (s->zk.handed > 0)
 				check_handover(c, s);
 			check_fifo(c, s);
 		}
@@ -3519,12 +3519,12 @@ note_grants(Cluster *c)
 		 * A wait that ended without a grant (a 40P01 of deadlock.c, a
 		 * timeout) is given up from here, before its backend acts on it.
 		 */
-		if ((s->result == ZKL_RESULT_FAILED || s->result == ZKL_RESULT_NOT_GRANTED) && s->zstate != ZKS_FREE &&
-			S->ended_attempt[c->id][j] != s->attempt)
+		if ((s->ans.result == ZKL_RESULT_FAILED || s->ans.result == ZKL_RESULT_NOT_GRANTED) && s->zstate != ZKS_FREE &&
+			S->ended_attempt[c->id][j] != s->req.attempt)
 		{
-			int			bi = backend_of_pid(c, s->owner_pid);
+			int			bi = backend_of_pid(c, s->req.owner_pid);
 
-			S->ended_attempt[c->id][j] = s->attempt;
+			S->ended_attempt[c->id][j] = s->req.attempt;
 			if (bi >= 0)
 				c->b[bi].gave_up_at = zkm_now(S->m);
 		}
@@ -3555,17 +3555,17 @@ check_peek_out(const Cluster *c)
 	for (j = 0; j < c->t.nused; j++)
 	{
 		const ZklSlot *s = &c->t.slots[j];
-		uint64_t	tag = zcore_tag(j, s->attempt);
+		uint64_t	tag = zcore_tag(j, s->req.attempt);
 		bool		out = false;
 
-		if (s->peek != COH_PEEK_ASKED || s->zstate == ZKS_FREE || s->zstate == ZKS_GONE ||
+		if (s->coh.peek != COH_PEEK_ASKED || s->zstate == ZKS_FREE || s->zstate == ZKS_GONE ||
 			s->zstate == ZKS_DELETING)
 			continue;
 		for (i = 0; i < c->nouts && !out; i++)
 			out = c->outs[i].purpose == P_CHILDREN && c->outs[i].tag == tag && c->outs[i].watched;
 		if (!out)
 			fail("c%d slot %d (pid %d, state %d) %s: cohort.c waits for a watched listing of its key, "
-				 "and none is on its way", c->id, j, s->owner_pid, s->zstate, s->key);
+				 "and none is on its way", c->id, j, s->req.owner_pid, s->zstate, s->key);
 	}
 }
 
@@ -3645,7 +3645,7 @@ truth_owners(const char *key, const char *name, TruthEntry *e)
 				strcmp(o->key, key) != 0 ||
 				!(zkr_name_has_uuid(name, o->uuid) || strcmp(o->node, name) == 0))
 				continue;
-			bi = backend_of_pid(&S->c[i], o->owner_pid);
+			bi = backend_of_pid(&S->c[i], o->req.owner_pid);
 			if (bi >= 0 && e->nowners < TR_OWNERS)
 			{
 				e->oc[e->nowners] = (int8_t) i;
@@ -3664,7 +3664,7 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 
 	r->ci = (int8_t) ci;
 	r->bi = (int8_t) bi;
-	r->need = s->mode == ZKL_MODE_SEMAPHORE ? s->holders : 1;
+	r->need = s->req.mode == ZKL_MODE_SEMAPHORE ? s->req.holders : 1;
 	r->nahead = 0;
 	if (s->zstate == ZKS_COHORT)
 	{
@@ -3672,11 +3672,11 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 		for (i = 0; i < c->t.nused && r->nahead < TR_AHEAD; i++)
 		{
 			const ZklSlot *o = &c->t.slots[i];
-			int			ob = backend_of_pid(c, o->owner_pid);
+			int			ob = backend_of_pid(c, o->req.owner_pid);
 
-			if (o->owner_pid == pid || ob < 0 || strcmp(o->key, s->key) != 0 ||
+			if (o->req.owner_pid == pid || ob < 0 || strcmp(o->key, s->key) != 0 ||
 				!(o->zstate == ZKS_HELD || (o->zstate == ZKS_QUEUED && o->node[0] != '\0')) ||
-				(s->mode != ZKL_MODE_SEMAPHORE && !conflict(o->mode, s->mode)))
+				(s->req.mode != ZKL_MODE_SEMAPHORE && !conflict(o->req.mode, s->req.mode)))
 				continue;
 			r->ahead[r->nahead].nowners = 1;
 			r->ahead[r->nahead].oc[0] = (int8_t) ci;
@@ -3721,7 +3721,7 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 			if (e.nowners != 1 || e.oc[0] != ci || e.ob[0] != bi)
 				continue;
 			for (j = 0; j < c->t.nused; j++)
-				held |= c->t.slots[j].zstate == ZKS_HELD && c->t.slots[j].owner_pid == pid &&
+				held |= c->t.slots[j].zstate == ZKS_HELD && c->t.slots[j].req.owner_pid == pid &&
 					zkr_name_has_uuid(kids[i].name, c->t.slots[j].uuid);
 			if (held && kids[i].mode == ZKL_MODE_EXCLUSIVE &&
 				(!first_x || zkr_seq_cmp(kids[i].seq, x_seq) < 0))
@@ -3744,9 +3744,9 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 			bool		mine = false;
 
 			if (i == own || zkr_seq_cmp(kids[i].seq, kids[own].seq) > 0 ||
-				(s->mode != ZKL_MODE_SEMAPHORE && !conflict(kids[i].mode, s->mode)) ||
-				(s->mode != ZKL_MODE_SEMAPHORE && first_x && zkr_seq_cmp(x_seq, kids[i].seq) < 0) ||
-				(s->mode != ZKL_MODE_SEMAPHORE && first_s && kids[i].mode == ZKL_MODE_EXCLUSIVE &&
+				(s->req.mode != ZKL_MODE_SEMAPHORE && !conflict(kids[i].mode, s->req.mode)) ||
+				(s->req.mode != ZKL_MODE_SEMAPHORE && first_x && zkr_seq_cmp(x_seq, kids[i].seq) < 0) ||
+				(s->req.mode != ZKL_MODE_SEMAPHORE && first_s && kids[i].mode == ZKL_MODE_EXCLUSIVE &&
 				 zkr_seq_cmp(s_seq, kids[i].seq) < 0))
 				continue;
 			truth_owners(s->key, kids[i].name, e);
@@ -3801,8 +3801,8 @@ truth_dump(const Truth *tr)
 
 			if (o->zstate != ZKS_FREE)
 				printf("c%d slot %d pid %d %s %c st %d res %d rides %d ab %d node %s uuid %.8s watch %s\n",
-					   i, j, o->owner_pid, o->key, o->mode, o->zstate, o->result, o->rides,
-					   o->abandoned, o->node, o->uuid, o->watch);
+					   i, j, o->req.owner_pid, o->key, o->req.mode, o->zstate, o->ans.result, o->zk.rides,
+					   o->own.abandoned, o->node, o->uuid, o->watch);
 		}
 }
 
@@ -3832,7 +3832,7 @@ truth_build(Truth *tr)
 			{
 				const ZklSlot *s = &c->t.slots[slots[k]];
 
-				if (s->result != ZKL_RESULT_PENDING || s->owner_pid != b->pid || s->abandoned)
+				if (s->ans.result != ZKL_RESULT_PENDING || s->req.owner_pid != b->pid || s->own.abandoned)
 					continue;
 				if (tr->nreqs < TR_REQS && truth_request(i, j, s, &tr->reqs[tr->nreqs]))
 				{
@@ -3851,11 +3851,11 @@ truth_build(Truth *tr)
 		for (j = 0; j < S->c[i].t.nused; j++)
 		{
 			const ZklSlot *s = &S->c[i].t.slots[j];
-			int			bi = backend_of_pid(&S->c[i], s->owner_pid);
+			int			bi = backend_of_pid(&S->c[i], s->req.owner_pid);
 
-			if (bi < 0 || s->nowait || s->result == ZKL_RESULT_GRANTED || s->node[0] == '\0' ||
+			if (bi < 0 || s->req.nowait || s->ans.result == ZKL_RESULT_GRANTED || s->node[0] == '\0' ||
 				(s->zstate != ZKS_QUEUED && s->zstate != ZKS_DELETING) ||
-				(s->result == ZKL_RESULT_PENDING && !s->abandoned))
+				(s->ans.result == ZKL_RESULT_PENDING && !s->own.abandoned))
 				continue;
 			if (tr->nreqs < TR_REQS && truth_request(i, bi, s, &tr->reqs[tr->nreqs]))
 			{
@@ -3992,7 +3992,7 @@ gw_victim_slot(const Cluster *c, const ZgwVictim *v)
 		const ZklSlot *s = &c->t.slots[i];
 		char		name[ZGW_NAME_LEN];
 
-		if ((!zdl_waiting(s) && !zdl_sem_waiting(s)) || s->owner_pid != v->pid)
+		if ((!zdl_waiting(s) && !zdl_sem_waiting(s)) || s->req.owner_pid != v->pid)
 			continue;
 		snprintf(name, sizeof(name), "%s/%s", s->key, s->node);
 		if (v->node[0] == '\0' ? s->zstate == ZKS_COHORT : strcmp(v->node, name) == 0)
@@ -4037,7 +4037,7 @@ gw_cycle_tainted(const ZgwVictim *v)
 			int			j;
 
 			for (j = 0; j < c->t.nused; j++)
-				if (c->t.slots[j].zstate != ZKS_FREE && c->t.slots[j].owner_pid == pid &&
+				if (c->t.slots[j].zstate != ZKS_FREE && c->t.slots[j].req.owner_pid == pid &&
 					slot_tainted(&c->t.slots[j]))
 					return true;
 		}
@@ -4141,7 +4141,7 @@ gw_judge(Cluster *c)
 	tr = malloc(sizeof(Truth));
 	truth_build(tr);
 	if (!tr->goes[c->id][bi])
-		c->gw_victim_attempt = c->t.slots[s].attempt;
+		c->gw_victim_attempt = c->t.slots[s].req.attempt;
 	else if (gw_cycle_tainted(&c->gw_victim))
 	{
 		/*
@@ -4149,7 +4149,7 @@ gw_judge(Cluster *c)
 		 * promises it nothing (README), and what it believes it holds or
 		 * waits for may be wrong.
 		 */
-		c->gw_victim_attempt = c->t.slots[s].attempt;
+		c->gw_victim_attempt = c->t.slots[s].req.attempt;
 		gw_tainted_victims++;
 	}
 	else if (gw_cycle_gave_up(&c->gw_victim, c->gw_claimed_at))
@@ -4160,7 +4160,7 @@ gw_judge(Cluster *c)
 		 * confirmed it still waited, and a document says how things stood
 		 * when it was written (README: the moment of choice).
 		 */
-		c->gw_victim_attempt = c->t.slots[s].attempt;
+		c->gw_victim_attempt = c->t.slots[s].req.attempt;
 		gw_gaveup_victims++;
 	}
 	else if (getenv("SIM_TRUTH"))
@@ -4260,7 +4260,7 @@ gw_break(Cluster *c)
 		if (zgw_decide(all, n, c->t.session_id, &again) && again.pid == c->gw_victim.pid &&
 			strcmp(again.node, c->gw_victim.node) == 0)
 		{
-			uint64_t	attempt = c->t.slots[s].attempt;
+			uint64_t	attempt = c->t.slots[s].req.attempt;
 
 			if (zcore_fail_deadlock(&c->core, again.pid, again.node,
 									"deadlock detected across clusters"))
@@ -4535,7 +4535,7 @@ check_step(void)
 		check_liveness(c);
 		check_peek_out(c);
 		for (j = 0; j < c->t.nused; j++)
-			if (c->t.slots[j].group != 0 && !c->t.slots[j].abandoned)
+			if (c->t.slots[j].req.group != 0 && !c->t.slots[j].own.abandoned)
 				check_group(c, j);
 		check_one_owner(c);
 		for (j = 0; j < S->c[i].nb; j++)
@@ -4545,7 +4545,7 @@ check_step(void)
 
 			/* a request's slot is its owner's until the owner gives it up */
 			if (b->st == B_WAIT && b->ngroup == 0 && b->waiting >= 0 &&
-				c->t.slots[b->waiting].owner_pid != b->pid)
+				c->t.slots[b->waiting].req.owner_pid != b->pid)
 				fail("c%d b%d waits on slot %d, which is no longer its own (state %d)", c->id,
 					 b->pid, b->waiting, c->t.slots[b->waiting].zstate);
 			b->lost_seen |= any_lost(c, b);
@@ -4562,7 +4562,7 @@ check_step(void)
 				h[nh].pid = b->pid;
 				h[nh].key = key_index(hk->key);
 				h[nh].mode = hk->mode;
-				h[nh].holders = c->t.slots[hk->slot].holders;
+				h[nh].holders = c->t.slots[hk->slot].req.holders;
 				nh++;
 			}
 		}
@@ -4609,7 +4609,7 @@ check_lost_told(void)
 			int64_t		owner;
 			int64_t		czxid;
 
-			if (s->zstate != ZKS_HELD || s->result != ZKL_RESULT_GRANTED || s->node[0] == '\0' ||
+			if (s->zstate != ZKS_HELD || s->ans.result != ZKL_RESULT_GRANTED || s->node[0] == '\0' ||
 				slot_tainted(s) || c->paused)
 			{
 				S->gone_since[i][j] = 0;
@@ -4621,14 +4621,14 @@ check_lost_told(void)
 				S->gone_since[i][j] = 0;
 				continue;
 			}
-			if (S->gone_since[i][j] == 0 || S->gone_attempt[i][j] != s->attempt)
+			if (S->gone_since[i][j] == 0 || S->gone_attempt[i][j] != s->req.attempt)
 			{
 				S->gone_since[i][j] = now;
-				S->gone_attempt[i][j] = s->attempt;
+				S->gone_attempt[i][j] = s->req.attempt;
 			}
 			else if (now - S->gone_since[i][j] > bound)
 				fail("c%d slot %d (pid %d) holds %s by node %s, gone at the leader since %.3f s, "
-					 "and is not told it is lost", c->id, j, s->owner_pid, s->key, s->node,
+					 "and is not told it is lost", c->id, j, s->req.owner_pid, s->key, s->node,
 					 S->gone_since[i][j] / 1e6);
 		}
 	}
@@ -4688,11 +4688,11 @@ own_nodes(Cluster *c, const ZklSlot *s, const char **mine, bool *held)
 	{
 		const ZklSlot *o = &c->t.slots[i];
 
-		if (o != s && o->owner_pid == s->owner_pid && o->zstate != ZKS_FREE &&
-			o->root_id == s->root_id && strcmp(o->key, s->key) == 0 &&
+		if (o != s && o->req.owner_pid == s->req.owner_pid && o->zstate != ZKS_FREE &&
+			o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0 &&
 			!ridden_by_other(c, o))
 		{
-			held[nmine] = o->zstate == ZKS_HELD && !o->abandoned;
+			held[nmine] = o->zstate == ZKS_HELD && !o->own.abandoned;
 			mine[nmine++] = o->uuid;
 		}
 	}
@@ -4721,11 +4721,11 @@ check_sole_blocker(Cluster *c)
 		const ZklSlot *s = &c->t.slots[j];
 		size_t		lw = strlen(s->watch);
 		size_t		ln = strlen(s->node);
-		uint64_t	v[6] = {(uint64_t) s->zstate << 32 | (uint64_t) s->owner_pid, s->attempt,
-		(uint64_t) s->abandoned << 2 | s->watch_sole << 1 | s->rides, 0, 0, 0};
+		uint64_t	v[6] = {(uint64_t) s->zstate << 32 | (uint64_t) s->req.owner_pid, s->req.attempt,
+		(uint64_t) s->own.abandoned << 2 | s->zk.watch_sole << 1 | s->zk.rides, 0, 0, 0};
 		int			k;
 
-		any |= s->watch_sole && s->zstate == ZKS_QUEUED;
+		any |= s->zk.watch_sole && s->zstate == ZKS_QUEUED;
 		memcpy(&v[3], s->watch + (lw < 8 ? 0 : lw - 8), lw < 8 ? lw : 8);
 		memcpy(&v[4], s->node + (ln < 8 ? 0 : ln - 8), ln < 8 ? ln : 8);
 		memcpy(&v[5], s->uuid, 8);
@@ -4749,9 +4749,9 @@ check_sole_blocker(Cluster *c)
 		int			own;
 		int			watch;
 
-		if (s->zstate != ZKS_QUEUED || s->result != ZKL_RESULT_PENDING || s->abandoned ||
-			!s->watch_sole || s->watch[0] == '\0' || s->rides ||
-			s->mode == ZKL_MODE_SEMAPHORE || s->node[0] == '\0' || slot_tainted(s))
+		if (s->zstate != ZKS_QUEUED || s->ans.result != ZKL_RESULT_PENDING || s->own.abandoned ||
+			!s->zk.watch_sole || s->watch[0] == '\0' || s->zk.rides ||
+			s->req.mode == ZKL_MODE_SEMAPHORE || s->node[0] == '\0' || slot_tainted(s))
 			continue;
 		nmine = own_nodes(c, s, mine, held);
 		zcore_key_path(&c->t, s, key_path);
@@ -4761,7 +4761,7 @@ check_sole_blocker(Cluster *c)
 			(strcmp(kids[watch].name, s->watch) != 0 ||
 			 !zkr_sole_blocker(kids, own, watch, mine, held, nmine)))
 			fail("c%d slot %d (pid %d) %s %c node %s would be granted once %s goes, "
-				 "but at the leader %s blocks it%s", c->id, j, s->owner_pid, s->key, s->mode,
+				 "but at the leader %s blocks it%s", c->id, j, s->req.owner_pid, s->key, s->req.mode,
 				 s->node, s->watch, kids[watch].name,
 				 strcmp(kids[watch].name, s->watch) == 0 ? ", and so does a node ahead of it" : "");
 		zkm_names_free(names, nn);
@@ -4813,22 +4813,22 @@ check_liveness(Cluster *c)
 		 * linger wait of 500 ms at most, or its holder's listing for a local
 		 * hand-over; never a hold's length (a silent link takes the bound).
 		 */
-		if (!calm || !s->nowait || s->result != ZKL_RESULT_PENDING || s->abandoned || s->zstate == ZKS_FREE)
+		if (!calm || !s->req.nowait || s->ans.result != ZKL_RESULT_PENDING || s->own.abandoned || s->zstate == ZKS_FREE)
 			c->try_since[j] = 0;
-		else if (c->try_since[j] == 0 || c->try_asked[j] != s->requested_at)
+		else if (c->try_since[j] == 0 || c->try_asked[j] != s->req.requested_at)
 		{
 			c->try_since[j] = now;
-			c->try_asked[j] = s->requested_at;
+			c->try_asked[j] = s->req.requested_at;
 		}
 		else if (now - c->try_since[j] > bound)
 		{
 			fail("promptness: c%d slot %d (pid %d) try-lock of %s %c unanswered for %.1f s, "
 				 "its cluster connected and in no lock-delay",
-				 c->id, j, s->owner_pid, s->key, s->mode, (now - c->try_since[j]) / 1e6);
+				 c->id, j, s->req.owner_pid, s->key, s->req.mode, (now - c->try_since[j]) / 1e6);
 			dump_cluster(c);
 		}
-		if (!calm || s->zstate != ZKS_QUEUED || s->result != ZKL_RESULT_PENDING || s->abandoned ||
-			s->mode == ZKL_MODE_SEMAPHORE || s->group != 0 || s->node[0] == '\0')
+		if (!calm || s->zstate != ZKS_QUEUED || s->ans.result != ZKL_RESULT_PENDING || s->own.abandoned ||
+			s->req.mode == ZKL_MODE_SEMAPHORE || s->req.group != 0 || s->node[0] == '\0')
 		{
 			c->clear_since[j] = 0;
 			c->settled_since[j] = 0;
@@ -4846,7 +4846,7 @@ check_liveness(Cluster *c)
 		 */
 		{
 			/* (a slot that waits for its timer to read again is not settled: the bound above holds) */
-			bool		settled = v == ZKR_GRANT && !key_news(c, s, key_path) && s->delayed_until == 0;
+			bool		settled = v == ZKR_GRANT && !key_news(c, s, key_path) && s->zk.delayed_until == 0;
 			int			server = zkm_client_server(S->m, c->client);
 
 			if (settled && server < 0)
@@ -4874,21 +4874,21 @@ check_liveness(Cluster *c)
 			else if (now - c->settled_since[j] > 500000)
 				fail("promptness: c%d slot %d (pid %d) %s %c: nothing blocks it at the leader, "
 					 "its server shows the same queue, nothing is on its way, and it is not "
-					 "granted for %.1f s", c->id, j, s->owner_pid, s->key, s->mode,
+					 "granted for %.1f s", c->id, j, s->req.owner_pid, s->key, s->req.mode,
 					 (now - c->settled_since[j]) / 1e6);
 		}
 		zkm_names_free(names, nn);
 		if (v != ZKR_GRANT)
 			c->clear_since[j] = 0;
-		else if (c->clear_since[j] == 0 || c->clear_attempt[j] != s->attempt)
+		else if (c->clear_since[j] == 0 || c->clear_attempt[j] != s->req.attempt)
 		{
 			c->clear_since[j] = now;
-			c->clear_attempt[j] = s->attempt;
+			c->clear_attempt[j] = s->req.attempt;
 		}
 		else if (now - c->clear_since[j] > bound)
 			fail("liveness: c%d slot %d (pid %d) %s %c has been first at the leader for %.1f s, "
 				 "its cluster connected and in no lock-delay, and is not granted",
-				 c->id, j, s->owner_pid, s->key, s->mode, (now - c->clear_since[j]) / 1e6);
+				 c->id, j, s->req.owner_pid, s->key, s->req.mode, (now - c->clear_since[j]) / 1e6);
 	}
 }
 
@@ -4912,9 +4912,9 @@ dump_cluster(const Cluster *c)
 
 		printf("  slot %d: z%d r%d todo %x ab %d key %s node %s watch %s sole %d delayed %.3f"
 			   " first %d clear %d handed %d/%d rides %d foreign %d/%d peek %d kept %d\n",
-			   j, s->zstate, s->result, s->todo, s->abandoned, s->key, s->node, s->watch,
-			   s->watch_sole, s->delayed_until / 1e6, s->first, s->clear, s->handed,
-			   s->node_handed, s->rides, s->foreign, s->since_foreign, s->peek, s->kept);
+			   j, s->zstate, s->ans.result, s->zk.todo, s->own.abandoned, s->key, s->node, s->watch,
+			   s->zk.watch_sole, s->zk.delayed_until / 1e6, s->zk.first, s->zk.clear, s->zk.handed,
+			   s->coh.node_handed, s->zk.rides, s->coh.foreign, s->coh.since_foreign, s->coh.peek, s->coh.kept);
 	}
 }
 
@@ -5011,7 +5011,7 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	c->t.conn_state = ZKC_STOPPED;
 	snprintf(c->t.roots[0], sizeof(c->t.roots[0]), "%s", ROOT);
 	for (i = 0; i < NSLOTS; i++)
-		c->slots[i].owner_procno = -1;
+		c->slots[i].req.owner_procno = -1;
 	c->env.arg = c;
 	c->env.wall_now = env_now;
 	c->env.mono_now = env_mono;
@@ -5263,7 +5263,7 @@ fault(void)
 			ZklSlot    *s = &c->t.slots[j];
 			char		path[ZKL_PATH_LEN];
 
-			if (s->zstate == ZKS_QUEUED && s->result == ZKL_RESULT_PENDING && s->node[0] != '\0' &&
+			if (s->zstate == ZKS_QUEUED && s->ans.result == ZKL_RESULT_PENDING && s->node[0] != '\0' &&
 				S->ntainted < 64)
 			{
 				snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", s->uuid);
@@ -5273,7 +5273,7 @@ fault(void)
 				break;
 			}
 			/* or a multi-key member's node whose create reply was lost, before its lookup */
-			if ((s->zstate == ZKS_RECOVER || s->zstate == ZKS_RECOVERING) && s->group != 0 &&
+			if ((s->zstate == ZKS_RECOVER || s->zstate == ZKS_RECOVERING) && s->req.group != 0 &&
 				S->ntainted < 64 && delete_by_uuid(c, s))
 				break;
 		}

@@ -210,7 +210,7 @@ node_of(int idx, int seq, char *buf)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zkr_node_prefix(slots[idx].mode, slots[idx].uuid, 7, slots[idx].owner_pid, slots[idx].holders,
+	zkr_node_prefix(slots[idx].req.mode, slots[idx].uuid, 7, slots[idx].req.owner_pid, slots[idx].req.holders,
 					prefix, sizeof(prefix));
 	sprintf(buf, "%s%010d", prefix, seq);
 	return buf;
@@ -254,7 +254,7 @@ listing_without(int w)
 	ZkrChild	kids[4];
 
 	(void) zcore_plan(&core, true, now_us);
-	slots[w].todo |= ZKT_CHILDREN;
+	slots[w].zk.todo |= ZKT_CHILDREN;
 	(void) zcore_plan(&core, true, now_us);
 	zcore_children_reply(&core, planned(w, OP_CHILDREN), ZOK, kids, zkr_collect(queue, 1, kids),
 						 false);
@@ -324,7 +324,7 @@ test_recheck_looks_at_own_node(void)
 		  "the fourth looks at its own node, not at the queue");
 	(void) zcore_stat_reply(&core, planned(w, OP_STAT), ZOK, table.session_id, 77, stray);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[w].zstate == ZKS_QUEUED && core.nops == 0 && !(slots[w].todo & ZKT_CHILDREN),
+	CHECK(slots[w].zstate == ZKS_QUEUED && core.nops == 0 && !(slots[w].zk.todo & ZKT_CHILDREN),
 		  "still there: nothing more is read");
 	for (i = 1; i <= 4; i++)
 	{
@@ -376,7 +376,7 @@ test_refusals(void)
 	tag = planned(w, OP_WATCH);
 	CHECK(tag != 0, "W watches D");
 	zcore_watch_set_reply(&core, tag, ZNOAUTH, NULL, 0);
-	CHECK(slots[w].result == ZKL_RESULT_PENDING && slots[w].zstate == ZKS_QUEUED,
+	CHECK(slots[w].ans.result == ZKL_RESULT_PENDING && slots[w].zstate == ZKS_QUEUED,
 		  "a refused watch on D (an ACL on D's node) leaves W to its re-checks");
 	/*
 	 * The watch-setting read answered ZSESSIONEXPIRED (a leader closing the
@@ -400,7 +400,7 @@ test_refusals(void)
 	tag = planned(a, OP_CREATE);
 	(void) zcore_create_reply(&core, tag, ZOK, node_of(a, 2, made[2]), true, 12);
 	zcore_children_reply(&core, tag, ZNOAUTH, NULL, 0, false);
-	CHECK(slots[a].result == ZKL_RESULT_FAILED && slots[a].sqlstate == ZKL_SQLSTATE('4', '2', '5', '0', '1'),
+	CHECK(slots[a].ans.result == ZKL_RESULT_FAILED && slots[a].ans.sqlstate == ZKL_SQLSTATE('4', '2', '5', '0', '1'),
 		  "a refused queue read fails the request with 42501");
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(a, OP_DELETE);
@@ -441,7 +441,7 @@ test_refusals(void)
 	tag = planned(a, OP_RECOVER);
 	CHECK(tag != 0, "the lookup is sent");
 	zcore_recover_reply(&core, tag, ZNOAUTH, NULL, 0);
-	CHECK(slots[a].result == ZKL_RESULT_FAILED && slots[a].zstate == ZKS_RECOVER,
+	CHECK(slots[a].ans.result == ZKL_RESULT_FAILED && slots[a].zstate == ZKS_RECOVER,
 		  "a refused lookup fails the request; the slot stays to look for the node");
 	(void) zkt_abandon(&table, &slots[a]);
 	(void) zcore_plan(&core, true, now_us);
@@ -467,7 +467,7 @@ test_refusals(void)
 	 * second later (before, the request waited for ever in RECOVERING).
 	 */
 	a = lookup_answered(7, ZSESSIONEXPIRED);
-	CHECK(slots[a].result == ZKL_RESULT_PENDING && slots[a].zstate == ZKS_RECOVER, "it looks again");
+	CHECK(slots[a].ans.result == ZKL_RESULT_PENDING && slots[a].zstate == ZKS_RECOVER, "it looks again");
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(a, OP_RECOVER) == 0, "not at once");
 	now_us += 1001000;
@@ -477,7 +477,7 @@ test_refusals(void)
 
 	/* a refused lookup's request failed: the session's end must not queue it again */
 	a = lookup_answered(4, ZNOAUTH);
-	CHECK(slots[a].result == ZKL_RESULT_FAILED && slots[a].zstate == ZKS_RECOVER, "failed, looked for later");
+	CHECK(slots[a].ans.result == ZKL_RESULT_FAILED && slots[a].zstate == ZKS_RECOVER, "failed, looked for later");
 	zcore_session_lost(&core);
 	(void) zcore_plan(&core, false, now_us);
 	CHECK(slots[a].zstate == ZKS_GONE && planned(a, OP_CREATE) == 0,
@@ -493,7 +493,7 @@ test_refusals(void)
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(a, OP_CREATE);
 	zcore_key_node_reply(&core, tag, ZNOAUTH);
-	CHECK(slots[a].result == ZKL_RESULT_PENDING, "a refused key node alone fails nothing");
+	CHECK(slots[a].ans.result == ZKL_RESULT_PENDING, "a refused key node alone fails nothing");
 	(void) zcore_create_reply(&core, tag, ZOK, node_of(a, 9, made[3]), true, 19);
 	CHECK(slots[a].zstate == ZKS_QUEUED, "the key node was there: the node is queued");
 	d = claim(ZKL_MODE_EXCLUSIVE, 6);
@@ -501,7 +501,7 @@ test_refusals(void)
 	tag = planned(d, OP_CREATE);
 	zcore_key_node_reply(&core, tag, ZNOAUTH);
 	(void) zcore_create_reply(&core, tag, ZNONODE, "", false, 0);
-	CHECK(slots[d].result == ZKL_RESULT_FAILED && slots[d].sqlstate == ZKL_SQLSTATE('4', '2', '5', '0', '1'),
+	CHECK(slots[d].ans.result == ZKL_RESULT_FAILED && slots[d].ans.sqlstate == ZKL_SQLSTATE('4', '2', '5', '0', '1'),
 		  "no key node, and we may not make it: 42501");
 }
 
@@ -520,14 +520,14 @@ test_stale_watch(void)
 
 	setup();
 	holder_and_waiter(&d, &w);
-	CHECK(slots[d].result == ZKL_RESULT_GRANTED, "first node granted");
-	CHECK(slots[w].zstate == ZKS_QUEUED && slots[w].watch_sole, "second waits on the first alone");
+	CHECK(slots[d].ans.result == ZKL_RESULT_GRANTED, "first node granted");
+	CHECK(slots[w].zstate == ZKS_QUEUED && slots[w].zk.watch_sole, "second waits on the first alone");
 
 	/* W's node is gone from a listing: it queues again */
 	listing_without(w);
 	lookup_finds_nothing(w);
 	CHECK(slots[w].zstate == ZKS_NEW, "requeued");
-	CHECK(slots[w].watch[0] == '\0' && !slots[w].watch_sole, "requeue forgets the watched node");
+	CHECK(slots[w].watch[0] == '\0' && !slots[w].zk.watch_sole, "requeue forgets the watched node");
 
 	/* its create's reply is lost; the lookup finds the node and adopts it */
 	(void) zcore_plan(&core, true, now_us);
@@ -545,7 +545,7 @@ test_stale_watch(void)
 	tag = planned(d, OP_DELETE);
 	CHECK(tag != 0, "the holder's delete is planned");
 	zcore_delete_reply(&core, tag, ZOK);
-	CHECK(slots[w].result == ZKL_RESULT_PENDING, "a stale predecessor grants nothing");
+	CHECK(slots[w].ans.result == ZKL_RESULT_PENDING, "a stale predecessor grants nothing");
 }
 
 /* The local hand-over: a waiter whose only blocker is a local holder is granted by the delete's reply. */
@@ -562,7 +562,7 @@ test_local_handover(void)
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(d, OP_DELETE);
 	zcore_delete_reply(&core, tag, ZOK);
-	CHECK(slots[w].result == ZKL_RESULT_GRANTED, "granted by the delete's reply");
+	CHECK(slots[w].ans.result == ZKL_RESULT_GRANTED, "granted by the delete's reply");
 	CHECK(slots[d].zstate == ZKS_FREE, "the released slot is free");
 }
 
@@ -580,7 +580,7 @@ test_lock_delay(void)
 	s = claim(ZKL_MODE_EXCLUSIVE, 1);
 	list[0] = node_of(s, 0, n0);
 	create_and_list(s, 0, list, 1);
-	CHECK(slots[s].result == ZKL_RESULT_PENDING && slots[s].delayed_until == paused_until,
+	CHECK(slots[s].ans.result == ZKL_RESULT_PENDING && slots[s].zk.delayed_until == paused_until,
 		  "no grant during a lock-delay");
 	now_us += 1000000;
 	(void) zcore_plan(&core, true, now_us);
@@ -601,8 +601,8 @@ test_session_lost(void)
 	setup();
 	holder_and_waiter(&h, &w);
 	zcore_session_lost(&core);
-	CHECK(slots[h].result == ZKL_RESULT_LOST && interrupts == 1, "the holder lost its lock and was told");
-	CHECK(slots[w].zstate == ZKS_NEW && slots[w].result == ZKL_RESULT_PENDING, "the waiter queues again");
+	CHECK(slots[h].ans.result == ZKL_RESULT_LOST && interrupts == 1, "the holder lost its lock and was told");
+	CHECK(slots[w].zstate == ZKS_NEW && slots[w].ans.result == ZKL_RESULT_PENDING, "the waiter queues again");
 	CHECK(table.session_id == 0, "no session");
 }
 
@@ -632,11 +632,11 @@ test_restart_verify(void)
 	setup();
 	s = lone_holder();
 	CHECK(slots[s].zstate == ZKS_HELD, "granted");
-	slots[s].verify = ZKV_ASKED;
-	slots[s].todo |= ZKT_VERIFY;
+	slots[s].own.verify = ZKV_ASKED;
+	slots[s].zk.todo |= ZKT_VERIFY;
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(s, OP_VERIFY) != 0, "the verify is sent");
-	CHECK(!(slots[s].todo & ZKT_VERIFY), "and no longer owed");
+	CHECK(!(slots[s].zk.todo & ZKT_VERIFY), "and no longer owed");
 	zcore_worker_restarted(&core);
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(s, OP_VERIFY) != 0, "a restarted worker sends it again");
@@ -650,7 +650,7 @@ test_proof(void)
 
 	setup();
 	s = lone_holder();
-	CHECK(noted_at == slots[s].sent_at, "the create's answer is a proof");
+	CHECK(noted_at == slots[s].zk.sent_at, "the create's answer is a proof");
 	now_us += 600000;
 	(void) zcore_plan(&core, true, noted_at);
 	CHECK(core.proof_due, "a proof older than half the bound is renewed");
@@ -976,11 +976,11 @@ test_owner_asks(void)
 	ZklSlot		s;
 
 	memset(&s, 0, sizeof(s));
-	s.todo = ZKT_WATCH;
-	CHECK(zkt_ask_stat(&s) && s.todo == (ZKT_WATCH | ZKT_STAT), "a Stat asked: the worker is woken");
-	CHECK(!zkt_ask_stat(&s) && s.todo == (ZKT_WATCH | ZKT_STAT), "asked again: nothing new");
-	CHECK(zkt_ask_verify(&s) && s.verify == ZKV_ASKED && (s.todo & ZKT_VERIFY) &&
-		  (s.todo & ZKT_WATCH), "a verify asked, the worker's own bits kept");
+	s.zk.todo = ZKT_WATCH;
+	CHECK(zkt_ask_stat(&s) && s.zk.todo == (ZKT_WATCH | ZKT_STAT), "a Stat asked: the worker is woken");
+	CHECK(!zkt_ask_stat(&s) && s.zk.todo == (ZKT_WATCH | ZKT_STAT), "asked again: nothing new");
+	CHECK(zkt_ask_verify(&s) && s.own.verify == ZKV_ASKED && (s.zk.todo & ZKT_VERIFY) &&
+		  (s.zk.todo & ZKT_WATCH), "a verify asked, the worker's own bits kept");
 }
 
 /* presence.c's host, for the list's state machine */
@@ -1138,17 +1138,17 @@ test_semaphore(void)
 	setup();
 	claim_holders = 1;
 	a = queue_semaphore(1, 0);
-	CHECK(slots[a].result == ZKL_RESULT_GRANTED, "semaphore: the first is in");
+	CHECK(slots[a].ans.result == ZKL_RESULT_GRANTED, "semaphore: the first is in");
 	b = queue_semaphore(2, 1);
 	w = queue_semaphore(3, 2);
-	CHECK(slots[b].result == ZKL_RESULT_PENDING && slots[w].result == ZKL_RESULT_PENDING &&
+	CHECK(slots[b].ans.result == ZKL_RESULT_PENDING && slots[w].ans.result == ZKL_RESULT_PENDING &&
 		  slots[b].watch[0] == '\0', "the others wait, watching no one node");
 
 	/* two child events on the key (say, from watches of both reads): one read */
 	zcore_watch_event(&core, 12345, false, "/r/tk");
-	zcore_watch_event(&core, zcore_tag(w, slots[w].attempt), false, "/r/tk");
+	zcore_watch_event(&core, zcore_tag(w, slots[w].req.attempt), false, "/r/tk");
 	for (i = 0; i < NSLOTS; i++)
-		reading += (slots[i].todo & ZKT_CHILDREN) != 0;
+		reading += (slots[i].zk.todo & ZKT_CHILDREN) != 0;
 	CHECK(reading == 1, "a child event makes one local waiter read, not each");
 
 	/* A leaves; the one read decides for both waiters: B in, W waits on */
@@ -1157,17 +1157,17 @@ test_semaphore(void)
 	tag = planned(b, OP_CHILDREN) ? planned(b, OP_CHILDREN) : planned(w, OP_CHILDREN);
 	CHECK(tag != 0 && !(planned(b, OP_CHILDREN) && planned(w, OP_CHILDREN)), "one listing planned");
 	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue + 1, 2, kids), false);
-	CHECK(slots[b].result == ZKL_RESULT_GRANTED && slots[w].result == ZKL_RESULT_PENDING &&
-		  !(slots[w].todo & ZKT_CHILDREN), "that listing let B in and answered W too");
+	CHECK(slots[b].ans.result == ZKL_RESULT_GRANTED && slots[w].ans.result == ZKL_RESULT_PENDING &&
+		  !(slots[w].zk.todo & ZKT_CHILDREN), "that listing let B in and answered W too");
 
 	/* a request of holders 2 behind live requests of 1 fails, 22023, and goes */
 	claim_holders = 2;
 	a = claim(ZKL_MODE_SEMAPHORE, 4);
 	queue[0] = node_of(a, 3, made[3]);
 	create_and_list(a, 3, (const char *[]) {queue[1], queue[2], queue[0]}, 3);
-	CHECK(slots[a].result == ZKL_RESULT_FAILED && slots[a].sqlstate == ZKL_SQLSTATE('2','2','0','2','3') &&
+	CHECK(slots[a].ans.result == ZKL_RESULT_FAILED && slots[a].ans.sqlstate == ZKL_SQLSTATE('2','2','0','2','3') &&
 		  strstr(slots[a].errmsg, "holders 2 differ from 1") != NULL &&
-		  (slots[a].todo & ZKT_DELETE), "mismatched holders: 22023 naming both, node deleted");
+		  (slots[a].zk.todo & ZKT_DELETE), "mismatched holders: 22023 naming both, node deleted");
 	claim_holders = 2;
 }
 
@@ -1191,7 +1191,7 @@ test_semaphore_delay_one_read(void)
 	for (i = 0; i < 3; i++)
 		w[i] = queue_semaphore(2 + i, i);
 	for (i = 0; i < 3; i++)
-		CHECK(slots[w[i]].result == ZKL_RESULT_PENDING && slots[w[i]].delayed_until == paused_until,
+		CHECK(slots[w[i]].ans.result == ZKL_RESULT_PENDING && slots[w[i]].zk.delayed_until == paused_until,
 			  "semaphore: held back by the lock-delay");
 	now_us += 2000001;
 	paused = false;
@@ -1204,8 +1204,8 @@ test_semaphore_delay_one_read(void)
 		}
 	CHECK(reading == 1, "one listing when a lock-delay ends, however many wait");
 	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue, 3, kids), false);
-	CHECK(slots[w[0]].result == ZKL_RESULT_GRANTED && slots[w[1]].result == ZKL_RESULT_GRANTED &&
-		  slots[w[2]].result == ZKL_RESULT_GRANTED, "that listing let all three in");
+	CHECK(slots[w[0]].ans.result == ZKL_RESULT_GRANTED && slots[w[1]].ans.result == ZKL_RESULT_GRANTED &&
+		  slots[w[2]].ans.result == ZKL_RESULT_GRANTED, "that listing let all three in");
 	claim_holders = 2;
 }
 
@@ -1229,7 +1229,7 @@ test_semaphore_reader_gone(void)
 	b = queue_semaphore(2, 1);
 	w = queue_semaphore(3, 2);
 	zcore_watch_event(&core, 999, false, "/r/tk");
-	CHECK((slots[b].todo & ZKT_CHILDREN) && !(slots[w].todo & ZKT_CHILDREN), "the event picks B to read");
+	CHECK((slots[b].zk.todo & ZKT_CHILDREN) && !(slots[w].zk.todo & ZKT_CHILDREN), "the event picks B to read");
 	(void) zkt_abandon(&table, &slots[b]);
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(b, OP_DELETE) != 0 && planned(w, OP_CHILDREN) != 0,
@@ -1265,18 +1265,18 @@ test_group_split(void)
 	claim_group = 0;
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(zcore_next_batch(&core, members) == 2, "the group's two creates go as one multi");
-	tags[0] = zcore_tag(a, slots[a].attempt);
-	tags[1] = zcore_tag(b, slots[b].attempt);
+	tags[0] = zcore_tag(a, slots[a].req.attempt);
+	tags[1] = zcore_tag(b, slots[b].req.attempt);
 	zcore_multi_reply(&core, 2, tags, del, made_names, ZCONNECTIONLOSS, errs, stray);
 	CHECK(slots[a].zstate == ZKS_RECOVER && slots[b].zstate == ZKS_RECOVER, "reply lost: both look up");
 	(void) zcore_plan(&core, true, now_us);
-	zcore_recover_reply(&core, zcore_tag(a, slots[a].attempt), ZOK, names, 0);
+	zcore_recover_reply(&core, zcore_tag(a, slots[a].req.attempt), ZOK, names, 0);
 	names[0] = node_of(b, 5, found);
-	zcore_recover_reply(&core, zcore_tag(b, slots[b].attempt), ZOK, names, 1);
+	zcore_recover_reply(&core, zcore_tag(b, slots[b].req.attempt), ZOK, names, 1);
 	CHECK(slots[a].zstate == ZKS_NEW && slots[b].zstate == ZKS_QUEUED, "a absent, b adopted");
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(a, OP_CREATE) == 0, "a is not created alone");
-	CHECK(slots[a].result == ZKL_RESULT_FAILED && slots[a].sqlstate == ZKL_SQLSTATE('4','0','0','0','1'),
+	CHECK(slots[a].ans.result == ZKL_RESULT_FAILED && slots[a].ans.sqlstate == ZKL_SQLSTATE('4','0','0','0','1'),
 		  "the request fails with 40001, to be retried whole");
 }
 
@@ -1322,7 +1322,7 @@ test_group_never_alone(void)
 	while ((n = zcore_next_batch(&core, members)) > 0)
 	{
 		batches++;
-		together |= n == 3 && slots[ops[members[0]].idx].group == 41;
+		together |= n == 3 && slots[ops[members[0]].idx].req.group == 41;
 	}
 	CHECK(batches == 2 && together, "two multis: the lone member's, then the three keys' whole");
 	for (i = 0; i < core.nops; i++)
@@ -1357,11 +1357,11 @@ test_group_member_failed(void)
 	setup();
 	a = claim_member(50, "tk0");
 	b = claim_member(50, "tk1");
-	slots[a].result = ZKL_RESULT_FAILED;
+	slots[a].ans.result = ZKL_RESULT_FAILED;
 	slots[a].zstate = ZKS_GONE;
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(b, OP_CREATE) == 0, "the survivor is not created alone");
-	CHECK(slots[b].zstate == ZKS_NEW && slots[b].result == ZKL_RESULT_PENDING, "it waits for its owner to end it");
+	CHECK(slots[b].zstate == ZKS_NEW && slots[b].ans.result == ZKL_RESULT_PENDING, "it waits for its owner to end it");
 	(void) zkt_abandon(&table, &slots[a]);
 	(void) zkt_abandon(&table, &slots[b]);
 	(void) zcore_plan(&core, true, now_us);
@@ -1405,7 +1405,7 @@ ask(int pid, bool nowait)
 {
 	int			s = claim(ZKL_MODE_EXCLUSIVE, pid);
 
-	slots[s].nowait = nowait;
+	slots[s].req.nowait = nowait;
 	(void) zcore_plan(&core, true, now_us);
 	return s;
 }
@@ -1418,13 +1418,13 @@ peek_alone(int h)
 	ZkrChild	kids[1];
 	uint64_t	tag = planned(h, OP_CHILDREN);
 
-	CHECK(tag != 0 && slots[h].peek == COH_PEEK_ASKED, "the holder reads its queue, with a child watch");
+	CHECK(tag != 0 && slots[h].coh.peek == COH_PEEK_ASKED, "the holder reads its queue, with a child watch");
 	list[0] = slots[h].node;
 	/* an older listing (no watch) that comes back first arms nothing */
 	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 1, kids), false);
-	CHECK(slots[h].peek == COH_PEEK_ASKED, "a listing without the watch does not arm");
+	CHECK(slots[h].coh.peek == COH_PEEK_ASKED, "a listing without the watch does not arm");
 	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 1, kids), true);
-	CHECK(slots[h].peek == COH_PEEK_ARMED, "armed");
+	CHECK(slots[h].coh.peek == COH_PEEK_ARMED, "armed");
 }
 
 /*
@@ -1452,40 +1452,40 @@ test_cohort(void)
 	core.cohort.handover_limit = 1;
 	h = lone_holder();
 	snprintf(made[0], sizeof(made[0]), "%s", slots[h].node);
-	CHECK(slots[h].result == ZKL_RESULT_GRANTED && slots[h].first, "the lone holder is first in line");
-	CHECK(slots[h].peek == COH_PEEK_NONE, "a waiter's listing sets no child watch");
+	CHECK(slots[h].ans.result == ZKL_RESULT_GRANTED && slots[h].zk.first, "the lone holder is first in line");
+	CHECK(slots[h].coh.peek == COH_PEEK_NONE, "a waiter's listing sets no child watch");
 	w = ask(2, false);
 	CHECK(slots[w].zstate == ZKS_COHORT && planned(w, OP_CREATE) == 0, "a local waiter creates no node");
 	peek_alone(h);
 	t = ask(3, true);
-	CHECK(slots[t].result == ZKL_RESULT_NOT_GRANTED && planned(t, OP_CREATE) == 0,
+	CHECK(slots[t].ans.result == ZKL_RESULT_NOT_GRANTED && planned(t, OP_CREATE) == 0,
 		  "a try-lock is refused without a round trip");
 	(void) zkt_abandon(&table, &slots[t]);
 	(void) zkt_abandon(&table, &slots[h]);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[w].result == ZKL_RESULT_GRANTED && slots[w].handed == 1 && strcmp(slots[w].node, made[0]) == 0,
+	CHECK(slots[w].ans.result == ZKL_RESULT_GRANTED && slots[w].zk.handed == 1 && strcmp(slots[w].node, made[0]) == 0,
 		  "the release hands the node over");
 	CHECK(core.nops == 0 && slots[h].zstate == ZKS_FREE, "no delete, no round trip");
-	CHECK(zkr_fencing_token(slots[w].czxid, slots[w].handed) == 10 * ZKL_HANDOVER_MAX + 1,
+	CHECK(zkr_fencing_token(slots[w].zk.czxid, slots[w].zk.handed) == 10 * ZKL_HANDOVER_MAX + 1,
 		  "the token counts the hand-over");
 
 	/* a child event: nothing passes before the next listing */
 	zcore_watch_event(&core, 0, false, "/r/tk");
-	CHECK(slots[w].peek == COH_PEEK_NONE, "the event disarms");
+	CHECK(slots[w].coh.peek == COH_PEEK_NONE, "the event disarms");
 	w2 = ask(4, false);
 	tag = planned(w, OP_CHILDREN);
 	CHECK(slots[w2].zstate == ZKS_COHORT && tag != 0, "another local waiter: the holder reads the queue");
 	(void) zkt_abandon(&table, &slots[w]);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(planned(w, OP_DELETE) == 0 && slots[w2].result == ZKL_RESULT_PENDING,
+	CHECK(planned(w, OP_DELETE) == 0 && slots[w2].ans.result == ZKL_RESULT_PENDING,
 		  "the released node waits for that listing");
 	list[0] = made[0];
 	snprintf(other, sizeof(other), "x-00000000-0000-4000-8000-0000000000ff-9-9-%010d", 5);
 	list[1] = other;
 	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids), true);
-	CHECK(slots[w].foreign, "a node behind is seen");
+	CHECK(slots[w].coh.foreign, "a node behind is seen");
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[w2].result == ZKL_RESULT_GRANTED && slots[w2].handed == 2 && slots[w2].since_foreign == 1,
+	CHECK(slots[w2].ans.result == ZKL_RESULT_GRANTED && slots[w2].zk.handed == 2 && slots[w2].coh.since_foreign == 1,
 		  "one more hand-over within the limit");
 	w3 = ask(5, false);
 	CHECK(slots[w3].zstate == ZKS_COHORT, "past the limit a request still waits here");
@@ -1521,10 +1521,10 @@ test_cohort_session_lost(void)
 	w2 = ask(3, false);
 	(void) zkt_abandon(&table, &slots[h]);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[w].result == ZKL_RESULT_GRANTED && slots[w2].zstate == ZKS_COHORT, "handed over, one waits");
+	CHECK(slots[w].ans.result == ZKL_RESULT_GRANTED && slots[w2].zstate == ZKS_COHORT, "handed over, one waits");
 	zcore_session_lost(&core);
-	CHECK(slots[w].result == ZKL_RESULT_LOST && interrupts == 1, "the new holder lost it and was told");
-	CHECK(slots[w2].zstate == ZKS_NEW && slots[w2].result == ZKL_RESULT_PENDING, "the waiter queues again");
+	CHECK(slots[w].ans.result == ZKL_RESULT_LOST && interrupts == 1, "the new holder lost it and was told");
+	CHECK(slots[w2].zstate == ZKS_NEW && slots[w2].ans.result == ZKL_RESULT_PENDING, "the waiter queues again");
 }
 
 /*
@@ -1548,17 +1548,17 @@ test_kept_node_not_held(void)
 	core.cohort.handover_limit = 8;
 	h = lone_holder();
 	w = ask(2, false);
-	CHECK(slots[w].zstate == ZKS_COHORT && slots[h].peek == COH_PEEK_ASKED, "a waiter; the holder's listing is out");
+	CHECK(slots[w].zstate == ZKS_COHORT && slots[h].coh.peek == COH_PEEK_ASKED, "a waiter; the holder's listing is out");
 	(void) zkt_abandon(&table, &slots[h]);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[h].zstate == ZKS_HELD && slots[h].kept, "released, its node kept for the waiter");
+	CHECK(slots[h].zstate == ZKS_HELD && slots[h].coh.kept, "released, its node kept for the waiter");
 	s = claim(ZKL_MODE_SHARED, 1);
 	list[0] = slots[h].node;
 	snprintf(fn, sizeof(fn), "x-00000000-0000-4000-8000-0000000000ff-9-9-%010d", 1);
 	list[1] = fn;
 	list[2] = node_of(s, 2, sn);
 	create_and_list(s, 2, list, 3);
-	CHECK(slots[s].result == ZKL_RESULT_PENDING, "the backend's new shared request waits for the writer");
+	CHECK(slots[s].ans.result == ZKL_RESULT_PENDING, "the backend's new shared request waits for the writer");
 
 	/*
 	 * That request took the kept node for its backend's own: the node must
@@ -1570,11 +1570,11 @@ test_kept_node_not_held(void)
 		uint64_t	tag = planned(h, OP_CHILDREN);
 
 		if (tag == 0)
-			tag = zcore_tag(h, slots[h].attempt);
+			tag = zcore_tag(h, slots[h].req.attempt);
 		zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 3, kids), true);
 	}
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[w].result == ZKL_RESULT_PENDING && slots[w].zstate != ZKS_COHORT &&
+	CHECK(slots[w].ans.result == ZKL_RESULT_PENDING && slots[w].zstate != ZKS_COHORT &&
 		  slots[h].zstate == ZKS_DELETING,
 		  "no hand-over while the releasing backend has another request on the key: the node goes");
 }
@@ -1590,12 +1590,12 @@ test_try_after_release(void)
 	holder_and_local_waiter(&h, &w);
 	(void) zkt_abandon(&table, &slots[h]);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[w].result == ZKL_RESULT_GRANTED, "handed over");
+	CHECK(slots[w].ans.result == ZKL_RESULT_GRANTED, "handed over");
 	(void) zkt_abandon(&table, &slots[w]);
 	t = claim(ZKL_MODE_EXCLUSIVE, 3);
-	slots[t].nowait = true;
+	slots[t].req.nowait = true;
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[t].result == ZKL_RESULT_GRANTED && slots[t].handed == 2,
+	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED && slots[t].zk.handed == 2,
 		  "the try is next in line once the holder is done, granted by hand-over");
 }
 
@@ -1635,9 +1635,9 @@ test_linger_goes_to_first_asker(void)
 	old = claim(ZKL_MODE_EXCLUSIVE, 6);
 	zkt_free(&table, &slots[gap]);
 	young = claim(ZKL_MODE_EXCLUSIVE, 7);
-	CHECK(young < old && slots[young].ticket > slots[old].ticket, "the younger request sits first");
+	CHECK(young < old && slots[young].req.ticket > slots[old].req.ticket, "the younger request sits first");
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[old].result == ZKL_RESULT_GRANTED && slots[young].zstate == ZKS_COHORT,
+	CHECK(slots[old].ans.result == ZKL_RESULT_GRANTED && slots[young].zstate == ZKS_COHORT,
 		  "the one that asked first takes the node; the other waits behind it");
 
 	/* both sit before the lingering node in the table: the older still joins it, not the younger */
@@ -1648,7 +1648,7 @@ test_linger_goes_to_first_asker(void)
 	young = claim(ZKL_MODE_EXCLUSIVE, 7);
 	CHECK(old < young && young < h, "old, young, then the lingering node");
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[old].result == ZKL_RESULT_GRANTED && slots[young].zstate == ZKS_COHORT,
+	CHECK(slots[old].ans.result == ZKL_RESULT_GRANTED && slots[young].zstate == ZKS_COHORT,
 		  "a new request waits behind the node, not behind a younger request");
 
 	/* a try-lock that asked after another writer is refused at once, not parked behind it */
@@ -1657,9 +1657,9 @@ test_linger_goes_to_first_asker(void)
 	old = claim(ZKL_MODE_EXCLUSIVE, 6);
 	zkt_free(&table, &slots[gap]);
 	young = claim(ZKL_MODE_EXCLUSIVE, 7);
-	slots[young].nowait = true;
+	slots[young].req.nowait = true;
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[old].result == ZKL_RESULT_GRANTED && slots[young].result == ZKL_RESULT_NOT_GRANTED,
+	CHECK(slots[old].ans.result == ZKL_RESULT_GRANTED && slots[young].ans.result == ZKL_RESULT_NOT_GRANTED,
 		  "the try is refused: the key is held here");
 }
 
@@ -1678,7 +1678,7 @@ test_linger(void)
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(slots[h].zstate == ZKS_LINGER && core.nops == 0, "released, the node lingers");
 	n = ask(2, false);
-	CHECK(slots[n].result == ZKL_RESULT_GRANTED && slots[n].handed == 1 && core.nops == 0,
+	CHECK(slots[n].ans.result == ZKL_RESULT_GRANTED && slots[n].zk.handed == 1 && core.nops == 0,
 		  "a repeat request takes it with no round trip");
 	(void) zkt_abandon(&table, &slots[n]);
 	(void) zcore_plan(&core, true, now_us);
@@ -1725,7 +1725,7 @@ try_behind(int more, int64_t rtt_us)
 
 	setup();
 	t = claim(ZKL_MODE_EXCLUSIVE, 2);
-	slots[t].nowait = true;
+	slots[t].req.nowait = true;
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(t, OP_CREATE);
 	now_us += rtt_us;
@@ -1778,7 +1778,7 @@ test_linger_and_foreign_try(void)
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(h, OP_UNMARK);
 	zcore_node_data(&slots[h], data);
-	CHECK(tag != 0 && !slots[h].may_linger && !zcore_data_lingers(data, strlen(data)),
+	CHECK(tag != 0 && !slots[h].coh.may_linger && !zcore_data_lingers(data, strlen(data)),
 		  "a held node with another cluster's request behind loses the mark");
 	zcore_unmark_reply(&core, tag, ZCONNECTIONLOSS);
 	(void) zcore_plan(&core, true, now_us);
@@ -1790,26 +1790,26 @@ test_linger_and_foreign_try(void)
 	/* the try's side: the node ahead lingers, then goes */
 	t = try_behind(0, 0);
 	tag = planned(t, OP_WATCH);
-	CHECK(tag != 0 && slots[t].result == ZKL_RESULT_PENDING && slots[t].try_until == now_us + 25000,
+	CHECK(tag != 0 && slots[t].ans.result == ZKL_RESULT_PENDING && slots[t].zk.try_until == now_us + 25000,
 		  "a try behind one exclusive node reads its data, for 25 ms at most");
 	zcore_watch_set_reply(&core, tag, ZOK, "{\"linger\":true}", 15);
-	CHECK(slots[t].zstate == ZKS_QUEUED && slots[t].result == ZKL_RESULT_PENDING, "it lingers: the try waits");
+	CHECK(slots[t].zstate == ZKS_QUEUED && slots[t].ans.result == ZKL_RESULT_PENDING, "it lingers: the try waits");
 	now_us += 24000;
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(core.nops == 0 && slots[t].result == ZKL_RESULT_PENDING, "still within the bound");
+	CHECK(core.nops == 0 && slots[t].ans.result == ZKL_RESULT_PENDING, "still within the bound");
 	snprintf(path, sizeof(path), "/r/tk/%s", HEAD_B);
 	zcore_watch_event(&core, tag, true, path);
 	(void) zcore_plan(&core, true, now_us);
 	tag = planned(t, OP_BARRIER);
 	CHECK(tag != 0, "the node went: one read of our own");
 	zcore_barrier_reply(&core, tag, ZOK);
-	CHECK(slots[t].result == ZKL_RESULT_GRANTED, "the try is granted: the key was free");
+	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED, "the try is granted: the key was free");
 
 	/* the node ahead is held: its data has no mark */
 	t = try_behind(0, 10000);
-	CHECK(slots[t].try_until == now_us + 40000, "the bound is four round trips when that is more");
+	CHECK(slots[t].zk.try_until == now_us + 40000, "the bound is four round trips when that is more");
 	zcore_watch_set_reply(&core, planned(t, OP_WATCH), ZOK, "{\"pid\":7}", 9);
-	CHECK(slots[t].result == ZKL_RESULT_NOT_GRANTED && slots[t].zstate == ZKS_DELETING,
+	CHECK(slots[t].ans.result == ZKL_RESULT_NOT_GRANTED && slots[t].zstate == ZKS_DELETING,
 		  "a holder's node: false at once");
 
 	/* it lingers, but never goes: false at the bound, and the try's node goes */
@@ -1817,7 +1817,7 @@ test_linger_and_foreign_try(void)
 	zcore_watch_set_reply(&core, planned(t, OP_WATCH), ZOK, "{\"linger\":true}", 15);
 	now_us += 25000;
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[t].result == ZKL_RESULT_NOT_GRANTED && planned(t, OP_DELETE) != 0,
+	CHECK(slots[t].ans.result == ZKL_RESULT_NOT_GRANTED && planned(t, OP_DELETE) != 0,
 		  "false once the bound is over, and its node is deleted");
 
 	/* its data changes (the mark taken off): read again, then false */
@@ -1827,28 +1827,28 @@ test_linger_and_foreign_try(void)
 	snprintf(path, sizeof(path), "/r/tk/%s", HEAD_B);
 	zcore_watch_event(&core, tag, false, path);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[t].result == ZKL_RESULT_PENDING && planned(t, OP_CHILDREN) != 0, "a data change: the queue is read");
+	CHECK(slots[t].ans.result == ZKL_RESULT_PENDING && planned(t, OP_CHILDREN) != 0, "a data change: the queue is read");
 
 	/* two nodes ahead: a holder and a waiter at least, false at once */
 	t = try_behind(1, 0);
-	CHECK(slots[t].result == ZKL_RESULT_NOT_GRANTED && planned(t, OP_WATCH) == 0, "two nodes ahead: false at once");
+	CHECK(slots[t].ans.result == ZKL_RESULT_NOT_GRANTED && planned(t, OP_WATCH) == 0, "two nodes ahead: false at once");
 
 	/* a listing answered a second late (a reconnect): the bound stays within 500 ms */
 	t = try_behind(0, 1000000);
-	CHECK(slots[t].try_until == now_us + 500000, "the bound is 500 ms at most");
+	CHECK(slots[t].zk.try_until == now_us + 500000, "the bound is 500 ms at most");
 	/* its node goes behind its back: it queues again, and may wait again */
 	zcore_children_reply(&core, planned(t, OP_WATCH), ZNONODE, NULL, 0, false);
 	lookup_finds_nothing(t);
-	CHECK(slots[t].zstate == ZKS_NEW && slots[t].try_until == 0, "queued again, with no bound yet");
+	CHECK(slots[t].zstate == ZKS_NEW && slots[t].zk.try_until == 0, "queued again, with no bound yet");
 
 	/* linger turned off by a reload: a held node's mark comes off */
 	setup_handover(100);
 	h = lone_holder();
-	CHECK(slots[h].may_linger, "created with the mark");
+	CHECK(slots[h].coh.may_linger, "created with the mark");
 	core.cohort.linger_ms = 0;
 	for (t = 0; t < 4 && planned(h, OP_UNMARK) == 0; t++)
 		(void) zcore_plan(&core, true, now_us);	/* owed reads go first */
-	CHECK(!slots[h].may_linger && planned(h, OP_UNMARK) != 0, "linger off: the mark comes off");
+	CHECK(!slots[h].coh.may_linger && planned(h, OP_UNMARK) != 0, "linger off: the mark comes off");
 }
 
 /* An exclusive request of pid on key: claimed (not planned yet); its slot. */
@@ -1905,7 +1905,7 @@ opposite_orders(bool handover, const char *between, int *w1, int *w2)
 	b = claim_key(2, "kb");
 	list[0] = node_of(b, 0, nb);
 	create_and_list(b, 0, list, 1);
-	CHECK(slots[a].result == ZKL_RESULT_GRANTED && slots[b].result == ZKL_RESULT_GRANTED, "each holds one key");
+	CHECK(slots[a].ans.result == ZKL_RESULT_GRANTED && slots[b].ans.result == ZKL_RESULT_GRANTED, "each holds one key");
 	*w1 = claim_key(1, "kb");
 	(void) zcore_plan(&core, true, now_us);
 	list[0] = nb;
@@ -1946,15 +1946,15 @@ test_local_deadlock(void)
 			  slots[w2].zstate == (on ? ZKS_COHORT : ZKS_QUEUED), "each waits for the other's key");
 		now_us += 500000;
 		(void) zcore_plan(&core, true, now_us);
-		CHECK(slots[w1].result == ZKL_RESULT_PENDING && slots[w2].result == ZKL_RESULT_PENDING,
+		CHECK(slots[w1].ans.result == ZKL_RESULT_PENDING && slots[w2].ans.result == ZKL_RESULT_PENDING,
 			  "before deadlock_timeout, nothing");
 		now_us += 600000;
 		(void) zcore_plan(&core, true, now_us);
-		CHECK(slots[w2].result == ZKL_RESULT_FAILED &&
-			  slots[w2].sqlstate == ZKL_SQLSTATE('4', '0', 'P', '0', '1') &&
+		CHECK(slots[w2].ans.result == ZKL_RESULT_FAILED &&
+			  slots[w2].ans.sqlstate == ZKL_SQLSTATE('4', '0', 'P', '0', '1') &&
 			  strstr(slots[w2].errmsg, "deadlock detected") != NULL,
 			  "then the younger request fails with 40P01");
-		CHECK(slots[w1].result == ZKL_RESULT_PENDING, "the older one still waits");
+		CHECK(slots[w1].ans.result == ZKL_RESULT_PENDING, "the older one still waits");
 		CHECK(on || slots[w2].zstate == ZKS_DELETING, "its node goes");
 	}
 
@@ -1962,7 +1962,7 @@ test_local_deadlock(void)
 	CHECK(strcmp(slots[w2].watch, WRITER_B) == 0, "the second watches the other cluster's writer");
 	now_us += 1100000;
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[w2].result == ZKL_RESULT_FAILED && slots[w1].result == ZKL_RESULT_PENDING,
+	CHECK(slots[w2].ans.result == ZKL_RESULT_FAILED && slots[w1].ans.result == ZKL_RESULT_PENDING,
 		  "the circle through the first backend's node is found all the same");
 
 	/* a long wait behind a holder that waits for nobody is no deadlock */
@@ -1976,7 +1976,7 @@ test_local_deadlock(void)
 	queue_at(w2, 1, list, 1, n2);
 	now_us += 5000000;
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[w2].result == ZKL_RESULT_PENDING, "a long wait alone: no victim");
+	CHECK(slots[w2].ans.result == ZKL_RESULT_PENDING, "a long wait alone: no victim");
 }
 
 /*
@@ -2133,11 +2133,11 @@ test_try_not_parked_behind_handover(void)
 	old = claim(ZKL_MODE_EXCLUSIVE, 6);
 	zkt_free(&table, &slots[gap]);
 	young = claim(ZKL_MODE_EXCLUSIVE, 7);
-	slots[young].nowait = true;
-	CHECK(young < old && slots[young].ticket > slots[old].ticket, "the younger try sits first in the table");
+	slots[young].req.nowait = true;
+	CHECK(young < old && slots[young].req.ticket > slots[old].req.ticket, "the younger try sits first in the table");
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[old].result == ZKL_RESULT_GRANTED, "the node passes to the writer that asked first");
-	CHECK(slots[young].result == ZKL_RESULT_NOT_GRANTED, "and the try is refused: the key is held here");
+	CHECK(slots[old].ans.result == ZKL_RESULT_GRANTED, "the node passes to the writer that asked first");
+	CHECK(slots[young].ans.result == ZKL_RESULT_NOT_GRANTED, "and the try is refused: the key is held here");
 }
 
 /* A shared request of pid: claimed and planned once (a try-lock if nowait). */
@@ -2146,7 +2146,7 @@ ask_shared(int pid, bool nowait)
 {
 	int			s = claim(ZKL_MODE_SHARED, pid);
 
-	slots[s].nowait = nowait;
+	slots[s].req.nowait = nowait;
 	(void) zcore_plan(&core, true, now_us);
 	return s;
 }
@@ -2165,7 +2165,7 @@ lone_reader(void)
 	s = claim(ZKL_MODE_SHARED, 1);
 	list[0] = node_of(s, 0, n0);
 	create_and_list(s, 0, list, 1);
-	CHECK(slots[s].result == ZKL_RESULT_GRANTED && slots[s].clear, "a lone reader holds, no writer ahead");
+	CHECK(slots[s].ans.result == ZKL_RESULT_GRANTED && slots[s].zk.clear, "a lone reader holds, no writer ahead");
 	return s;
 }
 
@@ -2194,36 +2194,36 @@ test_riders(void)
 		  "a second reader waits for the holder's child watch");
 	peek_alone(h);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[r1].result == ZKL_RESULT_GRANTED && slots[r1].rides && strcmp(slots[r1].node, node) == 0 &&
-		  slots[r1].handed == 1 && core.nops == 0, "then joins the node: granted, no round trip");
+	CHECK(slots[r1].ans.result == ZKL_RESULT_GRANTED && slots[r1].zk.rides && strcmp(slots[r1].node, node) == 0 &&
+		  slots[r1].zk.handed == 1 && core.nops == 0, "then joins the node: granted, no round trip");
 	r2 = ask_shared(3, false);
-	CHECK(slots[r2].result == ZKL_RESULT_GRANTED && slots[r2].handed == 2 && core.nops == 0,
+	CHECK(slots[r2].ans.result == ZKL_RESULT_GRANTED && slots[r2].zk.handed == 2 && core.nops == 0,
 		  "the next reader joins at once");
-	CHECK(zkr_fencing_token(slots[r2].czxid, slots[r2].handed) == 10 * ZKL_HANDOVER_MAX + 2,
+	CHECK(zkr_fencing_token(slots[r2].zk.czxid, slots[r2].zk.handed) == 10 * ZKL_HANDOVER_MAX + 2,
 		  "each joiner's token is greater");
 
 	(void) zkt_abandon(&table, &slots[h]);
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(slots[h].zstate == ZKS_FREE && core.nops == 0, "its owner done, the node stays: no delete");
-	CHECK(slots[r1].zstate == ZKS_HELD && !slots[r1].rides && zkr_name_has_uuid(node, slots[r1].uuid) &&
-		  slots[r2].rides, "it passes to a rider");
+	CHECK(slots[r1].zstate == ZKS_HELD && !slots[r1].zk.rides && zkr_name_has_uuid(node, slots[r1].uuid) &&
+		  slots[r2].zk.rides, "it passes to a rider");
 
 	/* reader 3 upgrades: it waits for reader 2, whose node it is now */
 	x = claim(ZKL_MODE_EXCLUSIVE, 3);
 	list[0] = node;
 	list[1] = node_of(x, 1, xname);
 	create_and_list(x, 1, list, 2);
-	CHECK(slots[x].result == ZKL_RESULT_PENDING && strcmp(slots[x].watch, node) == 0,
+	CHECK(slots[x].ans.result == ZKL_RESULT_PENDING && strcmp(slots[x].watch, node) == 0,
 		  "an upgrade by a rider waits for the node's other readers");
 	r3 = ask_shared(4, false);
 	CHECK(slots[r3].zstate == ZKS_CREATING, "no reader joins past a local writer: it queues in ZooKeeper");
 	(void) zkt_abandon(&table, &slots[r1]);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[r2].zstate == ZKS_HELD && !slots[r2].rides, "the node passes to the upgrader");
+	CHECK(slots[r2].zstate == ZKS_HELD && !slots[r2].zk.rides, "the node passes to the upgrader");
 	tag = planned(x, OP_CHILDREN);
 	CHECK(tag != 0, "which reads its queue again: the others have left");
 	listed(tag, list, 2, false);
-	CHECK(slots[x].result == ZKL_RESULT_GRANTED, "and holds the key exclusive");
+	CHECK(slots[x].ans.result == ZKL_RESULT_GRANTED, "and holds the key exclusive");
 }
 
 /* A lost node: every reader riding it loses it; a reader waiting for the watch queues again. */
@@ -2240,7 +2240,7 @@ test_riders_lost(void)
 	r1 = ask_shared(2, false);
 	peek_alone(h);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[r1].rides, "a rider");
+	CHECK(slots[r1].zk.rides, "a rider");
 	zcore_watch_event(&core, 0, false, "/r/tk");
 	t = ask_shared(5, true);
 	tag = planned(h, OP_CHILDREN);
@@ -2250,7 +2250,7 @@ test_riders_lost(void)
 	CHECK(slots[r2].zstate == ZKS_COHORT, "the next reader waits for it");
 	list[0] = "x-00000000-0000-4000-8000-0000000000ff-9-9-0000000099";
 	listed(tag, list, 1, true);
-	CHECK(slots[h].result == ZKL_RESULT_LOST && slots[r1].result == ZKL_RESULT_LOST,
+	CHECK(slots[h].ans.result == ZKL_RESULT_LOST && slots[r1].ans.result == ZKL_RESULT_LOST,
 		  "the node gone from the listing: its owner and its rider lose the lock");
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(r2, OP_CREATE) != 0, "the waiting reader queues in ZooKeeper");
@@ -2280,14 +2280,14 @@ test_riders_turned_off(void)
 	list[1] = other;
 	listed(tag, list, 2, true);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(slots[r2].rides && slots[h].since_foreign == 1, "one join within the bound");
+	CHECK(slots[r2].zk.rides && slots[h].coh.since_foreign == 1, "one join within the bound");
 	CHECK(planned(ask_shared(4, false), OP_CREATE) != 0, "past it, a reader queues in ZooKeeper");
 	core.cohort.handover = false;
 	(void) zkt_abandon(&table, &slots[h]);
 	(void) zkt_abandon(&table, &slots[r1]);
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(h, OP_DELETE) == 0 && planned(r2, OP_DELETE) == 0 && slots[r2].zstate == ZKS_HELD &&
-		  !slots[r2].rides, "hand-over off: the node still passes to the last rider");
+		  !slots[r2].zk.rides, "hand-over off: the node still passes to the last rider");
 	(void) zkt_abandon(&table, &slots[r2]);
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(r2, OP_DELETE) != 0, "and goes with it");
@@ -2323,13 +2323,13 @@ test_riders_upgrade_past_writer(void)
 		list[1] = "x-00000000-0000-4000-8000-0000000000ff-9-9-0000000001";
 		list[2] = node_of(x, 2, xname);
 		create_and_list(x, 2, list, 3);
-		CHECK(slots[x].result == ZKL_RESULT_PENDING && strcmp(slots[x].watch, list[1]) == 0,
+		CHECK(slots[x].ans.result == ZKL_RESULT_PENDING && strcmp(slots[x].watch, list[1]) == 0,
 			  "an upgrade waits behind the other cluster's writer while another backend rides");
 		/* it waits for the other reader only, which waits for nobody: no deadlock */
 		core.deadlock_timeout = 1000;
 		now_us += 2000000;
 		(void) zcore_plan(&core, true, now_us);
-		CHECK(slots[x].result == ZKL_RESULT_PENDING, "a long upgrade wait behind a rider is no deadlock");
+		CHECK(slots[x].ans.result == ZKL_RESULT_PENDING, "a long upgrade wait behind a rider is no deadlock");
 		core.deadlock_timeout = 0;
 		(void) zkt_abandon(&table, &slots[by == 1 ? r1 : h]);
 		(void) zcore_plan(&core, true, now_us);
@@ -2337,7 +2337,7 @@ test_riders_upgrade_past_writer(void)
 		CHECK(tag != 0, by == 1 ? "the rider gone, the owner's upgrade reads its queue"
 			  : "the node passed to it, the rider's upgrade reads its queue");
 		listed(tag, list, 3, false);
-		CHECK(slots[x].result == ZKL_RESULT_GRANTED, "and is granted past the writer, which waits for it");
+		CHECK(slots[x].ans.result == ZKL_RESULT_GRANTED, "and is granted past the writer, which waits for it");
 	}
 }
 
@@ -2363,13 +2363,13 @@ test_riders_bound_per_key(void)
 	list[0] = slots[h].node;
 	list[1] = node_of(t, 1, n2);
 	(void) zcore_create_reply(&core, planned(t, OP_CREATE), ZOK, n2, true, 11);
-	listed(zcore_tag(t, slots[t].attempt), list, 2, false);
-	CHECK(slots[t].result == ZKL_RESULT_GRANTED && !slots[t].rides, "a try-lock made a second shared node");
+	listed(zcore_tag(t, slots[t].req.attempt), list, 2, false);
+	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED && !slots[t].zk.rides, "a try-lock made a second shared node");
 	list[2] = WRITER_B;
 	listed(tag, list, 3, true);
-	CHECK(slots[h].foreign && slots[t].foreign, "a request seen behind one node counts for both");
+	CHECK(slots[h].coh.foreign && slots[t].coh.foreign, "a request seen behind one node counts for both");
 	r = ask_shared(3, false);
-	CHECK(slots[r].rides && slots[h].since_foreign == 1 && slots[t].since_foreign == 1,
+	CHECK(slots[r].zk.rides && slots[h].coh.since_foreign == 1 && slots[t].coh.since_foreign == 1,
 		  "one join within the limit, counted for both");
 	r = ask_shared(4, false);
 	CHECK(planned(r, OP_CREATE) != 0, "past it, a reader queues in ZooKeeper: the other node does not host it");
@@ -2401,14 +2401,14 @@ test_riders_count_outlives_node(void)
 	list[2] = WRITER_B;
 	listed(tag, list, 3, true);
 	r = ask_shared(3, false);
-	CHECK(slots[r].rides && slots[h].since_foreign == 1, "one join past the writer, limit 1");
+	CHECK(slots[r].zk.rides && slots[h].coh.since_foreign == 1, "one join past the writer, limit 1");
 	(void) zcore_create_reply(&core, ctag, ZOK, n2, true, 11);
 	(void) zkt_abandon(&table, &slots[h]);
 	(void) zkt_abandon(&table, &slots[r]);
 	(void) zcore_plan(&core, true, now_us);
 	CHECK(planned(h, OP_DELETE) != 0, "the first node goes before the second's listing is back");
-	listed(zcore_tag(t, slots[t].attempt), list, 3, false);
-	CHECK(slots[t].result == ZKL_RESULT_GRANTED && slots[t].foreign && slots[t].since_foreign == 1,
+	listed(zcore_tag(t, slots[t].req.attempt), list, 3, false);
+	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED && slots[t].coh.foreign && slots[t].coh.since_foreign == 1,
 		  "a node granted later keeps the key's count");
 	r = ask_shared(4, false);
 	CHECK(planned(r, OP_CREATE) != 0, "no reader joins the other past the same writer");
@@ -2419,7 +2419,7 @@ test_riders_count_outlives_node(void)
 	peek_alone(h);
 	zcore_reconnected(&core);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(!slots[r].rides && planned(r, OP_CREATE) != 0,
+	CHECK(!slots[r].zk.rides && planned(r, OP_CREATE) != 0,
 		  "after a reconnection a waiting reader joins nothing: it queues in ZooKeeper");
 }
 
@@ -2440,7 +2440,7 @@ test_riders_count_resets(void)
 	list[1] = WRITER_B;
 	listed(tag, list, 2, true);
 	(void) zcore_plan(&core, true, now_us);
-	CHECK(!slots[r].rides && planned(r, OP_CREATE) != 0, "limit 0: a writer seen, no reader joins");
+	CHECK(!slots[r].zk.rides && planned(r, OP_CREATE) != 0, "limit 0: a writer seen, no reader joins");
 	zcore_watch_event(&core, ZKL_KEY_WATCH_TAG, false, "/r/tk");	/* the writer went */
 	r = ask_shared(3, false);
 	tag = planned(r, OP_CREATE);
@@ -2448,7 +2448,7 @@ test_riders_count_resets(void)
 	list[1] = node_of(r, 3, n3);
 	(void) zcore_create_reply(&core, tag, ZOK, n3, true, 13);
 	listed(tag, list, 2, true);
-	CHECK(!slots[h].foreign && slots[h].since_foreign == 0 && slots[r].result == ZKL_RESULT_GRANTED,
+	CHECK(!slots[h].coh.foreign && slots[h].coh.since_foreign == 0 && slots[r].ans.result == ZKL_RESULT_GRANTED,
 		  "its listing shows no writer in the queue: the count starts again");
 	r = ask_shared(4, false);
 	CHECK(slots[r].zstate == ZKS_COHORT, "and a reader may join again, once a listing arms a node");
