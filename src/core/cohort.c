@@ -55,7 +55,7 @@ zcoh_eligible(const ZklCohort *c, const ZklSlot *s)
 	return c->handover && zkk_local(s->req.mode) != ZKL_LOCAL_NONE && s->req.group == 0 && !s->zk.rides;
 }
 
-/* One whose node passes from holder to holder (an exclusive one). */
+/* One whose node passes from holder to holder (an exclusive one: zkk_hands_over). */
 bool
 zcoh_eligible_x(const ZklCohort *c, const ZklSlot *s)
 {

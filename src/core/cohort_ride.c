@@ -30,7 +30,8 @@ rider_of(ZklCohort *c, const ZklSlot *o)
 }
 
 /*
- * A local exclusive request for o's key that is not done, in any state:
+ * A local request for o's key that conflicts with it (an exclusive one, o
+ * being a reader's) and is not done, in any state:
  * readers must not join past it (it would wait for ever), nor beside it
  * (a backend's exclusive lock granted past its own shared node).
  */

@@ -25,7 +25,7 @@ zcore_same_key_owner(const ZklSlot *o, const ZklSlot *s)
  * and s's kind conflicts with?  (The upgrade case: shared, then exclusive.)
  */
 static bool
-holds_shared(const ZklCore *c, const ZklSlot *s)
+holds_sharing(const ZklCore *c, const ZklSlot *s)
 {
 	int			i;
 
@@ -52,7 +52,7 @@ upgrade_deadlock(const ZklCore *c, const ZklSlot *s)
 {
 	int			i;
 
-	if (!holds_shared(c, s))
+	if (!holds_sharing(c, s))
 		return 0;
 	for (i = 0; i < c->t->nused; i++)
 	{
@@ -60,7 +60,7 @@ upgrade_deadlock(const ZklCore *c, const ZklSlot *s)
 
 		if (o != s && o->ans.result == ZKL_RESULT_PENDING &&
 			!o->own.abandoned && !same_owner(o, s) && strcmp(o->key, s->key) == 0 &&
-			holds_shared(c, o))
+			holds_sharing(c, o))
 			return o->req.owner_pid;
 	}
 	return 0;

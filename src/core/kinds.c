@@ -18,6 +18,9 @@ const ZklKind zkk_kinds[] = {
 };
 const int	zkk_nkinds = (int) (sizeof(zkk_kinds) / sizeof(zkk_kinds[0]));
 
+/* recipe.c keeps one entry per kind in an array of ZKL_MAX_KINDS: a row too many fails to compile */
+typedef char zkk_rows_fit[(sizeof(zkk_kinds) / sizeof(zkk_kinds[0]) <= ZKL_MAX_KINDS) ? 1 : -1];
+
 bool
 zkk_alone(char mode)
 {

@@ -221,8 +221,9 @@ own_holds(const ZkrChild *children, int n, const char *const *mine,
 
 /*
  * Whether children[i] blocks a request of the backend in the given mode:
- * when their kinds conflict (a writer is blocked by any node, a reader by
- * writers).  Never by the backend's own nodes, nor by a node queued behind
+ * when their kinds conflict (a writer is blocked by any lock node, a reader
+ * by writers; a semaphore's node, which only an outside client could put
+ * under a lock key, by none).  Never by the backend's own nodes, nor by a node queued behind
  * one the backend holds that it conflicts with: that one waits for the
  * backend, not the other way round (core's rule, so a holder's further
  * requests on its key never wait for its own waiters).
