@@ -88,7 +88,7 @@ zkl_new_uuid(char out[ZKL_UUID_LEN + 1])
 
 	rnd[0] = pg_prng_uint64(&pg_global_prng_state);
 	rnd[1] = pg_prng_uint64(&pg_global_prng_state);
-	zkr_format_uuid((const unsigned char *) rnd, out);
+	zc_recipe_format_uuid((const unsigned char *) rnd, out);
 }
 
 void
@@ -172,11 +172,11 @@ zkl_claim_slots(const char *const *keys, int n, char mode, int holders, bool now
 	r.group = n > 1 ? ++zkl_shared->t.next_attempt : 0;
 	for (i = 0; i < n; i++)
 	{
-		idx[i] = zkt_find_free(&zkl_shared->t);
+		idx[i] = zc_table_find_free(&zkl_shared->t);
 		if (idx[i] < 0)
 		{
 			while (--i >= 0)
-				zkt_free(&zkl_shared->t, &zkl_shared->t.slots[idx[i]]);
+				zc_table_free(&zkl_shared->t, &zkl_shared->t.slots[idx[i]]);
 			LWLockRelease(zkl_shared->lock);
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),	/* 53200, as core's full lock table */
@@ -187,7 +187,7 @@ zkl_claim_slots(const char *const *keys, int n, char mode, int holders, bool now
 		}
 		r.uuid = uuids[i];
 		r.key = keys[i];
-		zkt_claim(&zkl_shared->t, idx[i], &r);
+		zc_table_claim(&zkl_shared->t, idx[i], &r);
 	}
 	wake = !zkl_shared->t.writes_held;
 	LWLockRelease(zkl_shared->lock);
@@ -199,7 +199,7 @@ zkl_claim_slots(const char *const *keys, int n, char mode, int holders, bool now
 static bool
 abandon_locked(ZklSlot *slot)
 {
-	return zkt_abandon(&zkl_shared->t, slot);
+	return zc_table_abandon(&zkl_shared->t, slot);
 }
 
 /*
@@ -289,7 +289,7 @@ zkl_mono_now(void)
 int
 zkl_effective_lock_delay(void)
 {
-	return zkt_lock_delay_ms(zkl_lock_delay, zkl_proof_bound);
+	return zc_table_lock_delay_ms(zkl_lock_delay, zkl_proof_bound);
 }
 
 /*
@@ -303,7 +303,7 @@ zkl_proof_note(int64 sent_at, int64 session)
 {
 	bool		wanted;
 
-	switch (zkh_proof_step((int64) pg_atomic_read_u64(&zkl_shared->proof_at),
+	switch (zc_holds_proof_step((int64) pg_atomic_read_u64(&zkl_shared->proof_at),
 						   zkl_shared->proof_session, sent_at, session))
 	{
 		case ZKH_PROOF_KEEP:

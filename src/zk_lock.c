@@ -58,7 +58,7 @@ illegal_transition(const ZklSlot *s, ZklZkState to)
 	ereport(ERROR,
 			(errcode(ERRCODE_INTERNAL_ERROR),
 			 errmsg("zk_lock: illegal slot state transition from %s to %s",
-					zks_name(s->zstate), zks_name(to)),
+					zc_slot_name(s->zstate), zc_slot_name(to)),
 			 errdetail_internal("The slot's node is \"%s\".", s->node)));
 }
 
@@ -77,9 +77,9 @@ _PG_init(void)
 
 	zkl_define_settings();
 	MarkGUCPrefixReserved("zk_lock");
-	zks_illegal = illegal_transition;
-	zkl_auth_init();
-	zkl_stmt_hooks_init();
+	zc_slot_illegal = illegal_transition;
+	zw_auth_init();
+	zb_stmt_hooks_init();
 
 #if PG_VERSION_NUM >= 150000
 	prev_shmem_request_hook = shmem_request_hook;
@@ -96,7 +96,7 @@ _PG_init(void)
 	worker.bgw_start_time = BgWorkerStart_ConsistentState;
 	worker.bgw_restart_time = 1;
 	strlcpy(worker.bgw_library_name, "zk_lock", BGW_MAXLEN);
-	strlcpy(worker.bgw_function_name, "zkl_worker_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "zw_worker_main", BGW_MAXLEN);
 	strlcpy(worker.bgw_name, "zk_lock worker", BGW_MAXLEN);
 	strlcpy(worker.bgw_type, "zk_lock worker", BGW_MAXLEN);
 	RegisterBackgroundWorker(&worker);

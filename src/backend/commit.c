@@ -51,9 +51,9 @@ proof_fresh(void)
 	int64		session;
 	int64		at = zkl_proof_read(&session);
 	bool		session_level;
-	const char *lost = zkl_lost_key(&session_level);
+	const char *lost = zb_lost_key(&session_level);
 
-	switch (zkh_commit_verdict(&zkl_held_book()->proof, session_level, lost != NULL, at, session,
+	switch (zc_holds_commit_verdict(&zb_held_book()->proof, session_level, lost != NULL, at, session,
 							   zkl_shared->t.session_id, zkl_mono_now(), zkl_proof_bound))
 	{
 		case ZKH_COMMIT:
@@ -61,10 +61,10 @@ proof_fresh(void)
 		case ZKH_WAIT:
 			return false;
 		case ZKH_SESSION_LOST:
-			zkl_session_lost_error(lost, false);
+			zb_session_lost_error(lost, false);
 			break;
 		case ZKH_LOST:
-			zkl_lost_error(lost ? lost : zkl_held_book()->proof.lost_key);
+			zb_lost_error(lost ? lost : zb_held_book()->proof.lost_key);
 			break;
 		case ZKH_TWO_SESSIONS:
 			unproven_error("Its locks were granted by two ZooKeeper sessions: the first one ended.");
@@ -88,12 +88,12 @@ verify_nodes(bool ask)
 	int			i;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	for (i = 0; i < zkl_held_book()->n; i++)
+	for (i = 0; i < zb_held_book()->n; i++)
 	{
-		ZklSlot    *slot = &zkl_shared->t.slots[zkl_held_book()->h[i].slot];
+		ZklSlot    *slot = &zkl_shared->t.slots[zb_held_book()->h[i].slot];
 
 		if (ask)
-			wake |= zkt_ask_verify(slot);
+			wake |= zc_table_ask_verify(slot);
 		verified &= slot->own.verify == ZKV_OK;
 	}
 	LWLockRelease(zkl_shared->lock);
@@ -115,17 +115,17 @@ verify_nodes(bool ask)
  * zk_lock.verify_on_commit, each held node is also checked via the leader.
  */
 void
-zkl_commit_check(void)
+zb_commit_check(void)
 {
 	TimestampTz deadline = 0;	/* set once a wait begins: most commits need none */
-	bool		verify = zkl_verify_on_commit && zkl_held_book()->n > 0;
+	bool		verify = zkl_verify_on_commit && zb_held_book()->n > 0;
 	bool		asked = false;
 	bool		verified = !verify;
 	bool		session_level;
 
-	zkb_at_commit(zkl_held_book());
+	zc_book_at_commit(zb_held_book());
 	pg_read_barrier();
-	if (zkl_held_book()->proof.session == 0 && zkl_held_book()->proof.lost_key == NULL && zkl_lost_key(&session_level) == NULL)
+	if (zb_held_book()->proof.session == 0 && zb_held_book()->proof.lost_key == NULL && zb_lost_key(&session_level) == NULL)
 		return;					/* no lock, no loss: nothing to prove */
 	for (;;)
 	{
@@ -158,6 +158,6 @@ zkl_commit_check(void)
 		 * 100 ms cap makes us look again.
 		 */
 		left = Min(left, 100);
-		zkl_run_explained(proof_sleep, &left);
+		zb_run_explained(proof_sleep, &left);
 	}
 }

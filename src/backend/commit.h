@@ -4,6 +4,6 @@
 #ifndef ZK_LOCK_COMMIT_H
 #define ZK_LOCK_COMMIT_H
 
-extern void zkl_commit_check(void);
+extern void zb_commit_check(void);
 
 #endif

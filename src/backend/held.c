@@ -104,7 +104,7 @@ book_node_before(void *arg, int a, int b)
 	bool		before;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	before = zkt_node_before(&zkl_shared->t, a, b);
+	before = zc_table_node_before(&zkl_shared->t, a, b);
 	LWLockRelease(zkl_shared->lock);
 	return before;
 }
@@ -120,22 +120,22 @@ static ZklBook book = {&book_host};
  * fails (stacking onto it would not make it held again).
  */
 bool
-zkl_local_held(const char *key, char mode)
+zb_local_held(const char *key, char mode)
 {
-	int			i = zkb_find(&book, key, mode);
+	int			i = zc_book_find(&book, key, mode);
 
 	if (i >= 0 && book_lost(NULL, book.h[i].slot))
-		zkl_lost_error(book.h[i].key);
+		zb_lost_error(book.h[i].key);
 	return i >= 0;
 }
 
 /* A further request on a key held in this mode stacks, as core does. */
 bool
-zkl_local_stack(const char *key, char mode, bool session)
+zb_local_stack(const char *key, char mode, bool session)
 {
-	if (!zkl_local_held(key, mode))
+	if (!zb_local_held(key, mode))
 		return false;
-	zkb_stack(&book, zkb_find(&book, key, mode), session, GetCurrentSubTransactionId());
+	zc_book_stack(&book, zc_book_find(&book, key, mode), session, GetCurrentSubTransactionId());
 	return true;
 }
 
@@ -146,21 +146,21 @@ zkl_local_stack(const char *key, char mode, bool session)
  * orphaned, nor abandoned twice.
  */
 void
-zkl_local_add(int slot, const char *key, char mode, int64 session, bool session_level)
+zb_local_add(int slot, const char *key, char mode, int64 session, bool session_level)
 {
-	zkb_add(&book, slot, key, mode, session, session_level, GetCurrentSubTransactionId());
+	zc_book_add(&book, slot, key, mode, session, session_level, GetCurrentSubTransactionId());
 }
 
 bool
-zkl_local_unlock(const char *key, char mode, bool session)
+zb_local_unlock(const char *key, char mode, bool session)
 {
-	return zkb_unlock(&book, key, mode, session);
+	return zc_book_unlock(&book, key, mode, session);
 }
 
 void
-zkl_local_unlock_all(bool session)
+zb_local_unlock_all(bool session)
 {
-	zkb_unlock_all(&book, session);
+	zc_book_unlock_all(&book, session);
 }
 
 /*
@@ -168,9 +168,9 @@ zkl_local_unlock_all(bool session)
  * taking the lock again is.  `acknowledged`: this very call acknowledged it.
  */
 void
-zkl_session_lost_error(const char *key, bool acknowledged)
+zb_session_lost_error(const char *key, bool acknowledged)
 {
-	const char *shown = zkl_display_key(key);
+	const char *shown = zb_display_key(key);
 
 	if (acknowledged)
 		ereport(ERROR,
@@ -190,12 +190,12 @@ zkl_session_lost_error(const char *key, bool acknowledged)
  * lock fails it, until acknowledged (holds.h).
  */
 void
-zkl_check_losses(void)
+zb_check_losses(void)
 {
-	int			i = zkb_unacknowledged_loss(&book);
+	int			i = zc_book_unacknowledged_loss(&book);
 
 	if (i >= 0)
-		zkl_session_lost_error(book.h[i].key, false);
+		zb_session_lost_error(book.h[i].key, false);
 }
 
 /*
@@ -206,12 +206,12 @@ zkl_check_losses(void)
  * lost.
  */
 void
-zkl_acknowledge_losses(const char *key, char mode)
+zb_acknowledge_losses(const char *key, char mode)
 {
 	char		first[ZKL_KEY_BUFLEN];
 
-	if (zkb_acknowledge(&book, key, mode, first))
-		zkl_session_lost_error(first, true);
+	if (zc_book_acknowledge(&book, key, mode, first))
+		zb_session_lost_error(first, true);
 }
 
 /*
@@ -222,14 +222,14 @@ zkl_acknowledge_losses(const char *key, char mode)
  * it in the same transaction: then a loss it acknowledged fails the commit.
  */
 void
-zkl_discard_all(void)
+zb_discard_all(void)
 {
 	bool		alone = GetCurrentStatementStartTimestamp() == GetCurrentTransactionStartTimestamp() &&
 		!TransactionIdIsValid(GetTopTransactionIdIfAny());
 
 	if (local_cxt == NULL)
 		return;
-	zkb_discard_all(&book, alone);
+	zc_book_discard_all(&book, alone);
 }
 
 /*
@@ -237,7 +237,7 @@ zkl_discard_all(void)
  * its other mode (at most max); returns how many.
  */
 int
-zkl_local_key_slots(const char *key, int *out, int max)
+zb_local_key_slots(const char *key, int *out, int max)
 {
 	int			n = 0;
 	int			i;
@@ -250,18 +250,18 @@ zkl_local_key_slots(const char *key, int *out, int max)
 
 /* The slot of a lock this transaction holds, or -1. */
 int
-zkl_local_slot(const char *key, char mode)
+zb_local_slot(const char *key, char mode)
 {
-	int			i = zkb_find_held(&book, key, mode);
+	int			i = zc_book_find_held(&book, key, mode);
 
 	return i >= 0 ? book.h[i].slot : -1;
 }
 
 void
-zkl_set_pending(const int *slots, int n)
+zb_set_pending(const int *slots, int n)
 {
 	Assert(n <= ZKL_MULTI_KEYS);
-	zkb_set_pending(&book, slots, n);
+	zc_book_set_pending(&book, slots, n);
 }
 
 /*
@@ -271,10 +271,10 @@ zkl_set_pending(const int *slots, int n)
  * only the worker changes while the slot is ours.
  */
 const char *
-zkl_lost_key(bool *session_level)
+zb_lost_key(bool *session_level)
 {
 	static char pending_key[ZKL_KEY_BUFLEN];
-	int			i = zkb_unacknowledged_loss(&book);
+	int			i = zc_book_unacknowledged_loss(&book);
 
 	*session_level = i >= 0;
 	if (i >= 0)
@@ -300,11 +300,11 @@ zkl_lost_key(bool *session_level)
  * again).
  */
 void
-zkl_lost_error(const char *key)
+zb_lost_error(const char *key)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg(LOST_MSG, zkl_display_key(key)),
+			 errmsg(LOST_MSG, zb_display_key(key)),
 			 errdetail(LOST_DETAIL),
 			 errhint(ZKL_LOST_HINT)));
 }
@@ -318,7 +318,7 @@ zkl_lost_error(const char *key)
  * the caller re-throws.  cxt: the memory context the PG_TRY began in.
  */
 void
-zkl_explain_cancel(MemoryContext cxt)
+zb_explain_cancel(MemoryContext cxt)
 {
 	const char *key;
 	bool		session_level;
@@ -327,26 +327,26 @@ zkl_explain_cancel(MemoryContext cxt)
 		(book.n == 0 && book.npending == 0))
 		return;
 	pg_read_barrier();
-	key = zkl_lost_key(&session_level);
+	key = zb_lost_key(&session_level);
 	if (key == NULL)
 		return;
 	MemoryContextSwitchTo(cxt);
 	FlushErrorState();
 	if (session_level)
-		zkl_session_lost_error(key, false);
+		zb_session_lost_error(key, false);
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-			 errmsg(LOST_MSG, zkl_display_key(key)),
+			 errmsg(LOST_MSG, zb_display_key(key)),
 			 errdetail(LOST_DETAIL " The running statement was cancelled."),
 			 errhint(ZKL_LOST_HINT)));
 }
 
 /*
  * Run fn(arg), which may process interrupts, so that a cancel a lost lock
- * explains fails with that loss's error (zkl_explain_cancel).
+ * explains fails with that loss's error (zb_explain_cancel).
  */
 void
-zkl_run_explained(void (*fn) (void *arg), void *arg)
+zb_run_explained(void (*fn) (void *arg), void *arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 
@@ -356,7 +356,7 @@ zkl_run_explained(void (*fn) (void *arg), void *arg)
 	}
 	PG_CATCH();
 	{
-		zkl_explain_cancel(cxt);
+		zb_explain_cancel(cxt);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -370,21 +370,21 @@ process_interrupts(void *arg)
 
 /* CHECK_FOR_INTERRUPTS in our own waits: a fast-path call runs no statement hook. */
 void
-zkl_check_for_interrupts(void)
+zb_check_for_interrupts(void)
 {
-	zkl_run_explained(process_interrupts, NULL);
+	zb_run_explained(process_interrupts, NULL);
 }
 
 /* The book of this backend's locks, its memory made on first use (xact.c). */
 ZklBook *
-zkl_held_book(void)
+zb_held_book(void)
 {
 	return &book;
 }
 
 /* Whether this backend has used zk_lock yet; make the book's memory if asked. */
 bool
-zkl_held_init(bool make)
+zb_held_init(bool make)
 {
 	if (local_cxt == NULL && make)
 		local_cxt = AllocSetContextCreate(TopMemoryContext, "zk_lock locks",

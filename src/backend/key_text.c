@@ -18,7 +18,7 @@
  * fail, and this runs in error reports too, so it never converts.
  */
 char *
-zkl_display_key(const char *encoded)
+zb_display_key(const char *encoded)
 {
 	char		buf[ZKL_KEY_BUFLEN];
 	char		kind;
@@ -26,9 +26,9 @@ zkl_display_key(const char *encoded)
 	const unsigned char *p;
 
 	/* a semaphore's key reads as the key it was given as */
-	if (zkl_is_semaphore_key(encoded))
+	if (zc_keys_is_semaphore_key(encoded))
 		encoded++;
-	if (zkl_decode_key(encoded, &kind, buf, sizeof(buf)) < 0)
+	if (zc_keys_decode_key(encoded, &kind, buf, sizeof(buf)) < 0)
 		return pstrdup(encoded);
 	if (kind != ZKL_KEY_TEXT || GetDatabaseEncoding() == PG_UTF8 ||
 		pg_is_ascii(buf))

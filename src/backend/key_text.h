@@ -4,6 +4,6 @@
 #ifndef ZK_LOCK_KEY_TEXT_H
 #define ZK_LOCK_KEY_TEXT_H
 
-extern char *zkl_display_key(const char *encoded);
+extern char *zb_display_key(const char *encoded);
 
 #endif

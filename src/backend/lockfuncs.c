@@ -38,7 +38,7 @@ PG_FUNCTION_INFO_V1(zk_session_unlock_all);
 
 /* How many arguments the key takes: two for (key1 int, key2 int). */
 int
-zkl_key_nargs(char kind)
+zb_key_nargs(char kind)
 {
 	return kind == ZKL_KEY_PAIR ? 2 : 1;
 }
@@ -61,12 +61,12 @@ encode_text(text *t, char *out)
 				 errmsg("zk_lock key is too long"),
 				 errdetail("The key takes %zu bytes in UTF-8; the limit is %d.",
 						   ulen, ZKL_MAX_KEY_BYTES)));
-	if (zkl_encode_text_key(utf8, ulen, out, ZKL_KEY_BUFLEN) < 0)
+	if (zc_keys_encode_text_key(utf8, ulen, out, ZKL_KEY_BUFLEN) < 0)
 		elog(ERROR, "could not encode key");
 }
 
 void
-zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out)
+zb_key_arg(FunctionCallInfo fcinfo, char kind, char *out)
 {
 	if (PG_ARGISNULL(0) || (kind == ZKL_KEY_PAIR && PG_ARGISNULL(1)))
 		ereport(ERROR,
@@ -75,12 +75,12 @@ zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out)
 
 	if (kind == ZKL_KEY_PAIR)
 	{
-		if (zkl_encode_pair_key(PG_GETARG_INT32(0), PG_GETARG_INT32(1), out, ZKL_KEY_BUFLEN) < 0)
+		if (zc_keys_encode_pair_key(PG_GETARG_INT32(0), PG_GETARG_INT32(1), out, ZKL_KEY_BUFLEN) < 0)
 			elog(ERROR, "could not encode (int, int) key");
 	}
 	else if (kind == ZKL_KEY_BIGINT)
 	{
-		if (zkl_encode_bigint_key(PG_GETARG_INT64(0), out, ZKL_KEY_BUFLEN) < 0)
+		if (zc_keys_encode_bigint_key(PG_GETARG_INT64(0), out, ZKL_KEY_BUFLEN) < 0)
 			elog(ERROR, "could not encode bigint key");
 	}
 	else
@@ -88,7 +88,7 @@ zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out)
 }
 
 void
-zkl_check_usable(void)
+zb_check_usable(void)
 {
 	zkl_require_shared();
 	if (zkl_hosts == NULL || zkl_hosts[0] == '\0')
@@ -105,7 +105,7 @@ zkl_check_usable(void)
 static int
 semaphore_arg(FunctionCallInfo fcinfo, char keykind, char *key)
 {
-	int			harg = zkl_key_nargs(keykind);
+	int			harg = zb_key_nargs(keykind);
 	int			holders;
 
 	if (PG_ARGISNULL(harg))
@@ -117,7 +117,7 @@ semaphore_arg(FunctionCallInfo fcinfo, char keykind, char *key)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("zk_semaphore holders must be between 1 and %d", ZKL_MAX_HOLDERS)));
-	(void) zkl_semaphore_key(key);
+	(void) zc_keys_semaphore_key(key);
 	return holders;
 }
 
@@ -147,12 +147,12 @@ acquire(FunctionCallInfo fcinfo, char keykind, char mode, ZklWaitKind kind, bool
 	char		key[1][ZKL_KEY_BUFLEN];
 	ZklAsk		ask = {mode, kind, -1, session, 0};
 
-	zkl_check_usable();
-	zkl_key_arg(fcinfo, keykind, key[0]);
-	if (zkk_counted(mode))
+	zb_check_usable();
+	zb_key_arg(fcinfo, keykind, key[0]);
+	if (zc_kind_counted(mode))
 		ask.holders = semaphore_arg(fcinfo, keykind, key[0]);
-	timeout_arg(fcinfo, zkl_key_nargs(keykind) + (ask.holders > 0), &ask);
-	return zkl_request_locks(fcinfo, key, 1, &ask);
+	timeout_arg(fcinfo, zb_key_nargs(keykind) + (ask.holders > 0), &ask);
+	return zb_request_locks(fcinfo, key, 1, &ask);
 }
 
 static int
@@ -198,7 +198,7 @@ key_array_arg(FunctionCallInfo fcinfo, char keykind, char (*keys)[ZKL_KEY_BUFLEN
 					 errmsg("zk_lock key must not be NULL")));
 		if (keykind == ZKL_KEY_TEXT)
 			encode_text(DatumGetTextPP(elems[i]), key);
-		else if (zkl_encode_bigint_key(DatumGetInt64(elems[i]), key, sizeof(key)) < 0)
+		else if (zc_keys_encode_bigint_key(DatumGetInt64(elems[i]), key, sizeof(key)) < 0)
 			elog(ERROR, "could not encode bigint key");
 		/* each key once: a duplicate counts once */
 		if (n > 0 && bsearch(key, keys, n, ZKL_KEY_BUFLEN, key_cmp) != NULL)
@@ -221,10 +221,10 @@ acquire_array(FunctionCallInfo fcinfo, char keykind, char mode, ZklWaitKind kind
 	ZklAsk		ask = {mode, kind, -1, session, 0};
 	int			n;
 
-	zkl_check_usable();
+	zb_check_usable();
 	n = key_array_arg(fcinfo, keykind, keys);
 	timeout_arg(fcinfo, 1, &ask);
-	return zkl_request_locks(fcinfo, keys, n, &ask);
+	return zb_request_locks(fcinfo, keys, n, &ask);
 }
 
 static bool
@@ -233,24 +233,24 @@ release(FunctionCallInfo fcinfo, char keykind, char mode, bool session)
 	char		key[ZKL_KEY_BUFLEN];
 
 	zkl_require_shared();
-	zkl_key_arg(fcinfo, keykind, key);
-	if (zkk_counted(mode))
-		(void) zkl_semaphore_key(key);
-	zkl_xact_init();
+	zb_key_arg(fcinfo, keykind, key);
+	if (zc_kind_counted(mode))
+		(void) zc_keys_semaphore_key(key);
+	zb_xact_init();
 	if (session)
-		zkl_acknowledge_losses(key, mode);
-	zkl_check_losses();
-	if (zkl_local_unlock(key, mode, session))
+		zb_acknowledge_losses(key, mode);
+	zb_check_losses();
+	if (zb_local_unlock(key, mode, session))
 		return true;
-	if (zkk_counted(mode))
+	if (zc_kind_counted(mode))
 		ereport(WARNING,
-				(errmsg("you don't hold zk_lock semaphore \"%s\"", zkl_display_key(key))));
+				(errmsg("you don't hold zk_lock semaphore \"%s\"", zb_display_key(key))));
 	else
 		ereport(WARNING,
 				(errmsg("you don't own a zk_lock %s%s lock on key \"%s\"",
 						session ? "session-level " : "",
-						zkk_noun(mode),
-						zkl_display_key(key))));
+						zc_kind_noun(mode),
+						zb_display_key(key))));
 	return false;
 }
 
@@ -311,9 +311,9 @@ Datum
 zk_unlock_all(PG_FUNCTION_ARGS)
 {
 	zkl_require_shared();
-	zkl_xact_init();
-	zkl_check_losses();
-	zkl_local_unlock_all(false);
+	zb_xact_init();
+	zb_check_losses();
+	zb_local_unlock_all(false);
 	PG_RETURN_VOID();
 }
 
@@ -322,8 +322,8 @@ Datum
 zk_session_unlock_all(PG_FUNCTION_ARGS)
 {
 	zkl_require_shared();
-	zkl_xact_init();
-	zkl_acknowledge_losses(NULL, 0);	/* unlocks all, and fails if one was lost */
+	zb_xact_init();
+	zb_acknowledge_losses(NULL, 0);	/* unlocks all, and fails if one was lost */
 	PG_RETURN_VOID();
 }
 
@@ -337,8 +337,8 @@ holds_any_kind(const char *key)
 {
 	int			i;
 
-	for (i = 0; i < zkk_nkinds; i++)
-		if (zkl_local_slot(key, zkk_kinds[i].mode) >= 0)
+	for (i = 0; i < zc_nkinds; i++)
+		if (zb_local_slot(key, zc_kinds[i].mode) >= 0)
 			return true;
 	return false;
 }
@@ -346,13 +346,13 @@ holds_any_kind(const char *key)
 static void
 token_key(FunctionCallInfo fcinfo, char keykind, char *key)
 {
-	zkl_key_arg(fcinfo, keykind, key);
+	zb_key_arg(fcinfo, keykind, key);
 	if (!holds_any_kind(key) && keykind != ZKL_KEY_PAIR)
 	{
 		char		semkey[ZKL_KEY_BUFLEN];
 
 		strlcpy(semkey, key, sizeof(semkey));
-		(void) zkl_semaphore_key(semkey);
+		(void) zc_keys_semaphore_key(semkey);
 		if (holds_any_kind(semkey))
 			strlcpy(key, semkey, ZKL_KEY_BUFLEN);
 	}
@@ -360,13 +360,13 @@ token_key(FunctionCallInfo fcinfo, char keykind, char *key)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("this transaction holds no zk_lock lock on key \"%s\"",
-						zkl_display_key(key))));
+						zb_display_key(key))));
 }
 
 /*
  * Fencing token of the key for this transaction: that of its oldest node on
  * the key, from the node's czxid and the hand-overs before this holder
- * (zkr_fencing_token).  czxids grow across the whole ensemble; a request
+ * (zc_recipe_fencing_token).  czxids grow across the whole ensemble; a request
  * granted past another cluster's waiter (an upgrade: holds.h, recipe.c)
  * passes only waiters queued behind that older node of ours; and a node is
  * handed over only while it is at the head of the queue.  So each later
@@ -381,9 +381,9 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 	TimestampTz deadline;
 
 	zkl_require_shared();
-	zkl_check_losses();
+	zb_check_losses();
 	token_key(fcinfo, keykind, key);
-	n = zkl_local_key_slots(key, slots, lengthof(slots));
+	n = zb_local_key_slots(key, slots, lengthof(slots));
 
 	/* a lock created inside a multi learns its czxid only when asked */
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
@@ -404,7 +404,7 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 			lost |= slot->ans.result == ZKL_RESULT_LOST;
 			if (slot->zk.czxid != 0)
 			{
-				int64		t = zkr_fencing_token(slot->zk.czxid, slot->zk.handed);
+				int64		t = zc_recipe_fencing_token(slot->zk.czxid, slot->zk.handed);
 
 				if (t < 0)
 				{
@@ -412,16 +412,16 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 					ereport(ERROR,
 							(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 							 errmsg("fencing token of key \"%s\" is out of range: ZooKeeper's zxid epoch is too large",
-									zkl_display_key(key))));
+									zb_display_key(key))));
 				}
 				token = (known++ == 0) ? t : Min(token, t);
 			}
 			else
-				ask |= zkt_ask_stat(slot);
+				ask |= zc_table_ask_stat(slot);
 		}
 		LWLockRelease(zkl_shared->lock);
 		if (lost)
-			zkl_lost_error(key);
+			zb_lost_error(key);
 		if (known == n)
 			PG_RETURN_INT64(token);
 		if (ask)
@@ -430,8 +430,8 @@ lock_token(FunctionCallInfo fcinfo, char keykind, char unused)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("ZooKeeper did not answer for the fencing token of key \"%s\"",
-							zkl_display_key(key))));
-		zkl_request_sleep(100);
+							zb_display_key(key))));
+		zb_request_sleep(100);
 	}
 }
 

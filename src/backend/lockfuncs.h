@@ -30,8 +30,8 @@ ZKL_TEXT_INT8_ENTRIES(name, impl, arg) \
 PG_FUNCTION_INFO_V1(name##_int4_int4); \
 Datum name##_int4_int4(PG_FUNCTION_ARGS) { return impl(fcinfo, ZKL_KEY_PAIR, arg); }
 
-extern int	zkl_key_nargs(char kind);
-extern void zkl_key_arg(FunctionCallInfo fcinfo, char kind, char *out);
-extern void zkl_check_usable(void);
+extern int	zb_key_nargs(char kind);
+extern void zb_key_arg(FunctionCallInfo fcinfo, char kind, char *out);
+extern void zb_check_usable(void);
 
 #endif

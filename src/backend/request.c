@@ -6,7 +6,7 @@
  * pg_cancel_backend and pg_terminate_backend work; lock_timeout, a timed
  * try's bound and the deadline that prevents a hang are applied here.  The
  * SQL functions (lockfuncs.c) parse their arguments and call
- * zkl_request_locks.
+ * zb_request_locks.
  */
 #include "postgres.h"
 
@@ -123,7 +123,7 @@ give_up(const int *idx, int n)
 {
 	if (zkl_cancel_slots(idx, n))
 		return ZKL_RESULT_GRANTED;
-	zkl_set_pending(NULL, 0);
+	zb_set_pending(NULL, 0);
 	return ZKL_RESULT_PENDING;
 }
 
@@ -138,12 +138,12 @@ log_wait(int idx, const char *what, TimestampTz start)
 	int			usecs;
 
 	/* the key and mode are the owner's own, set at claim: no lock needed */
-	if (zkl_decode_key(s->key, &kind, key, sizeof(key)) < 0)
+	if (zc_keys_decode_key(s->key, &kind, key, sizeof(key)) < 0)
 		strlcpy(key, s->key, sizeof(key));
 	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
 	ereport(LOG,
 			(errmsg("process %d %s %s zk_lock on key \"%s\" after %ld.%03d ms",
-					MyProcPid, what, zkk_noun(s->req.mode), key,
+					MyProcPid, what, zc_kind_noun(s->req.mode), key,
 					secs * 1000 + usecs / 1000, usecs % 1000)));
 }
 
@@ -206,7 +206,7 @@ serving_left(const int *idx, int n, ZklZkState zstate, TimestampTz queued_at, lo
  * interrupts, a cancel a lost lock explains failing with that loss.
  */
 void
-zkl_request_sleep(long ms)
+zb_request_sleep(long ms)
 {
 	int			rc = WaitLatch(MyLatch,
 							   WL_LATCH_SET | WL_EXIT_ON_PM_DEATH | (ms >= 0 ? WL_TIMEOUT : 0),
@@ -214,7 +214,7 @@ zkl_request_sleep(long ms)
 
 	if (rc & WL_LATCH_SET)
 		ResetLatch(MyLatch);
-	zkl_check_for_interrupts();
+	zb_check_for_interrupts();
 }
 
 /*
@@ -290,7 +290,7 @@ wait_for_answer(const int *idx, int n, ZklWaitKind kind, int timeout_ms, bool *l
 			sleep_ms = (sleep_ms < 0) ? left : Min(sleep_ms, left);
 		}
 
-		zkl_request_sleep(sleep_ms);
+		zb_request_sleep(sleep_ms);
 	}
 }
 
@@ -315,7 +315,7 @@ warn_if_autocommit(FunctionCallInfo fcinfo)
 static void
 check_stacked_holders(const char *key, int holders)
 {
-	int			idx = zkl_local_slot(key, ZKL_MODE_SEMAPHORE);
+	int			idx = zb_local_slot(key, ZKL_MODE_SEMAPHORE);
 	int			have = idx < 0 ? holders : zkl_shared->t.slots[idx].req.holders;
 
 	if (have != holders)
@@ -324,14 +324,14 @@ check_stacked_holders(const char *key, int holders)
 				 errmsg("zk_semaphore holders %d differ from %d of a live request on the same key",
 						holders, have),
 				 errdetail("This transaction holds semaphore \"%s\" with holders %d.",
-						   zkl_display_key(key), have)));
+						   zb_display_key(key), have)));
 }
 
 /* Give up every slot of a request that was not granted. */
 static void
 abandon_all(const int *idx, int n)
 {
-	zkl_set_pending(NULL, 0);
+	zb_set_pending(NULL, 0);
 	zkl_abandon_slots(idx, n);
 }
 
@@ -389,7 +389,7 @@ report_failure(const int *idx, int n, int which)
  * and none is queued.
  */
 bool
-zkl_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, const ZklAsk *ask)
+zb_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, const ZklAsk *ask)
 {
 	const char *fresh[ZKL_MULTI_KEYS];
 	bool		stack[ZKL_MULTI_KEYS];
@@ -400,8 +400,8 @@ zkl_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, 
 	ZklResult	r;
 	int			i;
 
-	zkl_xact_init();
-	zkl_check_losses();
+	zb_xact_init();
+	zb_check_losses();
 	if (!ask->session)
 		warn_if_autocommit(fcinfo);
 	for (i = 0; i < n; i++)
@@ -409,7 +409,7 @@ zkl_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, 
 		if (ask->holders > 0)
 			check_stacked_holders(keys[i], ask->holders);
 		/* one already held but lost fails here, before anything is asked */
-		stack[i] = zkl_local_held(keys[i], ask->mode);
+		stack[i] = zb_local_held(keys[i], ask->mode);
 		if (!stack[i])
 			fresh[nfresh++] = keys[i];
 	}
@@ -417,7 +417,7 @@ zkl_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, 
 	{
 		zkl_claim_slots(fresh, nfresh, ask->mode, ask->holders, ask->wait == ZKL_WAIT_NONE,
 						ask->session, node_data(ask->mode, ask->session), idx);
-		zkl_set_pending(idx, nfresh);
+		zb_set_pending(idx, nfresh);
 		r = wait_for_answer(idx, nfresh, ask->wait, ask->timeout_ms, &lock_timed_out, &which);
 		switch (r)
 		{
@@ -426,7 +426,7 @@ zkl_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, 
 			case ZKL_RESULT_LOST:
 				/* granted and lost before we saw it: the lock is not ours */
 				abandon_all(idx, nfresh);
-				zkl_lost_error(fresh[which]);
+				zb_lost_error(fresh[which]);
 			case ZKL_RESULT_PENDING:	/* gave up on our own deadline: all of it */
 				if (lock_timed_out)
 					ereport(ERROR,
@@ -442,15 +442,15 @@ zkl_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, 
 		/* a key that stacks may have been lost meanwhile: then take none */
 		for (i = 0; i < n; i++)
 			if (stack[i])
-				(void) zkl_local_held(keys[i], ask->mode);
+				(void) zb_local_held(keys[i], ask->mode);
 		/* the worker wrote the granting session before the result */
 		pg_read_barrier();
 		for (i = 0; i < nfresh; i++)
-			zkl_local_add(idx[i], fresh[i], ask->mode, zkl_shared->t.slots[idx[i]].ans.session_id,
+			zb_local_add(idx[i], fresh[i], ask->mode, zkl_shared->t.slots[idx[i]].ans.session_id,
 						  ask->session);
 	}
 	for (i = 0; i < n; i++)
 		if (stack[i])
-			(void) zkl_local_stack(keys[i], ask->mode, ask->session);
+			(void) zb_local_stack(keys[i], ask->mode, ask->session);
 	return true;
 }

@@ -30,10 +30,10 @@ typedef struct ZklAsk
  * Take n distinct encoded keys, all or nothing (see request.c).  Returns
  * false when a try or a bounded wait did not get all of them.
  */
-extern bool zkl_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n,
+extern bool zb_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n,
 							  const ZklAsk *ask);
 
 /* The one sleep of a backend waiting for the worker (latch, interrupts, at most ms; -1: no bound). */
-extern void zkl_request_sleep(long ms);
+extern void zb_request_sleep(long ms);
 
 #endif

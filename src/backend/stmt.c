@@ -61,7 +61,7 @@ executor_run(QueryDesc *queryDesc, ScanDirection direction, uint64 count, bool e
 {
 	RunArgs		a = {queryDesc, direction, count, execute_once};
 
-	zkl_run_explained(run_executor, &a);
+	zb_run_explained(run_executor, &a);
 }
 
 static void
@@ -71,7 +71,7 @@ executor_end(QueryDesc *queryDesc)
 		prev_executor_end(queryDesc);
 	else
 		standard_ExecutorEnd(queryDesc);
-	zkl_xact_check_first();
+	zb_xact_check_first();
 }
 
 static void
@@ -96,14 +96,14 @@ process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
 	Node	   *stmt = pstmt->utilityStmt;
 	bool		discard_all = IsA(stmt, DiscardStmt) && ((DiscardStmt *) stmt)->target == DISCARD_ALL;
 
-	zkl_run_explained(run_utility, &a);
+	zb_run_explained(run_utility, &a);
 	if (discard_all)
-		zkl_discard_all();
-	zkl_xact_check_first();
+		zb_discard_all();
+	zb_xact_check_first();
 }
 
 void
-zkl_stmt_hooks_init(void)
+zb_stmt_hooks_init(void)
 {
 	prev_executor_run = ExecutorRun_hook;
 	ExecutorRun_hook = executor_run;

@@ -4,6 +4,6 @@
 #ifndef ZK_LOCK_STMT_H
 #define ZK_LOCK_STMT_H
 
-extern void zkl_stmt_hooks_init(void);
+extern void zb_stmt_hooks_init(void);
 
 #endif

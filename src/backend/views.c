@@ -117,7 +117,7 @@ scope_name(uint8 scope)
 static const char *
 mode_name(char mode)
 {
-	const char *name = zkk_name(mode);
+	const char *name = zc_kind_name(mode);
 
 	return name != NULL ? name : "unknown";
 }
@@ -146,7 +146,7 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 		const ZklSlot *s = &copy[i];
 		Datum		values[12];
 		bool		nulls[12] = {0};
-		bool		semaphore = zkk_counted(s->req.mode);
+		bool		semaphore = zc_kind_counted(s->req.mode);
 		bool		granted = s->ans.result == ZKL_RESULT_GRANTED && !s->own.abandoned;
 
 		/* a lingering node belongs to no backend */
@@ -154,7 +154,7 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 			values[0] = Int32GetDatum(s->req.owner_pid);
 		else
 			nulls[0] = true;
-		values[1] = CStringGetTextDatum(zkl_display_key(s->key));
+		values[1] = CStringGetTextDatum(zb_display_key(s->key));
 		values[2] = CStringGetTextDatum(s->key[semaphore] == ZKL_KEY_BIGINT ? "bigint" :
 										s->key[semaphore] == ZKL_KEY_PAIR ? "integer pair" : "text");
 		values[3] = CStringGetTextDatum(mode_name(s->req.mode));
@@ -164,8 +164,8 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 		else
 			nulls[5] = true;
 		/* the fencing token: from the node's czxid, known once created */
-		if (granted && s->zk.czxid != 0 && zkr_fencing_token(s->zk.czxid, s->zk.handed) >= 0)
-			values[6] = Int64GetDatum(zkr_fencing_token(s->zk.czxid, s->zk.handed));
+		if (granted && s->zk.czxid != 0 && zc_recipe_fencing_token(s->zk.czxid, s->zk.handed) >= 0)
+			values[6] = Int64GetDatum(zc_recipe_fencing_token(s->zk.czxid, s->zk.handed));
 		else
 			nulls[6] = true;
 		values[7] = TimestampTzGetDatum(s->req.requested_at);
@@ -382,18 +382,18 @@ lock_entry_granted(const ZklQueueEntry *entries, const ZkrChild *kids, int n, in
 
 	for (j = 0; j < n; j++)
 	{
-		if (j != i && zkr_same_owner(entries[i].node, entries[j].node))
+		if (j != i && zc_recipe_same_owner(entries[i].node, entries[j].node))
 		{
 			char	   *u = palloc(ZKL_UUID_LEN + 1);
 
-			(void) zkr_uuid_of(entries[j].node, u);
+			(void) zc_recipe_uuid_of(entries[j].node, u);
 			mine[nmine] = u;
 			held[nmine] = j < i && granted[j];
 			nmine++;
 		}
 	}
-	(void) zkr_uuid_of(entries[i].node, uuid);
-	return zkr_decide(kids, n, uuid, mine, held, nmine, &own, &watch) == ZKR_GRANT;
+	(void) zc_recipe_uuid_of(entries[i].node, uuid);
+	return zc_recipe_decide(kids, n, uuid, mine, held, nmine, &own, &watch) == ZKR_GRANT;
 }
 
 /*
@@ -408,7 +408,7 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char		key[ZKL_KEY_BUFLEN];
-	bool		semaphore = zkk_counted(what);
+	bool		semaphore = zc_kind_counted(what);
 	ZklQueueEntry *entries;
 	ZkrChild   *kids;
 	bool	   *granted;
@@ -416,22 +416,22 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
 	int			i;
 	int			k;
 
-	zkl_check_usable();
-	zkl_key_arg(fcinfo, keykind, key);
+	zb_check_usable();
+	zb_key_arg(fcinfo, keykind, key);
 	if (semaphore)
-		(void) zkl_semaphore_key(key);
+		(void) zc_keys_semaphore_key(key);
 	InitMaterializedSRF(fcinfo, 0);
 	entries = read_query(key, &n, NULL);
 
 	kids = palloc(Max(n, 1) * sizeof(ZkrChild));
 	granted = palloc0(Max(n, 1) * sizeof(bool));
-	/* zkr_collect kept only lock nodes, but a name too long for an entry was cut: leave it out */
+	/* zc_recipe_collect kept only lock nodes, but a name too long for an entry was cut: leave it out */
 	for (i = 0, k = 0; i < n; i++)
-		if (zkr_parse_child(entries[i].node, &kids[0]))
+		if (zc_recipe_parse_child(entries[i].node, &kids[0]))
 			entries[k++] = entries[i];
 	n = k;
 	for (i = 0; i < n; i++)
-		(void) zkr_parse_child(entries[i].node, &kids[i]);
+		(void) zc_recipe_parse_child(entries[i].node, &kids[i]);
 	for (i = 0; i < n; i++)
 	{
 		Datum		values[6];
@@ -442,9 +442,9 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
 
 		if (!entries[i].have_data)
 			continue;			/* released while we read */
-		(void) zkr_uuid_of(entries[i].node, uuid);
+		(void) zc_recipe_uuid_of(entries[i].node, uuid);
 		granted[i] = semaphore ?
-			zkr_decide_semaphore(kids, n, uuid, &own, &other) == ZKR_GRANT :
+			zc_recipe_decide_semaphore(kids, n, uuid, &own, &other) == ZKR_GRANT :
 			lock_entry_granted(entries, kids, n, i, granted);
 		values[0] = Int32GetDatum(i + 1);
 		values[1] = CStringGetTextDatum(mode_name(kids[i].mode));
@@ -467,7 +467,7 @@ static const char *
 wait_mode_name(char mode)
 {
 	/* 'L': a backend of that cluster waits for core's lock, not ours */
-	return mode == 'L' ? "row or table lock" : zkk_name(mode);
+	return mode == 'L' ? "row or table lock" : zc_kind_name(mode);
 }
 
 /* Text from another cluster's document: NULL when empty or not valid here. */
@@ -532,13 +532,13 @@ zk_lock_wait_rows(PG_FUNCTION_ARGS)
 	int			ndocs = 0;
 	int			i;
 
-	zkl_check_usable();
+	zb_check_usable();
 	InitMaterializedSRF(fcinfo, 0);
 	entries = read_query(NULL, &n, &text);
 	docs = palloc(Max(n, 1) * sizeof(char *));
 	for (i = 0; i < n; i++)
 		if (entries[i].have_data)
 			docs[ndocs++] = text + entries[i].text_at;
-	(void) zgw_edges(docs, ndocs, wait_row, rsinfo);
+	(void) zc_gwait_edges(docs, ndocs, wait_row, rsinfo);
 	return (Datum) 0;
 }

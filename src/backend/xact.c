@@ -23,17 +23,17 @@ xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-			zkl_commit_check();
+			zb_commit_check();
 			ConditionVariableCancelSleep();	/* on error, the abort does it */
 			break;
 		case XACT_EVENT_PRE_PREPARE:
-			if (zkb_holds_xact_locks(zkl_held_book()))
+			if (zc_book_holds_xact_locks(zb_held_book()))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("cannot PREPARE a transaction that holds zk_lock locks"),
 						 errhint("Release them with zk_unlock_all() first.")));
 			/* released early: the same proof as a commit, now, for what was held */
-			zkl_commit_check();
+			zb_commit_check();
 			ConditionVariableCancelSleep();
 			break;
 		case XACT_EVENT_COMMIT:
@@ -41,7 +41,7 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			zkb_xact_end(zkl_held_book());
+			zc_book_xact_end(zb_held_book());
 			break;
 		default:
 			break;
@@ -54,24 +54,24 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 {
 	/* a savepoint rolled back gives up what was taken in it; a released one passes it up */
 	if (event == SUBXACT_EVENT_ABORT_SUB)
-		zkb_subxact_abort(zkl_held_book(), mySubid);
+		zc_book_subxact_abort(zb_held_book(), mySubid);
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
-		zkb_subxact_commit(zkl_held_book(), mySubid, parentSubid);
+		zc_book_subxact_commit(zb_held_book(), mySubid, parentSubid);
 }
 
 static void
 exit_callback(int code, Datum arg)
 {
 	if (zkl_shared != NULL)
-		zkb_release_level(zkl_held_book(), true);
+		zc_book_release_level(zb_held_book(), true);
 }
 
 void
-zkl_xact_init(void)
+zb_xact_init(void)
 {
-	if (zkl_held_init(false))
+	if (zb_held_init(false))
 		return;
-	(void) zkl_held_init(true);
+	(void) zb_held_init(true);
 
 	RegisterXactCallback(xact_callback, NULL);
 	RegisterSubXactCallback(subxact_callback, NULL);
@@ -88,17 +88,17 @@ zkl_xact_init(void)
  * and deferred triggers are done first), so ours leads when they start.
  *
  * Two entries run xact_callback, whose work is idempotent: the one
- * zkl_xact_init registered, never moved, and this moving one.  A move made
+ * zb_xact_init registered, never moved, and this moving one.  A move made
  * while the callbacks run (another one's SPI statement ends) may make the
  * walk miss the moving entry, never the fixed one.
  */
 void
-zkl_xact_check_first(void)
+zb_xact_check_first(void)
 {
 	static uintptr_t mover = 0; /* the arg of the moving entry: 1 or 2, 0 before the first */
 	uintptr_t	next = mover == 1 ? 2 : 1;
 
-	if (!zkl_held_init(false))
+	if (!zb_held_init(false))
 		return;
 	/* the new entry first: if that fails, the old one is still there */
 	RegisterXactCallback(xact_callback, (void *) next);

@@ -6,8 +6,8 @@
 #define ZK_LOCK_XACT_H
 
 /* Before a backend's first lock: the book, and the transaction callbacks. */
-extern void zkl_xact_init(void);
+extern void zb_xact_init(void);
 /* After each statement: the commit check first among the transaction callbacks. */
-extern void zkl_xact_check_first(void);
+extern void zb_xact_check_first(void);
 
 #endif

@@ -9,7 +9,7 @@
 #define ABANDON_BATCH	64
 
 int
-zkb_find(const ZklBook *b, const char *key, char mode)
+zc_book_find(const ZklBook *b, const char *key, char mode)
 {
 	int			i;
 
@@ -20,11 +20,11 @@ zkb_find(const ZklBook *b, const char *key, char mode)
 }
 
 int
-zkb_find_held(const ZklBook *b, const char *key, char mode)
+zc_book_find_held(const ZklBook *b, const char *key, char mode)
 {
-	int			i = zkb_find(b, key, mode);
+	int			i = zc_book_find(b, key, mode);
 
-	return (i >= 0 && zkh_holds(&b->h[i]) > 0) ? i : -1;
+	return (i >= 0 && zc_holds_holds(&b->h[i]) > 0) ? i : -1;
 }
 
 /* Tell the slot's readers (zk_locks) at which levels lock i is held. */
@@ -52,8 +52,8 @@ release_empty(ZklBook *b)
 
 	/* decided for all before any moves: a kept node depends on the other locks */
 	for (i = 0; i < b->n; i++)
-		b->x[i].keep = zkh_holds(&b->h[i]) > 0 ||
-			zkh_keeps_node(b->h, b->n, i, b->host->node_before, b->host->arg);
+		b->x[i].keep = zc_holds_holds(&b->h[i]) > 0 ||
+			zc_holds_keeps_node(b->h, b->n, i, b->host->node_before, b->host->arg);
 	for (i = 0; i < b->n; i++)
 	{
 		if (b->x[i].keep)
@@ -63,7 +63,7 @@ release_empty(ZklBook *b)
 			publish_scope(b, nkept++);
 			continue;
 		}
-		zkh_released(&b->proof, b->h[i].key, b->host->lost(b->host->arg, b->h[i].slot));
+		zc_holds_released(&b->proof, b->h[i].key, b->host->lost(b->host->arg, b->h[i].slot));
 		if (b->proof.lost_key == b->h[i].key)
 		{
 			/* a lost key is named at commit: copied, as the key's memory goes now */
@@ -87,7 +87,7 @@ release_empty(ZklBook *b)
 }
 
 void
-zkb_set_pending(ZklBook *b, const int *slots, int n)
+zc_book_set_pending(ZklBook *b, const int *slots, int n)
 {
 	if (n > ZKL_MULTI_KEYS)
 		n = ZKL_MULTI_KEYS;		/* callers ask no more: a request has that many keys at most */
@@ -138,13 +138,13 @@ add_hold(ZklBook *b, int i, bool session_level, uint32_t subid)
 			x->depth[x->ndepth].count = 1;
 			x->ndepth++;
 		}
-		zkh_granted(&b->proof, x->session);	/* the transaction runs under it now */
+		zc_holds_granted(&b->proof, x->session);	/* the transaction runs under it now */
 	}
 	publish_scope(b, i);
 }
 
 void
-zkb_add(ZklBook *b, int slot, const char *key, char mode, int64_t session,
+zc_book_add(ZklBook *b, int slot, const char *key, char mode, int64_t session,
 		bool session_level, uint32_t subid)
 {
 	ZkbExtra	x;
@@ -181,11 +181,11 @@ zkb_add(ZklBook *b, int slot, const char *key, char mode, int64_t session,
 	for (i = 0; i < b->npending; i++)
 		if (b->pending[i] == slot)
 			b->pending[i--] = b->pending[--b->npending];
-	zkh_granted(&b->proof, session);
+	zc_holds_granted(&b->proof, session);
 }
 
 void
-zkb_stack(ZklBook *b, int i, bool session_level, uint32_t subid)
+zc_book_stack(ZklBook *b, int i, bool session_level, uint32_t subid)
 {
 	if (!session_level)
 		reserve_depth(b, i, subid);
@@ -193,16 +193,16 @@ zkb_stack(ZklBook *b, int i, bool session_level, uint32_t subid)
 }
 
 bool
-zkb_unlock(ZklBook *b, const char *key, char mode, bool session_level)
+zc_book_unlock(ZklBook *b, const char *key, char mode, bool session_level)
 {
-	int			i = zkb_find(b, key, mode);
+	int			i = zc_book_find(b, key, mode);
 
 	if (i < 0 || (session_level ? b->h[i].nsession : b->h[i].nxact) == 0)
 		return false;
 	if (session_level)
 	{
 		/* this transaction ran under it: its commit needs the same proof */
-		zkh_granted(&b->proof, b->x[i].session);
+		zc_holds_granted(&b->proof, b->x[i].session);
 		b->h[i].nsession--;
 	}
 	else
@@ -213,7 +213,7 @@ zkb_unlock(ZklBook *b, const char *key, char mode, bool session_level)
 			x->ndepth--;
 		b->h[i].nxact--;
 	}
-	if (zkh_holds(&b->h[i]) == 0)
+	if (zc_holds_holds(&b->h[i]) == 0)
 		release_empty(b);
 	else
 		publish_scope(b, i);
@@ -221,7 +221,7 @@ zkb_unlock(ZklBook *b, const char *key, char mode, bool session_level)
 }
 
 void
-zkb_release_level(ZklBook *b, bool session_level)
+zc_book_release_level(ZklBook *b, bool session_level)
 {
 	int			i;
 
@@ -237,33 +237,33 @@ zkb_release_level(ZklBook *b, bool session_level)
 }
 
 void
-zkb_unlock_all(ZklBook *b, bool session_level)
+zc_book_unlock_all(ZklBook *b, bool session_level)
 {
 	int			i;
 
 	if (!session_level)
 	{
-		zkb_release_level(b, false);
+		zc_book_release_level(b, false);
 		return;
 	}
 	for (i = 0; i < b->n; i++)
 	{
 		if (b->h[i].nsession > 0)
-			zkh_granted(&b->proof, b->x[i].session);	/* as in zkb_unlock */
+			zc_holds_granted(&b->proof, b->x[i].session);	/* as in zc_book_unlock */
 		b->h[i].nsession = 0;
 	}
 	release_empty(b);
 }
 
 void
-zkb_xact_end(ZklBook *b)
+zc_book_xact_end(ZklBook *b)
 {
-	zkb_release_level(b, false);
+	zc_book_release_level(b, false);
 	memset(&b->proof, 0, sizeof(b->proof));
 }
 
 void
-zkb_subxact_abort(ZklBook *b, uint32_t subid)
+zc_book_subxact_abort(ZklBook *b, uint32_t subid)
 {
 	int			i;
 
@@ -279,7 +279,7 @@ zkb_subxact_abort(ZklBook *b, uint32_t subid)
 }
 
 void
-zkb_subxact_commit(ZklBook *b, uint32_t subid, uint32_t parent)
+zc_book_subxact_commit(ZklBook *b, uint32_t subid, uint32_t parent)
 {
 	int			i;
 
@@ -302,18 +302,18 @@ zkb_subxact_commit(ZklBook *b, uint32_t subid, uint32_t parent)
 }
 
 int
-zkb_unacknowledged_loss(const ZklBook *b)
+zc_book_unacknowledged_loss(const ZklBook *b)
 {
 	int			i;
 
 	for (i = 0; i < b->n; i++)
-		if (zkh_loss_unacknowledged(&b->h[i], b->host->lost(b->host->arg, b->h[i].slot)))
+		if (zc_holds_loss_unacknowledged(&b->h[i], b->host->lost(b->host->arg, b->h[i].slot)))
 			return i;
 	return -1;
 }
 
 bool
-zkb_acknowledge(ZklBook *b, const char *key, char mode, char *first)
+zc_book_acknowledge(ZklBook *b, const char *key, char mode, char *first)
 {
 	bool		acked = false;
 	int			i;
@@ -321,9 +321,9 @@ zkb_acknowledge(ZklBook *b, const char *key, char mode, char *first)
 	for (i = 0; i < b->n; i++)
 	{
 		if ((key == NULL || (b->h[i].mode == mode && strcmp(b->h[i].key, key) == 0)) &&
-			zkh_acknowledge(&b->h[i], b->host->lost(b->host->arg, b->h[i].slot)))
+			zc_holds_acknowledge(&b->h[i], b->host->lost(b->host->arg, b->h[i].slot)))
 		{
-			zkh_granted(&b->proof, b->x[i].session);	/* this transaction ran under it */
+			zc_holds_granted(&b->proof, b->x[i].session);	/* this transaction ran under it */
 			if (!acked)
 			{
 				strncpy(first, b->h[i].key, ZKL_KEY_BUFLEN - 1);
@@ -333,22 +333,22 @@ zkb_acknowledge(ZklBook *b, const char *key, char mode, char *first)
 		}
 	}
 	if (key == NULL)
-		zkb_unlock_all(b, true);
+		zc_book_unlock_all(b, true);
 	else if (acked)
 		release_empty(b);
 	return acked;
 }
 
 void
-zkb_discard_all(ZklBook *b, bool alone)
+zc_book_discard_all(ZklBook *b, bool alone)
 {
-	zkb_release_level(b, true);
+	zc_book_release_level(b, true);
 	if (alone)
 		memset(&b->proof, 0, sizeof(b->proof));
 }
 
 bool
-zkb_holds_xact_locks(const ZklBook *b)
+zc_book_holds_xact_locks(const ZklBook *b)
 {
 	int			i;
 
@@ -359,17 +359,17 @@ zkb_holds_xact_locks(const ZklBook *b)
 }
 
 void
-zkb_at_commit(ZklBook *b)
+zc_book_at_commit(ZklBook *b)
 {
 	int			i;
 
 	for (i = 0; i < b->n; i++)
 		if (b->h[i].nsession > 0)
-			zkh_granted(&b->proof, b->x[i].session);
+			zc_holds_granted(&b->proof, b->x[i].session);
 }
 
 void
-zkb_free(ZklBook *b)
+zc_book_free(ZklBook *b)
 {
 	int			i;
 

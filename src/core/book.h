@@ -65,36 +65,36 @@ typedef struct ZklBook
 } ZklBook;
 
 /* The lock of key in mode (held or kept for its other mode), or -1. */
-extern int	zkb_find(const ZklBook *b, const char *key, char mode);
+extern int	zc_book_find(const ZklBook *b, const char *key, char mode);
 /* The same, only while held at some level. */
-extern int	zkb_find_held(const ZklBook *b, const char *key, char mode);
+extern int	zc_book_find_held(const ZklBook *b, const char *key, char mode);
 
 /* The slots of the request waited for; a grant or its end takes them off. */
-extern void zkb_set_pending(ZklBook *b, const int *slots, int n);
+extern void zc_book_set_pending(ZklBook *b, const int *slots, int n);
 
 /*
  * Slot was granted by `session`: a new lock, held once at the level asked
  * (`subid`: the current subtransaction).  The slot stops being pending.
  */
-extern void zkb_add(ZklBook *b, int slot, const char *key, char mode, int64_t session,
+extern void zc_book_add(ZklBook *b, int slot, const char *key, char mode, int64_t session,
 					bool session_level, uint32_t subid);
-/* A further acquisition of lock i (zkb_find), as core stacks them. */
-extern void zkb_stack(ZklBook *b, int i, bool session_level, uint32_t subid);
+/* A further acquisition of lock i (zc_book_find), as core stacks them. */
+extern void zc_book_stack(ZklBook *b, int i, bool session_level, uint32_t subid);
 
 /* One acquisition of key in mode at that level undone; false if none is held. */
-extern bool zkb_unlock(ZklBook *b, const char *key, char mode, bool session_level);
+extern bool zc_book_unlock(ZklBook *b, const char *key, char mode, bool session_level);
 /* Every acquisition at that level (session: not the transaction's). */
-extern void zkb_unlock_all(ZklBook *b, bool session_level);
+extern void zc_book_unlock_all(ZklBook *b, bool session_level);
 /* The end of a level: the request waited for and every acquisition (session: both levels). */
-extern void zkb_release_level(ZklBook *b, bool session_level);
+extern void zc_book_release_level(ZklBook *b, bool session_level);
 /* Commit or abort: transaction-level locks go, and what the proof had seen. */
-extern void zkb_xact_end(ZklBook *b);
+extern void zc_book_xact_end(ZklBook *b);
 /* A subtransaction aborted: what it took goes; committed: its parent has it. */
-extern void zkb_subxact_abort(ZklBook *b, uint32_t subid);
-extern void zkb_subxact_commit(ZklBook *b, uint32_t subid, uint32_t parent);
+extern void zc_book_subxact_abort(ZklBook *b, uint32_t subid);
+extern void zc_book_subxact_commit(ZklBook *b, uint32_t subid, uint32_t parent);
 
 /* The first lost session-level lock not acknowledged yet, or -1 (holds.h). */
-extern int	zkb_unacknowledged_loss(const ZklBook *b);
+extern int	zc_book_unacknowledged_loss(const ZklBook *b);
 
 /*
  * zk_session_unlock(key) in mode, or key NULL: zk_session_unlock_all (every
@@ -102,20 +102,20 @@ extern int	zkb_unacknowledged_loss(const ZklBook *b);
  * whether there was one, the first one's key in `first` (ZKL_KEY_BUFLEN).
  * Not transactional, as core's unlock: the caller then raises an error.
  */
-extern bool zkb_acknowledge(ZklBook *b, const char *key, char mode, char *first);
+extern bool zc_book_acknowledge(ZklBook *b, const char *key, char mode, char *first);
 
 /*
  * DISCARD ALL: every lock goes, lost ones acknowledged.  `alone`: its
  * transaction ran nothing else, so nothing ran under what went.
  */
-extern void zkb_discard_all(ZklBook *b, bool alone);
+extern void zc_book_discard_all(ZklBook *b, bool alone);
 
-extern bool zkb_holds_xact_locks(const ZklBook *b);
+extern bool zc_book_holds_xact_locks(const ZklBook *b);
 
 /* Before the commit rule: the transaction ran under every session-level lock held now. */
-extern void zkb_at_commit(ZklBook *b);
+extern void zc_book_at_commit(ZklBook *b);
 
 /* Frees what the book allocated (the simulator's backends end; a backend's book lives on). */
-extern void zkb_free(ZklBook *b);
+extern void zc_book_free(ZklBook *b);
 
 #endif

@@ -12,11 +12,11 @@
  * to exactly one waiter, and only while no other local request holds the
  * key in any mode.  So no other cluster can be granted meanwhile, and one
  * slot owns the node at any moment.  Fencing tokens count the hand-overs
- * (zkr_fencing_token).  The new holder is an ordinary holder of the same
+ * (zc_recipe_fencing_token).  The new holder is an ordinary holder of the same
  * session: a lost session, the commit proof and lock-delay apply unchanged.
  *
  * Why it is fair enough.  Before its first hand-over a holder reads the
- * key's queue with a child watch (zcoh_listing_watches; only holders set
+ * key's queue with a child watch (zc_cohort_listing_watches; only holders set
  * one, so waiters of other clusters get no events from it: no herd).  A node
  * queued behind ours is seen by that listing, or by the one that follows the
  * next child event; nothing passes while such a listing is out.  Once one
@@ -50,41 +50,41 @@
  * is its own (a node is handed over in exclusive mode, joined in shared).
  */
 bool
-zcoh_eligible(const ZklCohort *c, const ZklSlot *s)
+zc_cohort_eligible(const ZklCohort *c, const ZklSlot *s)
 {
-	return c->handover && zkk_local(s->req.mode) != ZKL_LOCAL_NONE && s->req.group == 0 && !s->zk.rides;
+	return c->handover && zc_kind_local(s->req.mode) != ZKL_LOCAL_NONE && s->req.group == 0 && !s->zk.rides;
 }
 
-/* One whose node passes from holder to holder (an exclusive one: zkk_hands_over). */
+/* One whose node passes from holder to holder (an exclusive one: zc_kind_hands_over). */
 bool
-zcoh_eligible_x(const ZklCohort *c, const ZklSlot *s)
+zc_cohort_eligible_x(const ZklCohort *c, const ZklSlot *s)
 {
-	return zcoh_eligible(c, s) && zkk_hands_over(s->req.mode);
-}
-
-bool
-zcoh_marks_linger(const ZklCohort *c, const ZklSlot *s)
-{
-	return c->linger_ms > 0 && zcoh_eligible_x(c, s);
+	return zc_cohort_eligible(c, s) && zc_kind_hands_over(s->req.mode);
 }
 
 bool
-zcoh_listing_watches(const ZklCohort *c, const ZklSlot *s)
+zc_cohort_marks_linger(const ZklCohort *c, const ZklSlot *s)
+{
+	return c->linger_ms > 0 && zc_cohort_eligible_x(c, s);
+}
+
+bool
+zc_cohort_listing_watches(const ZklCohort *c, const ZklSlot *s)
 {
 	/*
 	 * A reader's own listings too (the one behind its create first): a
 	 * node granted by one is ready to be joined at once, before a short
 	 * transaction is over.  One event per cluster and change, at most.
 	 */
-	return zkk_counted(s->req.mode) ||
+	return zc_kind_counted(s->req.mode) ||
 		((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER ||
 		  (s->zstate == ZKS_QUEUED && s->coh.peek == COH_PEEK_ASKED) ||
-		  (zkk_rides(s->req.mode) && (s->zstate == ZKS_CREATING || s->zstate == ZKS_QUEUED))) &&
-		 zcoh_eligible(c, s));
+		  (zc_kind_rides(s->req.mode) && (s->zstate == ZKS_CREATING || s->zstate == ZKS_QUEUED))) &&
+		 zc_cohort_eligible(c, s));
 }
 
 bool
-zcoh_same_key(const ZklSlot *a, const ZklSlot *b)
+zc_cohort_same_key(const ZklSlot *a, const ZklSlot *b)
 {
 	return strcmp(a->key, b->key) == 0;
 }
@@ -95,7 +95,7 @@ zcoh_same_key(const ZklSlot *a, const ZklSlot *b)
  * answers false at once instead of waiting for it to go.
  */
 void
-zcoh_unmark(ZklSlot *s)
+zc_cohort_unmark(ZklSlot *s)
 {
 	if (s->coh.may_linger && (s->zstate == ZKS_HELD || s->zstate == ZKS_QUEUED))
 	{
@@ -105,9 +105,9 @@ zcoh_unmark(ZklSlot *s)
 }
 
 bool
-zcoh_carries(const ZklCohort *c, const ZklSlot *o)
+zc_cohort_carries(const ZklCohort *c, const ZklSlot *o)
 {
-	return (o->zstate == ZKS_HELD || o->zstate == ZKS_LINGER) && zcoh_eligible_x(c, o);
+	return (o->zstate == ZKS_HELD || o->zstate == ZKS_LINGER) && zc_cohort_eligible_x(c, o);
 }
 
 /*
@@ -117,7 +117,7 @@ zcoh_carries(const ZklCohort *c, const ZklSlot *o)
  * wait here).
  */
 ZklSlot *
-zcoh_carrier_of(ZklCohort *c, const ZklSlot *s)
+zc_cohort_carrier_of(ZklCohort *c, const ZklSlot *s)
 {
 	ZklSlot    *coming = NULL;
 	int			i;
@@ -126,10 +126,10 @@ zcoh_carrier_of(ZklCohort *c, const ZklSlot *s)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (o == s || !zcoh_eligible_x(c, o) || !zcoh_same_key(o, s))
+		if (o == s || !zc_cohort_eligible_x(c, o) || !zc_cohort_same_key(o, s))
 			continue;
 		/* one with a node first, wherever it sits in the table: new requests join it */
-		if (zcoh_carries(c, o))
+		if (zc_cohort_carries(c, o))
 			return o;
 		if (coming == NULL && !o->own.abandoned && !o->req.nowait &&
 			(o->zstate == ZKS_NEW || o->zstate == ZKS_CREATING || o->zstate == ZKS_RECOVER ||
@@ -148,7 +148,7 @@ zcoh_carrier_of(ZklCohort *c, const ZklSlot *s)
  * waiting here for a hand-over decides nothing.
  */
 bool
-zcoh_owner_other(const ZklCohort *c, const ZklSlot *o, bool decided)
+zc_cohort_owner_other(const ZklCohort *c, const ZklSlot *o, bool decided)
 {
 	int			i;
 
@@ -157,7 +157,7 @@ zcoh_owner_other(const ZklCohort *c, const ZklSlot *o, bool decided)
 		const ZklSlot *s = &c->t->slots[i];
 
 		if (s == o || s->zstate == ZKS_FREE || s->own.abandoned || s->req.owner_pid != o->req.owner_pid ||
-			s->req.owner_procno != o->req.owner_procno || !zcoh_same_key(s, o))
+			s->req.owner_procno != o->req.owner_procno || !zc_cohort_same_key(s, o))
 			continue;
 		if (!decided ||
 			(s->zstate != ZKS_NEW && s->zstate != ZKS_COHORT && s->zstate != ZKS_GONE))
@@ -176,7 +176,7 @@ other_holder(const ZklCohort *c, const ZklSlot *o)
 	{
 		const ZklSlot *h = &c->t->slots[i];
 
-		if (h != o && h->zstate == ZKS_HELD && !h->own.abandoned && zcoh_same_key(h, o))
+		if (h != o && h->zstate == ZKS_HELD && !h->own.abandoned && zc_cohort_same_key(h, o))
 			return true;
 	}
 	return false;
@@ -200,19 +200,19 @@ may_pass_but_peek(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t 
 	 * that decision stands.
 	 */
 	return connected && o->zk.first && o->ans.session_id == c->t->session_id &&
-		budget_left(c, o) && !other_holder(c, o) && !zcoh_owner_other(c, o, true) &&
+		budget_left(c, o) && !other_holder(c, o) && !zc_cohort_owner_other(c, o, true) &&
 		!c->host->grants_paused(c->host->arg, mono);
 }
 
 bool
-zcoh_may_pass(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono)
+zc_cohort_may_pass(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono)
 {
 	return o->coh.peek == COH_PEEK_ARMED && may_pass_but_peek(c, o, connected, mono);
 }
 
 /* The local waiter first in line for o's node. */
 ZklSlot *
-zcoh_first_waiter(ZklCohort *c, const ZklSlot *o)
+zc_cohort_first_waiter(ZklCohort *c, const ZklSlot *o)
 {
 	ZklSlot    *first = NULL;
 	int			i;
@@ -221,8 +221,8 @@ zcoh_first_waiter(ZklCohort *c, const ZklSlot *o)
 	{
 		ZklSlot    *w = &c->t->slots[i];
 
-		if (w->zstate == ZKS_COHORT && !w->own.abandoned && zkk_hands_over(w->req.mode) &&
-			zcoh_same_key(w, o) &&
+		if (w->zstate == ZKS_COHORT && !w->own.abandoned && zc_kind_hands_over(w->req.mode) &&
+			zc_cohort_same_key(w, o) &&
 			(first == NULL || w->req.ticket < first->req.ticket))
 			first = w;
 	}
@@ -247,9 +247,9 @@ take_node(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	to->watch[0] = '\0';
 	to->zk.watch_sole = false;
 	to->zk.delayed_until = 0;
-	zks_move(to, ZKS_QUEUED);
-	zks_move(from, ZKS_GONE);
-	zkt_free(c->t, from);
+	zc_slot_move(to, ZKS_QUEUED);
+	zc_slot_move(from, ZKS_GONE);
+	zc_table_free(c->t, from);
 }
 
 /* The node of `from` (done with it) becomes `to`'s, granted at once. */
@@ -276,18 +276,18 @@ pass(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	{
 		ZklSlot    *w = &c->t->slots[i];
 
-		if (w->zstate == ZKS_COHORT && w->req.nowait && !w->own.abandoned && zcoh_same_key(w, to))
+		if (w->zstate == ZKS_COHORT && w->req.nowait && !w->own.abandoned && zc_cohort_same_key(w, to))
 			refuse(c, w);
 	}
 }
 
 /*
  * A listing with a child watch for holder o: ZKT_CHILDREN, which goes out as
- * one (zcoh_listing_planned).  Asked again if that read was dropped unsent
+ * one (zc_cohort_listing_planned).  Asked again if that read was dropped unsent
  * (a grant clears a waiter's owed reads).
  */
 void
-zcoh_ask_peek(ZklSlot *o, bool connected)
+zc_cohort_ask_peek(ZklSlot *o, bool connected)
 {
 	if (connected && (o->coh.peek == COH_PEEK_NONE ||
 					  (o->coh.peek == COH_PEEK_WANTED && !(o->zk.todo & ZKT_CHILDREN))))
@@ -298,12 +298,12 @@ zcoh_ask_peek(ZklSlot *o, bool connected)
 }
 
 void
-zcoh_new_node(ZklSlot *s)
+zc_cohort_new_node(ZklSlot *s)
 {
 	s->zk.handed = 0;
 	s->coh.node_handed = 0;
 	s->zk.rides = false;
-	if (!zkk_rides(s->req.mode))
+	if (!zc_kind_rides(s->req.mode))
 	{
 		/* a reader's count is its key's (share_bound): it stays */
 		s->coh.foreign = false;
@@ -315,7 +315,7 @@ zcoh_new_node(ZklSlot *s)
 }
 
 void
-zcoh_listing_planned(ZklSlot *s)
+zc_cohort_listing_planned(ZklSlot *s)
 {
 	if (s->coh.peek == COH_PEEK_WANTED)
 		s->coh.peek = COH_PEEK_ASKED;
@@ -330,7 +330,7 @@ zcoh_listing_planned(ZklSlot *s)
  * stale now.  What was seen queued behind the node stays true.
  */
 void
-zcoh_move_place(ZklCohort *c, ZklSlot *from, ZklSlot *to)
+zc_cohort_move_place(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
 	to->zk.at_head = false;
 	to->zk.first = false;
@@ -345,26 +345,26 @@ zcoh_move_place(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 }
 
 void
-zcoh_end_linger(ZklSlot *o)
+zc_cohort_end_linger(ZklSlot *o)
 {
-	zks_move(o, ZKS_DELETING);
+	zc_slot_move(o, ZKS_DELETING);
 	o->zk.todo = ZKT_DELETE;
 }
 
 void
-zcoh_stop_lingering(ZklCohort *c)
+zc_cohort_stop_lingering(ZklCohort *c)
 {
 	int			i;
 
 	c->linger_ms = 0;
 	for (i = 0; i < c->t->nused; i++)
 		if (c->t->slots[i].zstate == ZKS_LINGER)
-			zcoh_end_linger(&c->t->slots[i]);
+			zc_cohort_end_linger(&c->t->slots[i]);
 }
 
 /* Hand-over turned off (a reload): everything waiting for one goes back to the recipe. */
 void
-zcoh_turn_off(ZklCohort *c)
+zc_cohort_turn_off(ZklCohort *c)
 {
 	int			i;
 
@@ -372,21 +372,21 @@ zcoh_turn_off(ZklCohort *c)
 	{
 		ZklSlot    *s = &c->t->slots[i];
 
-		zcoh_unmark(s);				/* no node lingers now */
+		zc_cohort_unmark(s);				/* no node lingers now */
 		s->coh.peek = COH_PEEK_NONE;	/* a listing out now comes back unasked for */
 		if (s->zstate == ZKS_COHORT && s->own.abandoned)
-			zkt_free(c->t, s);
+			zc_table_free(c->t, s);
 		else if (s->zstate == ZKS_COHORT)
 			c->host->requeue(c->host->arg, s);
 		else if (s->zstate == ZKS_LINGER)
-			zcoh_end_linger(s);
+			zc_cohort_end_linger(s);
 	}
 }
 
 const ZklSlot *
-zcoh_waits_behind(ZklCohort *c, const ZklSlot *s)
+zc_cohort_waits_behind(ZklCohort *c, const ZklSlot *s)
 {
-	return s->zstate == ZKS_COHORT && zkk_hands_over(s->req.mode) ? zcoh_carrier_of(c, s) : NULL;
+	return s->zstate == ZKS_COHORT && zc_kind_hands_over(s->req.mode) ? zc_cohort_carrier_of(c, s) : NULL;
 }
 
 /*
@@ -404,7 +404,7 @@ older_joiner(ZklCohort *c, const ZklSlot *s, ZklSlot *o)
 		ZklSlot    *w = &c->t->slots[i];
 
 		if (w != s && w->zstate == ZKS_NEW && !w->own.abandoned && w->req.ticket < s->req.ticket &&
-			zcoh_eligible_x(c, w) && zcoh_same_key(w, o) && !zcoh_owner_other(c, w, false))
+			zc_cohort_eligible_x(c, w) && zc_cohort_same_key(w, o) && !zc_cohort_owner_other(c, w, false))
 			return true;
 	}
 	return false;
@@ -415,28 +415,28 @@ static void
 refuse(ZklCohort *c, ZklSlot *s)
 {
 	s->ans.result = ZKL_RESULT_NOT_GRANTED;
-	zks_move(s, ZKS_GONE);
+	zc_slot_move(s, ZKS_GONE);
 	c->host->wake(c->host->arg, s);
 }
 
 /* A new request: take a lingering node, wait for a local holder's, or queue in ZooKeeper. */
 void
-zcoh_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
+zc_cohort_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 {
-	ZklSlot    *o = zcoh_carrier_of(c, s);
+	ZklSlot    *o = zc_cohort_carrier_of(c, s);
 
-	if (o == NULL || zcoh_owner_other(c, s, false))
+	if (o == NULL || zc_cohort_owner_other(c, s, false))
 		return;					/* its own node, behind whoever waits in ZooKeeper */
 	if (o->zstate == ZKS_LINGER)
 	{
-		if (!zcoh_may_pass(c, o, connected, mono))
+		if (!zc_cohort_may_pass(c, o, connected, mono))
 			return;
 		if (!older_joiner(c, s, o))
 			pass(c, o, s);
 		else if (s->req.nowait)
 			refuse(c, s);		/* the one that asked first takes it: the key is held here */
 		else
-			zks_move(s, ZKS_COHORT); /* it waits behind the one that asked first */
+			zc_slot_move(s, ZKS_COHORT); /* it waits behind the one that asked first */
 		return;
 	}
 	/*
@@ -444,31 +444,31 @@ zcoh_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	 * here or waited for; once the holder is done with it (a COMMIT that has
 	 * returned) and nobody here waits, it is next in line like any request.
 	 */
-	if (s->req.nowait && !(o->zstate == ZKS_HELD && o->own.abandoned && zcoh_first_waiter(c, o) == NULL))
+	if (s->req.nowait && !(o->zstate == ZKS_HELD && o->own.abandoned && zc_cohort_first_waiter(c, o) == NULL))
 	{
 		refuse(c, s);
 		return;
 	}
-	zks_move(s, ZKS_COHORT);
+	zc_slot_move(s, ZKS_COHORT);
 }
 
 /* A released holder's node: pass it, keep it for a moment, or let it go. */
 void
-zcoh_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
+zc_cohort_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 {
-	ZklSlot    *w = zcoh_first_waiter(c, o);
+	ZklSlot    *w = zc_cohort_first_waiter(c, o);
 
 	/* only a waiter behind this request (another local node of the key may have its own) */
-	if (w != NULL && zcoh_carrier_of(c, w) != o)
+	if (w != NULL && zc_cohort_carrier_of(c, w) != o)
 		w = NULL;
 	o->coh.kept = false;
-	if (zcoh_may_pass(c, o, connected, mono))
+	if (zc_cohort_may_pass(c, o, connected, mono))
 	{
 		if (w != NULL)
 			pass(c, o, w);
 		else if (c->linger_ms > 0 && o->coh.may_linger && !o->coh.foreign)
 		{
-			zks_move(o, ZKS_LINGER);
+			zc_slot_move(o, ZKS_LINGER);
 			c->t->counters.lingers++;
 			o->coh.linger_until = mono + (int64_t) c->linger_ms * 1000;
 			o->req.owner_procno = -1;	/* nobody's: no backend counts it as its own */
@@ -478,12 +478,12 @@ zcoh_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 	}
 	if (w != NULL && may_pass_but_peek(c, o, connected, mono))
 	{
-		zcoh_ask_peek(o, connected);	/* the waiter gets it once the listing is back */
+		zc_cohort_ask_peek(o, connected);	/* the waiter gets it once the listing is back */
 		o->coh.kept = true;
 		return;
 	}
 	/*
-	 * The node goes (core.c deletes it: zcoh_keeps is false now).  The first
+	 * The node goes (core.c deletes it: zc_cohort_keeps is false now).  The first
 	 * waiter queues in ZooKeeper, behind whoever came meanwhile; the others
 	 * wait behind its request.
 	 */

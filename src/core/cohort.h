@@ -36,21 +36,21 @@ typedef struct ZklCohort
 #define COH_PEEK_WANTED	3		/* that listing is owed (ZKT_CHILDREN), not sent yet */
 
 /* Slot s has a new node, or none: what hand-over knew of the old one is void. */
-extern void zcoh_new_node(ZklSlot *s);
+extern void zc_cohort_new_node(ZklSlot *s);
 
 /* core.c plans slot s's listing now: a wanted one goes out with the watch. */
-extern void zcoh_listing_planned(ZklSlot *s);
+extern void zc_cohort_listing_planned(ZklSlot *s);
 
 /* The request whose node a writer waiting for a local hand-over (ZKS_COHORT) waits for, or NULL. */
-extern const ZklSlot *zcoh_waits_behind(ZklCohort *c, const ZklSlot *s);
+extern const ZklSlot *zc_cohort_waits_behind(ZklCohort *c, const ZklSlot *s);
 
-/* Whether a new node of s is created with the linger mark (zcore_node_data). */
-extern bool zcoh_marks_linger(const ZklCohort *c, const ZklSlot *s);
+/* Whether a new node of s is created with the linger mark (zc_core_node_data). */
+extern bool zc_cohort_marks_linger(const ZklCohort *c, const ZklSlot *s);
 
 /* A clean stop: no node lingers any longer, nor will (its delete is owed now). */
-extern void zcoh_stop_lingering(ZklCohort *c);
+extern void zc_cohort_stop_lingering(ZklCohort *c);
 
-/* Whether a listing of s's key sets a child watch (see zcore_listing_watches). */
-extern bool zcoh_listing_watches(const ZklCohort *c, const ZklSlot *s);
+/* Whether a listing of s's key sets a child watch (see zc_core_listing_watches). */
+extern bool zc_cohort_listing_watches(const ZklCohort *c, const ZklSlot *s);
 
 #endif

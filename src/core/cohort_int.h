@@ -17,23 +17,23 @@
 
 
 
-extern void zcoh_ask_peek(ZklSlot *o, bool connected);
-extern ZklSlot * zcoh_carrier_of(ZklCohort *c, const ZklSlot *s);
-extern bool zcoh_carries(const ZklCohort *c, const ZklSlot *o);
-extern bool zcoh_eligible(const ZklCohort *c, const ZklSlot *s);
-extern bool zcoh_eligible_x(const ZklCohort *c, const ZklSlot *s);
-extern void zcoh_end_linger(ZklSlot *o);
-extern ZklSlot * zcoh_first_waiter(ZklCohort *c, const ZklSlot *o);
-extern void zcoh_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono);
-extern bool zcoh_may_pass(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono);
-extern void zcoh_move_place(ZklCohort *c, ZklSlot *from, ZklSlot *to);
-extern bool zcoh_owner_other(const ZklCohort *c, const ZklSlot *o, bool decided);
-extern void zcoh_readers_learn(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n);
-extern void zcoh_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono);
-extern void zcoh_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono);
-extern bool zcoh_same_key(const ZklSlot *a, const ZklSlot *b);
-extern void zcoh_tend_riders(ZklCohort *c);
-extern void zcoh_turn_off(ZklCohort *c);
-extern void zcoh_unmark(ZklSlot *s);
+extern void zc_cohort_ask_peek(ZklSlot *o, bool connected);
+extern ZklSlot * zc_cohort_carrier_of(ZklCohort *c, const ZklSlot *s);
+extern bool zc_cohort_carries(const ZklCohort *c, const ZklSlot *o);
+extern bool zc_cohort_eligible(const ZklCohort *c, const ZklSlot *s);
+extern bool zc_cohort_eligible_x(const ZklCohort *c, const ZklSlot *s);
+extern void zc_cohort_end_linger(ZklSlot *o);
+extern ZklSlot * zc_cohort_first_waiter(ZklCohort *c, const ZklSlot *o);
+extern void zc_cohort_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono);
+extern bool zc_cohort_may_pass(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono);
+extern void zc_cohort_move_place(ZklCohort *c, ZklSlot *from, ZklSlot *to);
+extern bool zc_cohort_owner_other(const ZklCohort *c, const ZklSlot *o, bool decided);
+extern void zc_cohort_readers_learn(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n);
+extern void zc_cohort_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono);
+extern void zc_cohort_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono);
+extern bool zc_cohort_same_key(const ZklSlot *a, const ZklSlot *b);
+extern void zc_cohort_tend_riders(ZklCohort *c);
+extern void zc_cohort_turn_off(ZklCohort *c);
+extern void zc_cohort_unmark(ZklSlot *s);
 
 #endif

@@ -6,7 +6,7 @@
 #include "cohort_plan.h"
 
 void
-zcoh_node_lost(ZklCohort *c, const ZklSlot *s)
+zc_cohort_node_lost(ZklCohort *c, const ZklSlot *s)
 {
 	int			i;
 
@@ -14,7 +14,7 @@ zcoh_node_lost(ZklCohort *c, const ZklSlot *s)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (o != s && o->zstate == ZKS_HELD && o->zk.root_id == s->zk.root_id && zcoh_same_key(o, s) &&
+		if (o != s && o->zstate == ZKS_HELD && o->zk.root_id == s->zk.root_id && zc_cohort_same_key(o, s) &&
 			strcmp(o->node, s->node) == 0)
 			c->host->lose(c->host->arg, o);
 	}
@@ -35,12 +35,12 @@ place_requests(ZklCohort *c, bool connected, int64_t mono)
 		ZklSlot    *s = &c->t->slots[i];
 
 		if (c->linger_ms == 0)
-			zcoh_unmark(s);			/* linger turned off by a reload */
-		if (s->zstate == ZKS_NEW && !s->own.abandoned && zcoh_eligible_x(c, s))
-			zcoh_join(c, s, connected, mono);
+			zc_cohort_unmark(s);			/* linger turned off by a reload */
+		if (s->zstate == ZKS_NEW && !s->own.abandoned && zc_cohort_eligible_x(c, s))
+			zc_cohort_join(c, s, connected, mono);
 		else if ((s->zstate == ZKS_NEW || s->zstate == ZKS_COHORT) && !s->own.abandoned &&
-				 zkk_rides(s->req.mode) && zcoh_eligible(c, s))
-			zcoh_ride(c, s, connected, mono);
+				 zc_kind_rides(s->req.mode) && zc_cohort_eligible(c, s))
+			zc_cohort_ride(c, s, connected, mono);
 	}
 	/* before waiters look for their request: a queued node whose owner gave up stays theirs */
 	for (i = 0; i < c->t->nused; i++)
@@ -48,20 +48,20 @@ place_requests(ZklCohort *c, bool connected, int64_t mono)
 		ZklSlot    *o = &c->t->slots[i];
 		ZklSlot    *w;
 
-		if (o->zstate == ZKS_QUEUED && o->own.abandoned && zcoh_eligible_x(c, o) &&
-			(w = zcoh_first_waiter(c, o)) != NULL && !zcoh_owner_other(c, o, false))
-			zcoh_move_place(c, o, w);
+		if (o->zstate == ZKS_QUEUED && o->own.abandoned && zc_cohort_eligible_x(c, o) &&
+			(w = zc_cohort_first_waiter(c, o)) != NULL && !zc_cohort_owner_other(c, o, false))
+			zc_cohort_move_place(c, o, w);
 	}
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *s = &c->t->slots[i];
 
 		/* a waiter with no request of its cluster to wait behind (gone, lost, given up) */
-		if (s->zstate == ZKS_COHORT && zkk_hands_over(s->req.mode) &&
-			zcoh_carrier_of(c, s) == NULL)
+		if (s->zstate == ZKS_COHORT && zc_kind_hands_over(s->req.mode) &&
+			zc_cohort_carrier_of(c, s) == NULL)
 		{
 			if (s->own.abandoned)
-				zkt_free(c->t, s);
+				zc_table_free(c->t, s);
 			else
 				c->host->requeue(c->host->arg, s);
 		}
@@ -78,13 +78,13 @@ tend_carrier(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 {
 	if (o->zstate == ZKS_LINGER)
 	{
-		if (mono >= o->coh.linger_until || o->coh.foreign || !zcoh_may_pass(c, o, connected, mono))
-			zcoh_end_linger(o);
+		if (mono >= o->coh.linger_until || o->coh.foreign || !zc_cohort_may_pass(c, o, connected, mono))
+			zc_cohort_end_linger(o);
 		else
 			return (long) ((o->coh.linger_until - mono + 999) / 1000);
 	}
 	else if (o->own.abandoned)
-		zcoh_release(c, o, connected, mono);
+		zc_cohort_release(c, o, connected, mono);
 	else if (o->zstate == ZKS_QUEUED)
 	{
 		/*
@@ -93,27 +93,27 @@ tend_carrier(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 		 * one read both grants it and arms its hand-overs.
 		 */
 		if ((o->zk.todo & ZKT_BARRIER) && o->coh.peek == COH_PEEK_NONE && connected &&
-			zcoh_first_waiter(c, o) != NULL)
+			zc_cohort_first_waiter(c, o) != NULL)
 		{
 			o->zk.todo = (o->zk.todo & ~ZKT_BARRIER) | ZKT_CHILDREN;
 			o->coh.peek = COH_PEEK_WANTED;
 		}
 	}
-	else if (c->linger_ms > 0 || zcoh_first_waiter(c, o) != NULL)
-		zcoh_ask_peek(o, connected);	/* ready before the release */
+	else if (c->linger_ms > 0 || zc_cohort_first_waiter(c, o) != NULL)
+		zc_cohort_ask_peek(o, connected);	/* ready before the release */
 	return -1;
 }
 
 long
-zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
+zc_cohort_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 {
 	long		next_ms = -1;
 	int			i;
 
-	zcoh_tend_riders(c);
+	zc_cohort_tend_riders(c);
 	if (!c->handover)
 	{
-		zcoh_turn_off(c);
+		zc_cohort_turn_off(c);
 		return -1;
 	}
 	place_requests(c, connected, mono);
@@ -122,7 +122,7 @@ zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 		ZklSlot    *o = &c->t->slots[i];
 		long		ms;
 
-		if (!zcoh_carries(c, o) && !(o->zstate == ZKS_QUEUED && zcoh_eligible_x(c, o) && !o->own.abandoned))
+		if (!zc_cohort_carries(c, o) && !(o->zstate == ZKS_QUEUED && zc_cohort_eligible_x(c, o) && !o->own.abandoned))
 			continue;
 		ms = tend_carrier(c, o, connected, mono);
 		if (ms >= 0 && (next_ms < 0 || ms < next_ms))
@@ -133,23 +133,23 @@ zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 }
 
 bool
-zcoh_keeps(const ZklCohort *c, const ZklSlot *s)
+zc_cohort_keeps(const ZklCohort *c, const ZklSlot *s)
 {
-	/* zcoh_release() decided so just now, in this turn's zcoh_plan(); a rider's node is not its own */
-	return (s->coh.kept && s->zstate == ZKS_HELD && zcoh_carries(c, s)) ||
+	/* zc_cohort_release() decided so just now, in this turn's zc_cohort_plan(); a rider's node is not its own */
+	return (s->coh.kept && s->zstate == ZKS_HELD && zc_cohort_carries(c, s)) ||
 		(s->zk.rides && s->zstate == ZKS_HELD);
 }
 
 void
-zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
+zc_cohort_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 {
 	int			own = -1;
 	int			i;
 
-	if (!zcoh_eligible(c, s))
+	if (!zc_cohort_eligible(c, s))
 		return;
 	for (i = 0; i < n && own < 0; i++)
-		if (zkr_name_has_uuid(kids[i].name, s->uuid))
+		if (zc_recipe_name_has_uuid(kids[i].name, s->uuid))
 			own = i;
 	if (own < 0)
 	{
@@ -160,8 +160,8 @@ zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 			c->host->lose(c->host->arg, s);
 		else if (s->zstate == ZKS_LINGER)
 		{
-			zks_move(s, ZKS_GONE);
-			zkt_free(c->t, s);
+			zc_slot_move(s, ZKS_GONE);
+			zc_table_free(c->t, s);
 		}
 		return;
 	}
@@ -174,24 +174,24 @@ zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 		s->coh.peek = COH_PEEK_ARMED;
 	/* only a node that conflicts waits for it (behind a shared node, readers hold already) */
 	for (i = own + 1; i < n && !s->coh.foreign; i++)
-		s->coh.foreign = zkk_conflict(s->req.mode, kids[i].mode);
-	if (zkk_rides(s->req.mode))
-		zcoh_readers_learn(c, s, kids, n);
+		s->coh.foreign = zc_kind_conflict(s->req.mode, kids[i].mode);
+	if (zc_kind_rides(s->req.mode))
+		zc_cohort_readers_learn(c, s, kids, n);
 	if (s->coh.foreign && s->zstate == ZKS_LINGER)
-		zcoh_end_linger(s);			/* another request waits: no lingering for it */
+		zc_cohort_end_linger(s);			/* another request waits: no lingering for it */
 	else if (s->coh.foreign)
-		zcoh_unmark(s);				/* nor will it linger later: a try-lock behind it is told */
+		zc_cohort_unmark(s);				/* nor will it linger later: a try-lock behind it is told */
 }
 
 void
-zcoh_listing_failed(ZklCohort *c, ZklSlot *s, int rc, bool transient)
+zc_cohort_listing_failed(ZklCohort *c, ZklSlot *s, int rc, bool transient)
 {
-	if (!zcoh_eligible(c, s))
+	if (!zc_cohort_eligible(c, s))
 		return;
 	if (rc == ZNONODE && s->zstate == ZKS_HELD)
 		c->host->lose(c->host->arg, s);	/* the key node is gone: so is ours */
 	else if (rc == ZNONODE && s->zstate == ZKS_LINGER)
-		zcoh_end_linger(s);
+		zc_cohort_end_linger(s);
 	else if (!transient)
 	{
 		/* a queue we cannot read (say, access refused): no more hand-overs of this node */
@@ -203,7 +203,7 @@ zcoh_listing_failed(ZklCohort *c, ZklSlot *s, int rc, bool transient)
 }
 
 bool
-zcoh_event(ZklCohort *c, const char *path)
+zc_cohort_event(ZklCohort *c, const char *path)
 {
 	bool		ours = false;
 	int			i;
@@ -214,25 +214,25 @@ zcoh_event(ZklCohort *c, const char *path)
 		char		key_path[ZKL_MAX_ROOT_LEN + ZKL_KEY_BUFLEN + 2];
 
 		if (o->zstate == ZKS_FREE || o->zstate == ZKS_NEW || o->zstate == ZKS_COHORT ||
-			o->zstate == ZKS_GONE || zkk_counted(o->req.mode))
+			o->zstate == ZKS_GONE || zc_kind_counted(o->req.mode))
 			continue;
 		snprintf(key_path, sizeof(key_path), "%s/%s", c->t->roots[o->zk.root_id], o->key);
 		if (strcmp(key_path, path) != 0)
 			continue;
 		ours = true;
-		if (!zcoh_eligible(c, o))
+		if (!zc_cohort_eligible(c, o))
 			continue;
 		/* someone came or went: nothing passes before the next listing says who */
 		if (o->coh.peek == COH_PEEK_ARMED)
 			o->coh.peek = COH_PEEK_NONE;
 		if (o->zstate == ZKS_LINGER)
-			zcoh_end_linger(o);
+			zc_cohort_end_linger(o);
 	}
 	return ours;
 }
 
 void
-zcoh_disarm(ZklCohort *c)
+zc_cohort_disarm(ZklCohort *c)
 {
 	int			i;
 
@@ -242,7 +242,7 @@ zcoh_disarm(ZklCohort *c)
 }
 
 void
-zcoh_forget_watches(ZklCohort *c)
+zc_cohort_forget_watches(ZklCohort *c)
 {
 	int			i;
 

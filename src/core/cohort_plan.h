@@ -8,28 +8,28 @@
 
 #include "cohort.h"
 
-/* Runs first in every zcore_plan(): joins, hand-overs, lingers.  Returns ms until due again (-1: never). */
-extern long zcoh_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono);
+/* Runs first in every zc_core_plan(): joins, hand-overs, lingers.  Returns ms until due again (-1: never). */
+extern long zc_cohort_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono);
 
 /* An abandoned holder whose node waits for a hand-over decision: not deleted yet. */
-extern bool zcoh_keeps(const ZklCohort *c, const ZklSlot *s);
+extern bool zc_cohort_keeps(const ZklCohort *c, const ZklSlot *s);
 
 /* A listing of s's key came back (rc ZOK); watched: it set a child watch. */
-extern void zcoh_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched);
+extern void zc_cohort_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched);
 
 /* A listing of s's key failed with rc; transient: its outcome is unknown, or the session ended. */
-extern void zcoh_listing_failed(ZklCohort *c, ZklSlot *s, int rc, bool transient);
+extern void zc_cohort_listing_failed(ZklCohort *c, ZklSlot *s, int rc, bool transient);
 
 /* A child event on a lock key's node; returns whether path is one of our lock keys. */
-extern bool zcoh_event(ZklCohort *c, const char *path);
+extern bool zc_cohort_event(ZklCohort *c, const char *path);
 
 /* Connected again: events for what changed meanwhile are still to come. */
-extern void zcoh_disarm(ZklCohort *c);
+extern void zc_cohort_disarm(ZklCohort *c);
 
 /* A new worker process: the child watches were the old process's. */
-extern void zcoh_forget_watches(ZklCohort *c);
+extern void zc_cohort_forget_watches(ZklCohort *c);
 
 /* Slot s held a node that is gone: so is every local hold through it. */
-extern void zcoh_node_lost(ZklCohort *c, const ZklSlot *s);
+extern void zc_cohort_node_lost(ZklCohort *c, const ZklSlot *s);
 
 #endif

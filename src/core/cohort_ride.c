@@ -10,7 +10,7 @@ static bool
 rides_on(const ZklSlot *r, const ZklSlot *o)
 {
 	return r != o && r->zk.rides && r->zstate == ZKS_HELD && r->zk.root_id == o->zk.root_id &&
-		zcoh_same_key(r, o) && strcmp(r->node, o->node) == 0;
+		zc_cohort_same_key(r, o) && strcmp(r->node, o->node) == 0;
 }
 
 /* A live local reader rides o's node (the first one found), or NULL. */
@@ -44,8 +44,8 @@ writer_here(const ZklCohort *c, const ZklSlot *o)
 	{
 		const ZklSlot *w = &c->t->slots[i];
 
-		if (zkk_conflict(w->req.mode, o->req.mode) && !w->own.abandoned && w->zstate != ZKS_FREE &&
-			w->zstate != ZKS_GONE && zcoh_same_key(w, o))
+		if (zc_kind_conflict(w->req.mode, o->req.mode) && !w->own.abandoned && w->zstate != ZKS_FREE &&
+			w->zstate != ZKS_GONE && zc_cohort_same_key(w, o))
 			return true;
 	}
 	return false;
@@ -57,7 +57,7 @@ reader_node(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
 {
 	return (o->zstate == ZKS_HELD || o->zstate == ZKS_QUEUED || o->zstate == ZKS_CREATING ||
 			o->zstate == ZKS_RECOVER || o->zstate == ZKS_RECOVERING) &&
-		zkk_rides(o->req.mode) && zcoh_eligible(c, o) && zcoh_same_key(o, s);
+		zc_kind_rides(o->req.mode) && zc_cohort_eligible(c, o) && zc_cohort_same_key(o, s);
 }
 
 /*
@@ -112,14 +112,14 @@ share_bound(ZklCohort *c, const ZklSlot *s, uint16_t since)
  * server never older than the last), so the count starts again.
  */
 void
-zcoh_readers_learn(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n)
+zc_cohort_readers_learn(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n)
 {
 	bool		foreign;
 	bool		writer = false;
 	int			i;
 
 	for (i = 0; i < n && !writer; i++)
-		writer = zkk_conflict(kids[i].mode, s->req.mode);
+		writer = zc_kind_conflict(kids[i].mode, s->req.mode);
 	if (!writer)
 	{
 		for (i = 0; i < c->t->nused; i++)
@@ -172,7 +172,7 @@ ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
  * usual.  A try-lock does not wait for it.
  */
 void
-zcoh_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
+zc_cohort_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 {
 	ZklSlot    *o = ride_host(c, s, connected, mono);
 	bool		foreign;
@@ -190,7 +190,7 @@ zcoh_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 		s->zk.at_head = o->zk.at_head;
 		s->zk.clear = true;
 		s->zk.todo = 0;
-		zks_move(s, ZKS_QUEUED); /* until the grant */
+		zc_slot_move(s, ZKS_QUEUED); /* until the grant */
 		c->host->grant(c->host->arg, s);
 		if (s->zstate != ZKS_HELD)
 		{
@@ -208,11 +208,11 @@ zcoh_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 		c->host->requeue(c->host->arg, s);	/* that listing did not arm it */
 	else if (o != NULL && !(s->zstate == ZKS_NEW && s->req.nowait))
 	{
-		zcoh_ask_peek(o, connected);	/* again if that read was dropped unsent */
-		zks_move(s, ZKS_COHORT);
+		zc_cohort_ask_peek(o, connected);	/* again if that read was dropped unsent */
+		zc_slot_move(s, ZKS_COHORT);
 	}
 	else if (o != NULL)
-		zcoh_ask_peek(o, connected);	/* for the readers after it */
+		zc_cohort_ask_peek(o, connected);	/* for the readers after it */
 }
 
 /*
@@ -233,7 +233,7 @@ users_changed(ZklCohort *c, const ZklSlot *o)
 		ZklSlot    *w = &c->t->slots[i];
 
 		if (w->zstate == ZKS_QUEUED && !w->own.abandoned && w->zk.root_id == o->zk.root_id &&
-			zcoh_same_key(w, o))
+			zc_cohort_same_key(w, o))
 			w->zk.todo |= ZKT_CHILDREN;
 	}
 }
@@ -255,8 +255,8 @@ pass_to_rider(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	to->coh.since_foreign = from->coh.since_foreign;
 	to->coh.peek = from->coh.peek == COH_PEEK_ARMED ? COH_PEEK_ARMED : COH_PEEK_NONE;
 	to->coh.kept = false;
-	zks_move(from, ZKS_GONE);
-	zkt_free(c->t, from);
+	zc_slot_move(from, ZKS_GONE);
+	zc_table_free(c->t, from);
 	users_changed(c, to);
 }
 
@@ -266,7 +266,7 @@ pass_to_rider(ZklCohort *c, ZklSlot *from, ZklSlot *to)
  * passes to a rider instead of being deleted under it.
  */
 void
-zcoh_tend_riders(ZklCohort *c)
+zc_cohort_tend_riders(ZklCohort *c)
 {
 	int			i;
 
@@ -277,8 +277,8 @@ zcoh_tend_riders(ZklCohort *c)
 		if (r->zk.rides && r->zstate == ZKS_HELD && r->own.abandoned)
 		{
 			users_changed(c, r);
-			zks_move(r, ZKS_GONE);
-			zkt_free(c->t, r);
+			zc_slot_move(r, ZKS_GONE);
+			zc_table_free(c->t, r);
 		}
 	}
 	for (i = 0; i < c->t->nused; i++)
@@ -286,18 +286,18 @@ zcoh_tend_riders(ZklCohort *c)
 		ZklSlot    *o = &c->t->slots[i];
 		ZklSlot    *r;
 
-		if (o->zstate == ZKS_HELD && o->own.abandoned && !o->zk.rides && zkk_rides(o->req.mode) &&
+		if (o->zstate == ZKS_HELD && o->own.abandoned && !o->zk.rides && zc_kind_rides(o->req.mode) &&
 			(r = rider_of(c, o)) != NULL)
 			pass_to_rider(c, o, r);
 	}
 }
 
 bool
-zcoh_ridden_by_others(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
+zc_cohort_ridden_by_others(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
 {
 	int			i;
 
-	for (i = 0; i < c->t->nused && zkk_rides(o->req.mode); i++)
+	for (i = 0; i < c->t->nused && zc_kind_rides(o->req.mode); i++)
 	{
 		const ZklSlot *r = &c->t->slots[i];
 

@@ -11,6 +11,6 @@
  * Whether local readers of other backends than s's ride o's shared node:
  * then it is not the node of o's backend alone (core's same-backend rule).
  */
-extern bool zcoh_ridden_by_others(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s);
+extern bool zc_cohort_ridden_by_others(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s);
 
 #endif

@@ -9,39 +9,39 @@
  * Replies are in core_reply.c, the decisions on a queue read in
  * core_grant.c, planning in core_plan.c, batching in core_batch.c.
  * Every function here that reads or writes the table runs under the
- * slot-table lock; zcore_new_handle, zcore_write_sent and the proof's
+ * slot-table lock; zc_core_new_handle, zc_core_write_sent and the proof's
  * functions touch only the worker's own state (ZklCore) and need none.
  */
 #include "core_int.h"
 #include "cohort_plan.h"
 
 void
-zcore_copy_name(char *dst, size_t size, const char *src)
+zc_core_copy_name(char *dst, size_t size, const char *src)
 {
 	snprintf(dst, size, "%s", src);
 }
 
 int64_t
-zcore_wall(const ZklCore *c)
+zc_core_wall(const ZklCore *c)
 {
 	return c->env->wall_now(c->env->arg);
 }
 
 int64_t
-zcore_mono(const ZklCore *c)
+zc_core_mono(const ZklCore *c)
 {
 	return c->env->mono_now(c->env->arg);
 }
 
 /* Whole ms from now until `then` (µs), rounded up; 0 once passed. */
 long
-zcore_ms_until(int64_t now, int64_t then)
+zc_core_ms_until(int64_t now, int64_t then)
 {
 	return then <= now ? 0 : (long) ((then - now + 999) / 1000);
 }
 
 uint64_t
-zcore_tag(int idx, uint64_t attempt)
+zc_core_tag(int idx, uint64_t attempt)
 {
 	uint64_t	mask = (UINT64_C(1) << (64 - ZKL_TAG_IDX_BITS)) - 1;
 
@@ -49,41 +49,41 @@ zcore_tag(int idx, uint64_t attempt)
 }
 
 int
-zcore_tag_idx(uint64_t tag)
+zc_core_tag_idx(uint64_t tag)
 {
 	return (int) (tag & ((UINT64_C(1) << ZKL_TAG_IDX_BITS) - 1));
 }
 
 /* The slot a reply belongs to, or NULL if it is stale. */
 ZklSlot *
-zcore_reply_slot(const ZklCore *c, uint64_t tag)
+zc_core_reply_slot(const ZklCore *c, uint64_t tag)
 {
-	int			idx = zcore_tag_idx(tag);
+	int			idx = zc_core_tag_idx(tag);
 	ZklSlot    *s;
 
 	if (idx >= c->t->nslots)
 		return NULL;
 	s = &c->t->slots[idx];
-	if (s->zstate == ZKS_FREE || zcore_tag(idx, s->req.attempt) != tag)
+	if (s->zstate == ZKS_FREE || zc_core_tag(idx, s->req.attempt) != tag)
 		return NULL;
 	return s;
 }
 
 void
-zcore_key_path(const ZklTable *t, const ZklSlot *s, char *out)
+zc_core_key_path(const ZklTable *t, const ZklSlot *s, char *out)
 {
 	snprintf(out, ZKL_PATH_LEN, "%s/%s", t->roots[s->zk.root_id], s->key);
 }
 
 void
-zcore_child_path(const ZklTable *t, const ZklSlot *s, const char *name, char *out)
+zc_core_child_path(const ZklTable *t, const ZklSlot *s, const char *name, char *out)
 {
 	snprintf(out, ZKL_PATH_LEN, "%s/%s/%s", t->roots[s->zk.root_id], s->key, name);
 }
 
 /* The session ended under the request: nothing of it survives. */
 bool
-zcore_session_error(int rc)
+zc_core_session_error(int rc)
 {
 	return rc == ZSESSIONEXPIRED || rc == ZCLOSING || rc == ZINVALIDSTATE;
 }
@@ -95,7 +95,7 @@ zcore_session_error(int rc)
  * change may have taken effect).  Every other answer is a definite one.
  */
 bool
-zcore_outcome_unknown(int rc)
+zc_core_outcome_unknown(int rc)
 {
 	return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZRUNTIMEINCONSISTENCY ||
 		rc == ZMARSHALLINGERROR;
@@ -107,34 +107,34 @@ zcore_outcome_unknown(int rc)
  * after the request was sent.  Connection and session errors do not.
  */
 bool
-zcore_leader_answered(int rc)
+zc_core_leader_answered(int rc)
 {
 	return rc == ZOK || rc == ZNONODE || rc == ZNODEEXISTS || rc == ZBADVERSION ||
 		rc == ZNOAUTH || rc == ZNOTEMPTY;
 }
 
 void
-zcore_note_proof(ZklCore *c, int64_t sent_at)
+zc_core_note_proof(ZklCore *c, int64_t sent_at)
 {
 	c->env->proof_note(c->env->arg, sent_at, c->t->session_id);
 }
 
 /* A write of slot s was answered with rc: maybe a fresher commit proof. */
 void
-zcore_note_write_reply(ZklCore *c, const ZklSlot *s, int rc)
+zc_core_note_write_reply(ZklCore *c, const ZklSlot *s, int rc)
 {
-	if (zcore_leader_answered(rc))
-		zcore_note_proof(c, s->zk.sent_at);
+	if (zc_core_leader_answered(rc))
+		zc_core_note_proof(c, s->zk.sent_at);
 }
 
 void
-zcore_free_slot(ZklCore *c, ZklSlot *s)
+zc_core_free_slot(ZklCore *c, ZklSlot *s)
 {
-	zkt_free(c->t, s);
+	zc_table_free(c->t, s);
 }
 
 void
-zcore_wake(ZklCore *c, ZklSlot *s)
+zc_core_wake(ZklCore *c, ZklSlot *s)
 {
 	if (!s->own.abandoned && s->req.owner_procno >= 0)
 		c->env->wake(c->env->arg, s);
@@ -146,28 +146,28 @@ zcore_wake(ZklCore *c, ZklSlot *s)
  * under a lock it no longer has; its transaction can no longer commit.
  */
 void
-zcore_lose_slot(ZklCore *c, ZklSlot *s)
+zc_core_lose_slot(ZklCore *c, ZklSlot *s)
 {
 	bool		held = s->zstate == ZKS_HELD;
 
-	zks_move(s, ZKS_GONE);
+	zc_slot_move(s, ZKS_GONE);
 	if (held)
-		zcoh_node_lost(zcore_cohort_of(c), s);	/* every local holder through that node */
+		zc_cohort_node_lost(zc_core_cohort_of(c), s);	/* every local holder through that node */
 	if (s->own.abandoned)
 	{
-		zcore_free_slot(c, s);
+		zc_core_free_slot(c, s);
 		return;
 	}
 	s->ans.result = ZKL_RESULT_LOST;
 	c->t->counters.lost++;
 	c->env->interrupt(c->env->arg, s);
-	zcore_wake(c, s);
+	zc_core_wake(c, s);
 }
 
 
 /* Tell the owner its request failed. */
 void
-zcore_fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate, const char *fmt,...)
+zc_core_fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate, const char *fmt,...)
 {
 	va_list		ap;
 
@@ -175,39 +175,39 @@ zcore_fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate, const c
 	vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
 	va_end(ap);
 	s->ans.sqlstate = sqlstate;
-	zks_move(s, zstate);
+	zc_slot_move(s, zstate);
 	if (s->ans.result == ZKL_RESULT_PENDING)
 		s->ans.result = ZKL_RESULT_FAILED;
 	if (sqlstate == ERR_DEADLOCK)
 		c->t->counters.deadlocks++;
-	zcore_wake(c, s);
+	zc_core_wake(c, s);
 	if (s->own.abandoned && zstate == ZKS_GONE)
-		zcore_free_slot(c, s);
+		zc_core_free_slot(c, s);
 }
 
 /* ZooKeeper refused us under the slot's root. */
 void
-zcore_deny_slot(ZklCore *c, ZklSlot *s)
+zc_core_deny_slot(ZklCore *c, ZklSlot *s)
 {
 	/* the backend adds the host's auth_info as the detail: a root may not fit errmsg */
-	zcore_fail_slot(c, s, ERR_PRIVILEGE, ZKS_GONE, "ZooKeeper denied access under zk_lock.root");
+	zc_core_fail_slot(c, s, ERR_PRIVILEGE, ZKS_GONE, "ZooKeeper denied access under zk_lock.root");
 	c->env->denied(c->env->arg, s);
 }
 
 /*
  * A waiter's read answered with a session error: a leader closing the
  * session answers so at once, and an election may undo the close, so the
- * read cannot be left for zcore_session_lost() alone.  Nothing is watched;
+ * read cannot be left for zc_core_session_lost() alone.  Nothing is watched;
  * the queue is read again in a second (plan_recheck), unless the session's
  * end re-queues the request first.
  */
 void
-zcore_read_again_later(ZklCore *c, ZklSlot *s)
+zc_core_read_again_later(ZklCore *c, ZklSlot *s)
 {
 	s->watch[0] = '\0';
 	s->zk.watch_sole = false;
 	s->zk.todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
-	s->zk.delayed_until = zcore_mono(c) + LOOK_AGAIN_US;
+	s->zk.delayed_until = zc_core_mono(c) + LOOK_AGAIN_US;
 }
 
 /*
@@ -216,9 +216,9 @@ zcore_read_again_later(ZklCore *c, ZklSlot *s)
  * refused create does, and gives its place up.
  */
 void
-zcore_read_refused(ZklCore *c, ZklSlot *s, int rc)
+zc_core_read_refused(ZklCore *c, ZklSlot *s, int rc)
 {
-	zcore_fail_slot(c, s, rc == ZNOAUTH ? ERR_PRIVILEGE : c->env->rc_sqlstate(rc), ZKS_DELETING,
+	zc_core_fail_slot(c, s, rc == ZNOAUTH ? ERR_PRIVILEGE : c->env->rc_sqlstate(rc), ZKS_DELETING,
 			  "could not read the ZooKeeper lock queue of key node %s: %s", s->key,
 			  c->env->rc_text(rc));
 	s->zk.todo = ZKT_DELETE;
@@ -231,7 +231,7 @@ zcore_read_refused(ZklCore *c, ZklSlot *s, int rc)
  * its only blocker.
  */
 void
-zcore_forget_place(ZklSlot *s)
+zc_core_forget_place(ZklSlot *s)
 {
 	s->watch[0] = '\0';
 	s->zk.watch_sole = false;
@@ -243,40 +243,40 @@ zcore_forget_place(ZklSlot *s)
 
 /* Put a request back at the start, as a fresh request. */
 void
-zcore_requeue(ZklCore *c, ZklSlot *s)
+zc_core_requeue(ZklCore *c, ZklSlot *s)
 {
 	c->env->new_uuid(c->env->arg, s->uuid);
-	zks_move(s, ZKS_NEW);
-	s->req.queued_at = zcore_wall(c);
+	zc_slot_move(s, ZKS_NEW);
+	s->req.queued_at = zc_core_wall(c);
 	s->zk.todo = 0;
 	s->zk.retries = 0;
 	s->zk.key_denied = false;
 	s->node[0] = '\0';
 	s->zk.try_until = 0;			/* a new node, a new wait */
-	zcore_forget_place(s);
-	zcoh_new_node(s);
+	zc_core_forget_place(s);
+	zc_cohort_new_node(s);
 	s->req.attempt = ++c->t->next_attempt;
 	s->req.ticket = s->req.attempt;
 }
 
 /* Our node is gone: start over, or end if the owner is gone too. */
 void
-zcore_start_over(ZklCore *c, ZklSlot *s)
+zc_core_start_over(ZklCore *c, ZklSlot *s)
 {
 	if (s->own.abandoned)
 	{
-		zks_move(s, ZKS_GONE);
-		zcore_free_slot(c, s);
+		zc_slot_move(s, ZKS_GONE);
+		zc_core_free_slot(c, s);
 	}
 	else
-		zcore_requeue(c, s);
+		zc_core_requeue(c, s);
 }
 
 /* A multi-key request's member cannot have its group's one place: the request fails. */
 void
-zcore_fail_place(ZklCore *c, ZklSlot *s)
+zc_core_fail_place(ZklCore *c, ZklSlot *s)
 {
-	zcore_fail_slot(c, s, ERR_SERIALIZATION, ZKS_GONE,
+	zc_core_fail_slot(c, s, ERR_SERIALIZATION, ZKS_GONE,
 			  "zk_lock lost the queue place of one key of a multi-key request (its node was deleted)");
 }
 
@@ -288,7 +288,7 @@ zcore_fail_place(ZklCore *c, ZklSlot *s)
  * stand behind them on this key only.  It fails, to be retried whole.
  */
 void
-zcore_lost_place(ZklCore *c, ZklSlot *s)
+zc_core_lost_place(ZklCore *c, ZklSlot *s)
 {
 	int			i;
 
@@ -298,38 +298,38 @@ zcore_lost_place(ZklCore *c, ZklSlot *s)
 
 		if (o->req.group == s->req.group && o->zstate != ZKS_FREE && o->ans.result == ZKL_RESULT_PENDING)
 		{
-			zcore_fail_place(c, s);
+			zc_core_fail_place(c, s);
 			return;
 		}
 	}
-	zcore_start_over(c, s);
+	zc_core_start_over(c, s);
 }
 
 /*
  * A read says our node is not there, but the server that answered may be
  * behind: a new handle on the same session (a restarted worker's) can reach
  * one that has not applied our create yet.  Look the node up by its uuid
- * after a sync (ZKS_RECOVER) before giving its place up (zcore_lost_place).
+ * after a sync (ZKS_RECOVER) before giving its place up (zc_core_lost_place).
  */
 void
-zcore_node_not_seen(ZklSlot *s)
+zc_core_node_not_seen(ZklSlot *s)
 {
-	zcore_forget_place(s);
-	zcoh_new_node(s);			/* what cohort.c knew or asked of it is void, as on requeue */
+	zc_core_forget_place(s);
+	zc_cohort_new_node(s);			/* what cohort.c knew or asked of it is void, as on requeue */
 	s->zk.todo = 0;
-	zks_move(s, ZKS_RECOVER);
+	zc_slot_move(s, ZKS_RECOVER);
 }
 
 /*
  * Connected again (the same session, perhaps through another server).
  * Holders committing meanwhile wait for this.  A grant that waited for a
- * barrier read (zcore_watch_event) cannot rely on it now: the new server
+ * barrier read (zc_core_watch_event) cannot rely on it now: the new server
  * may not have applied the change the event announced, nor will it resend
  * the presence list's event from the same transaction.  Read the queue
  * instead.
  */
 void
-zcore_reconnected(ZklCore *c)
+zc_core_reconnected(ZklCore *c)
 {
 	int			i;
 
@@ -337,20 +337,20 @@ zcore_reconnected(ZklCore *c)
 	 * Child events for what changed meanwhile come one round trip later:
 	 * until a listing says who queued behind, nothing is handed over.
 	 */
-	zcoh_disarm(zcore_cohort_of(c));
+	zc_cohort_disarm(zc_core_cohort_of(c));
 
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *s = &c->t->slots[i];
 
 		if (s->zstate == ZKS_HELD)
-			zcore_wake(c, s);
+			zc_core_wake(c, s);
 		if (s->zk.todo & ZKT_BARRIER)
 			s->zk.todo = (s->zk.todo & ~ZKT_BARRIER) | ZKT_CHILDREN;
 	}
 }
 
-/* One slot's part of zcore_session_lost(). */
+/* One slot's part of zc_core_session_lost(). */
 static void
 forget_node(ZklCore *c, ZklSlot *s)
 {
@@ -361,27 +361,27 @@ forget_node(ZklCore *c, ZklSlot *s)
 		case ZKS_RECOVERING:
 		case ZKS_QUEUED:
 			if (s->own.abandoned)
-				zcore_free_slot(c, s);
+				zc_core_free_slot(c, s);
 			else if (s->ans.result != ZKL_RESULT_PENDING)
-				zks_move(s, ZKS_GONE);	/* failed, its node kept to be found: gone with the session */
+				zc_slot_move(s, ZKS_GONE);	/* failed, its node kept to be found: gone with the session */
 			else
-				zcore_requeue(c, s);
+				zc_core_requeue(c, s);
 			break;
 		case ZKS_HELD:
-			zcore_lose_slot(c, s);
+			zc_core_lose_slot(c, s);
 			break;
 		case ZKS_DELETING:
 		case ZKS_LINGER:
-			zks_move(s, ZKS_GONE);
+			zc_slot_move(s, ZKS_GONE);
 			if (s->own.abandoned)
-				zcore_free_slot(c, s);
+				zc_core_free_slot(c, s);
 			break;
 		case ZKS_COHORT:
 			/* its holder's node went too: queue again, in ZooKeeper */
 			if (s->own.abandoned)
-				zcore_free_slot(c, s);
+				zc_core_free_slot(c, s);
 			else
-				zcore_requeue(c, s);
+				zc_core_requeue(c, s);
 			break;
 		default:
 			break;
@@ -394,7 +394,7 @@ forget_node(ZklCore *c, ZklSlot *s)
  * have lost their locks and must not commit.
  */
 void
-zcore_session_lost(ZklCore *c)
+zc_core_session_lost(ZklCore *c)
 {
 	int			i;
 
@@ -406,7 +406,7 @@ zcore_session_lost(ZklCore *c)
 
 /* A new handle has nothing in flight. */
 void
-zcore_new_handle(ZklCore *c)
+zc_core_new_handle(ZklCore *c)
 {
 	c->writes_in_flight = 0;
 	c->proof_in_flight = false;
@@ -419,11 +419,11 @@ zcore_new_handle(ZklCore *c)
  * previous one; it resumes the same session, so redo what may be lost.
  */
 void
-zcore_worker_restarted(ZklCore *c)
+zc_core_worker_restarted(ZklCore *c)
 {
 	int			i;
 
-	zcoh_forget_watches(zcore_cohort_of(c));
+	zc_cohort_forget_watches(zc_core_cohort_of(c));
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *s = &c->t->slots[i];
@@ -432,7 +432,7 @@ zcore_worker_restarted(ZklCore *c)
 		{
 			case ZKS_CREATING:
 			case ZKS_RECOVERING:
-				zks_move(s, ZKS_RECOVER);
+				zc_slot_move(s, ZKS_RECOVER);
 				break;
 			case ZKS_QUEUED:
 				s->zk.todo |= ZKT_CHILDREN;
@@ -454,13 +454,13 @@ zcore_worker_restarted(ZklCore *c)
 /* ---- replies ---- */
 
 void
-zcore_write_sent(ZklCore *c)
+zc_core_write_sent(ZklCore *c)
 {
 	c->writes_in_flight++;
 }
 
 void
-zcore_write_answered(ZklCore *c)
+zc_core_write_answered(ZklCore *c)
 {
 	c->writes_in_flight = CORE_MAX(c->writes_in_flight - 1, 0);
 }
@@ -480,26 +480,26 @@ zcore_write_answered(ZklCore *c)
  * no holder, and it ends within zk_lock.lock_delay.
  */
 void
-zcore_grant(ZklCore *c, ZklSlot *s)
+zc_core_grant(ZklCore *c, ZklSlot *s)
 {
 	int64_t		until;
 
 	/* a watch event seen before this answer asks for nothing more */
 	s->zk.todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
-	if (s->ans.result == ZKL_RESULT_PENDING && c->env->grants_paused(c->env->arg, zcore_mono(c), &until))
+	if (s->ans.result == ZKL_RESULT_PENDING && c->env->grants_paused(c->env->arg, zc_core_mono(c), &until))
 	{
 		s->zk.delayed_until = until;
 		return;
 	}
-	zks_move(s, ZKS_HELD);
+	zc_slot_move(s, ZKS_HELD);
 	if (s->ans.result == ZKL_RESULT_PENDING)
 	{
 		s->ans.session_id = c->t->session_id;
 		__atomic_thread_fence(__ATOMIC_RELEASE);	/* the owner reads it after the result, unlocked */
 		s->ans.result = ZKL_RESULT_GRANTED;
-		s->ans.granted_at = zcore_wall(c);
+		s->ans.granted_at = zc_core_wall(c);
 		c->t->counters.grants++;
-		zcore_wake(c, s);
+		zc_core_wake(c, s);
 	}
 }
 
@@ -508,25 +508,25 @@ zcore_grant(ZklCore *c, ZklSlot *s)
 static void
 host_grant(void *arg, ZklSlot *s)
 {
-	zcore_grant((ZklCore *) arg, s);
+	zc_core_grant((ZklCore *) arg, s);
 }
 
 static void
 host_lose(void *arg, ZklSlot *s)
 {
-	zcore_lose_slot((ZklCore *) arg, s);
+	zc_core_lose_slot((ZklCore *) arg, s);
 }
 
 static void
 host_requeue(void *arg, ZklSlot *s)
 {
-	zcore_requeue((ZklCore *) arg, s);
+	zc_core_requeue((ZklCore *) arg, s);
 }
 
 static void
 host_wake(void *arg, ZklSlot *s)
 {
-	zcore_wake((ZklCore *) arg, s);
+	zc_core_wake((ZklCore *) arg, s);
 }
 
 static bool
@@ -540,7 +540,7 @@ host_grants_paused(void *arg, int64_t at)
 
 /* c's hand-over state, with its table and our steps filled in. */
 ZklCohort *
-zcore_cohort_of(ZklCore *c)
+zc_core_cohort_of(ZklCore *c)
 {
 	c->cohort_host.arg = c;
 	c->cohort_host.grant = host_grant;

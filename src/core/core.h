@@ -4,10 +4,10 @@
  * means for it (granted, failed, lost, queued again).
  *
  * Events in: the host (the worker process, worker.c; or the simulator,
- * test/sim) calls zcore_plan() to learn the calls owed, sends them, and
+ * test/sim) calls zc_core_plan() to learn the calls owed, sends them, and
  * hands every reply and watch event back through the zcore_*_reply and
  * zcore_*_event functions, all under the slot-table lock.  Actions out: the
- * planned ops (zcore_op), and the host hooks in ZklCoreEnv (wake an owner,
+ * planned ops (ZklOp), and the host hooks in ZklCoreEnv (wake an owner,
  * interrupt it, note a commit proof, ...).  ZooKeeper result codes are
  * those of <zookeeper/zookeeper.h>; nothing of that library is called here.
  */
@@ -28,17 +28,17 @@ typedef enum ZklOpKind
 	OP_STAT,					/* exists(slot->node): owner and token */
 	OP_VERIFY,					/* a check of slot->node inside a multi (through the leader) */
 	OP_BARRIER,					/* exists(slot->node), then grant */
-	OP_UNMARK					/* setData(slot->node): zcore_node_data(), the mark gone */
+	OP_UNMARK					/* setData(slot->node): zc_core_node_data(), the mark gone */
 } ZklOpKind;
 
 typedef struct ZklOp
 {
 	int			idx;			/* slot */
-	uint64_t	attempt;		/* slot's attempt when planned: zcore_tag() */
+	uint64_t	attempt;		/* slot's attempt when planned: zc_core_tag() */
 	ZklOpKind	kind;
 	bool		parents;		/* create root and key nodes first */
 	bool		solo;			/* not in a multi: it was rolled back in one */
-	bool		batched;		/* goes inside a multi (zcore_next_batch) */
+	bool		batched;		/* goes inside a multi (zc_core_next_batch) */
 } ZklOp;
 
 /* Hooks the host provides.  arg is passed back to each. */
@@ -78,9 +78,9 @@ typedef struct ZklCore
 	bool	   *held;			/* nslots */
 	ZklCohort	cohort;			/* local hand-over: host sets its settings (cohort.h) */
 
-	int			nops;			/* planned by the last zcore_plan() */
+	int			nops;			/* planned by the last zc_core_plan() */
 	int			writes_in_flight;	/* creates, deletes and multis unanswered */
-	bool		proof_due;		/* zcore_plan: send a proof request now */
+	bool		proof_due;		/* zc_core_plan: send a proof request now */
 	bool		proof_in_flight;
 	int64_t		deadlock_at;	/* wall: the next search for a local deadlock, at the earliest */
 	int64_t		proof_sent;		/* mono */
@@ -98,24 +98,24 @@ typedef struct ZklCore
 #define ZKL_TAG_IDX_BITS	20
 /* The tag of a key's child watch: no slot's (attempts start at 1); routed by path. */
 #define ZKL_KEY_WATCH_TAG	0
-extern uint64_t zcore_tag(int idx, uint64_t attempt);
-extern int	zcore_tag_idx(uint64_t tag);
+extern uint64_t zc_core_tag(int idx, uint64_t attempt);
+extern int	zc_core_tag_idx(uint64_t tag);
 
 /* The request may or may not have been applied: its reply was lost. */
-extern bool zcore_outcome_unknown(int rc);
+extern bool zc_core_outcome_unknown(int rc);
 
 /* The slot's key node and a child of it, as full paths. */
 #define ZKL_PATH_LEN		2048
-extern void zcore_key_path(const ZklTable *t, const ZklSlot *s, char *out);
-extern void zcore_child_path(const ZklTable *t, const ZklSlot *s, const char *name, char *out);
+extern void zc_core_key_path(const ZklTable *t, const ZklSlot *s, char *out);
+extern void zc_core_child_path(const ZklTable *t, const ZklSlot *s, const char *name, char *out);
 
 /* The host sent (or failed to send) a write: creates, deletes, multis. */
-extern void zcore_write_sent(ZklCore *c);
+extern void zc_core_write_sent(ZklCore *c);
 
 /* Session events. */
-extern void zcore_session_lost(ZklCore *c);	/* every node is gone */
-extern void zcore_reconnected(ZklCore *c);	/* same session, maybe another server */
-extern void zcore_new_handle(ZklCore *c);	/* nothing is in flight any more */
-extern void zcore_worker_restarted(ZklCore *c); /* a previous worker's calls may be lost */
+extern void zc_core_session_lost(ZklCore *c);	/* every node is gone */
+extern void zc_core_reconnected(ZklCore *c);	/* same session, maybe another server */
+extern void zc_core_new_handle(ZklCore *c);	/* nothing is in flight any more */
+extern void zc_core_worker_restarted(ZklCore *c); /* a previous worker's calls may be lost */
 
 #endif

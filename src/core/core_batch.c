@@ -64,7 +64,7 @@ group_ops(const ZklCore *c, int i, const int *members, int n, int *grp)
  * takes its place in one key's queue only).
  */
 bool
-zcore_batch_wanted(const ZklCore *c)
+zc_core_batch_wanted(const ZklCore *c)
 {
 	int			eligible = 0;
 	int			i;
@@ -91,14 +91,14 @@ zcore_batch_wanted(const ZklCore *c)
  * strictly greater than the one before.
  */
 int
-zcore_next_batch(ZklCore *c, int *members)
+zc_core_next_batch(ZklCore *c, int *members)
 {
 	int			n = 0;
 	int			i;
 	int			j;
 
 	/* the usual light-load case, one op: no multi */
-	if (!zcore_batch_wanted(c))
+	if (!zc_core_batch_wanted(c))
 		return 0;
 	/*
 	 * A multi-key request's creates never go one by one, nor split: each

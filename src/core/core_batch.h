@@ -14,7 +14,7 @@
  * multi).  Call until it returns 0, then send the ops not batched one by one.
  */
 #define ZKL_BATCH_MAX	32
-extern bool zcore_batch_wanted(const ZklCore *c);
-extern int	zcore_next_batch(ZklCore *c, int *members);
+extern bool zc_core_batch_wanted(const ZklCore *c);
+extern int	zc_core_next_batch(ZklCore *c, int *members);
 
 #endif

@@ -15,7 +15,7 @@ same_owner(const ZklSlot *a, const ZklSlot *b)
 }
 
 bool
-zcore_same_key_owner(const ZklSlot *o, const ZklSlot *s)
+zc_core_same_key_owner(const ZklSlot *o, const ZklSlot *s)
 {
 	return o != s && o->zstate != ZKS_FREE && same_owner(o, s) && strcmp(o->key, s->key) == 0;
 }
@@ -33,9 +33,9 @@ holds_sharing(const ZklCore *c, const ZklSlot *s)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o->zstate == ZKS_HELD && !zkk_conflict(o->req.mode, o->req.mode) &&
-			zkk_conflict(s->req.mode, o->req.mode) && !o->own.abandoned &&
-			zcore_same_key_owner(o, s))
+		if (o->zstate == ZKS_HELD && !zc_kind_conflict(o->req.mode, o->req.mode) &&
+			zc_kind_conflict(s->req.mode, o->req.mode) && !o->own.abandoned &&
+			zc_core_same_key_owner(o, s))
 			return true;
 	}
 	return false;
@@ -68,20 +68,20 @@ upgrade_deadlock(const ZklCore *c, const ZklSlot *s)
 
 /* How often a waiter with nothing in flight re-reads its queue. */
 long
-zcore_recheck_ms(const ZklCore *c)
+zc_core_recheck_ms(const ZklCore *c)
 {
 	return CORE_MAX(1000, c->t->negotiated_timeout / 2);
 }
 
 /* A try-lock never queues: take its node away at once. */
 void
-zcore_refuse_try(ZklCore *c, ZklSlot *s)
+zc_core_refuse_try(ZklCore *c, ZklSlot *s)
 {
 	if (s->ans.result == ZKL_RESULT_PENDING)
 		s->ans.result = ZKL_RESULT_NOT_GRANTED;
-	zks_move(s, ZKS_DELETING);
+	zc_slot_move(s, ZKS_DELETING);
 	s->zk.todo = ZKT_DELETE;
-	zcore_wake(c, s);
+	zc_core_wake(c, s);
 }
 
 
@@ -89,7 +89,7 @@ zcore_refuse_try(ZklCore *c, ZklSlot *s)
 
 /* Whether the owner's data can carry the mark: a JSON object with room for it. */
 bool
-zcore_data_markable(const char *data)
+zc_core_data_markable(const char *data)
 {
 	size_t		n = strlen(data);
 
@@ -99,11 +99,11 @@ zcore_data_markable(const char *data)
 }
 
 void
-zcore_node_data(const ZklSlot *s, char *out)
+zc_core_node_data(const ZklSlot *s, char *out)
 {
 	size_t		n = strlen(s->data);
 
-	if (s->coh.may_linger && zcore_data_markable(s->data))
+	if (s->coh.may_linger && zc_core_data_markable(s->data))
 		snprintf(out, ZKL_NODE_DATA_LEN, "%.*s%s%s", (int) (n - 1), s->data,
 				 n > 2 ? "," : "", LINGER_MARK);
 	else
@@ -111,7 +111,7 @@ zcore_node_data(const ZklSlot *s, char *out)
 }
 
 bool
-zcore_data_lingers(const char *data, int len)
+zc_core_data_lingers(const char *data, int len)
 {
 	int			k = (int) strlen(LINGER_MARK);
 
@@ -122,19 +122,19 @@ zcore_data_lingers(const char *data, int len)
  * A try-lock whose only blocker is an exclusive node of another backend at
  * the head of the queue: that node may be lingering (no holder).  Then it
  * waits, reading the node's data with a watch (wait_behind), until the node
- * goes (granted), its data says it is held (zcore_watch_set_reply), or
+ * goes (granted), its data says it is held (zc_core_watch_set_reply), or
  * try_until: LINGER_WAIT_RTTS of the round trip of the listing that found
  * it, within [LINGER_WAIT_MIN_MS, LINGER_WAIT_MAX_MS].
  */
 static bool
 linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, int nmine)
 {
-	int64_t		now = zcore_mono(c);
-	int64_t		rtt = CORE_MAX(zcore_wall(c) - s->zk.checked_at, 0);
+	int64_t		now = zc_core_mono(c);
+	int64_t		rtt = CORE_MAX(zc_core_wall(c) - s->zk.checked_at, 0);
 
-	if (zkk_counted(s->req.mode) || s->req.group != 0 || !zkk_alone(kids[watch].mode) ||
-		!zkr_sole_blocker(kids, own, watch, c->mine, c->held, nmine) ||
-		zkr_foreign_ahead(kids, own, c->mine, nmine) != 1)
+	if (zc_kind_counted(s->req.mode) || s->req.group != 0 || !zc_kind_alone(kids[watch].mode) ||
+		!zc_recipe_sole_blocker(kids, own, watch, c->mine, c->held, nmine) ||
+		zc_recipe_foreign_ahead(kids, own, c->mine, nmine) != 1)
 		return false;
 	if (s->zk.try_until == 0)
 		s->zk.try_until = now + CORE_MIN(CORE_MAX(LINGER_WAIT_RTTS * rtt,
@@ -145,9 +145,9 @@ linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, in
 
 
 bool
-zcore_listing_watches(const ZklCore *c, const ZklSlot *s)
+zc_core_listing_watches(const ZklCore *c, const ZklSlot *s)
 {
-	return zcoh_listing_watches(&c->cohort, s);
+	return zc_cohort_listing_watches(&c->cohort, s);
 }
 
 /* Queue behind children[watch]: set the watch, unless it is an upgrade deadlock or a try. */
@@ -159,7 +159,7 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, in
 	if (!s->req.nowait && (other = upgrade_deadlock(c, s)) != 0)
 	{
 		/* give up our place; our owner's abort releases its shared lock too */
-		zcore_fail_slot(c, s, ERR_DEADLOCK, ZKS_DELETING,
+		zc_core_fail_slot(c, s, ERR_DEADLOCK, ZKS_DELETING,
 				  "deadlock detected: processes %d and %d both hold a zk_lock shared and wait to make it exclusive",
 				  s->req.owner_pid, other);
 		s->zk.todo = ZKT_DELETE;
@@ -167,23 +167,23 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, in
 	}
 	if (s->req.nowait && !linger_wait(c, s, kids, own, watch, nmine))
 	{
-		zcore_refuse_try(c, s);
+		zc_core_refuse_try(c, s);
 		return;
 	}
-	zcore_copy_name(s->watch, sizeof(s->watch), kids[watch].name);
-	s->zk.watch_sole = zkr_sole_blocker(kids, own, watch, c->mine, c->held, nmine);
+	zc_core_copy_name(s->watch, sizeof(s->watch), kids[watch].name);
+	s->zk.watch_sole = zc_recipe_sole_blocker(kids, own, watch, c->mine, c->held, nmine);
 	/* granted when the watched node goes: alone at the head only if it was the one other */
-	s->zk.at_head = s->zk.watch_sole && zkr_foreign_ahead(kids, own, c->mine, nmine) == 1;
+	s->zk.at_head = s->zk.watch_sole && zc_recipe_foreign_ahead(kids, own, c->mine, nmine) == 1;
 	s->zk.first = own == 1;		/* likewise, with the backend's own nodes counted */
-	s->zk.clear = zkr_alone_ahead(kids, own) == zkk_alone(kids[watch].mode);
+	s->zk.clear = zc_recipe_alone_ahead(kids, own) == zc_kind_alone(kids[watch].mode);
 	s->zk.todo |= ZKT_WATCH;
-	if (zcore_wall(c) - s->req.requested_at >= (int64_t) zcore_recheck_ms(c) * 1000)
+	if (zc_core_wall(c) - s->req.requested_at >= (int64_t) zc_core_recheck_ms(c) * 1000)
 		c->env->suspect(c->env->arg, s, s->watch);
 }
 
 /* Run the recipe on a children listing. */
 void
-zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
+zc_core_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 {
 	int			nmine = 0;
 	int			own;
@@ -200,7 +200,7 @@ zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 		const ZklSlot *o = &c->t->slots[i];
 
 		/* a node local readers ride with (cohort.c) is not one backend's */
-		if (zcore_same_key_owner(o, s) && !zcoh_ridden_by_others(zcore_cohort_of(c), o, s))
+		if (zc_core_same_key_owner(o, s) && !zc_cohort_ridden_by_others(zc_core_cohort_of(c), o, s))
 		{
 			/* one given up no longer holds (a node kept for a hand-over: cohort.c) */
 			c->held[nmine] = o->zstate == ZKS_HELD && !o->own.abandoned;
@@ -208,17 +208,17 @@ zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 		}
 	}
 
-	switch (zkr_decide(kids, n, s->uuid, c->mine, c->held, nmine, &own, &watch))
+	switch (zc_recipe_decide(kids, n, s->uuid, c->mine, c->held, nmine, &own, &watch))
 	{
 		case ZKR_ABSENT:
 			/* our node was removed behind our back, or this server is behind */
-			zcore_node_not_seen(s);
+			zc_core_node_not_seen(s);
 			break;
 		case ZKR_GRANT:
-			s->zk.at_head = zkr_foreign_ahead(kids, own, c->mine, nmine) == 0;
+			s->zk.at_head = zc_recipe_foreign_ahead(kids, own, c->mine, nmine) == 0;
 			s->zk.first = own == 0;
-			s->zk.clear = zkr_alone_ahead(kids, own) == 0;
-			zcore_grant(c, s);
+			s->zk.clear = zc_recipe_alone_ahead(kids, own) == 0;
+			zc_core_grant(c, s);
 			break;
 		case ZKR_WAIT:
 			wait_behind(c, s, kids, own, watch, nmine);
@@ -241,7 +241,7 @@ zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 static bool
 sem_sibling(const ZklSlot *o, const ZklSlot *s)
 {
-	return o->zstate == ZKS_QUEUED && zkk_counted(o->req.mode) && !o->own.abandoned &&
+	return o->zstate == ZKS_QUEUED && zc_kind_counted(o->req.mode) && !o->own.abandoned &&
 		o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0;
 }
 
@@ -253,33 +253,33 @@ sem_decide(ZklCore *c, ZklSlot *o, bool reader, const ZkrChild *kids, int n)
 	int			other;
 	int			i;
 
-	switch (zkr_decide_semaphore(kids, n, o->uuid, &own, &other))
+	switch (zc_recipe_decide_semaphore(kids, n, o->uuid, &own, &other))
 	{
 		case ZKR_ABSENT:
 			/* the reader's node is gone; another's may postdate the read: it reads itself */
 			if (reader)
-				zcore_start_over(c, o);
+				zc_core_start_over(c, o);
 			else
 				o->zk.todo |= ZKT_CHILDREN;
 			break;
 		case ZKR_MISMATCH:
-			zcore_fail_slot(c, o, ERR_BAD_PARAM, ZKS_DELETING,
+			zc_core_fail_slot(c, o, ERR_BAD_PARAM, ZKS_DELETING,
 					  "zk_semaphore holders %d differ from %d of a live request on the same key",
 					  o->req.holders, other);
 			o->zk.todo = ZKT_DELETE;
 			break;
 		case ZKR_GRANT:
-			zcore_grant(c, o);
+			zc_core_grant(c, o);
 			break;
 		case ZKR_WAIT:
 			if (o->req.nowait)
 			{
-				zcore_refuse_try(c, o);
+				zc_core_refuse_try(c, o);
 				break;
 			}
-			o->zk.todo &= ~ZKT_CHILDREN;	/* this listing is that read (see zcore_sem_event) */
+			o->zk.todo &= ~ZKT_CHILDREN;	/* this listing is that read (see zc_core_sem_event) */
 			/* a node of ours that no request owns would hold its place for the session's life */
-			if (zcore_wall(c) - o->req.requested_at >= (int64_t) zcore_recheck_ms(c) * 1000)
+			if (zc_core_wall(c) - o->req.requested_at >= (int64_t) zc_core_recheck_ms(c) * 1000)
 				for (i = 0; i < own; i++)
 					c->env->suspect(c->env->arg, o, kids[i].name);
 			break;
@@ -292,9 +292,9 @@ sem_decide(ZklCore *c, ZklSlot *o, bool reader, const ZkrChild *kids, int n)
  * client before the reply of any read the server answers after the change.
  */
 void
-zcore_sem_listing(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
+zc_core_sem_listing(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 {
-	int64_t		now = zcore_wall(c);
+	int64_t		now = zc_core_wall(c);
 	int			i;
 
 	for (i = 0; i < c->t->nused; i++)
@@ -315,7 +315,7 @@ zcore_sem_listing(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
  * watch again), unless one is due to already.  Returns whether one does.
  */
 bool
-zcore_sem_reader(ZklCore *c, const ZklSlot *s)
+zc_core_sem_reader(ZklCore *c, const ZklSlot *s)
 {
 	ZklSlot    *reader = NULL;
 	int			i;
@@ -341,7 +341,7 @@ zcore_sem_reader(ZklCore *c, const ZklSlot *s)
  * waiter reads it.  Returns whether the path was a semaphore key of ours.
  */
 bool
-zcore_sem_event(ZklCore *c, const char *path)
+zc_core_sem_event(ZklCore *c, const char *path)
 {
 	int			i;
 
@@ -350,12 +350,12 @@ zcore_sem_event(ZklCore *c, const char *path)
 		ZklSlot    *o = &c->t->slots[i];
 		char		key_path[ZKL_PATH_LEN];
 
-		if (o->zstate == ZKS_FREE || !zkk_counted(o->req.mode))
+		if (o->zstate == ZKS_FREE || !zc_kind_counted(o->req.mode))
 			continue;
-		zcore_key_path(c->t, o, key_path);
+		zc_core_key_path(c->t, o, key_path);
 		if (strcmp(key_path, path) == 0)
 		{
-			(void) zcore_sem_reader(c, o);
+			(void) zc_core_sem_reader(c, o);
 			return true;
 		}
 	}
@@ -368,7 +368,7 @@ zcore_sem_event(ZklCore *c, const char *path)
  * (its turn is now) unless another waiter's read is due already.
  */
 void
-zcore_sem_delay_over(ZklCore *c, ZklSlot *s)
+zc_core_sem_delay_over(ZklCore *c, ZklSlot *s)
 {
 	bool		due = false;
 	int			i;
@@ -390,7 +390,7 @@ zcore_sem_delay_over(ZklCore *c, ZklSlot *s)
 
 /* A semaphore waiter's periodic re-read, or another's read just planned, counts for all. */
 void
-zcore_sem_checked(ZklCore *c, const ZklSlot *s, int64_t now)
+zc_core_sem_checked(ZklCore *c, const ZklSlot *s, int64_t now)
 {
 	int			i;
 

@@ -13,7 +13,7 @@
  * semaphore's (its waiters' wake-up), and that of an exclusive lock's holder
  * while local hand-over is on (cohort.c: who queues behind our node).
  */
-extern bool zcore_listing_watches(const ZklCore *c, const ZklSlot *s);
+extern bool zc_core_listing_watches(const ZklCore *c, const ZklSlot *s);
 
 /*
  * A node's data: the owner's (slot->data), with the linger mark when the
@@ -22,7 +22,7 @@ extern bool zcore_listing_watches(const ZklCore *c, const ZklSlot *s);
  * (core.c, linger_wait) instead of answering false.
  */
 #define ZKL_NODE_DATA_LEN	(ZKL_DATA_LEN + 16)
-extern void zcore_node_data(const ZklSlot *s, char *out);
-extern bool zcore_data_lingers(const char *data, int len);
+extern void zc_core_node_data(const ZklSlot *s, char *out);
+extern bool zc_core_data_lingers(const char *data, int len);
 
 #endif

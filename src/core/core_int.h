@@ -57,44 +57,44 @@
 /* Node data with the mark ends so (JSON: the object's last member). */
 #define LINGER_MARK			"\"linger\":true}"
 
-extern ZklCohort * zcore_cohort_of(ZklCore *c);
-extern void zcore_copy_name(char *dst, size_t size, const char *src);
-extern bool zcore_data_markable(const char *data);
-extern void zcore_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n);
-extern void zcore_delete_result(ZklCore *c, ZklSlot *s, int rc);
-extern void zcore_deny_slot(ZklCore *c, ZklSlot *s);
-extern void zcore_fail_place(ZklCore *c, ZklSlot *s);
-extern void zcore_fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate,
+extern ZklCohort * zc_core_cohort_of(ZklCore *c);
+extern void zc_core_copy_name(char *dst, size_t size, const char *src);
+extern bool zc_core_data_markable(const char *data);
+extern void zc_core_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n);
+extern void zc_core_delete_result(ZklCore *c, ZklSlot *s, int rc);
+extern void zc_core_deny_slot(ZklCore *c, ZklSlot *s);
+extern void zc_core_fail_place(ZklCore *c, ZklSlot *s);
+extern void zc_core_fail_slot(ZklCore *c, ZklSlot *s, int sqlstate, ZklZkState zstate,
 							const char *fmt,...) __attribute__((format(printf, 5, 6)));
-extern void zcore_forget_place(ZklSlot *s);
-extern void zcore_free_slot(ZklCore *c, ZklSlot *s);
-extern void zcore_grant(ZklCore *c, ZklSlot *s);
-extern bool zcore_leader_answered(int rc);
-extern void zcore_lose_slot(ZklCore *c, ZklSlot *s);
-extern void zcore_lost_place(ZklCore *c, ZklSlot *s);
-extern int64_t zcore_mono(const ZklCore *c);
-extern long zcore_ms_until(int64_t now, int64_t then);
-extern void zcore_node_not_seen(ZklSlot *s);
-extern void zcore_note_proof(ZklCore *c, int64_t sent_at);
-extern void zcore_note_write_reply(ZklCore *c, const ZklSlot *s, int rc);
-extern void zcore_read_again_later(ZklCore *c, ZklSlot *s);
-extern void zcore_read_refused(ZklCore *c, ZklSlot *s, int rc);
-extern long zcore_recheck_ms(const ZklCore *c);
-extern void zcore_refuse_try(ZklCore *c, ZklSlot *s);
-extern ZklSlot * zcore_reply_slot(const ZklCore *c, uint64_t tag);
-extern void zcore_requeue(ZklCore *c, ZklSlot *s);
-extern bool zcore_same_key_owner(const ZklSlot *o, const ZklSlot *s);
-extern void zcore_sem_checked(ZklCore *c, const ZklSlot *s, int64_t now);
-extern void zcore_sem_delay_over(ZklCore *c, ZklSlot *s);
-extern bool zcore_sem_event(ZklCore *c, const char *path);
-extern void zcore_sem_listing(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n);
-extern bool zcore_sem_reader(ZklCore *c, const ZklSlot *s);
-extern bool zcore_session_error(int rc);
-extern void zcore_start_over(ZklCore *c, ZklSlot *s);
-extern ZklSlot * zcore_successor(const ZklCore *c, const ZklSlot *d);
-extern bool zcore_tell_successor(ZklCore *c, const ZklSlot *d);
-extern void zcore_wake(ZklCore *c, ZklSlot *s);
-extern int64_t zcore_wall(const ZklCore *c);
-extern void zcore_write_answered(ZklCore *c);
+extern void zc_core_forget_place(ZklSlot *s);
+extern void zc_core_free_slot(ZklCore *c, ZklSlot *s);
+extern void zc_core_grant(ZklCore *c, ZklSlot *s);
+extern bool zc_core_leader_answered(int rc);
+extern void zc_core_lose_slot(ZklCore *c, ZklSlot *s);
+extern void zc_core_lost_place(ZklCore *c, ZklSlot *s);
+extern int64_t zc_core_mono(const ZklCore *c);
+extern long zc_core_ms_until(int64_t now, int64_t then);
+extern void zc_core_node_not_seen(ZklSlot *s);
+extern void zc_core_note_proof(ZklCore *c, int64_t sent_at);
+extern void zc_core_note_write_reply(ZklCore *c, const ZklSlot *s, int rc);
+extern void zc_core_read_again_later(ZklCore *c, ZklSlot *s);
+extern void zc_core_read_refused(ZklCore *c, ZklSlot *s, int rc);
+extern long zc_core_recheck_ms(const ZklCore *c);
+extern void zc_core_refuse_try(ZklCore *c, ZklSlot *s);
+extern ZklSlot * zc_core_reply_slot(const ZklCore *c, uint64_t tag);
+extern void zc_core_requeue(ZklCore *c, ZklSlot *s);
+extern bool zc_core_same_key_owner(const ZklSlot *o, const ZklSlot *s);
+extern void zc_core_sem_checked(ZklCore *c, const ZklSlot *s, int64_t now);
+extern void zc_core_sem_delay_over(ZklCore *c, ZklSlot *s);
+extern bool zc_core_sem_event(ZklCore *c, const char *path);
+extern void zc_core_sem_listing(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n);
+extern bool zc_core_sem_reader(ZklCore *c, const ZklSlot *s);
+extern bool zc_core_session_error(int rc);
+extern void zc_core_start_over(ZklCore *c, ZklSlot *s);
+extern ZklSlot * zc_core_successor(const ZklCore *c, const ZklSlot *d);
+extern bool zc_core_tell_successor(ZklCore *c, const ZklSlot *d);
+extern void zc_core_wake(ZklCore *c, ZklSlot *s);
+extern int64_t zc_core_wall(const ZklCore *c);
+extern void zc_core_write_answered(ZklCore *c);
 
 #endif

@@ -54,13 +54,13 @@ plan_followup(ZklCore *c, int idx, int64_t now)
 		if (s->zk.todo & followups[i].bit)
 		{
 			s->zk.todo &= ~followups[i].clears;
-			if (followups[i].kind == OP_CHILDREN && zkk_counted(s->req.mode))
-				zcore_sem_checked(c, s, now);
+			if (followups[i].kind == OP_CHILDREN && zc_kind_counted(s->req.mode))
+				zc_core_sem_checked(c, s, now);
 			else if (followups[i].kind == OP_CHILDREN || followups[i].kind == OP_WATCH ||
 					 (followups[i].kind == OP_STAT && s->zk.own_check))
 				s->zk.checked_at = now;
 			if (followups[i].kind == OP_CHILDREN)
-				zcoh_listing_planned(s);
+				zc_cohort_listing_planned(s);
 			new_op(c, idx, followups[i].kind);
 			return true;
 		}
@@ -71,16 +71,16 @@ plan_followup(ZklCore *c, int idx, int64_t now)
 /*
  * A delete is being sent.  A local waiter behind its node needs no watch
  * event to learn of it: if that node was its only blocker, the delete's
- * reply grants it (zcore_delete_result); otherwise it reads its queue right
+ * reply grants it (zc_core_delete_result); otherwise it reads its queue right
  * behind the delete, in the same round trip (the server answers a session
  * in order, so the read sees the node gone).  Either way a hand-over inside
  * the cluster saves a round trip; the watch still fires later and finds the
  * lock held.  Returns whether a read was asked for.
  */
 bool
-zcore_tell_successor(ZklCore *c, const ZklSlot *d)
+zc_core_tell_successor(ZklCore *c, const ZklSlot *d)
 {
-	ZklSlot    *w = zcore_successor(c, d);
+	ZklSlot    *w = zc_core_successor(c, d);
 	int			i;
 
 	if (w == NULL || w->zk.watch_sole)
@@ -94,17 +94,17 @@ zcore_tell_successor(ZklCore *c, const ZklSlot *d)
 	 * backend has another node on the key (it may be ahead, and it blocks
 	 * the waiter).
 	 */
-	if (d->ans.result == ZKL_RESULT_GRANTED && zkk_alone(d->req.mode) && d->zk.at_head)
+	if (d->ans.result == ZKL_RESULT_GRANTED && zc_kind_alone(d->req.mode) && d->zk.at_head)
 	{
 		bool		sibling = false;
 
 		for (i = 0; i < c->t->nused && !sibling; i++)
-			sibling = zcore_same_key_owner(&c->t->slots[i], d);
+			sibling = zc_core_same_key_owner(&c->t->slots[i], d);
 		if (!sibling)
 		{
 			w->zk.watch_sole = true;
 			/* an exclusive waiter watches its immediate predecessor: then it is first */
-			w->zk.at_head = zkk_alone(w->req.mode);
+			w->zk.at_head = zc_kind_alone(w->req.mode);
 			w->zk.first = w->zk.at_head;
 			return false;
 		}
@@ -209,8 +209,8 @@ plan_send(ZklCore *c, int idx, Turn *turn)
 		c->t->counters.requests++;
 		s->zk.root_id = root_for(c, s, turn->old_roots);
 		s->zk.checked_at = turn->now;	/* the pipelined getChildren */
-		/* the create's data says so (zcore_node_data): a lookup adopts it as it was */
-		s->coh.may_linger = zcoh_marks_linger(zcore_cohort_of(c), s) && zcore_data_markable(s->data);
+		/* the create's data says so (zc_core_node_data): a lookup adopts it as it was */
+		s->coh.may_linger = zc_cohort_marks_linger(zc_core_cohort_of(c), s) && zc_core_data_markable(s->data);
 	}
 	s->req.attempt = ++c->t->next_attempt;
 	op = new_op(c, idx, s->zstate == ZKS_NEW ? OP_CREATE : OP_RECOVER);
@@ -219,7 +219,7 @@ plan_send(ZklCore *c, int idx, Turn *turn)
 	s->zk.todo &= ~(ZKT_PARENTS | ZKT_SOLO);
 	s->zk.sent_at = turn->mono;
 	s->zk.key_denied = false;		/* the key node's answer, if asked, comes before this one's */
-	zks_move(s, (s->zstate == ZKS_NEW) ? ZKS_CREATING : ZKS_RECOVERING);
+	zc_slot_move(s, (s->zstate == ZKS_NEW) ? ZKS_CREATING : ZKS_RECOVERING);
 }
 
 /*
@@ -267,7 +267,7 @@ plan_group(ZklCore *c, int idx, Turn *turn)
 		 * outside): one made now would stand apart from it.
 		 */
 		if (placed)
-			zcore_fail_place(c, o);
+			zc_core_fail_place(c, o);
 		else
 			plan_send(c, i, turn);
 	}
@@ -278,7 +278,7 @@ plan_group(ZklCore *c, int idx, Turn *turn)
 static bool
 timer_out(ZklSlot *s, Turn *turn)
 {
-	long		left = zcore_ms_until(turn->mono, s->zk.delayed_until);
+	long		left = zc_core_ms_until(turn->mono, s->zk.delayed_until);
 
 	if (left > 0)
 	{
@@ -298,7 +298,7 @@ plan_unsent(ZklCore *c, int idx, Turn *turn)
 
 	if (s->own.abandoned && s->zstate == ZKS_NEW)
 	{
-		zcore_free_slot(c, s);
+		zc_core_free_slot(c, s);
 		return;
 	}
 	/* a refused lookup looks again when its timer runs out */
@@ -316,12 +316,12 @@ plan_unsent(ZklCore *c, int idx, Turn *turn)
 	}
 	if (s->ans.result != ZKL_RESULT_PENDING || s->own.abandoned)
 		return;
-	left = zcore_ms_until(turn->now, s->req.queued_at + (int64_t) c->connect_timeout * 1000);
+	left = zc_core_ms_until(turn->now, s->req.queued_at + (int64_t) c->connect_timeout * 1000);
 	/* a RECOVER slot stays: its node may exist, we delete it later */
 	if (c->t->auth_unusable && s->zstate == ZKS_NEW)
-		zcore_fail_slot(c, s, ERR_AUTH_SPEC, ZKS_GONE, "zk_lock.auth is unusable");
+		zc_core_fail_slot(c, s, ERR_AUTH_SPEC, ZKS_GONE, "zk_lock.auth is unusable");
 	else if (left <= 0)
-		zcore_fail_slot(c, s, ERR_NO_CONNECT, s->zstate == ZKS_NEW ? ZKS_GONE : ZKS_RECOVER,
+		zc_core_fail_slot(c, s, ERR_NO_CONNECT, s->zstate == ZKS_NEW ? ZKS_GONE : ZKS_RECOVER,
 				  "could not connect to ZooKeeper within zk_lock.connect_timeout (%d ms)",
 				  c->connect_timeout);
 	else
@@ -343,19 +343,19 @@ static void
 plan_recheck(ZklCore *c, ZklSlot *s, Turn *turn)
 {
 	int64_t		until;
-	long		left = s->zk.delayed_until ? zcore_ms_until(turn->mono, s->zk.delayed_until) :
-		zcore_ms_until(turn->now, s->zk.checked_at + (int64_t) zcore_recheck_ms(c) * 1000);
+	long		left = s->zk.delayed_until ? zc_core_ms_until(turn->mono, s->zk.delayed_until) :
+		zc_core_ms_until(turn->now, s->zk.checked_at + (int64_t) zc_core_recheck_ms(c) * 1000);
 
 	if (left <= 0 && s->zk.delayed_until &&
 		c->env->grants_paused(c->env->arg, turn->mono, &until))
 	{
 		s->zk.delayed_until = until;
-		left = zcore_ms_until(turn->mono, until);
+		left = zc_core_ms_until(turn->mono, until);
 	}
 	if (left > 0)
 		sooner(turn, left);
-	else if (zkk_counted(s->req.mode) && s->zk.delayed_until)
-		zcore_sem_delay_over(c, s);
+	else if (zc_kind_counted(s->req.mode) && s->zk.delayed_until)
+		zc_core_sem_delay_over(c, s);
 	else
 	{
 		bool		recheck_all = s->zk.delayed_until != 0 || s->watch[0] == '\0' ||
@@ -395,9 +395,9 @@ plan_delete(ZklCore *c, int idx, Turn *turn)
 	 * a waiter that was just given up (it may be the one an event chose) is
 	 * lost for the others.
 	 */
-	if (zkk_counted(s->req.mode))
-		return zcore_sem_reader(c, s);
-	return zcore_tell_successor(c, s);
+	if (zc_kind_counted(s->req.mode))
+		return zc_core_sem_reader(c, s);
+	return zc_core_tell_successor(c, s);
 }
 
 /* A queued or held slot: release it, re-check it, or send what it owes. */
@@ -406,7 +406,7 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 {
 	ZklSlot    *s = &c->t->slots[idx];
 
-	if (s->own.abandoned && zcoh_keeps(zcore_cohort_of(c), s))
+	if (s->own.abandoned && zc_cohort_keeps(zc_core_cohort_of(c), s))
 	{
 		/* a local waiter gets its node once the listing asked for is back */
 		if (turn->connected)
@@ -415,17 +415,17 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 	}
 	if (s->own.abandoned)
 	{
-		zks_move(s, ZKS_DELETING);
+		zc_slot_move(s, ZKS_DELETING);
 		s->zk.todo = ZKT_DELETE;
 		return plan_delete(c, idx, turn);
 	}
 	if (s->zstate == ZKS_QUEUED && s->zk.try_until != 0 && !s->zk.delayed_until)
 	{
-		long		left = zcore_ms_until(turn->mono, s->zk.try_until);
+		long		left = zc_core_ms_until(turn->mono, s->zk.try_until);
 
 		if (left <= 0)
 		{
-			zcore_refuse_try(c, s);	/* the node it waited for still stands: held after all */
+			zc_core_refuse_try(c, s);	/* the node it waited for still stands: held after all */
 			return plan_delete(c, idx, turn);
 		}
 		sooner(turn, left);
@@ -443,11 +443,11 @@ static void
 fail_victim(ZklCore *c, ZklSlot *s, const char *msg)
 {
 	if (s->zstate == ZKS_COHORT)
-		zcore_fail_slot(c, s, ERR_DEADLOCK, ZKS_GONE, "%s", msg);
+		zc_core_fail_slot(c, s, ERR_DEADLOCK, ZKS_GONE, "%s", msg);
 	else
 	{
 		/* give up its place; its owner's abort releases what it holds */
-		zcore_fail_slot(c, s, ERR_DEADLOCK, ZKS_DELETING, "%s", msg);
+		zc_core_fail_slot(c, s, ERR_DEADLOCK, ZKS_DELETING, "%s", msg);
 		s->zk.todo = ZKT_DELETE;
 	}
 }
@@ -466,17 +466,17 @@ plan_deadlocks(ZklCore *c, Turn *turn)
 	int			victim;
 	ZklSlot    *s;
 
-	if (c->deadlock_timeout <= 0 || (due = zdl_next_due(c->t, c->deadlock_timeout)) == 0)
+	if (c->deadlock_timeout <= 0 || (due = zc_deadlock_next_due(c->t, c->deadlock_timeout)) == 0)
 		return;
 	due = CORE_MAX(due, c->deadlock_at);
 	if (turn->now < due)
 	{
-		sooner(turn, zcore_ms_until(turn->now, due));
+		sooner(turn, zc_core_ms_until(turn->now, due));
 		return;
 	}
 	c->deadlock_at = turn->now + (int64_t) c->deadlock_timeout * 1000;
 	sooner(turn, c->deadlock_timeout);
-	victim = zdl_find_victim(zcore_cohort_of(c), turn->now, c->deadlock_timeout, msg, sizeof(msg));
+	victim = zc_deadlock_find_victim(zc_core_cohort_of(c), turn->now, c->deadlock_timeout, msg, sizeof(msg));
 	if (victim < 0)
 		return;
 	s = &c->t->slots[victim];
@@ -485,7 +485,7 @@ plan_deadlocks(ZklCore *c, Turn *turn)
 }
 
 bool
-zcore_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg)
+zc_core_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg)
 {
 	int			i;
 
@@ -494,7 +494,7 @@ zcore_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg)
 		ZklSlot    *s = &c->t->slots[i];
 		size_t		klen = strlen(s->key);
 
-		if ((!zdl_waiting(s) && !zdl_sem_waiting(s)) || s->req.owner_pid != pid)
+		if ((!zc_deadlock_waiting(s) && !zc_deadlock_sem_waiting(s)) || s->req.owner_pid != pid)
 			continue;
 		/* the wait the cycle was found through, still the same request */
 		if (node[0] == '\0' ? s->zstate != ZKS_COHORT :
@@ -508,7 +508,7 @@ zcore_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg)
 }
 
 long
-zcore_plan(ZklCore *c, bool connected, int64_t proof_at)
+zc_core_plan(ZklCore *c, bool connected, int64_t proof_at)
 {
 	Turn		turn;
 	bool		successors = false;
@@ -518,12 +518,12 @@ zcore_plan(ZklCore *c, bool connected, int64_t proof_at)
 	turn.connected = connected;
 	turn.writes_open = c->writes_in_flight < WRITE_WINDOW;
 	turn.old_roots = old_roots_in_use(c);
-	turn.now = zcore_wall(c);
-	turn.mono = zcore_mono(c);
+	turn.now = zc_core_wall(c);
+	turn.mono = zc_core_mono(c);
 	turn.next_ms = -1;
 	c->nops = 0;
 	c->t->writes_held = connected && !turn.writes_open;
-	turn.next_ms = zcoh_plan(zcore_cohort_of(c), connected, turn.now, turn.mono);
+	turn.next_ms = zc_cohort_plan(zc_core_cohort_of(c), connected, turn.now, turn.mono);
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *s = &c->t->slots[i];
@@ -545,7 +545,7 @@ zcore_plan(ZklCore *c, bool connected, int64_t proof_at)
 				break;
 			case ZKS_GONE:
 				if (s->own.abandoned)
-					zcore_free_slot(c, s);
+					zc_core_free_slot(c, s);
 				break;
 			default:
 				break;

@@ -14,7 +14,7 @@
  * (0: none).  Returns the ms until the worker must plan again without news
  * (-1: never).
  */
-extern long zcore_plan(ZklCore *c, bool connected, int64_t proof_at);
+extern long zc_core_plan(ZklCore *c, bool connected, int64_t proof_at);
 
 /*
  * A deadlock across clusters (gwait.c) names backend pid's wait through
@@ -22,6 +22,6 @@ extern long zcore_plan(ZklCore *c, bool connected, int64_t proof_at);
  * victim: fail that request with 40P01 and msg.  False if that wait is over.
  * The host plans again soon: the victim's node is to be deleted.
  */
-extern bool zcore_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg);
+extern bool zc_core_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg);
 
 #endif

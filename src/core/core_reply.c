@@ -9,9 +9,9 @@
 #include "core_grant.h"
 
 void
-zcore_key_node_reply(ZklCore *c, uint64_t tag, int rc)
+zc_core_key_node_reply(ZklCore *c, uint64_t tag, int rc)
 {
-	ZklSlot    *s = zcore_reply_slot(c, tag);
+	ZklSlot    *s = zc_core_reply_slot(c, tag);
 
 	if (s != NULL && s->zstate == ZKS_CREATING)
 		s->zk.key_denied = rc == ZNOAUTH;
@@ -47,85 +47,85 @@ create_result(ZklCore *c, ZklSlot *s, int rc, const char *name, bool have_stat, 
 	{
 		const char *base = strrchr(name, '/');
 
-		zcore_copy_name(s->node, sizeof(s->node), base ? base + 1 : name);
+		zc_core_copy_name(s->node, sizeof(s->node), base ? base + 1 : name);
 		s->zk.czxid = have_stat ? czxid : 0;
-		zcoh_new_node(s);
-		zks_move(s, ZKS_QUEUED); /* the pipelined getChildren decides */
+		zc_cohort_new_node(s);
+		zc_slot_move(s, ZKS_QUEUED); /* the pipelined getChildren decides */
 		s->zk.todo &= ~ZKT_PARENTS;	/* a group's failed multi may have asked (group_parents) */
-		zcore_forget_place(s);
+		zc_core_forget_place(s);
 	}
 	else if (rc == ZNONODE && s->zk.key_denied)
-		zcore_deny_slot(c, s);		/* no key node, and we may not make it */
+		zc_core_deny_slot(c, s);		/* no key node, and we may not make it */
 	else if (rc == ZNONODE)
 	{
 		/* no key node yet (or the server just reaped an empty one) */
 		if (++s->zk.retries <= MAX_PARENT_RETRIES)
 		{
-			zks_move(s, ZKS_NEW);
+			zc_slot_move(s, ZKS_NEW);
 			s->zk.todo |= ZKT_PARENTS;
 			if (s->req.group != 0)
 				group_parents(c, s);
 		}
 		else
-			zcore_fail_slot(c, s, ERR_EXTERNAL, ZKS_GONE,
+			zc_core_fail_slot(c, s, ERR_EXTERNAL, ZKS_GONE,
 					  "could not create the ZooKeeper node for the lock under %s",
 					  c->t->roots[s->zk.root_id]);
 	}
-	else if (zcore_outcome_unknown(rc))
+	else if (zc_core_outcome_unknown(rc))
 	{
-		zks_move(s, ZKS_RECOVER);	/* it may have been made: look for our uuid */
+		zc_slot_move(s, ZKS_RECOVER);	/* it may have been made: look for our uuid */
 		c->t->counters.recovered++;
 	}
-	else if (zcore_session_error(rc))
-		zks_move(s, ZKS_NEW);	/* nothing of it survives; send again */
+	else if (zc_core_session_error(rc))
+		zc_slot_move(s, ZKS_NEW);	/* nothing of it survives; send again */
 	else if (rc == ZNOAUTH)
-		zcore_deny_slot(c, s);
+		zc_core_deny_slot(c, s);
 	else
-		zcore_fail_slot(c, s, c->env->rc_sqlstate(rc), ZKS_GONE,
+		zc_core_fail_slot(c, s, c->env->rc_sqlstate(rc), ZKS_GONE,
 				  "could not create the ZooKeeper lock node: %s", c->env->rc_text(rc));
 }
 
 bool
-zcore_create_reply(ZklCore *c, uint64_t tag, int rc, const char *name, bool have_stat,
+zc_core_create_reply(ZklCore *c, uint64_t tag, int rc, const char *name, bool have_stat,
 				   int64_t czxid)
 {
-	ZklSlot    *s = zcore_reply_slot(c, tag);
+	ZklSlot    *s = zc_core_reply_slot(c, tag);
 
-	zcore_write_answered(c);
+	zc_core_write_answered(c);
 	if (s == NULL || s->zstate != ZKS_CREATING)
 		return rc == ZOK;		/* the request moved on: nobody wants this node */
-	zcore_note_write_reply(c, s, rc);
+	zc_core_note_write_reply(c, s, rc);
 	create_result(c, s, rc, name, have_stat, czxid);
 	return false;
 }
 
 void
-zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int n,
+zc_core_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int n,
 					 bool watched)
 {
-	ZklSlot    *s = zcore_reply_slot(c, tag);
+	ZklSlot    *s = zc_core_reply_slot(c, tag);
 
 	if (s == NULL || (s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD && s->zstate != ZKS_LINGER))
 		return;
 	/* who queues behind a node local hand-over may pass (cohort.c) */
 	if (rc == ZOK)
-		zcoh_listed(zcore_cohort_of(c), s, kids, n, watched);
+		zc_cohort_listed(zc_core_cohort_of(c), s, kids, n, watched);
 	else
-		zcoh_listing_failed(zcore_cohort_of(c), s, rc, zcore_outcome_unknown(rc) || zcore_session_error(rc));
+		zc_cohort_listing_failed(zc_core_cohort_of(c), s, rc, zc_core_outcome_unknown(rc) || zc_core_session_error(rc));
 	if (s->zstate != ZKS_QUEUED)
 		return;					/* a holder's listing: for cohort.c only */
-	if (rc == ZOK && zkk_counted(s->req.mode))
-		zcore_sem_listing(c, s, kids, n);
+	if (rc == ZOK && zc_kind_counted(s->req.mode))
+		zc_core_sem_listing(c, s, kids, n);
 	else if (rc == ZOK)
-		zcore_decide(c, s, kids, n);
-	else if (zcore_outcome_unknown(rc))
+		zc_core_decide(c, s, kids, n);
+	else if (zc_core_outcome_unknown(rc))
 		s->zk.todo |= ZKT_CHILDREN;	/* again once reconnected */
 	else if (rc == ZNONODE)
-		zcore_node_not_seen(s);		/* key node gone, so is our node (or the server is behind) */
-	else if (!zcore_session_error(rc))
-		zcore_read_refused(c, s, rc);
+		zc_core_node_not_seen(s);		/* key node gone, so is our node (or the server is behind) */
+	else if (!zc_core_session_error(rc))
+		zc_core_read_refused(c, s, rc);
 	else
-		zcore_read_again_later(c, s);
+		zc_core_read_again_later(c, s);
 }
 
 /*
@@ -135,9 +135,9 @@ zcore_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, int
  * the session.  A data read of a missing node sets no watch.
  */
 void
-zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int len)
+zc_core_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int len)
 {
-	ZklSlot    *s = zcore_reply_slot(c, tag);
+	ZklSlot    *s = zc_core_reply_slot(c, tag);
 
 	if (s == NULL || s->zstate != ZKS_QUEUED)
 		return;
@@ -146,13 +146,13 @@ zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int le
 	 * ZNONODE: the predecessor went away before the watch was set.  A lost
 	 * reply may or may not have set the watch.  Either way, look again.
 	 */
-	if (rc == ZNONODE || zcore_outcome_unknown(rc))
+	if (rc == ZNONODE || zc_core_outcome_unknown(rc))
 		s->zk.todo |= ZKT_CHILDREN;
 	/* a try-lock waits only for a node that may be lingering: a holder's answers false */
-	else if (rc == ZOK && s->req.nowait && !zcore_data_lingers(data, len))
-		zcore_refuse_try(c, s);
-	else if (zcore_session_error(rc))
-		zcore_read_again_later(c, s);
+	else if (rc == ZOK && s->req.nowait && !zc_core_data_lingers(data, len))
+		zc_core_refuse_try(c, s);
+	else if (zc_core_session_error(rc))
+		zc_core_read_again_later(c, s);
 	/* refused (an ACL on that node): no watch; the re-checks try again */
 }
 
@@ -161,28 +161,28 @@ zcore_watch_set_reply(ZklCore *c, uint64_t tag, int rc, const char *data, int le
  * ZNONODE: a held node is gone, whoever deleted it: the lock is not ours.
  */
 void
-zcore_unmark_reply(ZklCore *c, uint64_t tag, int rc)
+zc_core_unmark_reply(ZklCore *c, uint64_t tag, int rc)
 {
-	ZklSlot    *s = zcore_reply_slot(c, tag);
+	ZklSlot    *s = zc_core_reply_slot(c, tag);
 
 	if (s == NULL || (s->zstate != ZKS_HELD && s->zstate != ZKS_QUEUED))
 		return;
-	if (zcore_outcome_unknown(rc))
+	if (zc_core_outcome_unknown(rc))
 		s->zk.todo |= ZKT_UNMARK;
 	else if (rc == ZNONODE && s->zstate == ZKS_HELD)
-		zcore_lose_slot(c, s);
+		zc_core_lose_slot(c, s);
 }
 
 void
-zcore_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path)
+zc_core_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path)
 {
 	ZklSlot    *s;
 	char		watched[ZKL_PATH_LEN];
 
 	/* a key's child watch: whoever set it, routed by the key (semaphores, hand-over) */
-	if (zcore_sem_event(c, path) || zcoh_event(zcore_cohort_of(c), path))
+	if (zc_core_sem_event(c, path) || zc_cohort_event(zc_core_cohort_of(c), path))
 		return;
-	s = zcore_reply_slot(c, tag);
+	s = zc_core_reply_slot(c, tag);
 	if (s == NULL || s->zstate != ZKS_QUEUED)
 		return;
 
@@ -194,7 +194,7 @@ zcore_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path)
 	 * a reply comes after both, so by then any lock-delay is known.
 	 * Anything else (an older watch, a data change): read the queue.
 	 */
-	zcore_child_path(c->t, s, s->watch, watched);
+	zc_core_child_path(c->t, s, s->watch, watched);
 	if (deleted && s->zk.watch_sole && s->watch[0] != '\0' && strcmp(path, watched) == 0)
 		s->zk.todo |= ZKT_BARRIER;
 	else
@@ -203,25 +203,25 @@ zcore_watch_event(ZklCore *c, uint64_t tag, bool deleted, const char *path)
 
 /* The read behind a sole blocker's delete event came back: grant, as decided then. */
 void
-zcore_barrier_reply(ZklCore *c, uint64_t tag, int rc)
+zc_core_barrier_reply(ZklCore *c, uint64_t tag, int rc)
 {
-	ZklSlot    *s = zcore_reply_slot(c, tag);
+	ZklSlot    *s = zc_core_reply_slot(c, tag);
 
 	if (s == NULL || s->zstate != ZKS_QUEUED)
 		return;
 	if (rc == ZOK)
-		zcore_grant(c, s);			/* nodes ahead only go: still nothing blocks it */
+		zc_core_grant(c, s);			/* nodes ahead only go: still nothing blocks it */
 	else if (rc == ZNONODE)
-		zcore_node_not_seen(s);		/* our node is gone, or the server is behind */
-	else if (zcore_outcome_unknown(rc))
+		zc_core_node_not_seen(s);		/* our node is gone, or the server is behind */
+	else if (zc_core_outcome_unknown(rc))
 		s->zk.todo |= ZKT_CHILDREN;
-	else if (zcore_session_error(rc))
-		zcore_read_again_later(c, s);
+	else if (zc_core_session_error(rc))
+		zc_core_read_again_later(c, s);
 }
 
 /* The local waiter that watches the node of slot d, if any. */
 ZklSlot *
-zcore_successor(const ZklCore *c, const ZklSlot *d)
+zc_core_successor(const ZklCore *c, const ZklSlot *d)
 {
 	int			i;
 
@@ -239,15 +239,15 @@ zcore_successor(const ZklCore *c, const ZklSlot *d)
 
 /* A delete's outcome for its slot (in DELETING). */
 void
-zcore_delete_result(ZklCore *c, ZklSlot *s, int rc)
+zc_core_delete_result(ZklCore *c, ZklSlot *s, int rc)
 {
-	if (zcore_outcome_unknown(rc))
+	if (zc_core_outcome_unknown(rc))
 	{
 		s->zk.todo |= ZKT_DELETE;	/* retried until done or the session ends */
 		c->t->counters.delete_retries++;
 		return;
 	}
-	if (rc != ZOK && rc != ZNONODE && !zcore_session_error(rc))
+	if (rc != ZOK && rc != ZNONODE && !zc_core_session_error(rc))
 	{
 		/*
 		 * Refused (an operator's ACL on the key node): the node blocks its
@@ -263,33 +263,33 @@ zcore_delete_result(ZklCore *c, ZklSlot *s, int rc)
 			c->env->warn(c->env->arg, msg);
 		}
 		s->zk.delete_refused = true;
-		s->zk.delayed_until = zcore_mono(c) + (int64_t) zcore_recheck_ms(c) * 1000;
+		s->zk.delayed_until = zc_core_mono(c) + (int64_t) zc_core_recheck_ms(c) * 1000;
 		c->t->counters.delete_retries++;
 		return;
 	}
 	c->t->counters.releases++;
 	if (rc == ZOK || rc == ZNONODE)
 	{
-		ZklSlot    *w = zcore_successor(c, s);
+		ZklSlot    *w = zc_core_successor(c, s);
 
 		if (w != NULL && w->zk.watch_sole)
-			zcore_grant(c, w);		/* see zcore_tell_successor() */
+			zc_core_grant(c, w);		/* see zc_core_tell_successor() */
 	}
-	zks_move(s, ZKS_GONE);
+	zc_slot_move(s, ZKS_GONE);
 	if (s->own.abandoned)
-		zcore_free_slot(c, s);
+		zc_core_free_slot(c, s);
 }
 
 void
-zcore_delete_reply(ZklCore *c, uint64_t tag, int rc)
+zc_core_delete_reply(ZklCore *c, uint64_t tag, int rc)
 {
-	ZklSlot    *s = zcore_reply_slot(c, tag);
+	ZklSlot    *s = zc_core_reply_slot(c, tag);
 
-	zcore_write_answered(c);
+	zc_core_write_answered(c);
 	if (s == NULL || s->zstate != ZKS_DELETING)
 		return;
-	zcore_note_write_reply(c, s, rc);
-	zcore_delete_result(c, s, rc);
+	zc_core_note_write_reply(c, s, rc);
+	zc_core_delete_result(c, s, rc);
 }
 
 /*
@@ -300,7 +300,7 @@ zcore_delete_reply(ZklCore *c, uint64_t tag, int rc)
 static bool
 rolled_back(int rc, int err)
 {
-	return rc != ZOK && !zcore_outcome_unknown(rc) && !zcore_session_error(rc) &&
+	return rc != ZOK && !zc_core_outcome_unknown(rc) && !zc_core_session_error(rc) &&
 		(err == ZOK || err == ZRUNTIMEINCONSISTENCY);
 }
 
@@ -311,7 +311,7 @@ multi_op_reply(ZklCore *c, ZklSlot *s, bool del, const char *name, int rc, int e
 	bool		back = rolled_back(rc, err);
 
 	/* a definite refusal names the op at fault; the others were rolled back */
-	int			own = (rc != ZOK && !zcore_outcome_unknown(rc) && !back) ? err : rc;
+	int			own = (rc != ZOK && !zc_core_outcome_unknown(rc) && !back) ? err : rc;
 
 	if (del)
 	{
@@ -323,7 +323,7 @@ multi_op_reply(ZklCore *c, ZklSlot *s, bool del, const char *name, int rc, int e
 			c->t->counters.rolled_back++;
 		}
 		else
-			zcore_delete_result(c, s, own);
+			zc_core_delete_result(c, s, own);
 		return false;
 	}
 	if (s == NULL || s->zstate != ZKS_CREATING)
@@ -334,7 +334,7 @@ multi_op_reply(ZklCore *c, ZklSlot *s, bool del, const char *name, int rc, int e
 		 * A neighbour failed: send it again, alone, since it may fail the
 		 * same way (a new key's node is missing for each new key).
 		 */
-		zks_move(s, ZKS_NEW);
+		zc_slot_move(s, ZKS_NEW);
 		s->zk.todo |= ZKT_SOLO;
 		c->t->counters.rolled_back++;
 	}
@@ -344,20 +344,20 @@ multi_op_reply(ZklCore *c, ZklSlot *s, bool del, const char *name, int rc, int e
 }
 
 void
-zcore_multi_reply(ZklCore *c, int n, const uint64_t *tags, const bool *del,
+zc_core_multi_reply(ZklCore *c, int n, const uint64_t *tags, const bool *del,
 				  const char *const *names, int rc, const int *errs, bool *stray)
 {
 	bool		noted = false;
 	int			i;
 
-	zcore_write_answered(c);
+	zc_core_write_answered(c);
 	for (i = 0; i < n; i++)
 	{
-		ZklSlot    *s = zcore_reply_slot(c, tags[i]);
+		ZklSlot    *s = zc_core_reply_slot(c, tags[i]);
 
 		if (s != NULL && !noted)
 		{
-			zcore_note_write_reply(c, s, rc);	/* one answer for the whole multi */
+			zc_core_note_write_reply(c, s, rc);	/* one answer for the whole multi */
 			noted = true;
 		}
 		stray[i] = multi_op_reply(c, s, del[i], names[i], rc, errs[i]);
@@ -365,54 +365,54 @@ zcore_multi_reply(ZklCore *c, int n, const uint64_t *tags, const bool *del,
 }
 
 void
-zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, int n)
+zc_core_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, int n)
 {
-	ZklSlot    *s = zcore_reply_slot(c, tag);
+	ZklSlot    *s = zc_core_reply_slot(c, tag);
 	const char *found = NULL;
 	int			i;
 
 	if (s == NULL || s->zstate != ZKS_RECOVERING)
 		return;
-	if (zcore_outcome_unknown(rc))
+	if (zc_core_outcome_unknown(rc))
 	{
-		zks_move(s, ZKS_RECOVER);
+		zc_slot_move(s, ZKS_RECOVER);
 		return;
 	}
 	for (i = 0; rc == ZOK && i < n && !found; i++)
-		if (zkr_name_has_uuid(names[i], s->uuid))
+		if (zc_recipe_name_has_uuid(names[i], s->uuid))
 			found = names[i];
 
 	if (found)
 	{
 		/* the create went through: adopt the node once its Stat says it is ours */
-		zcore_copy_name(s->node, sizeof(s->node), found);
-		zcore_forget_place(s);
-		zcoh_new_node(s);
-		zks_move(s, ZKS_QUEUED);
+		zc_core_copy_name(s->node, sizeof(s->node), found);
+		zc_core_forget_place(s);
+		zc_cohort_new_node(s);
+		zc_slot_move(s, ZKS_QUEUED);
 		s->zk.todo |= ZKT_STAT;
 	}
 	else if ((rc == ZOK || rc == ZNONODE) && s->node[0] != '\0')
 	{
-		/* a node we had, not there after a sync: gone (zcore_node_not_seen) */
-		zks_move(s, ZKS_GONE);
-		zcore_lost_place(c, s);
+		/* a node we had, not there after a sync: gone (zc_core_node_not_seen) */
+		zc_slot_move(s, ZKS_GONE);
+		zc_core_lost_place(c, s);
 	}
 	else if (rc == ZOK || rc == ZNONODE)
 	{
 		/* it did not, or not yet: look once more later */
 		c->env->ghost(c->env->arg, s);
-		zks_move(s, ZKS_GONE);
-		zcore_start_over(c, s);
+		zc_slot_move(s, ZKS_GONE);
+		zc_core_start_over(c, s);
 	}
-	else if (zcore_session_error(rc))
+	else if (zc_core_session_error(rc))
 	{
 		/*
 		 * A leader closing the session answers so at once, and an election
 		 * may yet undo the close: look again a little later, unless
-		 * zcore_session_lost() re-queues it first.
+		 * zc_core_session_lost() re-queues it first.
 		 */
-		zks_move(s, ZKS_RECOVER);
-		s->zk.delayed_until = zcore_mono(c) + LOOK_AGAIN_US;
+		zc_slot_move(s, ZKS_RECOVER);
+		s->zk.delayed_until = zc_core_mono(c) + LOOK_AGAIN_US;
 	}
 	else
 	{
@@ -421,17 +421,17 @@ zcore_recover_reply(ZklCore *c, uint64_t tag, int rc, const char *const *names, 
 		 * its node may stand, so the slot stays to look again a little later
 		 * (in shared memory: a new worker looks too) and deletes it if found.
 		 */
-		zcore_fail_slot(c, s, rc == ZNOAUTH ? ERR_PRIVILEGE : c->env->rc_sqlstate(rc), ZKS_RECOVER,
+		zc_core_fail_slot(c, s, rc == ZNOAUTH ? ERR_PRIVILEGE : c->env->rc_sqlstate(rc), ZKS_RECOVER,
 				  "could not look up the ZooKeeper lock node under key node %s: %s", s->key,
 				  c->env->rc_text(rc));
-		s->zk.delayed_until = zcore_mono(c) + LOOK_AGAIN_US;
+		s->zk.delayed_until = zc_core_mono(c) + LOOK_AGAIN_US;
 	}
 }
 
 bool
-zcore_stat_reply(ZklCore *c, uint64_t tag, int rc, int64_t owner, int64_t czxid, char *stray)
+zc_core_stat_reply(ZklCore *c, uint64_t tag, int rc, int64_t owner, int64_t czxid, char *stray)
 {
-	ZklSlot    *s = zcore_reply_slot(c, tag);
+	ZklSlot    *s = zc_core_reply_slot(c, tag);
 	bool		ours = rc == ZOK && owner == c->t->session_id;
 
 	if (s == NULL)
@@ -449,17 +449,17 @@ zcore_stat_reply(ZklCore *c, uint64_t tag, int rc, int64_t owner, int64_t czxid,
 		else if (rc == ZNONODE)
 		{
 			s->zk.own_check = false;
-			zcore_node_not_seen(s);	/* gone, or the server is behind (a new handle's) */
+			zc_core_node_not_seen(s);	/* gone, or the server is behind (a new handle's) */
 		}
 		else if (rc == ZOK)
 		{
 			/* another session's node: never adopt it; start over */
-			zcore_child_path(c->t, s, s->node, stray);
+			zc_core_child_path(c->t, s, s->node, stray);
 			s->zk.own_check = false;
-			zcore_lost_place(c, s);
+			zc_core_lost_place(c, s);
 			return true;
 		}
-		else if (zcore_outcome_unknown(rc))
+		else if (zc_core_outcome_unknown(rc))
 			s->zk.todo |= ZKT_STAT;
 	}
 	else if (s->zstate == ZKS_HELD)
@@ -468,57 +468,57 @@ zcore_stat_reply(ZklCore *c, uint64_t tag, int rc, int64_t owner, int64_t czxid,
 		if (ours)
 		{
 			s->zk.czxid = czxid;
-			zcore_wake(c, s);
+			zc_core_wake(c, s);
 		}
 		else if (rc == ZOK || rc == ZNONODE)
-			zcore_lose_slot(c, s);
-		else if (zcore_outcome_unknown(rc))
+			zc_core_lose_slot(c, s);
+		else if (zc_core_outcome_unknown(rc))
 			s->zk.todo |= ZKT_STAT;
 	}
 	return false;
 }
 
 void
-zcore_verify_reply(ZklCore *c, uint64_t tag, int rc)
+zc_core_verify_reply(ZklCore *c, uint64_t tag, int rc)
 {
-	ZklSlot    *s = zcore_reply_slot(c, tag);
+	ZklSlot    *s = zc_core_reply_slot(c, tag);
 
 	if (s == NULL || s->zstate != ZKS_HELD || s->own.verify != ZKV_ASKED)
 		return;
 	if (rc == ZOK)
 	{
 		s->own.verify = ZKV_OK;
-		zcore_wake(c, s);
+		zc_core_wake(c, s);
 	}
-	else if (zcore_outcome_unknown(rc))
+	else if (zc_core_outcome_unknown(rc))
 		s->zk.todo |= ZKT_VERIFY;	/* again once reconnected */
 	else if (rc == ZNONODE || rc == ZBADVERSION)
-		zcore_lose_slot(c, s);		/* the node is gone: whoever deleted it, the lock is not ours */
-	else if (!zcore_session_error(rc))
+		zc_core_lose_slot(c, s);		/* the node is gone: whoever deleted it, the lock is not ours */
+	else if (!zc_core_session_error(rc))
 	{
 		/* refused (an ACL on our node): the lock cannot be vouched for, and its node stands */
 		if (!s->own.abandoned)
-			zcore_lose_slot(c, s);
-		zks_move(s, ZKS_DELETING);
+			zc_core_lose_slot(c, s);
+		zc_slot_move(s, ZKS_DELETING);
 		s->zk.todo = ZKT_DELETE;
 	}
-	/* session errors: zcore_session_lost() marks the lock lost */
+	/* session errors: zc_core_session_lost() marks the lock lost */
 }
 
 void
-zcore_proof_sent(ZklCore *c, bool ok)
+zc_core_proof_sent(ZklCore *c, bool ok)
 {
 	c->proof_due = false;
 	c->proof_in_flight = ok;
 }
 
 void
-zcore_proof_reply(ZklCore *c, uint64_t gen, int rc)
+zc_core_proof_reply(ZklCore *c, uint64_t gen, int rc)
 {
 	if (gen != c->proof_gen)
 		return;					/* sent on a handle that is gone */
 	c->proof_in_flight = false;
-	if (zcore_leader_answered(rc))
-		zcore_note_proof(c, c->proof_sent);
+	if (zc_core_leader_answered(rc))
+		zc_core_note_proof(c, c->proof_sent);
 }
 

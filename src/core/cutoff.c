@@ -6,7 +6,7 @@
 #include <limits.h>
 
 long
-zco_ms_left(bool connecting, int64_t session_id, int timeout_ms, int64_t last_heard, int64_t now)
+zc_cutoff_ms_left(bool connecting, int64_t session_id, int timeout_ms, int64_t last_heard, int64_t now)
 {
 	int64_t		left;
 

@@ -17,7 +17,7 @@
  * after the last reply from the server, and the worker acts a little
  * early, at 11/12 of it, so that it is never the last to know.
  */
-extern long zco_ms_left(bool connecting, int64_t session_id, int timeout_ms,
+extern long zc_cutoff_ms_left(bool connecting, int64_t session_id, int timeout_ms,
 						int64_t last_heard, int64_t now);
 
 #endif

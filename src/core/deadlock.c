@@ -39,7 +39,7 @@ static bool
 waiting(const ZklSlot *s)
 {
 	return (s->zstate == ZKS_QUEUED || s->zstate == ZKS_COHORT) && s->ans.result == ZKL_RESULT_PENDING &&
-		!s->own.abandoned && !s->req.nowait && s->req.owner_pid != 0 && !zkk_counted(s->req.mode);
+		!s->own.abandoned && !s->req.nowait && s->req.owner_pid != 0 && !zc_kind_counted(s->req.mode);
 }
 
 /* Whether slot o's node is on s's key, ahead of position seq. */
@@ -49,7 +49,7 @@ ahead(const ZklSlot *o, const ZklSlot *s, int32_t seq)
 	ZkrChild	k;
 
 	return o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0 &&
-		zkr_parse_child(o->node, &k) && zkr_seq_cmp(k.seq, seq) < 0;
+		zc_recipe_parse_child(o->node, &k) && zc_recipe_seq_cmp(k.seq, seq) < 0;
 }
 
 /*
@@ -66,10 +66,10 @@ blocks(const ZklTable *t, const ZklSlot *o, const ZklSlot *s, int32_t seq)
 	int			i;
 
 	if (o == s || o->req.owner_pid == s->req.owner_pid || o->req.owner_pid == 0 || o->own.abandoned ||
-		(o->zstate != ZKS_HELD && o->zstate != ZKS_QUEUED) || zkk_counted(o->req.mode) ||
-		!zkk_conflict(s->req.mode, o->req.mode) || !ahead(o, s, seq))
+		(o->zstate != ZKS_HELD && o->zstate != ZKS_QUEUED) || zc_kind_counted(o->req.mode) ||
+		!zc_kind_conflict(s->req.mode, o->req.mode) || !ahead(o, s, seq))
 		return false;
-	if (o->zstate == ZKS_QUEUED && zkr_parse_child(o->node, &k))
+	if (o->zstate == ZKS_QUEUED && zc_recipe_parse_child(o->node, &k))
 		for (i = 0; i < t->nused; i++)
 		{
 			const ZklSlot *m = &t->slots[i];
@@ -82,15 +82,15 @@ blocks(const ZklTable *t, const ZklSlot *o, const ZklSlot *s, int32_t seq)
 }
 
 bool
-zdl_waiting(const ZklSlot *s)
+zc_deadlock_waiting(const ZklSlot *s)
 {
 	return waiting(s);
 }
 
 bool
-zdl_sem_waiting(const ZklSlot *s)
+zc_deadlock_sem_waiting(const ZklSlot *s)
 {
-	return zkk_counted(s->req.mode) && s->zstate == ZKS_QUEUED &&
+	return zc_kind_counted(s->req.mode) && s->zstate == ZKS_QUEUED &&
 		s->ans.result == ZKL_RESULT_PENDING && !s->own.abandoned && !s->req.nowait && s->req.owner_pid != 0;
 }
 
@@ -108,7 +108,7 @@ add_pid(int *pids, int *n, int max, int pid)
 }
 
 int
-zdl_blockers(ZklCohort *coh, const ZklSlot *s, int *pids, int max)
+zc_deadlock_blockers(ZklCohort *coh, const ZklSlot *s, int *pids, int max)
 {
 	const ZklTable *t = coh->t;
 	ZkrChild	own;
@@ -117,12 +117,12 @@ zdl_blockers(ZklCohort *coh, const ZklSlot *s, int *pids, int max)
 
 	if (s->zstate == ZKS_COHORT)
 	{
-		const ZklSlot *o = zcoh_waits_behind(coh, s);
+		const ZklSlot *o = zc_cohort_waits_behind(coh, s);
 
 		if (o != NULL && !o->own.abandoned && o->req.owner_pid != s->req.owner_pid && o->req.owner_pid != 0)
 			add_pid(pids, &n, max, o->req.owner_pid);
 	}
-	else if (zkr_parse_child(s->node, &own))
+	else if (zc_recipe_parse_child(s->node, &own))
 	{
 		for (j = 0; j < t->nused; j++)
 			if (blocks(t, &t->slots[j], s, own.seq))
@@ -147,7 +147,7 @@ build(Graph *g, ZklCohort *coh)
 		if (!waiting(s))
 			continue;
 		g->first[g->nw] = g->nto;
-		g->nto += zdl_blockers(coh, s, g->to + g->nto, ZDL_MAX_EDGES - g->nto);
+		g->nto += zc_deadlock_blockers(coh, s, g->to + g->nto, ZDL_MAX_EDGES - g->nto);
 		g->wslot[g->nw++] = i;
 	}
 	g->first[g->nw] = g->nto;
@@ -204,7 +204,7 @@ visit(Graph *g, ZklCohort *coh, int pid)
 }
 
 int64_t
-zdl_oldest_due(const ZklTable *t, int timeout_ms, bool (*counts) (const ZklTable *t, const ZklSlot *s))
+zc_deadlock_oldest_due(const ZklTable *t, int timeout_ms, bool (*counts) (const ZklTable *t, const ZklSlot *s))
 {
 	int64_t		oldest = 0;
 	int			i;
@@ -226,13 +226,13 @@ counts_here(const ZklTable *t, const ZklSlot *s)
 }
 
 int64_t
-zdl_next_due(const ZklTable *t, int timeout_ms)
+zc_deadlock_next_due(const ZklTable *t, int timeout_ms)
 {
-	return zdl_oldest_due(t, timeout_ms, counts_here);
+	return zc_deadlock_oldest_due(t, timeout_ms, counts_here);
 }
 
 int
-zdl_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t len)
+zc_deadlock_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t len)
 {
 	static Graph g;				/* 30 kB: not on the stack */
 	const ZklTable *t = coh->t;

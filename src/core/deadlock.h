@@ -31,23 +31,23 @@
  * cycle; or -1.  Describes the cycle in msg (for the victim's error).
  * Try-locks and semaphores take no part (a try is answered soon).
  */
-extern int	zdl_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t len);
+extern int	zc_deadlock_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t len);
 
 /* A request that waits: not granted yet, still wanted, not a try-lock nor a semaphore. */
-extern bool zdl_waiting(const ZklSlot *s);
+extern bool zc_deadlock_waiting(const ZklSlot *s);
 /* A semaphore's request that waits (the other kind, for deadlocks across clusters: gwait.h). */
-extern bool zdl_sem_waiting(const ZklSlot *s);
+extern bool zc_deadlock_sem_waiting(const ZklSlot *s);
 
 /*
  * The other local backends waiting request s waits for (its edges above),
  * each once, at most max of them into pids; returns how many.
  */
-extern int	zdl_blockers(ZklCohort *coh, const ZklSlot *s, int *pids, int max);
+extern int	zc_deadlock_blockers(ZklCohort *coh, const ZklSlot *s, int *pids, int max);
 
 /* The wall time when the oldest waiting request reaches timeout_ms (0: nobody waits). */
-extern int64_t zdl_next_due(const ZklTable *t, int timeout_ms);
+extern int64_t zc_deadlock_next_due(const ZklTable *t, int timeout_ms);
 /* The same for the requests `counts` says, of any kind (gwait.c's). */
-extern int64_t zdl_oldest_due(const ZklTable *t, int timeout_ms,
+extern int64_t zc_deadlock_oldest_due(const ZklTable *t, int timeout_ms,
 							  bool (*counts) (const ZklTable *t, const ZklSlot *s));
 
 #endif

@@ -6,11 +6,11 @@
  */
 #include "gwait_int.h"
 
-Graph		zgw_graph;
+Graph		zc_gwait_graph;
 
 /* Append to out at *n, as far as it goes; false once it does not fit. */
 bool
-zgw_put(char *out, size_t len, size_t *n, const char *fmt, ...)
+zc_gwait_put(char *out, size_t len, size_t *n, const char *fmt, ...)
 {
 	va_list		ap;
 	int			w;
@@ -31,7 +31,7 @@ zgw_put(char *out, size_t len, size_t *n, const char *fmt, ...)
 }
 
 bool
-zgw_word_eq(Word a, Word b)
+zc_gwait_word_eq(Word a, Word b)
 {
 	return a.len == b.len && memcmp(a.p, b.p, (size_t) a.len) == 0;
 }
@@ -73,7 +73,7 @@ word_int(Word w, int base)
 
 /* One document into the graph's vertices, raw edges and holds. */
 void
-zgw_parse_doc(const char *doc)
+zc_gwait_parse_doc(const char *doc)
 {
 	const char *p = doc;
 	int64_t		session = 0;
@@ -95,11 +95,11 @@ zgw_parse_doc(const char *doc)
 			cluster = next_word(&q, end);
 			cur = -1;
 		}
-		else if (tag.len == 1 && tag.p[0] == 'V' && (session == 0 || zgw_graph.nv >= MAX_VERTS))
+		else if (tag.len == 1 && tag.p[0] == 'V' && (session == 0 || zc_gwait_graph.nv >= MAX_VERTS))
 			cur = -1;			/* left out: so are its lines, not given to another */
 		else if (tag.len == 1 && tag.p[0] == 'V')
 		{
-			Vert	   *v = &zgw_graph.v[zgw_graph.nv];
+			Vert	   *v = &zc_gwait_graph.v[zc_gwait_graph.nv];
 			Word		mode;
 
 			memset(v, 0, sizeof(*v));
@@ -114,16 +114,16 @@ zgw_parse_doc(const char *doc)
 			v->since = word_int(next_word(&q, end), 10);	/* 0 if absent */
 			v->index = -1;
 			v->scc = -1;
-			cur = v->pid != 0 && v->key.len > 0 ? zgw_graph.nv++ : -1;
+			cur = v->pid != 0 && v->key.len > 0 ? zc_gwait_graph.nv++ : -1;
 		}
 		else if (tag.len == 1 && tag.p[0] == 'S' && cur >= 0)
-			zgw_graph.v[cur].need = (int) word_int(next_word(&q, end), 10);
+			zc_gwait_graph.v[cur].need = (int) word_int(next_word(&q, end), 10);
 		else if (tag.len == 1 && (tag.p[0] == 'E' || tag.p[0] == 'P') && cur >= 0 &&
-				 zgw_graph.nraw >= MAX_EDGES)
-			zgw_graph.v[cur].unknown++;	/* left out: one that can go, as far as we know */
+				 zc_gwait_graph.nraw >= MAX_EDGES)
+			zc_gwait_graph.v[cur].unknown++;	/* left out: one that can go, as far as we know */
 		else if (tag.len == 1 && (tag.p[0] == 'E' || tag.p[0] == 'P') && cur >= 0)
 		{
-			RawEdge    *r = &zgw_graph.raw[zgw_graph.nraw++];
+			RawEdge    *r = &zc_gwait_graph.raw[zc_gwait_graph.nraw++];
 
 			r->from = cur;
 			r->local = tag.p[0] == 'P';
@@ -132,10 +132,10 @@ zgw_parse_doc(const char *doc)
 			else
 				r->name = next_word(&q, end);
 		}
-		else if (tag.len == 1 && tag.p[0] == 'H' && cur >= 0 && zgw_graph.nholds < MAX_HOLDS)
+		else if (tag.len == 1 && tag.p[0] == 'H' && cur >= 0 && zc_gwait_graph.nholds < MAX_HOLDS)
 		{
-			zgw_graph.holds[zgw_graph.nholds].name = next_word(&q, end);
-			zgw_graph.holds[zgw_graph.nholds++].vert = cur;
+			zc_gwait_graph.holds[zc_gwait_graph.nholds].name = next_word(&q, end);
+			zc_gwait_graph.holds[zc_gwait_graph.nholds++].vert = cur;
 		}
 		p = *end ? end + 1 : end;
 	}
@@ -158,63 +158,63 @@ add_edge(int from, int to, Word via)
 {
 	if (from == to)
 		return;
-	if (zgw_graph.ne >= MAX_EDGES)
+	if (zc_gwait_graph.ne >= MAX_EDGES)
 	{
-		zgw_graph.v[from].unknown++;	/* left out: one that can go, as far as we know */
+		zc_gwait_graph.v[from].unknown++;	/* left out: one that can go, as far as we know */
 		return;
 	}
-	zgw_graph.e[zgw_graph.ne].from = from;
-	zgw_graph.e[zgw_graph.ne].to = to;
-	zgw_graph.e[zgw_graph.ne++].via = via;
+	zc_gwait_graph.e[zc_gwait_graph.ne].from = from;
+	zc_gwait_graph.e[zc_gwait_graph.ne].to = to;
+	zc_gwait_graph.e[zc_gwait_graph.ne++].via = via;
 }
 
 /* Raw edges to vertices: a node leads to every backend that holds it. */
 void
-zgw_link(void)
+zc_gwait_link(void)
 {
 	int			i;
 	int			j;
 
-	qsort(zgw_graph.holds, zgw_graph.nholds, sizeof(Hold), hold_cmp);
-	zgw_graph.ne = 0;
-	for (i = 0; i < zgw_graph.nraw; i++)
+	qsort(zc_gwait_graph.holds, zc_gwait_graph.nholds, sizeof(Hold), hold_cmp);
+	zc_gwait_graph.ne = 0;
+	for (i = 0; i < zc_gwait_graph.nraw; i++)
 	{
-		const RawEdge *r = &zgw_graph.raw[i];
+		const RawEdge *r = &zc_gwait_graph.raw[i];
 
 		if (r->local)
 		{
 			Word		none = {"", 0};
 
-			for (j = 0; j < zgw_graph.nv; j++)
-				if (zgw_graph.v[j].session == zgw_graph.v[r->from].session && zgw_graph.v[j].pid == r->pid)
+			for (j = 0; j < zc_gwait_graph.nv; j++)
+				if (zc_gwait_graph.v[j].session == zc_gwait_graph.v[r->from].session && zc_gwait_graph.v[j].pid == r->pid)
 					add_edge(r->from, j, none);
 		}
 		else
 		{
 			int			lo = 0;
-			int			hi = zgw_graph.nholds;
+			int			hi = zc_gwait_graph.nholds;
 
 			while (lo < hi)		/* the first hold not below the name */
 			{
 				int			mid = (lo + hi) / 2;
 
-				if (word_cmp(zgw_graph.holds[mid].name, r->name) < 0)
+				if (word_cmp(zc_gwait_graph.holds[mid].name, r->name) < 0)
 					lo = mid + 1;
 				else
 					hi = mid;
 			}
-			for (j = lo; j < zgw_graph.nholds && zgw_word_eq(zgw_graph.holds[j].name, r->name); j++)
-				add_edge(r->from, zgw_graph.holds[j].vert, r->name);
+			for (j = lo; j < zc_gwait_graph.nholds && zc_gwait_word_eq(zc_gwait_graph.holds[j].name, r->name); j++)
+				add_edge(r->from, zc_gwait_graph.holds[j].vert, r->name);
 			if (j == lo)
-				zgw_graph.v[r->from].unknown++;	/* nobody published it: it goes in time */
+				zc_gwait_graph.v[r->from].unknown++;	/* nobody published it: it goes in time */
 		}
 	}
-	qsort(zgw_graph.e, zgw_graph.ne, sizeof(Edge), edge_cmp);
-	for (i = 0, j = 0; i <= zgw_graph.nv; i++)
+	qsort(zc_gwait_graph.e, zc_gwait_graph.ne, sizeof(Edge), edge_cmp);
+	for (i = 0, j = 0; i <= zc_gwait_graph.nv; i++)
 	{
-		while (j < zgw_graph.ne && zgw_graph.e[j].from < i)
+		while (j < zc_gwait_graph.ne && zc_gwait_graph.e[j].from < i)
 			j++;
-		zgw_graph.first[i] = j;
+		zc_gwait_graph.first[i] = j;
 	}
 }
 
@@ -231,22 +231,22 @@ settle(void)
 	int			i;
 	int			k;
 
-	for (i = 0; i < zgw_graph.nv; i++)
-		zgw_graph.v[i].goes = false;
+	for (i = 0; i < zc_gwait_graph.nv; i++)
+		zc_gwait_graph.v[i].goes = false;
 	while (changed)
 	{
 		changed = false;
-		for (i = 0; i < zgw_graph.nv; i++)
+		for (i = 0; i < zc_gwait_graph.nv; i++)
 		{
-			Vert	   *v = &zgw_graph.v[i];
+			Vert	   *v = &zc_gwait_graph.v[i];
 			int			going = v->unknown;
 			int			stuck = 0;
 
 			if (v->goes)
 				continue;
-			for (k = zgw_graph.first[i]; k < zgw_graph.first[i + 1]; k++)
+			for (k = zc_gwait_graph.first[i]; k < zc_gwait_graph.first[i + 1]; k++)
 			{
-				if (zgw_graph.v[zgw_graph.e[k].to].goes)
+				if (zc_gwait_graph.v[zc_gwait_graph.e[k].to].goes)
 					going++;
 				else
 					stuck++;
@@ -266,35 +266,35 @@ strong(int v)
 {
 	int			k;
 
-	zgw_graph.v[v].index = zgw_graph.v[v].low = zgw_graph.next_index++;
-	zgw_graph.stack[zgw_graph.nstack++] = v;
-	zgw_graph.v[v].on_stack = true;
-	for (k = zgw_graph.first[v]; k < zgw_graph.first[v + 1]; k++)
+	zc_gwait_graph.v[v].index = zc_gwait_graph.v[v].low = zc_gwait_graph.next_index++;
+	zc_gwait_graph.stack[zc_gwait_graph.nstack++] = v;
+	zc_gwait_graph.v[v].on_stack = true;
+	for (k = zc_gwait_graph.first[v]; k < zc_gwait_graph.first[v + 1]; k++)
 	{
-		int			w = zgw_graph.e[k].to;
+		int			w = zc_gwait_graph.e[k].to;
 
-		if (zgw_graph.v[w].goes)
+		if (zc_gwait_graph.v[w].goes)
 			continue;			/* it goes on: no deadlock through it */
-		if (zgw_graph.v[w].index < 0)
+		if (zc_gwait_graph.v[w].index < 0)
 		{
 			strong(w);
-			if (zgw_graph.v[w].low < zgw_graph.v[v].low)
-				zgw_graph.v[v].low = zgw_graph.v[w].low;
+			if (zc_gwait_graph.v[w].low < zc_gwait_graph.v[v].low)
+				zc_gwait_graph.v[v].low = zc_gwait_graph.v[w].low;
 		}
-		else if (zgw_graph.v[w].on_stack && zgw_graph.v[w].index < zgw_graph.v[v].low)
-			zgw_graph.v[v].low = zgw_graph.v[w].index;
+		else if (zc_gwait_graph.v[w].on_stack && zc_gwait_graph.v[w].index < zc_gwait_graph.v[v].low)
+			zc_gwait_graph.v[v].low = zc_gwait_graph.v[w].index;
 	}
-	if (zgw_graph.v[v].low == zgw_graph.v[v].index)
+	if (zc_gwait_graph.v[v].low == zc_gwait_graph.v[v].index)
 	{
 		int			w;
 
 		do
 		{
-			w = zgw_graph.stack[--zgw_graph.nstack];
-			zgw_graph.v[w].on_stack = false;
-			zgw_graph.v[w].scc = zgw_graph.nscc;
+			w = zc_gwait_graph.stack[--zc_gwait_graph.nstack];
+			zc_gwait_graph.v[w].on_stack = false;
+			zc_gwait_graph.v[w].scc = zc_gwait_graph.nscc;
 		} while (w != v);
-		zgw_graph.nscc++;
+		zc_gwait_graph.nscc++;
 	}
 }
 
@@ -306,7 +306,7 @@ static bool
 crossing(const Vert *a, const Vert *b)
 {
 	return a->session != b->session || a->mode == HEAVY || b->mode == HEAVY ||
-		zkk_counted(a->mode) || zkk_counted(b->mode);
+		zc_kind_counted(a->mode) || zc_kind_counted(b->mode);
 }
 
 /*
@@ -320,31 +320,31 @@ heavy_cycle(int s)
 	int			i;
 	int			k;
 
-	for (i = 0; i < zgw_graph.nv; i++)
-		zgw_graph.v[i].on_stack = zgw_graph.v[i].scc == s && zgw_graph.v[i].mode == HEAVY;	/* (scratch: left) */
+	for (i = 0; i < zc_gwait_graph.nv; i++)
+		zc_gwait_graph.v[i].on_stack = zc_gwait_graph.v[i].scc == s && zc_gwait_graph.v[i].mode == HEAVY;	/* (scratch: left) */
 	while (peeled)
 	{
 		peeled = false;
-		for (i = 0; i < zgw_graph.nv; i++)
+		for (i = 0; i < zc_gwait_graph.nv; i++)
 		{
 			bool		waits = false;
 
-			if (!zgw_graph.v[i].on_stack)
+			if (!zc_gwait_graph.v[i].on_stack)
 				continue;
-			for (k = zgw_graph.first[i]; k < zgw_graph.first[i + 1] && !waits; k++)
-				waits = zgw_graph.v[zgw_graph.e[k].to].on_stack;
+			for (k = zc_gwait_graph.first[i]; k < zc_gwait_graph.first[i + 1] && !waits; k++)
+				waits = zc_gwait_graph.v[zc_gwait_graph.e[k].to].on_stack;
 			if (!waits)
 			{
-				zgw_graph.v[i].on_stack = false;
+				zc_gwait_graph.v[i].on_stack = false;
 				peeled = true;
 			}
 		}
 	}
-	for (i = 0; i < zgw_graph.nv; i++)
-		if (zgw_graph.v[i].on_stack)
+	for (i = 0; i < zc_gwait_graph.nv; i++)
+		if (zc_gwait_graph.v[i].on_stack)
 		{
-			for (k = 0; k < zgw_graph.nv; k++)
-				zgw_graph.v[k].on_stack = false;
+			for (k = 0; k < zc_gwait_graph.nv; k++)
+				zc_gwait_graph.v[k].on_stack = false;
 			return true;
 		}
 	return false;
@@ -371,7 +371,7 @@ add_check(ZgwVictim *v, const char *name)
 		return;
 	if (v->nchecks >= ZGW_MAX_CHECKS)
 	{
-		zgw_graph.unproven = true;		/* more than one claim can check */
+		zc_gwait_graph.unproven = true;		/* more than one claim can check */
 		return;
 	}
 	for (i = 0; i < v->nchecks; i++)
@@ -392,7 +392,7 @@ add_session(ZgwVictim *v, int64_t session)
 	if (v->nsessions < ZGW_MAX_CHECKS)
 		v->sessions[v->nsessions++] = session;
 	else
-		zgw_graph.unproven = true;
+		zc_gwait_graph.unproven = true;
 }
 
 /* A vertex's waiting node as "<key>/<node>" ("": it waits for a hand-over, no node). */
@@ -406,13 +406,13 @@ wait_node(const Vert *v, char *out)
 
 /* How a key reads in a message: its text, number or pair, as the user gave it. */
 void
-zgw_key_text(Word key, char *out, size_t len)
+zc_gwait_key_text(Word key, char *out, size_t len)
 {
 	char		enc[ZKL_KEY_BUFLEN];
 	char		kind;
 
 	snprintf(enc, sizeof(enc), "%.*s", key.len, key.p);
-	if (zkl_decode_key(enc, &kind, out, len) < 0)
+	if (zc_keys_decode_key(enc, &kind, out, len) < 0)
 		snprintf(out, len, "%s", enc);
 }
 
@@ -423,19 +423,19 @@ describe_step(const Vert *a, const Vert *b, char *out, size_t len, size_t *n)
 
 	if (a->mode == HEAVY)
 	{
-		(void) zgw_put(out, len, n,
+		(void) zc_gwait_put(out, len, n,
 				   "%sProcess %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ") waits for a row or table lock, "
 				   "blocked by process %d of cluster %.*s.",
 				   *n > 0 ? "\n" : "", a->pid, a->cluster.len, a->cluster.p, (uint64_t) a->session,
 				   b->pid, b->cluster.len, b->cluster.p);
 		return;
 	}
-	zgw_key_text(a->key, key, sizeof(key));
-	(void) zgw_put(out, len, n,
+	zc_gwait_key_text(a->key, key, sizeof(key));
+	(void) zc_gwait_put(out, len, n,
 			   "%sProcess %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ") waits for %s zk_lock on key \"%s\", "
 			   "blocked by process %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ").",
 			   *n > 0 ? "\n" : "", a->pid, a->cluster.len, a->cluster.p, (uint64_t) a->session,
-			   zkk_a_name(a->mode) != NULL ? zkk_a_name(a->mode) : "a", key,
+			   zc_kind_a_name(a->mode) != NULL ? zc_kind_a_name(a->mode) : "a", key,
 			   b->pid, b->cluster.len, b->cluster.p, (uint64_t) b->session);
 }
 
@@ -443,7 +443,7 @@ describe_step(const Vert *a, const Vert *b, char *out, size_t len, size_t *n)
  * The shortest way round from y back to y that crosses from one session to
  * another, inside y's strongly connected part (for the checks and the
  * detail): breadth-first over (vertex, crossed yet) from (y, no) back to y
- * having crossed.  Leaves its last edge in zgw_graph.closing.
+ * having crossed.  Leaves its last edge in zc_gwait_graph.closing.
  */
 static bool
 cross_cycle(int y)
@@ -453,33 +453,33 @@ cross_cycle(int y)
 	int			i;
 	int			k;
 
-	for (i = 0; i < 2 * zgw_graph.nv; i++)
-		zgw_graph.parent[i] = -2;		/* not reached */
-	zgw_graph.parent[2 * y] = -1;
-	zgw_graph.queue[tail++] = 2 * y;
+	for (i = 0; i < 2 * zc_gwait_graph.nv; i++)
+		zc_gwait_graph.parent[i] = -2;		/* not reached */
+	zc_gwait_graph.parent[2 * y] = -1;
+	zc_gwait_graph.queue[tail++] = 2 * y;
 	while (head < tail)
 	{
-		int			st = zgw_graph.queue[head++];
+		int			st = zc_gwait_graph.queue[head++];
 		int			u = st / 2;
 
-		for (k = zgw_graph.first[u]; k < zgw_graph.first[u + 1]; k++)
+		for (k = zc_gwait_graph.first[u]; k < zc_gwait_graph.first[u + 1]; k++)
 		{
-			int			w = zgw_graph.e[k].to;
-			int			next = 2 * w + ((st % 2) || crossing(&zgw_graph.v[u], &zgw_graph.v[w]));
+			int			w = zc_gwait_graph.e[k].to;
+			int			next = 2 * w + ((st % 2) || crossing(&zc_gwait_graph.v[u], &zc_gwait_graph.v[w]));
 
-			if (zgw_graph.v[w].scc != zgw_graph.v[y].scc)
+			if (zc_gwait_graph.v[w].scc != zc_gwait_graph.v[y].scc)
 				continue;
 			if (w == y && next % 2 == 1)
 			{
-				zgw_graph.closing = k;
-				zgw_graph.closing_from = st;
+				zc_gwait_graph.closing = k;
+				zc_gwait_graph.closing_from = st;
 				return true;
 			}
-			if (w != y && zgw_graph.parent[next] == -2)
+			if (w != y && zc_gwait_graph.parent[next] == -2)
 			{
-				zgw_graph.parent[next] = k;
-				zgw_graph.from[next] = st;
-				zgw_graph.queue[tail++] = next;
+				zc_gwait_graph.parent[next] = k;
+				zc_gwait_graph.from[next] = st;
+				zc_gwait_graph.queue[tail++] = next;
 			}
 		}
 	}
@@ -492,20 +492,20 @@ describe_cycle(int y, ZgwVictim *out)
 {
 	int			path[2 * MAX_VERTS];
 	int			npath = 0;
-	int			st = zgw_graph.closing_from;
+	int			st = zc_gwait_graph.closing_from;
 	size_t		n = 0;
 	int			i;
 
-	path[npath++] = zgw_graph.closing;
+	path[npath++] = zc_gwait_graph.closing;
 	while (st != 2 * y && npath < 2 * MAX_VERTS)
 	{
-		path[npath++] = zgw_graph.parent[st];
-		st = zgw_graph.from[st];
+		path[npath++] = zc_gwait_graph.parent[st];
+		st = zc_gwait_graph.from[st];
 	}
 	out->detail[0] = '\0';
 	for (i = npath - 1; i >= 0; i--)
 	{
-		const Edge *e = &zgw_graph.e[path[i]];
+		const Edge *e = &zc_gwait_graph.e[path[i]];
 		char		name[ZGW_NAME_LEN];
 
 		if (e->via.len > 0 && e->via.len < ZGW_NAME_LEN)
@@ -513,10 +513,10 @@ describe_cycle(int y, ZgwVictim *out)
 			snprintf(name, sizeof(name), "%.*s", e->via.len, e->via.p);
 			add_check(out, name);
 		}
-		wait_node(&zgw_graph.v[e->from], name);
+		wait_node(&zc_gwait_graph.v[e->from], name);
 		add_check(out, name);
-		add_session(out, zgw_graph.v[e->from].session);
-		describe_step(&zgw_graph.v[e->from], &zgw_graph.v[e->to], out->detail, sizeof(out->detail), &n);
+		add_session(out, zc_gwait_graph.v[e->from].session);
+		describe_step(&zc_gwait_graph.v[e->from], &zc_gwait_graph.v[e->to], out->detail, sizeof(out->detail), &n);
 	}
 
 	/*
@@ -526,44 +526,44 @@ describe_cycle(int y, ZgwVictim *out)
 	 */
 	for (i = npath - 1; i >= 0; i--)
 	{
-		int			v = zgw_graph.e[path[i]].from;
+		int			v = zc_gwait_graph.e[path[i]].from;
 		int			k;
 
-		if (zgw_graph.v[v].need == 0)
+		if (zc_gwait_graph.v[v].need == 0)
 			continue;
-		for (k = zgw_graph.first[v]; k < zgw_graph.first[v + 1]; k++)
+		for (k = zc_gwait_graph.first[v]; k < zc_gwait_graph.first[v + 1]; k++)
 		{
 			char		name[ZGW_NAME_LEN];
 
-			if (zgw_graph.v[zgw_graph.e[k].to].goes || zgw_graph.e[k].via.len <= 0 || zgw_graph.e[k].via.len >= ZGW_NAME_LEN)
+			if (zc_gwait_graph.v[zc_gwait_graph.e[k].to].goes || zc_gwait_graph.e[k].via.len <= 0 || zc_gwait_graph.e[k].via.len >= ZGW_NAME_LEN)
 				continue;
-			snprintf(name, sizeof(name), "%.*s", zgw_graph.e[k].via.len, zgw_graph.e[k].via.p);
+			snprintf(name, sizeof(name), "%.*s", zc_gwait_graph.e[k].via.len, zc_gwait_graph.e[k].via.p);
 			add_check(out, name);
 		}
-		for (k = 0; k < zgw_graph.nv; k++)
-			if (!zgw_graph.v[k].goes)
-				add_session(out, zgw_graph.v[k].session);
+		for (k = 0; k < zc_gwait_graph.nv; k++)
+			if (!zc_gwait_graph.v[k].goes)
+				add_session(out, zc_gwait_graph.v[k].session);
 	}
 }
 
 bool
-zgw_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *out)
+zc_gwait_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *out)
 {
 	int			i;
 	int			s;
 
-	zgw_graph.nv = zgw_graph.nraw = zgw_graph.nholds = 0;
+	zc_gwait_graph.nv = zc_gwait_graph.nraw = zc_gwait_graph.nholds = 0;
 	for (i = 0; i < ndocs; i++)
-		zgw_parse_doc(docs[i]);
-	zgw_link();
+		zc_gwait_parse_doc(docs[i]);
+	zc_gwait_link();
 	settle();
-	zgw_graph.nstack = 0;
-	zgw_graph.next_index = 0;
-	zgw_graph.nscc = 0;
-	for (i = 0; i < zgw_graph.nv; i++)
-		if (zgw_graph.v[i].index < 0 && !zgw_graph.v[i].goes)
+	zc_gwait_graph.nstack = 0;
+	zc_gwait_graph.next_index = 0;
+	zc_gwait_graph.nscc = 0;
+	for (i = 0; i < zc_gwait_graph.nv; i++)
+		if (zc_gwait_graph.v[i].index < 0 && !zc_gwait_graph.v[i].goes)
 			strong(i);
-	for (s = 0; s < zgw_graph.nscc; s++)
+	for (s = 0; s < zc_gwait_graph.nscc; s++)
 	{
 		int			y = -1;
 
@@ -572,28 +572,28 @@ zgw_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *out)
 		 * youngest one with a wait across clusters inside it is the victim
 		 * (the others' own circles are deadlock.c's); only its cluster acts.
 		 */
-		for (i = 0; i < zgw_graph.nv; i++)
-			zgw_graph.v[i].crosses = false;
-		for (i = 0; i < zgw_graph.ne; i++)
-			if (zgw_graph.v[zgw_graph.e[i].from].scc == s && zgw_graph.v[zgw_graph.e[i].to].scc == s &&
-				crossing(&zgw_graph.v[zgw_graph.e[i].from], &zgw_graph.v[zgw_graph.e[i].to]))
-				zgw_graph.v[zgw_graph.e[i].from].crosses = zgw_graph.v[zgw_graph.e[i].to].crosses = true;
-		for (i = 0; i < zgw_graph.nv; i++)
-			if (zgw_graph.v[i].scc == s && zgw_graph.v[i].crosses && zgw_graph.v[i].mode != HEAVY &&
-				(y < 0 || younger(&zgw_graph.v[i], &zgw_graph.v[y])))
+		for (i = 0; i < zc_gwait_graph.nv; i++)
+			zc_gwait_graph.v[i].crosses = false;
+		for (i = 0; i < zc_gwait_graph.ne; i++)
+			if (zc_gwait_graph.v[zc_gwait_graph.e[i].from].scc == s && zc_gwait_graph.v[zc_gwait_graph.e[i].to].scc == s &&
+				crossing(&zc_gwait_graph.v[zc_gwait_graph.e[i].from], &zc_gwait_graph.v[zc_gwait_graph.e[i].to]))
+				zc_gwait_graph.v[zc_gwait_graph.e[i].from].crosses = zc_gwait_graph.v[zc_gwait_graph.e[i].to].crosses = true;
+		for (i = 0; i < zc_gwait_graph.nv; i++)
+			if (zc_gwait_graph.v[i].scc == s && zc_gwait_graph.v[i].crosses && zc_gwait_graph.v[i].mode != HEAVY &&
+				(y < 0 || younger(&zc_gwait_graph.v[i], &zc_gwait_graph.v[y])))
 				y = i;
 		if (y >= 0 && heavy_cycle(s))
 			continue;			/* core's own detector breaks that one first */
-		if (y < 0 || zgw_graph.v[y].session != self)
+		if (y < 0 || zc_gwait_graph.v[y].session != self)
 			continue;
 		memset(out, 0, sizeof(*out));
-		out->pid = zgw_graph.v[y].pid;
-		wait_node(&zgw_graph.v[y], out->node);
+		out->pid = zc_gwait_graph.v[y].pid;
+		wait_node(&zc_gwait_graph.v[y], out->node);
 		if (!cross_cycle(y))
 			continue;			/* cannot be: y has an edge across, inside its part */
-		zgw_graph.unproven = false;
+		zc_gwait_graph.unproven = false;
 		describe_cycle(y, out);
-		if (!zgw_graph.unproven)
+		if (!zc_gwait_graph.unproven)
 			return true;
 	}
 	return false;

@@ -64,7 +64,7 @@ typedef struct ZgwHeavy
 
 /*
  * A semaphore's waiter goes on once `need` of the nodes ahead of its own
- * are gone (any of them): what a listing of its key says (zgw_sem_wait).
+ * are gone (any of them): what a listing of its key says (zc_gwait_sem_wait).
  */
 #define ZGW_MAX_AHEAD	32
 typedef struct ZgwSemWait
@@ -110,7 +110,7 @@ typedef struct ZgwVictim
  * claim, asks every other cluster of the cycle for a document written
  * after the claim.  The claim's data names the claim (a nonce) and those
  * sessions; each of them, looking for a claim while it publishes,
- * writes its document again with a line "K <nonce>" (zgw_format,
+ * writes its document again with a line "K <nonce>" (zc_gwait_format,
  * ZgwLocal.confirms); the victim's cluster reads those and decides again
  * on them alone.
  */
@@ -122,7 +122,7 @@ typedef struct ZgwVictim
  * own among them) and look for a cycle across sessions whose victim is a
  * backend of session `self`.  Returns whether there is one, described in *v.
  */
-extern bool zgw_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *v);
+extern bool zc_gwait_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *v);
 
 /* One wait edge of the joined documents (zk_lock_waits). */
 typedef struct ZgwEdgeRow

@@ -22,7 +22,7 @@
 static bool
 counts_across(const ZklTable *t, const ZklSlot *s)
 {
-	return (zdl_waiting(s) || zdl_sem_waiting(s)) && s->zk.root_id == t->cur_root;
+	return (zc_deadlock_waiting(s) || zc_deadlock_sem_waiting(s)) && s->zk.root_id == t->cur_root;
 }
 
 static bool
@@ -33,19 +33,19 @@ long_wait(const ZklTable *t, const ZklSlot *s, int64_t now, int timeout_ms)
 }
 
 int
-zgw_sem_waiters(const ZklTable *t, int64_t now, int timeout_ms, int *slots, int max)
+zc_gwait_sem_waiters(const ZklTable *t, int64_t now, int timeout_ms, int *slots, int max)
 {
 	int			n = 0;
 	int			i;
 
 	for (i = 0; i < t->nused && n < max; i++)
-		if (zdl_sem_waiting(&t->slots[i]) && long_wait(t, &t->slots[i], now, timeout_ms))
+		if (zc_deadlock_sem_waiting(&t->slots[i]) && long_wait(t, &t->slots[i], now, timeout_ms))
 			slots[n++] = i;
 	return n;
 }
 
 bool
-zgw_sem_wait(const ZklTable *t, int slot, const char *const *names, int n, ZgwSemWait *out)
+zc_gwait_sem_wait(const ZklTable *t, int slot, const char *const *names, int n, ZgwSemWait *out)
 {
 	const ZklSlot *s = &t->slots[slot];
 	ZkrChild	own;
@@ -53,14 +53,14 @@ zgw_sem_wait(const ZklTable *t, int slot, const char *const *names, int n, ZgwSe
 	int			i;
 
 	memset(out, 0, sizeof(*out));
-	if (!zkr_parse_child(s->node, &own))
+	if (!zc_recipe_parse_child(s->node, &own))
 		return false;
 	out->slot = slot;
 	out->attempt = s->req.attempt;
 	for (i = 0; i < n; i++)
 	{
-		if (!zkr_parse_child(names[i], &c) || !zkk_counted(c.mode) ||
-			zkr_seq_cmp(c.seq, own.seq) >= 0)
+		if (!zc_recipe_parse_child(names[i], &c) || !zc_kind_counted(c.mode) ||
+			zc_recipe_seq_cmp(c.seq, own.seq) >= 0)
 			continue;
 		if (out->nahead < ZGW_MAX_AHEAD)
 			snprintf(out->ahead[out->nahead], ZKL_NODE_BUFLEN, "%s", names[i]);
@@ -118,7 +118,7 @@ watch_behind_own(const ZklTable *t, const ZklSlot *s)
 	ZkrChild	o;
 	int			i;
 
-	if (!zkr_parse_child(s->watch, &w))
+	if (!zc_recipe_parse_child(s->watch, &w))
 		return false;
 	for (i = 0; i < t->nused; i++)
 	{
@@ -126,8 +126,8 @@ watch_behind_own(const ZklTable *t, const ZklSlot *s)
 
 		if (h != s && h->zstate == ZKS_HELD && own_node(t, h, s->req.owner_pid) &&
 			h->zk.root_id == s->zk.root_id && strcmp(h->key, s->key) == 0 &&
-			zkr_parse_child(h->node, &o) && zkr_seq_cmp(o.seq, w.seq) < 0 &&
-			zkk_conflict(o.mode, w.mode))
+			zc_recipe_parse_child(h->node, &o) && zc_recipe_seq_cmp(o.seq, w.seq) < 0 &&
+			zc_kind_conflict(o.mode, w.mode))
 			return true;
 	}
 	return false;
@@ -151,10 +151,10 @@ put_sem(const ZklSlot *s, int idx, const ZgwLocal *in, char *out, size_t len, si
 
 		if (w->slot != idx || w->attempt != s->req.attempt)
 			continue;
-		if (!zgw_put(out, len, n, "S %d\n", w->need))
+		if (!zc_gwait_put(out, len, n, "S %d\n", w->need))
 			return false;
 		for (k = 0; k < w->nahead; k++)
-			if (!zgw_put(out, len, n, "E %s/%s\n", s->key, w->ahead[k]))
+			if (!zc_gwait_put(out, len, n, "E %s/%s\n", s->key, w->ahead[k]))
 				return false;
 	}
 	return true;
@@ -175,7 +175,7 @@ put_backend(const ZgwLocal *in, const ZklSlot *w, char *out, size_t len, size_t 
 	for (i = 0; i < t->nused; i++)
 		if (own_node(t, &t->slots[i], pid) && t->slots[i].zk.czxid > 0 && t->slots[i].zk.czxid < age)
 			age = t->slots[i].zk.czxid;
-	if (!zgw_put(out, len, n, "V %d %" PRId64 " %c %s %s %" PRId64 "\n", pid, age, w->req.mode, w->key,
+	if (!zc_gwait_put(out, len, n, "V %d %" PRId64 " %c %s %s %" PRId64 "\n", pid, age, w->req.mode, w->key,
 			 w->node[0] ? w->node : "-", w->req.requested_at))
 		return false;
 	for (i = 0; i < t->nused; i++)
@@ -188,15 +188,15 @@ put_backend(const ZgwLocal *in, const ZklSlot *w, char *out, size_t len, size_t 
 
 		if (s->req.owner_pid != pid || !long_wait(t, s, now, timeout_ms))
 			continue;
-		if (zkk_counted(s->req.mode))
+		if (zc_kind_counted(s->req.mode))
 		{
 			if (!put_sem(s, i, in, out, len, n))
 				return false;
 			continue;
 		}
-		np = zdl_blockers(coh, s, pids, 64);
+		np = zc_deadlock_blockers(coh, s, pids, 64);
 		for (k = 0; k < np; k++)
-			if (!zgw_put(out, len, n, "P %d\n", pids[k]))
+			if (!zc_gwait_put(out, len, n, "P %d\n", pids[k]))
 				return false;
 		/*
 		 * another cluster's node (one of ours is an edge above; a lingering
@@ -204,7 +204,7 @@ put_backend(const ZgwLocal *in, const ZklSlot *w, char *out, size_t len, size_t 
 		 */
 		if (s->zstate == ZKS_QUEUED && s->watch[0] != '\0' &&
 			((o = local_node(t, s, s->watch)) == NULL) && !watch_behind_own(t, s) &&
-			!zgw_put(out, len, n, "E %s/%s\n", s->key, s->watch))
+			!zc_gwait_put(out, len, n, "E %s/%s\n", s->key, s->watch))
 			return false;
 	}
 	return put_holds(t, pid, out, len, n);
@@ -218,7 +218,7 @@ put_holds(const ZklTable *t, int pid, char *out, size_t len, size_t *n)
 
 	for (i = 0; i < t->nused; i++)
 		if (own_node(t, &t->slots[i], pid) &&
-			!zgw_put(out, len, n, "H %s/%s\n", t->slots[i].key, t->slots[i].node))
+			!zc_gwait_put(out, len, n, "H %s/%s\n", t->slots[i].key, t->slots[i].node))
 			return false;
 	return true;
 }
@@ -233,16 +233,16 @@ put_heavy(const ZklTable *t, const ZgwHeavy *h, char *out, size_t len, size_t *n
 	for (i = 0; i < t->nused; i++)
 		if (own_node(t, &t->slots[i], h->pid) && t->slots[i].zk.czxid > 0 && t->slots[i].zk.czxid < age)
 			age = t->slots[i].zk.czxid;
-	if (!zgw_put(out, len, n, "V %d %" PRId64 " L - - %" PRId64 "\n", h->pid, age, h->since))
+	if (!zc_gwait_put(out, len, n, "V %d %" PRId64 " L - - %" PRId64 "\n", h->pid, age, h->since))
 		return false;
 	for (i = 0; i < h->nblockers && i < ZGW_MAX_BLOCKERS; i++)
-		if (!zgw_put(out, len, n, "P %d\n", h->blockers[i]))
+		if (!zc_gwait_put(out, len, n, "P %d\n", h->blockers[i]))
 			return false;
 	return put_holds(t, h->pid, out, len, n);
 }
 
 int
-zgw_format(const ZgwLocal *in, char *out, size_t len)
+zc_gwait_format(const ZgwLocal *in, char *out, size_t len)
 {
 	const ZklTable *t = in->coh->t;
 	char		name[ZGW_CLUSTER_LEN];
@@ -260,7 +260,7 @@ zgw_format(const ZgwLocal *in, char *out, size_t len)
 	for (i = 0; name[i]; i++)
 		if (name[i] == ' ' || name[i] == '\t' || name[i] == '\n')
 			name[i] = '_';
-	zgw_put(out, len, &n, "Z %" PRIx64 " %s\n", (uint64_t) in->session, name);
+	zc_gwait_put(out, len, &n, "Z %" PRIx64 " %s\n", (uint64_t) in->session, name);
 	for (i = 0; i < t->nused; i++)
 	{
 		const ZklSlot *s = &t->slots[i];
@@ -294,7 +294,7 @@ zgw_format(const ZgwLocal *in, char *out, size_t len)
 		}
 	}
 	if (entries > 0 && in->confirms != 0 &&
-		!zgw_put(out, full, &n, "K %" PRIx64 "\n", in->confirms))
+		!zc_gwait_put(out, full, &n, "K %" PRIx64 "\n", in->confirms))
 		return 0;				/* (cannot be: its room was kept) */
 	return entries > 0 ? (int) n : 0;
 }
@@ -302,16 +302,16 @@ zgw_format(const ZgwLocal *in, char *out, size_t len)
 /* ---- the claim's confirmations ---- */
 
 int
-zgw_claim_format(uint64_t nonce, const int64_t *sessions, int ns, int64_t self,
+zc_gwait_claim_format(uint64_t nonce, const int64_t *sessions, int ns, int64_t self,
 				 char *out, size_t len)
 {
 	size_t		n = 0;
 	int			i;
 
-	zgw_put(out, len, &n, "D %" PRIx64 "\n", nonce);
+	zc_gwait_put(out, len, &n, "D %" PRIx64 "\n", nonce);
 	for (i = 0; i < ns; i++)
 		if (sessions[i] != self)
-			zgw_put(out, len, &n, "C %" PRIx64 "\n", (uint64_t) sessions[i]);
+			zc_gwait_put(out, len, &n, "C %" PRIx64 "\n", (uint64_t) sessions[i]);
 	return (int) n;
 }
 
@@ -366,7 +366,7 @@ claim_line(char tag, uint64_t value, void *arg)
 }
 
 uint64_t
-zgw_claim_asks(const char *data, int len, int64_t session)
+zc_gwait_claim_asks(const char *data, int len, int64_t session)
 {
 	ClaimScan	c = {0, session, false, NULL, 0, 0};
 
@@ -375,7 +375,7 @@ zgw_claim_asks(const char *data, int len, int64_t session)
 }
 
 int
-zgw_claim_sessions(const char *data, int len, int64_t *out, int max)
+zc_gwait_claim_sessions(const char *data, int len, int64_t *out, int max)
 {
 	ClaimScan	c = {0, 0, false, out, 0, max};
 
@@ -397,7 +397,7 @@ confirm_line(char tag, uint64_t value, void *arg)
 }
 
 bool
-zgw_confirms(const char *doc, uint64_t nonce)
+zc_gwait_confirms(const char *doc, uint64_t nonce)
 {
 	uint64_t	left = nonce;
 
@@ -408,7 +408,7 @@ zgw_confirms(const char *doc, uint64_t nonce)
 }
 
 int
-zgw_holders(const ZklTable *t, int *pids, int max)
+zc_gwait_holders(const ZklTable *t, int *pids, int max)
 {
 	int			n = 0;
 	int			i;
@@ -423,7 +423,7 @@ zgw_holders(const ZklTable *t, int *pids, int max)
 			continue;
 		for (j = 0; j < t->nused && !known; j++)
 			known = t->slots[j].req.owner_pid == s->req.owner_pid &&
-				(zdl_waiting(&t->slots[j]) || zdl_sem_waiting(&t->slots[j]));
+				(zc_deadlock_waiting(&t->slots[j]) || zc_deadlock_sem_waiting(&t->slots[j]));
 		for (j = 0; j < n && !known; j++)
 			known = pids[j] == s->req.owner_pid;
 		if (!known)
@@ -433,7 +433,7 @@ zgw_holders(const ZklTable *t, int *pids, int max)
 }
 
 bool
-zgw_node_live(const ZklTable *t, const char *name)
+zc_gwait_node_live(const ZklTable *t, const char *name)
 {
 	int			i;
 
@@ -451,13 +451,13 @@ zgw_node_live(const ZklTable *t, const char *name)
 }
 
 int64_t
-zgw_next_due(const ZklTable *t, int timeout_ms)
+zc_gwait_next_due(const ZklTable *t, int timeout_ms)
 {
-	return zdl_oldest_due(t, timeout_ms, counts_across);
+	return zc_deadlock_oldest_due(t, timeout_ms, counts_across);
 }
 
 uint64_t
-zgw_fingerprint(const ZklTable *t, int64_t now, int timeout_ms)
+zc_gwait_fingerprint(const ZklTable *t, int64_t now, int timeout_ms)
 {
 	uint64_t	h = 1469598103934665603ULL;	/* FNV-1a */
 	int			i;

@@ -23,7 +23,7 @@ waiting_side(const Vert *v, ZgwEdgeRow *r)
 	r->w_pid = v->pid;
 	r->w_mode = v->mode;
 	if (v->mode != HEAVY)
-		zgw_key_text(v->key, r->w_key, sizeof(r->w_key));
+		zc_gwait_key_text(v->key, r->w_key, sizeof(r->w_key));
 	r->w_since = v->since;
 }
 
@@ -48,36 +48,36 @@ blocking_node(Word name, ZgwEdgeRow *r)
 		return;
 	key.p = name.p;
 	key.len = (int) (slash - name.p);
-	zgw_key_text(key, r->b_key, sizeof(r->b_key));
+	zc_gwait_key_text(key, r->b_key, sizeof(r->b_key));
 	node = slash + 1;
 	r->b_mode = node[0];
 	snprintf(r->b_node, sizeof(r->b_node), "%.*s", (int) (name.len - (node - name.p)), node);
 }
 
 int
-zgw_edges(const char *const *docs, int ndocs, ZgwEdgeFn fn, void *arg)
+zc_gwait_edges(const char *const *docs, int ndocs, ZgwEdgeFn fn, void *arg)
 {
 	int			rows = 0;
 	int			i;
 	int			j;
 
-	zgw_graph.nv = zgw_graph.nraw = zgw_graph.nholds = 0;
+	zc_gwait_graph.nv = zc_gwait_graph.nraw = zc_gwait_graph.nholds = 0;
 	for (i = 0; i < ndocs; i++)
-		zgw_parse_doc(docs[i]);
-	zgw_link();						/* sorts the holds */
-	for (i = 0; i < zgw_graph.nraw; i++)
+		zc_gwait_parse_doc(docs[i]);
+	zc_gwait_link();						/* sorts the holds */
+	for (i = 0; i < zc_gwait_graph.nraw; i++)
 	{
-		const RawEdge *e = &zgw_graph.raw[i];
+		const RawEdge *e = &zc_gwait_graph.raw[i];
 		ZgwEdgeRow	r;
 		bool		found = false;
 
-		waiting_side(&zgw_graph.v[e->from], &r);
+		waiting_side(&zc_gwait_graph.v[e->from], &r);
 		if (e->local)
 		{
-			for (j = 0; j < zgw_graph.nv && !found; j++)
-				if (zgw_graph.v[j].session == r.w_session && zgw_graph.v[j].pid == e->pid)
+			for (j = 0; j < zc_gwait_graph.nv && !found; j++)
+				if (zc_gwait_graph.v[j].session == r.w_session && zc_gwait_graph.v[j].pid == e->pid)
 				{
-					blocking_vertex(&zgw_graph.v[j], &r);
+					blocking_vertex(&zc_gwait_graph.v[j], &r);
 					found = true;
 				}
 			if (!found)
@@ -91,11 +91,11 @@ zgw_edges(const char *const *docs, int ndocs, ZgwEdgeFn fn, void *arg)
 			rows++;
 			continue;
 		}
-		for (j = 0; j < zgw_graph.nholds; j++)
+		for (j = 0; j < zc_gwait_graph.nholds; j++)
 		{
-			if (!zgw_word_eq(zgw_graph.holds[j].name, e->name))
+			if (!zc_gwait_word_eq(zc_gwait_graph.holds[j].name, e->name))
 				continue;
-			blocking_vertex(&zgw_graph.v[zgw_graph.holds[j].vert], &r);
+			blocking_vertex(&zc_gwait_graph.v[zc_gwait_graph.holds[j].vert], &r);
 			blocking_node(e->name, &r);
 			fn(arg, &r);
 			rows++;

@@ -12,6 +12,6 @@
  * several backends hold gives a row for each; one nobody published, a row
  * with its name only).  Returns how many.
  */
-extern int	zgw_edges(const char *const *docs, int ndocs, ZgwEdgeFn fn, void *arg);
+extern int	zc_gwait_edges(const char *const *docs, int ndocs, ZgwEdgeFn fn, void *arg);
 
 #endif

@@ -95,13 +95,13 @@ typedef struct Graph
 	bool		unproven;		/* the cycle needs more checks than a claim has */
 } Graph;
 
-extern Graph zgw_graph;		/* 300 kB: not on the stack */
+extern Graph zc_gwait_graph;		/* 300 kB: not on the stack */
 
-extern void zgw_key_text(Word key, char *out, size_t len);
-extern void zgw_link(void);
-extern void zgw_parse_doc(const char *doc);
-extern bool zgw_put(char *out, size_t len, size_t *n, const char *fmt,
+extern void zc_gwait_key_text(Word key, char *out, size_t len);
+extern void zc_gwait_link(void);
+extern void zc_gwait_parse_doc(const char *doc);
+extern bool zc_gwait_put(char *out, size_t len, size_t *n, const char *fmt,
 					...) __attribute__((format(printf, 4, 5)));
-extern bool zgw_word_eq(Word a, Word b);
+extern bool zc_gwait_word_eq(Word a, Word b);
 
 #endif

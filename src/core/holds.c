@@ -6,40 +6,40 @@
 #include <string.h>
 
 int
-zkh_holds(const ZklHold *h)
+zc_holds_holds(const ZklHold *h)
 {
 	return h->nxact + h->nsession;
 }
 
 bool
-zkh_keeps_node(const ZklHold *holds, int n, int i, ZkhNodeBefore before, void *arg)
+zc_holds_keeps_node(const ZklHold *holds, int n, int i, ZkhNodeBefore before, void *arg)
 {
 	int			j;
 
 	for (j = 0; j < n; j++)
-		if (j != i && zkh_holds(&holds[j]) > 0 && strcmp(holds[j].key, holds[i].key) == 0 &&
+		if (j != i && zc_holds_holds(&holds[j]) > 0 && strcmp(holds[j].key, holds[i].key) == 0 &&
 			!before(arg, holds[j].slot, holds[i].slot))
 			return true;
 	return false;
 }
 
 bool
-zkh_loss_unacknowledged(const ZklHold *h, bool lost)
+zc_holds_loss_unacknowledged(const ZklHold *h, bool lost)
 {
 	return lost && h->nsession > 0;
 }
 
 bool
-zkh_acknowledge(ZklHold *h, bool lost)
+zc_holds_acknowledge(ZklHold *h, bool lost)
 {
-	if (!zkh_loss_unacknowledged(h, lost))
+	if (!zc_holds_loss_unacknowledged(h, lost))
 		return false;
 	h->nsession = 0;
 	return true;
 }
 
 void
-zkh_granted(ZklXactProof *p, int64_t session)
+zc_holds_granted(ZklXactProof *p, int64_t session)
 {
 	if (p->session == 0)
 		p->session = session;
@@ -48,7 +48,7 @@ zkh_granted(ZklXactProof *p, int64_t session)
 }
 
 void
-zkh_released(ZklXactProof *p, const char *key, bool lost)
+zc_holds_released(ZklXactProof *p, const char *key, bool lost)
 {
 	/* unlocking a lost lock does not undo that another cluster may have held it */
 	if (lost && p->lost_key == NULL)
@@ -56,7 +56,7 @@ zkh_released(ZklXactProof *p, const char *key, bool lost)
 }
 
 ZklProofStep
-zkh_proof_step(int64_t proof_at, int64_t proof_session, int64_t sent_at, int64_t session)
+zc_holds_proof_step(int64_t proof_at, int64_t proof_session, int64_t sent_at, int64_t session)
 {
 	if (session != proof_session)
 		return ZKH_PROOF_NEW_SESSION;
@@ -64,7 +64,7 @@ zkh_proof_step(int64_t proof_at, int64_t proof_session, int64_t sent_at, int64_t
 }
 
 ZklCommitVerdict
-zkh_commit_verdict(const ZklXactProof *p, bool session_lost, bool held_lost, int64_t proof_at,
+zc_holds_commit_verdict(const ZklXactProof *p, bool session_lost, bool held_lost, int64_t proof_at,
 				   int64_t proof_session, int64_t current_session, int64_t mono, int bound_ms)
 {
 	if (session_lost)

@@ -19,8 +19,8 @@ typedef struct ZklHold
 	int			nsession;		/* stacked session-level acquisitions left */
 } ZklHold;
 
-/* Acquisitions left at both levels: 0, and the lock is given up (unless zkh_keeps_node). */
-extern int	zkh_holds(const ZklHold *h);
+/* Acquisitions left at both levels: 0, and the lock is given up (unless zc_holds_keeps_node). */
+extern int	zc_holds_holds(const ZklHold *h);
 
 /*
  * A lost session-level lock stays lost: the backend keeps counting it held,
@@ -30,17 +30,17 @@ extern int	zkh_holds(const ZklHold *h);
  * not commit under a lock that another cluster may hold meanwhile.
  * lost: whether ZooKeeper took h's lock away.
  */
-extern bool zkh_loss_unacknowledged(const ZklHold *h, bool lost);
+extern bool zc_holds_loss_unacknowledged(const ZklHold *h, bool lost);
 
 /*
  * The acknowledgement of a lost h: its session-level holds are dropped
- * (the caller then gives the lock up as any other, zkh_released: a loss).
+ * (the caller then gives the lock up as any other, zc_holds_released: a loss).
  * Returns whether h was such a loss.  The acknowledging transaction ran
- * under the lost lock (zkh_granted), so it never commits, even if it goes
+ * under the lost lock (zc_holds_granted), so it never commits, even if it goes
  * on after the call's error (a savepoint); DISCARD ALL, alone in its
  * transaction, ran nothing under it.
  */
-extern bool zkh_acknowledge(ZklHold *h, bool lost);
+extern bool zc_holds_acknowledge(ZklHold *h, bool lost);
 
 /*
  * Whether holds[i], whose holds are all gone, must keep its node: another
@@ -56,11 +56,11 @@ extern bool zkh_acknowledge(ZklHold *h, bool lost);
  * does.  Order is node creation, not acquisition: a lock taken again stacks
  * on its node, kept or not.
  * before(arg, a, b): whether slot a's node was created before slot b's
- * (sequence numbers of one key node compared: zkr_seq_cmp, which assumes
+ * (sequence numbers of one key node compared: zc_recipe_seq_cmp, which assumes
  * two live nodes of a key are less than 2^31 creates apart).
  */
 typedef bool (*ZkhNodeBefore) (void *arg, int a, int b);
-extern bool zkh_keeps_node(const ZklHold *holds, int n, int i, ZkhNodeBefore before, void *arg);
+extern bool zc_holds_keeps_node(const ZklHold *holds, int n, int i, ZkhNodeBefore before, void *arg);
 
 /*
  * What the commit must prove, for every lock the transaction held at any
@@ -74,9 +74,9 @@ typedef struct ZklXactProof
 	const char *lost_key;		/* a lost lock given up before commit (caller keeps the string) */
 } ZklXactProof;
 
-extern void zkh_granted(ZklXactProof *p, int64_t session);
+extern void zc_holds_granted(ZklXactProof *p, int64_t session);
 /* A lock given up before commit: a loss stays a loss. */
-extern void zkh_released(ZklXactProof *p, const char *key, bool lost);
+extern void zc_holds_released(ZklXactProof *p, const char *key, bool lost);
 
 typedef enum ZklCommitVerdict
 {
@@ -103,7 +103,7 @@ typedef enum ZklProofStep
 	ZKH_PROOF_NEW_SESSION		/* another session: forget the old proof first */
 } ZklProofStep;
 
-extern ZklProofStep zkh_proof_step(int64_t proof_at, int64_t proof_session,
+extern ZklProofStep zc_holds_proof_step(int64_t proof_at, int64_t proof_session,
 								   int64_t sent_at, int64_t session);
 
 /*
@@ -117,7 +117,7 @@ extern ZklProofStep zkh_proof_step(int64_t proof_at, int64_t proof_session,
  * clusters wait out a lock-delay longer than the bound before they grant its
  * locks.
  */
-extern ZklCommitVerdict zkh_commit_verdict(const ZklXactProof *p, bool session_lost, bool held_lost,
+extern ZklCommitVerdict zc_holds_commit_verdict(const ZklXactProof *p, bool session_lost, bool held_lost,
 										   int64_t proof_at, int64_t proof_session,
 										   int64_t current_session, int64_t mono,
 										   int bound_ms);

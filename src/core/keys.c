@@ -22,7 +22,7 @@ needs_escape(unsigned char c)
 }
 
 int
-zkl_encode_text_key(const char *raw, size_t len, char *out, size_t outlen)
+zc_keys_encode_text_key(const char *raw, size_t len, char *out, size_t outlen)
 {
 	size_t		i;
 	size_t		o = 0;
@@ -54,7 +54,7 @@ zkl_encode_text_key(const char *raw, size_t len, char *out, size_t outlen)
 }
 
 int
-zkl_encode_bigint_key(int64_t key, char *out, size_t outlen)
+zc_keys_encode_bigint_key(int64_t key, char *out, size_t outlen)
 {
 	int			n = snprintf(out, outlen, "%c%lld", ZKL_KEY_BIGINT, (long long) key);
 
@@ -62,7 +62,7 @@ zkl_encode_bigint_key(int64_t key, char *out, size_t outlen)
 }
 
 int
-zkl_encode_pair_key(int32_t key1, int32_t key2, char *out, size_t outlen)
+zc_keys_encode_pair_key(int32_t key1, int32_t key2, char *out, size_t outlen)
 {
 	int			n = snprintf(out, outlen, "%c%d.%d", ZKL_KEY_PAIR, (int) key1, (int) key2);
 
@@ -127,7 +127,7 @@ hexval(char c)
 }
 
 int
-zkl_semaphore_key(char *encoded)
+zc_keys_semaphore_key(char *encoded)
 {
 	size_t		len = strlen(encoded);
 
@@ -137,13 +137,13 @@ zkl_semaphore_key(char *encoded)
 }
 
 int
-zkl_is_semaphore_key(const char *encoded)
+zc_keys_is_semaphore_key(const char *encoded)
 {
 	return encoded[0] == ZKL_KEY_SEMAPHORE;
 }
 
 int
-zkl_decode_key(const char *name, char *kind, char *out, size_t outlen)
+zc_keys_decode_key(const char *name, char *kind, char *out, size_t outlen)
 {
 	const char *p;
 	size_t		o = 0;

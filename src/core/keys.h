@@ -27,22 +27,22 @@
  * Encode a text key (raw bytes, UTF-8) into a single ZooKeeper node name.
  * Returns the encoded length, or -1 when the key is empty or too long.
  */
-extern int	zkl_encode_text_key(const char *raw, size_t len, char *out, size_t outlen);
+extern int	zc_keys_encode_text_key(const char *raw, size_t len, char *out, size_t outlen);
 
 /* Encode a bigint key; never fails for outlen >= 22. */
-extern int	zkl_encode_bigint_key(int64_t key, char *out, size_t outlen);
+extern int	zc_keys_encode_bigint_key(int64_t key, char *out, size_t outlen);
 
 /* Encode an (int, int) key as "p<key1>.<key2>"; never fails for outlen >= 24. */
-extern int	zkl_encode_pair_key(int32_t key1, int32_t key2, char *out, size_t outlen);
+extern int	zc_keys_encode_pair_key(int32_t key1, int32_t key2, char *out, size_t outlen);
 
 /*
  * The semaphore key for an encoded text or bigint key (in place: out holds
  * ZKL_KEY_BUFLEN bytes).  Returns the new length.
  */
-extern int	zkl_semaphore_key(char *encoded);
+extern int	zc_keys_semaphore_key(char *encoded);
 
 /* Whether an encoded key is a semaphore's. */
-extern int	zkl_is_semaphore_key(const char *encoded);
+extern int	zc_keys_is_semaphore_key(const char *encoded);
 
 /*
  * Decode a node name made by the encoders above (a lock's; a semaphore's
@@ -51,6 +51,6 @@ extern int	zkl_is_semaphore_key(const char *encoded);
  * text key (or the number's decimal form) NUL-terminated into out and returns
  * its length; -1 when name is not one of ours or out is too small.
  */
-extern int	zkl_decode_key(const char *name, char *kind, char *out, size_t outlen);
+extern int	zc_keys_decode_key(const char *name, char *kind, char *out, size_t outlen);
 
 #endif

@@ -60,8 +60,8 @@ typedef struct ZklKind
 
 /* The rows, for code that goes through every kind (views, checks); at most ZKL_MAX_KINDS. */
 #define ZKL_MAX_KINDS	8
-extern const ZklKind zkk_kinds[];
-extern const int zkk_nkinds;
+extern const ZklKind zc_kinds[];
+extern const int zc_nkinds;
 
 /*
  * The questions are inline: the recipe asks them for every node of a queue,
@@ -70,24 +70,24 @@ extern const int zkk_nkinds;
 
 /* The row of a letter; NULL for one that is no kind's. */
 static inline const ZklKind *
-zkk_kind(char mode)
+zc_kind_kind(char mode)
 {
 	int			i;
 
-	for (i = 0; i < zkk_nkinds; i++)
-		if (zkk_kinds[i].mode == mode)
-			return &zkk_kinds[i];
+	for (i = 0; i < zc_nkinds; i++)
+		if (zc_kinds[i].mode == mode)
+			return &zc_kinds[i];
 	return NULL;
 }
 
 /* Whether nodes of kinds a and b keep each other waiting (false if either is unknown). */
 static inline bool
-zkk_conflict(char a, char b)
+zc_kind_conflict(char a, char b)
 {
-	const ZklKind *k = zkk_kind(a);
+	const ZklKind *k = zc_kind_kind(a);
 
 	return k != NULL && b >= 'a' && b <= 'z' && (k->conflicts & ZKK_SET(b)) != 0 &&
-		zkk_kind(b) != NULL;
+		zc_kind_kind(b) != NULL;
 }
 
 /*
@@ -95,43 +95,43 @@ zkk_conflict(char a, char b)
  * one): a waiter of it waits for its immediate predecessor, and a holder
  * granted with none ahead holds its key alone.
  */
-extern bool zkk_alone(char mode);
+extern bool zc_kind_alone(char mode);
 
 /* Whether requests of the kind are granted by count (ZKL_GRANT_COUNT). */
 static inline bool
-zkk_counted(char mode)
+zc_kind_counted(char mode)
 {
-	const ZklKind *k = zkk_kind(mode);
+	const ZklKind *k = zc_kind_kind(mode);
 
 	return k != NULL && k->grant == ZKL_GRANT_COUNT;
 }
 
 /* How local requests of the kind share a node (ZKL_LOCAL_NONE for an unknown letter). */
 static inline ZklLocalShare
-zkk_local(char mode)
+zc_kind_local(char mode)
 {
-	const ZklKind *k = zkk_kind(mode);
+	const ZklKind *k = zc_kind_kind(mode);
 
 	return k != NULL ? k->local : ZKL_LOCAL_NONE;
 }
 
 /* Whether a released node of the kind passes to a local waiter. */
 static inline bool
-zkk_hands_over(char mode)
+zc_kind_hands_over(char mode)
 {
-	return zkk_local(mode) == ZKL_LOCAL_HANDOVER;
+	return zc_kind_local(mode) == ZKL_LOCAL_HANDOVER;
 }
 
 /* Whether local requests of the kind join one granted node. */
 static inline bool
-zkk_rides(char mode)
+zc_kind_rides(char mode)
 {
-	return zkk_local(mode) == ZKL_LOCAL_RIDE;
+	return zc_kind_local(mode) == ZKL_LOCAL_RIDE;
 }
 
 /* Names for views and messages (NULL for an unknown letter). */
-extern const char *zkk_name(char mode);
-extern const char *zkk_noun(char mode);
-extern const char *zkk_a_name(char mode);
+extern const char *zc_kind_name(char mode);
+extern const char *zc_kind_noun(char mode);
+extern const char *zc_kind_a_name(char mode);
 
 #endif

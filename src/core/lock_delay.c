@@ -37,7 +37,7 @@ missing_from(const int64_t *a, int na, const int64_t *b, int nb)
 }
 
 bool
-zld_died(const ZklListing *before, const ZklListing *now)
+zc_delay_died(const ZklListing *before, const ZklListing *now)
 {
 	int			i;
 
@@ -56,7 +56,7 @@ zld_died(const ZklListing *before, const ZklListing *now)
 }
 
 bool
-zld_paused(bool listed, bool stale, int64_t paused_until, int64_t now, int64_t poll_us,
+zc_delay_paused(bool listed, bool stale, int64_t paused_until, int64_t now, int64_t poll_us,
 		   int64_t *until)
 {
 	if (!listed || stale)
@@ -69,7 +69,7 @@ zld_paused(bool listed, bool stale, int64_t paused_until, int64_t now, int64_t p
 }
 
 void
-zld_init(ZldPresence *p, const ZldHost *host)
+zc_delay_init(ZldPresence *p, const ZldHost *host)
 {
 	memset(p, 0, sizeof(*p));
 	p->host = host;
@@ -99,7 +99,7 @@ pause_for_delay(ZldPresence *p, int64_t now)
  * failed, list whenever the watch fired or a tombstone is due for sweeping.
  */
 int
-zld_tend(ZldPresence *p, int64_t session, bool new_root, int64_t now)
+zc_delay_tend(ZldPresence *p, int64_t session, bool new_root, int64_t now)
 {
 	int			send = 0;
 
@@ -137,9 +137,9 @@ zld_tend(ZldPresence *p, int64_t session, bool new_root, int64_t now)
 	return send;
 }
 
-/* The listing zld_tend asked for could not be sent. */
+/* The listing zc_delay_tend asked for could not be sent. */
 void
-zld_list_not_sent(ZldPresence *p)
+zc_delay_list_not_sent(ZldPresence *p)
 {
 	p->list_in_flight = false;
 	p->list_due = true;
@@ -247,7 +247,7 @@ sweep_closed(ZldPresence *p, const int64_t *closed, int64_t *since, int n, const
  * and one after which the list changed more often than the difference shows.
  */
 ZldListed
-zld_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names, int n,
+zc_delay_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names, int n,
 		   int32_t cversion, int64_t now)
 {
 	int64_t    *buf;
@@ -284,7 +284,7 @@ zld_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names, int n
 	after.dead = buf + n;
 	after.ndead = ndead;
 	after.cversion = cversion;
-	died = zld_died(was_listed ? &before : NULL, &after);
+	died = zc_delay_died(was_listed ? &before : NULL, &after);
 	p->last_cversion = cversion;
 	memcpy(p->live, buf, nlive * sizeof(int64_t));
 	p->nlive = nlive;
@@ -318,7 +318,7 @@ zld_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names, int n
 
 /* Our presence node's create (tagged gen) failed. */
 void
-zld_presence_failed(ZldPresence *p, uint64_t gen, int64_t now)
+zc_delay_presence_failed(ZldPresence *p, uint64_t gen, int64_t now)
 {
 	if (gen != p->gen)
 		return;
@@ -328,7 +328,7 @@ zld_presence_failed(ZldPresence *p, uint64_t gen, int64_t now)
 
 /* A child event on the sessions node (tagged gen): list again (the watch is one-shot). */
 void
-zld_watch_fired(ZldPresence *p, uint64_t gen)
+zc_delay_watch_fired(ZldPresence *p, uint64_t gen)
 {
 	if (gen != p->gen)
 		return;
@@ -341,7 +341,7 @@ zld_watch_fired(ZldPresence *p, uint64_t gen)
  * old one, so the list is out of date until read again through this one.
  */
 void
-zld_reconnected(ZldPresence *p)
+zc_delay_reconnected(ZldPresence *p)
 {
 	p->stale = true;
 	p->list_due = true;
@@ -349,7 +349,7 @@ zld_reconnected(ZldPresence *p)
 
 /* A new handle: calls in flight on the old one will not be answered. */
 void
-zld_reset(ZldPresence *p)
+zc_delay_reset(ZldPresence *p)
 {
 	p->gen++;
 	p->for_session = 0;
@@ -362,7 +362,7 @@ zld_reset(ZldPresence *p)
  * out of date, that is a guess: a time to look again).
  */
 bool
-zld_grants_paused(const ZldPresence *p, int64_t now, int64_t *until)
+zc_delay_grants_paused(const ZldPresence *p, int64_t now, int64_t *until)
 {
-	return zld_paused(p->listed, p->stale, p->paused_until, now, ZLD_STALE_POLL_US, until);
+	return zc_delay_paused(p->listed, p->stale, p->paused_until, now, ZLD_STALE_POLL_US, until);
 }

@@ -27,14 +27,14 @@ typedef struct ZklListing
  * is gone without a tombstone, or the list changed more often than the
  * difference shows (a session came and went between the two).
  */
-extern bool zld_died(const ZklListing *before, const ZklListing *now);
+extern bool zc_delay_died(const ZklListing *before, const ZklListing *now);
 
 /*
  * Whether grants are paused at `now`, and until when: while the sessions are
  * not listed, or the listing is out of date (poll_us more, at least), and
  * until paused_until.
  */
-extern bool zld_paused(bool listed, bool stale, int64_t paused_until, int64_t now,
+extern bool zc_delay_paused(bool listed, bool stale, int64_t paused_until, int64_t now,
 					   int64_t poll_us, int64_t *until);
 
 /*
@@ -78,11 +78,11 @@ typedef struct ZldPresence
 	int			cap;			/* of each array */
 } ZldPresence;
 
-/* What zld_tend asks the host to send now (bits). */
+/* What zc_delay_tend asks the host to send now (bits). */
 #define ZLD_SEND_PRESENCE	1	/* the sessions node, then our ephemeral presence node */
 #define ZLD_SEND_LIST		2	/* list the sessions with a child watch (tagged gen) */
 
-/* What a listing told (zld_listed). */
+/* What a listing told (zc_delay_listed). */
 typedef enum ZldListed
 {
 	ZLD_STALE_REPLY,			/* for an older gen: ignored */
@@ -96,15 +96,15 @@ typedef enum ZldListed
 #define ZLD_RETRY_US		(100 * INT64_C(1000))	/* after a failed create or listing */
 #define ZLD_STALE_POLL_US	(20 * INT64_C(1000))	/* a listing is one round trip away */
 
-extern void zld_init(ZldPresence *p, const ZldHost *host);
-extern int	zld_tend(ZldPresence *p, int64_t session, bool new_root, int64_t now);
-extern void zld_list_not_sent(ZldPresence *p);
-extern ZldListed zld_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names,
+extern void zc_delay_init(ZldPresence *p, const ZldHost *host);
+extern int	zc_delay_tend(ZldPresence *p, int64_t session, bool new_root, int64_t now);
+extern void zc_delay_list_not_sent(ZldPresence *p);
+extern ZldListed zc_delay_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names,
 							int n, int32_t cversion, int64_t now);
-extern void zld_presence_failed(ZldPresence *p, uint64_t gen, int64_t now);
-extern void zld_watch_fired(ZldPresence *p, uint64_t gen);
-extern void zld_reconnected(ZldPresence *p);
-extern void zld_reset(ZldPresence *p);
-extern bool zld_grants_paused(const ZldPresence *p, int64_t now, int64_t *until);
+extern void zc_delay_presence_failed(ZldPresence *p, uint64_t gen, int64_t now);
+extern void zc_delay_watch_fired(ZldPresence *p, uint64_t gen);
+extern void zc_delay_reconnected(ZldPresence *p);
+extern void zc_delay_reset(ZldPresence *p);
+extern bool zc_delay_grants_paused(const ZldPresence *p, int64_t now, int64_t *until);
 
 #endif

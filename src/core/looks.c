@@ -10,7 +10,7 @@
 #include "zk_result.h"
 
 ZlkLook *
-zlk_find(const ZlkLooks *ls, const char *path, const char *uuid)
+zc_looks_find(const ZlkLooks *ls, const char *path, const char *uuid)
 {
 	int			i;
 
@@ -21,11 +21,11 @@ zlk_find(const ZlkLooks *ls, const char *path, const char *uuid)
 }
 
 ZlkLook *
-zlk_new(ZlkLooks *ls, const char *path, const char *uuid, int64_t session)
+zc_looks_new(ZlkLooks *ls, const char *path, const char *uuid, int64_t session)
 {
 	ZlkLook    *l;
 
-	if (zlk_find(ls, path, uuid) != NULL || ls->n >= ZLK_MAX)
+	if (zc_looks_find(ls, path, uuid) != NULL || ls->n >= ZLK_MAX)
 		return NULL;
 	l = ls->host->alloc(ls->host->arg, sizeof(ZlkLook));
 	l->stray = uuid[0] == '\0';
@@ -37,18 +37,18 @@ zlk_new(ZlkLooks *ls, const char *path, const char *uuid, int64_t session)
 }
 
 void
-zlk_again(ZlkLook *l, int64_t now)
+zc_looks_again(ZlkLook *l, int64_t now)
 {
 	l->in_flight = false;
 	l->due = now + ZLK_DELAY_US;
 }
 
 void
-zlk_send(ZlkLooks *ls, ZlkLook *l, int64_t now)
+zc_looks_send(ZlkLooks *ls, ZlkLook *l, int64_t now)
 {
 	l->in_flight = true;
 	if (!ls->host->send(ls->host->arg, l))
-		zlk_again(l, now);
+		zc_looks_again(l, now);
 }
 
 static void
@@ -67,7 +67,7 @@ settled(int rc)
 }
 
 ZlkAnswer
-zlk_answered(ZlkLooks *ls, ZlkLook *l, int rc, int64_t now)
+zc_looks_answered(ZlkLooks *ls, ZlkLook *l, int rc, int64_t now)
 {
 	int			i;
 
@@ -78,16 +78,16 @@ zlk_answered(ZlkLooks *ls, ZlkLook *l, int rc, int64_t now)
 				end_look(ls, i);
 		return ZLK_DONE;
 	}
-	zlk_again(l, now);
+	zc_looks_again(l, now);
 	/* a refusal is worth a word, once per node; a lost reply is not */
-	if (l->said || zcore_outcome_unknown(rc))
+	if (l->said || zc_core_outcome_unknown(rc))
 		return ZLK_AGAIN;
 	l->said = true;
 	return ZLK_AGAIN_SAY;
 }
 
 int64_t
-zlk_tend(ZlkLooks *ls, int64_t now, int64_t session)
+zc_looks_tend(ZlkLooks *ls, int64_t now, int64_t session)
 {
 	int64_t		next = -1;
 	int			i;
@@ -104,7 +104,7 @@ zlk_tend(ZlkLooks *ls, int64_t now, int64_t session)
 			continue;
 		}
 		if (l->due <= now)
-			zlk_send(ls, l, now);
+			zc_looks_send(ls, l, now);
 		if (!l->in_flight)		/* not due yet, or could not be sent: again then */
 			next = (next < 0 || l->due - now < next) ? l->due - now : next;
 	}

@@ -45,13 +45,13 @@ typedef struct ZlkLooks
 /*
  * A new look at path (for uuid: a ghost's; "": a stray's delete) for
  * session's node, or NULL when the same one is kept already or too many
- * are.  The caller sends a stray's at once (zlk_send), a ghost's is due
- * after ZLK_DELAY_US (zlk_again).
+ * are.  The caller sends a stray's at once (zc_looks_send), a ghost's is due
+ * after ZLK_DELAY_US (zc_looks_again).
  */
-extern ZlkLook *zlk_new(ZlkLooks *ls, const char *path, const char *uuid, int64_t session);
-extern ZlkLook *zlk_find(const ZlkLooks *ls, const char *path, const char *uuid);
-extern void zlk_send(ZlkLooks *ls, ZlkLook *l, int64_t now);
-extern void zlk_again(ZlkLook *l, int64_t now);
+extern ZlkLook *zc_looks_new(ZlkLooks *ls, const char *path, const char *uuid, int64_t session);
+extern ZlkLook *zc_looks_find(const ZlkLooks *ls, const char *path, const char *uuid);
+extern void zc_looks_send(ZlkLooks *ls, ZlkLook *l, int64_t now);
+extern void zc_looks_again(ZlkLook *l, int64_t now);
 
 /* What an answer to a look means. */
 typedef enum ZlkAnswer
@@ -62,13 +62,13 @@ typedef enum ZlkAnswer
 } ZlkAnswer;
 
 /* The answer rc to look l; a settled look is ended (and freed) here. */
-extern ZlkAnswer zlk_answered(ZlkLooks *ls, ZlkLook *l, int rc, int64_t now);
+extern ZlkAnswer zc_looks_answered(ZlkLooks *ls, ZlkLook *l, int rc, int64_t now);
 
 /*
  * Each turn, connected under `session`: looks of other sessions end (their
  * nodes went with them), due ones are sent.  Returns the microseconds until
  * the next is due, or -1.
  */
-extern int64_t zlk_tend(ZlkLooks *ls, int64_t now, int64_t session);
+extern int64_t zc_looks_tend(ZlkLooks *ls, int64_t now, int64_t session);
 
 #endif

@@ -69,20 +69,20 @@ parse_holders(const char *name, size_t end, int32_t *holders)
 }
 
 bool
-zkr_parse_child(const char *name, ZkrChild *out)
+zc_recipe_parse_child(const char *name, ZkrChild *out)
 {
 	size_t		len = strlen(name);
 	size_t		start;
 
 	if (len < MIN_NAME_LEN)
 		return false;
-	if (zkk_kind(name[0]) == NULL ||
+	if (zc_kind_kind(name[0]) == NULL ||
 		name[1] != '-' || name[2 + ZKL_UUID_LEN] != '-')
 		return false;
 	if (!parse_sequence(name, len, &out->seq, &start))
 		return false;
 	out->holders = 0;
-	if (zkk_counted(name[0]) && !parse_holders(name, start - 1, &out->holders))
+	if (zc_kind_counted(name[0]) && !parse_holders(name, start - 1, &out->holders))
 		return false;
 	out->name = name;
 	out->mode = name[0];
@@ -90,7 +90,7 @@ zkr_parse_child(const char *name, ZkrChild *out)
 }
 
 bool
-zkr_name_has_uuid(const char *name, const char *uuid)
+zc_recipe_name_has_uuid(const char *name, const char *uuid)
 {
 	return strlen(name) >= MIN_NAME_LEN &&
 		memcmp(name + 2, uuid, ZKL_UUID_LEN) == 0;
@@ -117,7 +117,7 @@ owner_part(const char *name, size_t *from, size_t *len)
 }
 
 bool
-zkr_same_owner(const char *a, const char *b)
+zc_recipe_same_owner(const char *a, const char *b)
 {
 	size_t		fa,
 				la,
@@ -129,7 +129,7 @@ zkr_same_owner(const char *a, const char *b)
 }
 
 bool
-zkr_uuid_of(const char *name, char out[ZKL_UUID_LEN + 1])
+zc_recipe_uuid_of(const char *name, char out[ZKL_UUID_LEN + 1])
 {
 	if (strlen(name) < MIN_NAME_LEN)
 		return false;
@@ -140,7 +140,7 @@ zkr_uuid_of(const char *name, char out[ZKL_UUID_LEN + 1])
 
 /* Was the node made by a cluster with this system identifier? */
 bool
-zkr_name_has_sysid(const char *name, uint64_t sysid)
+zc_recipe_name_has_sysid(const char *name, uint64_t sysid)
 {
 	char		want[24];
 	int			n = snprintf(want, sizeof(want), "-%llu-", (unsigned long long) sysid);
@@ -150,7 +150,7 @@ zkr_name_has_sysid(const char *name, uint64_t sysid)
 }
 
 int
-zkr_seq_cmp(int32_t a, int32_t b)
+zc_recipe_seq_cmp(int32_t a, int32_t b)
 {
 	int32_t		d = (int32_t) ((uint32_t) a - (uint32_t) b);
 
@@ -160,17 +160,17 @@ zkr_seq_cmp(int32_t a, int32_t b)
 static int
 child_cmp(const void *a, const void *b)
 {
-	return zkr_seq_cmp(((const ZkrChild *) a)->seq, ((const ZkrChild *) b)->seq);
+	return zc_recipe_seq_cmp(((const ZkrChild *) a)->seq, ((const ZkrChild *) b)->seq);
 }
 
 int
-zkr_collect(const char *const *names, int n, ZkrChild *out)
+zc_recipe_collect(const char *const *names, int n, ZkrChild *out)
 {
 	int			i;
 	int			kept = 0;
 
 	for (i = 0; i < n; i++)
-		if (zkr_parse_child(names[i], &out[kept]))
+		if (zc_recipe_parse_child(names[i], &out[kept]))
 			kept++;
 	qsort(out, kept, sizeof(ZkrChild), child_cmp);
 	return kept;
@@ -183,7 +183,7 @@ mine_index(const ZkrChild *c, const char *const *mine, int nmine)
 	int			i;
 
 	for (i = 0; i < nmine; i++)
-		if (zkr_name_has_uuid(c->name, mine[i]))
+		if (zc_recipe_name_has_uuid(c->name, mine[i]))
 			return i;
 	return -1;
 }
@@ -209,12 +209,12 @@ own_holds(const ZkrChild *children, int n, const char *const *mine,
 	for (i = 0; held != NULL && i < n; i++)
 	{
 		int			m = mine_index(&children[i], mine, nmine);
-		const ZklKind *k = zkk_kind(children[i].mode);
+		const ZklKind *k = zc_kind_kind(children[i].mode);
 
 		if (m < 0 || !held[m] || k == NULL)
 			continue;
-		if (h.first[k - zkk_kinds] < 0)
-			h.first[k - zkk_kinds] = i;
+		if (h.first[k - zc_kinds] < 0)
+			h.first[k - zc_kinds] = i;
 	}
 	return h;
 }
@@ -235,18 +235,18 @@ blocks(const ZkrChild *children, int i, char mode, const char *const *mine,
 	const ZkrChild *c = &children[i];
 	int			k;
 
-	if (!zkk_conflict(mode, c->mode))
+	if (!zc_kind_conflict(mode, c->mode))
 		return false;
 	if (mine_index(c, mine, nmine) >= 0)
 		return false;
-	for (k = 0; k < zkk_nkinds; k++)
-		if (h->first[k] >= 0 && h->first[k] < i && zkk_conflict(zkk_kinds[k].mode, c->mode))
+	for (k = 0; k < zc_nkinds; k++)
+		if (h->first[k] >= 0 && h->first[k] < i && zc_kind_conflict(zc_kinds[k].mode, c->mode))
 			return false;
 	return true;
 }
 
 ZkrVerdict
-zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
+zc_recipe_decide(const ZkrChild *children, int n, const char *own_uuid,
 		   const char *const *mine, const bool *held, int nmine, int *own, int *watch)
 {
 	int			me = -1;
@@ -255,7 +255,7 @@ zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
 
 	for (i = 0; i < n; i++)
 	{
-		if (zkr_name_has_uuid(children[i].name, own_uuid))
+		if (zc_recipe_name_has_uuid(children[i].name, own_uuid))
 		{
 			me = i;
 			break;
@@ -279,7 +279,7 @@ zkr_decide(const ZkrChild *children, int n, const char *own_uuid,
 }
 
 bool
-zkr_sole_blocker(const ZkrChild *children, int own, int watch,
+zc_recipe_sole_blocker(const ZkrChild *children, int own, int watch,
 				 const char *const *mine, const bool *held, int nmine)
 {
 	OwnHolds	h = own_holds(children, own, mine, held, nmine);
@@ -292,7 +292,7 @@ zkr_sole_blocker(const ZkrChild *children, int own, int watch,
 }
 
 int
-zkr_foreign_ahead(const ZkrChild *children, int own, const char *const *mine, int nmine)
+zc_recipe_foreign_ahead(const ZkrChild *children, int own, const char *const *mine, int nmine)
 {
 	int			n = 0;
 	int			i;
@@ -303,18 +303,18 @@ zkr_foreign_ahead(const ZkrChild *children, int own, const char *const *mine, in
 }
 
 int
-zkr_alone_ahead(const ZkrChild *children, int own)
+zc_recipe_alone_ahead(const ZkrChild *children, int own)
 {
 	int			n = 0;
 	int			i;
 
 	for (i = 0; i < own; i++)
-		n += zkk_alone(children[i].mode);
+		n += zc_kind_alone(children[i].mode);
 	return n;
 }
 
 ZkrVerdict
-zkr_decide_semaphore(const ZkrChild *children, int n, const char *own_uuid,
+zc_recipe_decide_semaphore(const ZkrChild *children, int n, const char *own_uuid,
 					 int *own, int *other)
 {
 	int			first = -1;
@@ -325,9 +325,9 @@ zkr_decide_semaphore(const ZkrChild *children, int n, const char *own_uuid,
 	*other = 0;
 	for (i = 0; i < n; i++)
 	{
-		if (!zkk_counted(children[i].mode))
+		if (!zc_kind_counted(children[i].mode))
 			continue;
-		if (zkr_name_has_uuid(children[i].name, own_uuid))
+		if (zc_recipe_name_has_uuid(children[i].name, own_uuid))
 		{
 			*own = i;
 			break;
@@ -347,7 +347,7 @@ zkr_decide_semaphore(const ZkrChild *children, int n, const char *own_uuid,
 	 */
 	for (i = first; first >= 0 && i < *own; i++)
 	{
-		if (zkk_counted(children[i].mode) &&
+		if (zc_kind_counted(children[i].mode) &&
 			children[i].holders != children[*own].holders)
 		{
 			*other = children[i].holders;
@@ -359,7 +359,7 @@ zkr_decide_semaphore(const ZkrChild *children, int n, const char *own_uuid,
 }
 
 void
-zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1])
+zc_recipe_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1])
 {
 	unsigned char b[16];
 
@@ -373,7 +373,7 @@ zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1])
 }
 
 int64_t
-zkr_fencing_token(int64_t czxid, int handed)
+zc_recipe_fencing_token(int64_t czxid, int handed)
 {
 	if (czxid < 0 || czxid > (INT64_MAX >> ZKL_TOKEN_SHIFT) || handed < 0 ||
 		handed >= ZKL_HANDOVER_MAX)
@@ -382,10 +382,10 @@ zkr_fencing_token(int64_t czxid, int handed)
 }
 
 int
-zkr_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid, int holders,
+zc_recipe_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid, int holders,
 				char *out, size_t outlen)
 {
-	int			n = zkk_counted(mode) ?
+	int			n = zc_kind_counted(mode) ?
 		snprintf(out, outlen, "%c-%s-%llu-%d.%d-", mode, uuid,
 				 (unsigned long long) sysid, pid, holders) :
 		snprintf(out, outlen, "%c-%s-%llu-%d-", mode, uuid,

@@ -41,32 +41,32 @@ typedef enum ZkrVerdict
 } ZkrVerdict;
 
 /* Parse one child name; false for names that are not lock nodes. */
-extern bool zkr_parse_child(const char *name, ZkrChild *out);
+extern bool zc_recipe_parse_child(const char *name, ZkrChild *out);
 
 /* Does this lock node name carry the given request uuid? */
-extern bool zkr_name_has_uuid(const char *name, const char *uuid);
+extern bool zc_recipe_name_has_uuid(const char *name, const char *uuid);
 
 /* Whether two lock nodes belong to one backend (same system identifier and pid). */
-extern bool zkr_same_owner(const char *a, const char *b);
+extern bool zc_recipe_same_owner(const char *a, const char *b);
 
 /* The request uuid a lock node's name carries; false if it is not one. */
-extern bool zkr_uuid_of(const char *name, char out[ZKL_UUID_LEN + 1]);
+extern bool zc_recipe_uuid_of(const char *name, char out[ZKL_UUID_LEN + 1]);
 
 /* Whether a node name carries this system identifier (made by this cluster). */
-extern bool zkr_name_has_sysid(const char *name, uint64_t sysid);
+extern bool zc_recipe_name_has_sysid(const char *name, uint64_t sysid);
 
 /*
  * Order of two sequence numbers (<0, 0, >0) as serial numbers: the counter
  * wraps from 2^31 - 1 to -2^31, and a queue spans far less than 2^31
  * creates, so the difference taken modulo 2^32 says which came first.
  */
-extern int	zkr_seq_cmp(int32_t a, int32_t b);
+extern int	zc_recipe_seq_cmp(int32_t a, int32_t b);
 
 /*
  * Parse and sort (by sequence, as a serial number) the given names into out,
  * skipping names that are not lock nodes; returns how many were kept.
  */
-extern int	zkr_collect(const char *const *names, int n, ZkrChild *out);
+extern int	zc_recipe_collect(const char *const *names, int n, ZkrChild *out);
 
 /*
  * Decide for the request whose node carries own_uuid, given the sorted
@@ -79,7 +79,7 @@ extern int	zkr_collect(const char *const *names, int n, ZkrChild *out);
  * block us either (core's rule: a holder's further requests on its key, in
  * either mode, never wait for the holder's own waiters).
  */
-extern ZkrVerdict zkr_decide(const ZkrChild *children, int n,
+extern ZkrVerdict zc_recipe_decide(const ZkrChild *children, int n,
 							 const char *own_uuid,
 							 const char *const *mine, const bool *held, int nmine,
 							 int *own, int *watch);
@@ -90,24 +90,24 @@ extern ZkrVerdict zkr_decide(const ZkrChild *children, int n,
  * sequence), so once that one is deleted the request holds the lock, and
  * no second read of the queue is needed to know it.
  */
-extern bool zkr_sole_blocker(const ZkrChild *children, int own, int watch,
+extern bool zc_recipe_sole_blocker(const ZkrChild *children, int own, int watch,
 							 const char *const *mine, const bool *held, int nmine);
 
 /*
  * How many nodes ahead of children[own] are not the backend's own.  A node
  * granted with none ahead holds the key alone (in its mode); one granted
- * past other clusters' waiters (see zkr_decide) does not.
+ * past other clusters' waiters (see zc_recipe_decide) does not.
  */
-extern int	zkr_foreign_ahead(const ZkrChild *children, int own,
+extern int	zc_recipe_foreign_ahead(const ZkrChild *children, int own,
 							  const char *const *mine, int nmine);
 
 /*
- * How many nodes of a kind that holds its key alone (zkk_alone) stand ahead
+ * How many nodes of a kind that holds its key alone (zc_kind_alone) stand ahead
  * of children[own], the backend's own included.  A shared node granted with
  * none ahead shares the key with shared holders only, so other local
  * readers may join it (cohort.c).
  */
-extern int	zkr_alone_ahead(const ZkrChild *children, int own);
+extern int	zc_recipe_alone_ahead(const ZkrChild *children, int own);
 
 /*
  * A semaphore request (children of a semaphore key): granted while fewer
@@ -118,7 +118,7 @@ extern int	zkr_alone_ahead(const ZkrChild *children, int own);
  * node to watch: any node ahead may go first, so the caller watches the key's
  * children (one watch per cluster and key: core.c).
  */
-extern ZkrVerdict zkr_decide_semaphore(const ZkrChild *children, int n,
+extern ZkrVerdict zc_recipe_decide_semaphore(const ZkrChild *children, int n,
 									   const char *own_uuid, int *own, int *other);
 
 /*
@@ -130,16 +130,16 @@ extern ZkrVerdict zkr_decide_semaphore(const ZkrChild *children, int n,
  */
 #define ZKL_TOKEN_SHIFT		12
 #define ZKL_HANDOVER_MAX	(1 << ZKL_TOKEN_SHIFT)	/* holders of one node */
-extern int64_t zkr_fencing_token(int64_t czxid, int handed);
+extern int64_t zc_recipe_fencing_token(int64_t czxid, int handed);
 
 /* Format a request uuid (36 chars + NUL) from 16 random bytes (RFC 4122 v4). */
-extern void zkr_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1]);
+extern void zc_recipe_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1]);
 
 /*
  * Node name prefix for a request; ZooKeeper appends the sequence.  holders:
  * a semaphore request's (mode 'c'), 0 for a lock.
  */
-extern int	zkr_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid,
+extern int	zc_recipe_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid,
 							int holders, char *out, size_t outlen);
 
 #endif

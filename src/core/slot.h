@@ -12,7 +12,7 @@
  *     left: table.c);
  *   - the worker drives everything else: zstate, `ans`, `zk`, `coh`, node,
  *     watch (core.c, cohort.c); an owner only asks for two reads of its
- *     own slot through table.c (zkt_ask_stat, zkt_ask_verify: bits of
+ *     own slot through table.c (zc_table_ask_stat, zc_table_ask_verify: bits of
  *     zk.todo, and own.verify);
  *   - a backend that commits sets proof_wanted and reads the rest.
  * A slot returns to FREE only when its owner has abandoned it and no node or
@@ -174,7 +174,7 @@ typedef struct ZklSlot
 	ZklSlotRequest req;
 	ZklSlotOwner own;
 	ZklSlotAnswer ans;
-	ZklZkState	zstate;			/* the worker's; changed only by zks_move (slot_state.c) */
+	ZklZkState	zstate;			/* the worker's; changed only by zc_slot_move (slot_state.c) */
 	ZklSlotWorker zk;
 	ZklSlotCohort coh;
 

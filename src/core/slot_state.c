@@ -36,38 +36,38 @@ static const unsigned legal[NSTATES] = {
 	[ZKS_LINGER] = B(ZKS_DELETING) | OUT,
 };
 
-void		(*zks_illegal) (const ZklSlot *s, ZklZkState to) = NULL;
+void		(*zc_slot_illegal) (const ZklSlot *s, ZklZkState to) = NULL;
 
 #ifdef ZKS_OBSERVE
-long		zks_seen[NSTATES][NSTATES];
+long		zc_slot_seen[NSTATES][NSTATES];
 #endif
 
 bool
-zks_legal(ZklZkState from, ZklZkState to)
+zc_slot_legal(ZklZkState from, ZklZkState to)
 {
 	return (unsigned) from < NSTATES && (unsigned) to < NSTATES && (legal[from] & B(to)) != 0;
 }
 
 const char *
-zks_name(ZklZkState state)
+zc_slot_name(ZklZkState state)
 {
 	return (unsigned) state < NSTATES ? names[state] : "?";
 }
 
 void
-zks_move(ZklSlot *s, ZklZkState to)
+zc_slot_move(ZklSlot *s, ZklZkState to)
 {
 #ifdef ZKS_OBSERVE
-	zks_seen[s->zstate][to]++;
+	zc_slot_seen[s->zstate][to]++;
 #endif
-	if (!zks_legal(s->zstate, to))
+	if (!zc_slot_legal(s->zstate, to))
 	{
-		if (zks_illegal)
-			zks_illegal(s, to);
+		if (zc_slot_illegal)
+			zc_slot_illegal(s, to);
 		else
 		{
-			fprintf(stderr, "zk_lock: illegal slot transition %s -> %s\n", zks_name(s->zstate),
-					zks_name(to));
+			fprintf(stderr, "zk_lock: illegal slot transition %s -> %s\n", zc_slot_name(s->zstate),
+					zc_slot_name(to));
 			abort();
 		}
 	}

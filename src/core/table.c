@@ -11,7 +11,7 @@
 #include <string.h>
 
 int
-zkt_find_free(const ZklTable *t)
+zc_table_find_free(const ZklTable *t)
 {
 	int			i;
 
@@ -26,14 +26,14 @@ zkt_find_free(const ZklTable *t)
 }
 
 void
-zkt_claim(ZklTable *t, int idx, const ZklRequest *r)
+zc_table_claim(ZklTable *t, int idx, const ZklRequest *r)
 {
 	ZklSlot    *s = &t->slots[idx];
 
 	if (idx >= t->nused)
 		t->nused = idx + 1;
 	memset(s, 0, offsetof(ZklSlot, key));
-	zks_move(s, ZKS_NEW);
+	zc_slot_move(s, ZKS_NEW);
 	s->ans.result = ZKL_RESULT_PENDING;
 	s->req.nowait = r->nowait;
 	s->own.scope = r->scope;
@@ -55,9 +55,9 @@ zkt_claim(ZklTable *t, int idx, const ZklRequest *r)
 }
 
 void
-zkt_free(ZklTable *t, ZklSlot *s)
+zc_table_free(ZklTable *t, ZklSlot *s)
 {
-	zks_move(s, ZKS_FREE);
+	zc_slot_move(s, ZKS_FREE);
 	s->own.abandoned = false;
 	s->zk.todo = 0;
 	s->req.owner_procno = -1;
@@ -67,12 +67,12 @@ zkt_free(ZklTable *t, ZklSlot *s)
 }
 
 bool
-zkt_abandon(ZklTable *t, ZklSlot *s)
+zc_table_abandon(ZklTable *t, ZklSlot *s)
 {
 	if (s->zstate == ZKS_NEW || s->zstate == ZKS_GONE || s->zstate == ZKS_COHORT)
 	{
 		/* nothing exists or is under way in ZooKeeper */
-		zkt_free(t, s);
+		zc_table_free(t, s);
 		return false;
 	}
 	s->own.abandoned = true;
@@ -80,13 +80,13 @@ zkt_abandon(ZklTable *t, ZklSlot *s)
 }
 
 int
-zkt_lock_delay_ms(int lock_delay_ms, int proof_bound_ms)
+zc_table_lock_delay_ms(int lock_delay_ms, int proof_bound_ms)
 {
 	return lock_delay_ms > 2 * proof_bound_ms ? lock_delay_ms : 2 * proof_bound_ms;
 }
 
 bool
-zkt_node_before(const ZklTable *t, int a, int b)
+zc_table_node_before(const ZklTable *t, int a, int b)
 {
 	const ZklSlot *sa = &t->slots[a];
 	const ZklSlot *sb = &t->slots[b];
@@ -94,12 +94,12 @@ zkt_node_before(const ZklTable *t, int a, int b)
 				cb;
 
 	return sa->zk.root_id == sb->zk.root_id && strcmp(sa->key, sb->key) == 0 &&
-		zkr_parse_child(sa->node, &ca) && zkr_parse_child(sb->node, &cb) &&
-		zkr_seq_cmp(ca.seq, cb.seq) < 0;
+		zc_recipe_parse_child(sa->node, &ca) && zc_recipe_parse_child(sb->node, &cb) &&
+		zc_recipe_seq_cmp(ca.seq, cb.seq) < 0;
 }
 
 bool
-zkt_ask_stat(ZklSlot *s)
+zc_table_ask_stat(ZklSlot *s)
 {
 	if (s->zk.todo & ZKT_STAT)
 		return false;			/* asked already */
@@ -108,7 +108,7 @@ zkt_ask_stat(ZklSlot *s)
 }
 
 bool
-zkt_ask_verify(ZklSlot *s)
+zc_table_ask_verify(ZklSlot *s)
 {
 	s->own.verify = ZKV_ASKED;
 	s->zk.todo |= ZKT_VERIFY;

@@ -24,10 +24,10 @@ typedef struct ZklRequest
 } ZklRequest;
 
 /* The lowest free slot, or -1 when the table is full. */
-extern int	zkt_find_free(const ZklTable *t);
+extern int	zc_table_find_free(const ZklTable *t);
 
 /* Fill slot idx (free) for the request. */
-extern void zkt_claim(ZklTable *t, int idx, const ZklRequest *r);
+extern void zc_table_claim(ZklTable *t, int idx, const ZklRequest *r);
 
 /*
  * The owner is done with the slot.  Returns whether the worker must be
@@ -35,7 +35,7 @@ extern void zkt_claim(ZklTable *t, int idx, const ZklRequest *r);
  * next one), nor when the slot is freed at once (nothing exists or is under
  * way in ZooKeeper).
  */
-extern bool zkt_abandon(ZklTable *t, ZklSlot *s);
+extern bool zc_table_abandon(ZklTable *t, ZklSlot *s);
 
 /*
  * Whether slot a's node was created before slot b's, under one key's
@@ -43,7 +43,7 @@ extern bool zkt_abandon(ZklTable *t, ZklSlot *s);
  * not parse (the caller then keeps what it would have given up).  Sequence
  * numbers only order nodes under one instance of the key node.
  */
-extern bool zkt_node_before(const ZklTable *t, int a, int b);
+extern bool zc_table_node_before(const ZklTable *t, int a, int b);
 
 /*
  * The two reads an owner may ask of the worker for its own slot, the only
@@ -52,13 +52,13 @@ extern bool zkt_node_before(const ZklTable *t, int a, int b);
  * of its node through the leader (zk_lock.verify_on_commit).  Return
  * whether the worker must be woken for it.
  */
-extern bool zkt_ask_stat(ZklSlot *s);
-extern bool zkt_ask_verify(ZklSlot *s);
+extern bool zc_table_ask_stat(ZklSlot *s);
+extern bool zc_table_ask_verify(ZklSlot *s);
 
 /* Back to FREE; nused shrinks past trailing free slots. */
-extern void zkt_free(ZklTable *t, ZklSlot *s);
+extern void zc_table_free(ZklTable *t, ZklSlot *s);
 
 /* The lock-delay in force: longer than every cluster's proof bound (this one's at least). */
-extern int	zkt_lock_delay_ms(int lock_delay_ms, int proof_bound_ms);
+extern int	zc_table_lock_delay_ms(int lock_delay_ms, int proof_bound_ms);
 
 #endif

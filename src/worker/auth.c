@@ -46,7 +46,7 @@ hide_auth_in_log(ErrorData *edata)
 }
 
 void
-zkl_auth_init(void)
+zw_auth_init(void)
 {
 	prev_emit_log_hook = emit_log_hook;
 	emit_log_hook = hide_auth_in_log;
@@ -109,7 +109,7 @@ read_credential_file(const char *path, char *out, size_t outlen, const char **wh
  * ZKL_AUTH_UNUSABLE with *why saying why (never quoting the secret).
  */
 ZklAuthResult
-zkl_load_credential(char *cred, size_t credlen, char *user, size_t userlen, const char **why)
+zw_load_credential(char *cred, size_t credlen, char *user, size_t userlen, const char **why)
 {
 	const char *colon;
 
@@ -140,7 +140,7 @@ zkl_load_credential(char *cred, size_t credlen, char *user, size_t userlen, cons
 
 /* Read access for anyone is not granted: our own clusters share the identity. */
 struct ACL_vector *
-zkl_node_acl(bool authenticated)
+zw_node_acl(bool authenticated)
 {
 	return authenticated ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE;
 }
@@ -166,7 +166,7 @@ sha1(const char *text, uint8 *digest)
 }
 
 bool
-zkl_digest_id(const char *cred, char *out, size_t outlen)
+zw_digest_id(const char *cred, char *out, size_t outlen)
 {
 	uint8		digest[SHA1_DIGEST_LENGTH];
 	const char *colon = strchr(cred, ':');

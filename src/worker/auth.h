@@ -13,9 +13,9 @@ typedef enum ZklAuthResult
 	ZKL_AUTH_UNUSABLE
 } ZklAuthResult;
 
-extern void zkl_auth_init(void);
-extern ZklAuthResult zkl_load_credential(char *cred, size_t credlen, char *user, size_t userlen,
+extern void zw_auth_init(void);
+extern ZklAuthResult zw_load_credential(char *cred, size_t credlen, char *user, size_t userlen,
 										 const char **why);
-extern bool zkl_digest_id(const char *cred, char *out, size_t outlen);
+extern bool zw_digest_id(const char *cred, char *out, size_t outlen);
 
 #endif

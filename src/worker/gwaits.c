@@ -40,7 +40,7 @@ static bool published = false;	/* our document exists, as sent_doc */
 static bool doc_may_exist = true;	/* an older one may (a restart, a lost reply) */
 static bool dir_made = false;	/* <root>/.waits was asked for under this session and root */
 static int	own_version = -1;	/* of our document, from the last write's reply */
-static uint64 sent_print = 0;	/* zgw_fingerprint when it was formatted */
+static uint64 sent_print = 0;	/* zc_gwait_fingerprint when it was formatted */
 static char *sent_doc = NULL;	/* what we published last */
 static int64 next_look = 0;		/* zkl_mono_now: look for a claim then */
 
@@ -49,7 +49,7 @@ static int64 next_look = 0;		/* zkl_mono_now: look for a claim then */
 static void
 written(int rc, const struct Stat *stat, const void *ctx)
 {
-	if (ctx != zkl_gw_tag())
+	if (ctx != zw_gw_tag())
 		return;
 	if (rc == ZOK && stat != NULL)
 		own_version = stat->version;
@@ -57,7 +57,7 @@ written(int rc, const struct Stat *stat, const void *ctx)
 	{
 		published = false;		/* write it again, whole */
 		own_version = -1;
-		doc_may_exist |= zcore_outcome_unknown(rc);	/* then deleted if nothing is to be said */
+		doc_may_exist |= zc_core_outcome_unknown(rc);	/* then deleted if nothing is to be said */
 	}
 }
 
@@ -66,21 +66,21 @@ created(int rc, const char *value, const void *ctx)
 {
 	char		path[ZKL_PATH_LEN];
 
-	if (ctx != zkl_gw_tag())
+	if (ctx != zw_gw_tag())
 		return;
 	if (rc == ZOK)
 		own_version = 0;
 	else if (rc == ZNODEEXISTS)
 	{
 		/* ours from before (a resumed session): rewrite it */
-		zkl_gw_doc_path(zkl_gw.for_session, path);
-		zoo_aset(zkc_handle(), path, sent_doc, strlen(sent_doc), -1, written, ctx);
+		zw_gw_doc_path(zw_gw.for_session, path);
+		zoo_aset(zw_client_handle(), path, sent_doc, strlen(sent_doc), -1, written, ctx);
 	}
 	else
 	{
 		published = false;
 		own_version = -1;
-		doc_may_exist |= zcore_outcome_unknown(rc); /* it may have been made all the same */
+		doc_may_exist |= zc_core_outcome_unknown(rc); /* it may have been made all the same */
 		dir_made = dir_made && rc != ZNONODE;	/* someone deleted it: again */
 	}
 }
@@ -88,7 +88,7 @@ created(int rc, const char *value, const void *ctx)
 static void
 doc_deleted(int rc, const void *ctx)
 {
-	if (ctx == zkl_gw_tag() && rc != ZOK && rc != ZNONODE && !published)
+	if (ctx == zw_gw_tag() && rc != ZOK && rc != ZNONODE && !published)
 		doc_may_exist = true;	/* look again */
 }
 
@@ -98,7 +98,7 @@ publish(int len)
 {
 	char		path[ZKL_PATH_LEN];
 
-	zkl_gw_doc_path(zkl_gw.for_session, path);
+	zw_gw_doc_path(zw_gw.for_session, path);
 	if (len == 0)
 	{
 		if (published || doc_may_exist)
@@ -106,33 +106,33 @@ publish(int len)
 			published = false;
 			doc_may_exist = false;
 			own_version = -1;
-			(void) zoo_adelete(zkc_handle(), path, -1, doc_deleted, zkl_gw_tag());
+			(void) zoo_adelete(zw_client_handle(), path, -1, doc_deleted, zw_gw_tag());
 		}
 		return;
 	}
 	doc_may_exist = false;
-	if (published && strcmp(zkl_gw.doc, sent_doc) == 0)
+	if (published && strcmp(zw_gw.doc, sent_doc) == 0)
 		return;
-	memcpy(sent_doc, zkl_gw.doc, len + 1);
+	memcpy(sent_doc, zw_gw.doc, len + 1);
 	if (!published && !dir_made)
 	{
 		char		dir[ZKL_PATH_LEN];
 
 		/* once per session and root: the session answers in order, so before ours */
-		zkl_gw_waits_path(dir);
-		zkc_create_persistent(dir);
+		zw_gw_waits_path(dir);
+		zw_client_create_persistent(dir);
 		dir_made = true;
 	}
 	if (!published)
-		published = zoo_acreate(zkc_handle(), path, sent_doc, len, zkc_acl(), ZOO_EPHEMERAL,
-								created, zkl_gw_tag()) == ZOK;
-	else if (zoo_aset(zkc_handle(), path, sent_doc, len, -1, written, zkl_gw_tag()) != ZOK)
+		published = zoo_acreate(zw_client_handle(), path, sent_doc, len, zw_client_acl(), ZOO_EPHEMERAL,
+								created, zw_gw_tag()) == ZOK;
+	else if (zoo_aset(zw_client_handle(), path, sent_doc, len, -1, written, zw_gw_tag()) != ZOK)
 		published = false;
 }
 
 /* ---- reading ---- */
 
-/* Every document is in: decide, and claim if the zkl_gw.victim is ours. */
+/* Every document is in: decide, and claim if the zw_gw.victim is ours. */
 static void
 decide(void)
 {
@@ -140,14 +140,14 @@ decide(void)
 	int			n = 0;
 	int			i;
 
-	for (i = 0; i < zkl_gw.ndocs; i++)
-		if (zkl_gw.docs[i] != NULL)
-			all[n++] = zkl_gw.docs[i];
+	for (i = 0; i < zw_gw.ndocs; i++)
+		if (zw_gw.docs[i] != NULL)
+			all[n++] = zw_gw.docs[i];
 	all[n++] = sent_doc;
-	if (!published || !zgw_decide(all, n, zkl_gw.for_session, &zkl_gw.victim))
-		zkl_gw_round_over();
+	if (!published || !zc_gwait_decide(all, n, zw_gw.for_session, &zw_gw.victim))
+		zw_gw_round_over();
 	else
-		zkl_gw_claim();				/* the documents stay for break_cycle */
+		zw_gw_claim();				/* the documents stay for break_cycle */
 }
 
 static void
@@ -155,16 +155,16 @@ doc_read(int rc, const char *value, int value_len, const struct Stat *stat, cons
 {
 	uintptr_t	i = (uintptr_t) ctx & 0xFF;
 
-	if (zkl_gw.phase != PH_READING || ctx != zkl_gw_read_tag((int) i) || i >= (uintptr_t) zkl_gw.ndocs)
+	if (zw_gw.phase != PH_READING || ctx != zw_gw_read_tag((int) i) || i >= (uintptr_t) zw_gw.ndocs)
 		return;
 	if (rc == ZOK && value != NULL && value_len > 0 && stat != NULL)
 	{
-		zkl_gw.docs[i] = MemoryContextAlloc(TopMemoryContext, value_len + 1);
-		memcpy(zkl_gw.docs[i], value, value_len);
-		zkl_gw.docs[i][value_len] = '\0';
-		zkl_gw.doc_version[i] = stat->version;
+		zw_gw.docs[i] = MemoryContextAlloc(TopMemoryContext, value_len + 1);
+		memcpy(zw_gw.docs[i], value, value_len);
+		zw_gw.docs[i][value_len] = '\0';
+		zw_gw.doc_version[i] = stat->version;
 	}
-	if (--zkl_gw.reads_due == 0)
+	if (--zw_gw.reads_due == 0)
 		decide();
 }
 
@@ -175,33 +175,33 @@ listed(int rc, const struct String_vector *names, const void *ctx)
 	char		path[ZKL_PATH_LEN];
 	int			i;
 
-	if (ctx != zkl_gw_tag() || zkl_gw.phase != PH_READING)
+	if (ctx != zw_gw_tag() || zw_gw.phase != PH_READING)
 		return;
 	if (rc != ZOK || names == NULL)
 	{
-		zkl_gw_round_over();
+		zw_gw_round_over();
 		return;
 	}
-	zkl_gw_waits_path(dir);
-	zkl_gw_forget_docs();
-	for (i = 0; i < names->count && zkl_gw.ndocs < MAX_DOCS; i++)
+	zw_gw_waits_path(dir);
+	zw_gw_forget_docs();
+	for (i = 0; i < names->count && zw_gw.ndocs < MAX_DOCS; i++)
 	{
 		char	   *end;
 		int64		session = (int64) strtoull(names->data[i], &end, 16);
 
-		if (*end != '\0' || session == 0 || session == zkl_gw.for_session)
+		if (*end != '\0' || session == 0 || session == zw_gw.for_session)
 			continue;			/* ours is sent_doc */
-		zkl_gw.docs[zkl_gw.ndocs] = NULL;
-		zkl_gw.doc_session[zkl_gw.ndocs] = session;
-		zkl_gw.doc_version[zkl_gw.ndocs] = -1;
+		zw_gw.docs[zw_gw.ndocs] = NULL;
+		zw_gw.doc_session[zw_gw.ndocs] = session;
+		zw_gw.doc_version[zw_gw.ndocs] = -1;
 		snprintf(path, sizeof(path), "%s/%s", dir, names->data[i]);
-		if (zoo_aget(zkc_handle(), path, 0, doc_read, zkl_gw_read_tag(zkl_gw.ndocs)) == ZOK)
+		if (zoo_aget(zw_client_handle(), path, 0, doc_read, zw_gw_read_tag(zw_gw.ndocs)) == ZOK)
 		{
-			zkl_gw.ndocs++;
-			zkl_gw.reads_due++;
+			zw_gw.ndocs++;
+			zw_gw.reads_due++;
 		}
 	}
-	if (zkl_gw.reads_due == 0)
+	if (zw_gw.reads_due == 0)
 		decide();				/* no other cluster waits that long: maybe ours alone */
 }
 
@@ -213,27 +213,27 @@ switch_to(int64 session, const char *root)
 {
 	char		path[ZKL_PATH_LEN];
 
-	if (session == zkl_gw.for_session)
+	if (session == zw_gw.for_session)
 	{
 		/* a root reload: ours under the old root go */
 		if (published || doc_may_exist)
 		{
-			zkl_gw_doc_path(zkl_gw.for_session, path);
-			(void) zoo_adelete(zkc_handle(), path, -1, doc_deleted, zkl_gw_tag());
+			zw_gw_doc_path(zw_gw.for_session, path);
+			(void) zoo_adelete(zw_client_handle(), path, -1, doc_deleted, zw_gw_tag());
 		}
-		if (zkl_gw.claimed)
-			zkl_gw_drop_claim();
+		if (zw_gw.claimed)
+			zw_gw_drop_claim();
 	}
-	zkl_gwaits_reset();
-	zkl_gw.claimed = false;
+	zw_gwaits_reset();
+	zw_gw.claimed = false;
 	dir_made = false;
-	zkl_gw.for_session = session;
-	strlcpy(zkl_gw.for_root, root, sizeof(zkl_gw.for_root));
+	zw_gw.for_session = session;
+	strlcpy(zw_gw.for_root, root, sizeof(zw_gw.for_root));
 }
 
 /*
  * Our claim and others': look for one of ours left over, drop ours once its
- * zkl_gw.victim's node is gone or its time is up, look for a claim that names us,
+ * zw_gw.victim's node is gone or its time is up, look for a claim that names us,
  * and write our document for one.
  */
 static void
@@ -242,43 +242,43 @@ tend_claims(ZklCore *core, int64 mono, TimestampTz now)
 	char		path[ZKL_PATH_LEN];
 	int			len;
 
-	if (zkl_gw.claim_check)
+	if (zw_gw.claim_check)
 	{
-		zkl_gw.claim_check = false;
-		zkl_gw_claim_path(path);
-		(void) zoo_aexists(zkc_handle(), path, 0, zkl_gw_claim_looked, zkl_gw_tag());
+		zw_gw.claim_check = false;
+		zw_gw_claim_path(path);
+		(void) zoo_aexists(zw_client_handle(), path, 0, zw_gw_claim_looked, zw_gw_tag());
 	}
 	/*
-	 * The claim goes once the zkl_gw.victim's node is gone: any claim that still
+	 * The claim goes once the zw_gw.victim's node is gone: any claim that still
 	 * sees the broken cycle, from documents read before, checks that node
-	 * and fails.  A zkl_gw.victim with no node of its own (a hand-over wait)
+	 * and fails.  A zw_gw.victim with no node of its own (a hand-over wait)
 	 * keeps it until every document has been read again.
 	 */
-	if (zkl_gw.claimed && zkl_gw.phase != PH_CONFIRMING && zkl_gw.claimed_victim.node[0] != '\0')
+	if (zw_gw.claimed && zw_gw.phase != PH_CONFIRMING && zw_gw.claimed_victim.node[0] != '\0')
 	{
 		bool		live;
 
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		live = zgw_node_live(&zkl_shared->t, zkl_gw.claimed_victim.node);
+		live = zc_gwait_node_live(&zkl_shared->t, zw_gw.claimed_victim.node);
 		LWLockRelease(zkl_shared->lock);
 		if (!live)
-			zkl_gw_drop_claim();
+			zw_gw_drop_claim();
 	}
-	if (zkl_gw.claimed && mono >= zkl_gw.claim_until && zkl_gw.phase != PH_CONFIRMING)
-		zkl_gw_drop_claim();
+	if (zw_gw.claimed && mono >= zw_gw.claim_until && zw_gw.phase != PH_CONFIRMING)
+		zw_gw_drop_claim();
 	if (published && mono >= next_look)
 	{
 		next_look = mono + CLAIM_LOOK_MS * 1000;
-		zkl_gw_look_for_claim();
+		zw_gw_look_for_claim();
 	}
-	if (zkl_gw.confirm_due && published)
+	if (zw_gw.confirm_due && published)
 	{
-		zkl_gw.confirm_due = false;
+		zw_gw.confirm_due = false;
 		/* written for the claim: the lock manager's waits as they are now, too */
-		zkl_gw.nheavy_sent = zkl_gw_gather_heavy(now);
-		zkl_gw.heavy_changed = false;
+		zw_gw.nheavy_sent = zw_gw_gather_heavy(now);
+		zw_gw.heavy_changed = false;
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		len = zkl_gw_format_doc(core, now, zkl_gw.nheavy_sent);
+		len = zw_gw_format_doc(core, now, zw_gw.nheavy_sent);
 		LWLockRelease(zkl_shared->lock);
 		publish(len);
 	}
@@ -300,35 +300,35 @@ tend_waits(ZklCore *core, int64 mono, TimestampTz now)
 	char		path[ZKL_PATH_LEN];
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	due = zgw_next_due(&zkl_shared->t, DeadlockTimeout);
+	due = zc_gwait_next_due(&zkl_shared->t, DeadlockTimeout);
 	/* (nothing published and no long wait: the usual case costs the one scan) */
 	print = (published || (due != 0 && now >= due)) ?
-		zgw_fingerprint(&zkl_shared->t, now, DeadlockTimeout) : sent_print;
+		zc_gwait_fingerprint(&zkl_shared->t, now, DeadlockTimeout) : sent_print;
 	LWLockRelease(zkl_shared->lock);
 	/* a lock manager's wait published that ended is a change too, until written */
-	if (zkl_gw.nheavy_sent > 0)
+	if (zw_gw.nheavy_sent > 0)
 	{
-		int			kept = zkl_gw_keep_heavy(zkl_gw.nheavy_sent);
+		int			kept = zw_gw_keep_heavy(zw_gw.nheavy_sent);
 
-		zkl_gw.heavy_changed |= kept != zkl_gw.nheavy_sent;
-		zkl_gw.nheavy_sent = kept;
+		zw_gw.heavy_changed |= kept != zw_gw.nheavy_sent;
+		zw_gw.nheavy_sent = kept;
 	}
-	if (zkl_gw.heavy_changed)
+	if (zw_gw.heavy_changed)
 		print ^= 0x9e3779b97f4a7c15ULL;
 	if (due == 0 || now < due)
-		zkl_gw.sems_listed = false;	/* no round due: the next one lists them afresh */
+		zw_gw.sems_listed = false;	/* no round due: the next one lists them afresh */
 	round = due != 0 && now >= due && mono >= next_round;
 	/* a round due: first what the semaphores waited for have ahead of them */
-	if (round && !zkl_gw.sems_listed && zkl_gw_list_sems(now))
+	if (round && !zw_gw.sems_listed && zw_gw_list_sems(now))
 		return RETRY_MS;
 	if (round || (published && print != sent_print && mono >= next_write) ||
 		((published || doc_may_exist) && (due == 0 || now < due)))
 	{
 		/* a round reads the lock manager again; a rewrite drops the waits that ended */
-		zkl_gw.nheavy_sent = round ? zkl_gw_gather_heavy(now) : zkl_gw_keep_heavy(zkl_gw.nheavy_sent);
-		zkl_gw.heavy_changed = false;
+		zw_gw.nheavy_sent = round ? zw_gw_gather_heavy(now) : zw_gw_keep_heavy(zw_gw.nheavy_sent);
+		zw_gw.heavy_changed = false;
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		len = zkl_gw_format_doc(core, now, zkl_gw.nheavy_sent);
+		len = zw_gw_format_doc(core, now, zw_gw.nheavy_sent);
 		LWLockRelease(zkl_shared->lock);
 	}
 	/*
@@ -347,14 +347,14 @@ tend_waits(ZklCore *core, int64 mono, TimestampTz now)
 	if (len > 0 && mono >= next_round)
 	{
 		next_round = mono + (int64) DeadlockTimeout * 1000;
-		zkl_gw.sems_listed = false;	/* listed again for the next round */
-		zkl_gw.phase = PH_READING;
-		zkl_gw_waits_path(path);
-		if (zoo_aget_children(zkc_handle(), path, 0, listed, zkl_gw_tag()) != ZOK)
-			zkl_gw_round_over();
+		zw_gw.sems_listed = false;	/* listed again for the next round */
+		zw_gw.phase = PH_READING;
+		zw_gw_waits_path(path);
+		if (zoo_aget_children(zw_client_handle(), path, 0, listed, zw_gw_tag()) != ZOK)
+			zw_gw_round_over();
 	}
 	if (due == 0)
-		return zkl_gw.claimed ? (long) ((zkl_gw.claim_until - mono) / 1000 + 1) : -1;
+		return zw_gw.claimed ? (long) ((zw_gw.claim_until - mono) / 1000 + 1) : -1;
 	if (now < due)
 		return Max((long) ((due - now) / 1000) + 1, 1);
 	/* long waits: the next round, and a look for waits that changed meanwhile */
@@ -367,37 +367,37 @@ tend_waits(ZklCore *core, int64 mono, TimestampTz now)
  * before a request waits).
  */
 long
-zkl_gwaits_tend(ZklCore *core)
+zw_gwaits_tend(ZklCore *core)
 {
 	int64		session = zkl_shared->t.session_id;
 	const char *root = zkl_shared->t.roots[zkl_shared->t.cur_root];
 	int64		mono = zkl_mono_now();
 	TimestampTz now = GetCurrentTimestamp();
 
-	zkl_gw.the_core = core;
-	if (zkc_handle() == NULL || zkl_shared->t.conn_state != ZKC_CONNECTED || session == 0 ||
+	zw_gw.the_core = core;
+	if (zw_client_handle() == NULL || zkl_shared->t.conn_state != ZKC_CONNECTED || session == 0 ||
 		DeadlockTimeout <= 0)
 		return -1;
-	if (zkl_gw.doc == NULL)
+	if (zw_gw.doc == NULL)
 	{
-		zkl_gw.doc = MemoryContextAlloc(TopMemoryContext, ZGW_DOC_LEN);
+		zw_gw.doc = MemoryContextAlloc(TopMemoryContext, ZGW_DOC_LEN);
 		sent_doc = MemoryContextAllocZero(TopMemoryContext, ZGW_DOC_LEN);
 	}
-	if (session != zkl_gw.for_session || strcmp(root, zkl_gw.for_root) != 0)
+	if (session != zw_gw.for_session || strcmp(root, zw_gw.for_root) != 0)
 		switch_to(session, root);
 	tend_claims(core, mono, now);
-	if (zkl_gw.phase == PH_CONFIRMING)
+	if (zw_gw.phase == PH_CONFIRMING)
 	{
-		if (mono >= zkl_gw.claim_until && zkl_gw.reads_due == 0)
+		if (mono >= zw_gw.claim_until && zw_gw.reads_due == 0)
 		{
-			zkl_gw.confirm_broken = true;	/* not all in time */
-			zkl_gw_confirmations_over();
+			zw_gw.confirm_broken = true;	/* not all in time */
+			zw_gw_confirmations_over();
 		}
-		else if (zkl_gw.reads_due == 0 && mono >= zkl_gw.next_poll)
-			zkl_gw_poll_confirmations();
+		else if (zw_gw.reads_due == 0 && mono >= zw_gw.next_poll)
+			zw_gw_poll_confirmations();
 		return RETRY_MS;
 	}
-	if (zkl_gw.phase != PH_IDLE)
+	if (zw_gw.phase != PH_IDLE)
 		return RETRY_MS;		/* the replies move it on */
 	return tend_waits(core, mono, now);
 }
@@ -407,21 +407,21 @@ zkl_gwaits_tend(ZklCore *core)
  * document is written again; a claim of ours may be left: look for it.
  */
 void
-zkl_gwaits_reset(void)
+zw_gwaits_reset(void)
 {
-	zkl_gw.gen++;
-	zkl_gw_forget_docs();
-	zkl_gw.phase = PH_IDLE;
-	zkl_gw.nsems = 0;
-	zkl_gw.sems_listed = false;
+	zw_gw.gen++;
+	zw_gw_forget_docs();
+	zw_gw.phase = PH_IDLE;
+	zw_gw.nsems = 0;
+	zw_gw.sems_listed = false;
 	published = false;
 	doc_may_exist = true;
-	zkl_gw.claim_check = true;
+	zw_gw.claim_check = true;
 	own_version = -1;
-	zkl_gw.claim_nonce = 0;
-	zkl_gw.confirms = 0;
-	zkl_gw.confirm_due = false;
+	zw_gw.claim_nonce = 0;
+	zw_gw.confirms = 0;
+	zw_gw.confirm_due = false;
 	/* a claim that failed nobody: claim_looked deletes it (one that did stays its time) */
-	if (zkl_gw.claimed && !zkl_gw.victim_failed)
-		zkl_gw.claimed = false;
+	if (zw_gw.claimed && !zw_gw.victim_failed)
+		zw_gw.claimed = false;
 }

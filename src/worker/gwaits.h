@@ -7,7 +7,7 @@
 
 #include "core.h"
 
-extern long zkl_gwaits_tend(ZklCore *core);
-extern void zkl_gwaits_reset(void);
+extern long zw_gwaits_tend(ZklCore *core);
+extern void zw_gwaits_reset(void);
 
 #endif

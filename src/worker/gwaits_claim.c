@@ -24,8 +24,8 @@ static char claim_paths[CLAIM_OPS][ZKL_PATH_LEN];
 static void
 claim_deleted(int rc, const void *ctx)
 {
-	if (ctx == zkl_gw_tag() && rc != ZOK && rc != ZNONODE)
-		zkl_gw.claim_check = true;		/* still there, maybe: look again */
+	if (ctx == zw_gw_tag() && rc != ZOK && rc != ZNONODE)
+		zw_gw.claim_check = true;		/* still there, maybe: look again */
 }
 
 static void
@@ -33,36 +33,36 @@ delete_claim_node(void)
 {
 	char		path[ZKL_PATH_LEN];
 
-	zkl_gw_claim_path(path);
-	(void) zoo_adelete(zkc_handle(), path, -1, claim_deleted, zkl_gw_tag());
+	zw_gw_claim_path(path);
+	(void) zoo_adelete(zw_client_handle(), path, -1, claim_deleted, zw_gw_tag());
 }
 
 /* Give our claim up; never another cluster's (a delete cannot tell them apart). */
 void
-zkl_gw_drop_claim(void)
+zw_gw_drop_claim(void)
 {
-	if (!zkl_gw.claimed)
+	if (!zw_gw.claimed)
 		return;
-	zkl_gw.claimed = false;
+	zw_gw.claimed = false;
 	delete_claim_node();
 }
 
 /* Is the claim there ours, left from before?  Then it goes. */
 void
-zkl_gw_claim_looked(int rc, const struct Stat *stat, const void *ctx)
+zw_gw_claim_looked(int rc, const struct Stat *stat, const void *ctx)
 {
-	if (ctx != zkl_gw_tag())
+	if (ctx != zw_gw_tag())
 		return;
-	if (rc == ZOK && stat != NULL && stat->ephemeralOwner == zkl_gw.for_session && !zkl_gw.claimed)
+	if (rc == ZOK && stat != NULL && stat->ephemeralOwner == zw_gw.for_session && !zw_gw.claimed)
 		delete_claim_node();
 	else if (rc != ZOK && rc != ZNONODE)
-		zkl_gw.claim_check = true;
+		zw_gw.claim_check = true;
 }
 
 /*
- * Fail the zkl_gw.victim, once the cycle still stands: our waits formatted now,
- * with the others' documents written since the zkl_gw_claim (their
- * confirmations), still give this zkl_gw.victim.
+ * Fail the zw_gw.victim, once the cycle still stands: our waits formatted now,
+ * with the others' documents written since the zw_gw_claim (their
+ * confirmations), still give this zw_gw.victim.
  */
 static bool
 break_cycle(void)
@@ -74,35 +74,35 @@ break_cycle(void)
 	int			i;
 
 	TimestampTz now = GetCurrentTimestamp();
-	int			nheavy = zkl_gw.nheavy_sent = zkl_gw_gather_heavy(now);
+	int			nheavy = zw_gw.nheavy_sent = zw_gw_gather_heavy(now);
 
-	zkl_gw.heavy_changed = true;		/* what was just read goes into the document next turn */
+	zw_gw.heavy_changed = true;		/* what was just read goes into the document next turn */
 
-	for (i = 0; i < zkl_gw.ndocs; i++)
-		if (zkl_gw.docs[i] != NULL)
-			all[n++] = zkl_gw.docs[i];
+	for (i = 0; i < zw_gw.ndocs; i++)
+		if (zw_gw.docs[i] != NULL)
+			all[n++] = zw_gw.docs[i];
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (zkl_gw_format_doc(zkl_gw.the_core, now, nheavy) > 0)
+	if (zw_gw_format_doc(zw_gw.the_core, now, nheavy) > 0)
 	{
-		all[n++] = zkl_gw.doc;
-		if (zgw_decide(all, n, zkl_gw.for_session, &again) && again.pid == zkl_gw.victim.pid &&
-			strcmp(again.node, zkl_gw.victim.node) == 0)
-			failed = zcore_fail_deadlock(zkl_gw.the_core, zkl_gw.victim.pid, zkl_gw.victim.node,
+		all[n++] = zw_gw.doc;
+		if (zc_gwait_decide(all, n, zw_gw.for_session, &again) && again.pid == zw_gw.victim.pid &&
+			strcmp(again.node, zw_gw.victim.node) == 0)
+			failed = zc_core_fail_deadlock(zw_gw.the_core, zw_gw.victim.pid, zw_gw.victim.node,
 										 "deadlock detected across clusters");
 	}
 	if (failed)
 	{
-		zkl_gw.victim = again;			/* the cycle as it stands now, for the error and the log */
-		zkl_gw.victim_failed = true;
-		zkl_shared->deadlock_pid = zkl_gw.victim.pid;
-		strlcpy(zkl_shared->deadlock_detail, zkl_gw.victim.detail, sizeof(zkl_shared->deadlock_detail));
+		zw_gw.victim = again;			/* the cycle as it stands now, for the error and the log */
+		zw_gw.victim_failed = true;
+		zkl_shared->deadlock_pid = zw_gw.victim.pid;
+		strlcpy(zkl_shared->deadlock_detail, zw_gw.victim.detail, sizeof(zkl_shared->deadlock_detail));
 	}
 	LWLockRelease(zkl_shared->lock);
 	zkl_flush_wakes();
 	if (failed)
 		ereport(LOG,
-				(errmsg("zk_lock: deadlock across clusters: process %d gives way (40P01)", zkl_gw.victim.pid),
-				 errdetail_internal("%s", zkl_gw.victim.detail)));
+				(errmsg("zk_lock: deadlock across clusters: process %d gives way (40P01)", zw_gw.victim.pid),
+				 errdetail_internal("%s", zw_gw.victim.detail)));
 	return failed;
 }
 
@@ -110,33 +110,33 @@ break_cycle(void)
 static void
 claim_done(int rc, const void *ctx)
 {
-	if (ctx != zkl_gw_tag())
+	if (ctx != zw_gw_tag())
 		return;
 	if (rc == ZOK)
 	{
-		zkl_gw.claimed = true;
-		zkl_gw.victim_failed = false;
-		zkl_gw.claimed_victim = zkl_gw.victim;
-		zkl_gw.claim_until = zkl_mono_now() + (int64) 2 * DeadlockTimeout * 1000;
-		nconfirm = zgw_claim_sessions(claim_data, strlen(claim_data), confirm_session,
+		zw_gw.claimed = true;
+		zw_gw.victim_failed = false;
+		zw_gw.claimed_victim = zw_gw.victim;
+		zw_gw.claim_until = zkl_mono_now() + (int64) 2 * DeadlockTimeout * 1000;
+		nconfirm = zc_gwait_claim_sessions(claim_data, strlen(claim_data), confirm_session,
 									  ZGW_MAX_CONFIRMS);
 		memset(confirmed, 0, sizeof(confirmed));
-		zkl_gw.confirm_broken = false;
-		zkl_gw.phase = PH_CONFIRMING;
-		zkl_gw.next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
+		zw_gw.confirm_broken = false;
+		zw_gw.phase = PH_CONFIRMING;
+		zw_gw.next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
 		if (nconfirm == 0)
-			zkl_gw_confirmations_over();	/* a cycle of ours alone: nobody to ask */
+			zw_gw_confirmations_over();	/* a cycle of ours alone: nobody to ask */
 		return;					/* else the documents stay for the confirmations */
 	}
-	else if (claim_results[zkl_gw.victim.nchecks + zkl_gw.victim.nsessions].err == ZNODEEXISTS ||
-			 zcore_outcome_unknown(rc))
-		zkl_gw.claim_check = true;		/* maybe ours: from a reply lost now, or before */
+	else if (claim_results[zw_gw.victim.nchecks + zw_gw.victim.nsessions].err == ZNODEEXISTS ||
+			 zc_core_outcome_unknown(rc))
+		zw_gw.claim_check = true;		/* maybe ours: from a reply lost now, or before */
 	/* else a node or document of the cycle changed: the next round sees how */
-	zkl_gw_round_over();
+	zw_gw_round_over();
 }
 
 void
-zkl_gw_claim(void)
+zw_gw_claim(void)
 {
 	int64		read_from[MAX_DOCS];
 	int			nread = 0;
@@ -144,70 +144,70 @@ zkl_gw_claim(void)
 	int			i;
 	int			d;
 
-	for (i = 0; i < zkl_gw.victim.nchecks; i++)
+	for (i = 0; i < zw_gw.victim.nchecks; i++)
 	{
-		snprintf(claim_paths[n], ZKL_PATH_LEN, "%s/%s", zkl_gw.for_root, zkl_gw.victim.checks[i]);
+		snprintf(claim_paths[n], ZKL_PATH_LEN, "%s/%s", zw_gw.for_root, zw_gw.victim.checks[i]);
 		zoo_check_op_init(&claim_ops[n], claim_paths[n], -1);
 		n++;
 	}
-	for (i = 0; i < zkl_gw.victim.nsessions; i++)
+	for (i = 0; i < zw_gw.victim.nsessions; i++)
 	{
 		int			version = -1;	/* ours: checked again under the lock (break_cycle) */
 
-		for (d = 0; d < zkl_gw.ndocs; d++)
-			if (zkl_gw.doc_session[d] == zkl_gw.victim.sessions[i])
-				version = zkl_gw.doc_version[d];
-		zkl_gw_doc_path(zkl_gw.victim.sessions[i], claim_paths[n]);
+		for (d = 0; d < zw_gw.ndocs; d++)
+			if (zw_gw.doc_session[d] == zw_gw.victim.sessions[i])
+				version = zw_gw.doc_version[d];
+		zw_gw_doc_path(zw_gw.victim.sessions[i], claim_paths[n]);
 		zoo_check_op_init(&claim_ops[n], claim_paths[n], version);
 		n++;
 	}
-	zkl_gw_claim_path(claim_paths[n]);
+	zw_gw_claim_path(claim_paths[n]);
 	do
-		zkl_gw.claim_nonce = pg_prng_uint64(&pg_global_prng_state);
-	while (zkl_gw.claim_nonce == 0);
-	for (d = 0; d < zkl_gw.ndocs; d++)
-		if (zkl_gw.docs[d] != NULL)
-			read_from[nread++] = zkl_gw.doc_session[d];
+		zw_gw.claim_nonce = pg_prng_uint64(&pg_global_prng_state);
+	while (zw_gw.claim_nonce == 0);
+	for (d = 0; d < zw_gw.ndocs; d++)
+		if (zw_gw.docs[d] != NULL)
+			read_from[nread++] = zw_gw.doc_session[d];
 	zoo_create_op_init(&claim_ops[n], claim_paths[n], claim_data,
-					   zgw_claim_format(zkl_gw.claim_nonce, read_from, nread, zkl_gw.for_session, claim_data,
+					   zc_gwait_claim_format(zw_gw.claim_nonce, read_from, nread, zw_gw.for_session, claim_data,
 										sizeof(claim_data)),
-					   zkc_acl(), ZOO_EPHEMERAL, NULL, 0);
+					   zw_client_acl(), ZOO_EPHEMERAL, NULL, 0);
 	n++;
-	zkl_gw.phase = PH_CLAIMING;
+	zw_gw.phase = PH_CLAIMING;
 	memset(claim_results, 0, sizeof(claim_results));
-	if (zoo_amulti(zkc_handle(), n, claim_ops, claim_results, claim_done, zkl_gw_tag()) != ZOK)
-		zkl_gw_round_over();
+	if (zoo_amulti(zw_client_handle(), n, claim_ops, claim_results, claim_done, zw_gw_tag()) != ZOK)
+		zw_gw_round_over();
 }
 
 /* ---- the confirmations ---- */
 
 /* Confirmations are in, or cannot come: decide again, or give the claim up. */
 void
-zkl_gw_confirmations_over(void)
+zw_gw_confirmations_over(void)
 {
 	int			i;
 	int			k;
 
-	if (!zkl_gw.confirm_broken)
+	if (!zw_gw.confirm_broken)
 	{
 		/* decide on the confirmed documents alone: the others were read before */
-		for (i = 0; i < zkl_gw.ndocs; i++)
+		for (i = 0; i < zw_gw.ndocs; i++)
 		{
 			bool		fresh = false;
 
 			for (k = 0; k < nconfirm; k++)
-				fresh |= zkl_gw.doc_session[i] == confirm_session[k];
-			if (!fresh && zkl_gw.docs[i] != NULL)
+				fresh |= zw_gw.doc_session[i] == confirm_session[k];
+			if (!fresh && zw_gw.docs[i] != NULL)
 			{
-				pfree(zkl_gw.docs[i]);
-				zkl_gw.docs[i] = NULL;
+				pfree(zw_gw.docs[i]);
+				zw_gw.docs[i] = NULL;
 			}
 		}
 	}
-	if (zkl_gw.confirm_broken || !break_cycle())
-		zkl_gw_drop_claim();			/* nobody failed: others need not wait for it */
-	zkl_gw.claim_nonce = 0;
-	zkl_gw_round_over();
+	if (zw_gw.confirm_broken || !break_cycle())
+		zw_gw_drop_claim();			/* nobody failed: others need not wait for it */
+	zw_gw.claim_nonce = 0;
+	zw_gw_round_over();
 }
 
 static void
@@ -216,17 +216,17 @@ confirm_read(int rc, const char *value, int value_len, const struct Stat *stat, 
 	uintptr_t	i = (uintptr_t) ctx & 0xFF;
 	int			d;
 
-	if (zkl_gw.phase != PH_CONFIRMING || ctx != zkl_gw_read_tag((int) i) || i >= (uintptr_t) nconfirm)
+	if (zw_gw.phase != PH_CONFIRMING || ctx != zw_gw_read_tag((int) i) || i >= (uintptr_t) nconfirm)
 		return;
 	if (rc == ZNONODE)
 	{
 		/* no long wait there any more: news as fresh as a confirmation */
 		confirmed[i] = true;
-		for (d = 0; d < zkl_gw.ndocs; d++)
-			if (zkl_gw.doc_session[d] == confirm_session[i] && zkl_gw.docs[d] != NULL)
+		for (d = 0; d < zw_gw.ndocs; d++)
+			if (zw_gw.doc_session[d] == confirm_session[i] && zw_gw.docs[d] != NULL)
 			{
-				pfree(zkl_gw.docs[d]);
-				zkl_gw.docs[d] = NULL;
+				pfree(zw_gw.docs[d]);
+				zw_gw.docs[d] = NULL;
 			}
 	}
 	else if (rc == ZOK && value != NULL && value_len > 0)
@@ -235,73 +235,73 @@ confirm_read(int rc, const char *value, int value_len, const struct Stat *stat, 
 
 		memcpy(copy, value, value_len);
 		copy[value_len] = '\0';
-		if (!zgw_confirms(copy, zkl_gw.claim_nonce))
+		if (!zc_gwait_confirms(copy, zw_gw.claim_nonce))
 			pfree(copy);		/* not yet */
 		else
 		{
 			confirmed[i] = true;
-			for (d = 0; d < zkl_gw.ndocs && zkl_gw.doc_session[d] != confirm_session[i]; d++)
+			for (d = 0; d < zw_gw.ndocs && zw_gw.doc_session[d] != confirm_session[i]; d++)
 				;
-			if (d == zkl_gw.ndocs && zkl_gw.ndocs < MAX_DOCS)
+			if (d == zw_gw.ndocs && zw_gw.ndocs < MAX_DOCS)
 			{
-				zkl_gw.docs[zkl_gw.ndocs] = NULL;
-				zkl_gw.doc_session[zkl_gw.ndocs++] = confirm_session[i];
+				zw_gw.docs[zw_gw.ndocs] = NULL;
+				zw_gw.doc_session[zw_gw.ndocs++] = confirm_session[i];
 			}
-			if (d < zkl_gw.ndocs)
+			if (d < zw_gw.ndocs)
 			{
-				if (zkl_gw.docs[d] != NULL)
-					pfree(zkl_gw.docs[d]);
-				zkl_gw.docs[d] = copy;
+				if (zw_gw.docs[d] != NULL)
+					pfree(zw_gw.docs[d]);
+				zw_gw.docs[d] = copy;
 			}
 			else
 				pfree(copy);
 		}
 	}
-	if (--zkl_gw.reads_due > 0)
+	if (--zw_gw.reads_due > 0)
 		return;
 	for (d = 0; d < nconfirm && confirmed[d]; d++)
 		;
 	if (d == nconfirm)
-		zkl_gw_confirmations_over();
+		zw_gw_confirmations_over();
 	else
-		zkl_gw.next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
+		zw_gw.next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
 }
 
 /* Read the documents of the claim's sessions. */
 void
-zkl_gw_poll_confirmations(void)
+zw_gw_poll_confirmations(void)
 {
 	char		path[ZKL_PATH_LEN];
 	int			i;
 
 	/* all of them each time: the moment of choice is one poll's */
 	memset(confirmed, 0, sizeof(confirmed));
-	zkl_gw.reads_due = 0;
+	zw_gw.reads_due = 0;
 	for (i = 0; i < nconfirm; i++)
 	{
-		zkl_gw_doc_path(confirm_session[i], path);
-		if (zoo_aget(zkc_handle(), path, 0, confirm_read, zkl_gw_read_tag(i)) == ZOK)
-			zkl_gw.reads_due++;
+		zw_gw_doc_path(confirm_session[i], path);
+		if (zoo_aget(zw_client_handle(), path, 0, confirm_read, zw_gw_read_tag(i)) == ZOK)
+			zw_gw.reads_due++;
 	}
-	if (zkl_gw.reads_due == 0)
-		zkl_gw.next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
+	if (zw_gw.reads_due == 0)
+		zw_gw.next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
 }
 
-/* Another cluster's zkl_gw_claim, read: does it ask us to confirm? */
+/* Another cluster's zw_gw_claim, read: does it ask us to confirm? */
 static void
 claim_read(int rc, const char *value, int value_len, const struct Stat *stat, const void *ctx)
 {
 	uint64		asked;
 
-	if (ctx != zkl_gw_tag())
+	if (ctx != zw_gw_tag())
 		return;
 	if (rc == ZNONODE)
-		zkl_gw.confirms = 0;
+		zw_gw.confirms = 0;
 	else if (rc == ZOK && value != NULL)
 	{
-		asked = zgw_claim_asks(value, value_len, zkl_gw.for_session);
-		zkl_gw.confirm_due |= asked != 0 && asked != zkl_gw.confirms;
-		zkl_gw.confirms = asked;
+		asked = zc_gwait_claim_asks(value, value_len, zw_gw.for_session);
+		zw_gw.confirm_due |= asked != 0 && asked != zw_gw.confirms;
+		zw_gw.confirms = asked;
 	}
 }
 
@@ -310,27 +310,27 @@ claim_seen(int rc, const struct Stat *stat, const void *ctx)
 {
 	char		path[ZKL_PATH_LEN];
 
-	if (ctx != zkl_gw_tag())
+	if (ctx != zw_gw_tag())
 		return;
 	if (rc == ZOK)
 	{
-		zkl_gw_claim_path(path);
-		(void) zoo_aget(zkc_handle(), path, 0, claim_read, zkl_gw_tag());
+		zw_gw_claim_path(path);
+		(void) zoo_aget(zw_client_handle(), path, 0, claim_read, zw_gw_tag());
 	}
 	else if (rc == ZNONODE)
-		zkl_gw.confirms = 0;
+		zw_gw.confirms = 0;
 }
 
 /*
  * While we publish, every CLAIM_LOOK_MS: does a claim name us?  (A watch
  * would stay set for the session's life once our waits end.)  The
- * zkl_gw.victim's cluster waits up to 2 × deadlock_timeout for us.
+ * zw_gw.victim's cluster waits up to 2 × deadlock_timeout for us.
  */
 void
-zkl_gw_look_for_claim(void)
+zw_gw_look_for_claim(void)
 {
 	char		path[ZKL_PATH_LEN];
 
-	zkl_gw_claim_path(path);
-	(void) zoo_aexists(zkc_handle(), path, 0, claim_seen, zkl_gw_tag());
+	zw_gw_claim_path(path);
+	(void) zoo_aexists(zw_client_handle(), path, 0, claim_seen, zw_gw_tag());
 }

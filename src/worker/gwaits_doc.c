@@ -13,57 +13,57 @@ static ZgwSemWait sems[MAX_SEMS];	/* as last listed */
 static int	sem_slots[MAX_SEMS];	/* being listed */
 static int	sems_due = 0;		/* listings still on their way */
 
-ZklGwState zkl_gw = {.claim_check = true};
+ZklGwState zw_gw = {.claim_check = true};
 
 const void *
-zkl_gw_tag(void)
+zw_gw_tag(void)
 {
-	return (const void *) (uintptr_t) zkl_gw.gen;
+	return (const void *) (uintptr_t) zw_gw.gen;
 }
 
 /* A read's tag: the generation, and which document or listing. */
 const void *
-zkl_gw_read_tag(int i)
+zw_gw_read_tag(int i)
 {
-	return (const void *) (uintptr_t) ((zkl_gw.gen << 8) | (uint64) i);
+	return (const void *) (uintptr_t) ((zw_gw.gen << 8) | (uint64) i);
 }
 
 void
-zkl_gw_waits_path(char *out)
+zw_gw_waits_path(char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/" ZGW_WAITS_DIR, zkl_gw.for_root);
+	snprintf(out, ZKL_PATH_LEN, "%s/" ZGW_WAITS_DIR, zw_gw.for_root);
 }
 
 void
-zkl_gw_doc_path(int64 session, char *out)
+zw_gw_doc_path(int64 session, char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/" ZGW_WAITS_DIR "/%016llx", zkl_gw.for_root, (unsigned long long) session);
+	snprintf(out, ZKL_PATH_LEN, "%s/" ZGW_WAITS_DIR "/%016llx", zw_gw.for_root, (unsigned long long) session);
 }
 
 void
-zkl_gw_claim_path(char *out)
+zw_gw_claim_path(char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/" CLAIM_NODE, zkl_gw.for_root);
+	snprintf(out, ZKL_PATH_LEN, "%s/" CLAIM_NODE, zw_gw.for_root);
 }
 
 void
-zkl_gw_forget_docs(void)
+zw_gw_forget_docs(void)
 {
 	int			i;
 
-	for (i = 0; i < zkl_gw.ndocs; i++)
-		if (zkl_gw.docs[i] != NULL)
-			pfree(zkl_gw.docs[i]);
-	zkl_gw.ndocs = 0;
-	zkl_gw.reads_due = 0;
+	for (i = 0; i < zw_gw.ndocs; i++)
+		if (zw_gw.docs[i] != NULL)
+			pfree(zw_gw.docs[i]);
+	zw_gw.ndocs = 0;
+	zw_gw.reads_due = 0;
 }
 
 /* A round is over (done, or failed): the next one after deadlock_timeout. */
 void
-zkl_gw_round_over(void)
+zw_gw_round_over(void)
 {
-	zkl_gw_forget_docs();
-	zkl_gw.phase = PH_IDLE;
+	zw_gw_forget_docs();
+	zw_gw.phase = PH_IDLE;
 }
 
 /* ---- the lock manager's waits ---- */
@@ -83,10 +83,10 @@ heavy_since(int pid)
  * and those in turn when they wait there too: the row and table locks a
  * cycle may go through.  Read without the slot-table lock held; each
  * pg_blocking_pids takes the lock manager's locks, so this runs once per
- * round (and when the zkl_gw.victim's cycle is checked again), not per turn.
+ * round (and when the zw_gw.victim's cycle is checked again), not per turn.
  */
 int
-zkl_gw_gather_heavy(TimestampTz now)
+zw_gw_gather_heavy(TimestampTz now)
 {
 	int			todo[MAX_HEAVY * 2];
 	int			nfirst;
@@ -98,7 +98,7 @@ zkl_gw_gather_heavy(TimestampTz now)
 	if (gw_cxt == NULL)
 		gw_cxt = AllocSetContextCreate(TopMemoryContext, "zk_lock waits", ALLOCSET_SMALL_SIZES);
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	ntodo = zgw_holders(&zkl_shared->t, todo, lengthof(todo));
+	ntodo = zc_gwait_holders(&zkl_shared->t, todo, lengthof(todo));
 	LWLockRelease(zkl_shared->lock);
 	nfirst = ntodo;
 	for (i = 0; i < ntodo && nh < MAX_HEAVY; i++)
@@ -148,7 +148,7 @@ zkl_gw_gather_heavy(TimestampTz now)
  * (no lock manager lock taken); returns how many are left.
  */
 int
-zkl_gw_keep_heavy(int nh)
+zw_gw_keep_heavy(int nh)
 {
 	int			kept = 0;
 	int			i;
@@ -159,9 +159,9 @@ zkl_gw_keep_heavy(int nh)
 	return kept;
 }
 
-/* This cluster's document, into zkl_gw.doc (under the slot-table lock, taken by the caller). */
+/* This cluster's document, into zw_gw.doc (under the slot-table lock, taken by the caller). */
 int
-zkl_gw_format_doc(ZklCore *core, TimestampTz now, int nheavy)
+zw_gw_format_doc(ZklCore *core, TimestampTz now, int nheavy)
 {
 	ZgwLocal	in;
 
@@ -169,13 +169,13 @@ zkl_gw_format_doc(ZklCore *core, TimestampTz now, int nheavy)
 	in.now = now;
 	in.timeout_ms = DeadlockTimeout;
 	in.cluster = cluster_name;
-	in.session = zkl_gw.for_session;
+	in.session = zw_gw.for_session;
 	in.heavy = heavy;
 	in.nheavy = nheavy;
 	in.sem = sems;
-	in.nsem = zkl_gw.nsems;
-	in.confirms = zkl_gw.confirms;
-	return zgw_format(&in, zkl_gw.doc, ZGW_DOC_LEN);
+	in.nsem = zw_gw.nsems;
+	in.confirms = zw_gw.confirms;
+	return zc_gwait_format(&in, zw_gw.doc, ZGW_DOC_LEN);
 }
 
 /* ---- semaphores waited for: which nodes are ahead ---- */
@@ -185,46 +185,46 @@ sem_listed(int rc, const struct String_vector *names, const void *ctx)
 {
 	uintptr_t	i = (uintptr_t) ctx & 0xFF;
 
-	if (zkl_gw.phase != PH_SEMS || ctx != zkl_gw_read_tag((int) i) || i >= (uintptr_t) MAX_SEMS)
+	if (zw_gw.phase != PH_SEMS || ctx != zw_gw_read_tag((int) i) || i >= (uintptr_t) MAX_SEMS)
 		return;
-	if (rc == ZOK && names != NULL && zkl_gw.nsems < MAX_SEMS)
+	if (rc == ZOK && names != NULL && zw_gw.nsems < MAX_SEMS)
 	{
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		if (zgw_sem_wait(&zkl_shared->t, sem_slots[i], (const char *const *) names->data,
-						 names->count, &sems[zkl_gw.nsems]))
-			zkl_gw.nsems++;
+		if (zc_gwait_sem_wait(&zkl_shared->t, sem_slots[i], (const char *const *) names->data,
+						 names->count, &sems[zw_gw.nsems]))
+			zw_gw.nsems++;
 		LWLockRelease(zkl_shared->lock);
 	}
 	if (--sems_due == 0)
 	{
-		zkl_gw.sems_listed = true;
-		zkl_gw.phase = PH_IDLE;		/* the next turn formats and reads */
+		zw_gw.sems_listed = true;
+		zw_gw.phase = PH_IDLE;		/* the next turn formats and reads */
 	}
 }
 
 /* List the keys of the semaphores waited for that long; true if any is on its way. */
 bool
-zkl_gw_list_sems(TimestampTz now)
+zw_gw_list_sems(TimestampTz now)
 {
 	char		paths[MAX_SEMS][ZKL_PATH_LEN];
 	int			n;
 	int			i;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	n = zgw_sem_waiters(&zkl_shared->t, now, DeadlockTimeout, sem_slots, MAX_SEMS);
+	n = zc_gwait_sem_waiters(&zkl_shared->t, now, DeadlockTimeout, sem_slots, MAX_SEMS);
 	for (i = 0; i < n; i++)
-		zcore_key_path(&zkl_shared->t, &zkl_shared->t.slots[sem_slots[i]], paths[i]);
+		zc_core_key_path(&zkl_shared->t, &zkl_shared->t.slots[sem_slots[i]], paths[i]);
 	LWLockRelease(zkl_shared->lock);
-	zkl_gw.nsems = 0;
+	zw_gw.nsems = 0;
 	sems_due = 0;
-	zkl_gw.phase = PH_SEMS;
+	zw_gw.phase = PH_SEMS;
 	for (i = 0; i < n; i++)
-		if (zoo_aget_children(zkc_handle(), paths[i], 0, sem_listed, zkl_gw_read_tag(i)) == ZOK)
+		if (zoo_aget_children(zw_client_handle(), paths[i], 0, sem_listed, zw_gw_read_tag(i)) == ZOK)
 			sems_due++;
 	if (sems_due == 0)
 	{
-		zkl_gw.phase = PH_IDLE;
-		zkl_gw.sems_listed = true;
+		zw_gw.phase = PH_IDLE;
+		zw_gw.sems_listed = true;
 	}
 	return sems_due > 0;
 }

@@ -75,24 +75,24 @@ typedef struct ZklGwState
 	bool		sems_listed;		/* for the round due now */
 } ZklGwState;
 
-extern ZklGwState zkl_gw;
+extern ZklGwState zw_gw;
 
-extern const void * zkl_gw_tag(void);
-extern const void * zkl_gw_read_tag(int i);
-extern void zkl_gw_waits_path(char *out);
-extern void zkl_gw_doc_path(int64 session, char *out);
-extern void zkl_gw_claim_path(char *out);
-extern void zkl_gw_forget_docs(void);
-extern void zkl_gw_round_over(void);
-extern int zkl_gw_gather_heavy(TimestampTz now);
-extern int zkl_gw_keep_heavy(int nh);
-extern int zkl_gw_format_doc(ZklCore *core, TimestampTz now, int nheavy);
-extern bool zkl_gw_list_sems(TimestampTz now);
-extern void zkl_gw_drop_claim(void);
-extern void zkl_gw_claim_looked(int rc, const struct Stat *stat, const void *ctx);
-extern void zkl_gw_claim(void);
-extern void zkl_gw_confirmations_over(void);
-extern void zkl_gw_poll_confirmations(void);
-extern void zkl_gw_look_for_claim(void);
+extern const void * zw_gw_tag(void);
+extern const void * zw_gw_read_tag(int i);
+extern void zw_gw_waits_path(char *out);
+extern void zw_gw_doc_path(int64 session, char *out);
+extern void zw_gw_claim_path(char *out);
+extern void zw_gw_forget_docs(void);
+extern void zw_gw_round_over(void);
+extern int zw_gw_gather_heavy(TimestampTz now);
+extern int zw_gw_keep_heavy(int nh);
+extern int zw_gw_format_doc(ZklCore *core, TimestampTz now, int nheavy);
+extern bool zw_gw_list_sems(TimestampTz now);
+extern void zw_gw_drop_claim(void);
+extern void zw_gw_claim_looked(int rc, const struct Stat *stat, const void *ctx);
+extern void zw_gw_claim(void);
+extern void zw_gw_confirmations_over(void);
+extern void zw_gw_poll_confirmations(void);
+extern void zw_gw_look_for_claim(void);
 
 #endif

@@ -52,7 +52,7 @@ static bool left_pending = false;
 
 /* Remember the session in the data directory, stamped with this postmaster. */
 void
-zkl_left_save(const clientid_t *id)
+zw_left_save(const clientid_t *id)
 {
 	SessionFile sf;
 	int			fd;
@@ -83,7 +83,7 @@ zkl_left_save(const clientid_t *id)
  * Anything else in the file is another server's: left alone in ZooKeeper.
  */
 void
-zkl_left_begin(void)
+zw_left_begin(void)
 {
 	SessionFile sf;
 	int			fd = OpenTransientFile(SESSION_FILE, O_RDONLY | PG_BINARY);
@@ -128,7 +128,7 @@ close_left_session(void)
 	long		bound;
 
 	left_pending = false;
-	h = zkc_open(zkl_hosts, zkl_session_timeout, &left, left_session_watcher);
+	h = zw_client_open(zkl_hosts, zkl_session_timeout, &left, left_session_watcher);
 	if (h == NULL)
 		return;
 	/* our own session is not served meanwhile: stay well inside its pings */
@@ -141,10 +141,10 @@ close_left_session(void)
 
 		if (ms <= 0)
 			break;
-		zkc_wait(h, ms);
+		zw_client_wait(h, ms);
 		CHECK_FOR_INTERRUPTS();	/* barriers (DROP DATABASE) wait for us */
 	}
-	zkc_close(h);
+	zw_client_close(h);
 	if (left_state == ZOO_CONNECTED_STATE)
 		ereport(LOG, (errmsg("zk_lock: closed session 0x%llx left over from before a restart",
 							 (unsigned long long) left.client_id)));
@@ -162,11 +162,11 @@ close_left_session(void)
  * one dead (its holders are), then close it.
  */
 void
-zkl_left_tend(void)
+zw_left_tend(void)
 {
-	if (!left_pending || !zkl_presence_listed())
+	if (!left_pending || !zw_presence_listed())
 		return;
-	switch (zkl_presence_mark_dead(left.client_id))
+	switch (zw_presence_mark_dead(left.client_id))
 	{
 		case ZKL_MARK_PENDING:
 			return;
@@ -186,7 +186,7 @@ zkl_left_tend(void)
  * for a crash's leftover (whose holders would all be dead).
  */
 void
-zkl_left_forget(void)
+zw_left_forget(void)
 {
 	unlink(SESSION_FILE);
 }

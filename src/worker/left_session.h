@@ -7,9 +7,9 @@
 
 #include <zookeeper/zookeeper.h>
 
-extern void zkl_left_save(const clientid_t *id);
-extern void zkl_left_begin(void);
-extern void zkl_left_tend(void);
-extern void zkl_left_forget(void);
+extern void zw_left_save(const clientid_t *id);
+extern void zw_left_begin(void);
+extern void zw_left_tend(void);
+extern void zw_left_forget(void);
 
 #endif

@@ -42,28 +42,28 @@ uuid_is_live(const char *name)
 
 	for (j = 0; j < zkl_shared->t.nused; j++)
 		if (zkl_shared->t.slots[j].zstate != ZKS_FREE &&
-			zkr_name_has_uuid(name, zkl_shared->t.slots[j].uuid))
+			zc_recipe_name_has_uuid(name, zkl_shared->t.slots[j].uuid))
 			return true;
 	return false;
 }
 
 /* Whether a node that blocks a waiter may be one no request owns.  Caller holds the lock. */
 bool
-zkl_may_be_orphan(const char *name)
+zw_may_be_orphan(const char *name)
 {
-	return zkr_name_has_sysid(name, GetSystemIdentifier()) && !uuid_is_live(name);
+	return zc_recipe_name_has_sysid(name, GetSystemIdentifier()) && !uuid_is_live(name);
 }
 
 /* Caller holds the lock. */
 void
-zkl_suspect_blocker(const ZklSlot *s, const char *name)
+zw_suspect_blocker(const ZklSlot *s, const char *name)
 {
 	int			i;
 	char		path[ZKL_PATH_LEN];
 
-	if (nsuspects >= MAX_SUSPECTS || !zkl_may_be_orphan(name))
+	if (nsuspects >= MAX_SUSPECTS || !zw_may_be_orphan(name))
 		return;
-	zcore_child_path(&zkl_shared->t, s, name, path);
+	zc_core_child_path(&zkl_shared->t, s, name, path);
 	for (i = 0; i < nsuspects; i++)
 		if (strcmp(suspects[i], path) == 0)
 			return;
@@ -80,13 +80,13 @@ suspect_stat_done(int rc, const struct Stat *stat, const void *data)
 	ours = rc == ZOK && stat->ephemeralOwner == zkl_shared->t.session_id;
 	LWLockRelease(zkl_shared->lock);
 	if (ours)
-		zkl_delete_stray(path, "no request of this cluster owns it");
+		zw_delete_stray(path, "no request of this cluster owns it");
 	pfree(path);
 }
 
-/* Send what zkl_suspect_blocker() found; without the lock. */
+/* Send what zw_suspect_blocker() found; without the lock. */
 void
-zkl_check_suspects(void)
+zw_check_suspects(void)
 {
 	int			i;
 
@@ -94,7 +94,7 @@ zkl_check_suspects(void)
 	{
 		char	   *path = MemoryContextStrdup(TopMemoryContext, suspects[i]);
 
-		if (zoo_aexists(zkc_handle(), path, 0, suspect_stat_done, path) != ZOK)
+		if (zoo_aexists(zw_client_handle(), path, 0, suspect_stat_done, path) != ZOK)
 			pfree(path);
 	}
 	nsuspects = 0;
@@ -151,7 +151,7 @@ answered(ZlkLook *l, int rc, const char *what)
 	char		path[ZKL_PATH_LEN];
 
 	strlcpy(path, l->path, sizeof(path));	/* a settled look is freed */
-	switch (zlk_answered(&looks, l, rc, zkl_mono_now()))
+	switch (zc_looks_answered(&looks, l, rc, zkl_mono_now()))
 	{
 		case ZLK_DONE:
 			return true;
@@ -173,28 +173,28 @@ stray_deleted(int rc, const void *ctx)
 
 /* Delete a node of ours no request owns; why, if given, goes to the server log. */
 void
-zkl_delete_stray(const char *path, const char *why)
+zw_delete_stray(const char *path, const char *why)
 {
-	ZlkLook    *l = zlk_new(&looks, path, "", our_session());
+	ZlkLook    *l = zc_looks_new(&looks, path, "", our_session());
 
 	if (l == NULL)
 		return;					/* its delete is under way */
 	if (why != NULL)
 		ereport(LOG, (errmsg("zk_lock: deleting lock node %s: %s", path, why)));
-	zlk_send(&looks, l, zkl_mono_now());
+	zc_looks_send(&looks, l, zkl_mono_now());
 }
 
 /* Caller holds the lock. */
 void
-zkl_remember_ghost(const ZklSlot *s)
+zw_remember_ghost(const ZklSlot *s)
 {
 	char		key_path[ZKL_PATH_LEN];
 	ZlkLook    *l;
 
-	zcore_key_path(&zkl_shared->t, s, key_path);
-	l = zlk_new(&looks, key_path, s->uuid, zkl_shared->t.session_id);
+	zc_core_key_path(&zkl_shared->t, s, key_path);
+	l = zc_looks_new(&looks, key_path, s->uuid, zkl_shared->t.session_id);
 	if (l != NULL)
-		zlk_again(l, zkl_mono_now());
+		zc_looks_again(l, zkl_mono_now());
 }
 
 static void
@@ -211,12 +211,12 @@ ghost_children_done(int rc, const struct String_vector *strings, const void *dat
 		return;
 	for (i = 0; rc == ZOK && i < strings->count; i++)
 	{
-		if (zkr_name_has_uuid(strings->data[i], uuid))
+		if (zc_recipe_name_has_uuid(strings->data[i], uuid))
 		{
 			char		path[ZKL_PATH_LEN];
 
 			snprintf(path, sizeof(path), "%s/%s", key_path, strings->data[i]);
-			zkl_delete_stray(path, "its create was given up for lost");
+			zw_delete_stray(path, "its create was given up for lost");
 		}
 	}
 }
@@ -226,22 +226,22 @@ static bool
 send_look(void *arg, ZlkLook *l)
 {
 	if (l->stray)
-		return zoo_adelete(zkc_handle(), l->path, -1, stray_deleted, l) == ZOK;
+		return zoo_adelete(zw_client_handle(), l->path, -1, stray_deleted, l) == ZOK;
 	/* after a sync, as for the first lookup (worker.c): a lagging server misses it */
-	return zoo_async(zkc_handle(), l->path, zkc_sync_answered, NULL) == ZOK &&
-		zoo_aget_children(zkc_handle(), l->path, 0, ghost_children_done, l) == ZOK;
+	return zoo_async(zw_client_handle(), l->path, zw_client_sync_answered, NULL) == ZOK &&
+		zoo_aget_children(zw_client_handle(), l->path, 0, ghost_children_done, l) == ZOK;
 }
 
 /* Send the looks that are due; returns ms until the next one, or -1. */
 long
-zkl_send_looks(void)
+zw_send_looks(void)
 {
 	int64		next;
 
 	if (looks.n == 0)
 		return -1;				/* the usual case, every loop turn */
-	if (zkc_handle() == NULL || zoo_state(zkc_handle()) != ZOO_CONNECTED_STATE)
+	if (zw_client_handle() == NULL || zoo_state(zw_client_handle()) != ZOO_CONNECTED_STATE)
 		return ZKC_REOPEN_DELAY_MS;
-	next = zlk_tend(&looks, zkl_mono_now(), our_session());
+	next = zc_looks_tend(&looks, zkl_mono_now(), our_session());
 	return next < 0 ? -1 : (long) ((next + 999) / 1000);
 }

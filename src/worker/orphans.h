@@ -7,11 +7,11 @@
 
 #include "slot.h"
 
-extern void zkl_delete_stray(const char *path, const char *why);
-extern bool zkl_may_be_orphan(const char *name);
-extern void zkl_suspect_blocker(const ZklSlot *s, const char *name);
-extern void zkl_check_suspects(void);
-extern void zkl_remember_ghost(const ZklSlot *s);
-extern long zkl_send_looks(void);
+extern void zw_delete_stray(const char *path, const char *why);
+extern bool zw_may_be_orphan(const char *name);
+extern void zw_suspect_blocker(const ZklSlot *s, const char *name);
+extern void zw_check_suspects(void);
+extern void zw_remember_ghost(const ZklSlot *s);
+extern long zw_send_looks(void);
 
 #endif

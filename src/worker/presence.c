@@ -101,7 +101,7 @@ sessions_path(char *out)
 static void
 failed(int rc, const char *what)
 {
-	if (zcore_outcome_unknown(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+	if (zc_core_outcome_unknown(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
 		rc == ZINVALIDSTATE || rc == last_logged)
 		return;
 	last_logged = rc;
@@ -114,14 +114,14 @@ static void
 sessions_watch(zhandle_t *h, int type, int state, const char *path, void *ctx)
 {
 	if (type != ZOO_SESSION_EVENT)
-		zld_watch_fired(&pres, (uintptr_t) ctx);
+		zc_delay_watch_fired(&pres, (uintptr_t) ctx);
 }
 
 /* Another cluster may have swept it first; one not allowed to says so, once. */
 static void
 swept(int rc, const void *data)
 {
-	if (rc == ZOK || rc == ZNONODE || zcore_outcome_unknown(rc) || rc == sweep_logged)
+	if (rc == ZOK || rc == ZNONODE || zc_core_outcome_unknown(rc) || rc == sweep_logged)
 		return;
 	sweep_logged = rc;
 	ereport(LOG, (errmsg("zk_lock: could not delete a stopped session's tombstone under zk_lock.root: %s",
@@ -136,7 +136,7 @@ host_sweep(void *arg, int64_t session)
 
 	snprintf(path, sizeof(path), "%s/" SESSIONS_DIR "/%016llx" CLOSED_SUFFIX, for_root,
 			 (unsigned long long) session);
-	(void) zoo_adelete(zkc_handle(), path, -1, swept, NULL);
+	(void) zoo_adelete(zw_client_handle(), path, -1, swept, NULL);
 }
 
 /* A listing of the sessions: lock_delay.c judges it. */
@@ -144,7 +144,7 @@ static void
 sessions_listed(int rc, const struct String_vector *children, const struct Stat *stat,
 				const void *ctx)
 {
-	ZldListed	what = zld_listed(&pres, (uintptr_t) ctx, rc,
+	ZldListed	what = zc_delay_listed(&pres, (uintptr_t) ctx, rc,
 								  rc == ZOK ? (const char *const *) children->data : NULL,
 								  rc == ZOK ? children->count : 0,
 								  rc == ZOK ? stat->cversion : 0, zkl_mono_now());
@@ -164,7 +164,7 @@ presence_created(int rc, const char *value, const void *ctx)
 {
 	if (rc == ZOK || rc == ZNODEEXISTS)
 		return;
-	zld_presence_failed(&pres, (uintptr_t) ctx, zkl_mono_now());
+	zc_delay_presence_failed(&pres, (uintptr_t) ctx, zkl_mono_now());
 	if ((uintptr_t) ctx == pres.gen)
 		failed(rc, "create the session's presence node");
 }
@@ -177,9 +177,9 @@ send_presence(void)
 	char		path[ZKL_PATH_LEN];
 
 	sessions_path(dir);
-	zkc_create_persistent(dir);
+	zw_client_create_persistent(dir);
 	snprintf(path, sizeof(path), "%s/%016llx", dir, (unsigned long long) pres.for_session);
-	zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), ZOO_EPHEMERAL, presence_created,
+	zoo_acreate(zw_client_handle(), path, NULL, -1, zw_client_acl(), ZOO_EPHEMERAL, presence_created,
 				(const void *) (uintptr_t) pres.gen);
 }
 
@@ -189,7 +189,7 @@ send_presence(void)
  * locks switch roots together, drained).
  */
 void
-zkl_presence_tend(void)
+zw_presence_tend(void)
 {
 	int64		session = zkl_shared->t.session_id;
 	const char *root = zkl_shared->t.roots[zkl_shared->t.cur_root];
@@ -197,40 +197,40 @@ zkl_presence_tend(void)
 	int			send;
 	char		dir[ZKL_PATH_LEN];
 
-	if (zkc_handle() == NULL || zkl_shared->t.conn_state != ZKC_CONNECTED || session == 0)
+	if (zw_client_handle() == NULL || zkl_shared->t.conn_state != ZKC_CONNECTED || session == 0)
 		return;
 	new_root = strcmp(root, for_root) != 0;
 	strlcpy(for_root, root, sizeof(for_root));
-	send = zld_tend(&pres, session, new_root, zkl_mono_now());
+	send = zc_delay_tend(&pres, session, new_root, zkl_mono_now());
 	if (send & ZLD_SEND_PRESENCE)
 		send_presence();
 	if (send & ZLD_SEND_LIST)
 	{
 		sessions_path(dir);
-		if (zoo_awget_children2(zkc_handle(), dir, sessions_watch, (void *) (uintptr_t) pres.gen,
+		if (zoo_awget_children2(zw_client_handle(), dir, sessions_watch, (void *) (uintptr_t) pres.gen,
 								sessions_listed, (const void *) (uintptr_t) pres.gen) != ZOK)
-			zld_list_not_sent(&pres);
+			zc_delay_list_not_sent(&pres);
 	}
 }
 
 /* A new handle: calls in flight on the old one will not be answered. */
 void
-zkl_presence_reset(void)
+zw_presence_reset(void)
 {
-	zld_reset(&pres);
+	zc_delay_reset(&pres);
 	if (mark == ZKL_MARK_PENDING && mark_session != 0)
 		mark = ZKL_MARK_FAILED;
 }
 
 void
-zkl_presence_reconnected(void)
+zw_presence_reconnected(void)
 {
-	zld_reconnected(&pres);
+	zc_delay_reconnected(&pres);
 }
 
 /* This session's presence node exists and the sessions were listed. */
 bool
-zkl_presence_listed(void)
+zw_presence_listed(void)
 {
 	return pres.listed;
 }
@@ -257,7 +257,7 @@ send_mark(int64 session, const char *suffix, int flags)
 	mark_gen++;
 	sessions_path(dir);
 	snprintf(path, sizeof(path), "%s/%016llx%s", dir, (unsigned long long) session, suffix);
-	if (zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), flags, tombstone_created,
+	if (zoo_acreate(zw_client_handle(), path, NULL, -1, zw_client_acl(), flags, tombstone_created,
 					(const void *) (uintptr_t) mark_gen) != ZOK)
 		mark = ZKL_MARK_FAILED;
 	return mark;
@@ -268,7 +268,7 @@ send_mark(int64 session, const char *suffix, int flags)
  * owned by our session.
  */
 ZklMarkState
-zkl_presence_mark_dead(int64 session)
+zw_presence_mark_dead(int64 session)
 {
 	return send_mark(session, DEAD_SUFFIX, ZOO_EPHEMERAL);
 }
@@ -278,7 +278,7 @@ zkl_presence_mark_dead(int64 session)
  * tombstone that outlives the session says its end needs no lock-delay.
  */
 ZklMarkState
-zkl_presence_mark_closed(void)
+zw_presence_mark_closed(void)
 {
 	if (!pres.listed)
 		return ZKL_MARK_FAILED;	/* the root of our presence node is not known to be set up */
@@ -290,7 +290,7 @@ zkl_presence_mark_closed(void)
  * again: while the listing is missing or out of date, that is a guess).
  */
 bool
-zkl_grants_paused(int64 now, int64 *until)
+zw_grants_paused(int64 now, int64 *until)
 {
-	return zld_grants_paused(&pres, now, until);
+	return zc_delay_grants_paused(&pres, now, until);
 }

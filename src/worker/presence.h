@@ -11,12 +11,12 @@ typedef enum ZklMarkState
 	ZKL_MARK_FAILED
 } ZklMarkState;
 
-extern void zkl_presence_tend(void);
-extern void zkl_presence_reset(void);
-extern void zkl_presence_reconnected(void);
-extern bool zkl_presence_listed(void);
-extern ZklMarkState zkl_presence_mark_dead(int64 session);
-extern ZklMarkState zkl_presence_mark_closed(void);
-extern bool zkl_grants_paused(int64 now, int64 *until);
+extern void zw_presence_tend(void);
+extern void zw_presence_reset(void);
+extern void zw_presence_reconnected(void);
+extern bool zw_presence_listed(void);
+extern ZklMarkState zw_presence_mark_dead(int64 session);
+extern ZklMarkState zw_presence_mark_closed(void);
+extern bool zw_grants_paused(int64 now, int64 *until);
 
 #endif

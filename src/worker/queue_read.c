@@ -15,12 +15,12 @@
 
 static bool query_to_send = false;	/* asked and started: read the key */
 
-/* Whether a reply tagged zcore_tag(i, attempt) belongs to the read under way. */
+/* Whether a reply tagged zc_core_tag(i, attempt) belongs to the read under way. */
 static bool
 query_current(uint64 tag)
 {
 	return zkl_query->state == ZKQ_RUNNING &&
-		zcore_tag(zcore_tag_idx(tag), zkl_query->attempt) == tag;
+		zc_core_tag(zc_core_tag_idx(tag), zkl_query->attempt) == tag;
 }
 
 /* Caller holds the lock; the caller broadcasts once it has released it. */
@@ -64,7 +64,7 @@ query_data_done(int rc, const char *value, int value_len, const struct Stat *sta
 				const void *ctx)
 {
 	uint64		v = (uint64) (uintptr_t) ctx;
-	int			i = zcore_tag_idx(v);
+	int			i = zc_core_tag_idx(v);
 	bool		finished = false;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
@@ -72,7 +72,7 @@ query_data_done(int rc, const char *value, int value_len, const struct Stat *sta
 	{
 		ZklQueueEntry *e = &zkl_query->entries[i];
 
-		if (zcore_outcome_unknown(rc) ||
+		if (zc_core_outcome_unknown(rc) ||
 			rc == ZSESSIONEXPIRED || rc == ZCLOSING)
 			zkl_query->state = ZKQ_ASKED;	/* read it all again once connected */
 		else if (zkl_query->waits)
@@ -125,7 +125,7 @@ static void
 query_children_done(int rc, const struct String_vector *strings, const struct Stat *stat,
 					const void *ctx)
 {
-	uint64		tag = (uint64) (uintptr_t) ctx;	/* zcore_tag(0, the read's attempt) */
+	uint64		tag = (uint64) (uintptr_t) ctx;	/* zc_core_tag(0, the read's attempt) */
 	char		parent[ZKL_PATH_LEN];
 	int			n = 0;
 	bool		finished = false;
@@ -154,7 +154,7 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 	{
 		ZkrChild   *kids = palloc(Max(strings->count, 1) * sizeof(ZkrChild));
 
-		n = zkr_collect((const char *const *) strings->data, strings->count, kids);
+		n = zc_recipe_collect((const char *const *) strings->data, strings->count, kids);
 		zkl_query->truncated = n > ZKL_QUEUE_MAX;
 		n = Min(n, ZKL_QUEUE_MAX);
 		for (i = 0; i < n; i++)
@@ -169,7 +169,7 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 	}
 	else if (rc == ZNONODE)
 		query_done(0, NULL);	/* no key node: nobody holds or waits */
-	else if (zcore_outcome_unknown(rc) ||
+	else if (zc_core_outcome_unknown(rc) ||
 			 rc == ZSESSIONEXPIRED || rc == ZCLOSING)
 		zkl_query->state = ZKQ_ASKED;
 	else
@@ -177,7 +177,7 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 		char		msg[ZKL_ERRMSG_LEN];
 
 		snprintf(msg, sizeof(msg), "could not read the lock queue: %s", zerror(rc));
-		query_done(zkc_sqlstate(rc), msg);
+		query_done(zw_client_sqlstate(rc), msg);
 	}
 	finished = zkl_query->state == ZKQ_DONE;
 	snprintf(parent, sizeof(parent), "%s/%s", zkl_shared->t.roots[zkl_shared->t.cur_root],
@@ -193,15 +193,15 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 		char		path[ZKL_PATH_LEN];
 
 		snprintf(path, sizeof(path), "%s/%s", parent, zkl_query->entries[i].node);
-		zoo_aget(zkc_handle(), path, 0, query_data_done,
-				 (void *) (uintptr_t) (tag | (uint64) zcore_tag(i, 0)));
+		zoo_aget(zw_client_handle(), path, 0, query_data_done,
+				 (void *) (uintptr_t) (tag | (uint64) zc_core_tag(i, 0)));
 	}
 }
 
 /* A backend asked: start the read.  Caller holds the lock, connected. */
 /* A new worker: a read the previous one had under way is read again. */
 void
-zkl_query_restarted(void)
+zw_query_restarted(void)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	if (zkl_query->state == ZKQ_RUNNING)
@@ -210,7 +210,7 @@ zkl_query_restarted(void)
 }
 
 void
-zkl_query_start(void)
+zw_query_start(void)
 {
 	if (zkl_query->state != ZKQ_ASKED)
 		return;
@@ -225,7 +225,7 @@ zkl_query_start(void)
 
 /* Send the listing of a started read; without the lock. */
 void
-zkl_query_send(void)
+zw_query_send(void)
 {
 	char		path[ZKL_PATH_LEN];
 
@@ -234,6 +234,6 @@ zkl_query_send(void)
 	query_to_send = false;
 	snprintf(path, sizeof(path), "%s/%s", zkl_shared->t.roots[zkl_shared->t.cur_root],
 			 zkl_query->waits ? ZGW_WAITS_DIR : zkl_query->key);
-	zoo_aget_children2(zkc_handle(), path, 0, query_children_done,
-					   (void *) (uintptr_t) zcore_tag(0, zkl_query->attempt));
+	zoo_aget_children2(zw_client_handle(), path, 0, query_children_done,
+					   (void *) (uintptr_t) zc_core_tag(0, zkl_query->attempt));
 }

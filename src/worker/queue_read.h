@@ -5,8 +5,8 @@
 #ifndef ZK_LOCK_QUEUE_READ_H
 #define ZK_LOCK_QUEUE_READ_H
 
-extern void zkl_query_start(void);
-extern void zkl_query_restarted(void);
-extern void zkl_query_send(void);
+extern void zw_query_start(void);
+extern void zw_query_restarted(void);
+extern void zw_query_send(void);
 
 #endif

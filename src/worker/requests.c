@@ -44,7 +44,7 @@ static ZkrChild *childbuf = NULL;	/* the last listing, parsed and sorted */
 static int	maxchild = 0;
 static zoo_op_result_t *verify_results = NULL;	/* one per slot, alive until the reply */
 static zoo_op_result_t proof_result;
-static ZklCore *core;		/* the worker's (zkl_requests_init) */
+static ZklCore *core;		/* the worker's (zw_requests_init) */
 
 static void *
 tag_ctx(uint64 tag)
@@ -68,7 +68,7 @@ collect_children(const struct String_vector *children)
 		childbuf = childbuf ? repalloc(childbuf, maxchild * sizeof(ZkrChild))
 			: MemoryContextAlloc(TopMemoryContext, maxchild * sizeof(ZkrChild));
 	}
-	return zkr_collect((const char *const *) children->data, children->count, childbuf);
+	return zc_recipe_collect((const char *const *) children->data, children->count, childbuf);
 }
 
 /* ---- completions and watchers: hand the result to core->c, under the lock ---- */
@@ -77,10 +77,10 @@ static void
 key_node_done(int rc, const char *value, const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_key_node_reply(core, ctx_tag(ctx), rc);
+	zc_core_key_node_reply(core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
 	if (rc != ZNOAUTH)
-		zkc_create_answered(rc, value, ctx);
+		zw_client_create_answered(rc, value, ctx);
 }
 
 static void
@@ -89,11 +89,11 @@ create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 	bool		stray;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	stray = zcore_create_reply(core, ctx_tag(ctx), rc, name, stat != NULL,
+	stray = zc_core_create_reply(core, ctx_tag(ctx), rc, name, stat != NULL,
 							   stat ? stat->czxid : 0);
 	LWLockRelease(zkl_shared->lock);
 	if (stray)
-		zkl_delete_stray(name, NULL);
+		zw_delete_stray(name, NULL);
 }
 
 static void
@@ -102,9 +102,9 @@ children_reply(int rc, const struct String_vector *strings, const void *ctx, boo
 	int			n = rc == ZOK ? collect_children(strings) : 0;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_children_reply(core, ctx_tag(ctx), rc, childbuf, n, watched);
+	zc_core_children_reply(core, ctx_tag(ctx), rc, childbuf, n, watched);
 	LWLockRelease(zkl_shared->lock);
-	zkl_check_suspects();
+	zw_check_suspects();
 }
 
 static void
@@ -127,7 +127,7 @@ watch_set(int rc, const char *value, int value_len, const struct Stat *stat,
 		  const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_watch_set_reply(core, ctx_tag(ctx), rc, value, value_len);
+	zc_core_watch_set_reply(core, ctx_tag(ctx), rc, value, value_len);
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -135,7 +135,7 @@ static void
 unmark_done(int rc, const struct Stat *stat, const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_unmark_reply(core, ctx_tag(ctx), rc);
+	zc_core_unmark_reply(core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -146,7 +146,7 @@ predecessor_watch(zhandle_t *h, int type, int state, const char *path, void *ctx
 	if (type == ZOO_SESSION_EVENT)
 		return;
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_watch_event(core, ctx_tag(ctx), type == ZOO_DELETED_EVENT, path ? path : "");
+	zc_core_watch_event(core, ctx_tag(ctx), type == ZOO_DELETED_EVENT, path ? path : "");
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -162,7 +162,7 @@ key_children_watch(zhandle_t *h, int type, int state, const char *path, void *ct
 	if (type == ZOO_SESSION_EVENT)
 		return;
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_watch_event(core, ZKL_KEY_WATCH_TAG, type == ZOO_DELETED_EVENT, path ? path : "");
+	zc_core_watch_event(core, ZKL_KEY_WATCH_TAG, type == ZOO_DELETED_EVENT, path ? path : "");
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -170,7 +170,7 @@ static void
 barrier_done(int rc, const struct Stat *stat, const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_barrier_reply(core, ctx_tag(ctx), rc);
+	zc_core_barrier_reply(core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -178,7 +178,7 @@ static void
 delete_done(int rc, const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_delete_reply(core, ctx_tag(ctx), rc);
+	zc_core_delete_reply(core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -218,12 +218,12 @@ multi_done(int rc, const void *data)
 		names[i] = b->names[i];
 	}
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_multi_reply(core, b->n, b->tags, b->del, names, rc, errs, stray);
+	zc_core_multi_reply(core, b->n, b->tags, b->del, names, rc, errs, stray);
 	LWLockRelease(zkl_shared->lock);
 
 	for (i = 0; i < b->n; i++)
 		if (stray[i])
-			zkl_delete_stray(b->names[i], NULL);
+			zw_delete_stray(b->names[i], NULL);
 	batch_put(b);
 }
 
@@ -232,7 +232,7 @@ recover_done(int rc, const struct String_vector *strings, const struct Stat *sta
 			 const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_recover_reply(core, ctx_tag(ctx), rc,
+	zc_core_recover_reply(core, ctx_tag(ctx), rc,
 						rc == ZOK ? (const char *const *) strings->data : NULL,
 						rc == ZOK ? strings->count : 0);
 	LWLockRelease(zkl_shared->lock);
@@ -245,32 +245,32 @@ stat_done(int rc, const struct Stat *stat, const void *ctx)
 	bool		is_stray;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	is_stray = zcore_stat_reply(core, ctx_tag(ctx), rc, rc == ZOK ? stat->ephemeralOwner : 0,
+	is_stray = zc_core_stat_reply(core, ctx_tag(ctx), rc, rc == ZOK ? stat->ephemeralOwner : 0,
 								rc == ZOK ? stat->czxid : 0, stray);
 	LWLockRelease(zkl_shared->lock);
 	if (is_stray)
-		zkl_delete_stray(stray, NULL);
+		zw_delete_stray(stray, NULL);
 }
 
 static void
 verify_done(int rc, const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_verify_reply(core, ctx_tag(ctx), rc);
+	zc_core_verify_reply(core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
 }
 
 static void
 proof_done(int rc, const void *data)
 {
-	zcore_proof_reply(core, (uint64) (uintptr_t) data, rc);
+	zc_core_proof_reply(core, (uint64) (uintptr_t) data, rc);
 }
 
 /* ---- plan and send ---- */
 
 /* Under the lock, let core->c pick the calls owed.  Returns the ms until it must plan again. */
 long
-zkl_requests_plan(void)
+zw_requests_plan(void)
 {
 	bool		connected;
 	int64		session;
@@ -279,12 +279,12 @@ zkl_requests_plan(void)
 
 	proof_at = zkl_proof_read(&session);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	connected = zkc_handle() != NULL && zkl_shared->t.conn_state == ZKC_CONNECTED;
+	connected = zw_client_handle() != NULL && zkl_shared->t.conn_state == ZKC_CONNECTED;
 	if (session != zkl_shared->t.session_id)
 		proof_at = 0;
-	next_ms = zcore_plan(core, connected, proof_at);
+	next_ms = zc_core_plan(core, connected, proof_at);
 	if (connected)
-		zkl_query_start();
+		zw_query_start();
 	LWLockRelease(zkl_shared->lock);
 	return next_ms;
 }
@@ -295,14 +295,14 @@ zkl_requests_plan(void)
  * says the session was alive there).
  */
 void
-zkl_requests_send_proof(void)
+zw_requests_send_proof(void)
 {
 	zoo_op_t	check;
 
 	zoo_check_op_init(&check, zkl_shared->t.roots[zkl_shared->t.cur_root], -1);
 	core->proof_sent = zkl_mono_now();
-	zcore_proof_sent(core,
-					 zoo_amulti(zkc_handle(), 1, &check, &proof_result, proof_done,
+	zc_core_proof_sent(core,
+					 zoo_amulti(zw_client_handle(), 1, &check, &proof_result, proof_done,
 								(const void *) (uintptr_t) core->proof_gen) == ZOK);
 }
 
@@ -312,9 +312,9 @@ send_parents(const ZklSlot *s, void *ctx)
 {
 	char		path[ZKL_PATH_LEN];
 
-	zkc_create_persistent(zkl_shared->t.roots[s->zk.root_id]);
-	zcore_key_path(&zkl_shared->t, s, path);
-	zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), ZOO_CONTAINER, key_node_done, ctx);
+	zw_client_create_persistent(zkl_shared->t.roots[s->zk.root_id]);
+	zc_core_key_path(&zkl_shared->t, s, path);
+	zoo_acreate(zw_client_handle(), path, NULL, -1, zw_client_acl(), ZOO_CONTAINER, key_node_done, ctx);
 }
 
 /* The path a slot's create asks for: the sequence is appended by the server. */
@@ -323,9 +323,9 @@ create_path(const ZklSlot *s, const char *uuid, char *out)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zkr_node_prefix(s->req.mode, uuid, GetSystemIdentifier(), s->req.owner_pid, s->req.holders,
+	zc_recipe_node_prefix(s->req.mode, uuid, GetSystemIdentifier(), s->req.owner_pid, s->req.holders,
 					prefix, sizeof(prefix));
-	zcore_child_path(&zkl_shared->t, s, prefix, out);
+	zc_core_child_path(&zkl_shared->t, s, prefix, out);
 }
 
 /*
@@ -341,21 +341,21 @@ send_test_orphan(const ZklSlot *s)
 
 	zkl_new_uuid(uuid);
 	create_path(s, uuid, path);
-	zoo_acreate(zkc_handle(), path, NULL, -1, zkc_acl(), ZOO_EPHEMERAL_SEQUENTIAL, zkc_create_answered, NULL);
+	zoo_acreate(zw_client_handle(), path, NULL, -1, zw_client_acl(), ZOO_EPHEMERAL_SEQUENTIAL, zw_client_create_answered, NULL);
 }
 
 /*
  * Read the key's children for slot s.  Some reads also set a child watch on
- * the key (zcore_listing_watches); core->c routes its event by the key's
+ * the key (zc_core_listing_watches); core->c routes its event by the key's
  * path, not by this tag.
  */
 static int
 send_listing(const ZklSlot *s, const char *key_path, void *ctx)
 {
-	if (zcore_listing_watches(core, s))
-		return zoo_awget_children2(zkc_handle(), key_path, key_children_watch, NULL,
+	if (zc_core_listing_watches(core, s))
+		return zoo_awget_children2(zw_client_handle(), key_path, key_children_watch, NULL,
 								   watched_children_done, ctx);
-	return zoo_aget_children2(zkc_handle(), key_path, 0, children_done, ctx);
+	return zoo_aget_children2(zw_client_handle(), key_path, 0, children_done, ctx);
 }
 
 /* Send the multis core->c groups, each with the new nodes' listings right behind. */
@@ -366,7 +366,7 @@ send_batches(void)
 	int			n;
 	int			j;
 
-	if (!zcore_batch_wanted(core))
+	if (!zc_core_batch_wanted(core))
 		return;					/* the usual light-load turn: no multi, no lock taken */
 	for (;;)
 	{
@@ -374,7 +374,7 @@ send_batches(void)
 
 		/* it counts the batched ops in shared memory */
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		n = zcore_next_batch(core, members);
+		n = zc_core_next_batch(core, members);
 		LWLockRelease(zkl_shared->lock);
 		if (n == 0)
 			break;
@@ -386,10 +386,10 @@ send_batches(void)
 			const ZklSlot *s = &zkl_shared->t.slots[op->idx];
 
 			b->del[j] = op->kind == OP_DELETE;
-			b->tags[j] = zcore_tag(op->idx, op->attempt);
+			b->tags[j] = zc_core_tag(op->idx, op->attempt);
 			if (b->del[j])
 			{
-				zcore_child_path(&zkl_shared->t, s, s->node, b->names[j]);
+				zc_core_child_path(&zkl_shared->t, s, s->node, b->names[j]);
 				zoo_delete_op_init(&b->ops[j], b->names[j], -1);
 			}
 			else
@@ -399,16 +399,16 @@ send_batches(void)
 					send_parents(s, tag_ctx(b->tags[j]));
 				/* names[] is read when the multi is sent, and gets the result */
 				create_path(s, s->uuid, b->names[j]);
-				zcore_node_data(s, b->data[j]);
+				zc_core_node_data(s, b->data[j]);
 				zoo_create_op_init(&b->ops[j], b->names[j], b->data[j], strlen(b->data[j]),
-								   zkc_acl(), ZOO_EPHEMERAL_SEQUENTIAL,
+								   zw_client_acl(), ZOO_EPHEMERAL_SEQUENTIAL,
 								   b->names[j], ZKL_PATH_LEN);
 			}
 		}
 		b->n = n;
-		if (zoo_amulti(zkc_handle(), b->n, b->ops, b->results, multi_done, b) != ZOK)
+		if (zoo_amulti(zw_client_handle(), b->n, b->ops, b->results, multi_done, b) != ZOK)
 			elog(ERROR, "zk_lock: could not send a ZooKeeper multi");
-		zcore_write_sent(core);
+		zc_core_write_sent(core);
 		/* each new node's key's children, in the same round trip, as for a single create */
 		for (j = 0; j < b->n; j++)
 		{
@@ -418,7 +418,7 @@ send_batches(void)
 			if (b->del[j])
 				continue;
 			s = &zkl_shared->t.slots[core->ops[members[j]].idx];
-			zcore_key_path(&zkl_shared->t, s, path);
+			zc_core_key_path(&zkl_shared->t, s, path);
 			(void) send_listing(s, path, tag_ctx(b->tags[j]));
 		}
 	}
@@ -429,13 +429,13 @@ static int
 send_op(const ZklOp *op)
 {
 	const ZklSlot *s = &zkl_shared->t.slots[op->idx];
-	void	   *ctx = tag_ctx(zcore_tag(op->idx, op->attempt));
+	void	   *ctx = tag_ctx(zc_core_tag(op->idx, op->attempt));
 	char		path[ZKL_PATH_LEN];
 	char		parent[ZKL_PATH_LEN];
 	char		data[ZKL_NODE_DATA_LEN];
 	int			rc = ZOK;
 
-	zcore_key_path(&zkl_shared->t, s, parent);
+	zc_core_key_path(&zkl_shared->t, s, parent);
 	switch (op->kind)
 	{
 		case OP_CREATE:
@@ -444,12 +444,12 @@ send_op(const ZklOp *op)
 			if (zkl_test_orphan)
 				send_test_orphan(s);
 			create_path(s, s->uuid, path);
-			zcore_node_data(s, data);
-			rc = zoo_acreate2(zkc_handle(), path, data, strlen(data),
-							  zkc_acl(), ZOO_EPHEMERAL_SEQUENTIAL, create_done, ctx);
+			zc_core_node_data(s, data);
+			rc = zoo_acreate2(zw_client_handle(), path, data, strlen(data),
+							  zw_client_acl(), ZOO_EPHEMERAL_SEQUENTIAL, create_done, ctx);
 			if (rc == ZOK)
 			{
-				zcore_write_sent(core);
+				zc_core_write_sent(core);
 				/* same round trip: the server answers a session in order */
 				rc = send_listing(s, parent, ctx);
 			}
@@ -462,17 +462,17 @@ send_op(const ZklOp *op)
 			 * The server we reconnected to may lag the leader: a sync first,
 			 * so the lookup sees every create of ours the leader applied.
 			 */
-			rc = zoo_async(zkc_handle(), parent, zkc_sync_answered, NULL);
+			rc = zoo_async(zw_client_handle(), parent, zw_client_sync_answered, NULL);
 			if (rc == ZOK)
-				rc = zoo_aget_children2(zkc_handle(), parent, 0, recover_done, ctx);
+				rc = zoo_aget_children2(zw_client_handle(), parent, 0, recover_done, ctx);
 			break;
 		case OP_STAT:
-			zcore_child_path(&zkl_shared->t, s, s->node, path);
-			rc = zoo_aexists(zkc_handle(), path, 0, stat_done, ctx);
+			zc_core_child_path(&zkl_shared->t, s, s->node, path);
+			rc = zoo_aexists(zw_client_handle(), path, 0, stat_done, ctx);
 			break;
 		case OP_BARRIER:
-			zcore_child_path(&zkl_shared->t, s, s->node, path);
-			rc = zoo_aexists(zkc_handle(), path, 0, barrier_done, ctx);
+			zc_core_child_path(&zkl_shared->t, s, s->node, path);
+			rc = zoo_aexists(zw_client_handle(), path, 0, barrier_done, ctx);
 			break;
 		case OP_VERIFY:
 			{
@@ -480,25 +480,25 @@ send_op(const ZklOp *op)
 				 * proves the session alive there, now */
 				zoo_op_t	check;
 
-				zcore_child_path(&zkl_shared->t, s, s->node, path);
+				zc_core_child_path(&zkl_shared->t, s, s->node, path);
 				zoo_check_op_init(&check, path, -1);
-				rc = zoo_amulti(zkc_handle(), 1, &check, &verify_results[op->idx], verify_done, ctx);
+				rc = zoo_amulti(zw_client_handle(), 1, &check, &verify_results[op->idx], verify_done, ctx);
 			}
 			break;
 		case OP_WATCH:
-			zcore_child_path(&zkl_shared->t, s, s->watch, path);
-			rc = zoo_awget(zkc_handle(), path, predecessor_watch, ctx, watch_set, ctx);
+			zc_core_child_path(&zkl_shared->t, s, s->watch, path);
+			rc = zoo_awget(zw_client_handle(), path, predecessor_watch, ctx, watch_set, ctx);
 			break;
 		case OP_UNMARK:
-			zcore_child_path(&zkl_shared->t, s, s->node, path);
-			zcore_node_data(s, data);
-			rc = zoo_aset(zkc_handle(), path, data, strlen(data), -1, unmark_done, ctx);
+			zc_core_child_path(&zkl_shared->t, s, s->node, path);
+			zc_core_node_data(s, data);
+			rc = zoo_aset(zw_client_handle(), path, data, strlen(data), -1, unmark_done, ctx);
 			break;
 		case OP_DELETE:
-			zcore_child_path(&zkl_shared->t, s, s->node, path);
-			rc = zoo_adelete(zkc_handle(), path, -1, delete_done, ctx);
+			zc_core_child_path(&zkl_shared->t, s, s->node, path);
+			rc = zoo_adelete(zw_client_handle(), path, -1, delete_done, ctx);
 			if (rc == ZOK)
-				zcore_write_sent(core);
+				zc_core_write_sent(core);
 			break;
 	}
 	return rc;
@@ -509,7 +509,7 @@ send_op(const ZklOp *op)
  * plan moved each into a state that only this process changes.
  */
 void
-zkl_requests_send(void)
+zw_requests_send(void)
 {
 	int			i;
 
@@ -533,7 +533,7 @@ zkl_requests_send(void)
 
 /* Room for what the requests of nslots slots need; core is the worker's. */
 void
-zkl_requests_init(ZklCore *worker_core, int nslots)
+zw_requests_init(ZklCore *worker_core, int nslots)
 {
 	core = worker_core;
 	verify_results = MemoryContextAllocZero(TopMemoryContext, nslots * sizeof(zoo_op_result_t));

@@ -7,9 +7,9 @@
 
 #include "core.h"
 
-extern void zkl_requests_init(ZklCore *core, int nslots);
-extern long zkl_requests_plan(void);
-extern void zkl_requests_send(void);
-extern void zkl_requests_send_proof(void);
+extern void zw_requests_init(ZklCore *core, int nslots);
+extern long zw_requests_plan(void);
+extern void zw_requests_send(void);
+extern void zw_requests_send_proof(void);
 
 #endif

@@ -25,7 +25,7 @@
 #include "left_session.h"
 #include "session.h"
 
-static const ZklSessionEvents *events;	/* the worker's, from zkl_session_begin */
+static const ZklSessionEvents *events;	/* the worker's, from zw_session_begin */
 
 static char *open_hosts = NULL;
 static TimestampTz next_failure_log = 0;	/* failed connects: one LOG line per CONNECT_LOG_MS */
@@ -74,7 +74,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		LWLockRelease(zkl_shared->lock);
 		next_failure_log = 0;	/* the line below ends a run of logged failures */
 		if (changed)
-			zkl_left_save(id);	/* outside the lock: it syncs to disk */
+			zw_left_save(id);	/* outside the lock: it syncs to disk */
 		ereport(LOG,
 				(errmsg("zk_lock: connected to ZooKeeper, session 0x%llx, timeout %d ms",
 						(unsigned long long) id->client_id, zoo_recv_timeout(h))));
@@ -175,8 +175,8 @@ auth_done(int rc, const void *ctx)
 	else
 		set_auth_info("%s: refused by ZooKeeper (%s)", session_user, zerror(rc));
 	LWLockRelease(zkl_shared->lock);
-	if (rc == ZOK && nsession_ids > 0 && zkc_handle() != NULL)
-		(void) zoo_aget_acl(zkc_handle(), zkl_shared->t.roots[zkl_shared->t.cur_root],
+	if (rc == ZOK && nsession_ids > 0 && zw_client_handle() != NULL)
+		(void) zoo_aget_acl(zw_client_handle(), zkl_shared->t.roots[zkl_shared->t.cur_root],
 							root_acl_done, NULL);
 }
 
@@ -192,14 +192,14 @@ apply_auth(void)
 	char		cred[ZKL_ERRMSG_LEN];
 	char		user[ZKL_ERRMSG_LEN / 2];
 	const char *why;
-	ZklAuthResult r = zkl_load_credential(cred, sizeof(cred), user, sizeof(user), &why);
+	ZklAuthResult r = zw_load_credential(cred, sizeof(cred), user, sizeof(user), &why);
 
 	if (r == ZKL_AUTH_UNUSABLE)
 	{
 		if (strcmp(auth_complaint, why) != 0)
 			ereport(LOG, (errmsg("zk_lock: zk_lock.auth is unusable: %s", why)));
 		strlcpy(auth_complaint, why, sizeof(auth_complaint));
-		if (zkc_handle() != NULL)
+		if (zw_client_handle() != NULL)
 			return true;		/* the session keeps the identity it has */
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		zkl_shared->t.auth_unusable = true;
@@ -208,13 +208,13 @@ apply_auth(void)
 		return false;
 	}
 	auth_complaint[0] = '\0';
-	zkc_set_acl(zkl_node_acl(r == ZKL_AUTH_OK));
+	zw_client_set_acl(zw_node_acl(r == ZKL_AUTH_OK));
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->t.auth_unusable = false;
-	if (r == ZKL_AUTH_NONE && zkc_handle() == NULL)
+	if (r == ZKL_AUTH_NONE && zw_client_handle() == NULL)
 		set_auth_info("%s", "");
 	LWLockRelease(zkl_shared->lock);
-	if (r == ZKL_AUTH_OK && zkc_handle() != NULL && strcmp(cred, session_cred) != 0)
+	if (r == ZKL_AUTH_OK && zw_client_handle() != NULL && strcmp(cred, session_cred) != 0)
 	{
 		/* ZooKeeper cannot take an identity back: a session only gains them */
 		if (session_cred[0] != '\0')
@@ -227,12 +227,12 @@ apply_auth(void)
 			memmove(session_ids[0], session_ids[1], (MAX_SESSION_IDS - 1) * sizeof(session_ids[0]));
 			nsession_ids--;
 		}
-		if (zkl_digest_id(cred, session_ids[nsession_ids], sizeof(session_ids[0])))
+		if (zw_digest_id(cred, session_ids[nsession_ids], sizeof(session_ids[0])))
 			nsession_ids++;
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		set_auth_info("%s: sent", user);
 		LWLockRelease(zkl_shared->lock);
-		if (zoo_add_auth(zkc_handle(), "digest", cred, strlen(cred), auth_done, NULL) != ZOK)
+		if (zoo_add_auth(zw_client_handle(), "digest", cred, strlen(cred), auth_done, NULL) != ZOK)
 			elog(ERROR, "zk_lock: could not send the ZooKeeper credential");
 	}
 	explicit_bzero(cred, sizeof(cred));
@@ -316,9 +316,9 @@ open_session(void)
 	LWLockRelease(zkl_shared->lock);
 
 	events->new_handle();
-	zkc_set_handle(zkc_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
+	zw_client_set_handle(zw_client_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
 				  session_watcher));
-	if (zkc_handle() == NULL)
+	if (zw_client_handle() == NULL)
 	{
 		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
 		return;
@@ -339,7 +339,7 @@ note_connect_failure(void)
 	char		why[ZKL_ERRMSG_LEN];
 	TimestampTz now;
 
-	if (!zkc_take_error(why, sizeof(why)) || zkl_shared->t.conn_state == ZKC_CONNECTED)
+	if (!zw_client_take_error(why, sizeof(why)) || zkl_shared->t.conn_state == ZKC_CONNECTED)
 		return;
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	strlcpy(zkl_shared->conn_error, why, sizeof(zkl_shared->conn_error));
@@ -363,7 +363,7 @@ reload_config(void)
 	/* one-shot (on a change), so the restarted worker does not fail again */
 	if (zkl_test_fail_worker && !was_failing)
 		elog(ERROR, "zk_lock worker failing on request (zk_lock.test_fail_worker)");
-	if (zkc_handle() != NULL && zkl_hosts[0] != '\0' && strcmp(open_hosts, zkl_hosts) != 0)
+	if (zw_client_handle() != NULL && zkl_hosts[0] != '\0' && strcmp(open_hosts, zkl_hosts) != 0)
 	{
 		if (zkl_shared->t.session_id == 0)
 		{
@@ -372,12 +372,12 @@ reload_config(void)
 			 * list at once (the library would go on retrying the old one).
 			 */
 			ereport(LOG, (errmsg("zk_lock: ZooKeeper hosts changed to \"%s\"; connecting there", zkl_hosts)));
-			zkc_close(zkc_handle());
-			zkc_set_handle(NULL);
+			zw_client_close(zw_client_handle());
+			zw_client_set_handle(NULL);
 			next_open = 0;
 		}
 		/* same ensemble, new list: keep the session and every lock */
-		else if (zoo_set_servers(zkc_handle(), zkl_hosts) == ZOK)
+		else if (zoo_set_servers(zw_client_handle(), zkl_hosts) == ZOK)
 		{
 			ereport(LOG, (errmsg("zk_lock: ZooKeeper hosts changed to \"%s\"", zkl_hosts)));
 			publish_hosts(zkl_hosts);
@@ -386,7 +386,7 @@ reload_config(void)
 			ereport(LOG, (errmsg("zk_lock: could not apply zk_lock.hosts \"%s\"", zkl_hosts)));
 	}
 	apply_root();
-	if (zkc_handle() != NULL)
+	if (zw_client_handle() != NULL)
 		(void) apply_auth();
 }
 
@@ -404,7 +404,7 @@ static long
 cut_off_ms_left(void)
 {
 	/* only the worker writes these fields: it reads them without the lock */
-	return zco_ms_left(zkl_shared->t.conn_state == ZKC_CONNECTING, zkl_shared->t.session_id,
+	return zc_cutoff_ms_left(zkl_shared->t.conn_state == ZKC_CONNECTING, zkl_shared->t.session_id,
 					   zkl_shared->t.negotiated_timeout, zkl_shared->last_heard,
 					   GetCurrentTimestamp());
 }
@@ -428,7 +428,7 @@ cut_off_too_long(void)
  * over from before a crash-restart.
  */
 void
-zkl_session_begin(const ZklSessionEvents *ev)
+zw_session_begin(const ZklSessionEvents *ev)
 {
 	events = ev;
 	if (zkl_shared->t.roots[zkl_shared->t.cur_root][0] == '\0')
@@ -438,39 +438,39 @@ zkl_session_begin(const ZklSessionEvents *ev)
 
 	/* fresh shared memory (server start or crash-restart): nothing to resume */
 	if (zkl_shared->t.session_id == 0)
-		zkl_left_begin();
+		zw_left_begin();
 }
 
 /* Each loop turn: a reload, a session that ended, a session to open. */
 void
-zkl_session_tend(void)
+zw_session_tend(void)
 {
 	if (ConfigReloadPending)
 		reload_config();
 
-	if (zkc_handle() != NULL && !session_ended && cut_off_too_long())
+	if (zw_client_handle() != NULL && !session_ended && cut_off_too_long())
 		session_ended = true;
-	if (zkc_handle() != NULL && session_ended)
+	if (zw_client_handle() != NULL && session_ended)
 	{
 		session_ended = false;
 		events->lost();
-		zkc_close(zkc_handle());
-		zkc_set_handle(NULL);
+		zw_client_close(zw_client_handle());
+		zw_client_set_handle(NULL);
 		/* refused authentication would otherwise be retried in a tight loop */
 		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
 	}
-	if (zkc_handle() == NULL && zkl_hosts[0] != '\0' && GetCurrentTimestamp() >= next_open)
+	if (zw_client_handle() == NULL && zkl_hosts[0] != '\0' && GetCurrentTimestamp() >= next_open)
 		open_session();
 	note_connect_failure();
 }
 
 /* How long the loop may sleep (-1: no limit) as far as the session goes. */
 long
-zkl_session_wait_ms(long wait_ms)
+zw_session_wait_ms(long wait_ms)
 {
-	if (zkc_handle() == NULL && zkl_hosts[0] != '\0')
+	if (zw_client_handle() == NULL && zkl_hosts[0] != '\0')
 		wait_ms = (wait_ms < 0) ? ZKC_REOPEN_DELAY_MS : Min(wait_ms, ZKC_REOPEN_DELAY_MS);
-	else if (zkc_handle() != NULL)
+	else if (zw_client_handle() != NULL)
 	{
 		long		cut = cut_off_ms_left();
 
@@ -482,10 +482,10 @@ zkl_session_wait_ms(long wait_ms)
 
 /* The worker stops: close the session for good. */
 void
-zkl_session_end(void)
+zw_session_end(void)
 {
 	events->lost();
-	zkc_close(zkc_handle());
-	zkc_set_handle(NULL);
-	zkl_left_forget();
+	zw_client_close(zw_client_handle());
+	zw_client_set_handle(NULL);
+	zw_left_forget();
 }

@@ -13,9 +13,9 @@ typedef struct ZklSessionEvents
 	void		(*new_handle) (void);	/* nothing is in flight any more */
 } ZklSessionEvents;
 
-extern void zkl_session_begin(const ZklSessionEvents *events);
-extern void zkl_session_tend(void);
-extern long zkl_session_wait_ms(long wait_ms);
-extern void zkl_session_end(void);
+extern void zw_session_begin(const ZklSessionEvents *events);
+extern void zw_session_tend(void);
+extern long zw_session_wait_ms(long wait_ms);
+extern void zw_session_end(void);
 
 #endif

@@ -106,25 +106,25 @@ env_denied(void *arg, const ZklSlot *s)
 static bool
 env_grants_paused(void *arg, int64_t now, int64_t *until)
 {
-	return zkl_grants_paused(now, until);
+	return zw_grants_paused(now, until);
 }
 
 static void
 env_suspect(void *arg, const ZklSlot *s, const char *name)
 {
-	zkl_suspect_blocker(s, name);
+	zw_suspect_blocker(s, name);
 }
 
 static bool
 env_may_be_orphan(void *arg, const char *name)
 {
-	return zkl_may_be_orphan(name);
+	return zw_may_be_orphan(name);
 }
 
 static void
 env_ghost(void *arg, const ZklSlot *s)
 {
-	zkl_remember_ghost(s);
+	zw_remember_ghost(s);
 }
 
 static void
@@ -152,7 +152,7 @@ static const ZklCoreEnv core_env = {
 	.ghost = env_ghost,
 	.proof_note = env_proof_note,
 	.rc_text = zerror,
-	.rc_sqlstate = zkc_sqlstate,
+	.rc_sqlstate = zw_client_sqlstate,
 	.warn = env_warn,
 };
 
@@ -165,8 +165,8 @@ static const ZklCoreEnv core_env = {
 static void
 session_reconnected(void)
 {
-	zcore_reconnected(&core);
-	zkl_presence_reconnected();
+	zc_core_reconnected(&core);
+	zw_presence_reconnected();
 }
 
 /*
@@ -177,9 +177,9 @@ static void
 session_lost(void)
 {
 	zkl_proof_forget();
-	zkl_left_forget();			/* a later worker must not mistake it for a crash's leftover */
+	zw_left_forget();			/* a later worker must not mistake it for a crash's leftover */
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_session_lost(&core);
+	zc_core_session_lost(&core);
 	zkl_shared->state_since = GetCurrentTimestamp();
 	LWLockRelease(zkl_shared->lock);
 }
@@ -188,9 +188,9 @@ session_lost(void)
 static void
 session_new_handle(void)
 {
-	zcore_new_handle(&core);
-	zkl_presence_reset();
-	zkl_gwaits_reset();
+	zc_core_new_handle(&core);
+	zw_presence_reset();
+	zw_gwaits_reset();
 }
 
 static const ZklSessionEvents session_events = {
@@ -256,7 +256,7 @@ core_init(void)
 	core.ops = MemoryContextAlloc(TopMemoryContext, 2 * nslots * sizeof(ZklOp));
 	core.mine = MemoryContextAlloc(TopMemoryContext, nslots * sizeof(char *));
 	core.held = MemoryContextAlloc(TopMemoryContext, nslots * sizeof(bool));
-	zkl_requests_init(&core, nslots);
+	zw_requests_init(&core, nslots);
 }
 
 /*
@@ -360,7 +360,7 @@ worker_turn(bool draining, long max_wait_ms)
 
 	/* barriers and the like: the worker has a place in the proc array */
 	CHECK_FOR_INTERRUPTS();
-	zkl_session_tend();
+	zw_session_tend();
 	if (!draining)
 	{
 		/* settings a reload may have changed */
@@ -371,39 +371,39 @@ worker_turn(bool draining, long max_wait_ms)
 		core.cohort.handover_limit = zkl_local_handover_limit;
 		core.cohort.linger_ms = zkl_linger;
 	}
-	zkl_presence_tend();
-	zkl_left_tend();
+	zw_presence_tend();
+	zw_left_tend();
 	zkl_flush_wakes();			/* owners the session's turn woke */
 
-	wait_ms = zkl_requests_plan();
+	wait_ms = zw_requests_plan();
 	if (core.nops > 1)
 	{
-		zkc_hold_sends(true);
-		zkl_requests_send();
-		zkc_hold_sends(false);
+		zw_client_hold_sends(true);
+		zw_requests_send();
+		zw_client_hold_sends(false);
 	}
 	else
-		zkl_requests_send();
+		zw_requests_send();
 	if (core.proof_due)
-		zkl_requests_send_proof();
-	ghost_ms = zkl_send_looks();
+		zw_requests_send_proof();
+	ghost_ms = zw_send_looks();
 	if (ghost_ms >= 0)
 		wait_ms = (wait_ms < 0) ? ghost_ms : Min(wait_ms, ghost_ms);
 	if (!draining)
 	{
-		long		gw_ms = zkl_gwaits_tend(&core);
+		long		gw_ms = zw_gwaits_tend(&core);
 
 		if (gw_ms >= 0)
 			wait_ms = (wait_ms < 0) ? gw_ms : Min(wait_ms, gw_ms);
 	}
-	zkl_query_send();
-	wait_ms = zkl_session_wait_ms(wait_ms);
+	zw_query_send();
+	wait_ms = zw_session_wait_ms(wait_ms);
 	if (max_wait_ms >= 0)
 		wait_ms = (wait_ms < 0) ? max_wait_ms : Min(wait_ms, max_wait_ms);
 
 	/* data read on a connection that stays up came from the server */
-	if ((zkc_wait(zkc_handle(), wait_ms) & WL_SOCKET_READABLE) && zkc_handle() != NULL &&
-		zoo_state(zkc_handle()) == ZOO_CONNECTED_STATE)
+	if ((zw_client_wait(zw_client_handle(), wait_ms) & WL_SOCKET_READABLE) && zw_client_handle() != NULL &&
+		zoo_state(zw_client_handle()) == ZOO_CONNECTED_STATE)
 		zkl_shared->last_heard = GetCurrentTimestamp();
 }
 
@@ -438,10 +438,10 @@ stop_cleanly(void)
 	bool		marking = false;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcoh_stop_lingering(&core.cohort);
+	zc_cohort_stop_lingering(&core.cohort);
 	LWLockRelease(zkl_shared->lock);
 	/* the session, not a new one a turn might open once it is lost */
-	while (zkl_mono_now() < deadline && zkc_handle() != NULL && session != 0 &&
+	while (zkl_mono_now() < deadline && zw_client_handle() != NULL && session != 0 &&
 		   zkl_shared->t.session_id == session &&
 		   zkl_shared->t.conn_state == ZKC_CONNECTED && mark == ZKL_MARK_PENDING)
 	{
@@ -463,9 +463,9 @@ stop_cleanly(void)
 			worker_turn(true, 50);
 			continue;
 		}
-		mark = zkl_presence_mark_closed();
+		mark = zw_presence_mark_closed();
 		if (mark == ZKL_MARK_PENDING)
-			(void) zkc_wait(zkc_handle(), 50);
+			(void) zw_client_wait(zw_client_handle(), 50);
 	}
 	if (zkl_shared->t.session_id == 0)
 		return;					/* no session to close */
@@ -478,7 +478,7 @@ stop_cleanly(void)
 }
 
 void
-zkl_worker_main(Datum arg)
+zw_worker_main(Datum arg)
 {
 	set_signals();
 	/* no database: only a place in pg_stat_activity and pg_terminate_backend */
@@ -488,14 +488,14 @@ zkl_worker_main(Datum arg)
 		proc_exit(0);			/* exit code 0: not restarted */
 	before_shmem_exit(worker_exit, (Datum) 0);
 	zkl_defer_wakes();
-	zkc_set_settle(zkl_flush_wakes);
+	zw_client_set_settle(zkl_flush_wakes);
 	core_init();
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zcore_worker_restarted(&core);
+	zc_core_worker_restarted(&core);
 	LWLockRelease(zkl_shared->lock);
-	zkl_query_restarted();
+	zw_query_restarted();
 	ereport(LOG, (errmsg("zk_lock worker started")));
-	zkl_session_begin(&session_events);
+	zw_session_begin(&session_events);
 
 	while (!ShutdownRequestPending)
 		worker_turn(false, -1);
@@ -515,7 +515,7 @@ zkl_worker_main(Datum arg)
 	 * either.
 	 */
 	stop_cleanly();
-	zkl_session_end();
+	zw_session_end();
 	ereport(LOG, (errmsg("zk_lock worker stopped")));
 	proc_exit(1);				/* exit code 1: restarted unless shutting down */
 }

@@ -8,6 +8,6 @@
 
 #include "fmgr.h"
 
-extern PGDLLEXPORT void zkl_worker_main(Datum arg);
+extern PGDLLEXPORT void zw_worker_main(Datum arg);
 
 #endif

@@ -40,44 +40,44 @@ static zhandle_t *the_handle = NULL;
 static struct ACL_vector *the_acl = NULL;
 
 zhandle_t *
-zkc_handle(void)
+zw_client_handle(void)
 {
 	return the_handle;
 }
 
 void
-zkc_set_handle(zhandle_t *zh)
+zw_client_set_handle(zhandle_t *zh)
 {
 	the_handle = zh;
 }
 
 struct ACL_vector *
-zkc_acl(void)
+zw_client_acl(void)
 {
 	return the_acl;
 }
 
 void
-zkc_set_acl(struct ACL_vector *acl)
+zw_client_set_acl(struct ACL_vector *acl)
 {
 	the_acl = acl;
 }
 
 void
-zkc_create_answered(int rc, const char *value, const void *ctx)
+zw_client_create_answered(int rc, const char *value, const void *ctx)
 {
 	if (rc != ZOK && rc != ZNODEEXISTS)
 		ereport(DEBUG1, (errmsg_internal("zk_lock: create: %s", zerror(rc))));
 }
 
 void
-zkc_sync_answered(int rc, const char *value, const void *ctx)
+zw_client_sync_answered(int rc, const char *value, const void *ctx)
 {
 	/* the read behind the sync reports what matters */
 }
 
 void
-zkc_create_persistent(const char *target)
+zw_client_create_persistent(const char *target)
 {
 	char		path[ZKL_PATH_LEN];
 	char	   *p;
@@ -87,7 +87,7 @@ zkc_create_persistent(const char *target)
 	{
 		if (p)
 			*p = '\0';
-		zoo_acreate(the_handle, path, NULL, -1, the_acl, ZOO_PERSISTENT, zkc_create_answered, NULL);
+		zoo_acreate(the_handle, path, NULL, -1, the_acl, ZOO_PERSISTENT, zw_client_create_answered, NULL);
 		if (!p)
 			break;
 		*p = '/';
@@ -98,7 +98,7 @@ zkc_create_persistent(const char *target)
 static void (*settle_hook) (void) = NULL;
 
 void
-zkc_set_settle(void (*settle) (void))
+zw_client_set_settle(void (*settle) (void))
 {
 	settle_hook = settle;
 }
@@ -120,7 +120,7 @@ static char last_error[ZKL_ERRMSG_LEN];
  * connect failed: the last one is kept for session.c to report.
  */
 static void
-zkc_log(const char *message)
+zw_client_log(const char *message)
 {
 	const char *e = strstr(message, "ZOO_ERROR@");
 
@@ -137,7 +137,7 @@ zkc_log(const char *message)
 }
 
 bool
-zkc_take_error(char *out, size_t outlen)
+zw_client_take_error(char *out, size_t outlen)
 {
 	if (last_error[0] == '\0')
 		return false;
@@ -147,14 +147,14 @@ zkc_take_error(char *out, size_t outlen)
 }
 
 zhandle_t *
-zkc_open(const char *hosts, int session_timeout_ms, const clientid_t *resume,
+zw_client_open(const char *hosts, int session_timeout_ms, const clientid_t *resume,
 		 watcher_fn watcher)
 {
 	zhandle_t  *zh;
 
 	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
 	zh = zookeeper_init2(hosts, watcher, session_timeout_ms, resume, NULL, 0,
-						 zkc_log);
+						 zw_client_log);
 	if (zh == NULL)
 		ereport(LOG,
 				(errmsg("zk_lock: could not start a ZooKeeper session with \"%s\": %m",
@@ -173,7 +173,7 @@ zkc_open(const char *hosts, int session_timeout_ms, const clientid_t *resume,
 }
 
 void
-zkc_close(zhandle_t *zh)
+zw_client_close(zhandle_t *zh)
 {
 	if (zh != NULL)
 		zookeeper_close(zh);
@@ -244,7 +244,7 @@ process_events(zhandle_t *zh, int rc)
  * library do its work.  Returns the WaitLatchOrSocket() result.
  */
 int
-zkc_wait(zhandle_t *zh, long max_wait_ms)
+zw_client_wait(zhandle_t *zh, long max_wait_ms)
 {
 	pgsocket	fd = PGINVALID_SOCKET;
 	uint32		sock_events = 0;
@@ -294,7 +294,7 @@ zkc_wait(zhandle_t *zh, long max_wait_ms)
  * it as one.  Only the connected socket the wait set watches is corked.
  */
 void
-zkc_hold_sends(bool hold)
+zw_client_hold_sends(bool hold)
 {
 	int			on = hold ? 1 : 0;
 
@@ -304,7 +304,7 @@ zkc_hold_sends(bool hold)
 
 /* SQLSTATE for a ZooKeeper error a user sees. */
 int
-zkc_sqlstate(int zrc)
+zw_client_sqlstate(int zrc)
 {
 	switch (zrc)
 	{

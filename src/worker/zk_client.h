@@ -15,30 +15,30 @@
  * The worker's one handle (NULL while none) and the ACL of the nodes it
  * creates.  session.c sets both; the worker's other files only read them.
  */
-extern zhandle_t *zkc_handle(void);
-extern void zkc_set_handle(zhandle_t *zh);
-extern struct ACL_vector *zkc_acl(void);
-extern void zkc_set_acl(struct ACL_vector *acl);
+extern zhandle_t *zw_client_handle(void);
+extern void zw_client_set_handle(zhandle_t *zh);
+extern struct ACL_vector *zw_client_acl(void);
+extern void zw_client_set_acl(struct ACL_vector *acl);
 
 /* Completions for requests whose reply nobody needs: a create (parents, say) and a sync. */
-extern void zkc_create_answered(int rc, const char *value, const void *ctx);
-extern void zkc_sync_answered(int rc, const char *value, const void *ctx);
+extern void zw_client_create_answered(int rc, const char *value, const void *ctx);
+extern void zw_client_sync_answered(int rc, const char *value, const void *ctx);
 
 /* Create every component of an absolute path as a persistent node (no reply needed). */
-extern void zkc_create_persistent(const char *path);
+extern void zw_client_create_persistent(const char *path);
 
-extern zhandle_t *zkc_open(const char *hosts, int session_timeout_ms,
+extern zhandle_t *zw_client_open(const char *hosts, int session_timeout_ms,
 						   const clientid_t *resume, watcher_fn watcher);
-extern void zkc_close(zhandle_t *zh);
-extern int	zkc_wait(zhandle_t *zh, long max_wait_ms);
-extern void zkc_set_settle(void (*settle) (void));
-extern void zkc_hold_sends(bool hold);
-extern int	zkc_sqlstate(int zrc);
+extern void zw_client_close(zhandle_t *zh);
+extern int	zw_client_wait(zhandle_t *zh, long max_wait_ms);
+extern void zw_client_set_settle(void (*settle) (void));
+extern void zw_client_hold_sends(bool hold);
+extern int	zw_client_sqlstate(int zrc);
 
 /* The library's last error line (a failed connect, say), without its prefix; "" once taken. */
-extern bool zkc_take_error(char *out, size_t outlen);
+extern bool zw_client_take_error(char *out, size_t outlen);
 
 /* auth.c: the ACL of every node we create */
-extern struct ACL_vector *zkl_node_acl(bool authenticated);
+extern struct ACL_vector *zw_node_acl(bool authenticated);
 
 #endif

@@ -35,7 +35,7 @@ check_text(const uint8_t *key, size_t n)
 	char		name[ZKL_KEY_BUFLEN];
 	char		back[ZKL_MAX_KEY_BYTES + 1];
 	char		kind;
-	int			len = zkl_encode_text_key((const char *) key, n, name, sizeof(name));
+	int			len = zc_keys_encode_text_key((const char *) key, n, name, sizeof(name));
 
 	if (n == 0 || n > ZKL_MAX_KEY_BYTES)
 	{
@@ -44,14 +44,14 @@ check_text(const uint8_t *key, size_t n)
 	}
 	CHECK(len > 0);
 	check_name(name, len);
-	CHECK(zkl_decode_key(name, &kind, back, sizeof(back)) == (int) n);
+	CHECK(zc_keys_decode_key(name, &kind, back, sizeof(back)) == (int) n);
 	CHECK(kind == ZKL_KEY_TEXT && memcmp(back, key, n) == 0);
 
 	/* its semaphore's key: a name too, never read as a lock key, the lock key inside */
-	CHECK(zkl_semaphore_key(name) == len + 1);
+	CHECK(zc_keys_semaphore_key(name) == len + 1);
 	check_name(name, len + 1);
-	CHECK(zkl_is_semaphore_key(name) && zkl_decode_key(name, &kind, back, sizeof(back)) == -1);
-	CHECK(zkl_decode_key(name + 1, &kind, back, sizeof(back)) == (int) n && memcmp(back, key, n) == 0);
+	CHECK(zc_keys_is_semaphore_key(name) && zc_keys_decode_key(name, &kind, back, sizeof(back)) == -1);
+	CHECK(zc_keys_decode_key(name + 1, &kind, back, sizeof(back)) == (int) n && memcmp(back, key, n) == 0);
 }
 
 int
@@ -72,8 +72,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* the two halves: different keys, different names */
 	if (half > 0 && half <= ZKL_MAX_KEY_BYTES && size - half <= ZKL_MAX_KEY_BYTES)
 	{
-		int			la = zkl_encode_text_key((const char *) data, half, a, sizeof(a));
-		int			lb = zkl_encode_text_key((const char *) data + half, size - half, b, sizeof(b));
+		int			la = zc_keys_encode_text_key((const char *) data, half, a, sizeof(a));
+		int			lb = zc_keys_encode_text_key((const char *) data + half, size - half, b, sizeof(b));
 		int			same_key = half == size - half && memcmp(data, data + half, half) == 0;
 
 		CHECK(la > 0 && lb > 0);
@@ -84,9 +84,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size >= sizeof(v))
 	{
 		memcpy(&v, data, sizeof(v));
-		n = zkl_encode_bigint_key(v, a, sizeof(a));
+		n = zc_keys_encode_bigint_key(v, a, sizeof(a));
 		check_name(a, n);
-		CHECK(zkl_decode_key(a, &kind, back, sizeof(back)) == n - 1 && kind == ZKL_KEY_BIGINT);
+		CHECK(zc_keys_decode_key(a, &kind, back, sizeof(back)) == n - 1 && kind == ZKL_KEY_BIGINT);
 		CHECK(strtoll(back, NULL, 10) == v);
 	}
 
@@ -96,9 +96,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int32_t		k[2];
 
 		memcpy(k, data, sizeof(k));
-		n = zkl_encode_pair_key(k[0], k[1], a, sizeof(a));
+		n = zc_keys_encode_pair_key(k[0], k[1], a, sizeof(a));
 		check_name(a, n);
-		CHECK(zkl_decode_key(a, &kind, back, sizeof(back)) == n - 1 && kind == ZKL_KEY_PAIR);
+		CHECK(zc_keys_decode_key(a, &kind, back, sizeof(back)) == n - 1 && kind == ZKL_KEY_PAIR);
 		CHECK(strtol(back, &end, 10) == k[0] && *end == ',' && strtol(end + 1, NULL, 10) == k[1]);
 	}
 
@@ -107,10 +107,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	{
 		memcpy(a, data, size);
 		a[size] = '\0';
-		n = zkl_decode_key(a, &kind, back, sizeof(back));
+		n = zc_keys_decode_key(a, &kind, back, sizeof(back));
 		if (n > 0 && kind == ZKL_KEY_TEXT)
 		{
-			CHECK(zkl_encode_text_key(back, (size_t) n, again, sizeof(again)) > 0);
+			CHECK(zc_keys_encode_text_key(back, (size_t) n, again, sizeof(again)) > 0);
 			CHECK(strcmp(again, a) == 0);
 		}
 		if (n > 0 && kind == ZKL_KEY_PAIR)
@@ -118,7 +118,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			long		k1 = strtol(back, &end, 10);
 
 			CHECK(*end == ',');
-			CHECK(zkl_encode_pair_key((int32_t) k1, (int32_t) strtol(end + 1, NULL, 10),
+			CHECK(zc_keys_encode_pair_key((int32_t) k1, (int32_t) strtol(end + 1, NULL, 10),
 									  again, sizeof(again)) > 0);
 			CHECK(strcmp(again, a) == 0);
 		}

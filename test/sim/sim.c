@@ -285,7 +285,7 @@ typedef struct Cluster
 	/* its settings, drawn per seed within what README requires of clusters sharing locks */
 	int			session_timeout;	/* ms */
 	int			proof_bound;	/* ms */
-	int			lock_delay;		/* ms, as set: zkt_lock_delay_ms applies the floor */
+	int			lock_delay;		/* ms, as set: zc_table_lock_delay_ms applies the floor */
 	/* its clocks: a monotonic one that drifts, and a wall clock that also jumps */
 	int64_t		drift_ppm;
 	int64_t		mono_off;
@@ -535,7 +535,7 @@ node_data(const ZklSlot *s, char *out)
 {
 	char		data[ZKL_NODE_DATA_LEN];
 
-	zcore_node_data(s, data);
+	zc_core_node_data(s, data);
 	snprintf(out, ZKM_DATA, "%s", data);
 }
 
@@ -594,7 +594,7 @@ env_new_uuid(void *arg, char out[ZKL_UUID_LEN + 1])
 
 	r[0] = rnd();
 	r[1] = rnd();
-	zkr_format_uuid((const unsigned char *) r, out);
+	zc_recipe_format_uuid((const unsigned char *) r, out);
 }
 
 static void
@@ -618,7 +618,7 @@ env_grants_paused(void *arg, int64_t now, int64_t *until)
 {
 	Cluster    *c = arg;
 
-	return zld_grants_paused(&c->pres, now, until);
+	return zc_delay_grants_paused(&c->pres, now, until);
 }
 
 static bool
@@ -627,7 +627,7 @@ uuid_live(Cluster *c, const char *name)
 	int			i;
 
 	for (i = 0; i < c->t.nused; i++)
-		if (c->t.slots[i].zstate != ZKS_FREE && zkr_name_has_uuid(name, c->t.slots[i].uuid))
+		if (c->t.slots[i].zstate != ZKS_FREE && zc_recipe_name_has_uuid(name, c->t.slots[i].uuid))
 			return true;
 	return false;
 }
@@ -639,9 +639,9 @@ env_suspect(void *arg, const ZklSlot *s, const char *name)
 	char		path[ZKL_PATH_LEN];
 	int			i;
 
-	if (!zkr_name_has_sysid(name, (uint64_t) c->id + 1) || uuid_live(c, name))
+	if (!zc_recipe_name_has_sysid(name, (uint64_t) c->id + 1) || uuid_live(c, name))
 		return;
-	zcore_child_path(&c->t, s, name, path);
+	zc_core_child_path(&c->t, s, name, path);
 	for (i = 0; i < c->nsuspects; i++)
 		if (strcmp(c->suspects[i], path) == 0)
 			return;
@@ -654,7 +654,7 @@ env_may_be_orphan(void *arg, const char *name)
 {
 	Cluster    *c = arg;
 
-	return zkr_name_has_sysid(name, (uint64_t) c->id + 1) && !uuid_live(c, name);
+	return zc_recipe_name_has_sysid(name, (uint64_t) c->id + 1) && !uuid_live(c, name);
 }
 
 static void *
@@ -713,19 +713,19 @@ looks_closing(Cluster *c)
 
 	for (i = c->looks.n - 1; i >= 0; i--)
 		if (c->looks.l[i]->in_flight)
-			(void) zlk_answered(&c->looks, c->looks.l[i], ZCLOSING, c_mono(c));
+			(void) zc_looks_answered(&c->looks, c->looks.l[i], ZCLOSING, c_mono(c));
 }
 
-/* zkl_delete_stray: a node of ours no request owns */
+/* zw_delete_stray: a node of ours no request owns */
 static void
 send_stray(Cluster *c, const char *path)
 {
-	ZlkLook    *l = zlk_new(&c->looks, path, "", c->t.session_id);
+	ZlkLook    *l = zc_looks_new(&c->looks, path, "", c->t.session_id);
 
 	if (l == NULL && c->looks.n >= ZLK_MAX)
 		fail("c%d: more than %d looks at strays and ghosts", c->id, ZLK_MAX);
 	if (l != NULL)
-		zlk_send(&c->looks, l, c_mono(c));
+		zc_looks_send(&c->looks, l, c_mono(c));
 }
 
 static void
@@ -735,12 +735,12 @@ env_ghost(void *arg, const ZklSlot *s)
 	char		key_path[ZKL_PATH_LEN];
 	ZlkLook    *l;
 
-	zcore_key_path(&c->t, s, key_path);
-	l = zlk_new(&c->looks, key_path, s->uuid, c->t.session_id);
+	zc_core_key_path(&c->t, s, key_path);
+	l = zc_looks_new(&c->looks, key_path, s->uuid, c->t.session_id);
 	if (l == NULL && c->looks.n >= ZLK_MAX)
 		fail("c%d: more than %d looks at strays and ghosts", c->id, ZLK_MAX);
 	if (l != NULL)
-		zlk_again(l, c_mono(c));
+		zc_looks_again(l, c_mono(c));
 }
 
 static void
@@ -749,7 +749,7 @@ env_proof_note(void *arg, int64_t sent_at, int64_t session)
 	Cluster    *c = arg;
 
 	/* the rule shmem.c's zkl_proof_note applies */
-	switch (zkh_proof_step(c->proof_at, c->proof_session, sent_at, session))
+	switch (zc_holds_proof_step(c->proof_at, c->proof_session, sent_at, session))
 	{
 		case ZKH_PROOF_KEEP:
 			break;
@@ -797,7 +797,7 @@ static void
 session_lost(Cluster *c)
 {
 	proof_forget(c);
-	zcore_session_lost(&c->core);
+	zc_core_session_lost(&c->core);
 }
 
 static void
@@ -824,7 +824,7 @@ pres_delay_us(void *arg)
 {
 	Cluster    *c = arg;
 
-	return (int64_t) zkt_lock_delay_ms(c->lock_delay, c->proof_bound) * 1000;
+	return (int64_t) zc_table_lock_delay_ms(c->lock_delay, c->proof_bound) * 1000;
 }
 
 static void
@@ -854,15 +854,15 @@ presence_restart(Cluster *c)
 	c->pres_host.delay_us = pres_delay_us;
 	c->pres_host.new_pause = pres_new_pause;
 	c->pres_host.sweep = pres_sweep;
-	zld_init(&c->pres, &c->pres_host);
+	zc_delay_init(&c->pres, &c->pres_host);
 }
 
 static void
 open_session(Cluster *c)
 {
 	c->t.conn_state = ZKC_CONNECTING;
-	zcore_new_handle(&c->core);
-	zld_reset(&c->pres);
+	zc_core_new_handle(&c->core);
+	zc_delay_reset(&c->pres);
 	looks_closing(c);			/* (a stop or a crash closed the old handle) */
 	c->nouts = 0;
 	c->client = zkm_open(S->m, c->session_timeout);
@@ -888,14 +888,14 @@ session_tend(Cluster *c)
 	int64_t		now = c_wall(c);	/* session.c reads GetCurrentTimestamp() */
 
 	if (c->client >= 0 &&
-		zco_ms_left(c->t.conn_state == ZKC_CONNECTING, c->t.session_id, c->t.negotiated_timeout,
+		zc_cutoff_ms_left(c->t.conn_state == ZKC_CONNECTING, c->t.session_id, c->t.negotiated_timeout,
 					c->last_heard, now) == 0)
 		close_session(c, "cut off past the timeout");
 	if (c->client < 0 && c_mono(c) >= c->next_open && !S->failed)
 		open_session(c);
 }
 
-/* presence.c's zkl_presence_tend: sends what lock_delay.c asks for. */
+/* presence.c's zw_presence_tend: sends what lock_delay.c asks for. */
 static void
 presence_tend(Cluster *c)
 {
@@ -906,7 +906,7 @@ presence_tend(Cluster *c)
 
 	if (c->client < 0 || c->t.conn_state != ZKC_CONNECTED || session == 0)
 		return;
-	send = zld_tend(&c->pres, session, false, c_mono(c));
+	send = zc_delay_tend(&c->pres, session, false, c_mono(c));
 	if (send & ZLD_SEND_PRESENCE)
 	{
 		send_blind(c, ZKM_CREATE, ROOT, 0);
@@ -928,13 +928,13 @@ presence_tend(Cluster *c)
 static void
 presence_listed(Cluster *c, uint64_t gen, const ZkmMsg *msg)
 {
-	if (zld_listed(&c->pres, gen, msg->rc, (const char *const *) msg->children, msg->nchildren,
+	if (zc_delay_listed(&c->pres, gen, msg->rc, (const char *const *) msg->children, msg->nchildren,
 				   msg->cversion, c_mono(c)) == ZLD_DIED)
 		trace("c%d lock-delay until %.3f", c->id, c->pres.paused_until / 1e6);
 }
 
 /*
- * left_session.c's zkl_left_tend: once the new session is up and listed,
+ * left_session.c's zw_left_tend: once the new session is up and listed,
  * mark the session left from before the crash-restart dead (an ephemeral
  * .dead of ours: its holders are all dead, so no lock-delay), then close it.
  */
@@ -990,7 +990,7 @@ ghosts_tend(Cluster *c)
 	int			i;
 
 	if (c->t.conn_state == ZKC_CONNECTED && c->client >= 0)
-		(void) zlk_tend(&c->looks, c_mono(c), c->t.session_id);
+		(void) zc_looks_tend(&c->looks, c_mono(c), c->t.session_id);
 	for (i = 0; i < c->nsuspects && c->t.conn_state == ZKC_CONNECTED; i++)
 	{
 		Out		   *o = out_new(c, P_SUSPECT_STAT, 0);
@@ -1011,9 +1011,9 @@ create_path(Cluster *c, const ZklSlot *s, char *out)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zkr_node_prefix(s->req.mode, s->uuid, (uint64_t) c->id + 1, s->req.owner_pid, s->req.holders,
+	zc_recipe_node_prefix(s->req.mode, s->uuid, (uint64_t) c->id + 1, s->req.owner_pid, s->req.holders,
 					prefix, sizeof(prefix));
-	zcore_child_path(&c->t, s, prefix, out);
+	zc_core_child_path(&c->t, s, prefix, out);
 }
 
 static void
@@ -1023,10 +1023,10 @@ send_children(Cluster *c, const ZklSlot *s, Purpose p, uint64_t tag)
 	ZkmReq		r;
 	Out		   *o = out_new(c, p, tag);
 
-	zcore_key_path(&c->t, s, path);
+	zc_core_key_path(&c->t, s, path);
 	req_init(&r, ZKM_CHILDREN, path, o);
 	/* some listings set a child watch on their key, as worker.c's */
-	r.watch = p == P_CHILDREN && zcore_listing_watches(&c->core, s);
+	r.watch = p == P_CHILDREN && zc_core_listing_watches(&c->core, s);
 	o->watched = r.watch;
 	r.wtag = r.watch ? ZKL_KEY_WATCH_TAG : tag;	/* as worker.c: one watcher per key */
 	send_req(c, &r);
@@ -1040,7 +1040,7 @@ send_parents(Cluster *c, const ZklSlot *s, uint64_t tag)
 	ZkmReq		r;
 
 	send_blind(c, ZKM_CREATE, ROOT, 0);
-	zcore_key_path(&c->t, s, path);
+	zc_core_key_path(&c->t, s, path);
 	req_init(&r, ZKM_CREATE, path, out_new(c, P_KEYNODE, tag));
 	r.flags = ZKM_F_CONTAINER;
 	send_req(c, &r);
@@ -1053,7 +1053,7 @@ send_batches(Cluster *c)
 	int			n;
 	int			j;
 
-	while ((n = zcore_next_batch(&c->core, members)) > 0)
+	while ((n = zc_core_next_batch(&c->core, members)) > 0)
 	{
 		Out		   *o;
 		ZkmReq		r;
@@ -1064,7 +1064,7 @@ send_batches(Cluster *c)
 			const ZklOp *op = &c->ops[members[j]];
 
 			if (op->kind != OP_DELETE && op->parents)
-				send_parents(c, &c->t.slots[op->idx], zcore_tag(op->idx, op->attempt));
+				send_parents(c, &c->t.slots[op->idx], zc_core_tag(op->idx, op->attempt));
 		}
 		o = out_new(c, P_MULTI, 0);
 		req_init(&r, ZKM_MULTI_OP, "/", o);
@@ -1075,12 +1075,12 @@ send_batches(Cluster *c)
 			const ZklOp *op = &c->ops[members[j]];
 			const ZklSlot *s = &c->t.slots[op->idx];
 
-			o->tags[j] = zcore_tag(op->idx, op->attempt);
+			o->tags[j] = zc_core_tag(op->idx, op->attempt);
 			o->del[j] = op->kind == OP_DELETE;
 			if (o->del[j])
 			{
 				r.sub[j].kind = ZKM_DELETE;
-				zcore_child_path(&c->t, s, s->node, r.sub[j].path);
+				zc_core_child_path(&c->t, s, s->node, r.sub[j].path);
 			}
 			else
 			{
@@ -1091,14 +1091,14 @@ send_batches(Cluster *c)
 			}
 		}
 		send_req(c, &r);
-		zcore_write_sent(&c->core);
+		zc_core_write_sent(&c->core);
 		/* each new node's listing right behind (send_children moves the outs: o is done) */
 		for (j = 0; j < n; j++)
 		{
 			const ZklOp *op = &c->ops[members[j]];
 
 			if (op->kind != OP_DELETE)
-				send_children(c, &c->t.slots[op->idx], P_CHILDREN, zcore_tag(op->idx, op->attempt));
+				send_children(c, &c->t.slots[op->idx], P_CHILDREN, zc_core_tag(op->idx, op->attempt));
 		}
 	}
 }
@@ -1107,7 +1107,7 @@ static void
 send_op(Cluster *c, const ZklOp *op)
 {
 	const ZklSlot *s = &c->t.slots[op->idx];
-	uint64_t	tag = zcore_tag(op->idx, op->attempt);
+	uint64_t	tag = zc_core_tag(op->idx, op->attempt);
 	char		path[ZKL_PATH_LEN];
 	ZkmReq		r;
 
@@ -1121,7 +1121,7 @@ send_op(Cluster *c, const ZklOp *op)
 			r.flags = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
 			node_data(s, r.data);
 			send_req(c, &r);
-			zcore_write_sent(&c->core);
+			zc_core_write_sent(&c->core);
 			send_children(c, s, P_CHILDREN, tag);
 			break;
 		case OP_CHILDREN:
@@ -1129,13 +1129,13 @@ send_op(Cluster *c, const ZklOp *op)
 			break;
 		case OP_RECOVER:
 			/* a view that includes whatever the leader applied of ours */
-			zcore_key_path(&c->t, s, path);
+			zc_core_key_path(&c->t, s, path);
 			send_blind(c, ZKM_SYNC, path, 0);
 			send_children(c, s, P_RECOVER, tag);
 			break;
 		case OP_STAT:
 		case OP_BARRIER:
-			zcore_child_path(&c->t, s, s->node, path);
+			zc_core_child_path(&c->t, s, s->node, path);
 			req_init(&r, ZKM_EXISTS, path, out_new(c, op->kind == OP_STAT ? P_STAT : P_BARRIER, tag));
 			send_req(c, &r);
 			break;
@@ -1143,27 +1143,27 @@ send_op(Cluster *c, const ZklOp *op)
 			req_init(&r, ZKM_MULTI_OP, "/", out_new(c, P_VERIFY, tag));
 			r.nsub = 1;
 			r.sub[0].kind = ZKM_EXISTS;
-			zcore_child_path(&c->t, s, s->node, r.sub[0].path);
+			zc_core_child_path(&c->t, s, s->node, r.sub[0].path);
 			send_req(c, &r);
 			break;
 		case OP_WATCH:
-			zcore_child_path(&c->t, s, s->watch, path);
+			zc_core_child_path(&c->t, s, s->watch, path);
 			req_init(&r, ZKM_GETDATA, path, out_new(c, P_WATCH, tag));
 			r.watch = true;
 			r.wtag = tag;
 			send_req(c, &r);
 			break;
 		case OP_UNMARK:
-			zcore_child_path(&c->t, s, s->node, path);
+			zc_core_child_path(&c->t, s, s->node, path);
 			req_init(&r, ZKM_SETDATA, path, out_new(c, P_UNMARK, tag));
 			node_data(s, r.data);
 			send_req(c, &r);
 			break;
 		case OP_DELETE:
-			zcore_child_path(&c->t, s, s->node, path);
+			zc_core_child_path(&c->t, s, s->node, path);
 			req_init(&r, ZKM_DELETE, path, out_new(c, P_DELETE, tag));
 			send_req(c, &r);
-			zcore_write_sent(&c->core);
+			zc_core_write_sent(&c->core);
 			break;
 	}
 }
@@ -1242,13 +1242,13 @@ stop_close(Cluster *c, StopEnd how)
 	for (i = 0; i < c->nb; i++)
 		if (c->b[i].st == B_PUBLISH)
 		{
-			zkb_free(&c->b[i].book);
+			zc_book_free(&c->b[i].book);
 			c->b[i].exits = true;
 		}
 	c->t.session_id = 0;
 	for (i = 0; i < c->t.nused; i++)
 		if (c->t.slots[i].zstate != ZKS_FREE)
-			zkt_free(&c->t, &c->t.slots[i]);
+			zc_table_free(&c->t, &c->t.slots[i]);
 	worker_restart(c);
 	for (i = 0; i < c->nb; i++)
 		if (c->b[i].st == B_DOWN)
@@ -1319,7 +1319,7 @@ plan_turn(Cluster *c)
 	left_tend(c);
 	gw_tend(c);
 	connected = c->client >= 0 && c->t.conn_state == ZKC_CONNECTED;
-	(void) zcore_plan(&c->core, connected,
+	(void) zc_core_plan(&c->core, connected,
 					  c->proof_session == c->t.session_id ? c->proof_at : 0);
 	note_grants(c);
 	check_sole_blocker(c);
@@ -1342,7 +1342,7 @@ plan_turn(Cluster *c)
 		r.sub[0].kind = ZKM_EXISTS;
 		snprintf(r.sub[0].path, sizeof(r.sub[0].path), "%s", ROOT);
 		send_req(c, &r);
-		zcore_proof_sent(&c->core, true);
+		zc_core_proof_sent(&c->core, true);
 	}
 	ghosts_tend(c);
 	note_grants(c);
@@ -1387,8 +1387,8 @@ on_state(Cluster *c, const ZkmMsg *msg)
 		c->t.conn_state = ZKC_CONNECTED;
 		c->t.negotiated_timeout = zkm_timeout(S->m, c->client);
 		c->last_heard = c_wall(c);
-		zcore_reconnected(&c->core);
-		zld_reconnected(&c->pres);
+		zc_core_reconnected(&c->core);
+		zc_delay_reconnected(&c->pres);
 		trace("c%d connected, session %" PRIx64, c->id, id);
 	}
 	else if (msg->type == ZKM_ST_CONNECTING)
@@ -1413,7 +1413,7 @@ on_multi(Cluster *c, const Out *o, const ZkmMsg *msg)
 		names[i] = msg->names[i];
 		errs[i] = msg->nsub > i ? msg->errs[i] : msg->rc;
 	}
-	zcore_multi_reply(&c->core, o->n, o->tags, o->del, names, msg->rc, errs, stray);
+	zc_core_multi_reply(&c->core, o->n, o->tags, o->del, names, msg->rc, errs, stray);
 	for (i = 0; i < o->n; i++)
 		if (stray[i])
 			send_stray(c, names[i]);
@@ -1422,13 +1422,13 @@ on_multi(Cluster *c, const Out *o, const ZkmMsg *msg)
 static void
 on_ghost_list(Cluster *c, const Out *o, const ZkmMsg *msg)
 {
-	ZlkLook    *l = zlk_find(&c->looks, o->path, o->uuid);
+	ZlkLook    *l = zc_looks_find(&c->looks, o->path, o->uuid);
 	int			i;
 
-	if (l == NULL || zlk_answered(&c->looks, l, msg->rc, c_mono(c)) != ZLK_DONE)
+	if (l == NULL || zc_looks_answered(&c->looks, l, msg->rc, c_mono(c)) != ZLK_DONE)
 		return;
 	for (i = 0; msg->rc == ZOK && i < msg->nchildren; i++)
-		if (zkr_name_has_uuid(msg->children[i], o->uuid))
+		if (zc_recipe_name_has_uuid(msg->children[i], o->uuid))
 		{
 			char		path[ZKM_PATH * 2];
 
@@ -1448,7 +1448,7 @@ leader_has(const Cluster *c, const ZklSlot *s, const char *name)
 	int64_t		owner;
 	int64_t		czxid;
 
-	zcore_child_path(&c->t, s, name, path);
+	zc_core_child_path(&c->t, s, name, path);
 	return zkm_leader_node(S->m, path, &owner, &czxid);
 }
 
@@ -1502,14 +1502,14 @@ waits_for(const ZkrChild *kids, int n, int i)
 static void
 told_by_listing(Cluster *c, uint64_t tag, const ZkrChild *kids, int n)
 {
-	int			idx = zcore_tag_idx(tag);
+	int			idx = zc_core_tag_idx(tag);
 	const ZklSlot *s;
 	int			i;
 
 	if (idx >= c->t.nused)
 		return;
 	s = &c->t.slots[idx];
-	if (s->zstate == ZKS_FREE || zcore_tag(idx, s->req.attempt) != tag || !passes_node(c, s))
+	if (s->zstate == ZKS_FREE || zc_core_tag(idx, s->req.attempt) != tag || !passes_node(c, s))
 		return;
 	for (i = 0; i + 1 < n; i++)
 		if (strcmp(kids[i].name, s->node) == 0)
@@ -1532,7 +1532,7 @@ made_by(const Cluster *c, const ZklSlot *s, ZkrChild *kids, int n, int64_t zxid)
 
 	for (i = 0; i < n; i++)
 	{
-		zcore_child_path(&c->t, s, kids[i].name, path);
+		zc_core_child_path(&c->t, s, kids[i].name, path);
 		if (zkm_leader_node(S->m, path, &owner, &czxid) && czxid <= zxid)
 			kids[kept++] = kids[i];
 	}
@@ -1561,11 +1561,11 @@ told_by_event(Cluster *c, const char *path, int64_t zxid)
 
 		if (!passes_node(c, s))
 			continue;
-		zcore_key_path(&c->t, s, key_path);
+		zc_core_key_path(&c->t, s, key_path);
 		if (strcmp(key_path, path) != 0)
 			continue;
 		nn = zkm_leader_children(S->m, key_path, &names);
-		n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+		n = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
 		n = made_by(c, s, kids, n, zxid);
 		for (i = 0; i + 1 < n; i++)
 			if (strcmp(kids[i].name, s->node) == 0)
@@ -1628,7 +1628,7 @@ ahead_of(const char *a, const char *b)
 	ZkrChild	ca;
 	ZkrChild	cb;
 
-	return zkr_parse_child(a, &ca) && zkr_parse_child(b, &cb) && zkr_seq_cmp(ca.seq, cb.seq) < 0;
+	return zc_recipe_parse_child(a, &ca) && zc_recipe_parse_child(b, &cb) && zc_recipe_seq_cmp(ca.seq, cb.seq) < 0;
 }
 
 /*
@@ -1683,9 +1683,9 @@ check_handover_truth(Cluster *c, const ZklSlot *s)
 	/* a session the leader ended: its nodes go with it, and nobody waits behind them for long */
 	if (server < 0 || !zkm_session_alive(S->m, c->t.session_id))
 		return;
-	zcore_key_path(&c->t, s, key_path);
+	zc_core_key_path(&c->t, s, key_path);
 	nn = zkm_server_children(S->m, server, key_path, &names);
-	n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+	n = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
 	/*
 	 * The first node of another cluster that waits for s's node (the bound
 	 * is across clusters; FIFO judges this cluster's own order).
@@ -1784,52 +1784,52 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 		return;
 	if (o.purpose == P_CREATE || o.purpose == P_RECOVER || o.purpose == P_MULTI ||
 		o.purpose == P_DELETE || o.purpose == P_STAT)
-		trace("c%d reply %d slot %d rc %d %s", c->id, o.purpose, zcore_tag_idx(o.tag), msg->rc,
+		trace("c%d reply %d slot %d rc %d %s", c->id, o.purpose, zc_core_tag_idx(o.tag), msg->rc,
 			  msg->path);
 	switch (o.purpose)
 	{
 		case P_CREATE:
-			if (zcore_create_reply(&c->core, o.tag, msg->rc, msg->path, true, msg->czxid))
+			if (zc_core_create_reply(&c->core, o.tag, msg->rc, msg->path, true, msg->czxid))
 				send_stray(c, msg->path);
 			break;
 		case P_CHILDREN:
-			n = msg->rc == ZOK ? zkr_collect((const char *const *) msg->children,
+			n = msg->rc == ZOK ? zc_recipe_collect((const char *const *) msg->children,
 											 msg->nchildren < 64 ? msg->nchildren : 64, kids) : 0;
 			if (msg->rc == ZOK)
 				told_by_listing(c, o.tag, kids, n);
-			zcore_children_reply(&c->core, o.tag, msg->rc, kids, n, o.watched);
+			zc_core_children_reply(&c->core, o.tag, msg->rc, kids, n, o.watched);
 			break;
 		case P_RECOVER:
-			zcore_recover_reply(&c->core, o.tag, msg->rc, (const char *const *) msg->children,
+			zc_core_recover_reply(&c->core, o.tag, msg->rc, (const char *const *) msg->children,
 								msg->nchildren);
 			break;
 		case P_STAT:
-			if (zcore_stat_reply(&c->core, o.tag, msg->rc, msg->owner, msg->czxid, stray))
+			if (zc_core_stat_reply(&c->core, o.tag, msg->rc, msg->owner, msg->czxid, stray))
 				send_stray(c, stray);
 			break;
 		case P_BARRIER:
-			zcore_barrier_reply(&c->core, o.tag, msg->rc);
+			zc_core_barrier_reply(&c->core, o.tag, msg->rc);
 			break;
 		case P_WATCH:
-			zcore_watch_set_reply(&c->core, o.tag, msg->rc, msg->data, (int) strlen(msg->data));
+			zc_core_watch_set_reply(&c->core, o.tag, msg->rc, msg->data, (int) strlen(msg->data));
 			break;
 		case P_UNMARK:
-			zcore_unmark_reply(&c->core, o.tag, msg->rc);
+			zc_core_unmark_reply(&c->core, o.tag, msg->rc);
 			break;
 		case P_VERIFY:
-			zcore_verify_reply(&c->core, o.tag, msg->rc);
+			zc_core_verify_reply(&c->core, o.tag, msg->rc);
 			break;
 		case P_DELETE:
-			zcore_delete_reply(&c->core, o.tag, msg->rc);
+			zc_core_delete_reply(&c->core, o.tag, msg->rc);
 			break;
 		case P_MULTI:
 			on_multi(c, &o, msg);
 			break;
 		case P_PROOF:
-			zcore_proof_reply(&c->core, o.tag, msg->rc);
+			zc_core_proof_reply(&c->core, o.tag, msg->rc);
 			break;
 		case P_KEYNODE:
-			zcore_key_node_reply(&c->core, o.tag, msg->rc);
+			zc_core_key_node_reply(&c->core, o.tag, msg->rc);
 			break;
 		case P_PRES_LIST:
 			presence_listed(c, o.tag, msg);
@@ -1847,10 +1847,10 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 			break;
 		case P_STRAY:
 			{
-				ZlkLook    *l = zlk_find(&c->looks, o.path, "");
+				ZlkLook    *l = zc_looks_find(&c->looks, o.path, "");
 
 				if (l != NULL)
-					(void) zlk_answered(&c->looks, l, msg->rc, c_mono(c));
+					(void) zc_looks_answered(&c->looks, l, msg->rc, c_mono(c));
 			}
 			break;
 		case P_LEFT_MARK:
@@ -1868,12 +1868,12 @@ on_event(Cluster *c, const ZkmMsg *msg)
 {
 	if (msg->tag >> 63)
 	{
-		zld_watch_fired(&c->pres, msg->tag & ~(UINT64_C(1) << 63));
+		zc_delay_watch_fired(&c->pres, msg->tag & ~(UINT64_C(1) << 63));
 		return;
 	}
 	if (msg->type == ZKM_EV_CHILD)
 		told_by_event(c, msg->path, msg->zxid);
-	zcore_watch_event(&c->core, msg->tag, msg->type == ZKM_EV_DELETED, msg->path);
+	zc_core_watch_event(&c->core, msg->tag, msg->type == ZKM_EV_DELETED, msg->path);
 }
 
 /* The worker reads one message from its connection. */
@@ -1912,13 +1912,13 @@ deliver(Cluster *c)
 
 /*
  * The lock a request of key in mode stacks onto (lockfuncs.c asks xact.c's
- * zkl_local_held): one held, or one given up whose node stays for the
+ * zb_local_held): one held, or one given up whose node stays for the
  * key's other mode, which a repeat request takes back.
  */
 static int
 find_hold(Backend *b, int key, char mode)
 {
-	return zkb_find(&b->book, key_name(key), mode);
+	return zc_book_find(&b->book, key_name(key), mode);
 }
 
 static int
@@ -1943,7 +1943,7 @@ check_book(Cluster *c, Backend *b)
 	for (k = 0; k < NALL; k++)
 		for (m = 0; m < 3; m++)
 		{
-			int			i = zkb_find(&b->book, key_name(k), modes[m]);
+			int			i = zc_book_find(&b->book, key_name(k), modes[m]);
 			int			n = i >= 0 ? b->book.h[i].nxact : 0;
 			int			want = 0;
 			int			d;
@@ -1956,7 +1956,7 @@ check_book(Cluster *c, Backend *b)
 		}
 	/* a lock held at no level is given up, unless its node stays for the key's other mode */
 	for (k = 0; k < b->book.n; k++)
-		if (zkh_holds(&b->book.h[k]) == 0 && !zkh_keeps_node(b->book.h, b->book.n, k, book_node_before, b))
+		if (zc_holds_holds(&b->book.h[k]) == 0 && !zc_holds_keeps_node(b->book.h, b->book.n, k, book_node_before, b))
 			fail("c%d b%d keeps %s %c, held at no level, with no other mode of the key held",
 				 c->id, b->pid, b->book.h[k].key, b->book.h[k].mode);
 }
@@ -1982,7 +1982,7 @@ app_count_xact(Backend *b, int key, char mode, int delta)
 static int
 unacknowledged(Cluster *c, Backend *b)
 {
-	return zkb_unacknowledged_loss(&b->book);
+	return zc_book_unacknowledged_loss(&b->book);
 }
 
 static bool
@@ -2000,7 +2000,7 @@ tainted(const char *uuid)
 static void
 slot_uuid(const ZklSlot *s, char out[ZKL_UUID_LEN + 1])
 {
-	if (!s->zk.rides || !zkr_uuid_of(s->node, out))
+	if (!s->zk.rides || !zc_recipe_uuid_of(s->node, out))
 		snprintf(out, ZKL_UUID_LEN + 1, "%s", s->uuid);
 }
 
@@ -2148,7 +2148,7 @@ book_node_before(void *arg, int a, int b)
 {
 	const Backend *bk = arg;
 
-	return zkt_node_before(&bk->cl->t, a, b);
+	return zc_table_node_before(&bk->cl->t, a, b);
 }
 
 /* A lock given up: its span ends (a transaction-level one's), its slot is abandoned. */
@@ -2161,7 +2161,7 @@ book_abandon(void *arg, const int *slots, int n)
 	for (i = 0; i < n; i++)
 	{
 		end_span(b, &b->cl->t.slots[slots[i]]);
-		(void) zkt_abandon(&b->cl->t, &b->cl->t.slots[slots[i]]);
+		(void) zc_table_abandon(&b->cl->t, &b->cl->t.slots[slots[i]]);
 	}
 }
 
@@ -2182,9 +2182,9 @@ abandon_group(Cluster *c, Backend *b)
 {
 	int			i;
 
-	zkb_set_pending(&b->book, NULL, 0);	/* lockfuncs.c's abandon_all */
+	zc_book_set_pending(&b->book, NULL, 0);	/* lockfuncs.c's abandon_all */
 	for (i = 0; i < b->ngroup; i++)
-		(void) zkt_abandon(&c->t, &c->t.slots[b->group[i]]);
+		(void) zc_table_abandon(&c->t, &c->t.slots[b->group[i]]);
 	b->ngroup = 0;
 }
 
@@ -2192,7 +2192,7 @@ abandon_group(Cluster *c, Backend *b)
 static void
 release_all(Cluster *c, Backend *b)
 {
-	zkb_release_level(&b->book, true);
+	zc_book_release_level(&b->book, true);
 	memset(&b->book.proof, 0, sizeof(b->book.proof));	/* a new backend starts afresh */
 	b->lost_seen = false;
 	b->sess_key = -1;
@@ -2208,7 +2208,7 @@ end_xact(Cluster *c, Backend *b, const char *how)
 	if (b->st == B_WAIT)
 		b->gave_up_at = zkm_now(S->m);
 	/* a request still waited for is the book's pending one: the abort gives it up */
-	zkb_xact_end(&b->book);		/* session-level ones stay */
+	zc_book_xact_end(&b->book);		/* session-level ones stay */
 	b->ngroup = 0;
 	for (i = 0; i < b->book.n; i++)
 		if (b->book.h[i].nsession > 0 && c->t.slots[b->book.h[i].slot].own.abandoned)
@@ -2400,10 +2400,10 @@ do_savepoint(Cluster *c, Backend *b, const Act *a)
 		int			m;
 
 		if (a->sp == SP_ROLLBACK)
-			zkb_subxact_abort(&b->book, b->subid);
+			zc_book_subxact_abort(&b->book, b->subid);
 		else
 		{
-			zkb_subxact_commit(&b->book, b->subid, parent);
+			zc_book_subxact_commit(&b->book, b->subid, parent);
 			for (k = 0; k < NALL; k++)
 				for (m = 0; m < 3; m++)
 					b->xlev[b->nsub - 1][k][m] += b->xlev[b->nsub][k][m];
@@ -2696,7 +2696,7 @@ told_of_session_loss(Cluster *c, Backend *b, const char *how)
 
 /*
  * Every zk_* call but an acknowledgement: a lost session-level lock not
- * acknowledged fails it (xact.c's zkl_check_losses).  Returns whether it did.
+ * acknowledged fails it (xact.c's zb_check_losses).  Returns whether it did.
  */
 static bool
 refused_for_loss(Cluster *c, Backend *b)
@@ -2709,7 +2709,7 @@ refused_for_loss(Cluster *c, Backend *b)
 
 /*
  * zk_session_unlock, zk_session_unlock_all, DISCARD ALL: the
- * acknowledgements of xact.c (zkl_acknowledge_losses, zkl_discard_all).
+ * acknowledgements of xact.c (zb_acknowledge_losses, zb_discard_all).
  * Returns whether the transaction ended.
  */
 static bool
@@ -2721,11 +2721,11 @@ acknowledge(Cluster *c, Backend *b, const Act *a)
 	if (a->discard)
 	{
 		/* alone in its transaction: nothing ran under what it gave up */
-		acked = zkb_unacknowledged_loss(&b->book) >= 0;
-		zkb_discard_all(&b->book, true);
+		acked = zc_book_unacknowledged_loss(&b->book) >= 0;
+		zc_book_discard_all(&b->book, true);
 	}
 	else
-		acked = zkb_acknowledge(&b->book, a->all ? NULL : key_name(a->key), a->mode, first);
+		acked = zc_book_acknowledge(&b->book, a->all ? NULL : key_name(a->key), a->mode, first);
 	if (a->all || a->discard)
 		app_release(b, -1, 0, true, !a->discard);
 	else if (acked)
@@ -2758,7 +2758,7 @@ do_unlock(Cluster *c, Backend *b, const Act *a)
 		return;
 	if (!a->discard && refused_for_loss(c, b))
 		return;
-	if (!a->all && !a->discard && zkb_unlock(&b->book, key_name(a->key), a->mode, a->session) &&
+	if (!a->all && !a->discard && zc_book_unlock(&b->book, key_name(a->key), a->mode, a->session) &&
 		a->session)
 		app_release(b, a->key, a->mode, false, true);
 	if (!a->session)
@@ -2838,11 +2838,11 @@ request_group(Cluster *c, Backend *b, const Act *a)
 		env_new_uuid(NULL, uuid);
 		r.uuid = uuid;
 		r.key = key_name(fresh[i]);
-		b->group[i] = zkt_find_free(&c->t);
-		zkt_claim(&c->t, b->group[i], &r);
+		b->group[i] = zc_table_find_free(&c->t);
+		zc_table_claim(&c->t, b->group[i], &r);
 	}
 	b->ngroup = nfresh;
-	zkb_set_pending(&b->book, b->group, nfresh);
+	zc_book_set_pending(&b->book, b->group, nfresh);
 	b->waiting = -1;
 	b->wait_session = false;
 	b->deadline = a->kind == 1 ? zkm_now(S->m) + 300000 + rnd_int(6000000) : 0;
@@ -2872,7 +2872,7 @@ request(Cluster *c, Backend *b, const Act *a)
 			end_xact(c, b, "aborts: stacking onto a lost lock");
 			return;
 		}
-		zkb_stack(&b->book, held, a->session, b->subid);
+		zc_book_stack(&b->book, held, a->session, b->subid);
 		if (a->session)
 			app_take(c, b, &c->t.slots[b->book.h[held].slot]);
 		else
@@ -2880,7 +2880,7 @@ request(Cluster *c, Backend *b, const Act *a)
 		next_act(c, b);
 		return;
 	}
-	idx = zkt_find_free(&c->t);
+	idx = zc_table_find_free(&c->t);
 	if (idx < 0)
 	{
 		end_xact(c, b, "aborts: out of slots");
@@ -2898,8 +2898,8 @@ request(Cluster *c, Backend *b, const Act *a)
 	r.pid = b->pid;
 	r.now = c_wall(c);
 	r.uuid = uuid;
-	zkt_claim(&c->t, idx, &r);
-	zkb_set_pending(&b->book, &idx, 1);
+	zc_table_claim(&c->t, idx, &r);
+	zc_book_set_pending(&b->book, &idx, 1);
 	b->waiting = idx;
 	b->wait_session = a->session;
 	b->deadline = a->kind == 1 ? zkm_now(S->m) + 300000 + rnd_int(6000000) : 0;
@@ -2923,7 +2923,7 @@ apply_stacks(Cluster *c, Backend *b)
 		const ZklHold *h = &b->book.h[b->pstack[i]];
 
 		app_count_xact(b, key_index(h->key), h->mode, 1);
-		zkb_stack(&b->book, b->pstack[i], false, b->subid);
+		zc_book_stack(&b->book, b->pstack[i], false, b->subid);
 	}
 	b->npstack = 0;
 }
@@ -2986,7 +2986,7 @@ take_grant(Cluster *c, Backend *b, int idx)
 {
 	ZklSlot    *s = &c->t.slots[idx];
 
-	zkb_add(&b->book, idx, s->key, s->req.mode, s->ans.session_id, b->wait_session, b->subid);
+	zc_book_add(&b->book, idx, s->key, s->req.mode, s->ans.session_id, b->wait_session, b->subid);
 	if (b->wait_session)
 		app_take(c, b, s);
 	else
@@ -3067,9 +3067,9 @@ wait_step(Cluster *c, Backend *b)
 	}
 	if (res == ZKL_RESULT_PENDING && b->deadline && zkm_now(S->m) >= b->deadline)
 	{
-		/* zkl_cancel_slot: give up only if still unanswered */
-		zkb_set_pending(&b->book, NULL, 0);
-		(void) zkt_abandon(&c->t, s);
+		/* zb_cancel_slots: give up only if still unanswered */
+		zc_book_set_pending(&b->book, NULL, 0);
+		(void) zc_table_abandon(&c->t, s);
 		b->waiting = -1;
 		b->txns_left--;
 		end_xact(c, b, "times out");
@@ -3087,8 +3087,8 @@ wait_step(Cluster *c, Backend *b)
 	}
 	else if (res == ZKL_RESULT_NOT_GRANTED)
 	{
-		zkb_set_pending(&b->book, NULL, 0);
-		(void) zkt_abandon(&c->t, s);
+		zc_book_set_pending(&b->book, NULL, 0);
+		(void) zc_table_abandon(&c->t, s);
 		trace("c%d b%d try-lock refused %s", c->id, b->pid, s->key);
 		next_act(c, b);
 	}
@@ -3121,8 +3121,8 @@ commit_verdict(Cluster *c, Backend *b)
 {
 	ZklBook		now = b->book;	/* its proof only is changed: a copy will do */
 
-	zkb_at_commit(&now);
-	return zkh_commit_verdict(&now.proof, unacknowledged(c, b) >= 0, any_lost(c, b), c->proof_at,
+	zc_book_at_commit(&now);
+	return zc_holds_commit_verdict(&now.proof, unacknowledged(c, b) >= 0, any_lost(c, b), c->proof_at,
 							  c->proof_session,
 							  c->t.session_id, c_mono(c), c->proof_bound);
 }
@@ -3270,7 +3270,7 @@ node_owner(const char *name, int *ci, int *pid, int *slot)
 		{
 			const ZklSlot *s = &S->c[i].t.slots[j];
 
-			if (s->zstate != ZKS_FREE && zkr_name_has_uuid(name, s->uuid))
+			if (s->zstate != ZKS_FREE && zc_recipe_name_has_uuid(name, s->uuid))
 			{
 				*ci = i;
 				*pid = s->req.owner_pid;
@@ -3322,12 +3322,12 @@ check_fifo(Cluster *c, const ZklSlot *s)
 
 	if (slot_tainted(s))
 		return;					/* its node was deleted behind its back */
-	zcore_key_path(&c->t, s, key_path);
-	zcore_child_path(&c->t, s, s->node, path);
+	zc_core_key_path(&c->t, s, key_path);
+	zc_core_child_path(&c->t, s, s->node, path);
 	if (!zkm_leader_node(S->m, path, &owner, &czxid))
 		return;					/* its session is gone at the leader: it cannot commit */
 	nn = zkm_leader_children(S->m, key_path, &names);
-	n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+	n = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
 	for (i = 0; i < n; i++)
 		if (strcmp(kids[i].name, s->node) == 0)
 			own = i;
@@ -3383,16 +3383,16 @@ check_fifo(Cluster *c, const ZklSlot *s)
 		 * zk_lock_token(): that of the transaction's oldest node on the key,
 		 * from the leader's czxid and the node's hand-overs before it
 		 */
-		czxid = zkr_fencing_token(czxid, s->zk.handed);
+		czxid = zc_recipe_fencing_token(czxid, s->zk.handed);
 		for (i = 0; i < b->book.n; i++)
 		{
 			const ZklSlot *o = &c->t.slots[b->book.h[i].slot];
 			int64_t		other;
 
-			zcore_child_path(&c->t, o, o->node, path);
+			zc_core_child_path(&c->t, o, o->node, path);
 			if (strcmp(o->key, s->key) == 0 && zkm_leader_node(S->m, path, &owner, &other) &&
-				zkr_fencing_token(other, o->zk.handed) < czxid)
-				czxid = zkr_fencing_token(other, o->zk.handed);
+				zc_recipe_fencing_token(other, o->zk.handed) < czxid)
+				czxid = zc_recipe_fencing_token(other, o->zk.handed);
 		}
 		/*
 		 * Equal only for the same backend, whose oldest node on the key is
@@ -3446,7 +3446,7 @@ leader_czxid(const Cluster *c, const ZklSlot *s)
 	if (s->node[0] == '\0' || s->zk.rides ||
 		(s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD))
 		return 0;
-	zcore_child_path(&c->t, s, s->node, path);
+	zc_core_child_path(&c->t, s, s->node, path);
 	return zkm_leader_node(S->m, path, &owner, &czxid) ? czxid : 0;
 }
 
@@ -3555,7 +3555,7 @@ check_peek_out(const Cluster *c)
 	for (j = 0; j < c->t.nused; j++)
 	{
 		const ZklSlot *s = &c->t.slots[j];
-		uint64_t	tag = zcore_tag(j, s->req.attempt);
+		uint64_t	tag = zc_core_tag(j, s->req.attempt);
 		bool		out = false;
 
 		if (s->coh.peek != COH_PEEK_ASKED || s->zstate == ZKS_FREE || s->zstate == ZKS_GONE ||
@@ -3643,7 +3643,7 @@ truth_owners(const char *key, const char *name, TruthEntry *e)
 
 			if (o->zstate == ZKS_FREE || o->zstate == ZKS_LINGER || o->zstate == ZKS_GONE ||
 				strcmp(o->key, key) != 0 ||
-				!(zkr_name_has_uuid(name, o->uuid) || strcmp(o->node, name) == 0))
+				!(zc_recipe_name_has_uuid(name, o->uuid) || strcmp(o->node, name) == 0))
 				continue;
 			bi = backend_of_pid(&S->c[i], o->req.owner_pid);
 			if (bi >= 0 && e->nowners < TR_OWNERS)
@@ -3693,16 +3693,16 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 		int			n;
 		int			own = -1;
 
-		zcore_key_path(&c->t, s, key_path);
+		zc_core_key_path(&c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
-		n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+		n = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
 		bool		first_x = false;	/* the backend holds, alone, a node ahead: exclusive */
 		int32_t		x_seq = 0;
 		bool		first_s = false;	/* or shared */
 		int32_t		s_seq = 0;
 
 		for (i = 0; i < n; i++)
-			if (zkr_name_has_uuid(kids[i].name, s->uuid))
+			if (zc_recipe_name_has_uuid(kids[i].name, s->uuid))
 				own = i;
 		/*
 		 * The recipe's rules for a backend's own held nodes (recipe.c's
@@ -3715,22 +3715,22 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 			int			j;
 			bool		held = false;
 
-			if (i == own || zkr_seq_cmp(kids[i].seq, kids[own].seq) > 0)
+			if (i == own || zc_recipe_seq_cmp(kids[i].seq, kids[own].seq) > 0)
 				continue;
 			truth_owners(s->key, kids[i].name, &e);
 			if (e.nowners != 1 || e.oc[0] != ci || e.ob[0] != bi)
 				continue;
 			for (j = 0; j < c->t.nused; j++)
 				held |= c->t.slots[j].zstate == ZKS_HELD && c->t.slots[j].req.owner_pid == pid &&
-					zkr_name_has_uuid(kids[i].name, c->t.slots[j].uuid);
+					zc_recipe_name_has_uuid(kids[i].name, c->t.slots[j].uuid);
 			if (held && kids[i].mode == ZKL_MODE_EXCLUSIVE &&
-				(!first_x || zkr_seq_cmp(kids[i].seq, x_seq) < 0))
+				(!first_x || zc_recipe_seq_cmp(kids[i].seq, x_seq) < 0))
 			{
 				first_x = true;
 				x_seq = kids[i].seq;
 			}
 			if (held && kids[i].mode == ZKL_MODE_SHARED &&
-				(!first_s || zkr_seq_cmp(kids[i].seq, s_seq) < 0))
+				(!first_s || zc_recipe_seq_cmp(kids[i].seq, s_seq) < 0))
 			{
 				first_s = true;
 				s_seq = kids[i].seq;
@@ -3743,11 +3743,11 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 			int			others = 0;
 			bool		mine = false;
 
-			if (i == own || zkr_seq_cmp(kids[i].seq, kids[own].seq) > 0 ||
+			if (i == own || zc_recipe_seq_cmp(kids[i].seq, kids[own].seq) > 0 ||
 				(s->req.mode != ZKL_MODE_SEMAPHORE && !conflict(kids[i].mode, s->req.mode)) ||
-				(s->req.mode != ZKL_MODE_SEMAPHORE && first_x && zkr_seq_cmp(x_seq, kids[i].seq) < 0) ||
+				(s->req.mode != ZKL_MODE_SEMAPHORE && first_x && zc_recipe_seq_cmp(x_seq, kids[i].seq) < 0) ||
 				(s->req.mode != ZKL_MODE_SEMAPHORE && first_s && kids[i].mode == ZKL_MODE_EXCLUSIVE &&
-				 zkr_seq_cmp(s_seq, kids[i].seq) < 0))
+				 zc_recipe_seq_cmp(s_seq, kids[i].seq) < 0))
 				continue;
 			truth_owners(s->key, kids[i].name, e);
 			/*
@@ -3937,7 +3937,7 @@ gw_visible(const Cluster *c)
 	return c->gw_doc[0] != '\0' && zkm_session_alive(S->m, c->gw_doc_session);
 }
 
-/* This cluster's document as zgw_format makes it now; its length. */
+/* This cluster's document as zc_gwait_format makes it now; its length. */
 static int
 gw_format(Cluster *c, char *out)
 {
@@ -3955,7 +3955,7 @@ gw_format(Cluster *c, char *out)
 	in.sem = c->gw_sems;
 	in.nsem = c->gw_nsems;
 	in.confirms = c->gw_confirms;
-	return zgw_format(&in, out, SIM_DOC_LEN);
+	return zc_gwait_format(&in, out, SIM_DOC_LEN);
 }
 
 /* list_sems: what the semaphores waited for have ahead (at the round; kept for rewrites) */
@@ -3963,7 +3963,7 @@ static void
 gw_list_sems(Cluster *c)
 {
 	int			slots[16];
-	int			n = zgw_sem_waiters(&c->t, c_wall(c), c->core.deadlock_timeout, slots, 16);
+	int			n = zc_gwait_sem_waiters(&c->t, c_wall(c), c->core.deadlock_timeout, slots, 16);
 	int			i;
 
 	c->gw_nsems = 0;
@@ -3973,15 +3973,15 @@ gw_list_sems(Cluster *c)
 		char	  **names;
 		int			nn;
 
-		zcore_key_path(&c->t, &c->t.slots[slots[i]], key_path);
+		zc_core_key_path(&c->t, &c->t.slots[slots[i]], key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
-		if (zgw_sem_wait(&c->t, slots[i], (const char *const *) names, nn, &c->gw_sems[c->gw_nsems]))
+		if (zc_gwait_sem_wait(&c->t, slots[i], (const char *const *) names, nn, &c->gw_sems[c->gw_nsems]))
 			c->gw_nsems++;
 		zkm_names_free(names, nn);
 	}
 }
 
-/* The victim's request as zcore_fail_deadlock finds it (-1: none). */
+/* The victim's request as zc_core_fail_deadlock finds it (-1: none). */
 static int
 gw_victim_slot(const Cluster *c, const ZgwVictim *v)
 {
@@ -3992,7 +3992,7 @@ gw_victim_slot(const Cluster *c, const ZgwVictim *v)
 		const ZklSlot *s = &c->t.slots[i];
 		char		name[ZGW_NAME_LEN];
 
-		if ((!zdl_waiting(s) && !zdl_sem_waiting(s)) || s->req.owner_pid != v->pid)
+		if ((!zc_deadlock_waiting(s) && !zc_deadlock_sem_waiting(s)) || s->req.owner_pid != v->pid)
 			continue;
 		snprintf(name, sizeof(name), "%s/%s", s->key, s->node);
 		if (v->node[0] == '\0' ? s->zstate == ZKS_COHORT : strcmp(v->node, name) == 0)
@@ -4106,7 +4106,7 @@ gw_claim(Cluster *c)
 	for (i = 0; i < S->ncl; i++)
 		if (c->gw_read[i][0] != '\0')
 			read_from[nread++] = c->gw_read_session[i];
-	S->claim_nasks = zgw_claim_sessions(data, zgw_claim_format(S->claim_nonce, read_from, nread,
+	S->claim_nasks = zc_gwait_claim_sessions(data, zc_gwait_claim_format(S->claim_nonce, read_from, nread,
 															   c->t.session_id, data,
 															   sizeof(data)),
 										S->claim_asks, NCLUSTERS);
@@ -4201,7 +4201,7 @@ gw_confirm(Cluster *c)
 					c->gw_read[k][0] = '\0';
 			c->gw_confirmed[i] = true;
 		}
-		else if (zgw_confirms(o->gw_doc, c->gw_nonce))
+		else if (zc_gwait_confirms(o->gw_doc, c->gw_nonce))
 		{
 			memcpy(c->gw_read[o->id], o->gw_doc, strlen(o->gw_doc) + 1);
 			c->gw_confirmed[i] = true;
@@ -4257,12 +4257,12 @@ gw_break(Cluster *c)
 	if (s >= 0 && gw_format(c, mine) > 0)
 	{
 		all[n++] = mine;
-		if (zgw_decide(all, n, c->t.session_id, &again) && again.pid == c->gw_victim.pid &&
+		if (zc_gwait_decide(all, n, c->t.session_id, &again) && again.pid == c->gw_victim.pid &&
 			strcmp(again.node, c->gw_victim.node) == 0)
 		{
 			uint64_t	attempt = c->t.slots[s].req.attempt;
 
-			if (zcore_fail_deadlock(&c->core, again.pid, again.node,
+			if (zc_core_fail_deadlock(&c->core, again.pid, again.node,
 									"deadlock detected across clusters"))
 			{
 				if (attempt != c->gw_victim_attempt)
@@ -4303,14 +4303,14 @@ gw_round(Cluster *c)
 		all[n++] = c->gw_read[i];
 	}
 	all[n++] = c->gw_doc;		/* ours as sent */
-	if (zgw_decide(all, n, c->t.session_id, &c->gw_victim))
+	if (zc_gwait_decide(all, n, c->t.session_id, &c->gw_victim))
 	{
 		c->gw_phase = GW_CLAIM;
 		c->gw_at = zkm_now(S->m) + 500 + rnd_int(20000);
 	}
 }
 
-/* zkl_gwaits_tend, each worker turn. */
+/* zw_gwaits_tend, each worker turn. */
 static void
 gw_tend(Cluster *c)
 {
@@ -4339,7 +4339,7 @@ gw_tend(Cluster *c)
 	/* the claim goes once the victim's node is gone (gwaits.c) */
 	if (c->gw_claim_until == 1 || (c->gw_claim_until != 0 && c->gw_phase == GW_IDLE &&
 								   c->gw_victim.node[0] != '\0' &&
-								   !zgw_node_live(&c->t, c->gw_victim.node)))
+								   !zc_gwait_node_live(&c->t, c->gw_victim.node)))
 	{
 		if (S->claim_session == session)
 			S->claim_session = 0;
@@ -4397,13 +4397,13 @@ gw_tend(Cluster *c)
 		return;
 	}
 	published = c->gw_doc[0] != '\0' && c->gw_doc_session == session;
-	due = zgw_next_due(&c->t, tmo);
+	due = zc_gwait_next_due(&c->t, tmo);
 	round = due != 0 && wall >= due && now >= c->gw_next_round;
 	/* (looked at every 100 ms, not every turn as the worker does: the simulator's turns are many) */
 	print = c->gw_print;
 	if (round || (published && now >= c->gw_next_write))
 	{
-		print = zgw_fingerprint(&c->t, wall, tmo);
+		print = zc_gwait_fingerprint(&c->t, wall, tmo);
 		c->gw_next_write = now + 100000;
 	}
 	if (due == 0 || wall < due)
@@ -4462,7 +4462,7 @@ check_circles(void)
 	/* (cheap first: a circle's waits are all as old as its last one) */
 	for (i = 0; i < S->ncl; i++)
 	{
-		int64_t		due = zgw_next_due(&S->c[i].t, S->c[i].core.deadlock_timeout);
+		int64_t		due = zc_gwait_next_due(&S->c[i].t, S->c[i].core.deadlock_timeout);
 
 		if (due != 0 && c_wall(&S->c[i]) >= due)
 			break;
@@ -4556,7 +4556,7 @@ check_step(void)
 			{
 				const ZklHold *hk = &b->book.h[k];
 
-				if (zkh_holds(hk) == 0 || slot_tainted(&c->t.slots[hk->slot]))
+				if (zc_holds_holds(hk) == 0 || slot_tainted(&c->t.slots[hk->slot]))
 					continue;	/* given up (node kept for the other mode); or its node deleted */
 				h[nh].cluster = i;
 				h[nh].pid = b->pid;
@@ -4615,7 +4615,7 @@ check_lost_told(void)
 				S->gone_since[i][j] = 0;
 				continue;
 			}
-			zcore_child_path(&c->t, s, s->node, path);
+			zc_core_child_path(&c->t, s, s->node, path);
 			if (zkm_leader_node(S->m, path, &owner, &czxid))
 			{
 				S->gone_since[i][j] = 0;
@@ -4664,7 +4664,7 @@ key_news(Cluster *c, const ZklSlot *s, const char *key_path)
 			return true;		/* (not told apart by key: counted as news) */
 		for (k = 0; k < n; k++)
 		{
-			int			idx = zcore_tag_idx(o->purpose == P_MULTI ? o->tags[k] : o->tag);
+			int			idx = zc_core_tag_idx(o->purpose == P_MULTI ? o->tags[k] : o->tag);
 
 			if (idx >= c->t.nused || strcmp(c->t.slots[idx].key, s->key) == 0)
 				return true;
@@ -4701,7 +4701,7 @@ own_nodes(Cluster *c, const ZklSlot *s, const char **mine, bool *held)
 
 /*
  * A waiter that counts the node it watches as its only blocker is granted
- * on that node's delete without reading its queue again (zcore_watch_event,
+ * on that node's delete without reading its queue again (zc_core_watch_event,
  * delete_result): so that must be true at the leader, by the recipe with
  * the backend's own nodes as they are now.  Nodes ahead of a node only go,
  * and none come ahead of it, so this stays true once it is; a node that
@@ -4754,12 +4754,12 @@ check_sole_blocker(Cluster *c)
 			s->req.mode == ZKL_MODE_SEMAPHORE || s->node[0] == '\0' || slot_tainted(s))
 			continue;
 		nmine = own_nodes(c, s, mine, held);
-		zcore_key_path(&c->t, s, key_path);
+		zc_core_key_path(&c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
-		n = zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
-		if (zkr_decide(kids, n, s->uuid, mine, held, nmine, &own, &watch) == ZKR_WAIT &&
+		n = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+		if (zc_recipe_decide(kids, n, s->uuid, mine, held, nmine, &own, &watch) == ZKR_WAIT &&
 			(strcmp(kids[watch].name, s->watch) != 0 ||
-			 !zkr_sole_blocker(kids, own, watch, mine, held, nmine)))
+			 !zc_recipe_sole_blocker(kids, own, watch, mine, held, nmine)))
 			fail("c%d slot %d (pid %d) %s %c node %s would be granted once %s goes, "
 				 "but at the leader %s blocks it%s", c->id, j, s->req.owner_pid, s->key, s->req.mode,
 				 s->node, s->watch, kids[watch].name,
@@ -4835,9 +4835,9 @@ check_liveness(Cluster *c)
 			continue;
 		}
 		nmine = own_nodes(c, s, mine, held);
-		zcore_key_path(&c->t, s, key_path);
+		zc_core_key_path(&c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
-		v = zkr_decide(kids, zkr_collect((const char *const *) names, nn < 128 ? nn : 128, kids),
+		v = zc_recipe_decide(kids, zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids),
 					   s->uuid, mine, held, nmine, &own, &watch);
 		/*
 		 * Promptness: nothing blocks it at the leader, its own server shows
@@ -4981,11 +4981,11 @@ delete_by_uuid(Cluster *c, const ZklSlot *s)
 	int			n;
 	int			i;
 
-	zcore_key_path(&c->t, s, key_path);
+	zc_core_key_path(&c->t, s, key_path);
 	n = zkm_leader_children(S->m, key_path, &names);
 	for (i = 0; i < n && !found; i++)
 	{
-		if (!zkr_name_has_uuid(names[i], s->uuid))
+		if (!zc_recipe_name_has_uuid(names[i], s->uuid))
 			continue;
 		found = true;
 		snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", s->uuid);
@@ -5128,7 +5128,7 @@ worker_restart(Cluster *c)
 	c->paused = false;			/* a stopped process killed: the new one runs */
 	looks_restart(c);			/* process memory */
 	c->nsuspects = 0;
-	zcore_worker_restarted(&c->core);
+	zc_core_worker_restarted(&c->core);
 	c->gw_phase = GW_IDLE;		/* a claim of ours may be left: the new worker looks */
 	c->left_session = 0;		/* process memory: a left session then ends by timeout */
 	c->left_marking = false;
@@ -5204,7 +5204,7 @@ crash_restart(Cluster *c)
 		backend_exit(c, b);
 	}
 	c->marking = false;
-	zcoh_stop_lingering(&c->core.cohort);
+	zc_cohort_stop_lingering(&c->core.cohort);
 	stop_close(c, STOP_DIED);
 	c->left_session = old;
 }
@@ -5220,7 +5220,7 @@ begin_stop(Cluster *c)
 		backend_exit(c, &c->b[i]);
 	c->marking = false;
 	c->stop_deadline = zkm_now(S->m) + 3000000;
-	zcoh_stop_lingering(&c->core.cohort);
+	zc_cohort_stop_lingering(&c->core.cohort);
 }
 
 static void
@@ -5267,7 +5267,7 @@ fault(void)
 				S->ntainted < 64)
 			{
 				snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", s->uuid);
-				zcore_child_path(&c->t, s, s->node, path);
+				zc_core_child_path(&c->t, s, s->node, path);
 				trace("fault: %s deleted behind its owner's back", path);
 				zkm_admin_delete(S->m, path);
 				break;
@@ -5563,7 +5563,7 @@ draw_world(Sim *sim)
 	margin = INT32_MAX;
 	for (i = 0; i < sim->ncl; i++)
 	{
-		int			d = zkt_lock_delay_ms(sim->c[i].lock_delay, sim->c[i].proof_bound) - base_pb;
+		int			d = zc_table_lock_delay_ms(sim->c[i].lock_delay, sim->c[i].proof_bound) - base_pb;
 
 		margin = d < margin ? d : margin;
 	}
@@ -5637,7 +5637,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 		int			j;
 
 		for (j = 0; j < sim->c[i].nb; j++)
-			zkb_free(&sim->c[i].b[j].book);
+			zc_book_free(&sim->c[i].b[j].book);
 		free(sim->c[i].outs);
 		presence_free(&sim->c[i]);
 		looks_restart(&sim->c[i]);

@@ -174,7 +174,7 @@ claim(char mode, int pid)
 {
 	ZklRequest	r;
 	char		uuid[ZKL_UUID_LEN + 1];
-	int			idx = zkt_find_free(&table);
+	int			idx = zc_table_find_free(&table);
 
 	env_uuid(NULL, uuid);
 	r.key = "tk";
@@ -188,7 +188,7 @@ claim(char mode, int pid)
 	r.pid = pid;
 	r.now = now_us;
 	r.uuid = uuid;
-	zkt_claim(&table, idx, &r);
+	zc_table_claim(&table, idx, &r);
 	return idx;
 }
 
@@ -200,7 +200,7 @@ planned(int idx, ZklOpKind kind)
 
 	for (i = 0; i < core.nops; i++)
 		if (ops[i].idx == idx && ops[i].kind == kind)
-			return zcore_tag(idx, ops[i].attempt);
+			return zc_core_tag(idx, ops[i].attempt);
 	return 0;
 }
 
@@ -210,7 +210,7 @@ node_of(int idx, int seq, char *buf)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zkr_node_prefix(slots[idx].req.mode, slots[idx].uuid, 7, slots[idx].req.owner_pid, slots[idx].req.holders,
+	zc_recipe_node_prefix(slots[idx].req.mode, slots[idx].uuid, 7, slots[idx].req.owner_pid, slots[idx].req.holders,
 					prefix, sizeof(prefix));
 	sprintf(buf, "%s%010d", prefix, seq);
 	return buf;
@@ -224,11 +224,11 @@ create_and_list(int idx, int seq, const char *const *names, int n)
 	uint64_t	tag;
 	ZkrChild	kids[8];
 
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(idx, OP_CREATE);
 	CHECK(tag != 0, "a create is planned");
-	(void) zcore_create_reply(&core, tag, ZOK, node_of(idx, seq, name), true, 10 + seq);
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(names, n, kids), false);
+	(void) zc_core_create_reply(&core, tag, ZOK, node_of(idx, seq, name), true, 10 + seq);
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(names, n, kids), false);
 }
 
 /* Names of the nodes made so far, in queue order. */
@@ -253,10 +253,10 @@ listing_without(int w)
 {
 	ZkrChild	kids[4];
 
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	slots[w].zk.todo |= ZKT_CHILDREN;
-	(void) zcore_plan(&core, true, now_us);
-	zcore_children_reply(&core, planned(w, OP_CHILDREN), ZOK, kids, zkr_collect(queue, 1, kids),
+	(void) zc_core_plan(&core, true, now_us);
+	zc_core_children_reply(&core, planned(w, OP_CHILDREN), ZOK, kids, zc_recipe_collect(queue, 1, kids),
 						 false);
 }
 
@@ -265,8 +265,8 @@ static void
 lookup_finds_nothing(int idx)
 {
 	CHECK(slots[idx].zstate == ZKS_RECOVER, "a node not seen is looked up after a sync first");
-	(void) zcore_plan(&core, true, now_us);
-	zcore_recover_reply(&core, planned(idx, OP_RECOVER), ZOK, NULL, 0);
+	(void) zc_core_plan(&core, true, now_us);
+	zc_core_recover_reply(&core, planned(idx, OP_RECOVER), ZOK, NULL, 0);
 }
 
 /*
@@ -284,8 +284,8 @@ test_listing_behind(void)
 	holder_and_waiter(&d, &w);
 	listing_without(w);
 	CHECK(slots[w].zstate == ZKS_RECOVER, "a listing without our node: looked up after a sync");
-	(void) zcore_plan(&core, true, now_us);
-	zcore_recover_reply(&core, planned(w, OP_RECOVER), ZOK, queue, 2);
+	(void) zc_core_plan(&core, true, now_us);
+	zc_core_recover_reply(&core, planned(w, OP_RECOVER), ZOK, queue, 2);
 	CHECK(slots[w].zstate == ZKS_QUEUED && strcmp(slots[w].node, made[1]) == 0,
 		  "found: the same node is kept");
 }
@@ -307,34 +307,34 @@ test_recheck_looks_at_own_node(void)
 	setup();
 	holder_and_waiter(&d, &w);
 	CHECK(slots[w].zstate == ZKS_QUEUED, "W waits behind D");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(w, OP_WATCH) != 0, "it watches D");
-	zcore_watch_set_reply(&core, planned(w, OP_WATCH), ZOK, "{\"pid\":1}", 9);
+	zc_core_watch_set_reply(&core, planned(w, OP_WATCH), ZOK, "{\"pid\":1}", 9);
 	for (i = 1; i <= 3; i++)
 	{
 		now_us += 2001000;		/* recheck_ms: half the negotiated 4 s */
-		(void) zcore_plan(&core, true, now_us);
+		(void) zc_core_plan(&core, true, now_us);
 		CHECK(planned(w, OP_WATCH) != 0 && planned(w, OP_CHILDREN) == 0,
 			  "a re-check sets the watch again, reading one node");
-		zcore_watch_set_reply(&core, planned(w, OP_WATCH), ZOK, "{\"pid\":1}", 9);
+		zc_core_watch_set_reply(&core, planned(w, OP_WATCH), ZOK, "{\"pid\":1}", 9);
 	}
 	now_us += 2001000;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(w, OP_STAT) != 0 && planned(w, OP_CHILDREN) == 0,
 		  "the fourth looks at its own node, not at the queue");
-	(void) zcore_stat_reply(&core, planned(w, OP_STAT), ZOK, table.session_id, 77, stray);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_stat_reply(&core, planned(w, OP_STAT), ZOK, table.session_id, 77, stray);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[w].zstate == ZKS_QUEUED && core.nops == 0 && !(slots[w].zk.todo & ZKT_CHILDREN),
 		  "still there: nothing more is read");
 	for (i = 1; i <= 4; i++)
 	{
 		now_us += 2001000;
-		(void) zcore_plan(&core, true, now_us);
+		(void) zc_core_plan(&core, true, now_us);
 		if (planned(w, OP_WATCH) != 0)
-			zcore_watch_set_reply(&core, planned(w, OP_WATCH), ZOK, "{\"pid\":1}", 9);
+			zc_core_watch_set_reply(&core, planned(w, OP_WATCH), ZOK, "{\"pid\":1}", 9);
 	}
 	CHECK(planned(w, OP_STAT) != 0, "four re-checks later it looks again");
-	(void) zcore_stat_reply(&core, planned(w, OP_STAT), ZNONODE, 0, 0, stray);
+	(void) zc_core_stat_reply(&core, planned(w, OP_STAT), ZNONODE, 0, 0, stray);
 	lookup_finds_nothing(w);
 	CHECK(slots[w].zstate == ZKS_NEW, "its node deleted from outside: it queues again");
 }
@@ -345,10 +345,10 @@ lookup_answered(int pid, int rc)
 {
 	int			a = claim(ZKL_MODE_EXCLUSIVE, pid);
 
-	(void) zcore_plan(&core, true, now_us);
-	(void) zcore_create_reply(&core, planned(a, OP_CREATE), ZCONNECTIONLOSS, "", false, 0);
-	(void) zcore_plan(&core, true, now_us);
-	zcore_recover_reply(&core, planned(a, OP_RECOVER), rc, NULL, 0);
+	(void) zc_core_plan(&core, true, now_us);
+	(void) zc_core_create_reply(&core, planned(a, OP_CREATE), ZCONNECTIONLOSS, "", false, 0);
+	(void) zc_core_plan(&core, true, now_us);
+	zc_core_recover_reply(&core, planned(a, OP_RECOVER), rc, NULL, 0);
 	return a;
 }
 
@@ -372,10 +372,10 @@ test_refusals(void)
 
 	setup();
 	holder_and_waiter(&d, &w);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(w, OP_WATCH);
 	CHECK(tag != 0, "W watches D");
-	zcore_watch_set_reply(&core, tag, ZNOAUTH, NULL, 0);
+	zc_core_watch_set_reply(&core, tag, ZNOAUTH, NULL, 0);
 	CHECK(slots[w].ans.result == ZKL_RESULT_PENDING && slots[w].zstate == ZKS_QUEUED,
 		  "a refused watch on D (an ACL on D's node) leaves W to its re-checks");
 	/*
@@ -384,70 +384,70 @@ test_refusals(void)
 	 * is read again a second later, not at the next re-check interval.
 	 */
 	now_us += 2001000;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(w, OP_WATCH);
 	CHECK(tag != 0, "W's re-check sets its watch again");
-	zcore_watch_set_reply(&core, tag, ZSESSIONEXPIRED, NULL, 0);
+	zc_core_watch_set_reply(&core, tag, ZSESSIONEXPIRED, NULL, 0);
 	CHECK(slots[w].watch[0] == '\0', "answered ZSESSIONEXPIRED: W watches nothing");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(w, OP_CHILDREN) == 0, "not read at once");
 	now_us += 1001000;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(w, OP_CHILDREN) != 0, "its queue is read a second later");
 
 	a = claim(ZKL_MODE_EXCLUSIVE, 3);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(a, OP_CREATE);
-	(void) zcore_create_reply(&core, tag, ZOK, node_of(a, 2, made[2]), true, 12);
-	zcore_children_reply(&core, tag, ZNOAUTH, NULL, 0, false);
+	(void) zc_core_create_reply(&core, tag, ZOK, node_of(a, 2, made[2]), true, 12);
+	zc_core_children_reply(&core, tag, ZNOAUTH, NULL, 0, false);
 	CHECK(slots[a].ans.result == ZKL_RESULT_FAILED && slots[a].ans.sqlstate == ZKL_SQLSTATE('4', '2', '5', '0', '1'),
 		  "a refused queue read fails the request with 42501");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(a, OP_DELETE);
 	CHECK(slots[a].zstate == ZKS_DELETING && tag != 0, "and gives its place up");
-	zcore_delete_reply(&core, tag, ZOK);
-	(void) zkt_abandon(&table, &slots[a]);
-	(void) zcore_plan(&core, true, now_us);
+	zc_core_delete_reply(&core, tag, ZOK);
+	(void) zc_table_abandon(&table, &slots[a]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[a].zstate == ZKS_FREE, "its node deleted, the slot is free");
 
-	(void) zkt_abandon(&table, &slots[d]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[d]);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(d, OP_DELETE);
 	CHECK(tag != 0, "D's release deletes its node");
-	zcore_delete_reply(&core, tag, ZNOAUTH);
+	zc_core_delete_reply(&core, tag, ZNOAUTH);
 	CHECK(slots[d].zstate == ZKS_DELETING && warnings == 1, "refused: kept, said once");
 	now_us += 1000000;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(d, OP_DELETE) == 0, "not sent again at once");
 	now_us += 1001000;			/* recheck_ms: half the negotiated 4 s */
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(d, OP_DELETE);
 	CHECK(tag != 0, "sent again a re-check interval later");
-	zcore_delete_reply(&core, tag, ZNOAUTH);
+	zc_core_delete_reply(&core, tag, ZNOAUTH);
 	CHECK(warnings == 1, "a refusal again is not said again");
 	now_us += 2001000;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(d, OP_DELETE);
-	zcore_delete_reply(&core, tag, ZOK);
-	(void) zcore_plan(&core, true, now_us);
+	zc_core_delete_reply(&core, tag, ZOK);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[d].zstate == ZKS_FREE, "deleted at last, the slot is free");
 
 	a = claim(ZKL_MODE_EXCLUSIVE, 3);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(a, OP_CREATE);
-	(void) zcore_create_reply(&core, tag, ZMARSHALLINGERROR, "", false, 0);
+	(void) zc_core_create_reply(&core, tag, ZMARSHALLINGERROR, "", false, 0);
 	CHECK(slots[a].zstate == ZKS_RECOVER, "a create answered by a server's failure is looked up");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(a, OP_RECOVER);
 	CHECK(tag != 0, "the lookup is sent");
-	zcore_recover_reply(&core, tag, ZNOAUTH, NULL, 0);
+	zc_core_recover_reply(&core, tag, ZNOAUTH, NULL, 0);
 	CHECK(slots[a].ans.result == ZKL_RESULT_FAILED && slots[a].zstate == ZKS_RECOVER,
 		  "a refused lookup fails the request; the slot stays to look for the node");
-	(void) zkt_abandon(&table, &slots[a]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[a]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(a, OP_RECOVER) == 0, "not at once");
 	now_us += 1001000;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(a, OP_RECOVER);
 	CHECK(tag != 0, "a second later it looks again");
 	{
@@ -455,9 +455,9 @@ test_refusals(void)
 		char		name[ZKL_NODE_BUFLEN];
 
 		names[0] = node_of(a, 5, name);
-		zcore_recover_reply(&core, tag, ZOK, names, 1);
+		zc_core_recover_reply(&core, tag, ZOK, names, 1);
 	}
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[a].zstate == ZKS_DELETING && planned(a, OP_DELETE) != 0,
 		  "found, the node of the request given up is deleted");
 
@@ -468,18 +468,18 @@ test_refusals(void)
 	 */
 	a = lookup_answered(7, ZSESSIONEXPIRED);
 	CHECK(slots[a].ans.result == ZKL_RESULT_PENDING && slots[a].zstate == ZKS_RECOVER, "it looks again");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(a, OP_RECOVER) == 0, "not at once");
 	now_us += 1001000;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(a, OP_RECOVER) != 0, "a second later");
-	(void) zkt_abandon(&table, &slots[a]);
+	(void) zc_table_abandon(&table, &slots[a]);
 
 	/* a refused lookup's request failed: the session's end must not queue it again */
 	a = lookup_answered(4, ZNOAUTH);
 	CHECK(slots[a].ans.result == ZKL_RESULT_FAILED && slots[a].zstate == ZKS_RECOVER, "failed, looked for later");
-	zcore_session_lost(&core);
-	(void) zcore_plan(&core, false, now_us);
+	zc_core_session_lost(&core);
+	(void) zc_core_plan(&core, false, now_us);
 	CHECK(slots[a].zstate == ZKS_GONE && planned(a, OP_CREATE) == 0,
 		  "the session gone, so is its node: nothing is created for the failed request");
 
@@ -490,17 +490,17 @@ test_refusals(void)
 	 * it fails with 42501.
 	 */
 	a = claim(ZKL_MODE_EXCLUSIVE, 5);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(a, OP_CREATE);
-	zcore_key_node_reply(&core, tag, ZNOAUTH);
+	zc_core_key_node_reply(&core, tag, ZNOAUTH);
 	CHECK(slots[a].ans.result == ZKL_RESULT_PENDING, "a refused key node alone fails nothing");
-	(void) zcore_create_reply(&core, tag, ZOK, node_of(a, 9, made[3]), true, 19);
+	(void) zc_core_create_reply(&core, tag, ZOK, node_of(a, 9, made[3]), true, 19);
 	CHECK(slots[a].zstate == ZKS_QUEUED, "the key node was there: the node is queued");
 	d = claim(ZKL_MODE_EXCLUSIVE, 6);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(d, OP_CREATE);
-	zcore_key_node_reply(&core, tag, ZNOAUTH);
-	(void) zcore_create_reply(&core, tag, ZNONODE, "", false, 0);
+	zc_core_key_node_reply(&core, tag, ZNOAUTH);
+	(void) zc_core_create_reply(&core, tag, ZNONODE, "", false, 0);
 	CHECK(slots[d].ans.result == ZKL_RESULT_FAILED && slots[d].ans.sqlstate == ZKL_SQLSTATE('4', '2', '5', '0', '1'),
 		  "no key node, and we may not make it: 42501");
 }
@@ -530,21 +530,21 @@ test_stale_watch(void)
 	CHECK(slots[w].watch[0] == '\0' && !slots[w].zk.watch_sole, "requeue forgets the watched node");
 
 	/* its create's reply is lost; the lookup finds the node and adopts it */
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(w, OP_CREATE);
-	(void) zcore_create_reply(&core, tag, ZCONNECTIONLOSS, "", false, 0);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_create_reply(&core, tag, ZCONNECTIONLOSS, "", false, 0);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(w, OP_RECOVER);
 	queue[1] = node_of(w, 2, made[2]);
-	zcore_recover_reply(&core, tag, ZOK, queue, 2);
+	zc_core_recover_reply(&core, tag, ZOK, queue, 2);
 	CHECK(slots[w].zstate == ZKS_QUEUED && slots[w].watch[0] == '\0', "adopted, no watch yet");
 
 	/* D releases: its delete's reply must not grant W */
-	(void) zkt_abandon(&table, &slots[d]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[d]);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(d, OP_DELETE);
 	CHECK(tag != 0, "the holder's delete is planned");
-	zcore_delete_reply(&core, tag, ZOK);
+	zc_core_delete_reply(&core, tag, ZOK);
 	CHECK(slots[w].ans.result == ZKL_RESULT_PENDING, "a stale predecessor grants nothing");
 }
 
@@ -558,10 +558,10 @@ test_local_handover(void)
 
 	setup();
 	holder_and_waiter(&d, &w);
-	(void) zkt_abandon(&table, &slots[d]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[d]);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(d, OP_DELETE);
-	zcore_delete_reply(&core, tag, ZOK);
+	zc_core_delete_reply(&core, tag, ZOK);
 	CHECK(slots[w].ans.result == ZKL_RESULT_GRANTED, "granted by the delete's reply");
 	CHECK(slots[d].zstate == ZKS_FREE, "the released slot is free");
 }
@@ -583,11 +583,11 @@ test_lock_delay(void)
 	CHECK(slots[s].ans.result == ZKL_RESULT_PENDING && slots[s].zk.delayed_until == paused_until,
 		  "no grant during a lock-delay");
 	now_us += 1000000;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(s, OP_CHILDREN) == 0, "nothing read while it lasts");
 	now_us += 1000001;
 	paused = false;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(s, OP_CHILDREN) != 0, "the queue is read again when it ends");
 }
 
@@ -600,7 +600,7 @@ test_session_lost(void)
 
 	setup();
 	holder_and_waiter(&h, &w);
-	zcore_session_lost(&core);
+	zc_core_session_lost(&core);
 	CHECK(slots[h].ans.result == ZKL_RESULT_LOST && interrupts == 1, "the holder lost its lock and was told");
 	CHECK(slots[w].zstate == ZKS_NEW && slots[w].ans.result == ZKL_RESULT_PENDING, "the waiter queues again");
 	CHECK(table.session_id == 0, "no session");
@@ -634,11 +634,11 @@ test_restart_verify(void)
 	CHECK(slots[s].zstate == ZKS_HELD, "granted");
 	slots[s].own.verify = ZKV_ASKED;
 	slots[s].zk.todo |= ZKT_VERIFY;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(s, OP_VERIFY) != 0, "the verify is sent");
 	CHECK(!(slots[s].zk.todo & ZKT_VERIFY), "and no longer owed");
-	zcore_worker_restarted(&core);
-	(void) zcore_plan(&core, true, now_us);
+	zc_core_worker_restarted(&core);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(s, OP_VERIFY) != 0, "a restarted worker sends it again");
 }
 
@@ -652,16 +652,16 @@ test_proof(void)
 	s = lone_holder();
 	CHECK(noted_at == slots[s].zk.sent_at, "the create's answer is a proof");
 	now_us += 600000;
-	(void) zcore_plan(&core, true, noted_at);
+	(void) zc_core_plan(&core, true, noted_at);
 	CHECK(core.proof_due, "a proof older than half the bound is renewed");
 	core.proof_sent = now_us;
-	zcore_proof_sent(&core, true);
-	zcore_proof_reply(&core, core.proof_gen, ZSESSIONEXPIRED);
+	zc_core_proof_sent(&core, true);
+	zc_core_proof_reply(&core, core.proof_gen, ZSESSIONEXPIRED);
 	CHECK(noted_at != now_us, "a session error proves nothing");
-	zcore_proof_sent(&core, true);
-	zcore_proof_reply(&core, core.proof_gen + 1, ZOK);
+	zc_core_proof_sent(&core, true);
+	zc_core_proof_reply(&core, core.proof_gen + 1, ZOK);
 	CHECK(noted_at != now_us, "a reply from an old handle proves nothing");
-	zcore_proof_reply(&core, core.proof_gen, ZOK);
+	zc_core_proof_reply(&core, core.proof_gen, ZOK);
 	CHECK(noted_at == now_us && noted_session == 0x100, "the leader's answer proves the session");
 }
 
@@ -680,40 +680,40 @@ test_holds(void)
 	ZklXactProof p;
 	ZklHold		down[2] = {{0, 's', "ta", 0, 1}, {1, 'x', "ta", 0, 0}};
 
-	CHECK(zkh_keeps_node(h, 3, 0, slot_order, NULL),
+	CHECK(zc_holds_keeps_node(h, 3, 0, slot_order, NULL),
 		  "a node stays while the key's other mode is held through a later node");
-	CHECK(!zkh_keeps_node(h, 3, 2, slot_order, NULL), "a node of a key no longer held goes");
-	CHECK(!zkh_keeps_node(down, 2, 1, slot_order, NULL),
+	CHECK(!zc_holds_keeps_node(h, 3, 2, slot_order, NULL), "a node of a key no longer held goes");
+	CHECK(!zc_holds_keeps_node(down, 2, 1, slot_order, NULL),
 		  "a downgrade: the exclusive node goes while the shared one from before is held");
 
 	memset(&p, 0, sizeof(p));
-	CHECK(zkh_commit_verdict(&p, false, false, 0, 0, 0, 0, 1000) == ZKH_COMMIT, "no lock, nothing to prove");
-	zkh_granted(&p, 7);
-	CHECK(zkh_commit_verdict(&p, false, false, 5000000, 7, 7, 5500000, 1000) == ZKH_COMMIT, "fresh proof");
-	CHECK(zkh_commit_verdict(&p, false, false, 5000000, 7, 7, 6000000, 1000) == ZKH_WAIT, "proof as old as the bound");
-	CHECK(zkh_commit_verdict(&p, false, false, 5000000, 7, 8, 5500000, 1000) == ZKH_ENDED, "the session changed");
-	CHECK(zkh_commit_verdict(&p, false, true, 5000000, 7, 7, 5500000, 1000) == ZKH_LOST, "a held lock is lost");
-	zkh_released(&p, "ta", true);
-	CHECK(zkh_commit_verdict(&p, false, false, 5000000, 7, 7, 5500000, 1000) == ZKH_LOST,
+	CHECK(zc_holds_commit_verdict(&p, false, false, 0, 0, 0, 0, 1000) == ZKH_COMMIT, "no lock, nothing to prove");
+	zc_holds_granted(&p, 7);
+	CHECK(zc_holds_commit_verdict(&p, false, false, 5000000, 7, 7, 5500000, 1000) == ZKH_COMMIT, "fresh proof");
+	CHECK(zc_holds_commit_verdict(&p, false, false, 5000000, 7, 7, 6000000, 1000) == ZKH_WAIT, "proof as old as the bound");
+	CHECK(zc_holds_commit_verdict(&p, false, false, 5000000, 7, 8, 5500000, 1000) == ZKH_ENDED, "the session changed");
+	CHECK(zc_holds_commit_verdict(&p, false, true, 5000000, 7, 7, 5500000, 1000) == ZKH_LOST, "a held lock is lost");
+	zc_holds_released(&p, "ta", true);
+	CHECK(zc_holds_commit_verdict(&p, false, false, 5000000, 7, 7, 5500000, 1000) == ZKH_LOST,
 		  "unlocking a lost lock does not undo the loss");
 	memset(&p, 0, sizeof(p));
-	zkh_granted(&p, 7);
-	zkh_granted(&p, 9);
-	CHECK(zkh_commit_verdict(&p, false, false, 5000000, 9, 9, 5500000, 1000) == ZKH_TWO_SESSIONS,
+	zc_holds_granted(&p, 7);
+	zc_holds_granted(&p, 9);
+	CHECK(zc_holds_commit_verdict(&p, false, false, 5000000, 9, 9, 5500000, 1000) == ZKH_TWO_SESSIONS,
 		  "granted by two sessions");
 
 	/* a lost session-level lock stays lost until acknowledged */
 	memset(&p, 0, sizeof(p));
-	CHECK(zkh_commit_verdict(&p, true, false, 0, 0, 0, 0, 1000) == ZKH_SESSION_LOST,
+	CHECK(zc_holds_commit_verdict(&p, true, false, 0, 0, 0, 0, 1000) == ZKH_SESSION_LOST,
 		  "a lost session-level lock fails even a commit that took no lock");
-	CHECK(!zkh_loss_unacknowledged(&sess, false), "a session-level lock not lost is no loss");
-	CHECK(zkh_loss_unacknowledged(&sess, true), "a lost session-level lock is a loss");
-	CHECK(!zkh_acknowledge(&sess, false) && sess.nsession == 2, "nothing to acknowledge while not lost");
-	CHECK(zkh_acknowledge(&sess, true) && sess.nsession == 0 && sess.nxact == 1,
+	CHECK(!zc_holds_loss_unacknowledged(&sess, false), "a session-level lock not lost is no loss");
+	CHECK(zc_holds_loss_unacknowledged(&sess, true), "a lost session-level lock is a loss");
+	CHECK(!zc_holds_acknowledge(&sess, false) && sess.nsession == 2, "nothing to acknowledge while not lost");
+	CHECK(zc_holds_acknowledge(&sess, true) && sess.nsession == 0 && sess.nxact == 1,
 		  "the acknowledgement drops the session-level holds only");
-	CHECK(!zkh_loss_unacknowledged(&sess, true), "an acknowledged loss is no longer one");
+	CHECK(!zc_holds_loss_unacknowledged(&sess, true), "an acknowledged loss is no longer one");
 	sess.nsession = 0;
-	CHECK(!zkh_loss_unacknowledged(&sess, true), "a lost transaction-level lock is the transaction's rule");
+	CHECK(!zc_holds_loss_unacknowledged(&sess, true), "a lost transaction-level lock is the transaction's rule");
 }
 
 /* ---- a host for book.c: heap memory, and a record of what it was told ---- */
@@ -794,56 +794,56 @@ test_book(void)
 	b.host = &book_host;
 
 	/* stacking across savepoints: a rolled-back one gives up what it took, a released one passes it up */
-	zkb_add(&b, 0, "ka", 'x', 7, false, 1);
+	zc_book_add(&b, 0, "ka", 'x', 7, false, 1);
 	CHECK(b.n == 1 && b.h[0].nxact == 1 && book_scope_of[0] == ZKL_SCOPE_XACT && b.proof.session == 7,
 		  "granted: held at transaction level, under session 7");
-	zkb_stack(&b, 0, false, 2);
-	zkb_stack(&b, 0, false, 3);
-	zkb_subxact_commit(&b, 3, 2);
+	zc_book_stack(&b, 0, false, 2);
+	zc_book_stack(&b, 0, false, 3);
+	zc_book_subxact_commit(&b, 3, 2);
 	CHECK(b.h[0].nxact == 3 && b.x[0].ndepth == 2, "a released savepoint's acquisition joins its parent's");
-	zkb_subxact_abort(&b, 2);
+	zc_book_subxact_abort(&b, 2);
 	CHECK(b.h[0].nxact == 1 && !given_up(0), "a rolled-back savepoint undoes its two, the first stays");
-	zkb_add(&b, 1, "kb", 'x', 7, false, 4);
-	zkb_subxact_abort(&b, 4);
+	zc_book_add(&b, 1, "kb", 'x', 7, false, 4);
+	zc_book_subxact_abort(&b, 4);
 	CHECK(b.n == 1 && given_up(1), "a lock taken only inside the rolled-back savepoint goes");
-	zkb_set_pending(&b, pend, 1);
-	zkb_subxact_abort(&b, 5);
+	zc_book_set_pending(&b, pend, 1);
+	zc_book_subxact_abort(&b, 5);
 	CHECK(b.npending == 0 && given_up(5), "a request waited for in a rolled-back savepoint is given up");
 	book_ngiven_up = 0;
 
 	/* a node kept for the key's other mode; a pending request given up at the level's end */
-	zkb_add(&b, 2, "ka", 's', 7, true, 1);
-	CHECK(zkb_unlock(&b, "ka", 'x', false) && b.n == 2 && !given_up(0) && book_scope_of[0] == 0,
+	zc_book_add(&b, 2, "ka", 's', 7, true, 1);
+	CHECK(zc_book_unlock(&b, "ka", 'x', false) && b.n == 2 && !given_up(0) && book_scope_of[0] == 0,
 		  "unlocked, but the node stays while the key is held shared");
-	CHECK(!zkb_unlock(&b, "ka", 's', false), "a session-level lock is not unlocked at transaction level");
-	zkb_set_pending(&b, pend, 2);
-	zkb_add(&b, 5, "kc", 'x', 7, false, 1);
+	CHECK(!zc_book_unlock(&b, "ka", 's', false), "a session-level lock is not unlocked at transaction level");
+	zc_book_set_pending(&b, pend, 2);
+	zc_book_add(&b, 5, "kc", 'x', 7, false, 1);
 	CHECK(b.npending == 1 && b.pending[0] == 6, "a granted slot is no longer pending");
-	zkb_xact_end(&b);
+	zc_book_xact_end(&b);
 	CHECK(b.n == 2 && given_up(5) && given_up(6) && !given_up(2) && b.proof.session == 0,
 		  "the transaction's end: its locks and the pending request go, the session-level one stays");
-	CHECK(!zkb_holds_xact_locks(&b), "no transaction-level lock left");
+	CHECK(!zc_book_holds_xact_locks(&b), "no transaction-level lock left");
 
 	/* a lost session-level lock: every level's end keeps it, until acknowledged */
 	book_lost_slot[2] = true;
-	CHECK(zkb_unacknowledged_loss(&b) >= 0, "lost: unacknowledged");
-	zkb_xact_end(&b);
-	zkb_subxact_abort(&b, 9);
-	CHECK(zkb_unacknowledged_loss(&b) >= 0 && !given_up(2), "no transaction end forgets it");
-	CHECK(!zkb_acknowledge(&b, "ka", 'x', first), "an unlock of the other mode acknowledges nothing");
-	CHECK(zkb_acknowledge(&b, "ka", 's', first) && strcmp(first, "ka") == 0 && given_up(2),
+	CHECK(zc_book_unacknowledged_loss(&b) >= 0, "lost: unacknowledged");
+	zc_book_xact_end(&b);
+	zc_book_subxact_abort(&b, 9);
+	CHECK(zc_book_unacknowledged_loss(&b) >= 0 && !given_up(2), "no transaction end forgets it");
+	CHECK(!zc_book_acknowledge(&b, "ka", 'x', first), "an unlock of the other mode acknowledges nothing");
+	CHECK(zc_book_acknowledge(&b, "ka", 's', first) && strcmp(first, "ka") == 0 && given_up(2),
 		  "its own unlock acknowledges it and gives it up");
 	CHECK(b.proof.lost_key != NULL && strcmp(b.proof.lost_key, "ka") == 0 && b.proof.session == 7,
 		  "the acknowledging transaction ran under the lost lock: its commit fails");
 	CHECK(given_up(0) && b.n == 0, "the other mode's node, kept for it, went with it");
-	zkb_xact_end(&b);
+	zc_book_xact_end(&b);
 
 	/* DISCARD ALL gives up everything; alone, its commit has nothing to prove */
 	book_ngiven_up = 0;
-	zkb_add(&b, 3, "kd", 'x', 8, true, 1);
-	zkb_stack(&b, 0, true, 1);
+	zc_book_add(&b, 3, "kd", 'x', 8, true, 1);
+	zc_book_stack(&b, 0, true, 1);
 	book_lost_slot[3] = true;
-	zkb_discard_all(&b, true);
+	zc_book_discard_all(&b, true);
 	CHECK(b.n == 0 && given_up(3) && b.proof.session == 0 && b.proof.lost_key == NULL,
 		  "DISCARD ALL, alone: everything goes, nothing to prove");
 	book_lost_slot[3] = false;
@@ -857,20 +857,20 @@ test_book(void)
 		for (i = 0; i < 20; i++)
 		{
 			snprintf(key, sizeof(key), "k%d", i);
-			zkb_add(&b, i % NSLOTS, key, 'x', 8, i % 2 == 0, 1);
+			zc_book_add(&b, i % NSLOTS, key, 'x', 8, i % 2 == 0, 1);
 		}
-		zkb_stack(&b, 19, false, 2);
-		zkb_stack(&b, 19, false, 3);
-		zkb_stack(&b, 19, false, 4);
-		zkb_stack(&b, 19, false, 5);
+		zc_book_stack(&b, 19, false, 2);
+		zc_book_stack(&b, 19, false, 3);
+		zc_book_stack(&b, 19, false, 4);
+		zc_book_stack(&b, 19, false, 5);
 		CHECK(b.n == 20 && b.x[19].ndepth == 5, "twenty locks, one five savepoints deep");
-		zkb_at_commit(&b);
-		zkb_unlock_all(&b, true);
+		zc_book_at_commit(&b);
+		zc_book_unlock_all(&b, true);
 		CHECK(b.n == 10 && book_ngiven_up == 10, "zk_session_unlock_all: the ten session-level ones go");
-		zkb_release_level(&b, true);
+		zc_book_release_level(&b, true);
 		CHECK(b.n == 0 && book_ngiven_up == 20, "the backend's exit: all of them");
 	}
-	zkb_free(&b);
+	zc_book_free(&b);
 }
 
 static void
@@ -884,29 +884,29 @@ test_lock_delay_rules(void)
 	ZklListing	after = {ab, 2, NULL, 0, 10};
 	int64_t		until;
 
-	CHECK(zld_died(NULL, &after), "the first listing cannot tell what died before it");
-	CHECK(!zld_died(&before, &after), "nothing changed");
+	CHECK(zc_delay_died(NULL, &after), "the first listing cannot tell what died before it");
+	CHECK(!zc_delay_died(&before, &after), "nothing changed");
 	after.live = a;
 	after.nlive = 1;
 	after.cversion = 11;
-	CHECK(zld_died(&before, &after), "a session gone without a tombstone died");
+	CHECK(zc_delay_died(&before, &after), "a session gone without a tombstone died");
 	after.dead = b;
 	after.ndead = 1;
 	after.cversion = 12;
-	CHECK(!zld_died(&before, &after), "a session closed with a tombstone did not");
+	CHECK(!zc_delay_died(&before, &after), "a session closed with a tombstone did not");
 	after.live = abc;
 	after.nlive = 3;
 	after.dead = NULL;
 	after.ndead = 0;
 	after.cversion = 13;
-	CHECK(zld_died(&before, &after), "one came and went between the listings");
+	CHECK(zc_delay_died(&before, &after), "one came and went between the listings");
 	after.cversion = 11;
-	CHECK(!zld_died(&before, &after), "one came, no more");
+	CHECK(!zc_delay_died(&before, &after), "one came, no more");
 
-	CHECK(zld_paused(false, false, 0, 100, 20, &until) && until == 120, "not listed: paused, poll soon");
-	CHECK(zld_paused(true, true, 500, 100, 20, &until) && until == 500, "out of date: paused");
-	CHECK(zld_paused(true, false, 500, 100, 20, &until) && until == 500, "during a lock-delay");
-	CHECK(!zld_paused(true, false, 500, 600, 20, &until), "after it");
+	CHECK(zc_delay_paused(false, false, 0, 100, 20, &until) && until == 120, "not listed: paused, poll soon");
+	CHECK(zc_delay_paused(true, true, 500, 100, 20, &until) && until == 500, "out of date: paused");
+	CHECK(zc_delay_paused(true, false, 500, 100, 20, &until) && until == 500, "during a lock-delay");
+	CHECK(!zc_delay_paused(true, false, 500, 600, 20, &until), "after it");
 }
 
 /* looks.c's host: what was sent */
@@ -944,28 +944,28 @@ test_looks(void)
 
 	memset(&ls, 0, sizeof(ls));
 	ls.host = &host;
-	stray = zlk_new(&ls, "/r/k/x-1", "", 7);
-	CHECK(stray != NULL && stray->stray && zlk_new(&ls, "/r/k/x-1", "", 7) == NULL,
+	stray = zc_looks_new(&ls, "/r/k/x-1", "", 7);
+	CHECK(stray != NULL && stray->stray && zc_looks_new(&ls, "/r/k/x-1", "", 7) == NULL,
 		  "one look per node");
-	zlk_send(&ls, stray, t);
+	zc_looks_send(&ls, stray, t);
 	CHECK(looks_sent == 1 && stray->in_flight, "a stray's delete goes at once");
-	CHECK(zlk_answered(&ls, stray, ZNOAUTH, t) == ZLK_AGAIN_SAY && !stray->in_flight &&
+	CHECK(zc_looks_answered(&ls, stray, ZNOAUTH, t) == ZLK_AGAIN_SAY && !stray->in_flight &&
 		  stray->due == t + ZLK_DELAY_US, "refused: again later, said once");
-	CHECK(zlk_tend(&ls, t + 10, 7) == ZLK_DELAY_US - 10 && looks_sent == 1, "not before it is due");
-	CHECK(zlk_tend(&ls, t + ZLK_DELAY_US, 7) == -1 && looks_sent == 2, "then sent again");
-	CHECK(zlk_answered(&ls, stray, ZCONNECTIONLOSS, t + ZLK_DELAY_US) == ZLK_AGAIN,
+	CHECK(zc_looks_tend(&ls, t + 10, 7) == ZLK_DELAY_US - 10 && looks_sent == 1, "not before it is due");
+	CHECK(zc_looks_tend(&ls, t + ZLK_DELAY_US, 7) == -1 && looks_sent == 2, "then sent again");
+	CHECK(zc_looks_answered(&ls, stray, ZCONNECTIONLOSS, t + ZLK_DELAY_US) == ZLK_AGAIN,
 		  "a lost reply says nothing");
-	CHECK(zlk_answered(&ls, stray, ZNOAUTH, t + ZLK_DELAY_US) == ZLK_AGAIN, "said once only");
-	ghost = zlk_new(&ls, "/r/k", "uuid-1", 7);
-	zlk_again(ghost, t);
+	CHECK(zc_looks_answered(&ls, stray, ZNOAUTH, t + ZLK_DELAY_US) == ZLK_AGAIN, "said once only");
+	ghost = zc_looks_new(&ls, "/r/k", "uuid-1", 7);
+	zc_looks_again(ghost, t);
 	CHECK(ls.n == 2 && !ghost->stray, "a ghost's listing waits its delay");
-	CHECK(zlk_answered(&ls, stray, ZNONODE, t) == ZLK_DONE && ls.n == 1 &&
-		  zlk_find(&ls, "/r/k/x-1", "") == NULL, "settled: the look ends");
+	CHECK(zc_looks_answered(&ls, stray, ZNONODE, t) == ZLK_DONE && ls.n == 1 &&
+		  zc_looks_find(&ls, "/r/k/x-1", "") == NULL, "settled: the look ends");
 	looks_fail_send = true;
-	CHECK(zlk_tend(&ls, t + ZLK_DELAY_US, 7) == ZLK_DELAY_US && !ghost->in_flight,
+	CHECK(zc_looks_tend(&ls, t + ZLK_DELAY_US, 7) == ZLK_DELAY_US && !ghost->in_flight,
 		  "a look that could not be sent waits again");
 	looks_fail_send = false;
-	CHECK(zlk_tend(&ls, t + 3 * ZLK_DELAY_US, 8) == -1 && ls.n == 0,
+	CHECK(zc_looks_tend(&ls, t + 3 * ZLK_DELAY_US, 8) == -1 && ls.n == 0,
 		  "a new session: the old one's looks end with its nodes");
 }
 
@@ -977,9 +977,9 @@ test_owner_asks(void)
 
 	memset(&s, 0, sizeof(s));
 	s.zk.todo = ZKT_WATCH;
-	CHECK(zkt_ask_stat(&s) && s.zk.todo == (ZKT_WATCH | ZKT_STAT), "a Stat asked: the worker is woken");
-	CHECK(!zkt_ask_stat(&s) && s.zk.todo == (ZKT_WATCH | ZKT_STAT), "asked again: nothing new");
-	CHECK(zkt_ask_verify(&s) && s.own.verify == ZKV_ASKED && (s.zk.todo & ZKT_VERIFY) &&
+	CHECK(zc_table_ask_stat(&s) && s.zk.todo == (ZKT_WATCH | ZKT_STAT), "a Stat asked: the worker is woken");
+	CHECK(!zc_table_ask_stat(&s) && s.zk.todo == (ZKT_WATCH | ZKT_STAT), "asked again: nothing new");
+	CHECK(zc_table_ask_verify(&s) && s.own.verify == ZKV_ASKED && (s.zk.todo & ZKT_VERIFY) &&
 		  (s.zk.todo & ZKT_WATCH), "a verify asked, the worker's own bits kept");
 }
 
@@ -1032,60 +1032,60 @@ test_presence(void)
 	uint64_t	gen;
 	int64_t		t = 1000000;
 
-	zld_init(&p, &host);
-	CHECK(zld_tend(&p, 0xb, false, t) == (ZLD_SEND_PRESENCE | ZLD_SEND_LIST),
+	zc_delay_init(&p, &host);
+	CHECK(zc_delay_tend(&p, 0xb, false, t) == (ZLD_SEND_PRESENCE | ZLD_SEND_LIST),
 		  "a new session: its presence node, then a listing");
 	CHECK(pres_pauses == 1 && p.paused_until == t + 1000, "paused from the session's start");
-	CHECK(zld_grants_paused(&p, t + 5000, &until), "not listed yet: paused");
-	CHECK(zld_tend(&p, 0xb, false, t) == 0, "nothing twice");
+	CHECK(zc_delay_grants_paused(&p, t + 5000, &until), "not listed yet: paused");
+	CHECK(zc_delay_tend(&p, 0xb, false, t) == 0, "nothing twice");
 	gen = p.gen;
-	CHECK(zld_listed(&p, gen + 1, ZOK, first, 3, 3, t) == ZLD_STALE_REPLY && !p.listed,
+	CHECK(zc_delay_listed(&p, gen + 1, ZOK, first, 3, 3, t) == ZLD_STALE_REPLY && !p.listed,
 		  "a reply for an older handle is ignored");
-	CHECK(zld_listed(&p, gen, ZOK, first, 3, 3, t) == ZLD_LISTED && p.listed && p.nlive == 2 &&
+	CHECK(zc_delay_listed(&p, gen, ZOK, first, 3, 3, t) == ZLD_LISTED && p.listed && p.nlive == 2 &&
 		  p.live[0] == 0xa && p.ndead == 1 && p.nclosed == 1, "listed, sorted");
-	CHECK(!zld_grants_paused(&p, t + 5000, &until), "listed, the pause over: grants");
+	CHECK(!zc_delay_grants_paused(&p, t + 5000, &until), "listed, the pause over: grants");
 	CHECK(pres_nswept == 0 && p.sweep_at >= t + ZLD_CLOSED_KEEP_US, "a tombstone is kept a while");
 
-	zld_watch_fired(&p, gen);
-	CHECK(zld_grants_paused(&p, t + 5000, &until), "the watch fired: paused until listed again");
-	CHECK(zld_tend(&p, 0xb, false, t + 10) == ZLD_SEND_LIST, "listed again");
-	CHECK(zld_listed(&p, gen, ZOK, no_a, 3, 5, t + 10) == ZLD_LISTED && pres_pauses == 1,
+	zc_delay_watch_fired(&p, gen);
+	CHECK(zc_delay_grants_paused(&p, t + 5000, &until), "the watch fired: paused until listed again");
+	CHECK(zc_delay_tend(&p, 0xb, false, t + 10) == ZLD_SEND_LIST, "listed again");
+	CHECK(zc_delay_listed(&p, gen, ZOK, no_a, 3, 5, t + 10) == ZLD_LISTED && pres_pauses == 1,
 		  "a session gone with its tombstone: no pause");
-	zld_watch_fired(&p, gen);
-	CHECK(zld_tend(&p, 0xb, false, t + 20) == ZLD_SEND_LIST, "listed again");
-	CHECK(zld_listed(&p, gen, ZOK, no_b, 2, 6, t + 20) == ZLD_DIED && pres_pauses == 1 &&
+	zc_delay_watch_fired(&p, gen);
+	CHECK(zc_delay_tend(&p, 0xb, false, t + 20) == ZLD_SEND_LIST, "listed again");
+	CHECK(zc_delay_listed(&p, gen, ZOK, no_b, 2, 6, t + 20) == ZLD_DIED && pres_pauses == 1 &&
 		  p.paused_until == t + 1020 && p.presence_due,
 		  "our own node gone: the pause is longer, and the node is made again");
-	CHECK(!p.present && zld_grants_paused(&p, t + 5000, &until),
+	CHECK(!p.present && zc_delay_grants_paused(&p, t + 5000, &until),
 		  "no grant until a listing shows it again");
-	CHECK(zld_tend(&p, 0xb, false, t + 20) == 0, "not before the retry");
-	CHECK(zld_tend(&p, 0xb, false, t + 20 + ZLD_RETRY_US) == (ZLD_SEND_PRESENCE | ZLD_SEND_LIST),
+	CHECK(zc_delay_tend(&p, 0xb, false, t + 20) == 0, "not before the retry");
+	CHECK(zc_delay_tend(&p, 0xb, false, t + 20 + ZLD_RETRY_US) == (ZLD_SEND_PRESENCE | ZLD_SEND_LIST),
 		  "then again");
-	CHECK(zld_listed(&p, gen, ZNONODE, NULL, 0, 0, t + 30) == ZLD_LIST_FAILED && p.presence_due &&
+	CHECK(zc_delay_listed(&p, gen, ZNONODE, NULL, 0, 0, t + 30) == ZLD_LIST_FAILED && p.presence_due &&
 		  p.list_due, "the sessions node missing: made again");
-	CHECK(zld_tend(&p, 0xb, false, t + ZLD_CLOSED_KEEP_US + 40) == (ZLD_SEND_PRESENCE | ZLD_SEND_LIST),
+	CHECK(zc_delay_tend(&p, 0xb, false, t + ZLD_CLOSED_KEEP_US + 40) == (ZLD_SEND_PRESENCE | ZLD_SEND_LIST),
 		  "sent after the retry");
-	CHECK(zld_listed(&p, gen, ZOK, first, 3, 9, t + ZLD_CLOSED_KEEP_US + 40) == ZLD_LISTED &&
+	CHECK(zc_delay_listed(&p, gen, ZOK, first, 3, 9, t + ZLD_CLOSED_KEEP_US + 40) == ZLD_LISTED &&
 		  pres_nswept == 1 && pres_swept[0] == 0xc1, "a tombstone listed a minute is swept");
 
-	zld_reconnected(&p);
-	CHECK(zld_grants_paused(&p, t + ZLD_CLOSED_KEEP_US + 50, &until),
+	zc_delay_reconnected(&p);
+	CHECK(zc_delay_grants_paused(&p, t + ZLD_CLOSED_KEEP_US + 50, &until),
 		  "a new connection: the list is out of date");
-	CHECK(zld_listed(&p, gen, ZOK, other, 2, 9, t + ZLD_CLOSED_KEEP_US + 60) == ZLD_DIED,
+	CHECK(zc_delay_listed(&p, gen, ZOK, other, 2, 9, t + ZLD_CLOSED_KEEP_US + 60) == ZLD_DIED,
 		  "a name it cannot read counts as a change");
-	zld_reset(&p);
-	CHECK(!p.listed && zld_tend(&p, 0xb, false, t + ZLD_CLOSED_KEEP_US + 70) != 0 &&
+	zc_delay_reset(&p);
+	CHECK(!p.listed && zc_delay_tend(&p, 0xb, false, t + ZLD_CLOSED_KEEP_US + 70) != 0 &&
 		  p.gen != gen, "a new handle: set up again");
 	gen = p.gen;
-	CHECK(zld_tend(&p, 0xb, true, t + ZLD_CLOSED_KEEP_US + 80) != 0 && p.gen != gen,
+	CHECK(zc_delay_tend(&p, 0xb, true, t + ZLD_CLOSED_KEEP_US + 80) != 0 && p.gen != gen,
 		  "a new root: set up again");
-	zld_presence_failed(&p, gen, t + ZLD_CLOSED_KEEP_US + 90);
+	zc_delay_presence_failed(&p, gen, t + ZLD_CLOSED_KEEP_US + 90);
 	CHECK(!p.presence_due, "a failed create of an older gen is ignored");
-	zld_presence_failed(&p, p.gen, t + ZLD_CLOSED_KEEP_US + 90);
-	CHECK(p.presence_due && zld_tend(&p, 0xb, false, t + ZLD_CLOSED_KEEP_US + 91) == 0,
+	zc_delay_presence_failed(&p, p.gen, t + ZLD_CLOSED_KEEP_US + 90);
+	CHECK(p.presence_due && zc_delay_tend(&p, 0xb, false, t + ZLD_CLOSED_KEEP_US + 91) == 0,
 		  "a failed create of ours: made again after the retry");
-	zld_list_not_sent(&p);
-	CHECK(zld_tend(&p, 0xb, false, t + ZLD_CLOSED_KEEP_US + 90 + ZLD_RETRY_US) ==
+	zc_delay_list_not_sent(&p);
+	CHECK(zc_delay_tend(&p, 0xb, false, t + ZLD_CLOSED_KEEP_US + 90 + ZLD_RETRY_US) ==
 		  (ZLD_SEND_PRESENCE | ZLD_SEND_LIST), "a listing not sent is asked for again");
 	free(p.live);
 	free(p.dead);
@@ -1101,11 +1101,11 @@ test_names(void)
 	const char *b = "s-22222222-2222-4222-8222-222222222222-7300000000000000001-4242--2147483648";
 	const char *c = "s-33333333-3333-4333-8333-333333333333-7300000000000000001-4243--000000001";
 
-	CHECK(zkr_same_owner(a, b), "one backend's nodes on both sides of the wrap");
-	CHECK(!zkr_same_owner(b, c), "another pid is another backend");
-	CHECK(zkr_uuid_of(b, uuid) && strcmp(uuid, "22222222-2222-4222-8222-222222222222") == 0,
+	CHECK(zc_recipe_same_owner(a, b), "one backend's nodes on both sides of the wrap");
+	CHECK(!zc_recipe_same_owner(b, c), "another pid is another backend");
+	CHECK(zc_recipe_uuid_of(b, uuid) && strcmp(uuid, "22222222-2222-4222-8222-222222222222") == 0,
 		  "the uuid of a node");
-	CHECK(!zkr_same_owner(a, "x-short"), "a foreign name owns nothing");
+	CHECK(!zc_recipe_same_owner(a, "x-short"), "a foreign name owns nothing");
 }
 
 /* A semaphore request of pid, queued as the seq'th node behind queue[0 .. seq). */
@@ -1145,18 +1145,18 @@ test_semaphore(void)
 		  slots[b].watch[0] == '\0', "the others wait, watching no one node");
 
 	/* two child events on the key (say, from watches of both reads): one read */
-	zcore_watch_event(&core, 12345, false, "/r/tk");
-	zcore_watch_event(&core, zcore_tag(w, slots[w].req.attempt), false, "/r/tk");
+	zc_core_watch_event(&core, 12345, false, "/r/tk");
+	zc_core_watch_event(&core, zc_core_tag(w, slots[w].req.attempt), false, "/r/tk");
 	for (i = 0; i < NSLOTS; i++)
 		reading += (slots[i].zk.todo & ZKT_CHILDREN) != 0;
 	CHECK(reading == 1, "a child event makes one local waiter read, not each");
 
 	/* A leaves; the one read decides for both waiters: B in, W waits on */
-	(void) zkt_abandon(&table, &slots[a]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[a]);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(b, OP_CHILDREN) ? planned(b, OP_CHILDREN) : planned(w, OP_CHILDREN);
 	CHECK(tag != 0 && !(planned(b, OP_CHILDREN) && planned(w, OP_CHILDREN)), "one listing planned");
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue + 1, 2, kids), false);
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(queue + 1, 2, kids), false);
 	CHECK(slots[b].ans.result == ZKL_RESULT_GRANTED && slots[w].ans.result == ZKL_RESULT_PENDING &&
 		  !(slots[w].zk.todo & ZKT_CHILDREN), "that listing let B in and answered W too");
 
@@ -1195,7 +1195,7 @@ test_semaphore_delay_one_read(void)
 			  "semaphore: held back by the lock-delay");
 	now_us += 2000001;
 	paused = false;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	for (i = 0; i < 3; i++)
 		if (planned(w[i], OP_CHILDREN))
 		{
@@ -1203,7 +1203,7 @@ test_semaphore_delay_one_read(void)
 			tag = planned(w[i], OP_CHILDREN);
 		}
 	CHECK(reading == 1, "one listing when a lock-delay ends, however many wait");
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(queue, 3, kids), false);
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(queue, 3, kids), false);
 	CHECK(slots[w[0]].ans.result == ZKL_RESULT_GRANTED && slots[w[1]].ans.result == ZKL_RESULT_GRANTED &&
 		  slots[w[2]].ans.result == ZKL_RESULT_GRANTED, "that listing let all three in");
 	claim_holders = 2;
@@ -1228,10 +1228,10 @@ test_semaphore_reader_gone(void)
 	queue[0] = foreign;
 	b = queue_semaphore(2, 1);
 	w = queue_semaphore(3, 2);
-	zcore_watch_event(&core, 999, false, "/r/tk");
+	zc_core_watch_event(&core, 999, false, "/r/tk");
 	CHECK((slots[b].zk.todo & ZKT_CHILDREN) && !(slots[w].zk.todo & ZKT_CHILDREN), "the event picks B to read");
-	(void) zkt_abandon(&table, &slots[b]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[b]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(b, OP_DELETE) != 0 && planned(w, OP_CHILDREN) != 0,
 		  "B cancelled: W reads right behind B's delete");
 	claim_holders = 2;
@@ -1263,18 +1263,18 @@ test_group_split(void)
 	b = claim(ZKL_MODE_EXCLUSIVE, 1);
 	snprintf(slots[b].key, sizeof(slots[b].key), "tk2");
 	claim_group = 0;
-	(void) zcore_plan(&core, true, now_us);
-	CHECK(zcore_next_batch(&core, members) == 2, "the group's two creates go as one multi");
-	tags[0] = zcore_tag(a, slots[a].req.attempt);
-	tags[1] = zcore_tag(b, slots[b].req.attempt);
-	zcore_multi_reply(&core, 2, tags, del, made_names, ZCONNECTIONLOSS, errs, stray);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(zc_core_next_batch(&core, members) == 2, "the group's two creates go as one multi");
+	tags[0] = zc_core_tag(a, slots[a].req.attempt);
+	tags[1] = zc_core_tag(b, slots[b].req.attempt);
+	zc_core_multi_reply(&core, 2, tags, del, made_names, ZCONNECTIONLOSS, errs, stray);
 	CHECK(slots[a].zstate == ZKS_RECOVER && slots[b].zstate == ZKS_RECOVER, "reply lost: both look up");
-	(void) zcore_plan(&core, true, now_us);
-	zcore_recover_reply(&core, zcore_tag(a, slots[a].req.attempt), ZOK, names, 0);
+	(void) zc_core_plan(&core, true, now_us);
+	zc_core_recover_reply(&core, zc_core_tag(a, slots[a].req.attempt), ZOK, names, 0);
 	names[0] = node_of(b, 5, found);
-	zcore_recover_reply(&core, zcore_tag(b, slots[b].req.attempt), ZOK, names, 1);
+	zc_core_recover_reply(&core, zc_core_tag(b, slots[b].req.attempt), ZOK, names, 1);
 	CHECK(slots[a].zstate == ZKS_NEW && slots[b].zstate == ZKS_QUEUED, "a absent, b adopted");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(a, OP_CREATE) == 0, "a is not created alone");
 	CHECK(slots[a].ans.result == ZKL_RESULT_FAILED && slots[a].ans.sqlstate == ZKL_SQLSTATE('4','0','0','0','1'),
 		  "the request fails with 40001, to be retried whole");
@@ -1317,9 +1317,9 @@ test_group_never_alone(void)
 	(void) claim_member(41, "tk0");
 	(void) claim_member(41, "tk1");
 	(void) claim_member(41, "tk2");
-	(void) zcore_plan(&core, true, now_us);
-	CHECK(zcore_batch_wanted(&core), "a multi is wanted");
-	while ((n = zcore_next_batch(&core, members)) > 0)
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(zc_core_batch_wanted(&core), "a multi is wanted");
+	while ((n = zc_core_next_batch(&core, members)) > 0)
 	{
 		batches++;
 		together |= n == 3 && slots[ops[members[0]].idx].req.group == 41;
@@ -1331,14 +1331,14 @@ test_group_never_alone(void)
 	/* one op of a group, with nothing else planned, is a multi too */
 	setup();
 	lone = claim_member(42, "tk1");
-	(void) zcore_plan(&core, true, now_us);
-	CHECK(zcore_batch_wanted(&core) && zcore_next_batch(&core, members) == 1 &&
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(zc_core_batch_wanted(&core) && zc_core_next_batch(&core, members) == 1 &&
 		  ops[members[0]].idx == lone, "a lone member goes as a multi of one");
 	/* a plain single create is not */
 	setup();
 	lone = claim(ZKL_MODE_EXCLUSIVE, 1);
-	(void) zcore_plan(&core, true, now_us);
-	CHECK(!zcore_batch_wanted(&core) && zcore_next_batch(&core, members) == 0 &&
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(!zc_core_batch_wanted(&core) && zc_core_next_batch(&core, members) == 0 &&
 		  planned(lone, OP_CREATE) != 0, "a plain create goes alone");
 }
 
@@ -1359,12 +1359,12 @@ test_group_member_failed(void)
 	b = claim_member(50, "tk1");
 	slots[a].ans.result = ZKL_RESULT_FAILED;
 	slots[a].zstate = ZKS_GONE;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(b, OP_CREATE) == 0, "the survivor is not created alone");
 	CHECK(slots[b].zstate == ZKS_NEW && slots[b].ans.result == ZKL_RESULT_PENDING, "it waits for its owner to end it");
-	(void) zkt_abandon(&table, &slots[a]);
-	(void) zkt_abandon(&table, &slots[b]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[a]);
+	(void) zc_table_abandon(&table, &slots[b]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[b].zstate == ZKS_FREE && slots[a].zstate == ZKS_FREE, "both freed once given up");
 }
 
@@ -1376,11 +1376,11 @@ test_group_member_failed(void)
 static void
 test_proof_step(void)
 {
-	CHECK(zkh_proof_step(5000, 0x100, 6000, 0x100) == ZKH_PROOF_ADVANCE, "a later send advances");
-	CHECK(zkh_proof_step(5000, 0x100, 5000, 0x100) == ZKH_PROOF_KEEP &&
-		  zkh_proof_step(5000, 0x100, 4000, 0x100) == ZKH_PROOF_KEEP,
+	CHECK(zc_holds_proof_step(5000, 0x100, 6000, 0x100) == ZKH_PROOF_ADVANCE, "a later send advances");
+	CHECK(zc_holds_proof_step(5000, 0x100, 5000, 0x100) == ZKH_PROOF_KEEP &&
+		  zc_holds_proof_step(5000, 0x100, 4000, 0x100) == ZKH_PROOF_KEEP,
 		  "an answer to an older request proves nothing newer");
-	CHECK(zkh_proof_step(5000, 0x100, 1000, 0x200) == ZKH_PROOF_NEW_SESSION,
+	CHECK(zc_holds_proof_step(5000, 0x100, 1000, 0x200) == ZKH_PROOF_NEW_SESSION,
 		  "another session's answer replaces the proof");
 }
 
@@ -1388,15 +1388,15 @@ test_proof_step(void)
 static void
 test_cutoff(void)
 {
-	CHECK(zco_ms_left(false, 0x100, 12000, 0, 5000000) == -1, "connected: no clock");
-	CHECK(zco_ms_left(true, 0, 12000, 0, 5000000) == -1, "no session: no clock");
-	CHECK(zco_ms_left(true, 0x100, 12000, 1000000, 1000000) == 11000, "11/12 of the timeout");
-	CHECK(zco_ms_left(true, 0x100, 12000, 1000000, 11999500) == 1, "rounded up, never 0 early");
-	CHECK(zco_ms_left(true, 0x100, 10000, 0, 9166000) == 0 &&
-		  zco_ms_left(true, 0x100, 10000, 0, 9165500) == 1,
+	CHECK(zc_cutoff_ms_left(false, 0x100, 12000, 0, 5000000) == -1, "connected: no clock");
+	CHECK(zc_cutoff_ms_left(true, 0, 12000, 0, 5000000) == -1, "no session: no clock");
+	CHECK(zc_cutoff_ms_left(true, 0x100, 12000, 1000000, 1000000) == 11000, "11/12 of the timeout");
+	CHECK(zc_cutoff_ms_left(true, 0x100, 12000, 1000000, 11999500) == 1, "rounded up, never 0 early");
+	CHECK(zc_cutoff_ms_left(true, 0x100, 10000, 0, 9166000) == 0 &&
+		  zc_cutoff_ms_left(true, 0x100, 10000, 0, 9165500) == 1,
 		  "11/12 in whole milliseconds, as the worker always computed it");
-	CHECK(zco_ms_left(true, 0x100, 12000, 1000000, 12000000) == 0 &&
-		  zco_ms_left(true, 0x100, 12000, 1000000, 99000000) == 0, "then 0: lost");
+	CHECK(zc_cutoff_ms_left(true, 0x100, 12000, 1000000, 12000000) == 0 &&
+		  zc_cutoff_ms_left(true, 0x100, 12000, 1000000, 99000000) == 0, "then 0: lost");
 }
 
 /* A request of pid: claimed and planned once (a try-lock if nowait). */
@@ -1406,7 +1406,7 @@ ask(int pid, bool nowait)
 	int			s = claim(ZKL_MODE_EXCLUSIVE, pid);
 
 	slots[s].req.nowait = nowait;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	return s;
 }
 
@@ -1421,9 +1421,9 @@ peek_alone(int h)
 	CHECK(tag != 0 && slots[h].coh.peek == COH_PEEK_ASKED, "the holder reads its queue, with a child watch");
 	list[0] = slots[h].node;
 	/* an older listing (no watch) that comes back first arms nothing */
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 1, kids), false);
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(list, 1, kids), false);
 	CHECK(slots[h].coh.peek == COH_PEEK_ASKED, "a listing without the watch does not arm");
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 1, kids), true);
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(list, 1, kids), true);
 	CHECK(slots[h].coh.peek == COH_PEEK_ARMED, "armed");
 }
 
@@ -1460,38 +1460,38 @@ test_cohort(void)
 	t = ask(3, true);
 	CHECK(slots[t].ans.result == ZKL_RESULT_NOT_GRANTED && planned(t, OP_CREATE) == 0,
 		  "a try-lock is refused without a round trip");
-	(void) zkt_abandon(&table, &slots[t]);
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[t]);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[w].ans.result == ZKL_RESULT_GRANTED && slots[w].zk.handed == 1 && strcmp(slots[w].node, made[0]) == 0,
 		  "the release hands the node over");
 	CHECK(core.nops == 0 && slots[h].zstate == ZKS_FREE, "no delete, no round trip");
-	CHECK(zkr_fencing_token(slots[w].zk.czxid, slots[w].zk.handed) == 10 * ZKL_HANDOVER_MAX + 1,
+	CHECK(zc_recipe_fencing_token(slots[w].zk.czxid, slots[w].zk.handed) == 10 * ZKL_HANDOVER_MAX + 1,
 		  "the token counts the hand-over");
 
 	/* a child event: nothing passes before the next listing */
-	zcore_watch_event(&core, 0, false, "/r/tk");
+	zc_core_watch_event(&core, 0, false, "/r/tk");
 	CHECK(slots[w].coh.peek == COH_PEEK_NONE, "the event disarms");
 	w2 = ask(4, false);
 	tag = planned(w, OP_CHILDREN);
 	CHECK(slots[w2].zstate == ZKS_COHORT && tag != 0, "another local waiter: the holder reads the queue");
-	(void) zkt_abandon(&table, &slots[w]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[w]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(w, OP_DELETE) == 0 && slots[w2].ans.result == ZKL_RESULT_PENDING,
 		  "the released node waits for that listing");
 	list[0] = made[0];
 	snprintf(other, sizeof(other), "x-00000000-0000-4000-8000-0000000000ff-9-9-%010d", 5);
 	list[1] = other;
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2, kids), true);
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(list, 2, kids), true);
 	CHECK(slots[w].coh.foreign, "a node behind is seen");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[w2].ans.result == ZKL_RESULT_GRANTED && slots[w2].zk.handed == 2 && slots[w2].coh.since_foreign == 1,
 		  "one more hand-over within the limit");
 	w3 = ask(5, false);
 	CHECK(slots[w3].zstate == ZKS_COHORT, "past the limit a request still waits here");
 	w4 = ask(6, false);
-	(void) zkt_abandon(&table, &slots[w2]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[w2]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(w2, OP_DELETE) != 0 && planned(w3, OP_CREATE) != 0,
 		  "then the node goes, and the first local waiter queues in ZooKeeper, in the same turn");
 	CHECK(slots[w4].zstate == ZKS_COHORT, "the next one waits behind that request, not in ZooKeeper");
@@ -1519,10 +1519,10 @@ test_cohort_session_lost(void)
 
 	holder_and_local_waiter(&h, &w);
 	w2 = ask(3, false);
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[w].ans.result == ZKL_RESULT_GRANTED && slots[w2].zstate == ZKS_COHORT, "handed over, one waits");
-	zcore_session_lost(&core);
+	zc_core_session_lost(&core);
 	CHECK(slots[w].ans.result == ZKL_RESULT_LOST && interrupts == 1, "the new holder lost it and was told");
 	CHECK(slots[w2].zstate == ZKS_NEW && slots[w2].ans.result == ZKL_RESULT_PENDING, "the waiter queues again");
 }
@@ -1549,8 +1549,8 @@ test_kept_node_not_held(void)
 	h = lone_holder();
 	w = ask(2, false);
 	CHECK(slots[w].zstate == ZKS_COHORT && slots[h].coh.peek == COH_PEEK_ASKED, "a waiter; the holder's listing is out");
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[h].zstate == ZKS_HELD && slots[h].coh.kept, "released, its node kept for the waiter");
 	s = claim(ZKL_MODE_SHARED, 1);
 	list[0] = slots[h].node;
@@ -1570,10 +1570,10 @@ test_kept_node_not_held(void)
 		uint64_t	tag = planned(h, OP_CHILDREN);
 
 		if (tag == 0)
-			tag = zcore_tag(h, slots[h].req.attempt);
-		zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 3, kids), true);
+			tag = zc_core_tag(h, slots[h].req.attempt);
+		zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(list, 3, kids), true);
 	}
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[w].ans.result == ZKL_RESULT_PENDING && slots[w].zstate != ZKS_COHORT &&
 		  slots[h].zstate == ZKS_DELETING,
 		  "no hand-over while the releasing backend has another request on the key: the node goes");
@@ -1588,13 +1588,13 @@ test_try_after_release(void)
 	int			t;
 
 	holder_and_local_waiter(&h, &w);
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[w].ans.result == ZKL_RESULT_GRANTED, "handed over");
-	(void) zkt_abandon(&table, &slots[w]);
+	(void) zc_table_abandon(&table, &slots[w]);
 	t = claim(ZKL_MODE_EXCLUSIVE, 3);
 	slots[t].req.nowait = true;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED && slots[t].zk.handed == 2,
 		  "the try is next in line once the holder is done, granted by hand-over");
 }
@@ -1609,10 +1609,10 @@ lingering(int gaps)
 	while (gaps-- > 0)
 		(void) claim_member(0, "tq");
 	h = lone_holder();
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	peek_alone(h);
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[h].zstate == ZKS_LINGER, "the node lingers");
 	return h;
 }
@@ -1633,21 +1633,21 @@ test_linger_goes_to_first_asker(void)
 	(void) lingering(0);
 	gap = claim(ZKL_MODE_EXCLUSIVE, 5);
 	old = claim(ZKL_MODE_EXCLUSIVE, 6);
-	zkt_free(&table, &slots[gap]);
+	zc_table_free(&table, &slots[gap]);
 	young = claim(ZKL_MODE_EXCLUSIVE, 7);
 	CHECK(young < old && slots[young].req.ticket > slots[old].req.ticket, "the younger request sits first");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[old].ans.result == ZKL_RESULT_GRANTED && slots[young].zstate == ZKS_COHORT,
 		  "the one that asked first takes the node; the other waits behind it");
 
 	/* both sit before the lingering node in the table: the older still joins it, not the younger */
 	h = lingering(2);
-	zkt_free(&table, &slots[0]);
-	zkt_free(&table, &slots[1]);
+	zc_table_free(&table, &slots[0]);
+	zc_table_free(&table, &slots[1]);
 	old = claim(ZKL_MODE_EXCLUSIVE, 6);
 	young = claim(ZKL_MODE_EXCLUSIVE, 7);
 	CHECK(old < young && young < h, "old, young, then the lingering node");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[old].ans.result == ZKL_RESULT_GRANTED && slots[young].zstate == ZKS_COHORT,
 		  "a new request waits behind the node, not behind a younger request");
 
@@ -1655,10 +1655,10 @@ test_linger_goes_to_first_asker(void)
 	(void) lingering(0);
 	gap = claim(ZKL_MODE_EXCLUSIVE, 5);
 	old = claim(ZKL_MODE_EXCLUSIVE, 6);
-	zkt_free(&table, &slots[gap]);
+	zc_table_free(&table, &slots[gap]);
 	young = claim(ZKL_MODE_EXCLUSIVE, 7);
 	slots[young].req.nowait = true;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[old].ans.result == ZKL_RESULT_GRANTED && slots[young].ans.result == ZKL_RESULT_NOT_GRANTED,
 		  "the try is refused: the key is held here");
 }
@@ -1672,29 +1672,29 @@ test_linger(void)
 
 	setup_handover(100);
 	h = lone_holder();
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	peek_alone(h);
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[h].zstate == ZKS_LINGER && core.nops == 0, "released, the node lingers");
 	n = ask(2, false);
 	CHECK(slots[n].ans.result == ZKL_RESULT_GRANTED && slots[n].zk.handed == 1 && core.nops == 0,
 		  "a repeat request takes it with no round trip");
-	(void) zkt_abandon(&table, &slots[n]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[n]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[n].zstate == ZKS_LINGER, "lingers again");
-	zcore_watch_event(&core, 0, false, "/r/tk");
-	(void) zcore_plan(&core, true, now_us);
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(n, OP_DELETE) != 0, "another cluster's request ends it at once");
 	CHECK(slots[n].zstate == ZKS_DELETING, "deleting");
-	(void) zcore_delete_reply(&core, planned(n, OP_DELETE), ZOK);
+	(void) zc_core_delete_reply(&core, planned(n, OP_DELETE), ZOK);
 	h = lone_holder();
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	peek_alone(h);
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
 	now_us += 100001;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(h, OP_DELETE) != 0, "and so does its time");
 }
 
@@ -1707,7 +1707,7 @@ listed(uint64_t tag, const char *const *names, int n, bool watched)
 {
 	ZkrChild	kids[8];
 
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(names, n, kids), watched);
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(names, n, kids), watched);
 }
 
 /* A writer of another cluster at the head of the key's queue. */
@@ -1726,13 +1726,13 @@ try_behind(int more, int64_t rtt_us)
 	setup();
 	t = claim(ZKL_MODE_EXCLUSIVE, 2);
 	slots[t].req.nowait = true;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(t, OP_CREATE);
 	now_us += rtt_us;
-	(void) zcore_create_reply(&core, tag, ZOK, node_of(t, 1 + more, own), true, 20);
+	(void) zc_core_create_reply(&core, tag, ZOK, node_of(t, 1 + more, own), true, 20);
 	list[1 + more] = own;
-	zcore_children_reply(&core, tag, ZOK, kids, zkr_collect(list, 2 + more, kids), false);
-	(void) zcore_plan(&core, true, now_us);
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(list, 2 + more, kids), false);
+	(void) zc_core_plan(&core, true, now_us);
 	return t;
 }
 
@@ -1756,35 +1756,35 @@ test_linger_and_foreign_try(void)
 	/* the holder's side: the mark is in the create's data, and taken off once a node is behind */
 	setup_handover(100);
 	h = claim(ZKL_MODE_EXCLUSIVE, 1);
-	(void) zcore_plan(&core, true, now_us);
-	zcore_node_data(&slots[h], data);
-	CHECK(strcmp(data, "{\"linger\":true}") == 0 && zcore_data_lingers(data, strlen(data)),
+	(void) zc_core_plan(&core, true, now_us);
+	zc_core_node_data(&slots[h], data);
+	CHECK(strcmp(data, "{\"linger\":true}") == 0 && zc_core_data_lingers(data, strlen(data)),
 		  "created with the linger mark");
 	setup_handover(0);
 	h = claim(ZKL_MODE_EXCLUSIVE, 1);
-	(void) zcore_plan(&core, true, now_us);
-	zcore_node_data(&slots[h], data);
-	CHECK(strcmp(data, "{}") == 0 && !zcore_data_lingers(data, 2), "linger off: no mark");
+	(void) zc_core_plan(&core, true, now_us);
+	zc_core_node_data(&slots[h], data);
+	CHECK(strcmp(data, "{}") == 0 && !zc_core_data_lingers(data, 2), "linger off: no mark");
 
 	setup_handover(100);
 	h = lone_holder();
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	peek_alone(h);
-	zcore_watch_event(&core, 0, false, "/r/tk");
-	(void) zcore_plan(&core, true, now_us);
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	(void) zc_core_plan(&core, true, now_us);
 	list[0] = slots[h].node;
 	list[1] = WRITER_B;
 	listed(planned(h, OP_CHILDREN), list, 2, true);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(h, OP_UNMARK);
-	zcore_node_data(&slots[h], data);
-	CHECK(tag != 0 && !slots[h].coh.may_linger && !zcore_data_lingers(data, strlen(data)),
+	zc_core_node_data(&slots[h], data);
+	CHECK(tag != 0 && !slots[h].coh.may_linger && !zc_core_data_lingers(data, strlen(data)),
 		  "a held node with another cluster's request behind loses the mark");
-	zcore_unmark_reply(&core, tag, ZCONNECTIONLOSS);
-	(void) zcore_plan(&core, true, now_us);
+	zc_core_unmark_reply(&core, tag, ZCONNECTIONLOSS);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(h, OP_UNMARK) != 0, "a lost reply: sent again");
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(h, OP_DELETE) != 0, "released, it goes: it does not linger");
 
 	/* the try's side: the node ahead lingers, then goes */
@@ -1792,41 +1792,41 @@ test_linger_and_foreign_try(void)
 	tag = planned(t, OP_WATCH);
 	CHECK(tag != 0 && slots[t].ans.result == ZKL_RESULT_PENDING && slots[t].zk.try_until == now_us + 25000,
 		  "a try behind one exclusive node reads its data, for 25 ms at most");
-	zcore_watch_set_reply(&core, tag, ZOK, "{\"linger\":true}", 15);
+	zc_core_watch_set_reply(&core, tag, ZOK, "{\"linger\":true}", 15);
 	CHECK(slots[t].zstate == ZKS_QUEUED && slots[t].ans.result == ZKL_RESULT_PENDING, "it lingers: the try waits");
 	now_us += 24000;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(core.nops == 0 && slots[t].ans.result == ZKL_RESULT_PENDING, "still within the bound");
 	snprintf(path, sizeof(path), "/r/tk/%s", HEAD_B);
-	zcore_watch_event(&core, tag, true, path);
-	(void) zcore_plan(&core, true, now_us);
+	zc_core_watch_event(&core, tag, true, path);
+	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(t, OP_BARRIER);
 	CHECK(tag != 0, "the node went: one read of our own");
-	zcore_barrier_reply(&core, tag, ZOK);
+	zc_core_barrier_reply(&core, tag, ZOK);
 	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED, "the try is granted: the key was free");
 
 	/* the node ahead is held: its data has no mark */
 	t = try_behind(0, 10000);
 	CHECK(slots[t].zk.try_until == now_us + 40000, "the bound is four round trips when that is more");
-	zcore_watch_set_reply(&core, planned(t, OP_WATCH), ZOK, "{\"pid\":7}", 9);
+	zc_core_watch_set_reply(&core, planned(t, OP_WATCH), ZOK, "{\"pid\":7}", 9);
 	CHECK(slots[t].ans.result == ZKL_RESULT_NOT_GRANTED && slots[t].zstate == ZKS_DELETING,
 		  "a holder's node: false at once");
 
 	/* it lingers, but never goes: false at the bound, and the try's node goes */
 	t = try_behind(0, 0);
-	zcore_watch_set_reply(&core, planned(t, OP_WATCH), ZOK, "{\"linger\":true}", 15);
+	zc_core_watch_set_reply(&core, planned(t, OP_WATCH), ZOK, "{\"linger\":true}", 15);
 	now_us += 25000;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[t].ans.result == ZKL_RESULT_NOT_GRANTED && planned(t, OP_DELETE) != 0,
 		  "false once the bound is over, and its node is deleted");
 
 	/* its data changes (the mark taken off): read again, then false */
 	t = try_behind(0, 0);
 	tag = planned(t, OP_WATCH);
-	zcore_watch_set_reply(&core, tag, ZOK, "{\"linger\":true}", 15);
+	zc_core_watch_set_reply(&core, tag, ZOK, "{\"linger\":true}", 15);
 	snprintf(path, sizeof(path), "/r/tk/%s", HEAD_B);
-	zcore_watch_event(&core, tag, false, path);
-	(void) zcore_plan(&core, true, now_us);
+	zc_core_watch_event(&core, tag, false, path);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[t].ans.result == ZKL_RESULT_PENDING && planned(t, OP_CHILDREN) != 0, "a data change: the queue is read");
 
 	/* two nodes ahead: a holder and a waiter at least, false at once */
@@ -1837,7 +1837,7 @@ test_linger_and_foreign_try(void)
 	t = try_behind(0, 1000000);
 	CHECK(slots[t].zk.try_until == now_us + 500000, "the bound is 500 ms at most");
 	/* its node goes behind its back: it queues again, and may wait again */
-	zcore_children_reply(&core, planned(t, OP_WATCH), ZNONODE, NULL, 0, false);
+	zc_core_children_reply(&core, planned(t, OP_WATCH), ZNONODE, NULL, 0, false);
 	lookup_finds_nothing(t);
 	CHECK(slots[t].zstate == ZKS_NEW && slots[t].zk.try_until == 0, "queued again, with no bound yet");
 
@@ -1847,7 +1847,7 @@ test_linger_and_foreign_try(void)
 	CHECK(slots[h].coh.may_linger, "created with the mark");
 	core.cohort.linger_ms = 0;
 	for (t = 0; t < 4 && planned(h, OP_UNMARK) == 0; t++)
-		(void) zcore_plan(&core, true, now_us);	/* owed reads go first */
+		(void) zc_core_plan(&core, true, now_us);	/* owed reads go first */
 	CHECK(!slots[h].coh.may_linger && planned(h, OP_UNMARK) != 0, "linger off: the mark comes off");
 }
 
@@ -1873,7 +1873,7 @@ static void
 queue_at(int w, int seq, const char **names, int n, char *buf)
 {
 	names[n] = node_of(w, seq, buf);
-	zcore_create_reply(&core, planned(w, OP_CREATE), ZOK, buf, true, 10 + seq);
+	zc_core_create_reply(&core, planned(w, OP_CREATE), ZOK, buf, true, 10 + seq);
 	listed(planned(w, OP_CREATE), names, n + 1, false);
 }
 
@@ -1907,13 +1907,13 @@ opposite_orders(bool handover, const char *between, int *w1, int *w2)
 	create_and_list(b, 0, list, 1);
 	CHECK(slots[a].ans.result == ZKL_RESULT_GRANTED && slots[b].ans.result == ZKL_RESULT_GRANTED, "each holds one key");
 	*w1 = claim_key(1, "kb");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	list[0] = nb;
 	if (!handover)
 		queue_at(*w1, 1, list, 1, n1);
 	now_us += 10000;
 	*w2 = claim_key(2, "ka");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	list[0] = na;
 	list[1] = between;
 	if (!handover)
@@ -1945,11 +1945,11 @@ test_local_deadlock(void)
 		CHECK(slots[w1].zstate == (on ? ZKS_COHORT : ZKS_QUEUED) &&
 			  slots[w2].zstate == (on ? ZKS_COHORT : ZKS_QUEUED), "each waits for the other's key");
 		now_us += 500000;
-		(void) zcore_plan(&core, true, now_us);
+		(void) zc_core_plan(&core, true, now_us);
 		CHECK(slots[w1].ans.result == ZKL_RESULT_PENDING && slots[w2].ans.result == ZKL_RESULT_PENDING,
 			  "before deadlock_timeout, nothing");
 		now_us += 600000;
-		(void) zcore_plan(&core, true, now_us);
+		(void) zc_core_plan(&core, true, now_us);
 		CHECK(slots[w2].ans.result == ZKL_RESULT_FAILED &&
 			  slots[w2].ans.sqlstate == ZKL_SQLSTATE('4', '0', 'P', '0', '1') &&
 			  strstr(slots[w2].errmsg, "deadlock detected") != NULL,
@@ -1961,7 +1961,7 @@ test_local_deadlock(void)
 	opposite_orders(false, WRITER_B, &w1, &w2);
 	CHECK(strcmp(slots[w2].watch, WRITER_B) == 0, "the second watches the other cluster's writer");
 	now_us += 1100000;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[w2].ans.result == ZKL_RESULT_FAILED && slots[w1].ans.result == ZKL_RESULT_PENDING,
 		  "the circle through the first backend's node is found all the same");
 
@@ -1972,10 +1972,10 @@ test_local_deadlock(void)
 	list[0] = node_of(a, 0, na);
 	create_and_list(a, 0, list, 1);
 	w2 = claim_key(2, "ka");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	queue_at(w2, 1, list, 1, n2);
 	now_us += 5000000;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[w2].ans.result == ZKL_RESULT_PENDING, "a long wait alone: no victim");
 }
 
@@ -2002,44 +2002,44 @@ test_gwait(void)
 
 	docs[0] = a;
 	docs[1] = b;
-	CHECK(zgw_decide(docs, 2, 2, &v) && v.pid == 20 && strcmp(v.node, "tk1/x-b2") == 0,
+	CHECK(zc_gwait_decide(docs, 2, 2, &v) && v.pid == 20 && strcmp(v.node, "tk1/x-b2") == 0,
 		  "AB/BA across two clusters: the younger transaction's cluster finds its backend the victim");
 	CHECK(v.nchecks == 4 && strstr(v.detail, "Process 20 of cluster b") != NULL &&
 		  strstr(v.detail, "Process 10 of cluster a") != NULL && strchr(v.detail, '\n') != NULL,
 		  "the claim checks every node the cycle goes through; the detail has a line per step");
-	CHECK(!zgw_decide(docs, 2, 1, &v), "the other cluster leaves it to the victim's");
+	CHECK(!zc_gwait_decide(docs, 2, 1, &v), "the other cluster leaves it to the victim's");
 	docs[1] = b_old;
-	CHECK(zgw_decide(docs, 2, 1, &v) && v.pid == 10, "the victim is the younger, by the czxid of its first node");
+	CHECK(zc_gwait_decide(docs, 2, 1, &v) && v.pid == 10, "the victim is the younger, by the czxid of its first node");
 	docs[1] = b_free;
-	CHECK(!zgw_decide(docs, 2, 1, &v) && !zgw_decide(docs, 2, 2, &v),
+	CHECK(!zc_gwait_decide(docs, 2, 1, &v) && !zc_gwait_decide(docs, 2, 2, &v),
 		  "a wait for a node nobody published is no cycle");
 	docs[0] = one;
-	CHECK(!zgw_decide(docs, 1, 1, &v), "a cycle inside one cluster is deadlock.c's");
+	CHECK(!zc_gwait_decide(docs, 1, 1, &v), "a cycle inside one cluster is deadlock.c's");
 	/* a2 (11) is on a cycle with a1 (10, the youngest) and on one with b (20) */
 	docs[0] = "Z 1 a\nV 10 300 x tk2 x-a2\nP 11\nH tk1/x-a1\nV 11 90 x tk1 x-a3\nP 10\nE tk3/x-b1\nH tk2/x-a4\n";
 	docs[1] = "Z 2 b\nV 20 80 x tk2 x-b2\nE tk2/x-a4\nH tk3/x-b1\n";
-	CHECK(zgw_decide(docs, 2, 1, &v) && v.pid == 11 && strstr(v.detail, "cluster b") != NULL,
+	CHECK(zc_gwait_decide(docs, 2, 1, &v) && v.pid == 11 && strstr(v.detail, "cluster b") != NULL,
 		  "the victim is the youngest on a cycle across clusters, not on one of its own cluster");
 	/* a semaphore's waiter needs some of the nodes ahead gone, any of them */
 	docs[0] = "Z 1 a\nV 10 100 c mts x-a2 0\nS 1\nE mts/c-b1\nE mts/c-z9\nH tk1/x-a1\nH mts/x-a2\n";
 	docs[1] = "Z 2 b\nV 20 200 x tk1 x-b2 0\nE tk1/x-a1\nH mts/c-b1\nH tk1/x-b2\n";
-	CHECK(!zgw_decide(docs, 2, 2, &v) && !zgw_decide(docs, 2, 1, &v),
+	CHECK(!zc_gwait_decide(docs, 2, 2, &v) && !zc_gwait_decide(docs, 2, 1, &v),
 		  "a semaphore's waiter that needs one node of two gone, one of them free to go: no deadlock");
 	docs[0] = "Z 1 a\nV 10 100 c mts x-a2 0\nS 2\nE mts/c-b1\nE mts/c-z9\nH tk1/x-a1\nH mts/x-a2\n";
-	CHECK(zgw_decide(docs, 2, 2, &v) && v.pid == 20,
+	CHECK(zc_gwait_decide(docs, 2, 2, &v) && v.pid == 20,
 		  "one that needs both gone, one of them held by a backend waiting for it: a deadlock");
 	/* one cluster: 10 waits for a semaphore behind 11's node, 11 waits for 10's tk1 */
 	docs[0] = "Z 1 a\nV 10 100 c mts c-a2 0\nS 1\nE mts/c-a5\nH tk1/x-a1\nH mts/c-a2\n"
 		"V 11 200 x tk1 x-a3 0\nP 10\nH mts/c-a5\nH tk1/x-a3\n";
-	CHECK(zgw_decide(docs, 1, 1, &v) && v.pid == 11,
+	CHECK(zc_gwait_decide(docs, 1, 1, &v) && v.pid == 11,
 		  "a cycle of one cluster through a semaphore, which deadlock.c cannot see, is found here");
 	/* 10 and 11 wait for each other's row locks (core's to break), 12 for 10, 11 for 12 */
 	docs[0] = "Z 1 a\nV 10 100 L - - 0\nP 11\nH tk1/x-a1\nV 11 100 L - - 0\nP 10\nP 12\n"
 		"V 12 300 x tk1 x-a3 0\nE tk1/x-a1\nH tk1/x-a3\n";
-	CHECK(!zgw_decide(docs, 1, 1, &v), "a cycle of row locks alone is core's: no zk victim for it");
+	CHECK(!zc_gwait_decide(docs, 1, 1, &v), "a cycle of row locks alone is core's: no zk victim for it");
 	/* one cluster: 10 holds tk1 and waits for a row lock of 11, which waits for tk1 */
 	docs[0] = "Z 1 a\nV 10 100 L - -\nP 11\nH tk1/x-a1\nV 11 200 x tk1 x-a2\nE tk1/x-a1\nH tk1/x-a2\n";
-	CHECK(zgw_decide(docs, 1, 1, &v) && v.pid == 11 && strstr(v.detail, "row or table lock") != NULL,
+	CHECK(zc_gwait_decide(docs, 1, 1, &v) && v.pid == 11 && strstr(v.detail, "row or table lock") != NULL,
 		  "a cycle of one cluster through a row lock: the zk waiter gives way, never the other");
 
 	/* the document, from the slot table: local edges and another cluster's node */
@@ -2056,11 +2056,11 @@ test_gwait(void)
 	heavy.since = 5;
 	heavy.nblockers = 1;
 	heavy.blockers[0] = 2;
-	CHECK(zgw_format(&in, doc, sizeof(doc)) == 0,
+	CHECK(zc_gwait_format(&in, doc, sizeof(doc)) == 0,
 		  "nothing to publish before deadlock_timeout, a lock manager's wait or not");
 	now_us += 1100000;
 	in.now = now_us;
-	len = zgw_format(&in, doc, sizeof(doc));
+	len = zc_gwait_format(&in, doc, sizeof(doc));
 	CHECK(len > 0 && strncmp(doc, "Z 1f c_a\n", 9) == 0, "then the session and the cluster's name, blanks replaced");
 	CHECK(strstr(doc, "E ") != NULL && strstr(doc, WRITER_B) != NULL,
 		  "the wait for the other cluster's writer is an edge to its node");
@@ -2068,7 +2068,7 @@ test_gwait(void)
 		  "the waits for a local backend, and the nodes each holds");
 	CHECK(strstr(doc, "\nV 77 ") != NULL && strstr(doc, " L - - 5\nP 2\n") != NULL,
 		  "a lock manager's waiter is a vertex with edges to its blockers");
-	CHECK(zgw_format(&in, doc, 40) == 0,
+	CHECK(zc_gwait_format(&in, doc, 40) == 0,
 		  "a document with no room for a whole backend publishes nothing");
 
 	/* a claim names the sessions that must confirm; their documents say so with a K line */
@@ -2076,21 +2076,21 @@ test_gwait(void)
 		int64_t		read_from[3] = {0x1f, 0x20, 0x2a};
 		int64_t		named[4];
 		char		claim[ZGW_CLAIM_LEN];
-		int			clen = zgw_claim_format(0xabc, read_from, 3, 0x20, claim, sizeof(claim));
+		int			clen = zc_gwait_claim_format(0xabc, read_from, 3, 0x20, claim, sizeof(claim));
 
-		CHECK(zgw_claim_sessions(claim, clen, named, 4) == 2 && named[0] == 0x1f && named[1] == 0x2a,
+		CHECK(zc_gwait_claim_sessions(claim, clen, named, 4) == 2 && named[0] == 0x1f && named[1] == 0x2a,
 			  "a claim names every session the decision read but its own");
-		CHECK(zgw_claim_asks(claim, clen, 0x1f) == 0xabc && zgw_claim_asks(claim, clen, 0x20) == 0,
+		CHECK(zc_gwait_claim_asks(claim, clen, 0x1f) == 0xabc && zc_gwait_claim_asks(claim, clen, 0x20) == 0,
 			  "a named session is asked, with the claim's nonce; the claimer is not");
 		in.confirms = 0xabc;
-		len = zgw_format(&in, doc, sizeof(doc));
-		CHECK(len > 0 && zgw_confirms(doc, 0xabc) && !zgw_confirms(doc, 0xabd),
+		len = zc_gwait_format(&in, doc, sizeof(doc));
+		CHECK(len > 0 && zc_gwait_confirms(doc, 0xabc) && !zc_gwait_confirms(doc, 0xabd),
 			  "a document written for a claim confirms that claim only");
 		in.confirms = 0;
-		len = zgw_format(&in, doc, sizeof(doc));
-		CHECK(len > 0 && !zgw_confirms(doc, 0xabc), "one written before confirms nothing");
+		len = zc_gwait_format(&in, doc, sizeof(doc));
+		CHECK(len > 0 && !zc_gwait_confirms(doc, 0xabc), "one written before confirms nothing");
 		in.confirms = 0xabc;
-		CHECK(zgw_format(&in, doc, len + 2) == 0 || zgw_confirms(doc, 0xabc),
+		CHECK(zc_gwait_format(&in, doc, len + 2) == 0 || zc_gwait_confirms(doc, 0xabc),
 			  "a confirmation's line always has room: a waiter is left out rather than it");
 		in.confirms = 0;
 	}
@@ -2101,12 +2101,12 @@ test_gwait(void)
 		char		name[ZGW_NAME_LEN];
 
 		snprintf(name, sizeof(name), "%s/%s", s->key, s->node);
-		CHECK(zgw_node_live(&table, name), "a waiting node lives");
+		CHECK(zc_gwait_node_live(&table, name), "a waiting node lives");
 		table.slots[w1].zstate = ZKS_DELETING;
-		CHECK(zgw_node_live(&table, name), "so does one whose delete is on its way");
+		CHECK(zc_gwait_node_live(&table, name), "so does one whose delete is on its way");
 		table.slots[w1].zstate = ZKS_GONE;
-		CHECK(!zgw_node_live(&table, name), "then it is gone");
-		CHECK(!zgw_node_live(&table, "tk9/x-none"), "a node no slot has is not live");
+		CHECK(!zc_gwait_node_live(&table, name), "then it is gone");
+		CHECK(!zc_gwait_node_live(&table, "tk9/x-none"), "a node no slot has is not live");
 	}
 }
 
@@ -2126,16 +2126,16 @@ test_try_not_parked_behind_handover(void)
 	setup_handover(100);
 	core.cohort.handover_limit = 8;
 	h = lone_holder();
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	peek_alone(h);
-	(void) zkt_abandon(&table, &slots[h]);
+	(void) zc_table_abandon(&table, &slots[h]);
 	gap = claim(ZKL_MODE_EXCLUSIVE, 5);
 	old = claim(ZKL_MODE_EXCLUSIVE, 6);
-	zkt_free(&table, &slots[gap]);
+	zc_table_free(&table, &slots[gap]);
 	young = claim(ZKL_MODE_EXCLUSIVE, 7);
 	slots[young].req.nowait = true;
 	CHECK(young < old && slots[young].req.ticket > slots[old].req.ticket, "the younger try sits first in the table");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[old].ans.result == ZKL_RESULT_GRANTED, "the node passes to the writer that asked first");
 	CHECK(slots[young].ans.result == ZKL_RESULT_NOT_GRANTED, "and the try is refused: the key is held here");
 }
@@ -2147,7 +2147,7 @@ ask_shared(int pid, bool nowait)
 	int			s = claim(ZKL_MODE_SHARED, pid);
 
 	slots[s].req.nowait = nowait;
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	return s;
 }
 
@@ -2193,19 +2193,19 @@ test_riders(void)
 	CHECK(slots[r1].zstate == ZKS_COHORT && planned(r1, OP_CREATE) == 0,
 		  "a second reader waits for the holder's child watch");
 	peek_alone(h);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[r1].ans.result == ZKL_RESULT_GRANTED && slots[r1].zk.rides && strcmp(slots[r1].node, node) == 0 &&
 		  slots[r1].zk.handed == 1 && core.nops == 0, "then joins the node: granted, no round trip");
 	r2 = ask_shared(3, false);
 	CHECK(slots[r2].ans.result == ZKL_RESULT_GRANTED && slots[r2].zk.handed == 2 && core.nops == 0,
 		  "the next reader joins at once");
-	CHECK(zkr_fencing_token(slots[r2].zk.czxid, slots[r2].zk.handed) == 10 * ZKL_HANDOVER_MAX + 2,
+	CHECK(zc_recipe_fencing_token(slots[r2].zk.czxid, slots[r2].zk.handed) == 10 * ZKL_HANDOVER_MAX + 2,
 		  "each joiner's token is greater");
 
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[h].zstate == ZKS_FREE && core.nops == 0, "its owner done, the node stays: no delete");
-	CHECK(slots[r1].zstate == ZKS_HELD && !slots[r1].zk.rides && zkr_name_has_uuid(node, slots[r1].uuid) &&
+	CHECK(slots[r1].zstate == ZKS_HELD && !slots[r1].zk.rides && zc_recipe_name_has_uuid(node, slots[r1].uuid) &&
 		  slots[r2].zk.rides, "it passes to a rider");
 
 	/* reader 3 upgrades: it waits for reader 2, whose node it is now */
@@ -2217,8 +2217,8 @@ test_riders(void)
 		  "an upgrade by a rider waits for the node's other readers");
 	r3 = ask_shared(4, false);
 	CHECK(slots[r3].zstate == ZKS_CREATING, "no reader joins past a local writer: it queues in ZooKeeper");
-	(void) zkt_abandon(&table, &slots[r1]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[r1]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[r2].zstate == ZKS_HELD && !slots[r2].zk.rides, "the node passes to the upgrader");
 	tag = planned(x, OP_CHILDREN);
 	CHECK(tag != 0, "which reads its queue again: the others have left");
@@ -2239,9 +2239,9 @@ test_riders_lost(void)
 
 	r1 = ask_shared(2, false);
 	peek_alone(h);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[r1].zk.rides, "a rider");
-	zcore_watch_event(&core, 0, false, "/r/tk");
+	zc_core_watch_event(&core, 0, false, "/r/tk");
 	t = ask_shared(5, true);
 	tag = planned(h, OP_CHILDREN);
 	CHECK(planned(t, OP_CREATE) != 0 && tag != 0,
@@ -2252,7 +2252,7 @@ test_riders_lost(void)
 	listed(tag, list, 1, true);
 	CHECK(slots[h].ans.result == ZKL_RESULT_LOST && slots[r1].ans.result == ZKL_RESULT_LOST,
 		  "the node gone from the listing: its owner and its rider lose the lock");
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(r2, OP_CREATE) != 0, "the waiting reader queues in ZooKeeper");
 }
 
@@ -2269,27 +2269,27 @@ test_riders_turned_off(void)
 
 	r1 = ask_shared(2, false);
 	peek_alone(h);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	/* a node behind ours seen, limit 1: one more join, then readers queue in ZooKeeper */
 	core.cohort.handover_limit = 1;
-	zcore_watch_event(&core, 0, false, "/r/tk");
+	zc_core_watch_event(&core, 0, false, "/r/tk");
 	r2 = ask_shared(3, false);
 	tag = planned(h, OP_CHILDREN);
 	list[0] = slots[h].node;
 	snprintf(other, sizeof(other), "x-00000000-0000-4000-8000-0000000000ff-9-9-%010d", 5);
 	list[1] = other;
 	listed(tag, list, 2, true);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[r2].zk.rides && slots[h].coh.since_foreign == 1, "one join within the bound");
 	CHECK(planned(ask_shared(4, false), OP_CREATE) != 0, "past it, a reader queues in ZooKeeper");
 	core.cohort.handover = false;
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zkt_abandon(&table, &slots[r1]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_table_abandon(&table, &slots[r1]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(h, OP_DELETE) == 0 && planned(r2, OP_DELETE) == 0 && slots[r2].zstate == ZKS_HELD &&
 		  !slots[r2].zk.rides, "hand-over off: the node still passes to the last rider");
-	(void) zkt_abandon(&table, &slots[r2]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[r2]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(r2, OP_DELETE) != 0, "and goes with it");
 }
 
@@ -2316,7 +2316,7 @@ test_riders_upgrade_past_writer(void)
 		uint64_t	tag;
 
 		peek_alone(h);
-		(void) zcore_plan(&core, true, now_us);
+		(void) zc_core_plan(&core, true, now_us);
 		snprintf(node, sizeof(node), "%s", slots[h].node);
 		x = claim(ZKL_MODE_EXCLUSIVE, by);
 		list[0] = node;
@@ -2328,11 +2328,11 @@ test_riders_upgrade_past_writer(void)
 		/* it waits for the other reader only, which waits for nobody: no deadlock */
 		core.deadlock_timeout = 1000;
 		now_us += 2000000;
-		(void) zcore_plan(&core, true, now_us);
+		(void) zc_core_plan(&core, true, now_us);
 		CHECK(slots[x].ans.result == ZKL_RESULT_PENDING, "a long upgrade wait behind a rider is no deadlock");
 		core.deadlock_timeout = 0;
-		(void) zkt_abandon(&table, &slots[by == 1 ? r1 : h]);
-		(void) zcore_plan(&core, true, now_us);
+		(void) zc_table_abandon(&table, &slots[by == 1 ? r1 : h]);
+		(void) zc_core_plan(&core, true, now_us);
 		tag = planned(x, OP_CHILDREN);
 		CHECK(tag != 0, by == 1 ? "the rider gone, the owner's upgrade reads its queue"
 			  : "the node passed to it, the rider's upgrade reads its queue");
@@ -2362,8 +2362,8 @@ test_riders_bound_per_key(void)
 	tag = planned(h, OP_CHILDREN);
 	list[0] = slots[h].node;
 	list[1] = node_of(t, 1, n2);
-	(void) zcore_create_reply(&core, planned(t, OP_CREATE), ZOK, n2, true, 11);
-	listed(zcore_tag(t, slots[t].req.attempt), list, 2, false);
+	(void) zc_core_create_reply(&core, planned(t, OP_CREATE), ZOK, n2, true, 11);
+	listed(zc_core_tag(t, slots[t].req.attempt), list, 2, false);
 	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED && !slots[t].zk.rides, "a try-lock made a second shared node");
 	list[2] = WRITER_B;
 	listed(tag, list, 3, true);
@@ -2402,12 +2402,12 @@ test_riders_count_outlives_node(void)
 	listed(tag, list, 3, true);
 	r = ask_shared(3, false);
 	CHECK(slots[r].zk.rides && slots[h].coh.since_foreign == 1, "one join past the writer, limit 1");
-	(void) zcore_create_reply(&core, ctag, ZOK, n2, true, 11);
-	(void) zkt_abandon(&table, &slots[h]);
-	(void) zkt_abandon(&table, &slots[r]);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_create_reply(&core, ctag, ZOK, n2, true, 11);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_table_abandon(&table, &slots[r]);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(h, OP_DELETE) != 0, "the first node goes before the second's listing is back");
-	listed(zcore_tag(t, slots[t].req.attempt), list, 3, false);
+	listed(zc_core_tag(t, slots[t].req.attempt), list, 3, false);
 	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED && slots[t].coh.foreign && slots[t].coh.since_foreign == 1,
 		  "a node granted later keeps the key's count");
 	r = ask_shared(4, false);
@@ -2417,8 +2417,8 @@ test_riders_count_outlives_node(void)
 	h = lone_reader();
 	r = ask_shared(2, false);
 	peek_alone(h);
-	zcore_reconnected(&core);
-	(void) zcore_plan(&core, true, now_us);
+	zc_core_reconnected(&core);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(!slots[r].zk.rides && planned(r, OP_CREATE) != 0,
 		  "after a reconnection a waiting reader joins nothing: it queues in ZooKeeper");
 }
@@ -2439,14 +2439,14 @@ test_riders_count_resets(void)
 	list[0] = slots[h].node;
 	list[1] = WRITER_B;
 	listed(tag, list, 2, true);
-	(void) zcore_plan(&core, true, now_us);
+	(void) zc_core_plan(&core, true, now_us);
 	CHECK(!slots[r].zk.rides && planned(r, OP_CREATE) != 0, "limit 0: a writer seen, no reader joins");
-	zcore_watch_event(&core, ZKL_KEY_WATCH_TAG, false, "/r/tk");	/* the writer went */
+	zc_core_watch_event(&core, ZKL_KEY_WATCH_TAG, false, "/r/tk");	/* the writer went */
 	r = ask_shared(3, false);
 	tag = planned(r, OP_CREATE);
 	CHECK(tag != 0, "the next reader queues in ZooKeeper");
 	list[1] = node_of(r, 3, n3);
-	(void) zcore_create_reply(&core, tag, ZOK, n3, true, 13);
+	(void) zc_core_create_reply(&core, tag, ZOK, n3, true, 13);
 	listed(tag, list, 2, true);
 	CHECK(!slots[h].coh.foreign && slots[h].coh.since_foreign == 0 && slots[r].ans.result == ZKL_RESULT_GRANTED,
 		  "its listing shows no writer in the queue: the count starts again");

@@ -46,14 +46,14 @@ roundtrip(const char *raw, size_t len, const char *what)
 	char		enc[ZKL_KEY_BUFLEN];
 	char		dec[ZKL_KEY_BUFLEN];
 	char		kind = 0;
-	int			n = zkl_encode_text_key(raw, len, enc, sizeof(enc));
+	int			n = zc_keys_encode_text_key(raw, len, enc, sizeof(enc));
 	int			m;
 
 	CHECK(n > 0, what);
 	if (n <= 0)
 		return;
 	CHECK(zk_acceptable(enc), what);
-	m = zkl_decode_key(enc, &kind, dec, sizeof(dec));
+	m = zc_keys_decode_key(enc, &kind, dec, sizeof(dec));
 	CHECK(m == (int) len && kind == ZKL_KEY_TEXT && memcmp(dec, raw, len) == 0, what);
 }
 
@@ -77,43 +77,43 @@ test_keys(void)
 	roundtrip("\xf0\x9f\x94\x92", 4, "emoji");
 	roundtrip("\xef\xbf\xbf", 3, "U+FFFF is escaped");
 
-	zkl_encode_text_key("a/b", 3, enc, sizeof(enc));
+	zc_keys_encode_text_key("a/b", 3, enc, sizeof(enc));
 	CHECK(strcmp(enc, "ta%2Fb") == 0, "slash encodes as %2F");
-	zkl_encode_text_key("a%2Fb", 5, enc2, sizeof(enc2));
+	zc_keys_encode_text_key("a%2Fb", 5, enc2, sizeof(enc2));
 	CHECK(strcmp(enc, enc2) != 0, "a/b and a%2Fb differ (injective)");
-	zkl_encode_text_key("Key", 3, enc, sizeof(enc));
-	zkl_encode_text_key("key", 3, enc2, sizeof(enc2));
+	zc_keys_encode_text_key("Key", 3, enc, sizeof(enc));
+	zc_keys_encode_text_key("key", 3, enc2, sizeof(enc2));
 	CHECK(strcmp(enc, enc2) != 0, "case is kept");
 
-	CHECK(zkl_encode_text_key("", 0, enc, sizeof(enc)) == -1, "empty key refused");
+	CHECK(zc_keys_encode_text_key("", 0, enc, sizeof(enc)) == -1, "empty key refused");
 	memset(big, '\xff', sizeof(big));
-	CHECK(zkl_encode_text_key(big, ZKL_MAX_KEY_BYTES, enc, sizeof(enc)) > 0,
+	CHECK(zc_keys_encode_text_key(big, ZKL_MAX_KEY_BYTES, enc, sizeof(enc)) > 0,
 		  "longest key, every byte escaped, fits the buffer");
-	CHECK(zkl_encode_text_key(big, ZKL_MAX_KEY_BYTES + 1, enc, sizeof(enc)) == -1,
+	CHECK(zc_keys_encode_text_key(big, ZKL_MAX_KEY_BYTES + 1, enc, sizeof(enc)) == -1,
 		  "one byte too long refused");
-	CHECK(zkl_encode_text_key("abc", 3, enc, 3) == -1, "small buffer refused, no overflow");
+	CHECK(zc_keys_encode_text_key("abc", 3, enc, 3) == -1, "small buffer refused, no overflow");
 
 	/* text and bigint key spaces never meet */
-	zkl_encode_text_key("1", 1, enc, sizeof(enc));
-	zkl_encode_bigint_key(1, enc2, sizeof(enc2));
+	zc_keys_encode_text_key("1", 1, enc, sizeof(enc));
+	zc_keys_encode_bigint_key(1, enc2, sizeof(enc2));
 	CHECK(strcmp(enc, enc2) != 0, "text '1' and bigint 1 differ");
-	zkl_encode_bigint_key(-9223372036854775807LL - 1, enc, sizeof(enc));
+	zc_keys_encode_bigint_key(-9223372036854775807LL - 1, enc, sizeof(enc));
 	CHECK(strcmp(enc, "b-9223372036854775808") == 0, "bigint min");
-	CHECK(zkl_decode_key(enc, &kind, dec, sizeof(dec)) > 0 && kind == ZKL_KEY_BIGINT &&
+	CHECK(zc_keys_decode_key(enc, &kind, dec, sizeof(dec)) > 0 && kind == ZKL_KEY_BIGINT &&
 		  strcmp(dec, "-9223372036854775808") == 0, "bigint decodes");
 
 	/* (int, int) keys: a key space of their own, as core's pg_advisory_lock(int, int) */
-	CHECK(zkl_encode_pair_key(42, 1000, enc, sizeof(enc)) > 0 && strcmp(enc, "p42.1000") == 0, "pair");
-	zkl_encode_bigint_key(42, enc2, sizeof(enc2));
+	CHECK(zc_keys_encode_pair_key(42, 1000, enc, sizeof(enc)) > 0 && strcmp(enc, "p42.1000") == 0, "pair");
+	zc_keys_encode_bigint_key(42, enc2, sizeof(enc2));
 	CHECK(strcmp(enc, enc2) != 0, "pair (42, 1000) and bigint 42 differ");
-	zkl_encode_pair_key(-2147483647 - 1, 2147483647, enc, sizeof(enc));
+	zc_keys_encode_pair_key(-2147483647 - 1, 2147483647, enc, sizeof(enc));
 	CHECK(strcmp(enc, "p-2147483648.2147483647") == 0, "pair extremes");
-	CHECK(zkl_decode_key(enc, &kind, dec, sizeof(dec)) > 0 && kind == ZKL_KEY_PAIR &&
+	CHECK(zc_keys_decode_key(enc, &kind, dec, sizeof(dec)) > 0 && kind == ZKL_KEY_PAIR &&
 		  strcmp(dec, "-2147483648,2147483647") == 0, "pair decodes as key1,key2");
-	zkl_encode_pair_key(1, 23, enc, sizeof(enc));
-	zkl_encode_pair_key(12, 3, enc2, sizeof(enc2));
+	zc_keys_encode_pair_key(1, 23, enc, sizeof(enc));
+	zc_keys_encode_pair_key(12, 3, enc2, sizeof(enc2));
 	CHECK(strcmp(enc, enc2) != 0, "(1, 23) and (12, 3) differ");
-	CHECK(zkl_encode_pair_key(1, 2, enc, 4) == -1, "small buffer refused, no overflow");
+	CHECK(zc_keys_encode_pair_key(1, 2, enc, 4) == -1, "small buffer refused, no overflow");
 	{
 		static const char *const bad[] = {
 			"p", "p1", "p1.", "p.1", "p01.1", "p1.-0", "p+1.1", "p1.1.", "p1.2147483648",
@@ -121,21 +121,21 @@ test_keys(void)
 		};
 
 		for (i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
-			CHECK(zkl_decode_key(bad[i], &kind, dec, sizeof(dec)) == -1, bad[i]);
+			CHECK(zc_keys_decode_key(bad[i], &kind, dec, sizeof(dec)) == -1, bad[i]);
 	}
-	CHECK(zkl_decode_key("p0.-7", &kind, dec, sizeof(dec)) == 4 && strcmp(dec, "0,-7") == 0, "p0.-7 decodes");
+	CHECK(zc_keys_decode_key("p0.-7", &kind, dec, sizeof(dec)) == 4 && strcmp(dec, "0,-7") == 0, "p0.-7 decodes");
 
-	CHECK(zkl_decode_key("x", &kind, dec, sizeof(dec)) == -1, "foreign name refused");
-	CHECK(zkl_decode_key("ta%2", &kind, dec, sizeof(dec)) == -1, "truncated escape refused");
-	CHECK(zkl_decode_key("t%61", &kind, dec, sizeof(dec)) == -1, "needless escape refused (one name per key)");
+	CHECK(zc_keys_decode_key("x", &kind, dec, sizeof(dec)) == -1, "foreign name refused");
+	CHECK(zc_keys_decode_key("ta%2", &kind, dec, sizeof(dec)) == -1, "truncated escape refused");
+	CHECK(zc_keys_decode_key("t%61", &kind, dec, sizeof(dec)) == -1, "needless escape refused (one name per key)");
 	/* found by fuzzing: a name decoding to more than the longest key is not ours */
 	memset(enc, 'k', ZKL_MAX_KEY_BYTES + 1);
 	enc[0] = ZKL_KEY_TEXT;
 	enc[ZKL_MAX_KEY_BYTES + 1] = '\0';
-	CHECK(zkl_decode_key(enc, &kind, dec, sizeof(dec)) == ZKL_MAX_KEY_BYTES, "longest key decodes");
+	CHECK(zc_keys_decode_key(enc, &kind, dec, sizeof(dec)) == ZKL_MAX_KEY_BYTES, "longest key decodes");
 	enc[ZKL_MAX_KEY_BYTES + 1] = 'k';
 	enc[ZKL_MAX_KEY_BYTES + 2] = '\0';
-	CHECK(zkl_decode_key(enc, &kind, dec, sizeof(dec)) == -1, "a name for a longer key is refused");
+	CHECK(zc_keys_decode_key(enc, &kind, dec, sizeof(dec)) == -1, "a name for a longer key is refused");
 
 	/* every single byte round-trips and stays acceptable */
 	for (i = 1; i < 256; i++)
@@ -163,38 +163,38 @@ test_recipe(void)
 	list[1] = node(1, 'x', U1, "0000000002");
 	list[2] = node(2, 'x', U2, "0000000009");
 	list[3] = "not-a-lock-node";
-	n = zkr_collect(list, 4, kids);
+	n = zc_recipe_collect(list, 4, kids);
 	CHECK(n == 3, "foreign child skipped");
 	CHECK(kids[0].seq == 2 && kids[1].seq == 9 && kids[2].seq == 10, "sorted by sequence");
 
-	CHECK(zkr_decide(kids, n, U1, NULL, NULL, 0, &own, &watch) == ZKR_GRANT && own == 0, "lowest is granted");
-	CHECK(zkr_decide(kids, n, U3, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
+	CHECK(zc_recipe_decide(kids, n, U1, NULL, NULL, 0, &own, &watch) == ZKR_GRANT && own == 0, "lowest is granted");
+	CHECK(zc_recipe_decide(kids, n, U3, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
 		  "exclusive watches its immediate predecessor only");
-	CHECK(zkr_decide(kids, n, U4, NULL, NULL, 0, &own, &watch) == ZKR_ABSENT, "own node missing");
-	CHECK(zkr_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT &&
-		  zkr_sole_blocker(kids, own, watch, NULL, NULL, 0), "second in line: its predecessor is its only blocker");
-	CHECK(zkr_decide(kids, n, U3, NULL, NULL, 0, &own, &watch) == ZKR_WAIT &&
-		  !zkr_sole_blocker(kids, own, watch, NULL, NULL, 0), "third in line: the first still blocks it");
+	CHECK(zc_recipe_decide(kids, n, U4, NULL, NULL, 0, &own, &watch) == ZKR_ABSENT, "own node missing");
+	CHECK(zc_recipe_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT &&
+		  zc_recipe_sole_blocker(kids, own, watch, NULL, NULL, 0), "second in line: its predecessor is its only blocker");
+	CHECK(zc_recipe_decide(kids, n, U3, NULL, NULL, 0, &own, &watch) == ZKR_WAIT &&
+		  !zc_recipe_sole_blocker(kids, own, watch, NULL, NULL, 0), "third in line: the first still blocks it");
 
 	/* shared: only exclusive nodes before it block; watch the last of them */
 	list[0] = node(0, 's', U1, "0000000001");
 	list[1] = node(1, 'x', U2, "0000000002");
 	list[2] = node(2, 's', U3, "0000000003");
 	list[3] = node(3, 's', U4, "0000000004");
-	n = zkr_collect(list, 4, kids);
-	CHECK(zkr_decide(kids, n, U1, NULL, NULL, 0, &own, &watch) == ZKR_GRANT, "first reader granted");
-	CHECK(zkr_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
+	n = zc_recipe_collect(list, 4, kids);
+	CHECK(zc_recipe_decide(kids, n, U1, NULL, NULL, 0, &own, &watch) == ZKR_GRANT, "first reader granted");
+	CHECK(zc_recipe_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
 		  "writer waits for the reader before it");
-	CHECK(zkr_decide(kids, n, U4, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
+	CHECK(zc_recipe_decide(kids, n, U4, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
 		  "reader behind a writer watches that writer, not the reader before it");
-	CHECK(zkr_sole_blocker(kids, own, watch, NULL, NULL, 0),
+	CHECK(zc_recipe_sole_blocker(kids, own, watch, NULL, NULL, 0),
 		  "readers ahead of that writer do not block a reader");
-	CHECK(zkr_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT &&
-		  zkr_sole_blocker(kids, own, watch, NULL, NULL, 0), "a writer behind one reader: that reader alone");
+	CHECK(zc_recipe_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT &&
+		  zc_recipe_sole_blocker(kids, own, watch, NULL, NULL, 0), "a writer behind one reader: that reader alone");
 	list[2] = node(2, 'x', U3, "0000000003");
-	n = zkr_collect(list, 4, kids);
-	CHECK(zkr_decide(kids, n, U4, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 2 &&
-		  !zkr_sole_blocker(kids, own, watch, NULL, NULL, 0), "a reader behind two writers: the earlier one blocks too");
+	n = zc_recipe_collect(list, 4, kids);
+	CHECK(zc_recipe_decide(kids, n, U4, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 2 &&
+		  !zc_recipe_sole_blocker(kids, own, watch, NULL, NULL, 0), "a reader behind two writers: the earlier one blocks too");
 
 	/* a backend's own nodes never block it: a reader upgrading to writer */
 	{
@@ -204,24 +204,24 @@ test_recipe(void)
 		list[0] = node(0, 's', U1, "0000000001");
 		list[1] = node(1, 's', U2, "0000000002");
 		list[2] = node(2, 'x', U3, "0000000003");
-		n = zkr_collect(list, 3, kids);
-		CHECK(zkr_decide(kids, n, U3, mine1, NULL, 1, &own, &watch) == ZKR_WAIT && watch == 1,
+		n = zc_recipe_collect(list, 3, kids);
+		CHECK(zc_recipe_decide(kids, n, U3, mine1, NULL, 1, &own, &watch) == ZKR_WAIT && watch == 1,
 			  "upgrading writer skips its own reader, waits for the other reader");
-		CHECK(zkr_sole_blocker(kids, own, watch, mine1, NULL, 1),
+		CHECK(zc_recipe_sole_blocker(kids, own, watch, mine1, NULL, 1),
 			  "and its own reader ahead does not count as a blocker");
-		CHECK(!zkr_sole_blocker(kids, own, watch, NULL, NULL, 0),
+		CHECK(!zc_recipe_sole_blocker(kids, own, watch, NULL, NULL, 0),
 			  "another backend's reader there would");
 		list[1] = node(1, 'x', U2, "0000000002");
 		list[2] = node(2, 's', U3, "0000000003");
-		n = zkr_collect(list, 3, kids);
-		CHECK(zkr_decide(kids, n, U3, mine1, NULL, 1, &own, &watch) == ZKR_WAIT && watch == 1,
+		n = zc_recipe_collect(list, 3, kids);
+		CHECK(zc_recipe_decide(kids, n, U3, mine1, NULL, 1, &own, &watch) == ZKR_WAIT && watch == 1,
 			  "a reader still waits for another backend's writer");
 		list[0] = node(0, 'x', U1, "0000000001");
 		list[1] = node(1, 's', U3, "0000000002");
-		n = zkr_collect(list, 2, kids);
-		CHECK(zkr_decide(kids, n, U3, mine1, NULL, 1, &own, &watch) == ZKR_GRANT,
+		n = zc_recipe_collect(list, 2, kids);
+		CHECK(zc_recipe_decide(kids, n, U3, mine1, NULL, 1, &own, &watch) == ZKR_GRANT,
 			  "a writer may also read: its own exclusive node does not block its shared one");
-		CHECK(zkr_decide(kids, n, U3, mine3, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
+		CHECK(zc_recipe_decide(kids, n, U3, mine3, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
 			  "without the ownership, the same reader waits");
 	}
 
@@ -238,36 +238,36 @@ test_recipe(void)
 		list[0] = node(0, 'x', U1, "0000000001");	/* ours, held exclusive */
 		list[1] = node(1, 'x', U2, "0000000002");	/* another cluster waits */
 		list[2] = node(2, 's', U3, "0000000003");	/* ours: asks shared */
-		n = zkr_collect(list, 3, kids);
-		CHECK(zkr_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_GRANT,
+		n = zc_recipe_collect(list, 3, kids);
+		CHECK(zc_recipe_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_GRANT,
 			  "exclusive holder asks shared: granted past the waiter behind it");
-		CHECK(zkr_foreign_ahead(kids, own, mine1, 1) == 1,
+		CHECK(zc_recipe_foreign_ahead(kids, own, mine1, 1) == 1,
 			  "and granted with another cluster's node ahead: not alone at the head");
-		CHECK(zkr_foreign_ahead(kids, 0, mine1, 1) == 0, "the first node is");
-		CHECK(zkr_decide(kids, n, U3, mine1, waiting, 1, &own, &watch) == ZKR_WAIT && watch == 1,
+		CHECK(zc_recipe_foreign_ahead(kids, 0, mine1, 1) == 0, "the first node is");
+		CHECK(zc_recipe_decide(kids, n, U3, mine1, waiting, 1, &own, &watch) == ZKR_WAIT && watch == 1,
 			  "while our first node only waits, the other waiter still blocks");
-		CHECK(zkr_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
+		CHECK(zc_recipe_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
 			  "and the other cluster's waiter keeps waiting for our first node");
 
 		list[0] = node(0, 's', U1, "0000000001");	/* ours, held shared */
 		list[2] = node(2, 'x', U3, "0000000003");	/* ours: asks exclusive */
-		n = zkr_collect(list, 3, kids);
-		CHECK(zkr_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_GRANT,
+		n = zc_recipe_collect(list, 3, kids);
+		CHECK(zc_recipe_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_GRANT,
 			  "shared holder asks exclusive, no other reader: granted past a writer waiting for it");
 
 		list[3] = node(3, 's', U4, "0000000000");	/* another cluster reads, ahead */
-		n = zkr_collect(list, 4, kids);
-		CHECK(zkr_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_WAIT &&
+		n = zc_recipe_collect(list, 4, kids);
+		CHECK(zc_recipe_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_WAIT &&
 			  strcmp(kids[watch].name, list[3]) == 0,
 			  "another cluster's reader ahead still blocks the upgrade");
-		CHECK(zkr_sole_blocker(kids, own, watch, mine1, held, 1),
+		CHECK(zc_recipe_sole_blocker(kids, own, watch, mine1, held, 1),
 			  "and is its only blocker: the writer behind our read waits for us");
 
 		list[3] = node(3, 's', U4, "0000000002");	/* a reader behind ours holds too */
 		list[1] = node(1, 'x', U2, "0000000004");
 		list[2] = node(2, 'x', U3, "0000000005");
-		n = zkr_collect(list, 4, kids);
-		CHECK(zkr_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_WAIT &&
+		n = zc_recipe_collect(list, 4, kids);
+		CHECK(zc_recipe_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_WAIT &&
 			  strcmp(kids[watch].name, list[3]) == 0,
 			  "a reader queued behind our read shares it, so it blocks our upgrade");
 	}
@@ -281,41 +281,41 @@ test_recipe(void)
 	list[1] = node(1, 'x', U1, "2147483646");
 	list[2] = node(2, 'x', U2, "2147483647");
 	list[3] = node(3, 'x', U4, "-2147483647");
-	n = zkr_collect(list, 4, kids);
+	n = zc_recipe_collect(list, 4, kids);
 	CHECK(n == 4, "names on both sides of the wrap parse");
 	CHECK(n == 4 && kids[0].seq == 2147483646 && kids[1].seq == 2147483647 &&
 		  kids[2].seq == INT32_MIN && kids[3].seq == INT32_MIN + 1,
 		  "ordered across the wrap as serial numbers");
-	CHECK(zkr_decide(kids, n, U1, NULL, NULL, 0, &own, &watch) == ZKR_GRANT,
+	CHECK(zc_recipe_decide(kids, n, U1, NULL, NULL, 0, &own, &watch) == ZKR_GRANT,
 		  "the node made before the wrap holds the lock");
-	CHECK(zkr_decide(kids, n, U3, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
+	CHECK(zc_recipe_decide(kids, n, U3, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
 		  "the first node after the wrap waits for the last one before it");
 	list[0] = node(0, 'x', U1, "-000000001");
 	list[1] = node(1, 'x', U2, "0000000000");
-	n = zkr_collect(list, 2, kids);
+	n = zc_recipe_collect(list, 2, kids);
 	CHECK(n == 2 && kids[0].seq == -1 && kids[1].seq == 0, "-1 comes before 0");
-	CHECK(zkr_seq_cmp(INT32_MAX, INT32_MIN) < 0 && zkr_seq_cmp(-1, 0) < 0 &&
-		  zkr_seq_cmp(5, 5) == 0 && zkr_seq_cmp(7, 3) > 0, "serial comparison");
+	CHECK(zc_recipe_seq_cmp(INT32_MAX, INT32_MIN) < 0 && zc_recipe_seq_cmp(-1, 0) < 0 &&
+		  zc_recipe_seq_cmp(5, 5) == 0 && zc_recipe_seq_cmp(7, 3) > 0, "serial comparison");
 	list[0] = node(0, 'x', U1, "-00000001");	/* too short for %010d */
 	list[1] = node(1, 'x', U1, "000000001");
 	list[2] = node(2, 'x', U1, "00000000001");
 	list[3] = node(3, 'x', U1, "-21474836480");
-	CHECK(zkr_collect(list, 4, kids) == 0, "sequences ZooKeeper never writes are refused");
+	CHECK(zc_recipe_collect(list, 4, kids) == 0, "sequences ZooKeeper never writes are refused");
 
 	list[0] = "x-short-0000000001";
-	CHECK(zkr_collect(list, 1, kids) == 0, "malformed name skipped");
+	CHECK(zc_recipe_collect(list, 1, kids) == 0, "malformed name skipped");
 
-	zkr_format_uuid(bytes, uuid);
+	zc_recipe_format_uuid(bytes, uuid);
 	CHECK(strlen(uuid) == ZKL_UUID_LEN && uuid[14] == '4', "uuid v4 format");
-	CHECK(zkr_node_prefix('x', uuid, 7300000000000000001ULL, 4242, 0, prefix, sizeof(prefix)) > 0,
+	CHECK(zc_recipe_node_prefix('x', uuid, 7300000000000000001ULL, 4242, 0, prefix, sizeof(prefix)) > 0,
 		  "prefix fits");
 	snprintf(names[7], sizeof(names[7]), "%s0000000003", prefix);
-	CHECK(zkr_parse_child(names[7], &kids[0]) && kids[0].seq == 3 && kids[0].mode == 'x',
+	CHECK(zc_recipe_parse_child(names[7], &kids[0]) && kids[0].seq == 3 && kids[0].mode == 'x',
 		  "a node made from our prefix parses back");
-	CHECK(zkr_name_has_uuid(names[7], uuid), "and carries its uuid");
-	CHECK(zkr_name_has_sysid(names[7], 7300000000000000001ULL), "and its cluster's system identifier");
-	CHECK(!zkr_name_has_sysid(names[7], 730000000000000000ULL), "not a prefix of it");
-	CHECK(!zkr_name_has_sysid(names[7], 4242), "nor the pid");
+	CHECK(zc_recipe_name_has_uuid(names[7], uuid), "and carries its uuid");
+	CHECK(zc_recipe_name_has_sysid(names[7], 7300000000000000001ULL), "and its cluster's system identifier");
+	CHECK(!zc_recipe_name_has_sysid(names[7], 730000000000000000ULL), "not a prefix of it");
+	CHECK(!zc_recipe_name_has_sysid(names[7], 4242), "nor the pid");
 }
 
 /* A semaphore node: holders after the pid. */
@@ -343,28 +343,28 @@ test_semaphore_recipe(void)
 	list[1] = sem_node(1, U2, 11, "2", "0000000002");
 	list[2] = sem_node(2, U3, 12, "2", "0000000003");
 	list[3] = sem_node(3, U4, 13, "3", "0000000004");
-	n = zkr_collect(list, 4, kids);
+	n = zc_recipe_collect(list, 4, kids);
 	CHECK(n == 4 && kids[0].holders == 2 && kids[3].holders == 3 && kids[0].mode == 'c',
 		  "semaphore nodes parse, with their holders");
-	CHECK(zkr_decide_semaphore(kids, n, U1, &own, &other) == ZKR_GRANT && own == 0, "first of 2 is in");
-	CHECK(zkr_decide_semaphore(kids, n, U2, &own, &other) == ZKR_GRANT && own == 1, "second of 2 is in");
-	CHECK(zkr_decide_semaphore(kids, n, U3, &own, &other) == ZKR_WAIT, "third of 2 waits");
-	CHECK(zkr_decide_semaphore(kids, n, U4, &own, &other) == ZKR_MISMATCH && other == 2,
+	CHECK(zc_recipe_decide_semaphore(kids, n, U1, &own, &other) == ZKR_GRANT && own == 0, "first of 2 is in");
+	CHECK(zc_recipe_decide_semaphore(kids, n, U2, &own, &other) == ZKR_GRANT && own == 1, "second of 2 is in");
+	CHECK(zc_recipe_decide_semaphore(kids, n, U3, &own, &other) == ZKR_WAIT, "third of 2 waits");
+	CHECK(zc_recipe_decide_semaphore(kids, n, U4, &own, &other) == ZKR_MISMATCH && other == 2,
 		  "holders 3 behind live requests of 2: mismatch, naming 2");
-	CHECK(zkr_decide_semaphore(kids + 1, n - 1, U3, &own, &other) == ZKR_GRANT,
+	CHECK(zc_recipe_decide_semaphore(kids + 1, n - 1, U3, &own, &other) == ZKR_GRANT,
 		  "once the first goes, the third is in (any node ahead may go first)");
-	CHECK(zkr_decide_semaphore(kids, n, "99999999-9999-4999-8999-999999999999", &own, &other) == ZKR_ABSENT,
+	CHECK(zc_recipe_decide_semaphore(kids, n, "99999999-9999-4999-8999-999999999999", &own, &other) == ZKR_ABSENT,
 		  "own node missing");
-	CHECK(zkr_decide_semaphore(kids + 3, 1, U4, &own, &other) == ZKR_GRANT,
+	CHECK(zc_recipe_decide_semaphore(kids + 3, 1, U4, &own, &other) == ZKR_GRANT,
 		  "alone, any holders value is the key's");
 	/* F(3) holds, F'(5) queued, Z(3) behind: Z must not go by the oldest alone */
 	list[0] = sem_node(0, U1, 10, "3", "0000000001");
 	list[1] = sem_node(1, U2, 11, "5", "0000000002");
 	list[2] = sem_node(2, U3, 12, "3", "0000000003");
-	n = zkr_collect(list, 3, kids);
-	CHECK(zkr_decide_semaphore(kids, n, U3, &own, &other) == ZKR_MISMATCH && other == 5,
+	n = zc_recipe_collect(list, 3, kids);
+	CHECK(zc_recipe_decide_semaphore(kids, n, U3, &own, &other) == ZKR_MISMATCH && other == 5,
 		  "a differing node behind the oldest fails the request too (else 5 could get in past 3)");
-	CHECK(zkr_decide_semaphore(kids + 1, n - 1, U3, &own, &other) == ZKR_MISMATCH && other == 5,
+	CHECK(zc_recipe_decide_semaphore(kids + 1, n - 1, U3, &own, &other) == ZKR_MISMATCH && other == 5,
 		  "and once the oldest goes, the 5 ahead still counts against a 3");
 
 	/* names ZooKeeper could hold but we never make are not semaphore nodes */
@@ -373,30 +373,30 @@ test_semaphore_recipe(void)
 	list[2] = sem_node(2, U1, 10, "10000000", "0000000001");
 	snprintf(names[3], sizeof(names[3]), "c-%s-7300000000000000001-10-0000000001", U1);
 	list[3] = names[3];
-	CHECK(zkr_collect(list, 4, kids) == 0, "holders 0, leading zeros, too many or none: refused");
+	CHECK(zc_recipe_collect(list, 4, kids) == 0, "holders 0, leading zeros, too many or none: refused");
 
-	CHECK(zkr_node_prefix('c', U1, 7300000000000000001ULL, 4242, 1000000, prefix, sizeof(prefix)) > 0,
+	CHECK(zc_recipe_node_prefix('c', U1, 7300000000000000001ULL, 4242, 1000000, prefix, sizeof(prefix)) > 0,
 		  "semaphore prefix fits, at the most holders");
 	snprintf(names[7], sizeof(names[7]), "%s-2147483648", prefix);
-	CHECK(zkr_parse_child(names[7], &kids[0]) && kids[0].holders == 1000000 && kids[0].seq == INT32_MIN,
+	CHECK(zc_recipe_parse_child(names[7], &kids[0]) && kids[0].holders == 1000000 && kids[0].seq == INT32_MIN,
 		  "and parses back past the sequence wrap");
-	CHECK(zkr_same_owner(names[7], names[7]) && zkr_name_has_sysid(names[7], 7300000000000000001ULL),
+	CHECK(zc_recipe_same_owner(names[7], names[7]) && zc_recipe_name_has_sysid(names[7], 7300000000000000001ULL),
 		  "owner and cluster read as for locks");
 
 	/* the key space: text and bigint keys get an own one */
-	CHECK(zkl_encode_text_key("pool", 4, key, sizeof(key)) > 0 && zkl_semaphore_key(key) == 6 &&
-		  strcmp(key, "mtpool") == 0 && zkl_is_semaphore_key(key), "semaphore key of text");
-	CHECK(zkl_decode_key(key + 1, &kind, dec, sizeof(dec)) == 4 && kind == ZKL_KEY_TEXT &&
+	CHECK(zc_keys_encode_text_key("pool", 4, key, sizeof(key)) > 0 && zc_keys_semaphore_key(key) == 6 &&
+		  strcmp(key, "mtpool") == 0 && zc_keys_is_semaphore_key(key), "semaphore key of text");
+	CHECK(zc_keys_decode_key(key + 1, &kind, dec, sizeof(dec)) == 4 && kind == ZKL_KEY_TEXT &&
 		  strcmp(dec, "pool") == 0, "the key inside decodes to the key");
-	CHECK(zkl_decode_key(key, &kind, dec, sizeof(dec)) < 0,
+	CHECK(zc_keys_decode_key(key, &kind, dec, sizeof(dec)) < 0,
 		  "the decoder takes lock keys only: one name per key and kind");
-	CHECK(zkl_encode_bigint_key(-42, key, sizeof(key)) > 0 && zkl_semaphore_key(key) > 0 &&
-		  zkl_is_semaphore_key(key) && zkl_decode_key(key + 1, &kind, dec, sizeof(dec)) > 0 &&
+	CHECK(zc_keys_encode_bigint_key(-42, key, sizeof(key)) > 0 && zc_keys_semaphore_key(key) > 0 &&
+		  zc_keys_is_semaphore_key(key) && zc_keys_decode_key(key + 1, &kind, dec, sizeof(dec)) > 0 &&
 		  kind == ZKL_KEY_BIGINT && strcmp(dec, "-42") == 0, "and of bigint");
 	memset(dec, 'a', ZKL_MAX_KEY_BYTES);
 	memset(dec, 0x01, ZKL_MAX_KEY_BYTES);
-	CHECK(zkl_encode_text_key(dec, ZKL_MAX_KEY_BYTES, key, sizeof(key)) > 0 &&
-		  zkl_semaphore_key(key) == 2 + 3 * ZKL_MAX_KEY_BYTES, "the longest key still fits as a semaphore's");
+	CHECK(zc_keys_encode_text_key(dec, ZKL_MAX_KEY_BYTES, key, sizeof(key)) > 0 &&
+		  zc_keys_semaphore_key(key) == 2 + 3 * ZKL_MAX_KEY_BYTES, "the longest key still fits as a semaphore's");
 }
 
 /* The kinds' table: the rules code asks it for, as core's two modes and a semaphore have them. */
@@ -406,36 +406,36 @@ test_kinds(void)
 	int			i;
 	int			j;
 
-	CHECK(zkk_nkinds <= ZKL_MAX_KINDS, "the table fits ZKL_MAX_KINDS");
-	for (i = 0; i < zkk_nkinds; i++)
+	CHECK(zc_nkinds <= ZKL_MAX_KINDS, "the table fits ZKL_MAX_KINDS");
+	for (i = 0; i < zc_nkinds; i++)
 	{
-		const ZklKind *k = &zkk_kinds[i];
+		const ZklKind *k = &zc_kinds[i];
 
-		CHECK(zkk_kind(k->mode) == k, "a kind's letter finds its own row (letters unique)");
+		CHECK(zc_kind_kind(k->mode) == k, "a kind's letter finds its own row (letters unique)");
 		CHECK(k->mode >= 'a' && k->mode <= 'z', "a kind's letter is lower-case (ZKK_SET)");
 		CHECK(k->name != NULL && k->noun != NULL && k->a_name != NULL, "every kind is named");
-		for (j = 0; j < zkk_nkinds; j++)
+		for (j = 0; j < zc_nkinds; j++)
 		{
-			char		m = zkk_kinds[j].mode;
+			char		m = zc_kinds[j].mode;
 
-			CHECK(zkk_conflict(k->mode, m) == zkk_conflict(m, k->mode), "conflict is symmetric");
+			CHECK(zc_kind_conflict(k->mode, m) == zc_kind_conflict(m, k->mode), "conflict is symmetric");
 			/* a counted kind lives in its own key space: it meets no ordered kind */
-			if (zkk_kinds[j].grant != k->grant)
-				CHECK(!zkk_conflict(k->mode, m), "kinds of different grant rules never meet");
+			if (zc_kinds[j].grant != k->grant)
+				CHECK(!zc_kind_conflict(k->mode, m), "kinds of different grant rules never meet");
 		}
-		CHECK(!(k->local == ZKL_LOCAL_RIDE && zkk_conflict(k->mode, k->mode)),
+		CHECK(!(k->local == ZKL_LOCAL_RIDE && zc_kind_conflict(k->mode, k->mode)),
 			  "only a kind that does not conflict with itself can be joined");
-		CHECK(!(k->local == ZKL_LOCAL_HANDOVER && !zkk_alone(k->mode)),
+		CHECK(!(k->local == ZKL_LOCAL_HANDOVER && !zc_kind_alone(k->mode)),
 			  "a node passes from holder to holder only of a kind that holds its key alone");
 	}
-	CHECK(zkk_conflict('x', 'x') && zkk_conflict('x', 's') && !zkk_conflict('s', 's'),
+	CHECK(zc_kind_conflict('x', 'x') && zc_kind_conflict('x', 's') && !zc_kind_conflict('s', 's'),
 		  "core's modes: writers exclude all, readers share");
-	CHECK(zkk_alone('x') && !zkk_alone('s') && !zkk_alone('c'), "only exclusive holds alone");
-	CHECK(zkk_counted('c') && !zkk_counted('x') && !zkk_counted('s'), "only the semaphore counts");
-	CHECK(zkk_hands_over('x') && zkk_rides('s') && zkk_local('c') == ZKL_LOCAL_NONE,
+	CHECK(zc_kind_alone('x') && !zc_kind_alone('s') && !zc_kind_alone('c'), "only exclusive holds alone");
+	CHECK(zc_kind_counted('c') && !zc_kind_counted('x') && !zc_kind_counted('s'), "only the semaphore counts");
+	CHECK(zc_kind_hands_over('x') && zc_kind_rides('s') && zc_kind_local('c') == ZKL_LOCAL_NONE,
 		  "local sharing: exclusive hands over, shared rides, semaphore neither");
-	CHECK(zkk_kind('L') == NULL && !zkk_conflict('x', 'L') && !zkk_conflict('x', '\0') &&
-		  zkk_name('?') == NULL && !zkk_counted('?'), "an unknown letter is no kind");
+	CHECK(zc_kind_kind('L') == NULL && !zc_kind_conflict('x', 'L') && !zc_kind_conflict('x', '\0') &&
+		  zc_kind_name('?') == NULL && !zc_kind_counted('?'), "an unknown letter is no kind");
 }
 
 int
