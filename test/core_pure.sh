@@ -18,4 +18,17 @@ done
 for h in $(grep -ho '#include "[a-z_]*\.h"' "$core"/*.[ch] | sort -u | sed 's/.*"\(.*\)"/\1/'); do
 	[ -f "$core/$h" ] || { echo "src/core includes $h, which is not in src/core" >&2; exit 1; }
 done
-echo "src/core: pure ($(ls "$core"/*.c | wc -l) files)"
+# the worker's ZooKeeper client is the only caller of the library, and no backend file includes it
+src=$(dirname "$core")
+calls=$(grep -HnE '\b(zoo_[a-z_]+|zookeeper_[a-z_]+|zerror)\(' "$src"/*.c "$src"/*/*.c |
+	grep -v "^$src/worker/zk_client.c:" || true)
+if [ -n "$calls" ]; then
+	echo "libzookeeper is called outside src/worker/zk_client.c:" >&2
+	echo "$calls" >&2
+	exit 1
+fi
+if grep -Hn 'zookeeper\.h\|worker/' "$src"/backend/*.[ch] | grep '#include'; then
+	echo "src/backend includes the ZooKeeper library or the worker's headers" >&2
+	exit 1
+fi
+echo "src/core: pure ($(ls "$core"/*.c | wc -l) files); libzookeeper called by src/worker/zk_client.c only"

@@ -5,8 +5,8 @@
  *
  * Events in: the host (the worker process, worker.c; or the simulator,
  * test/sim) calls zc_core_plan() to learn the calls owed, sends them, and
- * hands every reply and watch event back through the zcore_*_reply and
- * zcore_*_event functions, all under the slot-table lock.  Actions out: the
+ * hands every reply and watch event back through the zc_core_*_reply and
+ * zc_core_*_event functions, all under the slot-table lock.  Actions out: the
  * planned ops (ZklOp), and the host hooks in ZklCoreEnv (wake an owner,
  * interrupt it, note a commit proof, ...).  ZooKeeper result codes are
  * those of <zookeeper/zookeeper.h>; nothing of that library is called here.

@@ -94,7 +94,8 @@ typedef enum ZklResult
 /*
  * The request: set by its owner when it claims the slot (table.c), read by
  * all; the worker sets attempt, ticket, queued_at (and the slot's uuid)
- * afresh when it queues the request again.
+ * afresh when it queues the request again, and clears the owner when the
+ * node lingers (nobody's) or the slot is freed.
  */
 typedef struct ZklSlotRequest
 {
@@ -113,8 +114,8 @@ typedef struct ZklSlotRequest
 
 /*
  * The owner's, later: giving it up, the levels it is held at, a verify
- * asked (the worker answers it).  The worker's todo bits, the owner sets
- * only through table.c.
+ * asked (the worker answers it; it clears `abandoned` as it frees the
+ * slot).  The worker's todo bits, the owner sets only through table.c.
  */
 typedef struct ZklSlotOwner
 {

@@ -74,7 +74,7 @@ created(int rc, const char *value, const void *ctx)
 	{
 		/* ours from before (a resumed session): rewrite it */
 		zw_gw_doc_path(zw_gw.for_session, path);
-		zoo_aset(zw_client_handle(), path, sent_doc, strlen(sent_doc), -1, written, ctx);
+		zw_client_set(path, sent_doc, strlen(sent_doc), -1, written, ctx);
 	}
 	else
 	{
@@ -106,7 +106,7 @@ publish(int len)
 			published = false;
 			doc_may_exist = false;
 			own_version = -1;
-			(void) zoo_adelete(zw_client_handle(), path, -1, doc_deleted, zw_gw_tag());
+			(void) zw_client_delete(path, -1, doc_deleted, zw_gw_tag());
 		}
 		return;
 	}
@@ -124,9 +124,8 @@ publish(int len)
 		dir_made = true;
 	}
 	if (!published)
-		published = zoo_acreate(zw_client_handle(), path, sent_doc, len, zw_client_acl(), ZOO_EPHEMERAL,
-								created, zw_gw_tag()) == ZOK;
-	else if (zoo_aset(zw_client_handle(), path, sent_doc, len, -1, written, zw_gw_tag()) != ZOK)
+		published = zw_client_create(path, sent_doc, len, ZOO_EPHEMERAL, created, zw_gw_tag()) == ZOK;
+	else if (zw_client_set(path, sent_doc, len, -1, written, zw_gw_tag()) != ZOK)
 		published = false;
 }
 
@@ -195,7 +194,7 @@ listed(int rc, const struct String_vector *names, const void *ctx)
 		zw_gw.doc_session[zw_gw.ndocs] = session;
 		zw_gw.doc_version[zw_gw.ndocs] = -1;
 		snprintf(path, sizeof(path), "%s/%s", dir, names->data[i]);
-		if (zoo_aget(zw_client_handle(), path, 0, doc_read, zw_gw_read_tag(zw_gw.ndocs)) == ZOK)
+		if (zw_client_get(path, doc_read, zw_gw_read_tag(zw_gw.ndocs)) == ZOK)
 		{
 			zw_gw.ndocs++;
 			zw_gw.reads_due++;
@@ -219,7 +218,7 @@ switch_to(int64 session, const char *root)
 		if (published || doc_may_exist)
 		{
 			zw_gw_doc_path(zw_gw.for_session, path);
-			(void) zoo_adelete(zw_client_handle(), path, -1, doc_deleted, zw_gw_tag());
+			(void) zw_client_delete(path, -1, doc_deleted, zw_gw_tag());
 		}
 		if (zw_gw.claimed)
 			zw_gw_drop_claim();
@@ -246,7 +245,7 @@ tend_claims(ZklCore *core, int64 mono, TimestampTz now)
 	{
 		zw_gw.claim_check = false;
 		zw_gw_claim_path(path);
-		(void) zoo_aexists(zw_client_handle(), path, 0, zw_gw_claim_looked, zw_gw_tag());
+		(void) zw_client_exists(path, zw_gw_claim_looked, zw_gw_tag());
 	}
 	/*
 	 * The claim goes once the zw_gw.victim's node is gone: any claim that still
@@ -350,7 +349,7 @@ tend_waits(ZklCore *core, int64 mono, TimestampTz now)
 		zw_gw.sems_listed = false;	/* listed again for the next round */
 		zw_gw.phase = PH_READING;
 		zw_gw_waits_path(path);
-		if (zoo_aget_children(zw_client_handle(), path, 0, listed, zw_gw_tag()) != ZOK)
+		if (zw_client_children(path, listed, zw_gw_tag()) != ZOK)
 			zw_gw_round_over();
 	}
 	if (due == 0)

@@ -34,7 +34,7 @@ delete_claim_node(void)
 	char		path[ZKL_PATH_LEN];
 
 	zw_gw_claim_path(path);
-	(void) zoo_adelete(zw_client_handle(), path, -1, claim_deleted, zw_gw_tag());
+	(void) zw_client_delete(path, -1, claim_deleted, zw_gw_tag());
 }
 
 /* Give our claim up; never another cluster's (a delete cannot tell them apart). */
@@ -147,7 +147,7 @@ zw_gw_claim(void)
 	for (i = 0; i < zw_gw.victim.nchecks; i++)
 	{
 		snprintf(claim_paths[n], ZKL_PATH_LEN, "%s/%s", zw_gw.for_root, zw_gw.victim.checks[i]);
-		zoo_check_op_init(&claim_ops[n], claim_paths[n], -1);
+		zw_client_op_check(&claim_ops[n], claim_paths[n], -1);
 		n++;
 	}
 	for (i = 0; i < zw_gw.victim.nsessions; i++)
@@ -158,7 +158,7 @@ zw_gw_claim(void)
 			if (zw_gw.doc_session[d] == zw_gw.victim.sessions[i])
 				version = zw_gw.doc_version[d];
 		zw_gw_doc_path(zw_gw.victim.sessions[i], claim_paths[n]);
-		zoo_check_op_init(&claim_ops[n], claim_paths[n], version);
+		zw_client_op_check(&claim_ops[n], claim_paths[n], version);
 		n++;
 	}
 	zw_gw_claim_path(claim_paths[n]);
@@ -168,14 +168,14 @@ zw_gw_claim(void)
 	for (d = 0; d < zw_gw.ndocs; d++)
 		if (zw_gw.docs[d] != NULL)
 			read_from[nread++] = zw_gw.doc_session[d];
-	zoo_create_op_init(&claim_ops[n], claim_paths[n], claim_data,
-					   zc_gwait_claim_format(zw_gw.claim_nonce, read_from, nread, zw_gw.for_session, claim_data,
-										sizeof(claim_data)),
-					   zw_client_acl(), ZOO_EPHEMERAL, NULL, 0);
+	zw_client_op_create(&claim_ops[n], claim_paths[n], claim_data,
+						zc_gwait_claim_format(zw_gw.claim_nonce, read_from, nread, zw_gw.for_session,
+											  claim_data, sizeof(claim_data)),
+						ZOO_EPHEMERAL, NULL, 0);
 	n++;
 	zw_gw.phase = PH_CLAIMING;
 	memset(claim_results, 0, sizeof(claim_results));
-	if (zoo_amulti(zw_client_handle(), n, claim_ops, claim_results, claim_done, zw_gw_tag()) != ZOK)
+	if (zw_client_multi(n, claim_ops, claim_results, claim_done, zw_gw_tag()) != ZOK)
 		zw_gw_round_over();
 }
 
@@ -280,7 +280,7 @@ zw_gw_poll_confirmations(void)
 	for (i = 0; i < nconfirm; i++)
 	{
 		zw_gw_doc_path(confirm_session[i], path);
-		if (zoo_aget(zw_client_handle(), path, 0, confirm_read, zw_gw_read_tag(i)) == ZOK)
+		if (zw_client_get(path, confirm_read, zw_gw_read_tag(i)) == ZOK)
 			zw_gw.reads_due++;
 	}
 	if (zw_gw.reads_due == 0)
@@ -315,7 +315,7 @@ claim_seen(int rc, const struct Stat *stat, const void *ctx)
 	if (rc == ZOK)
 	{
 		zw_gw_claim_path(path);
-		(void) zoo_aget(zw_client_handle(), path, 0, claim_read, zw_gw_tag());
+		(void) zw_client_get(path, claim_read, zw_gw_tag());
 	}
 	else if (rc == ZNONODE)
 		zw_gw.confirms = 0;
@@ -332,5 +332,5 @@ zw_gw_look_for_claim(void)
 	char		path[ZKL_PATH_LEN];
 
 	zw_gw_claim_path(path);
-	(void) zoo_aexists(zw_client_handle(), path, 0, claim_seen, zw_gw_tag());
+	(void) zw_client_exists(path, claim_seen, zw_gw_tag());
 }

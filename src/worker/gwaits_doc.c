@@ -219,7 +219,7 @@ zw_gw_list_sems(TimestampTz now)
 	sems_due = 0;
 	zw_gw.phase = PH_SEMS;
 	for (i = 0; i < n; i++)
-		if (zoo_aget_children(zw_client_handle(), paths[i], 0, sem_listed, zw_gw_read_tag(i)) == ZOK)
+		if (zw_client_children(paths[i], sem_listed, zw_gw_read_tag(i)) == ZOK)
 			sems_due++;
 	if (sems_due == 0)
 	{

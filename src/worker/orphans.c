@@ -94,7 +94,7 @@ zw_check_suspects(void)
 	{
 		char	   *path = MemoryContextStrdup(TopMemoryContext, suspects[i]);
 
-		if (zoo_aexists(zw_client_handle(), path, 0, suspect_stat_done, path) != ZOK)
+		if (zw_client_exists(path, suspect_stat_done, path) != ZOK)
 			pfree(path);
 	}
 	nsuspects = 0;
@@ -157,7 +157,7 @@ answered(ZlkLook *l, int rc, const char *what)
 			return true;
 		case ZLK_AGAIN_SAY:
 			ereport(LOG, (errmsg("zk_lock: could not %s %s: %s; trying again", what, path,
-								 zerror(rc))));
+								 zw_client_strerror(rc))));
 			break;
 		case ZLK_AGAIN:
 			break;
@@ -226,10 +226,10 @@ static bool
 send_look(void *arg, ZlkLook *l)
 {
 	if (l->stray)
-		return zoo_adelete(zw_client_handle(), l->path, -1, stray_deleted, l) == ZOK;
+		return zw_client_delete(l->path, -1, stray_deleted, l) == ZOK;
 	/* after a sync, as for the first lookup (worker.c): a lagging server misses it */
-	return zoo_async(zw_client_handle(), l->path, zw_client_sync_answered, NULL) == ZOK &&
-		zoo_aget_children(zw_client_handle(), l->path, 0, ghost_children_done, l) == ZOK;
+	return zw_client_sync(l->path, zw_client_sync_answered, NULL) == ZOK &&
+		zw_client_children(l->path, ghost_children_done, l) == ZOK;
 }
 
 /* Send the looks that are due; returns ms until the next one, or -1. */
@@ -240,7 +240,7 @@ zw_send_looks(void)
 
 	if (looks.n == 0)
 		return -1;				/* the usual case, every loop turn */
-	if (zw_client_handle() == NULL || zoo_state(zw_client_handle()) != ZOO_CONNECTED_STATE)
+	if (!zw_client_connected())
 		return ZKC_REOPEN_DELAY_MS;
 	next = zc_looks_tend(&looks, zkl_mono_now(), our_session());
 	return next < 0 ? -1 : (long) ((next + 999) / 1000);

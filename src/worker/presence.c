@@ -106,7 +106,7 @@ failed(int rc, const char *what)
 		return;
 	last_logged = rc;
 	ereport(LOG, (errmsg("zk_lock: could not %s under zk_lock.root: %s; no lock is granted until it works",
-						 what, zerror(rc))));
+						 what, zw_client_strerror(rc))));
 }
 
 /* A child event on the sessions node: list again (the watch is one-shot). */
@@ -125,7 +125,7 @@ swept(int rc, const void *data)
 		return;
 	sweep_logged = rc;
 	ereport(LOG, (errmsg("zk_lock: could not delete a stopped session's tombstone under zk_lock.root: %s",
-						 zerror(rc))));
+						 zw_client_strerror(rc))));
 }
 
 /* A clean stop's tombstone the rules say every cluster has listed: delete it. */
@@ -136,7 +136,7 @@ host_sweep(void *arg, int64_t session)
 
 	snprintf(path, sizeof(path), "%s/" SESSIONS_DIR "/%016llx" CLOSED_SUFFIX, for_root,
 			 (unsigned long long) session);
-	(void) zoo_adelete(zw_client_handle(), path, -1, swept, NULL);
+	(void) zw_client_delete(path, -1, swept, NULL);
 }
 
 /* A listing of the sessions: lock_delay.c judges it. */
@@ -179,8 +179,8 @@ send_presence(void)
 	sessions_path(dir);
 	zw_client_create_persistent(dir);
 	snprintf(path, sizeof(path), "%s/%016llx", dir, (unsigned long long) pres.for_session);
-	zoo_acreate(zw_client_handle(), path, NULL, -1, zw_client_acl(), ZOO_EPHEMERAL, presence_created,
-				(const void *) (uintptr_t) pres.gen);
+	zw_client_create(path, NULL, -1, ZOO_EPHEMERAL, presence_created,
+					 (const void *) (uintptr_t) pres.gen);
 }
 
 /*
@@ -257,8 +257,8 @@ send_mark(int64 session, const char *suffix, int flags)
 	mark_gen++;
 	sessions_path(dir);
 	snprintf(path, sizeof(path), "%s/%016llx%s", dir, (unsigned long long) session, suffix);
-	if (zoo_acreate(zw_client_handle(), path, NULL, -1, zw_client_acl(), flags, tombstone_created,
-					(const void *) (uintptr_t) mark_gen) != ZOK)
+	if (zw_client_create(path, NULL, -1, flags, tombstone_created,
+						 (const void *) (uintptr_t) mark_gen) != ZOK)
 		mark = ZKL_MARK_FAILED;
 	return mark;
 }

@@ -176,7 +176,7 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 	{
 		char		msg[ZKL_ERRMSG_LEN];
 
-		snprintf(msg, sizeof(msg), "could not read the lock queue: %s", zerror(rc));
+		snprintf(msg, sizeof(msg), "could not read the lock queue: %s", zw_client_strerror(rc));
 		query_done(zw_client_sqlstate(rc), msg);
 	}
 	finished = zkl_query->state == ZKQ_DONE;
@@ -193,8 +193,8 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 		char		path[ZKL_PATH_LEN];
 
 		snprintf(path, sizeof(path), "%s/%s", parent, zkl_query->entries[i].node);
-		zoo_aget(zw_client_handle(), path, 0, query_data_done,
-				 (void *) (uintptr_t) (tag | (uint64) zc_core_tag(i, 0)));
+		zw_client_get(path, query_data_done,
+					  (void *) (uintptr_t) (tag | (uint64) zc_core_tag(i, 0)));
 	}
 }
 

@@ -299,11 +299,11 @@ zw_requests_send_proof(void)
 {
 	zoo_op_t	check;
 
-	zoo_check_op_init(&check, zkl_shared->t.roots[zkl_shared->t.cur_root], -1);
+	zw_client_op_check(&check, zkl_shared->t.roots[zkl_shared->t.cur_root], -1);
 	core->proof_sent = zkl_mono_now();
 	zc_core_proof_sent(core,
-					 zoo_amulti(zw_client_handle(), 1, &check, &proof_result, proof_done,
-								(const void *) (uintptr_t) core->proof_gen) == ZOK);
+					 zw_client_multi(1, &check, &proof_result, proof_done,
+									 (const void *) (uintptr_t) core->proof_gen) == ZOK);
 }
 
 /* Create root path components (persistent) and the key node (container). */
@@ -314,7 +314,7 @@ send_parents(const ZklSlot *s, void *ctx)
 
 	zw_client_create_persistent(zkl_shared->t.roots[s->zk.root_id]);
 	zc_core_key_path(&zkl_shared->t, s, path);
-	zoo_acreate(zw_client_handle(), path, NULL, -1, zw_client_acl(), ZOO_CONTAINER, key_node_done, ctx);
+	zw_client_create(path, NULL, -1, ZOO_CONTAINER, key_node_done, ctx);
 }
 
 /* The path a slot's create asks for: the sequence is appended by the server. */
@@ -341,7 +341,7 @@ send_test_orphan(const ZklSlot *s)
 
 	zkl_new_uuid(uuid);
 	create_path(s, uuid, path);
-	zoo_acreate(zw_client_handle(), path, NULL, -1, zw_client_acl(), ZOO_EPHEMERAL_SEQUENTIAL, zw_client_create_answered, NULL);
+	zw_client_create(path, NULL, -1, ZOO_EPHEMERAL_SEQUENTIAL, zw_client_create_answered, NULL);
 }
 
 /*
@@ -390,7 +390,7 @@ send_batches(void)
 			if (b->del[j])
 			{
 				zc_core_child_path(&zkl_shared->t, s, s->node, b->names[j]);
-				zoo_delete_op_init(&b->ops[j], b->names[j], -1);
+				zw_client_op_delete(&b->ops[j], b->names[j], -1);
 			}
 			else
 			{
@@ -400,13 +400,12 @@ send_batches(void)
 				/* names[] is read when the multi is sent, and gets the result */
 				create_path(s, s->uuid, b->names[j]);
 				zc_core_node_data(s, b->data[j]);
-				zoo_create_op_init(&b->ops[j], b->names[j], b->data[j], strlen(b->data[j]),
-								   zw_client_acl(), ZOO_EPHEMERAL_SEQUENTIAL,
-								   b->names[j], ZKL_PATH_LEN);
+				zw_client_op_create(&b->ops[j], b->names[j], b->data[j], strlen(b->data[j]),
+									ZOO_EPHEMERAL_SEQUENTIAL, b->names[j], ZKL_PATH_LEN);
 			}
 		}
 		b->n = n;
-		if (zoo_amulti(zw_client_handle(), b->n, b->ops, b->results, multi_done, b) != ZOK)
+		if (zw_client_multi(b->n, b->ops, b->results, multi_done, b) != ZOK)
 			elog(ERROR, "zk_lock: could not send a ZooKeeper multi");
 		zc_core_write_sent(core);
 		/* each new node's key's children, in the same round trip, as for a single create */
@@ -462,17 +461,17 @@ send_op(const ZklOp *op)
 			 * The server we reconnected to may lag the leader: a sync first,
 			 * so the lookup sees every create of ours the leader applied.
 			 */
-			rc = zoo_async(zw_client_handle(), parent, zw_client_sync_answered, NULL);
+			rc = zw_client_sync(parent, zw_client_sync_answered, NULL);
 			if (rc == ZOK)
 				rc = zoo_aget_children2(zw_client_handle(), parent, 0, recover_done, ctx);
 			break;
 		case OP_STAT:
 			zc_core_child_path(&zkl_shared->t, s, s->node, path);
-			rc = zoo_aexists(zw_client_handle(), path, 0, stat_done, ctx);
+			rc = zw_client_exists(path, stat_done, ctx);
 			break;
 		case OP_BARRIER:
 			zc_core_child_path(&zkl_shared->t, s, s->node, path);
-			rc = zoo_aexists(zw_client_handle(), path, 0, barrier_done, ctx);
+			rc = zw_client_exists(path, barrier_done, ctx);
 			break;
 		case OP_VERIFY:
 			{
@@ -481,22 +480,22 @@ send_op(const ZklOp *op)
 				zoo_op_t	check;
 
 				zc_core_child_path(&zkl_shared->t, s, s->node, path);
-				zoo_check_op_init(&check, path, -1);
-				rc = zoo_amulti(zw_client_handle(), 1, &check, &verify_results[op->idx], verify_done, ctx);
+				zw_client_op_check(&check, path, -1);
+				rc = zw_client_multi(1, &check, &verify_results[op->idx], verify_done, ctx);
 			}
 			break;
 		case OP_WATCH:
 			zc_core_child_path(&zkl_shared->t, s, s->watch, path);
-			rc = zoo_awget(zw_client_handle(), path, predecessor_watch, ctx, watch_set, ctx);
+			rc = zw_client_get_watched(path, predecessor_watch, ctx, watch_set, ctx);
 			break;
 		case OP_UNMARK:
 			zc_core_child_path(&zkl_shared->t, s, s->node, path);
 			zc_core_node_data(s, data);
-			rc = zoo_aset(zw_client_handle(), path, data, strlen(data), -1, unmark_done, ctx);
+			rc = zw_client_set(path, data, strlen(data), -1, unmark_done, ctx);
 			break;
 		case OP_DELETE:
 			zc_core_child_path(&zkl_shared->t, s, s->node, path);
-			rc = zoo_adelete(zw_client_handle(), path, -1, delete_done, ctx);
+			rc = zw_client_delete(path, -1, delete_done, ctx);
 			if (rc == ZOK)
 				zc_core_write_sent(core);
 			break;
@@ -523,11 +522,11 @@ zw_requests_send(void)
 		rc = send_op(&core->ops[i]);
 
 		/*
-		 * ZINVALIDSTATE: the session just ended and zkl_session_lost() will
+		 * ZINVALIDSTATE: the session just ended and zc_core_session_lost() will
 		 * re-queue.  Anything else is a local failure to build a request.
 		 */
 		if (rc != ZOK && rc != ZINVALIDSTATE)
-			elog(ERROR, "zk_lock: could not send a ZooKeeper request: %s", zerror(rc));
+			elog(ERROR, "zk_lock: could not send a ZooKeeper request: %s", zw_client_strerror(rc));
 	}
 }
 

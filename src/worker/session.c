@@ -49,7 +49,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 
 	if (state == ZOO_CONNECTED_STATE)
 	{
-		const clientid_t *id = zoo_client_id(h);
+		const clientid_t *id = zw_client_session(h);
 		bool		changed;
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
@@ -65,8 +65,8 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		zkl_shared->t.conn_state = ZKC_CONNECTED;
 		zkl_shared->state_since = GetCurrentTimestamp();
 		zkl_shared->last_heard = zkl_shared->state_since;
-		zkl_shared->t.negotiated_timeout = zoo_recv_timeout(h);
-		strlcpy(zkl_shared->server, zoo_get_current_server(h) ? zoo_get_current_server(h) : "",
+		zkl_shared->t.negotiated_timeout = zw_client_timeout(h);
+		strlcpy(zkl_shared->server, zw_client_server(h) ? zw_client_server(h) : "",
 				sizeof(zkl_shared->server));
 		zkl_shared->t.counters.reconnects++;
 		zkl_shared->conn_error[0] = '\0';
@@ -77,7 +77,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 			zw_left_save(id);	/* outside the lock: it syncs to disk */
 		ereport(LOG,
 				(errmsg("zk_lock: connected to ZooKeeper, session 0x%llx, timeout %d ms",
-						(unsigned long long) id->client_id, zoo_recv_timeout(h))));
+						(unsigned long long) id->client_id, zw_client_timeout(h))));
 	}
 	else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE)
 	{
@@ -96,7 +96,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 	{
 		ereport(LOG,
 				(errmsg("zk_lock: ZooKeeper session 0x%llx %s",
-						(unsigned long long) zoo_client_id(h)->client_id,
+						(unsigned long long) zw_client_session(h)->client_id,
 						state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "was refused authentication")));
 		session_ended = true;
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
@@ -173,11 +173,10 @@ auth_done(int rc, const void *ctx)
 	if (rc == ZOK)
 		set_auth_info("%s: accepted", session_user);
 	else
-		set_auth_info("%s: refused by ZooKeeper (%s)", session_user, zerror(rc));
+		set_auth_info("%s: refused by ZooKeeper (%s)", session_user, zw_client_strerror(rc));
 	LWLockRelease(zkl_shared->lock);
 	if (rc == ZOK && nsession_ids > 0 && zw_client_handle() != NULL)
-		(void) zoo_aget_acl(zw_client_handle(), zkl_shared->t.roots[zkl_shared->t.cur_root],
-							root_acl_done, NULL);
+		(void) zw_client_get_acl(zkl_shared->t.roots[zkl_shared->t.cur_root], root_acl_done, NULL);
 }
 
 /*
@@ -232,7 +231,7 @@ apply_auth(void)
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		set_auth_info("%s: sent", user);
 		LWLockRelease(zkl_shared->lock);
-		if (zoo_add_auth(zw_client_handle(), "digest", cred, strlen(cred), auth_done, NULL) != ZOK)
+		if (zw_client_add_auth("digest", cred, strlen(cred), auth_done, NULL) != ZOK)
 			elog(ERROR, "zk_lock: could not send the ZooKeeper credential");
 	}
 	explicit_bzero(cred, sizeof(cred));
@@ -377,7 +376,7 @@ reload_config(void)
 			next_open = 0;
 		}
 		/* same ensemble, new list: keep the session and every lock */
-		else if (zoo_set_servers(zw_client_handle(), zkl_hosts) == ZOK)
+		else if (zw_client_set_servers(zkl_hosts) == ZOK)
 		{
 			ereport(LOG, (errmsg("zk_lock: ZooKeeper hosts changed to \"%s\"", zkl_hosts)));
 			publish_hosts(zkl_hosts);

@@ -402,8 +402,7 @@ worker_turn(bool draining, long max_wait_ms)
 		wait_ms = (wait_ms < 0) ? max_wait_ms : Min(wait_ms, max_wait_ms);
 
 	/* data read on a connection that stays up came from the server */
-	if ((zw_client_wait(zw_client_handle(), wait_ms) & WL_SOCKET_READABLE) && zw_client_handle() != NULL &&
-		zoo_state(zw_client_handle()) == ZOO_CONNECTED_STATE)
+	if ((zw_client_wait(zw_client_handle(), wait_ms) & WL_SOCKET_READABLE) && zw_client_connected())
 		zkl_shared->last_heard = GetCurrentTimestamp();
 }
 

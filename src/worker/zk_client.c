@@ -1,5 +1,6 @@
 /*
- * zk_client.c — opening and closing the worker's ZooKeeper handle, the
+ * zk_client.c — the only caller of libzookeeper: opening and closing the
+ * worker's ZooKeeper handle, the calls the other files make on it, the
  * handle and node ACL the worker's files share, and one turn of its event
  * loop.
  *
@@ -61,6 +62,141 @@ void
 zw_client_set_acl(struct ACL_vector *acl)
 {
 	the_acl = acl;
+}
+
+/*
+ * The calls of the worker's files, on the one handle: no other file calls
+ * the library.  Every create carries the nodes' ACL (auth.c); a read sets
+ * a watch only through zw_client_get_watched.  Each returns the library's
+ * result: ZOK once the request is queued, its answer comes to `done`.
+ */
+int
+zw_client_create(const char *path, const char *value, int len, int flags,
+				 string_completion_t done, const void *ctx)
+{
+	return zoo_acreate(the_handle, path, value, len, the_acl, flags, done, ctx);
+}
+
+int
+zw_client_delete(const char *path, int version, void_completion_t done, const void *ctx)
+{
+	return zoo_adelete(the_handle, path, version, done, ctx);
+}
+
+int
+zw_client_exists(const char *path, stat_completion_t done, const void *ctx)
+{
+	return zoo_aexists(the_handle, path, 0, done, ctx);
+}
+
+int
+zw_client_get(const char *path, data_completion_t done, const void *ctx)
+{
+	return zoo_aget(the_handle, path, 0, done, ctx);
+}
+
+int
+zw_client_get_watched(const char *path, watcher_fn watcher, void *watcher_ctx,
+					  data_completion_t done, const void *ctx)
+{
+	return zoo_awget(the_handle, path, watcher, watcher_ctx, done, ctx);
+}
+
+int
+zw_client_children(const char *path, strings_completion_t done, const void *ctx)
+{
+	return zoo_aget_children(the_handle, path, 0, done, ctx);
+}
+
+int
+zw_client_set(const char *path, const char *value, int len, int version,
+			  stat_completion_t done, const void *ctx)
+{
+	return zoo_aset(the_handle, path, value, len, version, done, ctx);
+}
+
+int
+zw_client_multi(int count, const zoo_op_t *ops, zoo_op_result_t *results,
+				void_completion_t done, const void *ctx)
+{
+	return zoo_amulti(the_handle, count, ops, results, done, ctx);
+}
+
+int
+zw_client_sync(const char *path, string_completion_t done, const void *ctx)
+{
+	return zoo_async(the_handle, path, done, ctx);
+}
+
+int
+zw_client_get_acl(const char *path, acl_completion_t done, const void *ctx)
+{
+	return zoo_aget_acl(the_handle, path, done, ctx);
+}
+
+int
+zw_client_add_auth(const char *scheme, const char *cert, int len, void_completion_t done,
+				   const void *ctx)
+{
+	return zoo_add_auth(the_handle, scheme, cert, len, done, ctx);
+}
+
+int
+zw_client_set_servers(const char *hosts)
+{
+	return zoo_set_servers(the_handle, hosts);
+}
+
+bool
+zw_client_connected(void)
+{
+	return the_handle != NULL && zoo_state(the_handle) == ZOO_CONNECTED_STATE;
+}
+
+/* The ops of a multi (filled here, sent by zw_client_multi). */
+void
+zw_client_op_check(zoo_op_t *op, const char *path, int version)
+{
+	zoo_check_op_init(op, path, version);
+}
+
+void
+zw_client_op_create(zoo_op_t *op, const char *path, const char *value, int len, int flags,
+					char *name, int namelen)
+{
+	zoo_create_op_init(op, path, value, len, the_acl, flags, name, namelen);
+}
+
+void
+zw_client_op_delete(zoo_op_t *op, const char *path, int version)
+{
+	zoo_delete_op_init(op, path, version);
+}
+
+/* The library's text for a result code, for messages. */
+const char *
+zw_client_strerror(int rc)
+{
+	return zerror(rc);
+}
+
+/* What a session watcher's handle says of its session. */
+const clientid_t *
+zw_client_session(zhandle_t *zh)
+{
+	return zoo_client_id(zh);
+}
+
+int
+zw_client_timeout(zhandle_t *zh)
+{
+	return zoo_recv_timeout(zh);
+}
+
+const char *
+zw_client_server(zhandle_t *zh)
+{
+	return zoo_get_current_server(zh);
 }
 
 void

@@ -3067,7 +3067,7 @@ wait_step(Cluster *c, Backend *b)
 	}
 	if (res == ZKL_RESULT_PENDING && b->deadline && zkm_now(S->m) >= b->deadline)
 	{
-		/* zb_cancel_slots: give up only if still unanswered */
+		/* zkl_cancel_slots: give up only if still unanswered */
 		zc_book_set_pending(&b->book, NULL, 0);
 		(void) zc_table_abandon(&c->t, s);
 		b->waiting = -1;
