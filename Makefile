@@ -10,7 +10,8 @@ MODULE_big = zk_lock
 CORE_OBJS = src/core/core.o src/core/core_reply.o src/core/core_grant.o src/core/core_plan.o \
             src/core/core_batch.o src/core/cohort.o src/core/cohort_ride.o src/core/cohort_plan.o src/core/table.o src/core/book.o src/core/holds.o \
             src/core/lock_delay.o src/core/recipe.o src/core/kinds.o src/core/keys.o src/core/cutoff.o \
-            src/core/deadlock.o src/core/gwait.o src/core/gwait_doc.o src/core/gwait_edges.o src/core/slot_state.o src/core/looks.o
+            src/core/deadlock.o src/core/gwait.o src/core/gwait_doc.o src/core/gwait_edges.o src/core/slot_state.o src/core/looks.o \
+            src/core/invariant.o
 WORKER_OBJS = src/worker/worker.o src/worker/session.o src/worker/left_session.o \
               src/worker/presence.o src/worker/orphans.o src/worker/auth.o src/worker/zk_client.o \
               src/worker/queue_read.o src/worker/gwaits.o src/worker/gwaits_doc.o src/worker/gwaits_claim.o src/worker/requests.o
@@ -44,6 +45,10 @@ EXTRA_CLEAN = tmp_regress tmp_isolation output_iso test/unit/test_pure test/unit
 
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+# the pure core's invariants (src/core/invariant.h) are checked in --enable-cassert builds
+ifneq ($(findstring enable-cassert,$(shell $(PG_CONFIG) --configure 2>/dev/null)),)
+PG_CPPFLAGS += -DZC_ASSERTS
+endif
 
 .PHONY: test demo bench deb unit fuzz sim sim-bites core-pure installcheck-regress installcheck-isolation installcheck-tap
 

@@ -18,6 +18,7 @@
 #include "auth.h"
 #include "worker.h"
 #include "slot_state.h"
+#include "invariant.h"
 
 PG_MODULE_MAGIC;
 
@@ -62,6 +63,13 @@ illegal_transition(const ZklSlot *s, ZklZkState to)
 			 errdetail_internal("The slot's node is \"%s\".", s->node)));
 }
 
+/* A broken invariant of the pure core (checked in --enable-cassert builds): can't happen. */
+static void
+broken_invariant(const char *cond, const char *file, int line)
+{
+	elog(ERROR, "zk_lock: broken invariant at %s:%d: %s", file, line, cond);
+}
+
 void
 _PG_init(void)
 {
@@ -78,6 +86,7 @@ _PG_init(void)
 	zkl_define_settings();
 	MarkGUCPrefixReserved("zk_lock");
 	zc_slot_illegal = illegal_transition;
+	zc_invariant_broken = broken_invariant;
 	zw_auth_init();
 	zb_stmt_hooks_init();
 

@@ -44,6 +44,7 @@
  * cohort_ride.c, the plan and the news in cohort_plan.c.
  */
 #include "cohort_int.h"
+#include "invariant.h"
 
 /*
  * A request that may take part, hand-over on: a lock of one key whose node
@@ -260,6 +261,9 @@ pass(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
 	int			i;
 
+	/* one key, a kind whose node passes, and a token that still fits (zc_recipe_fencing_token) */
+	ZC_ASSERT(zc_cohort_same_key(from, to) && zc_kind_hands_over(to->req.mode));
+	ZC_ASSERT(from->coh.node_handed + 1 < ZKL_HANDOVER_MAX);
 	to->zk.handed = from->coh.node_handed + 1;
 	to->coh.node_handed = to->zk.handed;
 	to->coh.since_foreign = from->coh.since_foreign + (from->coh.foreign ? 1 : 0);

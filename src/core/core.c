@@ -14,6 +14,7 @@
  */
 #include "core_int.h"
 #include "cohort_plan.h"
+#include "invariant.h"
 
 void
 zc_core_copy_name(char *dst, size_t size, const char *src)
@@ -492,6 +493,8 @@ zc_core_grant(ZklCore *c, ZklSlot *s)
 		return;
 	}
 	zc_slot_move(s, ZKS_HELD);
+	/* a grant is of a node, made in the session that grants it */
+	ZC_ASSERT(s->node[0] != '\0' && c->t->session_id != 0);
 	if (s->ans.result == ZKL_RESULT_PENDING)
 	{
 		s->ans.session_id = c->t->session_id;

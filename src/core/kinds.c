@@ -24,7 +24,7 @@ typedef char zc_kind_rows_fit[(sizeof(zc_kinds) / sizeof(zc_kinds[0]) <= ZKL_MAX
 bool
 zc_kind_alone(char mode)
 {
-	const ZklKind *k = zc_kind_kind(mode);
+	const ZklKind *k = zc_kind_of(mode);
 	uint32_t	ordered = 0;
 	int			i;
 
@@ -37,7 +37,7 @@ zc_kind_alone(char mode)
 const char *
 zc_kind_name(char mode)
 {
-	const ZklKind *k = zc_kind_kind(mode);
+	const ZklKind *k = zc_kind_of(mode);
 
 	return k != NULL ? k->name : NULL;
 }
@@ -45,7 +45,7 @@ zc_kind_name(char mode)
 const char *
 zc_kind_noun(char mode)
 {
-	const ZklKind *k = zc_kind_kind(mode);
+	const ZklKind *k = zc_kind_of(mode);
 
 	return k != NULL ? k->noun : NULL;
 }
@@ -53,7 +53,7 @@ zc_kind_noun(char mode)
 const char *
 zc_kind_a_name(char mode)
 {
-	const ZklKind *k = zc_kind_kind(mode);
+	const ZklKind *k = zc_kind_of(mode);
 
 	return k != NULL ? k->a_name : NULL;
 }

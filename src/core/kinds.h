@@ -70,7 +70,7 @@ extern const int zc_nkinds;
 
 /* The row of a letter; NULL for one that is no kind's. */
 static inline const ZklKind *
-zc_kind_kind(char mode)
+zc_kind_of(char mode)
 {
 	int			i;
 
@@ -84,10 +84,10 @@ zc_kind_kind(char mode)
 static inline bool
 zc_kind_conflict(char a, char b)
 {
-	const ZklKind *k = zc_kind_kind(a);
+	const ZklKind *k = zc_kind_of(a);
 
 	return k != NULL && b >= 'a' && b <= 'z' && (k->conflicts & ZKK_SET(b)) != 0 &&
-		zc_kind_kind(b) != NULL;
+		zc_kind_of(b) != NULL;
 }
 
 /*
@@ -101,7 +101,7 @@ extern bool zc_kind_alone(char mode);
 static inline bool
 zc_kind_counted(char mode)
 {
-	const ZklKind *k = zc_kind_kind(mode);
+	const ZklKind *k = zc_kind_of(mode);
 
 	return k != NULL && k->grant == ZKL_GRANT_COUNT;
 }
@@ -110,7 +110,7 @@ zc_kind_counted(char mode)
 static inline ZklLocalShare
 zc_kind_local(char mode)
 {
-	const ZklKind *k = zc_kind_kind(mode);
+	const ZklKind *k = zc_kind_of(mode);
 
 	return k != NULL ? k->local : ZKL_LOCAL_NONE;
 }

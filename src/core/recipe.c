@@ -76,7 +76,7 @@ zc_recipe_parse_child(const char *name, ZkrChild *out)
 
 	if (len < MIN_NAME_LEN)
 		return false;
-	if (zc_kind_kind(name[0]) == NULL ||
+	if (zc_kind_of(name[0]) == NULL ||
 		name[1] != '-' || name[2 + ZKL_UUID_LEN] != '-')
 		return false;
 	if (!parse_sequence(name, len, &out->seq, &start))
@@ -209,7 +209,7 @@ own_holds(const ZkrChild *children, int n, const char *const *mine,
 	for (i = 0; held != NULL && i < n; i++)
 	{
 		int			m = mine_index(&children[i], mine, nmine);
-		const ZklKind *k = zc_kind_kind(children[i].mode);
+		const ZklKind *k = zc_kind_of(children[i].mode);
 
 		if (m < 0 || !held[m] || k == NULL)
 			continue;

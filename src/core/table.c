@@ -6,6 +6,7 @@
 #include "slot_state.h"
 
 #include "recipe.h"
+#include "invariant.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,9 @@ zc_table_claim(ZklTable *t, int idx, const ZklRequest *r)
 {
 	ZklSlot    *s = &t->slots[idx];
 
+	/* only a free slot is claimed, for a kind's request; holders only for a counted kind */
+	ZC_ASSERT(s->zstate == ZKS_FREE);
+	ZC_ASSERT(zc_kind_of(r->mode) != NULL && zc_kind_counted(r->mode) == (r->holders > 0));
 	if (idx >= t->nused)
 		t->nused = idx + 1;
 	memset(s, 0, offsetof(ZklSlot, key));

@@ -9,7 +9,7 @@ out=${SIM_BIN:-$here/sim}
 # SIM_SANITIZE=1: built with AddressSanitizer and UBSan (the simulator's own memory bugs)
 san=()
 [ "${SIM_SANITIZE:-0}" = 1 ] && san=(-O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined)
-cc -std=c99 -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation "${san[@]}" \
+cc -std=c99 -O2 -g -DZC_ASSERTS -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation "${san[@]}" \
 	-I"$src" -o "$out" "$here/sim.c" "$here/zkmodel.c" \
 	"$src"/*.c
 exec "$out" "$@"

@@ -5,8 +5,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$here/../../src/core
-flags=(-std=c99 -Wall -Wextra -Werror -Wno-unused-parameter -O1 -I"$src" -I"$here")
-cc "${flags[@]}" -o "$here/test_pure" "$here/test_pure.c" "$src/keys.c" "$src/recipe.c" "$src/kinds.c"
+flags=(-std=c99 -Wall -Wextra -Werror -Wno-unused-parameter -O1 -DZC_ASSERTS -I"$src" -I"$here")
+cc "${flags[@]}" -o "$here/test_pure" "$here/test_pure.c" "$src/keys.c" "$src/recipe.c" "$src/kinds.c" "$src/invariant.c"
 cc "${flags[@]}" -o "$here/test_core" "$here/test_core.c" "$src"/*.c
 "$here/test_pure"
 "$here/test_core"

@@ -4,6 +4,7 @@
  * explores interleavings at random; these pin the ones that once went wrong.
  * Prints "N passed, M failed".
  */
+#include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include "core_plan.h"
 #include "core_reply.h"
 #include "gwait_doc.h"
+#include "invariant.h"
 
 
 #define NSLOTS 8
@@ -2454,9 +2456,44 @@ test_riders_count_resets(void)
 	CHECK(slots[r].zstate == ZKS_COHORT, "and a reader may join again, once a listing arms a node");
 }
 
+/* The core's invariants are checked here (ZC_ASSERTS): a broken one is caught, not gone past. */
+static jmp_buf invariant_jump;
+static const char *invariant_cond;
+
+static void
+invariant_caught(const char *cond, const char *file, int line)
+{
+	invariant_cond = cond;
+	longjmp(invariant_jump, 1);
+}
+
+static void
+test_invariants(void)
+{
+	ZklRequest	r = {"tk", ZKL_MODE_EXCLUSIVE, 0, 0, false, ZKL_SCOPE_XACT, "{}", 1, 1, 0, "u"};
+	int			idx;
+
+	setup();
+	idx = claim(ZKL_MODE_EXCLUSIVE, 100);
+	zc_invariant_broken = invariant_caught;
+	invariant_cond = NULL;
+	if (setjmp(invariant_jump) == 0)
+		zc_table_claim(&table, idx, &r);	/* the slot is in use */
+	CHECK(invariant_cond != NULL && strstr(invariant_cond, "ZKS_FREE") != NULL,
+		  "claiming a slot in use breaks an invariant");
+	invariant_cond = NULL;
+	r.holders = 3;				/* holders for a lock */
+	if (setjmp(invariant_jump) == 0)
+		zc_table_claim(&table, zc_table_find_free(&table), &r);
+	CHECK(invariant_cond != NULL && strstr(invariant_cond, "holders") != NULL,
+		  "a lock claimed with holders breaks an invariant");
+	zc_invariant_broken = NULL;
+}
+
 int
 main(void)
 {
+	test_invariants();
 	test_stale_watch();
 	test_local_handover();
 	test_lock_delay();

@@ -411,7 +411,7 @@ test_kinds(void)
 	{
 		const ZklKind *k = &zc_kinds[i];
 
-		CHECK(zc_kind_kind(k->mode) == k, "a kind's letter finds its own row (letters unique)");
+		CHECK(zc_kind_of(k->mode) == k, "a kind's letter finds its own row (letters unique)");
 		CHECK(k->mode >= 'a' && k->mode <= 'z', "a kind's letter is lower-case (ZKK_SET)");
 		CHECK(k->name != NULL && k->noun != NULL && k->a_name != NULL, "every kind is named");
 		for (j = 0; j < zc_nkinds; j++)
@@ -434,7 +434,7 @@ test_kinds(void)
 	CHECK(zc_kind_counted('c') && !zc_kind_counted('x') && !zc_kind_counted('s'), "only the semaphore counts");
 	CHECK(zc_kind_hands_over('x') && zc_kind_rides('s') && zc_kind_local('c') == ZKL_LOCAL_NONE,
 		  "local sharing: exclusive hands over, shared rides, semaphore neither");
-	CHECK(zc_kind_kind('L') == NULL && !zc_kind_conflict('x', 'L') && !zc_kind_conflict('x', '\0') &&
+	CHECK(zc_kind_of('L') == NULL && !zc_kind_conflict('x', 'L') && !zc_kind_conflict('x', '\0') &&
 		  zc_kind_name('?') == NULL && !zc_kind_counted('?'), "an unknown letter is no kind");
 }
 
