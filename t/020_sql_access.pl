@@ -3,7 +3,7 @@
 #    with qualified names (zk_lock_queue included, whose helpers it calls).
 #  - Every role may read zk_locks, zk_lock_status() and zk_lock_queue(), as
 #    pg_locks; the internal helpers behind zk_lock_queue() are not public.
-#  - README's block restricting who may take locks does what it says.
+#  - docs/security.md's block restricting who may take locks does what it says.
 #  - Every object of the extension has a comment (\df+, \dv+).
 use strict;
 use warnings;
@@ -46,10 +46,10 @@ is($code, '42501', 'zk_lock_queue_raw() is not public');
 ($code) = as_role('app_user', "SELECT zk.zk_lock_holder('{}')");
 is($code, '42501', 'nor zk_lock_holder()');
 
-# README, "Security": the block that restricts who may take locks, as written there
-my ($block) = slurp_file("$FindBin::RealBin/../README.md") =~
+# docs/security.md: the block that restricts who may take locks, as written there
+my ($block) = slurp_file("$FindBin::RealBin/../docs/security.md") =~
   /```sql\n(\s*-- restrict who may take zk_locks.*?)```/s;
-ok(defined $block, 'README has the block');
+ok(defined $block, 'docs/security.md has the block');
 # run off search_path: the block must not depend on where the extension lives
 $node->safe_psql('app', "$block\nGRANT zk_lock_users TO locker;");
 for my $call ("zk_try_lock('shelf')", "zk_lock_shared('shelf')", 'zk_lock(1, 2)',

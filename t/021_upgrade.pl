@@ -73,7 +73,7 @@ my $views = q{SELECT string_agg(c.relname || ' ' || c.relacl::text || ' ' || obj
 	JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'zk_lock'};
 is($a->safe_psql('postgres', $views), $b->safe_psql('postgres', $views), 'and the same views');
 
-# privileges restricted under 1.0 (README, "Security") carry over to the new lock functions
+# privileges restricted under 1.0 (docs/security.md) carry over to the new lock functions
 $a->safe_psql('postgres', q{
 	CREATE DATABASE restricted;
 	CREATE ROLE lockers NOLOGIN;
