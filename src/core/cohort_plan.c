@@ -122,7 +122,8 @@ zc_cohort_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 		ZklSlot    *o = &c->t->slots[i];
 		long		ms;
 
-		if (!zc_cohort_carries(c, o) && !(o->zstate == ZKS_QUEUED && zc_cohort_eligible_x(c, o) && !o->own.abandoned))
+		if (!zc_cohort_carries(c, o) &&
+			!(o->zstate == ZKS_QUEUED && zc_cohort_eligible_x(c, o) && !o->own.abandoned))
 			continue;
 		ms = tend_carrier(c, o, connected, mono);
 		if (ms >= 0 && (next_ms < 0 || ms < next_ms))
@@ -135,7 +136,10 @@ zc_cohort_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 bool
 zc_cohort_keeps(const ZklCohort *c, const ZklSlot *s)
 {
-	/* zc_cohort_release() decided so just now, in this turn's zc_cohort_plan(); a rider's node is not its own */
+	/*
+	 * zc_cohort_release() decided so just now, in this turn's
+	 * zc_cohort_plan(); a rider's node is not its own
+	 */
 	return (s->coh.kept && s->zstate == ZKS_HELD && zc_cohort_carries(c, s)) ||
 		(s->zk.rides && s->zstate == ZKS_HELD);
 }

@@ -111,7 +111,8 @@ zc_core_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, i
 	if (rc == ZOK)
 		zc_cohort_listed(zc_core_cohort_of(c), s, kids, n, watched);
 	else
-		zc_cohort_listing_failed(zc_core_cohort_of(c), s, rc, zc_core_outcome_unknown(rc) || zc_core_session_error(rc));
+		zc_cohort_listing_failed(zc_core_cohort_of(c), s, rc,
+								 zc_core_outcome_unknown(rc) || zc_core_session_error(rc));
 	if (s->zstate != ZKS_QUEUED)
 		return;					/* a holder's listing: for cohort.c only */
 	if (rc == ZOK && zc_kind_counted(s->req.mode))

@@ -204,7 +204,8 @@ visit(Graph *g, ZklCohort *coh, int pid)
 }
 
 int64_t
-zc_deadlock_oldest_due(const ZklTable *t, int timeout_ms, bool (*counts) (const ZklTable *t, const ZklSlot *s))
+zc_deadlock_oldest_due(const ZklTable *t, int timeout_ms,
+					   bool (*counts) (const ZklTable *t, const ZklSlot *s))
 {
 	int64_t		oldest = 0;
 	int			i;

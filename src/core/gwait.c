@@ -172,49 +172,50 @@ add_edge(int from, int to, Word via)
 void
 zc_gwait_link(void)
 {
+	Graph	   *g = &zc_gwait_graph;
 	int			i;
 	int			j;
 
-	qsort(zc_gwait_graph.holds, zc_gwait_graph.nholds, sizeof(Hold), hold_cmp);
-	zc_gwait_graph.ne = 0;
-	for (i = 0; i < zc_gwait_graph.nraw; i++)
+	qsort(g->holds, g->nholds, sizeof(Hold), hold_cmp);
+	g->ne = 0;
+	for (i = 0; i < g->nraw; i++)
 	{
-		const RawEdge *r = &zc_gwait_graph.raw[i];
+		const RawEdge *r = &g->raw[i];
 
 		if (r->local)
 		{
 			Word		none = {"", 0};
 
-			for (j = 0; j < zc_gwait_graph.nv; j++)
-				if (zc_gwait_graph.v[j].session == zc_gwait_graph.v[r->from].session && zc_gwait_graph.v[j].pid == r->pid)
+			for (j = 0; j < g->nv; j++)
+				if (g->v[j].session == g->v[r->from].session && g->v[j].pid == r->pid)
 					add_edge(r->from, j, none);
 		}
 		else
 		{
 			int			lo = 0;
-			int			hi = zc_gwait_graph.nholds;
+			int			hi = g->nholds;
 
 			while (lo < hi)		/* the first hold not below the name */
 			{
 				int			mid = (lo + hi) / 2;
 
-				if (word_cmp(zc_gwait_graph.holds[mid].name, r->name) < 0)
+				if (word_cmp(g->holds[mid].name, r->name) < 0)
 					lo = mid + 1;
 				else
 					hi = mid;
 			}
-			for (j = lo; j < zc_gwait_graph.nholds && zc_gwait_word_eq(zc_gwait_graph.holds[j].name, r->name); j++)
-				add_edge(r->from, zc_gwait_graph.holds[j].vert, r->name);
+			for (j = lo; j < g->nholds && zc_gwait_word_eq(g->holds[j].name, r->name); j++)
+				add_edge(r->from, g->holds[j].vert, r->name);
 			if (j == lo)
-				zc_gwait_graph.v[r->from].unknown++;	/* nobody published it: it goes in time */
+				g->v[r->from].unknown++;	/* nobody published it: it goes in time */
 		}
 	}
-	qsort(zc_gwait_graph.e, zc_gwait_graph.ne, sizeof(Edge), edge_cmp);
-	for (i = 0, j = 0; i <= zc_gwait_graph.nv; i++)
+	qsort(g->e, g->ne, sizeof(Edge), edge_cmp);
+	for (i = 0, j = 0; i <= g->nv; i++)
 	{
-		while (j < zc_gwait_graph.ne && zc_gwait_graph.e[j].from < i)
+		while (j < g->ne && g->e[j].from < i)
 			j++;
-		zc_gwait_graph.first[i] = j;
+		g->first[i] = j;
 	}
 }
 
@@ -316,35 +317,36 @@ crossing(const Vert *a, const Vert *b)
 static bool
 heavy_cycle(int s)
 {
+	Graph	   *g = &zc_gwait_graph;
 	bool		peeled = true;
 	int			i;
 	int			k;
 
-	for (i = 0; i < zc_gwait_graph.nv; i++)
-		zc_gwait_graph.v[i].on_stack = zc_gwait_graph.v[i].scc == s && zc_gwait_graph.v[i].mode == HEAVY;	/* (scratch: left) */
+	for (i = 0; i < g->nv; i++)
+		g->v[i].on_stack = g->v[i].scc == s && g->v[i].mode == HEAVY;	/* (scratch: left) */
 	while (peeled)
 	{
 		peeled = false;
-		for (i = 0; i < zc_gwait_graph.nv; i++)
+		for (i = 0; i < g->nv; i++)
 		{
 			bool		waits = false;
 
-			if (!zc_gwait_graph.v[i].on_stack)
+			if (!g->v[i].on_stack)
 				continue;
-			for (k = zc_gwait_graph.first[i]; k < zc_gwait_graph.first[i + 1] && !waits; k++)
-				waits = zc_gwait_graph.v[zc_gwait_graph.e[k].to].on_stack;
+			for (k = g->first[i]; k < g->first[i + 1] && !waits; k++)
+				waits = g->v[g->e[k].to].on_stack;
 			if (!waits)
 			{
-				zc_gwait_graph.v[i].on_stack = false;
+				g->v[i].on_stack = false;
 				peeled = true;
 			}
 		}
 	}
-	for (i = 0; i < zc_gwait_graph.nv; i++)
-		if (zc_gwait_graph.v[i].on_stack)
+	for (i = 0; i < g->nv; i++)
+		if (g->v[i].on_stack)
 		{
-			for (k = 0; k < zc_gwait_graph.nv; k++)
-				zc_gwait_graph.v[k].on_stack = false;
+			for (k = 0; k < g->nv; k++)
+				g->v[k].on_stack = false;
 			return true;
 		}
 	return false;
@@ -490,22 +492,23 @@ cross_cycle(int y)
 static void
 describe_cycle(int y, ZgwVictim *out)
 {
+	Graph	   *g = &zc_gwait_graph;
 	int			path[2 * MAX_VERTS];
 	int			npath = 0;
-	int			st = zc_gwait_graph.closing_from;
+	int			st = g->closing_from;
 	size_t		n = 0;
 	int			i;
 
-	path[npath++] = zc_gwait_graph.closing;
+	path[npath++] = g->closing;
 	while (st != 2 * y && npath < 2 * MAX_VERTS)
 	{
-		path[npath++] = zc_gwait_graph.parent[st];
-		st = zc_gwait_graph.from[st];
+		path[npath++] = g->parent[st];
+		st = g->from[st];
 	}
 	out->detail[0] = '\0';
 	for (i = npath - 1; i >= 0; i--)
 	{
-		const Edge *e = &zc_gwait_graph.e[path[i]];
+		const Edge *e = &g->e[path[i]];
 		char		name[ZGW_NAME_LEN];
 
 		if (e->via.len > 0 && e->via.len < ZGW_NAME_LEN)
@@ -513,10 +516,10 @@ describe_cycle(int y, ZgwVictim *out)
 			snprintf(name, sizeof(name), "%.*s", e->via.len, e->via.p);
 			add_check(out, name);
 		}
-		wait_node(&zc_gwait_graph.v[e->from], name);
+		wait_node(&g->v[e->from], name);
 		add_check(out, name);
-		add_session(out, zc_gwait_graph.v[e->from].session);
-		describe_step(&zc_gwait_graph.v[e->from], &zc_gwait_graph.v[e->to], out->detail, sizeof(out->detail), &n);
+		add_session(out, g->v[e->from].session);
+		describe_step(&g->v[e->from], &g->v[e->to], out->detail, sizeof(out->detail), &n);
 	}
 
 	/*
@@ -526,44 +529,45 @@ describe_cycle(int y, ZgwVictim *out)
 	 */
 	for (i = npath - 1; i >= 0; i--)
 	{
-		int			v = zc_gwait_graph.e[path[i]].from;
+		int			v = g->e[path[i]].from;
 		int			k;
 
-		if (zc_gwait_graph.v[v].need == 0)
+		if (g->v[v].need == 0)
 			continue;
-		for (k = zc_gwait_graph.first[v]; k < zc_gwait_graph.first[v + 1]; k++)
+		for (k = g->first[v]; k < g->first[v + 1]; k++)
 		{
 			char		name[ZGW_NAME_LEN];
 
-			if (zc_gwait_graph.v[zc_gwait_graph.e[k].to].goes || zc_gwait_graph.e[k].via.len <= 0 || zc_gwait_graph.e[k].via.len >= ZGW_NAME_LEN)
+			if (g->v[g->e[k].to].goes || g->e[k].via.len <= 0 || g->e[k].via.len >= ZGW_NAME_LEN)
 				continue;
-			snprintf(name, sizeof(name), "%.*s", zc_gwait_graph.e[k].via.len, zc_gwait_graph.e[k].via.p);
+			snprintf(name, sizeof(name), "%.*s", g->e[k].via.len, g->e[k].via.p);
 			add_check(out, name);
 		}
-		for (k = 0; k < zc_gwait_graph.nv; k++)
-			if (!zc_gwait_graph.v[k].goes)
-				add_session(out, zc_gwait_graph.v[k].session);
+		for (k = 0; k < g->nv; k++)
+			if (!g->v[k].goes)
+				add_session(out, g->v[k].session);
 	}
 }
 
 bool
 zc_gwait_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *out)
 {
+	Graph	   *g = &zc_gwait_graph;
 	int			i;
 	int			s;
 
-	zc_gwait_graph.nv = zc_gwait_graph.nraw = zc_gwait_graph.nholds = 0;
+	g->nv = g->nraw = g->nholds = 0;
 	for (i = 0; i < ndocs; i++)
 		zc_gwait_parse_doc(docs[i]);
 	zc_gwait_link();
 	settle();
-	zc_gwait_graph.nstack = 0;
-	zc_gwait_graph.next_index = 0;
-	zc_gwait_graph.nscc = 0;
-	for (i = 0; i < zc_gwait_graph.nv; i++)
-		if (zc_gwait_graph.v[i].index < 0 && !zc_gwait_graph.v[i].goes)
+	g->nstack = 0;
+	g->next_index = 0;
+	g->nscc = 0;
+	for (i = 0; i < g->nv; i++)
+		if (g->v[i].index < 0 && !g->v[i].goes)
 			strong(i);
-	for (s = 0; s < zc_gwait_graph.nscc; s++)
+	for (s = 0; s < g->nscc; s++)
 	{
 		int			y = -1;
 
@@ -572,28 +576,28 @@ zc_gwait_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *out
 		 * youngest one with a wait across clusters inside it is the victim
 		 * (the others' own circles are deadlock.c's); only its cluster acts.
 		 */
-		for (i = 0; i < zc_gwait_graph.nv; i++)
-			zc_gwait_graph.v[i].crosses = false;
-		for (i = 0; i < zc_gwait_graph.ne; i++)
-			if (zc_gwait_graph.v[zc_gwait_graph.e[i].from].scc == s && zc_gwait_graph.v[zc_gwait_graph.e[i].to].scc == s &&
-				crossing(&zc_gwait_graph.v[zc_gwait_graph.e[i].from], &zc_gwait_graph.v[zc_gwait_graph.e[i].to]))
-				zc_gwait_graph.v[zc_gwait_graph.e[i].from].crosses = zc_gwait_graph.v[zc_gwait_graph.e[i].to].crosses = true;
-		for (i = 0; i < zc_gwait_graph.nv; i++)
-			if (zc_gwait_graph.v[i].scc == s && zc_gwait_graph.v[i].crosses && zc_gwait_graph.v[i].mode != HEAVY &&
-				(y < 0 || younger(&zc_gwait_graph.v[i], &zc_gwait_graph.v[y])))
+		for (i = 0; i < g->nv; i++)
+			g->v[i].crosses = false;
+		for (i = 0; i < g->ne; i++)
+			if (g->v[g->e[i].from].scc == s && g->v[g->e[i].to].scc == s &&
+				crossing(&g->v[g->e[i].from], &g->v[g->e[i].to]))
+				g->v[g->e[i].from].crosses = g->v[g->e[i].to].crosses = true;
+		for (i = 0; i < g->nv; i++)
+			if (g->v[i].scc == s && g->v[i].crosses && g->v[i].mode != HEAVY &&
+				(y < 0 || younger(&g->v[i], &g->v[y])))
 				y = i;
 		if (y >= 0 && heavy_cycle(s))
 			continue;			/* core's own detector breaks that one first */
-		if (y < 0 || zc_gwait_graph.v[y].session != self)
+		if (y < 0 || g->v[y].session != self)
 			continue;
 		memset(out, 0, sizeof(*out));
-		out->pid = zc_gwait_graph.v[y].pid;
-		wait_node(&zc_gwait_graph.v[y], out->node);
+		out->pid = g->v[y].pid;
+		wait_node(&g->v[y], out->node);
 		if (!cross_cycle(y))
 			continue;			/* cannot be: y has an edge across, inside its part */
-		zc_gwait_graph.unproven = false;
+		g->unproven = false;
 		describe_cycle(y, out);
-		if (!zc_gwait_graph.unproven)
+		if (!g->unproven)
 			return true;
 	}
 	return false;
