@@ -45,8 +45,9 @@ EXTRA_CLEAN = tmp_regress tmp_isolation output_iso test/unit/test_pure test/unit
 
 PG_CONFIG ?= $(firstword $(wildcard /usr/lib/postgresql/15/bin/pg_config) pg_config)
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
-# the pure core's invariants (src/core/invariant.h) are checked in --enable-cassert builds
-ifneq ($(findstring enable-cassert,$(shell $(PG_CONFIG) --configure 2>/dev/null)),)
+# the pure core's invariants (src/core/invariant.h) are checked where the server's
+# own are (an --enable-cassert or -Dcassert=true build): its pg_config.h says so
+ifneq ($(shell grep -s '^\#define USE_ASSERT_CHECKING 1' "$$($(PG_CONFIG) --includedir-server 2>/dev/null)/pg_config.h"),)
 PG_CPPFLAGS += -DZC_ASSERTS
 endif
 

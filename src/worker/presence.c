@@ -207,8 +207,8 @@ zw_presence_tend(void)
 	if (send & ZLD_SEND_LIST)
 	{
 		sessions_path(dir);
-		if (zoo_awget_children2(zw_client_handle(), dir, sessions_watch, (void *) (uintptr_t) pres.gen,
-								sessions_listed, (const void *) (uintptr_t) pres.gen) != ZOK)
+		if (zw_client_children_watched(dir, sessions_watch, (void *) (uintptr_t) pres.gen,
+									   sessions_listed, (const void *) (uintptr_t) pres.gen) != ZOK)
 			zc_delay_list_not_sent(&pres);
 	}
 }

@@ -234,6 +234,6 @@ zw_query_send(void)
 	query_to_send = false;
 	snprintf(path, sizeof(path), "%s/%s", zkl_shared->t.roots[zkl_shared->t.cur_root],
 			 zkl_query->waits ? ZGW_WAITS_DIR : zkl_query->key);
-	zoo_aget_children2(zw_client_handle(), path, 0, query_children_done,
-					   (void *) (uintptr_t) zc_core_tag(0, zkl_query->attempt));
+	zw_client_children_stat(path, query_children_done,
+							(void *) (uintptr_t) zc_core_tag(0, zkl_query->attempt));
 }

@@ -353,9 +353,9 @@ static int
 send_listing(const ZklSlot *s, const char *key_path, void *ctx)
 {
 	if (zc_core_listing_watches(core, s))
-		return zoo_awget_children2(zw_client_handle(), key_path, key_children_watch, NULL,
-								   watched_children_done, ctx);
-	return zoo_aget_children2(zw_client_handle(), key_path, 0, children_done, ctx);
+		return zw_client_children_watched(key_path, key_children_watch, NULL,
+										  watched_children_done, ctx);
+	return zw_client_children_stat(key_path, children_done, ctx);
 }
 
 /* Send the multis core->c groups, each with the new nodes' listings right behind. */
@@ -444,8 +444,8 @@ send_op(const ZklOp *op)
 				send_test_orphan(s);
 			create_path(s, s->uuid, path);
 			zc_core_node_data(s, data);
-			rc = zoo_acreate2(zw_client_handle(), path, data, strlen(data),
-							  zw_client_acl(), ZOO_EPHEMERAL_SEQUENTIAL, create_done, ctx);
+			rc = zw_client_create_stat(path, data, strlen(data), ZOO_EPHEMERAL_SEQUENTIAL,
+									   create_done, ctx);
 			if (rc == ZOK)
 			{
 				zc_core_write_sent(core);
@@ -463,7 +463,7 @@ send_op(const ZklOp *op)
 			 */
 			rc = zw_client_sync(parent, zw_client_sync_answered, NULL);
 			if (rc == ZOK)
-				rc = zoo_aget_children2(zw_client_handle(), parent, 0, recover_done, ctx);
+				rc = zw_client_children_stat(parent, recover_done, ctx);
 			break;
 		case OP_STAT:
 			zc_core_child_path(&zkl_shared->t, s, s->node, path);

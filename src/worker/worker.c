@@ -151,7 +151,7 @@ static const ZklCoreEnv core_env = {
 	.may_be_orphan = env_may_be_orphan,
 	.ghost = env_ghost,
 	.proof_note = env_proof_note,
-	.rc_text = zerror,
+	.rc_text = zw_client_strerror,
 	.rc_sqlstate = zw_client_sqlstate,
 	.warn = env_warn,
 };

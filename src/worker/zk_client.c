@@ -77,6 +77,14 @@ zw_client_create(const char *path, const char *value, int len, int flags,
 	return zoo_acreate(the_handle, path, value, len, the_acl, flags, done, ctx);
 }
 
+/* The same, answered with the new node's Stat (its czxid: the fencing token). */
+int
+zw_client_create_stat(const char *path, const char *value, int len, int flags,
+					  string_stat_completion_t done, const void *ctx)
+{
+	return zoo_acreate2(the_handle, path, value, len, the_acl, flags, done, ctx);
+}
+
 int
 zw_client_delete(const char *path, int version, void_completion_t done, const void *ctx)
 {
@@ -106,6 +114,20 @@ int
 zw_client_children(const char *path, strings_completion_t done, const void *ctx)
 {
 	return zoo_aget_children(the_handle, path, 0, done, ctx);
+}
+
+/* Children with the parent's Stat; _watched also sets a child watch. */
+int
+zw_client_children_stat(const char *path, strings_stat_completion_t done, const void *ctx)
+{
+	return zoo_aget_children2(the_handle, path, 0, done, ctx);
+}
+
+int
+zw_client_children_watched(const char *path, watcher_fn watcher, void *watcher_ctx,
+						   strings_stat_completion_t done, const void *ctx)
+{
+	return zoo_awget_children2(the_handle, path, watcher, watcher_ctx, done, ctx);
 }
 
 int

@@ -27,12 +27,18 @@ extern void zw_client_set_acl(struct ACL_vector *acl);
  */
 extern int	zw_client_create(const char *path, const char *value, int len, int flags,
 							 string_completion_t done, const void *ctx);
+extern int	zw_client_create_stat(const char *path, const char *value, int len, int flags,
+								  string_stat_completion_t done, const void *ctx);
 extern int	zw_client_delete(const char *path, int version, void_completion_t done, const void *ctx);
 extern int	zw_client_exists(const char *path, stat_completion_t done, const void *ctx);
 extern int	zw_client_get(const char *path, data_completion_t done, const void *ctx);
 extern int	zw_client_get_watched(const char *path, watcher_fn watcher, void *watcher_ctx,
 								  data_completion_t done, const void *ctx);
 extern int	zw_client_children(const char *path, strings_completion_t done, const void *ctx);
+extern int	zw_client_children_stat(const char *path, strings_stat_completion_t done,
+									const void *ctx);
+extern int	zw_client_children_watched(const char *path, watcher_fn watcher, void *watcher_ctx,
+									   strings_stat_completion_t done, const void *ctx);
 extern int	zw_client_set(const char *path, const char *value, int len, int version,
 						  stat_completion_t done, const void *ctx);
 extern int	zw_client_multi(int count, const zoo_op_t *ops, zoo_op_result_t *results,
