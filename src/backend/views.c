@@ -375,6 +375,7 @@ lock_entry_granted(const ZklQueueEntry *entries, const ZkrChild *kids, int n, in
 	const char **mine = palloc(Max(n, 1) * sizeof(char *));
 	bool	   *held = palloc(Max(n, 1) * sizeof(bool));
 	char		uuid[ZKL_UUID_LEN + 1];
+	ZkrBackend	b = {0};
 	int			nmine = 0;
 	int			own;
 	int			watch;
@@ -393,7 +394,10 @@ lock_entry_granted(const ZklQueueEntry *entries, const ZkrChild *kids, int n, in
 		}
 	}
 	(void) zc_recipe_uuid_of(entries[i].node, uuid);
-	return zc_recipe_decide(kids, n, uuid, mine, held, nmine, &own, &watch) == ZKR_GRANT;
+	b.mine = mine;
+	b.held = held;
+	b.nmine = nmine;
+	return zc_recipe_decide(kids, n, uuid, &b, &own, &watch) == ZKR_GRANT;
 }
 
 /*

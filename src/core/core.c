@@ -13,6 +13,7 @@
  * functions touch only the worker's own state (ZklCore) and need none.
  */
 #include "core_int.h"
+#include "core_grant.h"
 #include "cohort_plan.h"
 #include "invariant.h"
 
@@ -483,10 +484,21 @@ zc_core_write_answered(ZklCore *c)
 void
 zc_core_grant(ZklCore *c, ZklSlot *s)
 {
+	const ZklSlot *o;
 	int64_t		until;
 
 	/* a watch event seen before this answer asks for nothing more */
 	s->zk.todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
+	if (s->zstate == ZKS_QUEUED && s->ans.result == ZKL_RESULT_PENDING &&
+		(o = zc_core_local_holder(c, s)) != NULL)
+	{
+		/* an upgrade went ahead of us: read the queue again once its node goes */
+		zc_core_copy_name(s->watch, sizeof(s->watch), o->node);
+		s->zk.watch_sole = false;
+		s->zk.at_head = false;
+		s->zk.todo |= ZKT_WATCH;
+		return;
+	}
 	if (s->ans.result == ZKL_RESULT_PENDING && c->env->grants_paused(c->env->arg, zc_core_mono(c), &until))
 	{
 		s->zk.delayed_until = until;

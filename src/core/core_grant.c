@@ -127,14 +127,14 @@ zc_core_data_lingers(const char *data, int len)
  * it, within [LINGER_WAIT_MIN_MS, LINGER_WAIT_MAX_MS].
  */
 static bool
-linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, int nmine)
+linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, const ZkrBackend *b)
 {
 	int64_t		now = zc_core_mono(c);
 	int64_t		rtt = CORE_MAX(zc_core_wall(c) - s->zk.checked_at, 0);
 
 	if (zc_kind_counted(s->req.mode) || s->req.group != 0 || !zc_kind_alone(kids[watch].mode) ||
-		!zc_recipe_sole_blocker(kids, own, watch, c->mine, c->held, nmine) ||
-		zc_recipe_foreign_ahead(kids, own, c->mine, nmine) != 1)
+		!zc_recipe_sole_blocker(kids, own, watch, b) ||
+		zc_recipe_foreign_ahead(kids, own, b) != 1)
 		return false;
 	if (s->zk.try_until == 0)
 		s->zk.try_until = now + CORE_MIN(CORE_MAX(LINGER_WAIT_RTTS * rtt,
@@ -152,7 +152,7 @@ zc_core_listing_watches(const ZklCore *c, const ZklSlot *s)
 
 /* Queue behind children[watch]: set the watch, unless it is an upgrade deadlock or a try. */
 static void
-wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, int nmine)
+wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, const ZkrBackend *b)
 {
 	int			other;
 
@@ -165,15 +165,16 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, in
 		s->zk.todo = ZKT_DELETE;
 		return;
 	}
-	if (s->req.nowait && !linger_wait(c, s, kids, own, watch, nmine))
+	if (s->req.nowait && !linger_wait(c, s, kids, own, watch, b))
 	{
 		zc_core_refuse_try(c, s);
 		return;
 	}
 	zc_core_copy_name(s->watch, sizeof(s->watch), kids[watch].name);
-	s->zk.watch_sole = zc_recipe_sole_blocker(kids, own, watch, c->mine, c->held, nmine);
+	/* a local waiter passed may be granted before us: then read the queue again */
+	s->zk.watch_sole = b->nwaits == 0 && zc_recipe_sole_blocker(kids, own, watch, b);
 	/* granted when the watched node goes: alone at the head only if it was the one other */
-	s->zk.at_head = s->zk.watch_sole && zc_recipe_foreign_ahead(kids, own, c->mine, nmine) == 1;
+	s->zk.at_head = s->zk.watch_sole && zc_recipe_foreign_ahead(kids, own, b) == 1;
 	s->zk.first = own == 1;		/* likewise, with the backend's own nodes counted */
 	s->zk.clear = zc_recipe_alone_ahead(kids, own) == zc_kind_alone(kids[watch].mode);
 	s->zk.todo |= ZKT_WATCH;
@@ -181,14 +182,41 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, in
 		c->env->suspect(c->env->arg, s, s->watch);
 }
 
-/* Run the recipe on a children listing. */
-void
-zc_core_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
+/*
+ * Local requests for s's key of other backends that wait (no grant yet):
+ * s's backend's upgrade may pass their nodes (recipe.c), since nothing is
+ * granted beside a conflicting local holder (zc_core_local_holder).
+ * Written after the backend's own nodes in c->mine, which has room for a
+ * node of every slot.
+ */
+static int
+local_waits(ZklCore *c, const ZklSlot *s, int nmine)
 {
-	int			nmine = 0;
-	int			own;
-	int			watch;
+	int			n = 0;
 	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o->zstate == ZKS_QUEUED && !o->own.abandoned && !o->zk.rides && o->node[0] != '\0' &&
+			!same_owner(o, s) && o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0)
+			c->mine[nmine + n++] = o->uuid;
+	}
+	return n;
+}
+
+void
+zc_core_backend_of(ZklCore *c, const ZklSlot *s, ZkrBackend *b)
+{
+	bool		holds = false;
+	int			i;
+
+	b->mine = c->mine;
+	b->held = c->held;
+	b->nmine = 0;
+	b->waits = NULL;
+	b->nwaits = 0;
 
 	/*
 	 * This backend's other nodes on the key never block it: all of them,
@@ -203,29 +231,69 @@ zc_core_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 		if (zc_core_same_key_owner(o, s) && !zc_cohort_ridden_by_others(zc_core_cohort_of(c), o, s))
 		{
 			/* one given up no longer holds (a node kept for a hand-over: cohort.c) */
-			c->held[nmine] = o->zstate == ZKS_HELD && !o->own.abandoned;
-			c->mine[nmine++] = o->uuid;
+			c->held[b->nmine] = o->zstate == ZKS_HELD && !o->own.abandoned;
+			holds |= c->held[b->nmine];
+			c->mine[b->nmine++] = o->uuid;
 		}
 	}
+	if (holds)
+	{
+		b->waits = c->mine + b->nmine;
+		b->nwaits = local_waits(c, s, b->nmine);
+	}
+}
 
-	switch (zc_recipe_decide(kids, n, s->uuid, c->mine, c->held, nmine, &own, &watch))
+/* Run the recipe on a children listing. */
+void
+zc_core_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
+{
+	ZkrBackend	b;
+	int			own;
+	int			watch;
+
+	zc_core_backend_of(c, s, &b);
+	switch (zc_recipe_decide(kids, n, s->uuid, &b, &own, &watch))
 	{
 		case ZKR_ABSENT:
 			/* our node was removed behind our back, or this server is behind */
 			zc_core_node_not_seen(s);
 			break;
 		case ZKR_GRANT:
-			s->zk.at_head = zc_recipe_foreign_ahead(kids, own, c->mine, nmine) == 0;
+			s->zk.at_head = zc_recipe_foreign_ahead(kids, own, &b) == 0;
 			s->zk.first = own == 0;
 			s->zk.clear = zc_recipe_alone_ahead(kids, own) == 0;
 			zc_core_grant(c, s);
 			break;
 		case ZKR_WAIT:
-			wait_behind(c, s, kids, own, watch, nmine);
+			wait_behind(c, s, kids, own, watch, &b);
 			break;
 		case ZKR_MISMATCH:
 			break;				/* semaphores only */
 	}
+}
+
+/*
+ * Another backend of this cluster that holds s's key in a mode that
+ * conflicts with s's, or NULL.  The recipe can pass a local waiter's node
+ * (an upgrade going ahead of the waiters it holds up), so a later turn of
+ * that waiter in ZooKeeper's queue is no grant while such a holder stays.
+ */
+const ZklSlot *
+zc_core_local_holder(const ZklCore *c, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused && !zc_kind_counted(s->req.mode); i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o != s && o->zstate == ZKS_HELD && !o->own.abandoned && o->req.owner_pid != 0 &&
+			!same_owner(o, s) && !zc_kind_counted(o->req.mode) &&
+			zc_kind_conflict(s->req.mode, o->req.mode) && o->zk.root_id == s->zk.root_id &&
+			strcmp(o->key, s->key) == 0)
+			return o;
+	}
+	return NULL;
 }
 
 /* ---- counting semaphores ---- */

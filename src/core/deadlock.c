@@ -55,27 +55,29 @@ ahead(const ZklSlot *o, const ZklSlot *s, int32_t seq)
 /*
  * Whether queued request s waits for slot o's node: o is another backend's,
  * held or queued, on the same key, ahead of s in ZooKeeper's queue, and in
- * a mode s cannot share (readers riding a node count as its holders).  A
- * request queued behind a node s's backend holds waits for s's backend, not
- * the other way (recipe.c's same-backend rule lets s past it).
+ * a mode s cannot share (readers riding a node count as its holders), and
+ * the recipe does not let s past it (zc_recipe_passes: a node behind one
+ * s's backend holds that waits for s's backend: every local request not
+ * granted does).
  */
 static bool
 blocks(const ZklTable *t, const ZklSlot *o, const ZklSlot *s, int32_t seq)
 {
 	ZkrChild	k;
+	bool		waits = o->zstate == ZKS_QUEUED;
 	int			i;
 
 	if (o == s || o->req.owner_pid == s->req.owner_pid || o->req.owner_pid == 0 || o->own.abandoned ||
 		(o->zstate != ZKS_HELD && o->zstate != ZKS_QUEUED) || zc_kind_counted(o->req.mode) ||
 		!zc_kind_conflict(s->req.mode, o->req.mode) || !ahead(o, s, seq))
 		return false;
-	if (o->zstate == ZKS_QUEUED && zc_recipe_parse_child(o->node, &k))
+	if (zc_recipe_parse_child(o->node, &k))
 		for (i = 0; i < t->nused; i++)
 		{
 			const ZklSlot *m = &t->slots[i];
 
 			if (m->req.owner_pid == s->req.owner_pid && m->zstate == ZKS_HELD && !m->own.abandoned &&
-				ahead(m, o, k.seq))
+				ahead(m, o, k.seq) && zc_recipe_passes(m->req.mode, o->req.mode, waits))
 				return false;
 		}
 	return true;

@@ -104,16 +104,20 @@ own_node(const ZklTable *t, const ZklSlot *o, int pid)
 
 /*
  * Whether the node waiter s watches is queued behind a node s's backend
- * holds on the key that makes it harmless (recipe.c's blocks): a writer
- * behind our read never holds up our upgrade (core's rule), nothing
- * behind our exclusive node holds us up.  The core may still watch it
- * while local readers ride our node; those are what the upgrade waits for
- * (deadlock.c's edges), not that writer.  A reader behind our read does
+ * holds on the key that lets s past it (the recipe's rule,
+ * zc_recipe_passes): a writer behind our read never holds up our upgrade
+ * (core's rule), nor does a local request not granted yet; nothing behind
+ * our exclusive node holds us up.  The core may still watch it while local
+ * readers ride our node; those are what the upgrade waits for (deadlock.c's
+ * edges), not that node.  Another cluster's reader behind our read does
  * hold up our upgrade.
  */
 static bool
 watch_behind_own(const ZklTable *t, const ZklSlot *s)
 {
+	const ZklSlot *l = local_node(t, s, s->watch);
+	bool		waits = l != NULL && l->zstate == ZKS_QUEUED && !l->own.abandoned &&
+		l->req.owner_pid != s->req.owner_pid;
 	ZkrChild	w;
 	ZkrChild	o;
 	int			i;
@@ -127,7 +131,7 @@ watch_behind_own(const ZklTable *t, const ZklSlot *s)
 		if (h != s && h->zstate == ZKS_HELD && own_node(t, h, s->req.owner_pid) &&
 			h->zk.root_id == s->zk.root_id && strcmp(h->key, s->key) == 0 &&
 			zc_recipe_parse_child(h->node, &o) && zc_recipe_seq_cmp(o.seq, w.seq) < 0 &&
-			zc_kind_conflict(o.mode, w.mode))
+			zc_recipe_passes(o.mode, w.mode, waits))
 			return true;
 	}
 	return false;

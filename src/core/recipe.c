@@ -198,20 +198,19 @@ typedef struct OwnHolds
 } OwnHolds;
 
 static OwnHolds
-own_holds(const ZkrChild *children, int n, const char *const *mine,
-		  const bool *held, int nmine)
+own_holds(const ZkrChild *children, int n, const ZkrBackend *b)
 {
 	OwnHolds	h;
 	int			i;
 
 	for (i = 0; i < ZKL_MAX_KINDS; i++)
 		h.first[i] = -1;
-	for (i = 0; held != NULL && i < n; i++)
+	for (i = 0; b->held != NULL && i < n; i++)
 	{
-		int			m = mine_index(&children[i], mine, nmine);
+		int			m = mine_index(&children[i], b->mine, b->nmine);
 		const ZklKind *k = zc_kind_of(children[i].mode);
 
-		if (m < 0 || !held[m] || k == NULL)
+		if (m < 0 || !b->held[m] || k == NULL)
 			continue;
 		if (h.first[k - zc_kinds] < 0)
 			h.first[k - zc_kinds] = i;
@@ -223,31 +222,48 @@ own_holds(const ZkrChild *children, int n, const char *const *mine,
  * Whether children[i] blocks a request of the backend in the given mode:
  * when their kinds conflict (a writer is blocked by any lock node, a reader
  * by writers; a semaphore's node, which only an outside client could put
- * under a lock key, by none).  Never by the backend's own nodes, nor by a node queued behind
- * one the backend holds that it conflicts with: that one waits for the
- * backend, not the other way round (core's rule, so a holder's further
- * requests on its key never wait for its own waiters).
+ * under a lock key, by none).  Never by the backend's own nodes, nor by a
+ * node queued behind one the backend holds that waits for the backend: one
+ * that conflicts with it, or one of this cluster known to wait (b->waits).
+ * A wait of another cluster is not known: its node may hold the key (a
+ * waiter ahead of it may have gone), so only a conflict with our held node
+ * proves it waits.
  */
 static bool
-blocks(const ZkrChild *children, int i, char mode, const char *const *mine,
-	   int nmine, const OwnHolds *h)
+blocks(const ZkrChild *children, int i, char mode, const ZkrBackend *b, const OwnHolds *h)
 {
 	const ZkrChild *c = &children[i];
+	bool		waits;
 	int			k;
 
 	if (!zc_kind_conflict(mode, c->mode))
 		return false;
-	if (mine_index(c, mine, nmine) >= 0)
+	if (mine_index(c, b->mine, b->nmine) >= 0)
 		return false;
+	waits = mine_index(c, b->waits, b->nwaits) >= 0;
 	for (k = 0; k < zc_nkinds; k++)
-		if (h->first[k] >= 0 && h->first[k] < i && zc_kind_conflict(zc_kinds[k].mode, c->mode))
+		if (h->first[k] >= 0 && h->first[k] < i && zc_recipe_passes(zc_kinds[k].mode, c->mode, waits))
 			return false;
 	return true;
 }
 
+bool
+zc_recipe_passes(char held_mode, char mode, bool waits)
+{
+	return waits || zc_kind_conflict(held_mode, mode);
+}
+
+bool
+zc_recipe_blocks(const ZkrChild *children, int n, int i, char mode, const ZkrBackend *b)
+{
+	OwnHolds	h = own_holds(children, n, b);
+
+	return blocks(children, i, mode, b, &h);
+}
+
 ZkrVerdict
 zc_recipe_decide(const ZkrChild *children, int n, const char *own_uuid,
-		   const char *const *mine, const bool *held, int nmine, int *own, int *watch)
+				 const ZkrBackend *b, int *own, int *watch)
 {
 	int			me = -1;
 	OwnHolds	h;
@@ -267,10 +283,10 @@ zc_recipe_decide(const ZkrChild *children, int n, const char *own_uuid,
 		return ZKR_ABSENT;
 
 	/* walk back from our node to the nearest node that conflicts */
-	h = own_holds(children, me, mine, held, nmine);
+	h = own_holds(children, me, b);
 	for (i = me - 1; i >= 0; i--)
 	{
-		if (!blocks(children, i, children[me].mode, mine, nmine, &h))
+		if (!blocks(children, i, children[me].mode, b, &h))
 			continue;
 		*watch = i;
 		return ZKR_WAIT;
@@ -279,26 +295,25 @@ zc_recipe_decide(const ZkrChild *children, int n, const char *own_uuid,
 }
 
 bool
-zc_recipe_sole_blocker(const ZkrChild *children, int own, int watch,
-				 const char *const *mine, const bool *held, int nmine)
+zc_recipe_sole_blocker(const ZkrChild *children, int own, int watch, const ZkrBackend *b)
 {
-	OwnHolds	h = own_holds(children, own, mine, held, nmine);
+	OwnHolds	h = own_holds(children, own, b);
 	int			i;
 
 	for (i = watch - 1; i >= 0; i--)
-		if (blocks(children, i, children[own].mode, mine, nmine, &h))
+		if (blocks(children, i, children[own].mode, b, &h))
 			return false;
 	return true;
 }
 
 int
-zc_recipe_foreign_ahead(const ZkrChild *children, int own, const char *const *mine, int nmine)
+zc_recipe_foreign_ahead(const ZkrChild *children, int own, const ZkrBackend *b)
 {
 	int			n = 0;
 	int			i;
 
 	for (i = 0; i < own; i++)
-		n += mine_index(&children[i], mine, nmine) < 0;
+		n += mine_index(&children[i], b->mine, b->nmine) < 0;
 	return n;
 }
 

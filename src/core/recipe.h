@@ -69,20 +69,55 @@ extern int	zc_recipe_seq_cmp(int32_t a, int32_t b);
 extern int	zc_recipe_collect(const char *const *names, int n, ZkrChild *out);
 
 /*
+ * What the deciding backend's cluster knows beyond the listing.  Nodes whose
+ * uuid is in mine[] belong to the backend and never block it; held[k] (NULL:
+ * none) says mine[k] is granted.  waits[] names nodes of other backends of
+ * the same cluster whose requests are known not to be granted (the worker's
+ * own table says so, and it grants nothing beside a conflicting local
+ * holder: core.c); NULL when not known.
+ */
+typedef struct ZkrBackend
+{
+	const char *const *mine;
+	const bool *held;
+	int			nmine;
+	const char *const *waits;
+	int			nwaits;
+} ZkrBackend;
+
+/*
  * Decide for the request whose node carries own_uuid, given the sorted
  * children.  An exclusive request waits for its immediate predecessor; a
  * shared one only for the last exclusive node before it.  Only that one
  * node is watched, so a release wakes exactly one waiter (no herd).
- * Nodes whose uuid is in mine[] belong to the same backend and never block
- * it; held[k] (NULL: none) says mine[k] is granted, and a node queued behind
- * a granted node of ours that it conflicts with waits for us, so it does not
- * block us either (core's rule: a holder's further requests on its key, in
- * either mode, never wait for the holder's own waiters).
+ * The backend's own nodes never block it, and neither does a node queued
+ * behind a granted node of the backend that waits for the backend: one it
+ * conflicts with, or one of this cluster known to wait (core's rule: a
+ * holder's further requests on its key, in either mode, never wait for the
+ * holder's own waiters; so a shared holder's upgrade goes ahead of the local
+ * waiters it holds up, whatever they wait for).
  */
 extern ZkrVerdict zc_recipe_decide(const ZkrChild *children, int n,
-							 const char *own_uuid,
-							 const char *const *mine, const bool *held, int nmine,
-							 int *own, int *watch);
+								   const char *own_uuid, const ZkrBackend *b,
+								   int *own, int *watch);
+
+/*
+ * Whether children[i] blocks a request of backend b in the given mode: the
+ * one test zc_recipe_decide waits on, for the deadlock searches (deadlock.c,
+ * gwait_doc.c) to see exactly the edges the recipe waits on.  n: how many
+ * children stand ahead of the request.
+ */
+extern bool zc_recipe_blocks(const ZkrChild *children, int n, int i, char mode,
+							 const ZkrBackend *b);
+
+/*
+ * The rule behind both: a request of a backend that holds a node in
+ * held_mode passes a node of the given mode queued behind it when that node
+ * waits for the backend: it conflicts with the held node, or it is known to
+ * wait (waits: a node of this cluster not granted).  The deadlock searches
+ * ask it of the slot table (deadlock.c, gwait_doc.c).
+ */
+extern bool zc_recipe_passes(char held_mode, char mode, bool waits);
 
 /*
  * After ZKR_WAIT: whether the watched node is the only one ahead of ours
@@ -91,15 +126,14 @@ extern ZkrVerdict zc_recipe_decide(const ZkrChild *children, int n,
  * no second read of the queue is needed to know it.
  */
 extern bool zc_recipe_sole_blocker(const ZkrChild *children, int own, int watch,
-							 const char *const *mine, const bool *held, int nmine);
+								   const ZkrBackend *b);
 
 /*
  * How many nodes ahead of children[own] are not the backend's own.  A node
  * granted with none ahead holds the key alone (in its mode); one granted
  * past other clusters' waiters (see zc_recipe_decide) does not.
  */
-extern int	zc_recipe_foreign_ahead(const ZkrChild *children, int own,
-							  const char *const *mine, int nmine);
+extern int	zc_recipe_foreign_ahead(const ZkrChild *children, int own, const ZkrBackend *b);
 
 /*
  * How many nodes of a kind that holds its key alone (zc_kind_alone) stand ahead

@@ -3359,14 +3359,20 @@ check_fifo(Cluster *c, const ZklSlot *s)
 		if (node_owner(kids[i].name, &ci, &pid, &slot) && ci == c->id && pid == s->req.owner_pid &&
 			!ridden_by_other(c, &c->t.slots[slot]))
 			continue;			/* the backend's own node (not one other local readers ride) */
-		/* queued behind a granted node of this backend that it conflicts with */
+		/*
+		 * queued behind a granted node of this backend that it conflicts
+		 * with, or (an upgrade passing the waiters it holds up, as core's)
+		 * a local request not granted (what held it up when the listing was
+		 * read may be gone by now)
+		 */
 		for (j = 0; j < i && !excused; j++)
 		{
 			int			cj;
 			int			pj;
 			int			sj;
+			bool		held_up = ci == c->id && c->t.slots[slot].zstate == ZKS_QUEUED;
 
-			excused = conflict(kids[j].mode, kids[i].mode) &&
+			excused = (conflict(kids[j].mode, kids[i].mode) || held_up) &&
 				node_owner(kids[j].name, &cj, &pj, &sj) && cj == c->id && pj == s->req.owner_pid &&
 				S->c[cj].t.slots[sj].zstate == ZKS_HELD;
 		}
@@ -4674,32 +4680,6 @@ key_news(Cluster *c, const ZklSlot *s, const char *key_path)
 }
 
 /*
- * The other nodes of s's backend on its key, as core.c's decide() counts
- * them (a node other backends ride is not the backend's own): into mine and
- * held; returns how many.
- */
-static int
-own_nodes(Cluster *c, const ZklSlot *s, const char **mine, bool *held)
-{
-	int			nmine = 0;
-	int			i;
-
-	for (i = 0; i < c->t.nused; i++)
-	{
-		const ZklSlot *o = &c->t.slots[i];
-
-		if (o != s && o->req.owner_pid == s->req.owner_pid && o->zstate != ZKS_FREE &&
-			o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0 &&
-			!ridden_by_other(c, o))
-		{
-			held[nmine] = o->zstate == ZKS_HELD && !o->own.abandoned;
-			mine[nmine++] = o->uuid;
-		}
-	}
-	return nmine;
-}
-
-/*
  * A waiter that counts the node it watches as its only blocker is granted
  * on that node's delete without reading its queue again (zc_core_watch_event,
  * delete_result): so that must be true at the leader, by the recipe with
@@ -4738,12 +4718,10 @@ check_sole_blocker(Cluster *c)
 	for (j = 0; j < c->t.nused; j++)
 	{
 		const ZklSlot *s = &c->t.slots[j];
-		const char *mine[NSLOTS];
-		bool		held[NSLOTS];
+		ZkrBackend	b;
 		char		key_path[ZKL_PATH_LEN];
 		char	  **names;
 		ZkrChild	kids[128];
-		int			nmine;
 		int			nn;
 		int			n;
 		int			own;
@@ -4753,13 +4731,13 @@ check_sole_blocker(Cluster *c)
 			!s->zk.watch_sole || s->watch[0] == '\0' || s->zk.rides ||
 			s->req.mode == ZKL_MODE_SEMAPHORE || s->node[0] == '\0' || slot_tainted(s))
 			continue;
-		nmine = own_nodes(c, s, mine, held);
+		zc_core_backend_of(&c->core, s, &b);
 		zc_core_key_path(&c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
 		n = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
-		if (zc_recipe_decide(kids, n, s->uuid, mine, held, nmine, &own, &watch) == ZKR_WAIT &&
+		if (zc_recipe_decide(kids, n, s->uuid, &b, &own, &watch) == ZKR_WAIT &&
 			(strcmp(kids[watch].name, s->watch) != 0 ||
-			 !zc_recipe_sole_blocker(kids, own, watch, mine, held, nmine)))
+			 !zc_recipe_sole_blocker(kids, own, watch, &b)))
 			fail("c%d slot %d (pid %d) %s %c node %s would be granted once %s goes, "
 				 "but at the leader %s blocks it%s", c->id, j, s->req.owner_pid, s->key, s->req.mode,
 				 s->node, s->watch, kids[watch].name,
@@ -4796,12 +4774,10 @@ check_liveness(Cluster *c)
 	for (j = 0; j < c->t.nused && j < NSLOTS; j++)
 	{
 		const ZklSlot *s = &c->t.slots[j];
-		const char *mine[NSLOTS];
-		bool		held[NSLOTS];
+		ZkrBackend	b;
 		char		key_path[ZKL_PATH_LEN];
 		char	  **names;
 		ZkrChild	kids[128];
-		int			nmine = 0;
 		int			nn;
 		int			own;
 		int			watch;
@@ -4834,11 +4810,11 @@ check_liveness(Cluster *c)
 			c->settled_since[j] = 0;
 			continue;
 		}
-		nmine = own_nodes(c, s, mine, held);
+		zc_core_backend_of(&c->core, s, &b);
 		zc_core_key_path(&c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
 		v = zc_recipe_decide(kids, zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids),
-					   s->uuid, mine, held, nmine, &own, &watch);
+					   s->uuid, &b, &own, &watch);
 		/*
 		 * Promptness: nothing blocks it at the leader, its own server shows
 		 * the same queue, and nothing is on its way to or from the worker:
@@ -4846,7 +4822,9 @@ check_liveness(Cluster *c)
 		 */
 		{
 			/* (a slot that waits for its timer to read again is not settled: the bound above holds) */
-			bool		settled = v == ZKR_GRANT && !key_news(c, s, key_path) && s->zk.delayed_until == 0;
+			/* (nor one an upgrade of its cluster went ahead of: it waits for that, as core's) */
+			bool		settled = v == ZKR_GRANT && !key_news(c, s, key_path) && s->zk.delayed_until == 0 &&
+				zc_core_local_holder(&c->core, s) == NULL;
 			int			server = zkm_client_server(S->m, c->client);
 
 			if (settled && server < 0)

@@ -11,6 +11,9 @@
 #include "recipe.h"
 #include "check.h"
 
+/* What a backend knows beyond the listing, for the recipe's calls (no local waits). */
+#define BK(mine, held, n) (&(ZkrBackend) {(mine), (held), (n), NULL, 0})
+
 
 static const char *U1 = "11111111-1111-4111-8111-111111111111";
 static const char *U2 = "22222222-2222-4222-8222-222222222222";
@@ -167,14 +170,14 @@ test_recipe(void)
 	CHECK(n == 3, "foreign child skipped");
 	CHECK(kids[0].seq == 2 && kids[1].seq == 9 && kids[2].seq == 10, "sorted by sequence");
 
-	CHECK(zc_recipe_decide(kids, n, U1, NULL, NULL, 0, &own, &watch) == ZKR_GRANT && own == 0, "lowest is granted");
-	CHECK(zc_recipe_decide(kids, n, U3, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
+	CHECK(zc_recipe_decide(kids, n, U1, BK(NULL, NULL, 0), &own, &watch) == ZKR_GRANT && own == 0, "lowest is granted");
+	CHECK(zc_recipe_decide(kids, n, U3, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT && watch == 1,
 		  "exclusive watches its immediate predecessor only");
-	CHECK(zc_recipe_decide(kids, n, U4, NULL, NULL, 0, &own, &watch) == ZKR_ABSENT, "own node missing");
-	CHECK(zc_recipe_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT &&
-		  zc_recipe_sole_blocker(kids, own, watch, NULL, NULL, 0), "second in line: its predecessor is its only blocker");
-	CHECK(zc_recipe_decide(kids, n, U3, NULL, NULL, 0, &own, &watch) == ZKR_WAIT &&
-		  !zc_recipe_sole_blocker(kids, own, watch, NULL, NULL, 0), "third in line: the first still blocks it");
+	CHECK(zc_recipe_decide(kids, n, U4, BK(NULL, NULL, 0), &own, &watch) == ZKR_ABSENT, "own node missing");
+	CHECK(zc_recipe_decide(kids, n, U2, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT &&
+		  zc_recipe_sole_blocker(kids, own, watch, BK(NULL, NULL, 0)), "second in line: its predecessor is its only blocker");
+	CHECK(zc_recipe_decide(kids, n, U3, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT &&
+		  !zc_recipe_sole_blocker(kids, own, watch, BK(NULL, NULL, 0)), "third in line: the first still blocks it");
 
 	/* shared: only exclusive nodes before it block; watch the last of them */
 	list[0] = node(0, 's', U1, "0000000001");
@@ -182,19 +185,19 @@ test_recipe(void)
 	list[2] = node(2, 's', U3, "0000000003");
 	list[3] = node(3, 's', U4, "0000000004");
 	n = zc_recipe_collect(list, 4, kids);
-	CHECK(zc_recipe_decide(kids, n, U1, NULL, NULL, 0, &own, &watch) == ZKR_GRANT, "first reader granted");
-	CHECK(zc_recipe_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
+	CHECK(zc_recipe_decide(kids, n, U1, BK(NULL, NULL, 0), &own, &watch) == ZKR_GRANT, "first reader granted");
+	CHECK(zc_recipe_decide(kids, n, U2, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT && watch == 0,
 		  "writer waits for the reader before it");
-	CHECK(zc_recipe_decide(kids, n, U4, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
+	CHECK(zc_recipe_decide(kids, n, U4, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT && watch == 1,
 		  "reader behind a writer watches that writer, not the reader before it");
-	CHECK(zc_recipe_sole_blocker(kids, own, watch, NULL, NULL, 0),
+	CHECK(zc_recipe_sole_blocker(kids, own, watch, BK(NULL, NULL, 0)),
 		  "readers ahead of that writer do not block a reader");
-	CHECK(zc_recipe_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT &&
-		  zc_recipe_sole_blocker(kids, own, watch, NULL, NULL, 0), "a writer behind one reader: that reader alone");
+	CHECK(zc_recipe_decide(kids, n, U2, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT &&
+		  zc_recipe_sole_blocker(kids, own, watch, BK(NULL, NULL, 0)), "a writer behind one reader: that reader alone");
 	list[2] = node(2, 'x', U3, "0000000003");
 	n = zc_recipe_collect(list, 4, kids);
-	CHECK(zc_recipe_decide(kids, n, U4, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 2 &&
-		  !zc_recipe_sole_blocker(kids, own, watch, NULL, NULL, 0), "a reader behind two writers: the earlier one blocks too");
+	CHECK(zc_recipe_decide(kids, n, U4, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT && watch == 2 &&
+		  !zc_recipe_sole_blocker(kids, own, watch, BK(NULL, NULL, 0)), "a reader behind two writers: the earlier one blocks too");
 
 	/* a backend's own nodes never block it: a reader upgrading to writer */
 	{
@@ -205,23 +208,23 @@ test_recipe(void)
 		list[1] = node(1, 's', U2, "0000000002");
 		list[2] = node(2, 'x', U3, "0000000003");
 		n = zc_recipe_collect(list, 3, kids);
-		CHECK(zc_recipe_decide(kids, n, U3, mine1, NULL, 1, &own, &watch) == ZKR_WAIT && watch == 1,
+		CHECK(zc_recipe_decide(kids, n, U3, BK(mine1, NULL, 1), &own, &watch) == ZKR_WAIT && watch == 1,
 			  "upgrading writer skips its own reader, waits for the other reader");
-		CHECK(zc_recipe_sole_blocker(kids, own, watch, mine1, NULL, 1),
+		CHECK(zc_recipe_sole_blocker(kids, own, watch, BK(mine1, NULL, 1)),
 			  "and its own reader ahead does not count as a blocker");
-		CHECK(!zc_recipe_sole_blocker(kids, own, watch, NULL, NULL, 0),
+		CHECK(!zc_recipe_sole_blocker(kids, own, watch, BK(NULL, NULL, 0)),
 			  "another backend's reader there would");
 		list[1] = node(1, 'x', U2, "0000000002");
 		list[2] = node(2, 's', U3, "0000000003");
 		n = zc_recipe_collect(list, 3, kids);
-		CHECK(zc_recipe_decide(kids, n, U3, mine1, NULL, 1, &own, &watch) == ZKR_WAIT && watch == 1,
+		CHECK(zc_recipe_decide(kids, n, U3, BK(mine1, NULL, 1), &own, &watch) == ZKR_WAIT && watch == 1,
 			  "a reader still waits for another backend's writer");
 		list[0] = node(0, 'x', U1, "0000000001");
 		list[1] = node(1, 's', U3, "0000000002");
 		n = zc_recipe_collect(list, 2, kids);
-		CHECK(zc_recipe_decide(kids, n, U3, mine1, NULL, 1, &own, &watch) == ZKR_GRANT,
+		CHECK(zc_recipe_decide(kids, n, U3, BK(mine1, NULL, 1), &own, &watch) == ZKR_GRANT,
 			  "a writer may also read: its own exclusive node does not block its shared one");
-		CHECK(zc_recipe_decide(kids, n, U3, mine3, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
+		CHECK(zc_recipe_decide(kids, n, U3, BK(mine3, NULL, 0), &own, &watch) == ZKR_WAIT && watch == 0,
 			  "without the ownership, the same reader waits");
 	}
 
@@ -239,37 +242,67 @@ test_recipe(void)
 		list[1] = node(1, 'x', U2, "0000000002");	/* another cluster waits */
 		list[2] = node(2, 's', U3, "0000000003");	/* ours: asks shared */
 		n = zc_recipe_collect(list, 3, kids);
-		CHECK(zc_recipe_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_GRANT,
+		CHECK(zc_recipe_decide(kids, n, U3, BK(mine1, held, 1), &own, &watch) == ZKR_GRANT,
 			  "exclusive holder asks shared: granted past the waiter behind it");
-		CHECK(zc_recipe_foreign_ahead(kids, own, mine1, 1) == 1,
+		CHECK(zc_recipe_foreign_ahead(kids, own, BK(mine1, NULL, 1)) == 1,
 			  "and granted with another cluster's node ahead: not alone at the head");
-		CHECK(zc_recipe_foreign_ahead(kids, 0, mine1, 1) == 0, "the first node is");
-		CHECK(zc_recipe_decide(kids, n, U3, mine1, waiting, 1, &own, &watch) == ZKR_WAIT && watch == 1,
+		CHECK(zc_recipe_foreign_ahead(kids, 0, BK(mine1, NULL, 1)) == 0, "the first node is");
+		CHECK(zc_recipe_decide(kids, n, U3, BK(mine1, waiting, 1), &own, &watch) == ZKR_WAIT && watch == 1,
 			  "while our first node only waits, the other waiter still blocks");
-		CHECK(zc_recipe_decide(kids, n, U2, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 0,
+		CHECK(zc_recipe_decide(kids, n, U2, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT && watch == 0,
 			  "and the other cluster's waiter keeps waiting for our first node");
 
 		list[0] = node(0, 's', U1, "0000000001");	/* ours, held shared */
 		list[2] = node(2, 'x', U3, "0000000003");	/* ours: asks exclusive */
 		n = zc_recipe_collect(list, 3, kids);
-		CHECK(zc_recipe_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_GRANT,
+		CHECK(zc_recipe_decide(kids, n, U3, BK(mine1, held, 1), &own, &watch) == ZKR_GRANT,
 			  "shared holder asks exclusive, no other reader: granted past a writer waiting for it");
 
 		list[3] = node(3, 's', U4, "0000000000");	/* another cluster reads, ahead */
 		n = zc_recipe_collect(list, 4, kids);
-		CHECK(zc_recipe_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_WAIT &&
+		CHECK(zc_recipe_decide(kids, n, U3, BK(mine1, held, 1), &own, &watch) == ZKR_WAIT &&
 			  strcmp(kids[watch].name, list[3]) == 0,
 			  "another cluster's reader ahead still blocks the upgrade");
-		CHECK(zc_recipe_sole_blocker(kids, own, watch, mine1, held, 1),
+		CHECK(zc_recipe_sole_blocker(kids, own, watch, BK(mine1, held, 1)),
 			  "and is its only blocker: the writer behind our read waits for us");
 
 		list[3] = node(3, 's', U4, "0000000002");	/* a reader behind ours holds too */
 		list[1] = node(1, 'x', U2, "0000000004");
 		list[2] = node(2, 'x', U3, "0000000005");
 		n = zc_recipe_collect(list, 4, kids);
-		CHECK(zc_recipe_decide(kids, n, U3, mine1, held, 1, &own, &watch) == ZKR_WAIT &&
+		CHECK(zc_recipe_decide(kids, n, U3, BK(mine1, held, 1), &own, &watch) == ZKR_WAIT &&
 			  strcmp(kids[watch].name, list[3]) == 0,
 			  "a reader queued behind our read shares it, so it blocks our upgrade");
+
+		/*
+		 * The three-way upgrade: we hold shared, a writer waits behind us,
+		 * a reader behind it, and we ask exclusive.  Core grants us at once.
+		 */
+		list[0] = node(0, 's', U1, "0000000001");	/* ours, held shared */
+		list[1] = node(1, 'x', U2, "0000000002");	/* waits for us */
+		list[2] = node(2, 's', U4, "0000000003");	/* waits for the writer */
+		list[3] = node(3, 'x', U3, "0000000004");	/* ours: asks exclusive */
+		n = zc_recipe_collect(list, 4, kids);
+		{
+			const char *local[] = {U2, U4};
+			ZkrBackend	b = {mine1, held, 1, local, 2};
+
+			CHECK(zc_recipe_decide(kids, n, U3, &b, &own, &watch) == ZKR_GRANT,
+				  "three-way upgrade, waiters of this cluster: granted past both");
+			CHECK(zc_recipe_blocks(kids, 3, 2, 'x', BK(mine1, held, 1)) &&
+				  !zc_recipe_blocks(kids, 3, 2, 'x', &b),
+				  "the searches' test: the reader blocks unless known to wait");
+			b.nwaits = 1;	/* the writer ours, the reader another cluster's */
+			CHECK(zc_recipe_decide(kids, n, U3, &b, &own, &watch) == ZKR_WAIT &&
+				  strcmp(kids[watch].name, list[2]) == 0,
+				  "another cluster's reader may hold the key (the writer may have gone): waited for");
+			CHECK(zc_recipe_decide(kids, n, U3, BK(mine1, waiting, 1), &own, &watch) == ZKR_WAIT &&
+				  strcmp(kids[watch].name, list[2]) == 0,
+				  "and without our shared lock held, the waiters are waited for");
+		}
+		CHECK(zc_recipe_passes('s', 'x', false) && !zc_recipe_passes('s', 's', false) &&
+			  zc_recipe_passes('s', 's', true) && zc_recipe_passes('x', 's', false),
+			  "the rule: conflicts with the held node, or known to wait");
 	}
 
 	/*
@@ -286,9 +319,9 @@ test_recipe(void)
 	CHECK(n == 4 && kids[0].seq == 2147483646 && kids[1].seq == 2147483647 &&
 		  kids[2].seq == INT32_MIN && kids[3].seq == INT32_MIN + 1,
 		  "ordered across the wrap as serial numbers");
-	CHECK(zc_recipe_decide(kids, n, U1, NULL, NULL, 0, &own, &watch) == ZKR_GRANT,
+	CHECK(zc_recipe_decide(kids, n, U1, BK(NULL, NULL, 0), &own, &watch) == ZKR_GRANT,
 		  "the node made before the wrap holds the lock");
-	CHECK(zc_recipe_decide(kids, n, U3, NULL, NULL, 0, &own, &watch) == ZKR_WAIT && watch == 1,
+	CHECK(zc_recipe_decide(kids, n, U3, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT && watch == 1,
 		  "the first node after the wrap waits for the last one before it");
 	list[0] = node(0, 'x', U1, "-000000001");
 	list[1] = node(1, 'x', U2, "0000000000");
