@@ -15,6 +15,7 @@
 #include "cohort.h"
 #include "core.h"
 #include "cutoff.h"
+#include "sigterm.h"
 #include "gwait.h"
 #include "book.h"
 #include "holds.h"
@@ -1387,6 +1388,24 @@ test_proof_step(void)
 }
 
 /* The cut-off clock: at 11/12 of the timeout after the last news, only while disconnected. */
+/* A SIGTERM closes the session only when no client backend is left to hold a lock. */
+static void
+test_term_action(void)
+{
+	CHECK(zc_term_action(false, false, false, false) == ZKL_TERM_SERVE &&
+		  zc_term_action(false, false, true, true) == ZKL_TERM_SERVE, "no SIGTERM: serve");
+	CHECK(zc_term_action(true, false, true, false) == ZKL_TERM_CLOSE &&
+		  zc_term_action(true, true, true, true) == ZKL_TERM_CLOSE,
+		  "the postmaster's: close, also merged with another (its clients are told to go)");
+	CHECK(zc_term_action(false, true, false, true) == ZKL_TERM_RESTART &&
+		  zc_term_action(false, true, false, false) == ZKL_TERM_RESTART,
+		  "another's outside a shutdown: restart on the same session");
+	CHECK(zc_term_action(false, true, true, true) == ZKL_TERM_SERVE,
+		  "another's in a shutdown while clients remain: serve them, keep the session");
+	CHECK(zc_term_action(false, true, true, false) == ZKL_TERM_CLOSE,
+		  "another's in a shutdown with no client left: close (the postmaster's may be merged in it)");
+}
+
 static void
 test_cutoff(void)
 {
@@ -2514,6 +2533,7 @@ main(void)
 	test_group_never_alone();
 	test_proof_step();
 	test_cutoff();
+	test_term_action();
 	test_group_member_failed();
 	test_cohort();
 	test_cohort_session_lost();
