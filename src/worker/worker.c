@@ -30,6 +30,7 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "utils/backend_status.h"
 #include "utils/memutils.h"
 #include "utils/pidfile.h"
 #include "utils/timestamp.h"
@@ -45,6 +46,7 @@
 #include "queue_read.h"
 #include "session.h"
 #include "requests.h"
+#include "sigterm.h"
 #include "zk_result.h"
 
 /* src/core reads ZooKeeper's result codes from its own copy: the library's must be the same */
@@ -53,6 +55,7 @@
 ZKL_ZK_RESULTS(ZKL_SAME_RESULT)
 
 #define CLEAN_STOP_MS	3000	/* a clean stop's wait for every lock to be given back */
+#define HELD_TERM_POLL_MS	200	/* how often a held SIGTERM looks for client backends */
 
 static ZklCore core;
 
@@ -263,7 +266,8 @@ core_init(void)
  * SIGTERM from the postmaster means shutdown: close the session.  From
  * anyone else (pg_terminate_backend, kill) it means "restart": leave the
  * session open so the next worker resumes it, as after an ERROR, and the
- * cluster's holders keep their locks.
+ * cluster's holders keep their locks; during a shutdown it waits for the
+ * client backends to go (zc_term_action says why).
  */
 static volatile sig_atomic_t terminated_by = 0;
 static volatile sig_atomic_t shutdown_by_postmaster = false;
@@ -307,11 +311,11 @@ postmaster_stopping(void)
 }
 
 /*
- * A terminate that comes with a shutdown (a service manager signalling the
- * whole process group) must still close the session: give the postmaster's
- * own SIGTERM a moment to arrive.  Two SIGTERMs that arrive before the
- * handler runs are one (standard signals do not queue), so the postmaster's
- * may never be seen: its pid file says "stopping" all the same.
+ * Whether a terminate comes with a shutdown (a service manager signalling
+ * the whole process group): give the postmaster's own SIGTERM a moment to
+ * arrive.  Two SIGTERMs that arrive before the handler runs are one
+ * (standard signals do not queue), so the postmaster's may never be seen:
+ * its pid file says "stopping" all the same.
  */
 static bool
 shutdown_follows(void)
@@ -328,6 +332,50 @@ shutdown_follows(void)
 							 20, PG_WAIT_EXTENSION);
 	}
 	return shutdown_by_postmaster || postmaster_stopping();
+}
+
+/*
+ * Whether any client backend (pg_stat_activity's "client backend") is still
+ * there: a smart shutdown signals background workers only once they have all
+ * exited.  Walsenders and other processes are not counted: the postmaster
+ * stops them with the background workers or after them.
+ */
+static bool
+client_backends_remain(void)
+{
+	bool		remain = false;
+	int			n;
+	int			i;
+
+	pgstat_clear_backend_activity_snapshot();	/* read afresh */
+	n = pgstat_fetch_stat_numbackends();
+	for (i = 1; i <= n && !remain; i++)
+	{
+		LocalPgBackendStatus *e = pgstat_fetch_stat_local_beentry(i);
+
+		remain = e != NULL && e->backendStatus.st_backendType == B_BACKEND;
+	}
+	pgstat_clear_backend_activity_snapshot();
+	return remain;
+}
+
+/*
+ * What the SIGTERMs received so far ask for (sigterm.h).  *stopping keeps
+ * what was learnt of a shutdown: it is never called off.
+ */
+static ZklTermAction
+term_action(bool *stopping)
+{
+	bool		by_pm = shutdown_by_postmaster;
+	bool		by_other = terminated_by != 0;
+
+	if (by_other && !by_pm && !*stopping)
+	{
+		*stopping = shutdown_follows();
+		by_pm = shutdown_by_postmaster;
+	}
+	return zc_term_action(by_pm, by_other, *stopping,
+						  by_other && !by_pm && *stopping && client_backends_remain());
 }
 
 static void
@@ -479,6 +527,9 @@ stop_cleanly(void)
 void
 zw_worker_main(Datum arg)
 {
+	bool		holding = false;	/* a SIGTERM waits for the client backends */
+	bool		stopping = false;	/* the postmaster is known to shut down */
+
 	set_signals();
 	/* no database: only a place in pg_stat_activity and pg_terminate_backend */
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
@@ -496,15 +547,31 @@ zw_worker_main(Datum arg)
 	ereport(LOG, (errmsg("zk_lock worker started")));
 	zw_session_begin(&session_events);
 
-	while (!ShutdownRequestPending)
-		worker_turn(false, -1);
-
-	if (terminated_by != 0 && !shutdown_by_postmaster && !shutdown_follows())
+	for (;;)
 	{
-		ereport(LOG,
-				(errmsg("zk_lock worker terminated by PID %d; it restarts and resumes session 0x%llx",
-						(int) terminated_by, (unsigned long long) zkl_shared->t.session_id)));
-		proc_exit(1);
+		/* a held SIGTERM is looked at again each turn */
+		if (ShutdownRequestPending || holding)
+		{
+			ZklTermAction act;
+
+			ShutdownRequestPending = false; /* taken; another sets it again */
+			act = term_action(&stopping);
+			if (act == ZKL_TERM_CLOSE)
+				break;
+			if (act == ZKL_TERM_RESTART)
+			{
+				ereport(LOG,
+						(errmsg("zk_lock worker terminated by PID %d; it restarts and resumes session 0x%llx",
+								(int) terminated_by, (unsigned long long) zkl_shared->t.session_id)));
+				proc_exit(1);
+			}
+			if (!holding)
+				ereport(LOG,
+						(errmsg("zk_lock worker terminated by PID %d while the server shuts down; it serves the client backends left and stops once they have exited",
+								(int) terminated_by)));
+			holding = true;
+		}
+		worker_turn(false, holding ? HELD_TERM_POLL_MS : -1);
 	}
 
 	/*
