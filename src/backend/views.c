@@ -50,6 +50,8 @@ static const CounterRow counter_rows[] = {
 	COUNTER(lingers, "lingers", "released nodes kept for this cluster's next request (zk_lock.linger)"),
 	COUNTER(lock_delay_pauses, "lock_delay_pauses", "grants paused for another session's death (zk_lock.lock_delay)"),
 	COUNTER(deadlocks, "deadlocks", "requests failed with 40P01 to break a deadlock"),
+	COUNTER(upgrades_ahead, "upgrades_ahead", "upgrades (shared held, exclusive asked) granted ahead of this cluster's waiters they held up"),
+	COUNTER(held_for_local, "held_for_local", "turns in ZooKeeper's queue held while a local backend holds the key in a conflicting mode"),
 };
 
 /* Each counter with its meaning; every one that ZklCounters has. */

@@ -493,6 +493,7 @@ zc_core_grant(ZklCore *c, ZklSlot *s)
 		(o = zc_core_local_holder(c, s)) != NULL)
 	{
 		/* an upgrade went ahead of us: read the queue again once its node goes */
+		c->t->counters.held_for_local++;
 		zc_core_copy_name(s->watch, sizeof(s->watch), o->node);
 		s->zk.watch_sole = false;
 		s->zk.at_head = false;

@@ -243,6 +243,20 @@ zc_core_backend_of(ZklCore *c, const ZklSlot *s, ZkrBackend *b)
 	}
 }
 
+/* Whether a grant of kids[own] passed a local request known to wait that blocks it otherwise. */
+static bool
+passes_local_waiter(const ZkrChild *kids, int own, const ZkrBackend *b)
+{
+	ZkrBackend	none = *b;
+	int			i;
+
+	none.nwaits = 0;
+	for (i = 0; b->nwaits > 0 && i < own; i++)
+		if (zc_recipe_blocks(kids, own, i, kids[own].mode, &none))
+			return true;
+	return false;
+}
+
 /* Run the recipe on a children listing. */
 void
 zc_core_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
@@ -259,6 +273,8 @@ zc_core_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 			zc_core_node_not_seen(s);
 			break;
 		case ZKR_GRANT:
+			if (passes_local_waiter(kids, own, &b))
+				c->t->counters.upgrades_ahead++;
 			s->zk.at_head = zc_recipe_foreign_ahead(kids, own, &b) == 0;
 			s->zk.first = own == 0;
 			s->zk.clear = zc_recipe_alone_ahead(kids, own) == 0;

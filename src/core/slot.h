@@ -216,6 +216,8 @@ typedef struct ZklCounters
 	int64_t		lingers;		/* released nodes kept for the cluster's next request */
 	int64_t		lock_delay_pauses;	/* grants paused for another session's death */
 	int64_t		deadlocks;		/* requests failed with 40P01 to break a deadlock */
+	int64_t		upgrades_ahead; /* upgrades granted ahead of local requests they held up */
+	int64_t		held_for_local; /* turns in ZooKeeper's queue held for a local conflicting holder */
 } ZklCounters;
 
 /*

@@ -403,6 +403,8 @@ static int64_t garbled_answers;	/* its ZMARSHALLINGERROR answers (a failure insi
 static int64_t elections_held;	/* the model's elections */
 static int64_t proposals_lost;	/* and the writes they lost */
 static int64_t rides_seen = 0;	/* of them, readers joining a local reader's node */
+static int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */
+static int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */
 
 static Sim *S;
 static bool verbose_run = false;
@@ -5614,6 +5616,8 @@ run_seed(uint64_t seed, int64_t max_steps)
 	{
 		int			j;
 
+		upgrades_ahead += sim->c[i].t.counters.upgrades_ahead;
+		held_for_local += sim->c[i].t.counters.held_for_local;
 		for (j = 0; j < sim->c[i].nb; j++)
 			zc_book_free(&sim->c[i].b[j].book);
 		free(sim->c[i].outs);
@@ -5722,6 +5726,8 @@ main(int argc, char **argv)
 		   total_steps / (wall_seconds() - t0 + 1e-9), total_steps, wall_seconds() - t0);
 	printf("%" PRId64 " local hand-overs (%" PRId64 " of them readers joining a reader's node)\n",
 		   handovers_seen, rides_seen);
+	printf("%" PRId64 " upgrades granted ahead of local waiters they held up, %" PRId64
+		   " turns held for a local holder past which an upgrade went\n", upgrades_ahead, held_for_local);
 	printf("%" PRId64 " local deadlocks broken (40P01)\n", deadlocks_broken);
 	printf("%" PRId64 " deadlocks across clusters broken (40P01) in %" PRId64 " rounds, %" PRId64
 		   " claims refused; the longest wait for ever lasted %" PRId64 " ms; documents up to %d bytes\n",
