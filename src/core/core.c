@@ -13,7 +13,7 @@
  * functions touch only the worker's own state (ZklCore) and need none.
  */
 #include "core_int.h"
-#include "core_grant.h"
+#include "table.h"
 #include "cohort_plan.h"
 #include "invariant.h"
 
@@ -484,17 +484,22 @@ zc_core_write_answered(ZklCore *c)
 void
 zc_core_grant(ZklCore *c, ZklSlot *s)
 {
-	const ZklSlot *o;
+	int			held_by;
 	int64_t		until;
 
 	/* a watch event seen before this answer asks for nothing more */
 	s->zk.todo &= ~(ZKT_CHILDREN | ZKT_WATCH | ZKT_BARRIER);
 	if (s->zstate == ZKS_QUEUED && s->ans.result == ZKL_RESULT_PENDING &&
-		(o = zc_core_local_holder(c, s)) != NULL)
+		(held_by = zc_table_conflicting_holder(c->t, s, 0)) >= 0)
 	{
 		/* an upgrade went ahead of us: read the queue again once its node goes */
 		c->t->counters.held_for_local++;
-		zc_core_copy_name(s->watch, sizeof(s->watch), o->node);
+		if (s->req.nowait)
+		{
+			zc_core_refuse_try(c, s);	/* held: a try gets false, as core's */
+			return;
+		}
+		zc_core_copy_name(s->watch, sizeof(s->watch), c->t->slots[held_by].node);
 		s->zk.watch_sole = false;
 		s->zk.at_head = false;
 		s->zk.todo |= ZKT_WATCH;

@@ -8,6 +8,8 @@
 #include "core_grant.h"
 #include "cohort_ride.h"
 
+static void tell_upgrades(ZklCore *c, const ZklSlot *s);
+
 static bool
 same_owner(const ZklSlot *a, const ZklSlot *b)
 {
@@ -178,16 +180,30 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, co
 	s->zk.first = own == 1;		/* likewise, with the backend's own nodes counted */
 	s->zk.clear = zc_recipe_alone_ahead(kids, own) == zc_kind_alone(kids[watch].mode);
 	s->zk.todo |= ZKT_WATCH;
+	tell_upgrades(c, s);
 	if (zc_core_wall(c) - s->req.requested_at >= (int64_t) zc_core_recheck_ms(c) * 1000)
 		c->env->suspect(c->env->arg, s, s->watch);
 }
 
 /*
- * Local requests for s's key of other backends that wait (no grant yet):
- * s's backend's upgrade may pass their nodes (recipe.c), since nothing is
- * granted beside a conflicting local holder (zc_core_local_holder).
- * Written after the backend's own nodes in c->mine, which has room for a
- * node of every slot.
+ * Whether local request o waits, as its last reading of its queue decided:
+ * it watches a node ahead, and no turn of its own is on its way (a grant
+ * paused by lock-delay, a read after its watch fired, a try's answer).
+ */
+static bool
+waits_in_queue(const ZklSlot *o)
+{
+	return o->zstate == ZKS_QUEUED && !o->own.abandoned && !o->zk.rides && !o->req.nowait &&
+		o->node[0] != '\0' && o->watch[0] != '\0' && o->zk.delayed_until == 0 &&
+		(o->zk.todo & (ZKT_CHILDREN | ZKT_BARRIER)) == 0;
+}
+
+/*
+ * Local requests for s's key of other backends that wait: s's backend's
+ * upgrade may pass their nodes (recipe.c), since nothing is granted beside
+ * a conflicting local holder (zc_table_conflicting_holder).  Written after
+ * the backend's own nodes in c->mine, which has room for a node of every
+ * slot.
  */
 static int
 local_waits(ZklCore *c, const ZklSlot *s, int nmine)
@@ -199,11 +215,30 @@ local_waits(ZklCore *c, const ZklSlot *s, int nmine)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o->zstate == ZKS_QUEUED && !o->own.abandoned && !o->zk.rides && o->node[0] != '\0' &&
-			!same_owner(o, s) && o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0)
+		if (waits_in_queue(o) && !same_owner(o, s) && o->zk.root_id == s->zk.root_id &&
+			strcmp(o->key, s->key) == 0)
 			c->mine[nmine + n++] = o->uuid;
 	}
 	return n;
+}
+
+/*
+ * s now waits: a local upgrade that waits for s's node (its turn was not
+ * known yet) may pass it now, so it reads its queue again.
+ */
+static void
+tell_upgrades(ZklCore *c, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *w = &c->t->slots[i];
+
+		if (w != s && w->zstate == ZKS_QUEUED && !w->own.abandoned && strcmp(w->watch, s->node) == 0 &&
+			w->zk.root_id == s->zk.root_id && strcmp(w->key, s->key) == 0 && holds_sharing(c, w))
+			w->zk.todo |= ZKT_CHILDREN;
+	}
 }
 
 void
@@ -286,30 +321,6 @@ zc_core_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 		case ZKR_MISMATCH:
 			break;				/* semaphores only */
 	}
-}
-
-/*
- * Another backend of this cluster that holds s's key in a mode that
- * conflicts with s's, or NULL.  The recipe can pass a local waiter's node
- * (an upgrade going ahead of the waiters it holds up), so a later turn of
- * that waiter in ZooKeeper's queue is no grant while such a holder stays.
- */
-const ZklSlot *
-zc_core_local_holder(const ZklCore *c, const ZklSlot *s)
-{
-	int			i;
-
-	for (i = 0; i < c->t->nused && !zc_kind_counted(s->req.mode); i++)
-	{
-		const ZklSlot *o = &c->t->slots[i];
-
-		if (o != s && o->zstate == ZKS_HELD && !o->own.abandoned && o->req.owner_pid != 0 &&
-			!same_owner(o, s) && !zc_kind_counted(o->req.mode) &&
-			zc_kind_conflict(s->req.mode, o->req.mode) && o->zk.root_id == s->zk.root_id &&
-			strcmp(o->key, s->key) == 0)
-			return o;
-	}
-	return NULL;
 }
 
 /* ---- counting semaphores ---- */

@@ -16,12 +16,6 @@
  */
 extern void zc_core_backend_of(ZklCore *c, const ZklSlot *s, ZkrBackend *b);
 
-/*
- * Another backend of this cluster that holds s's key in a mode that
- * conflicts with s's, or NULL: no grant to s beside it (core.c), whatever
- * ZooKeeper's queue says, since an upgrade may pass a local waiter there.
- */
-extern const ZklSlot *zc_core_local_holder(const ZklCore *c, const ZklSlot *s);
 
 /*
  * Whether a listing of s's key sets a child watch on the key node: a

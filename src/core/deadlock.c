@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "recipe.h"
+#include "table.h"
 
 #define ZDL_MAX_WAITS	512		/* waiting requests looked at in one search */
 #define ZDL_MAX_EDGES	4096	/* blockers noted, over all of them */
@@ -129,6 +130,9 @@ zc_deadlock_blockers(ZklCohort *coh, const ZklSlot *s, int *pids, int max)
 		for (j = 0; j < t->nused; j++)
 			if (blocks(t, &t->slots[j], s, own.seq))
 				add_pid(pids, &n, max, t->slots[j].req.owner_pid);
+		/* a local holder of a conflicting mode, wherever its node stands: no grant beside it (core.c) */
+		for (j = 0; (j = zc_table_conflicting_holder(t, s, j)) >= 0; j++)
+			add_pid(pids, &n, max, t->slots[j].req.owner_pid);
 	}
 	return n;
 }

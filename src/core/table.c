@@ -5,6 +5,7 @@
 #include "table.h"
 #include "slot_state.h"
 
+#include "kinds.h"
 #include "recipe.h"
 #include "invariant.h"
 
@@ -117,4 +118,22 @@ zc_table_ask_verify(ZklSlot *s)
 	s->own.verify = ZKV_ASKED;
 	s->zk.todo |= ZKT_VERIFY;
 	return true;
+}
+
+int
+zc_table_conflicting_holder(const ZklTable *t, const ZklSlot *s, int from)
+{
+	int			i;
+
+	for (i = from; i < t->nused && !zc_kind_counted(s->req.mode); i++)
+	{
+		const ZklSlot *o = &t->slots[i];
+
+		if (o != s && o->zstate == ZKS_HELD && !o->own.abandoned && o->req.owner_pid != 0 &&
+			(o->req.owner_pid != s->req.owner_pid || o->req.owner_procno != s->req.owner_procno) &&
+			!zc_kind_counted(o->req.mode) && zc_kind_conflict(s->req.mode, o->req.mode) &&
+			o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0)
+			return i;
+	}
+	return -1;
 }

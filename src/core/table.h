@@ -55,6 +55,15 @@ extern bool zc_table_node_before(const ZklTable *t, int a, int b);
 extern bool zc_table_ask_stat(ZklSlot *s);
 extern bool zc_table_ask_verify(ZklSlot *s);
 
+/*
+ * The first slot from index `from` on of another backend that holds s's key
+ * (lock kinds) in a mode that conflicts with s's, or -1.  No grant to s
+ * beside it (core.c): the recipe lets an upgrade pass a local waiter, whose
+ * later turn in ZooKeeper's queue then waits for the upgrader, and the
+ * deadlock searches count that wait (deadlock.c).
+ */
+extern int	zc_table_conflicting_holder(const ZklTable *t, const ZklSlot *s, int from);
+
 /* Back to FREE; nused shrinks past trailing free slots. */
 extern void zc_table_free(ZklTable *t, ZklSlot *s);
 

@@ -1173,6 +1173,7 @@ send_op(Cluster *c, const ZklOp *op)
 static bool handle_next(Cluster *c);
 static void note_grants(Cluster *c);
 static int	backend_of_pid(const Cluster *c, int pid);
+static bool local_waiter(const Cluster *c, const char *name);
 static void check_sole_blocker(Cluster *c);
 
 /*
@@ -3754,8 +3755,8 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 			if (i == own || zc_recipe_seq_cmp(kids[i].seq, kids[own].seq) > 0 ||
 				(s->req.mode != ZKL_MODE_SEMAPHORE && !conflict(kids[i].mode, s->req.mode)) ||
 				(s->req.mode != ZKL_MODE_SEMAPHORE && first_x && zc_recipe_seq_cmp(x_seq, kids[i].seq) < 0) ||
-				(s->req.mode != ZKL_MODE_SEMAPHORE && first_s && kids[i].mode == ZKL_MODE_EXCLUSIVE &&
-				 zc_recipe_seq_cmp(s_seq, kids[i].seq) < 0))
+				(s->req.mode != ZKL_MODE_SEMAPHORE && first_s && zc_recipe_seq_cmp(s_seq, kids[i].seq) < 0 &&
+				 (kids[i].mode == ZKL_MODE_EXCLUSIVE || local_waiter(c, kids[i].name))))
 				continue;
 			truth_owners(s->key, kids[i].name, e);
 			/*
@@ -3776,8 +3777,37 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 				r->nahead++;
 		}
 		zkm_names_free(names, nn);
+		/* a local holder of a conflicting mode: an upgrade that went ahead of it (core.c) */
+		for (i = 0; s->zstate == ZKS_QUEUED && (i = zc_table_conflicting_holder(&c->t, s, i)) >= 0 &&
+			 r->nahead < TR_AHEAD; i++)
+		{
+			r->ahead[r->nahead].nowners = 1;
+			r->ahead[r->nahead].oc[0] = (int8_t) ci;
+			r->ahead[r->nahead++].ob[0] = (int8_t) backend_of_pid(c, c->t.slots[i].req.owner_pid);
+		}
 		return own >= 0;
 	}
+}
+
+/*
+ * Whether the node of this name is a local request that waits behind
+ * others (an upgrade of its cluster passes it: recipe.c), not one whose
+ * turn may have come.
+ */
+static bool
+local_waiter(const Cluster *c, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < c->t.nused; i++)
+	{
+		const ZklSlot *o = &c->t.slots[i];
+
+		if (o->zstate == ZKS_QUEUED && zc_recipe_name_has_uuid(name, o->uuid) && o->watch[0] != '\0' &&
+			!o->req.nowait && o->zk.delayed_until == 0)
+			return true;
+	}
+	return false;
 }
 
 static void
@@ -4826,7 +4856,7 @@ check_liveness(Cluster *c)
 			/* (a slot that waits for its timer to read again is not settled: the bound above holds) */
 			/* (nor one an upgrade of its cluster went ahead of: it waits for that, as core's) */
 			bool		settled = v == ZKR_GRANT && !key_news(c, s, key_path) && s->zk.delayed_until == 0 &&
-				zc_core_local_holder(&c->core, s) == NULL;
+				zc_table_conflicting_holder(&c->t, s, 0) < 0;
 			int			server = zkm_client_server(S->m, c->client);
 
 			if (settled && server < 0)

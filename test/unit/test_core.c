@@ -2509,10 +2509,154 @@ test_invariants(void)
 	zc_invariant_broken = NULL;
 }
 
+/*
+ * An upgrade that passed a local waiter, whose turn then comes while the
+ * upgrader still holds the key: the waiter waits for the upgrader, and a
+ * circle through that wait is a deadlock the search finds.  C holds kb; A
+ * reads ka, B waits to write it, C waits to read it behind B; A upgrades
+ * (passing B and C); B gives up, so C's turn comes, held for A; A asks kb.
+ */
+static void
+test_upgrade_held_turn_deadlock(void)
+{
+	static char nC2[ZKL_NODE_BUFLEN], nsA[ZKL_NODE_BUFLEN], nxB[ZKL_NODE_BUFLEN], nsC[ZKL_NODE_BUFLEN],
+				nxA[ZKL_NODE_BUFLEN], nxA2[ZKL_NODE_BUFLEN];
+	const char *la[6];
+	const char *lb[3];
+	int			xc2;
+	int			sa;
+	int			xb;
+	int			sc;
+	int			xa;
+	int			xa2;
+	int			k;
+	uint64_t	tag;
+
+	setup();
+	core.deadlock_timeout = 1000;
+	xc2 = claim_key(3, "kb");
+	lb[0] = node_of(xc2, 0, nC2);
+	create_and_list(xc2, 0, lb, 1);
+	sa = claim(ZKL_MODE_SHARED, 1);
+	snprintf(slots[sa].key, sizeof(slots[sa].key), "ka");
+	la[0] = node_of(sa, 0, nsA);
+	create_and_list(sa, 0, la, 1);
+	xb = claim_key(2, "ka");
+	la[1] = node_of(xb, 1, nxB);
+	create_and_list(xb, 1, la, 2);
+	sc = claim(ZKL_MODE_SHARED, 3);
+	snprintf(slots[sc].key, sizeof(slots[sc].key), "ka");
+	la[2] = node_of(sc, 2, nsC);
+	create_and_list(sc, 2, la, 3);
+	xa = claim_key(1, "ka");
+	la[3] = node_of(xa, 3, nxA);
+	create_and_list(xa, 3, la, 4);
+	CHECK(slots[xa].ans.result == ZKL_RESULT_GRANTED && slots[sc].ans.result == ZKL_RESULT_PENDING &&
+		  slots[xb].ans.result == ZKL_RESULT_PENDING, "the upgrade goes ahead of the writer and the reader");
+	(void) zc_table_abandon(&table, &slots[xb]);
+	(void) zc_core_plan(&core, true, now_us);
+	tag = planned(xb, OP_DELETE);
+	zc_core_delete_reply(&core, tag, ZOK);
+	CHECK(slots[sc].ans.result == ZKL_RESULT_PENDING && strcmp(slots[sc].watch, nxA) == 0,
+		  "the writer gone, the reader's turn waits for the upgrader and watches its node");
+	xa2 = claim_key(1, "kb");
+	(void) zc_core_plan(&core, true, now_us);
+	lb[1] = node_of(xa2, 1, nxA2);
+	zc_core_create_reply(&core, planned(xa2, OP_CREATE), ZOK, nxA2, true, 11);
+	listed(planned(xa2, OP_CREATE), lb, 2, false);
+	for (k = 0; k < 10 && slots[sc].ans.result == ZKL_RESULT_PENDING &&
+		 slots[xa2].ans.result == ZKL_RESULT_PENDING; k++)
+	{
+		now_us += 1000000;
+		(void) zc_core_plan(&core, true, now_us);
+	}
+	CHECK((slots[sc].ans.result == ZKL_RESULT_FAILED) != (slots[xa2].ans.result == ZKL_RESULT_FAILED) &&
+		  (strstr(slots[sc].errmsg, "deadlock") != NULL || strstr(slots[xa2].errmsg, "deadlock") != NULL),
+		  "that wait is an edge of the search: one of the circle gets 40P01");
+}
+
+/*
+ * A local request whose turn may have come is not passed: a try-lock whose
+ * create reply was lost (looked up, its listing not back) or one decided
+ * during a lock-delay pause.  The upgrade waits for it, as core's would for
+ * a reader that asked first; a try is never held for an upgrade.
+ */
+static void
+test_upgrade_passes_only_waiters(void)
+{
+	static char nsA[ZKL_NODE_BUFLEN], nT[ZKL_NODE_BUFLEN], nxA[ZKL_NODE_BUFLEN];
+	const char *la[4];
+	char		stray[ZKL_PATH_LEN];
+	int			sa;
+	int			t;
+	int			xa;
+	int			dummy;
+	uint64_t	tag;
+	uint64_t	st;
+	uint64_t	tx;
+	uint64_t	tt;
+
+	setup();
+	sa = claim(ZKL_MODE_SHARED, 1);
+	la[0] = node_of(sa, 0, nsA);
+	create_and_list(sa, 0, la, 1);
+	t = claim(ZKL_MODE_SHARED, 3);
+	slots[t].req.nowait = true;
+	(void) zc_core_plan(&core, true, now_us);
+	tag = planned(t, OP_CREATE);
+	la[1] = node_of(t, 1, nT);
+	(void) zc_core_create_reply(&core, tag, ZCONNECTIONLOSS, NULL, false, 0);
+	zc_core_children_reply(&core, tag, ZCONNECTIONLOSS, NULL, 0, false);
+	(void) zc_core_plan(&core, true, now_us);
+	zc_core_recover_reply(&core, planned(t, OP_RECOVER), ZOK, la, 2);
+	xa = claim(ZKL_MODE_EXCLUSIVE, 1);
+	(void) zc_core_plan(&core, true, now_us);
+	st = planned(t, OP_STAT);
+	la[2] = node_of(xa, 2, nxA);
+	zc_core_create_reply(&core, planned(xa, OP_CREATE), ZOK, nxA, true, 12);
+	listed(planned(xa, OP_CREATE), la, 3, false);
+	CHECK(slots[xa].ans.result == ZKL_RESULT_PENDING,
+		  "a try whose lost create was found, its turn not read yet: the upgrade waits for it");
+	(void) zc_core_stat_reply(&core, st, ZOK, table.session_id, 11, stray);
+	(void) zc_core_plan(&core, true, now_us);
+	listed(planned(t, OP_CHILDREN), la, 3, false);
+	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED && slots[xa].ans.result == ZKL_RESULT_PENDING,
+		  "and the try is granted beside our read");
+
+	setup();
+	sa = claim(ZKL_MODE_SHARED, 1);
+	la[0] = node_of(sa, 0, nsA);
+	create_and_list(sa, 0, la, 1);
+	dummy = claim(ZKL_MODE_SHARED, 9);
+	t = claim(ZKL_MODE_SHARED, 3);
+	slots[t].req.nowait = true;
+	zc_table_free(&table, &slots[dummy]);
+	paused = true;
+	paused_until = now_us + 500000;
+	la[1] = node_of(t, 1, nT);
+	create_and_list(t, 1, la, 2);
+	xa = claim(ZKL_MODE_EXCLUSIVE, 1);
+	la[2] = node_of(xa, 2, nxA);
+	create_and_list(xa, 2, la, 3);
+	paused = false;
+	now_us += 600000;
+	(void) zc_core_plan(&core, true, now_us);
+	tx = planned(xa, OP_CHILDREN);
+	tt = planned(t, OP_CHILDREN);
+	listed(tx, la, 3, false);
+	listed(tt, la, 3, false);
+	now_us += 5000000;
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED && slots[xa].ans.result == ZKL_RESULT_PENDING,
+		  "a try decided during a lock-delay pause is not passed: granted after it, the upgrade waits");
+}
+
 int
 main(void)
 {
 	test_invariants();
+	test_upgrade_held_turn_deadlock();
+	test_upgrade_passes_only_waiters();
 	test_stale_watch();
 	test_local_handover();
 	test_lock_delay();
