@@ -126,7 +126,10 @@ zc_core_data_lingers(const char *data, int len)
  * waits, reading the node's data with a watch (wait_behind), until the node
  * goes (granted), its data says it is held (zc_core_watch_set_reply), or
  * try_until: LINGER_WAIT_RTTS of the round trip of the listing that found
- * it, within [LINGER_WAIT_MIN_MS, LINGER_WAIT_MAX_MS].
+ * it, within [LINGER_WAIT_MIN_MS, LINGER_WAIT_MAX_MS].  A member of a
+ * multi-key try waits alike: the wait is bounded, so it holds its other
+ * keys no longer than a single try would, and refusing it would not keep
+ * the lingering node anyway (our create ends the linger).
  */
 static bool
 linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, const ZkrBackend *b)
@@ -134,7 +137,7 @@ linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, co
 	int64_t		now = zc_core_mono(c);
 	int64_t		rtt = CORE_MAX(zc_core_wall(c) - s->zk.checked_at, 0);
 
-	if (zc_kind_counted(s->req.mode) || s->req.group != 0 || !zc_kind_alone(kids[watch].mode) ||
+	if (zc_kind_counted(s->req.mode) || !zc_kind_alone(kids[watch].mode) ||
 		!zc_recipe_sole_blocker(kids, own, watch, b) ||
 		zc_recipe_foreign_ahead(kids, own, b) != 1)
 		return false;

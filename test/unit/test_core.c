@@ -1872,6 +1872,84 @@ test_linger_and_foreign_try(void)
 	CHECK(!slots[h].coh.may_linger && planned(h, OP_UNMARK) != 0, "linger off: the mark comes off");
 }
 
+/*
+ * A multi-key try of keys tk and tk2 (group 60): HEAD_B alone ahead on tk,
+ * nothing on tk2.  The multi is answered and both listings read; its slots
+ * into *a (tk) and *b (tk2).
+ */
+static void
+multi_try_behind(int *a, int *b)
+{
+	static char made_a[ZKL_NODE_BUFLEN];
+	static char made_b[ZKL_NODE_BUFLEN];
+	const char *names[2];
+	const char *list[2];
+	uint64_t	tags[2];
+	bool		del[2] = {false, false};
+	int			errs[2] = {ZOK, ZOK};
+	bool		stray[2];
+	int			members[ZKL_BATCH_MAX];
+
+	setup();
+	*a = claim_member(60, "tk");
+	*b = claim_member(60, "tk2");
+	slots[*a].req.nowait = slots[*b].req.nowait = true;
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(zc_core_next_batch(&core, members) == 2, "the try's two creates go as one multi");
+	tags[0] = zc_core_tag(*a, slots[*a].req.attempt);
+	tags[1] = zc_core_tag(*b, slots[*b].req.attempt);
+	names[0] = node_of(*a, 1, made_a);
+	names[1] = node_of(*b, 0, made_b);
+	zc_core_multi_reply(&core, 2, tags, del, names, ZOK, errs, stray);
+	list[0] = HEAD_B;
+	list[1] = made_a;
+	listed(tags[0], list, 2, false);
+	listed(tags[1], &names[1], 1, false);
+	(void) zc_core_plan(&core, true, now_us);
+}
+
+/*
+ * A multi-key try follows the linger rule of a single one: a key whose only
+ * blocker may be lingering is waited for within the same bound, never
+ * refused at once, while its free key is granted; a key really held (no
+ * mark) is refused, and so is the whole request (the backend gives all up).
+ */
+static void
+test_linger_and_foreign_multi_try(void)
+{
+	char		path[ZKL_PATH_LEN];
+	uint64_t	tag;
+	int			a;
+	int			b;
+
+	multi_try_behind(&a, &b);
+	tag = planned(a, OP_WATCH);
+	CHECK(tag != 0 && slots[a].ans.result == ZKL_RESULT_PENDING && slots[a].zk.try_until == now_us + 25000,
+		  "multi-key try: the key behind one exclusive node reads its data, for 25 ms at most");
+	CHECK(slots[b].ans.result == ZKL_RESULT_GRANTED, "its free key is granted meanwhile");
+	zc_core_watch_set_reply(&core, tag, ZOK, "{\"linger\":true}", 15);
+	CHECK(slots[a].zstate == ZKS_QUEUED && slots[a].ans.result == ZKL_RESULT_PENDING,
+		  "it lingers: the key is waited for");
+	snprintf(path, sizeof(path), "/r/tk/%s", HEAD_B);
+	zc_core_watch_event(&core, tag, true, path);
+	(void) zc_core_plan(&core, true, now_us);
+	zc_core_barrier_reply(&core, planned(a, OP_BARRIER), ZOK);
+	CHECK(slots[a].ans.result == ZKL_RESULT_GRANTED, "the node went: the multi-key try gets both keys");
+
+	/* held, not lingering: false at once */
+	multi_try_behind(&a, &b);
+	zc_core_watch_set_reply(&core, planned(a, OP_WATCH), ZOK, "{\"pid\":7}", 9);
+	CHECK(slots[a].ans.result == ZKL_RESULT_NOT_GRANTED, "a holder's node: the multi-key try is refused");
+
+	/* it lingers but never goes: false at the bound, as a single try */
+	multi_try_behind(&a, &b);
+	zc_core_watch_set_reply(&core, planned(a, OP_WATCH), ZOK, "{\"linger\":true}", 15);
+	now_us += 25000;
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[a].ans.result == ZKL_RESULT_NOT_GRANTED && planned(a, OP_DELETE) != 0,
+		  "false once the bound is over, and that key's node is deleted");
+}
+
 /* An exclusive request of pid on key: claimed (not planned yet); its slot. */
 static int
 claim_key(int pid, const char *key)
@@ -2685,6 +2763,7 @@ main(void)
 	test_try_after_release();
 	test_linger();
 	test_linger_and_foreign_try();
+	test_linger_and_foreign_multi_try();
 	test_try_not_parked_behind_handover();
 	test_local_deadlock();
 	test_gwait();
