@@ -253,6 +253,8 @@ typedef struct Cluster
 	uint64_t	linger_seen[NSLOTS];	/* attempt of a slot seen lingering */
 	int			burst_key;		/* while busy: transactions begun are writers of it */
 	int64_t		burst_until;	/* model time: busy for a lingering node until then */
+	int			linger_try_key;	/* another cluster's node of it lingers: one backend tries it */
+	int64_t		linger_try_until;	/* model time: that try is begun until then (0: none due) */
 	int64_t		proof_at;
 	int64_t		proof_session;
 	Out		   *outs;
@@ -1175,6 +1177,7 @@ static void note_grants(Cluster *c);
 static int	backend_of_pid(const Cluster *c, int pid);
 static bool local_waiter(const Cluster *c, const char *name);
 static void check_sole_blocker(Cluster *c);
+static void check_try_refusal(Cluster *c, const ZklSlot *s, const ZkrChild *kids, int n);
 
 /*
  * One turn of the worker's loop, as in worker.c: woken (latch or socket),
@@ -1311,6 +1314,35 @@ worker_turn(Cluster *c)
 	plan_turn(c);
 }
 
+/*
+ * A node of cluster c starts to linger on key k: an idle backend of another
+ * cluster tries the key while it lingers, alone or with another key (a
+ * multi-key try), so that tries meet other clusters' lingering nodes often
+ * (a lingering node is no holder: check_try_refusal).
+ */
+static void
+linger_try_due(Cluster *c, int k)
+{
+	int64_t		now = zkm_now(S->m);
+	Cluster    *d;
+	int			j;
+
+	if (S->ncl < 2 || S->quiet)
+		return;
+	d = &S->c[(c->id + 1 + rnd_int(S->ncl - 1)) % S->ncl];
+	d->linger_try_key = k;
+	d->linger_try_until = now + (int64_t) S->linger_ms * 1000;
+	for (j = 0; j < d->nb; j++)
+		if (d->b[j].st == B_IDLE && d->b[j].sess_key < 0)
+		{
+			int64_t		at = now + rnd_int(S->linger_ms * 500 + 1);
+
+			if (at < d->b[j].next_at)
+				d->b[j].next_at = at;
+			return;
+		}
+}
+
 static void
 plan_turn(Cluster *c)
 {
@@ -1372,6 +1404,7 @@ plan_turn(Cluster *c)
 		for (j = 0; j < c->nb; j++)
 			if (c->b[j].st == B_IDLE && c->b[j].next_at > c->busy_until)
 				c->b[j].next_at = zkm_now(S->m) + rnd_int((int) busy + 1);
+		linger_try_due(c, key_index(l->key));
 	}
 }
 
@@ -1800,7 +1833,19 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 											 msg->nchildren < 64 ? msg->nchildren : 64, kids) : 0;
 			if (msg->rc == ZOK)
 				told_by_listing(c, o.tag, kids, n);
-			zc_core_children_reply(&c->core, o.tag, msg->rc, kids, n, o.watched);
+			{
+				const ZklSlot *s = &c->t.slots[zc_core_tag_idx(o.tag)];
+
+				/* the slot's own listing, of a try still within its linger bound (none yet, or not over) */
+				bool		may_wait = zc_core_tag_idx(o.tag) < c->t.nused && s->zstate == ZKS_QUEUED &&
+					zc_core_tag(zc_core_tag_idx(o.tag), s->req.attempt) == o.tag &&
+					s->req.nowait && s->ans.result == ZKL_RESULT_PENDING &&
+					(s->zk.try_until == 0 || c_mono(c) < s->zk.try_until);
+
+				zc_core_children_reply(&c->core, o.tag, msg->rc, kids, n, o.watched);
+				if (may_wait && msg->rc == ZOK && s->ans.result == ZKL_RESULT_NOT_GRANTED)
+					check_try_refusal(c, s, kids, n);
+			}
 			break;
 		case P_RECOVER:
 			zc_core_recover_reply(&c->core, o.tag, msg->rc, (const char *const *) msg->children,
@@ -2496,6 +2541,19 @@ plan_xact(Backend *b)
 		b->hasty = b->acts[0].kind == 1 && chance(50);
 		return;
 	}
+	if (zkm_now(S->m) < b->cl->linger_try_until && b->sess_key < 0)
+	{
+		/* another cluster's node lingers on the key (linger_try_due) */
+		b->cl->linger_try_until = 0;
+		add_act(b, false, b->cl->linger_try_key, ZKL_MODE_EXCLUSIVE, 2);
+		if (chance(50))
+		{
+			b->acts[0].nkeys = 2;
+			b->acts[0].keys[0] = b->cl->linger_try_key;
+			b->acts[0].keys[1] = (b->cl->linger_try_key + 1 + rnd_int(NKEYS - 1)) % NKEYS;
+		}
+		return;
+	}
 	if (plan_session(b, k))
 	{
 		plan_savepoints(b);
@@ -3000,6 +3058,20 @@ take_grant(Cluster *c, Backend *b, int idx)
 	trace("c%d b%d granted %s %c node %s", c->id, b->pid, s->key, s->req.mode, s->node);
 }
 
+/* A try's answer, counted once per request if a key of it waited for a node that may linger. */
+static void
+count_linger_wait(Cluster *c, Backend *b, bool granted)
+{
+	int			i;
+
+	for (i = 0; i < b->ngroup; i++)
+		if (c->t.slots[b->group[i]].req.nowait && c->t.slots[b->group[i]].zk.try_until != 0)
+		{
+			linger_waits[granted]++;
+			return;
+		}
+}
+
 /* A multi-key request: all granted, or any other answer gives all of it up. */
 static void
 wait_group_step(Cluster *c, Backend *b)
@@ -3015,6 +3087,7 @@ wait_group_step(Cluster *c, Backend *b)
 			granted++;
 		else if (res == ZKL_RESULT_NOT_GRANTED)
 		{
+			count_linger_wait(c, b, false);
 			abandon_group(c, b);
 			trace("c%d b%d multi-key try refused", c->id, b->pid);
 			next_act(c, b);
@@ -3029,6 +3102,7 @@ wait_group_step(Cluster *c, Backend *b)
 	}
 	if (granted == b->ngroup)
 	{
+		count_linger_wait(c, b, true);
 		for (i = 0; i < b->ngroup; i++)
 			take_grant(c, b, b->group[i]);
 		b->ngroup = 0;
@@ -4776,6 +4850,40 @@ check_sole_blocker(Cluster *c)
 				 strcmp(kids[watch].name, s->watch) == 0 ? ", and so does a node ahead of it" : "");
 		zkm_names_free(names, nn);
 	}
+}
+
+/*
+ * A lingering node is no holder: a try-lock, of one key or of many, whose
+ * listing shows nothing ahead that blocks it but one node that lingers
+ * (ZKS_LINGER in its cluster: nobody holds it) waits for that node to go,
+ * within its bound (core_grant.c, linger_wait), and is never refused on
+ * that listing before the bound is over.
+ */
+static void
+check_try_refusal(Cluster *c, const ZklSlot *s, const ZkrChild *kids, int n)
+{
+	const char *mine[NSLOTS];
+	bool		held[NSLOTS];
+	int			nmine = own_nodes(c, s, mine, held);
+	const ZklSlot *o;
+	int			own;
+	int			watch;
+	int			ci;
+	int			pid;
+	int			slot;
+
+	if (zc_recipe_decide(kids, n, s->uuid, mine, held, nmine, &own, &watch) != ZKR_WAIT ||
+		!zc_recipe_sole_blocker(kids, own, watch, mine, held, nmine) ||
+		zc_recipe_foreign_ahead(kids, own, mine, nmine) != 1 ||
+		!node_owner(kids[watch].name, &ci, &pid, &slot))
+		return;
+	o = &S->c[ci].t.slots[slot];
+	/* lingering, or lingered and being deleted: nobody's (cohort.c), its data bears the mark */
+	if (o->zstate != ZKS_LINGER && !(o->zstate == ZKS_DELETING && o->req.owner_pid == 0 && o->coh.may_linger))
+		return;
+	fail("c%d slot %d (pid %d) %s try-lock of %s %c refused on a listing where only node %s "
+		 "of c%d, which lingers (nobody holds it), is ahead of it", c->id, (int) (s - c->t.slots), s->req.owner_pid,
+		 s->req.group != 0 ? "multi-key" : "single-key", s->key, s->req.mode, kids[watch].name, ci);
 }
 
 /*
