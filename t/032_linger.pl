@@ -7,7 +7,9 @@
 # 50 ms free) win about as often with A's linger 5 s as with linger off;
 # a key A really holds answers B false at once, and so does a lingering
 # node whose cluster does not answer (its worker stopped), within the
-# bound of a few round trips, far below the 5 s linger.
+# bound of a few round trips, far below the 5 s linger.  Multi-key tries
+# (text[] and bigint[]) follow the same rule: true on a key that only
+# lingers in A, false on one A holds.
 use strict;
 use warnings;
 
@@ -41,6 +43,12 @@ $b->safe_psql('postgres', q{
 	DECLARE t0 timestamptz := clock_timestamp(); r bool;
 	BEGIN
 		r := zk_try_lock(k);
+		RETURN r || ' ' || round(extract(epoch FROM clock_timestamp() - t0) * 1000);
+	END $$;
+	CREATE FUNCTION timed(q text) RETURNS text LANGUAGE plpgsql AS $$
+	DECLARE t0 timestamptz := clock_timestamp(); r bool;
+	BEGIN
+		EXECUTE 'SELECT ' || q INTO r;
 		RETURN r || ' ' || round(extract(epoch FROM clock_timestamp() - t0) * 1000);
 	END $$});
 ok(wait_for(sub { $b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('warm', 0); COMMIT") eq 't' }, 30),
@@ -89,8 +97,24 @@ $hold->query_safe("BEGIN; SELECT zk_lock('held')");
 my ($r, $ms) = split ' ', $b->safe_psql('postgres', "SELECT timed_try('held')");
 is($r, 'false', 'a key held in another cluster: the try is false');
 cmp_ok($ms, '<', 1000, "at once ($ms ms; linger is 5000 ms)");
+($r, $ms) = split ' ', $b->safe_psql('postgres', "SELECT timed('zk_try_lock(array[''held'', ''held-free''])')");
+is($r, 'false', 'a multi-key try with a key held in another cluster is false');
+cmp_ok($ms, '<', 1000, "at once ($ms ms)");
 $hold->query_safe('COMMIT');
 $hold->quit;
+
+# A multi-key try follows the same rule: a key that only lingers in A is waited for, not refused.
+for my $case ([ 'text', "'mk'", "zk_try_lock(array[''mk'', ''mk-free''])" ],
+	[ 'bigint', '4242::bigint', 'zk_try_lock(array[4242, 4243]::bigint[])' ])
+{
+	my ($type, $key, $try) = @$case;
+	$a->safe_psql('postgres', "BEGIN; SELECT zk_lock($key); SELECT pg_sleep(0.3); COMMIT");
+	ok(wait_for(sub { $a->safe_psql('postgres', "SELECT state FROM zk_locks WHERE key = ${key}::text") eq 'lingering' }, 5),
+		"$type key $key lingers in A");
+	($r, $ms) = split ' ', $b->safe_psql('postgres', "SELECT timed('$try')");
+	is($r, 'true', "$type\[\] multi-key try on a key that only lingers in A: true");
+	cmp_ok($ms, '<', 1000, "$type\[\]: within the bound ($ms ms; linger is 5000 ms)");
+}
 
 # A lingers with 'cold', then its worker stops answering: B's try gives up within the bound.
 $a->safe_psql('postgres', "BEGIN; SELECT zk_lock('cold'); SELECT pg_sleep(0.3); COMMIT");
