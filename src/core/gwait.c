@@ -418,27 +418,53 @@ zc_gwait_key_text(Word key, char *out, size_t len)
 		snprintf(out, len, "%s", enc);
 }
 
+/*
+ * One step of a circle of waits, a line of a 40P01's DETAIL (after a newline
+ * unless it is the first): who waits for which key in which mode, blocked
+ * by whom.  The key is encoded (a key node's name) and reads as the user
+ * gave it: its text, number or pair.  `where` and `b_where` place the two
+ * backends: "" inside one cluster (deadlock.c), a cluster and a session
+ * across clusters.
+ */
+void
+zc_gwait_put_step(char *out, size_t len, size_t *n, int pid, const char *where, char mode,
+				  const char *key, int blocker, const char *b_where)
+{
+	char		shown[ZKL_KEY_BUFLEN];
+	Word		w = {key, (int) strlen(key)};
+
+	zc_gwait_key_text(w, shown, sizeof(shown));
+	(void) zc_gwait_put(out, len, n, "%sProcess %d%s waits for %s zk_lock on key \"%s\", "
+						"blocked by process %d%s.", *n > 0 ? "\n" : "", pid, where,
+						zc_kind_a_name(mode) != NULL ? zc_kind_a_name(mode) : "a", shown, blocker, b_where);
+}
+
+/* Where a vertex's backend runs, for a step: " of cluster c (ZooKeeper session 0x…)". */
+static void
+place(const Vert *v, char *out, size_t len)
+{
+	snprintf(out, len, " of cluster %.*s (ZooKeeper session 0x%" PRIx64 ")", v->cluster.len, v->cluster.p,
+			 (uint64_t) v->session);
+}
+
 static void
 describe_step(const Vert *a, const Vert *b, char *out, size_t len, size_t *n)
 {
 	char		key[ZKL_KEY_BUFLEN];
+	char		a_where[ZGW_CLUSTER_LEN + 64];
+	char		b_where[ZGW_CLUSTER_LEN + 64];
 
+	place(a, a_where, sizeof(a_where));
 	if (a->mode == HEAVY)
 	{
-		(void) zc_gwait_put(out, len, n,
-				   "%sProcess %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ") waits for a row or table lock, "
-				   "blocked by process %d of cluster %.*s.",
-				   *n > 0 ? "\n" : "", a->pid, a->cluster.len, a->cluster.p, (uint64_t) a->session,
-				   b->pid, b->cluster.len, b->cluster.p);
+		(void) zc_gwait_put(out, len, n, "%sProcess %d%s waits for a row or table lock, "
+						   "blocked by process %d of cluster %.*s.",
+						   *n > 0 ? "\n" : "", a->pid, a_where, b->pid, b->cluster.len, b->cluster.p);
 		return;
 	}
-	zc_gwait_key_text(a->key, key, sizeof(key));
-	(void) zc_gwait_put(out, len, n,
-			   "%sProcess %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ") waits for %s zk_lock on key \"%s\", "
-			   "blocked by process %d of cluster %.*s (ZooKeeper session 0x%" PRIx64 ").",
-			   *n > 0 ? "\n" : "", a->pid, a->cluster.len, a->cluster.p, (uint64_t) a->session,
-			   zc_kind_a_name(a->mode) != NULL ? zc_kind_a_name(a->mode) : "a", key,
-			   b->pid, b->cluster.len, b->cluster.p, (uint64_t) b->session);
+	place(b, b_where, sizeof(b_where));
+	snprintf(key, sizeof(key), "%.*s", a->key.len, a->key.p);
+	zc_gwait_put_step(out, len, n, a->pid, a_where, a->mode, key, b->pid, b_where);
 }
 
 /*

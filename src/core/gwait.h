@@ -124,6 +124,15 @@ typedef struct ZgwVictim
  */
 extern bool zc_gwait_decide(const char *const *docs, int ndocs, int64_t self, ZgwVictim *v);
 
+/*
+ * Append one step of a circle of waits to a 40P01's DETAIL at out[*n]
+ * (zc_gwait_put: the whole line or none): backend pid (placed by `where`,
+ * "" inside one cluster) waits for encoded key in mode, blocked by backend
+ * `blocker` (placed by `b_where`).  deadlock.c's victims use it too.
+ */
+extern void zc_gwait_put_step(char *out, size_t len, size_t *n, int pid, const char *where, char mode,
+							  const char *key, int blocker, const char *b_where);
+
 /* One wait edge of the joined documents (zk_lock_waits). */
 typedef struct ZgwEdgeRow
 {
