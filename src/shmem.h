@@ -60,14 +60,6 @@ typedef struct ZklShared
 	int64		proof_session;
 	ConditionVariable proof_cv;
 
-	/*
-	 * The cycle a deadlock across clusters was broken at (gwaits.c): the
-	 * worker writes it for the victim's error DETAIL, the victim (pid) reads
-	 * it once, both under the lock.
-	 */
-	int			deadlock_pid;
-	char		deadlock_detail[ZGW_DETAIL_LEN];
-
 	ZklTable	t;
 	ZklSlot		slot_array[FLEXIBLE_ARRAY_MEMBER];	/* t.slots */
 } ZklShared;

@@ -2,7 +2,9 @@
 # waiter leaves no node behind, three waiters are granted in FIFO order, and
 # two backends that take keys in opposite orders get a 40P01 (the younger
 # wait) after deadlock_timeout, whether they wait in ZooKeeper's queue
-# (local hand-over off) or for a local hand-over (on).
+# (local hand-over off) or for a local hand-over (on), with a DETAIL line
+# per step of the circle (process, key, mode, blocked by), as core's, in
+# the error and in the server log.
 # (These steps block until another session acts, which isolationtester can
 # only detect for heavyweight-lock waits, so they live here.)
 use strict;
@@ -108,16 +110,29 @@ for my $handover ('off', 'on')
 	sleep(1);    # the worker's reload
 	my @s = map { $node->background_psql('postgres', on_error_stop => 0) } (1, 2);
 	$_->query_safe("\\set VERBOSITY verbose\nSET lock_timeout = '20s'") for @s;
+	my @pid = map { $_->query_safe('SELECT pg_backend_pid()') =~ /(\d+)/ } @s;
+	# a text key and a bigint key; the younger wait asks shared
 	$s[0]->query_safe("BEGIN; SELECT zk_lock('dl1')");
-	$s[1]->query_safe("BEGIN; SELECT zk_lock('dl2')");
-	$s[0]->query_until(qr/asked/, "\\echo asked\nSELECT zk_lock('dl2');\n\\echo first done\n");
+	$s[1]->query_safe("BEGIN; SELECT zk_lock(4201)");
+	$s[0]->query_until(qr/asked/, "\\echo asked\nSELECT zk_lock(4201);\n\\echo first done\n");
 	sleep(1);    # the second wait is the younger
+	my $log_at = -s $node->logfile;
 	my $t0 = time();
-	$s[1]->query_until(qr/second done/, "SELECT zk_lock('dl1');\n\\echo second done\n");
+	$s[1]->query_until(qr/second done/, "SELECT zk_lock_shared('dl1');\n\\echo second done\n");
 	my $took = time() - $t0;
 	like($s[1]->{stderr}, qr/40P01: deadlock detected: processes .* wait for each other's zk_lock locks/,
 		"hand-over $handover: opposite orders, the younger wait fails with 40P01");
 	cmp_ok($took, '<', 10, "hand-over $handover: after deadlock_timeout (${took} s; lock_timeout is 20 s)");
+	# as core's DETAIL: a line per step, from the victim's, each key as the user wrote it
+	my @steps = (
+		"Process $pid[1] waits for a shared zk_lock on key \"dl1\", blocked by process $pid[0].",
+		"Process $pid[0] waits for an exclusive zk_lock on key \"4201\", blocked by process $pid[1].");
+	like($s[1]->{stderr}, qr/DETAIL:  \Q$steps[0]\E\n\Q$steps[1]\E\n/,
+		"hand-over $handover: the DETAIL names each process, key, mode and who blocks it")
+	  or diag($s[1]->{stderr});
+	ok(wait_for(sub { slurp_file($node->logfile, $log_at) =~ /DETAIL:  \Q$steps[0]\E\n\t\Q$steps[1]\E\n/ }, 5),
+		"hand-over $handover: the server log has the same lines")
+	  or diag(slurp_file($node->logfile, $log_at));
 	$s[1]->query('ROLLBACK');
 	ok(wait_for(sub { $s[0]->{run}->pump_nb; $s[0]->{stdout} =~ /first done/ }, 10),
 		"hand-over $handover: the other one gets its lock");

@@ -35,6 +35,7 @@
 #include "held.h"
 #include "xact.h"
 #include "key_text.h"
+#include "table.h"
 #include "request.h"
 
 /*
@@ -341,7 +342,8 @@ report_failure(const int *idx, int n, int which)
 {
 	ZklSlot    *slot = &zkl_shared->t.slots[idx[which]];
 	char		msg[ZKL_ERRMSG_LEN];
-	char		detail[Max(ZKL_AUTH_INFO_LEN, ZGW_DETAIL_LEN)];
+	char		detail[Max(ZKL_AUTH_INFO_LEN, ZKL_DETAIL_LEN)];
+	const char *steps;
 	int			sqlstate;
 	bool		auth;
 	bool		conn;
@@ -353,13 +355,10 @@ report_failure(const int *idx, int n, int which)
 		sqlstate == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
 	conn = sqlstate == ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION ||
 		sqlstate == ERRCODE_CONNECTION_FAILURE;
-	if (sqlstate == ERRCODE_T_R_DEADLOCK_DETECTED && zkl_shared->deadlock_pid == MyProcPid &&
-		strcmp(msg, "deadlock detected across clusters") == 0)
-	{
-		/* a cycle across clusters: gwaits.c named each of its steps */
-		strlcpy(detail, zkl_shared->deadlock_detail, sizeof(detail));
-		zkl_shared->deadlock_pid = 0;	/* only we write it back (an aligned int) */
-	}
+	/* a deadlock's victim: the worker named each step of the circle */
+	steps = sqlstate == ERRCODE_T_R_DEADLOCK_DETECTED ? zc_table_deadlock_detail(&zkl_shared->t, slot) : NULL;
+	if (steps != NULL)
+		strlcpy(detail, steps, sizeof(detail));
 	else if (auth)
 		strlcpy(detail, zkl_shared->auth_info, sizeof(detail));
 	else if (conn)

@@ -438,10 +438,14 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 	return false;
 }
 
-/* A deadlock's victim: its request fails with 40P01 and gives its place up. */
+/*
+ * A deadlock's victim: its request fails with 40P01 and gives its place up;
+ * detail (each step of the circle) is kept for its owner's error.
+ */
 static void
-fail_victim(ZklCore *c, ZklSlot *s, const char *msg)
+fail_victim(ZklCore *c, ZklSlot *s, const char *msg, const char *detail)
 {
+	zc_table_keep_deadlock(c->t, s, detail);
 	if (s->zstate == ZKS_COHORT)
 		zc_core_fail_slot(c, s, ERR_DEADLOCK, ZKS_GONE, "%s", msg);
 	else
@@ -462,6 +466,7 @@ static void
 plan_deadlocks(ZklCore *c, Turn *turn)
 {
 	char		msg[ZKL_ERRMSG_LEN];
+	char		detail[ZKL_DETAIL_LEN];
 	int64_t		due;
 	int			victim;
 	ZklSlot    *s;
@@ -476,16 +481,17 @@ plan_deadlocks(ZklCore *c, Turn *turn)
 	}
 	c->deadlock_at = turn->now + (int64_t) c->deadlock_timeout * 1000;
 	sooner(turn, c->deadlock_timeout);
-	victim = zc_deadlock_find_victim(zc_core_cohort_of(c), turn->now, c->deadlock_timeout, msg, sizeof(msg));
+	victim = zc_deadlock_find_victim(zc_core_cohort_of(c), turn->now, c->deadlock_timeout, msg, sizeof(msg),
+									 detail, sizeof(detail));
 	if (victim < 0)
 		return;
 	s = &c->t->slots[victim];
 	sooner(turn, 0);			/* its delete goes out next turn */
-	fail_victim(c, s, msg);
+	fail_victim(c, s, msg, detail);
 }
 
 bool
-zc_core_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg)
+zc_core_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg, const char *detail)
 {
 	int			i;
 
@@ -501,7 +507,7 @@ zc_core_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg)
 			(strncmp(node, s->key, klen) != 0 || node[klen] != '/' ||
 			 strcmp(node + klen + 1, s->node) != 0))
 			continue;
-		fail_victim(c, s, msg);
+		fail_victim(c, s, msg, detail);
 		return true;
 	}
 	return false;

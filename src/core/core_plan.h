@@ -19,9 +19,11 @@ extern long zc_core_plan(ZklCore *c, bool connected, int64_t proof_at);
 /*
  * A deadlock across clusters (gwait.c) names backend pid's wait through
  * `node` ("<key>/<node>"; "" for a wait for a local hand-over) as the
- * victim: fail that request with 40P01 and msg.  False if that wait is over.
- * The host plans again soon: the victim's node is to be deleted.
+ * victim: fail that request with 40P01 and msg, detail (the cycle's steps)
+ * kept for its error (ZklTable.deadlock_detail).  False if that wait is
+ * over.  The host plans again soon: the victim's node is to be deleted.
  */
-extern bool zc_core_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg);
+extern bool zc_core_fail_deadlock(ZklCore *c, int pid, const char *node, const char *msg,
+								  const char *detail);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gwait.h"
 #include "recipe.h"
 #include "table.h"
 
@@ -238,8 +239,33 @@ zc_deadlock_next_due(const ZklTable *t, int timeout_ms)
 	return zc_deadlock_oldest_due(t, timeout_ms, counts_here);
 }
 
+/*
+ * The circle on the path, a line per step for the victim's DETAIL (as
+ * core's), from the victim's wait (at path[from]) round: each wait's
+ * backend, key and mode, and the backend it waits for, whose wait is the
+ * next on the circle.
+ */
+static void
+describe(const Graph *g, const ZklTable *t, int from, char *detail, size_t len)
+{
+	int			m = g->depth - g->cycle_from;
+	size_t		n = 0;
+	int			i;
+
+	detail[0] = '\0';
+	for (i = 0; i < m; i++)
+	{
+		const ZklSlot *s = &t->slots[g->path[g->cycle_from + (from - g->cycle_from + i) % m]];
+		const ZklSlot *next = &t->slots[g->path[g->cycle_from + (from - g->cycle_from + i + 1) % m]];
+
+		zc_gwait_put_step(detail, len, &n, s->req.owner_pid, "", s->req.mode, s->key,
+						  next->req.owner_pid, "");
+	}
+}
+
 int
-zc_deadlock_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t len)
+zc_deadlock_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t len,
+						char *detail, size_t dlen)
 {
 	static Graph g;				/* 30 kB: not on the stack */
 	const ZklTable *t = coh->t;
@@ -250,6 +276,7 @@ zc_deadlock_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, 
 	{
 		int			start = t->slots[g.wslot[i]].req.owner_pid;
 		int			victim;
+		int			at;				/* its place on the path */
 		int64_t		oldest;
 		size_t		n;
 		int			k;
@@ -261,14 +288,18 @@ zc_deadlock_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, 
 		if (!visit(&g, coh, start))
 			continue;
 		/* the youngest request of the circle gives way, once one of them waited long enough */
-		victim = g.path[g.cycle_from];
+		at = g.cycle_from;
+		victim = g.path[at];
 		oldest = t->slots[victim].req.requested_at;
 		for (k = g.cycle_from + 1; k < g.depth; k++)
 		{
 			const ZklSlot *s = &t->slots[g.path[k]];
 
 			if (s->req.requested_at > t->slots[victim].req.requested_at)
+			{
+				at = k;
 				victim = g.path[k];
+			}
 			if (s->req.requested_at < oldest)
 				oldest = s->req.requested_at;
 		}
@@ -280,6 +311,7 @@ zc_deadlock_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, 
 								   t->slots[g.path[k]].req.owner_pid);
 		if (n < len)
 			snprintf(msg + n, len - n, " wait for each other's zk_lock locks");
+		describe(&g, t, at, detail, dlen);
 		return victim;
 	}
 	return -1;

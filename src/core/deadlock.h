@@ -28,10 +28,12 @@
 /*
  * A waiting slot of a cycle among local backends in which some request has
  * waited at least timeout_ms (now: wall time), the youngest request of the
- * cycle; or -1.  Describes the cycle in msg (for the victim's error).
- * Try-locks and semaphores take no part (a try is answered soon).
+ * cycle; or -1.  Names the cycle's backends in msg (the victim's error) and
+ * each of its steps in detail, a line each (its DETAIL).  Try-locks and
+ * semaphores take no part (a try is answered soon).
  */
-extern int	zc_deadlock_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t len);
+extern int	zc_deadlock_find_victim(ZklCohort *coh, int64_t now, int timeout_ms, char *msg, size_t len,
+									char *detail, size_t dlen);
 
 /* A request that waits: not granted yet, still wanted, not a try-lock nor a semaphore. */
 extern bool zc_deadlock_waiting(const ZklSlot *s);

@@ -43,7 +43,7 @@
 #define ZGW_DOC_LEN		32768	/* one cluster's document (ZooKeeper allows 1 MB) */
 #define ZGW_NAME_LEN	(ZKL_KEY_BUFLEN + ZKL_NODE_BUFLEN + 1)	/* "<key>/<node>" */
 #define ZGW_MAX_CHECKS	32		/* nodes a claim checks: those of the cycle's waits */
-#define ZGW_DETAIL_LEN	1536
+#define ZGW_DETAIL_LEN	ZKL_DETAIL_LEN
 #define ZGW_CLUSTER_LEN	64
 
 #define ZGW_MAX_BLOCKERS 16

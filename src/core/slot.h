@@ -80,6 +80,7 @@ typedef enum ZklResult
 #define ZKL_ROOTS		4		/* zk_lock.root values in use at once (reloads) */
 #define ZKL_NODE_BUFLEN	96		/* own node name (child of the key node) */
 #define ZKL_ERRMSG_LEN	160
+#define ZKL_DETAIL_LEN	1536	/* a deadlock's steps (ZklTable.deadlock_detail) */
 #define ZKL_DATA_LEN	256		/* node data: who holds it, for humans */
 #define ZKL_DATA_ROOM	16		/* of it, left for the worker's linger mark (core.c) */
 #define ZKL_MULTI_KEYS	32		/* keys of one multi-key request (one ZooKeeper multi) */
@@ -242,6 +243,16 @@ typedef struct ZklTable
 	int			nused;			/* slots at and above this index are free */
 	int			nslots;
 	ZklSlot    *slots;			/* nslots of them */
+
+	/*
+	 * The last deadlock's victim (its slot's attempt, never used twice) and
+	 * each step of the circle its request was failed to break, for the
+	 * owner's error DETAIL: table.c's zc_table_*_deadlock.  One at a time:
+	 * a victim failed before the last one's owner read it leaves that
+	 * owner's error without a DETAIL, never with another circle's.
+	 */
+	uint64_t	deadlock_attempt;
+	char		deadlock_detail[ZKL_DETAIL_LEN];
 } ZklTable;
 
 #endif

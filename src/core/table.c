@@ -60,6 +60,19 @@ zc_table_claim(ZklTable *t, int idx, const ZklRequest *r)
 }
 
 void
+zc_table_keep_deadlock(ZklTable *t, const ZklSlot *s, const char *detail)
+{
+	t->deadlock_attempt = s->req.attempt;
+	snprintf(t->deadlock_detail, sizeof(t->deadlock_detail), "%s", detail);
+}
+
+const char *
+zc_table_deadlock_detail(const ZklTable *t, const ZklSlot *s)
+{
+	return t->deadlock_attempt == s->req.attempt ? t->deadlock_detail : NULL;
+}
+
+void
 zc_table_free(ZklTable *t, ZklSlot *s)
 {
 	zc_slot_move(s, ZKS_FREE);

@@ -64,6 +64,15 @@ extern bool zc_table_ask_verify(ZklSlot *s);
  */
 extern int	zc_table_conflicting_holder(const ZklTable *t, const ZklSlot *s, int from);
 
+/*
+ * A deadlock's victim (the worker's): keep the steps of the circle s's
+ * request is failed to break, for its owner's error DETAIL; and the
+ * owner's look: the steps kept for s's request, or NULL (another victim's
+ * came since, or none was kept).
+ */
+extern void zc_table_keep_deadlock(ZklTable *t, const ZklSlot *s, const char *detail);
+extern const char *zc_table_deadlock_detail(const ZklTable *t, const ZklSlot *s);
+
 /* Back to FREE; nused shrinks past trailing free slots. */
 extern void zc_table_free(ZklTable *t, ZklSlot *s);
 

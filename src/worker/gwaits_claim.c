@@ -88,14 +88,12 @@ break_cycle(void)
 		if (zc_gwait_decide(all, n, zw_gw.for_session, &again) && again.pid == zw_gw.victim.pid &&
 			strcmp(again.node, zw_gw.victim.node) == 0)
 			failed = zc_core_fail_deadlock(zw_gw.the_core, zw_gw.victim.pid, zw_gw.victim.node,
-										 "deadlock detected across clusters");
+										 "deadlock detected across clusters", again.detail);
 	}
 	if (failed)
 	{
 		zw_gw.victim = again;			/* the cycle as it stands now, for the error and the log */
 		zw_gw.victim_failed = true;
-		zkl_shared->deadlock_pid = zw_gw.victim.pid;
-		strlcpy(zkl_shared->deadlock_detail, zw_gw.victim.detail, sizeof(zkl_shared->deadlock_detail));
 	}
 	LWLockRelease(zkl_shared->lock);
 	zkl_flush_wakes();

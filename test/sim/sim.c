@@ -4375,7 +4375,7 @@ gw_break(Cluster *c)
 			uint64_t	attempt = c->t.slots[s].req.attempt;
 
 			if (zc_core_fail_deadlock(&c->core, again.pid, again.node,
-									"deadlock detected across clusters"))
+									"deadlock detected across clusters", again.detail))
 			{
 				if (attempt != c->gw_victim_attempt)
 					fail("c%d: pid %d chosen as a deadlock's victim, but its wait (%s) was not "

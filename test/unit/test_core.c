@@ -1977,8 +1977,8 @@ queue_at(int w, int seq, const char **names, int n, char *buf)
 }
 
 /*
- * Backend 1 holds ka and asks for kb, backend 2 holds kb and then asks for
- * ka (10 ms later); with hand-over off their requests queue in ZooKeeper,
+ * Backend 1 holds text key ka and asks for bigint key 42, backend 2 holds
+ * 42 and then asks for ka (10 ms later); with hand-over off their requests queue in ZooKeeper,
  * the second behind `between` (another cluster's writer) if given.  Fills
  * the slots of the two waits.
  */
@@ -1998,20 +1998,20 @@ opposite_orders(bool handover, const char *between, int *w1, int *w2)
 	else
 		setup();
 	core.deadlock_timeout = 1000;
-	a = claim_key(1, "ka");
+	a = claim_key(1, "tka");
 	list[0] = node_of(a, 0, na);
 	create_and_list(a, 0, list, 1);
-	b = claim_key(2, "kb");
+	b = claim_key(2, "b42");
 	list[0] = node_of(b, 0, nb);
 	create_and_list(b, 0, list, 1);
 	CHECK(slots[a].ans.result == ZKL_RESULT_GRANTED && slots[b].ans.result == ZKL_RESULT_GRANTED, "each holds one key");
-	*w1 = claim_key(1, "kb");
+	*w1 = claim_key(1, "b42");
 	(void) zc_core_plan(&core, true, now_us);
 	list[0] = nb;
 	if (!handover)
 		queue_at(*w1, 1, list, 1, n1);
 	now_us += 10000;
-	*w2 = claim_key(2, "ka");
+	*w2 = claim_key(2, "tka");
 	(void) zc_core_plan(&core, true, now_us);
 	list[0] = na;
 	list[1] = between;
@@ -2055,7 +2055,20 @@ test_local_deadlock(void)
 			  "then the younger request fails with 40P01");
 		CHECK(slots[w1].ans.result == ZKL_RESULT_PENDING, "the older one still waits");
 		CHECK(on || slots[w2].zstate == ZKS_DELETING, "its node goes");
+		CHECK(zc_table_deadlock_detail(&table, &slots[w2]) != NULL &&
+			  strcmp(zc_table_deadlock_detail(&table, &slots[w2]),
+					 "Process 2 waits for an exclusive zk_lock on key \"ka\", blocked by process 1.\n"
+					 "Process 1 waits for an exclusive zk_lock on key \"42\", blocked by process 2.") == 0,
+			  "its DETAIL: a line per step, from the victim's, keys as the user gave them");
+		CHECK(zc_table_deadlock_detail(&table, &slots[w1]) == NULL, "the other request has none");
 	}
+
+	/* a victim of a cycle across clusters keeps the detail gwait.c gave (the same lines) */
+	opposite_orders(true, NULL, &w1, &w2);
+	CHECK(zc_core_fail_deadlock(&core, 2, "", "deadlock detected across clusters", "Process 2 of cluster a") &&
+		  slots[w2].ans.result == ZKL_RESULT_FAILED &&
+		  strcmp(zc_table_deadlock_detail(&table, &slots[w2]), "Process 2 of cluster a") == 0,
+		  "a victim across clusters: its DETAIL is kept the same way");
 
 	opposite_orders(false, WRITER_B, &w1, &w2);
 	CHECK(strcmp(slots[w2].watch, WRITER_B) == 0, "the second watches the other cluster's writer");
