@@ -4862,9 +4862,7 @@ check_sole_blocker(Cluster *c)
 static void
 check_try_refusal(Cluster *c, const ZklSlot *s, const ZkrChild *kids, int n)
 {
-	const char *mine[NSLOTS];
-	bool		held[NSLOTS];
-	int			nmine = own_nodes(c, s, mine, held);
+	ZkrBackend	b;
 	const ZklSlot *o;
 	int			own;
 	int			watch;
@@ -4872,9 +4870,10 @@ check_try_refusal(Cluster *c, const ZklSlot *s, const ZkrChild *kids, int n)
 	int			pid;
 	int			slot;
 
-	if (zc_recipe_decide(kids, n, s->uuid, mine, held, nmine, &own, &watch) != ZKR_WAIT ||
-		!zc_recipe_sole_blocker(kids, own, watch, mine, held, nmine) ||
-		zc_recipe_foreign_ahead(kids, own, mine, nmine) != 1 ||
+	zc_core_backend_of(&c->core, s, &b);
+	if (zc_recipe_decide(kids, n, s->uuid, &b, &own, &watch) != ZKR_WAIT ||
+		!zc_recipe_sole_blocker(kids, own, watch, &b) ||
+		zc_recipe_foreign_ahead(kids, own, &b) != 1 ||
 		!node_owner(kids[watch].name, &ci, &pid, &slot))
 		return;
 	o = &S->c[ci].t.slots[slot];
