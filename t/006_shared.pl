@@ -103,6 +103,9 @@ ok( wait_for(
 	'one upgrader gets 40P01');
 my ($victim, $winner) = $u2->{stderr} =~ /40P01/ ? ($u2, $u1) : ($u1, $u2);
 unlike($winner->{stderr}, qr/40P01/, 'only one of them');
+like($victim->{stderr},
+	qr/DETAIL:  Process \d+ waits for an exclusive zk_lock on key "dl", blocked by process \d+\.\nProcess \d+ waits for an exclusive zk_lock on key "dl", blocked by process \d+\./,
+	'its DETAIL names both steps, as core\'s');
 $victim->{stderr} = '';
 $victim->query('ROLLBACK');
 ok(wait_for(sub { $winner->{run}->pump_nb; $winner->{stdout} =~ /u\d upgraded/ }, 10),

@@ -7,6 +7,8 @@
 #include "core_int.h"
 #include "core_grant.h"
 #include "cohort_ride.h"
+#include "gwait.h"
+#include "table.h"
 
 static void tell_upgrades(ZklCore *c, const ZklSlot *s);
 
@@ -163,6 +165,13 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, co
 
 	if (!s->req.nowait && (other = upgrade_deadlock(c, s)) != 0)
 	{
+		char		detail[ZKL_DETAIL_LEN] = "";
+		size_t		dn = 0;
+
+		/* the two steps, as every victim's DETAIL has them (deadlock.c) */
+		zc_gwait_put_step(detail, sizeof(detail), &dn, s->req.owner_pid, "", s->req.mode, s->key, other, "");
+		zc_gwait_put_step(detail, sizeof(detail), &dn, other, "", s->req.mode, s->key, s->req.owner_pid, "");
+		zc_table_keep_deadlock(c->t, s, detail);
 		/* give up our place; our owner's abort releases its shared lock too */
 		zc_core_fail_slot(c, s, ERR_DEADLOCK, ZKS_DELETING,
 				  "deadlock detected: processes %d and %d both hold a zk_lock shared and wait to make it exclusive",
