@@ -5,6 +5,8 @@
  */
 #include "lock_delay.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,28 +14,134 @@
 
 #define DEAD_SUFFIX		".dead"
 #define CLOSED_SUFFIX	".closed"
+#define NONCE_DIGITS	16
+
+/* Which kind of tombstone a suffix names (presence: none). */
+static bool
+tombstone_suffix(const char *s, int *kind)
+{
+	if (strcmp(s, CLOSED_SUFFIX) == 0)
+		*kind = ZKL_NAME_CLOSED;
+	else if (strcmp(s, DEAD_SUFFIX) == 0)
+		*kind = ZKL_NAME_DEAD;
+	else
+		return false;
+	return true;
+}
+
+/* Exactly NONCE_DIGITS hex digits at s, into *nonce. */
+static bool
+parse_nonce(const char *s, uint64_t *nonce)
+{
+	int			i;
+
+	*nonce = 0;
+	for (i = 0; i < NONCE_DIGITS; i++)
+	{
+		char		ch = s[i];
+		int			d;
+
+		if (ch >= '0' && ch <= '9')
+			d = ch - '0';
+		else if (ch >= 'a' && ch <= 'f')
+			d = ch - 'a' + 10;
+		else
+			return false;
+		*nonce = *nonce << 4 | (uint64_t) d;
+	}
+	return true;
+}
+
+/*
+ * <id>, <id>.closed, <id>.dead (an earlier version's: nonce 0), or
+ * <id>.<nonce>, <id>.<nonce>.closed, <id>.<nonce>.dead.  The earlier forms
+ * are tried first: "dead" reads as hex too.
+ */
+bool
+zc_delay_parse_name(const char *name, ZklSessionName *out)
+{
+	char	   *end;
+
+	memset(out, 0, sizeof(*out));
+	out->id = (int64_t) strtoull(name, &end, 16);
+	if (end == name)
+		return false;
+	out->kind = ZKL_NAME_PRESENCE;
+	if (*end == '\0' || tombstone_suffix(end, &out->kind))
+		return true;
+	if (*end != '.' || !parse_nonce(end + 1, &out->nonce))
+		return false;
+	end += 1 + NONCE_DIGITS;
+	return *end == '\0' || tombstone_suffix(end, &out->kind);
+}
+
+/* The name parsed as n (nonce 0: an earlier version's form, to sweep its tombstones). */
+void
+zc_delay_format_name(char *out, size_t len, const ZklSessionName *n)
+{
+	const char *suffix = n->kind == ZKL_NAME_CLOSED ? CLOSED_SUFFIX :
+		n->kind == ZKL_NAME_DEAD ? DEAD_SUFFIX : "";
+
+	if (n->nonce == 0)
+		snprintf(out, len, "%016" PRIx64 "%s", (uint64_t) n->id, suffix);
+	else
+		snprintf(out, len, "%016" PRIx64 ".%016" PRIx64 "%s", (uint64_t) n->id, n->nonce, suffix);
+}
+
+bool
+zc_delay_tombstone_for(const ZklSessionName *t, const ZklSessionName *p)
+{
+	return t->kind != ZKL_NAME_PRESENCE && p->kind == ZKL_NAME_PRESENCE &&
+		t->nonce != 0 && t->id == p->id && t->nonce == p->nonce;
+}
+
+/* Order: id, nonce, kind (so equal names are equal entries). */
+static int
+cmp_name(const void *a, const void *b)
+{
+	const ZklSessionName *x = a;
+	const ZklSessionName *y = b;
+
+	if (x->id != y->id)
+		return (x->id > y->id) - (x->id < y->id);
+	if (x->nonce != y->nonce)
+		return (x->nonce > y->nonce) - (x->nonce < y->nonce);
+	return (x->kind > y->kind) - (x->kind < y->kind);
+}
 
 static bool
-has(const int64_t *ids, int n, int64_t id)
+has(const ZklSessionName *names, int n, const ZklSessionName *name)
 {
 	int			i;
 
 	for (i = 0; i < n; i++)
-		if (ids[i] == id)
+		if (cmp_name(&names[i], name) == 0)
 			return true;
 	return false;
 }
 
 /* How many of a's entries are not in b. */
 static int
-missing_from(const int64_t *a, int na, const int64_t *b, int nb)
+missing_from(const ZklSessionName *a, int na, const ZklSessionName *b, int nb)
 {
 	int			n = 0;
 	int			i;
 
 	for (i = 0; i < na; i++)
-		n += !has(b, nb, a[i]);
+		n += !has(b, nb, &a[i]);
 	return n;
+}
+
+/* Whether one of the tombstones speaks for presence node p. */
+static bool
+excused(const ZklSessionName *dead, int ndead, const ZklSessionName *p)
+{
+	int			i;
+
+	for (i = 0; i < ndead; i++)
+		if (zc_delay_tombstone_for(&dead[i], p))
+			return true;
+	return false;
 }
 
 bool
@@ -44,8 +152,8 @@ zc_delay_died(const ZklListing *before, const ZklListing *now)
 	if (before == NULL)
 		return true;
 	for (i = 0; i < before->nlive; i++)
-		if (!has(now->live, now->nlive, before->live[i]) &&
-			!has(now->dead, now->ndead, before->live[i]))
+		if (!has(now->live, now->nlive, &before->live[i]) &&
+			!excused(now->dead, now->ndead, &before->live[i]))
 			return true;
 	/* the sessions node's cversion counts its children's changes */
 	return (int64_t) now->cversion - before->cversion >
@@ -99,14 +207,15 @@ pause_for_delay(ZldPresence *p, int64_t now)
  * failed, list whenever the watch fired or a tombstone is due for sweeping.
  */
 int
-zc_delay_tend(ZldPresence *p, int64_t session, bool new_root, int64_t now)
+zc_delay_tend(ZldPresence *p, int64_t session, uint64_t nonce, bool new_root, int64_t now)
 {
 	int			send = 0;
 
-	if (session != p->for_session || new_root)
+	if (session != p->for_session || nonce != p->for_nonce || new_root)
 	{
 		p->gen++;
 		p->for_session = session;
+		p->for_nonce = nonce;
 		p->listed = false;
 		p->stale = false;
 		p->list_in_flight = false;
@@ -145,119 +254,122 @@ zc_delay_list_not_sent(ZldPresence *p)
 	p->list_due = true;
 }
 
-static int
-cmp_session(const void *a, const void *b)
-{
-	int64_t		x = *(const int64_t *) a;
-	int64_t		y = *(const int64_t *) b;
-
-	return (x > y) - (x < y);
-}
-
 static bool
-sorted_has(const int64_t *ids, int n, int64_t id)
+sorted_has(const ZklSessionName *names, int n, const ZklSessionName *name)
 {
-	return bsearch(&id, ids, n, sizeof(int64_t), cmp_session) != NULL;
+	return n > 0 && bsearch(name, names, n, sizeof(*names), cmp_name) != NULL;
 }
 
-/* Room for n ids in each array. */
+/* Room for n names in each array. */
 static void
 reserve(ZldPresence *p, int n)
 {
 	const ZldHost *h = p->host;
-	size_t		size;
 
 	if (n <= p->cap)
 		return;
-	size = (size_t) n * sizeof(int64_t);
-	p->live = h->grow(h->arg, p->live, size);
-	p->dead = h->grow(h->arg, p->dead, size);
-	p->closed = h->grow(h->arg, p->closed, size);
-	p->closed_since = h->grow(h->arg, p->closed_since, size);
+	p->live = h->grow(h->arg, p->live, (size_t) n * sizeof(ZklSessionName));
+	p->dead = h->grow(h->arg, p->dead, (size_t) n * sizeof(ZklSessionName));
+	p->dead_since = h->grow(h->arg, p->dead_since, (size_t) n * sizeof(int64_t));
 	p->cap = n;
 }
 
 /*
- * A listing's names into sorted ids: presence nodes (hex), tombstones
- * (hex.dead: a crash-restart's mark of its old session; hex.closed: a clean
- * stop's).  Anything else is left out, and counts as an unexplained change.
+ * A listing's names, sorted: presence nodes, and tombstones of either kind.
+ * Anything else is left out, and counts as an unexplained change.
  */
 static void
-parse_listing(const char *const *names, int n, int64_t *live, int *nlive, int64_t *dead,
-			  int *ndead, int64_t *closed, int *nclosed)
+parse_listing(const char *const *names, int n, ZklSessionName *live, int *nlive,
+			  ZklSessionName *dead, int *ndead)
 {
 	int			i;
 
-	*nlive = *ndead = *nclosed = 0;
+	*nlive = *ndead = 0;
 	for (i = 0; i < n; i++)
 	{
-		char	   *end;
-		int64_t		id = (int64_t) strtoull(names[i], &end, 16);
+		ZklSessionName name;
 
-		if (end == names[i])
+		if (!zc_delay_parse_name(names[i], &name))
 			continue;
-		if (*end == '\0')
-			live[(*nlive)++] = id;
-		else if (strcmp(end, CLOSED_SUFFIX) == 0)
-			dead[(*ndead)++] = closed[(*nclosed)++] = id;
-		else if (strcmp(end, DEAD_SUFFIX) == 0)
-			dead[(*ndead)++] = id;
+		if (name.kind == ZKL_NAME_PRESENCE)
+			live[(*nlive)++] = name;
+		else
+			dead[(*ndead)++] = name;
 	}
-	qsort(live, *nlive, sizeof(int64_t), cmp_session);
-	qsort(dead, *ndead, sizeof(int64_t), cmp_session);
-	qsort(closed, *nclosed, sizeof(int64_t), cmp_session);
+	qsort(live, *nlive, sizeof(*live), cmp_name);
+	qsort(dead, *ndead, sizeof(*dead), cmp_name);
 }
 
 /*
- * A clean stop's tombstone whose session is gone, once listed here for
- * ZLD_CLOSED_KEEP_US: swept (every connected cluster has listed it by then;
- * one that lists only later sees the session gone without it, and delays).
- * since[i] becomes when closed[i] was first listed.
+ * A tombstone of either kind, once listed here for ZLD_KEEP_US while the
+ * incarnation it was written for (same id and nonce) is not listed: swept.
+ * Every connected cluster has listed it by then; one that lists only later
+ * sees the session gone without it, and delays.  Without the sweep, a
+ * crash-restart's .dead would live as long as the session that wrote it.
+ * since[i] becomes when dead[i] was first listed.
  */
 static void
-sweep_closed(ZldPresence *p, const int64_t *closed, int64_t *since, int n, const int64_t *live,
-			 int nlive, int64_t now)
+sweep_tombstones(ZldPresence *p, const ZklSessionName *dead, int64_t *since, int n,
+				 const ZklSessionName *live, int nlive, int64_t now)
 {
 	int			i;
 
 	p->sweep_at = 0;
 	for (i = 0; i < n; i++)
 	{
-		int64_t    *was = p->nclosed > 0 ?
-			bsearch(&closed[i], p->closed, p->nclosed, sizeof(int64_t), cmp_session) : NULL;
+		ZklSessionName *was = p->ndead > 0 ?
+			bsearch(&dead[i], p->dead, p->ndead, sizeof(*dead), cmp_name) : NULL;
+		ZklSessionName its = dead[i];
 		int64_t		due;
 
-		since[i] = was ? p->closed_since[was - p->closed] : now;
-		due = since[i] + ZLD_CLOSED_KEEP_US;
-		if (sorted_has(live, nlive, closed[i]) || now < due)
+		its.kind = ZKL_NAME_PRESENCE;
+		since[i] = was ? p->dead_since[was - p->dead] : now;
+		due = since[i] + ZLD_KEEP_US;
+		if (sorted_has(live, nlive, &its) || now < due)
 		{
 			/* no listing may come for long: ask for one when it is due */
 			if (p->sweep_at == 0 || due < p->sweep_at)
-				p->sweep_at = due > now + ZLD_CLOSED_KEEP_US / 4 ? due : now + ZLD_CLOSED_KEEP_US / 4;
+				p->sweep_at = due > now + ZLD_KEEP_US / 4 ? due : now + ZLD_KEEP_US / 4;
 			continue;
 		}
-		p->host->sweep(p->host->arg, closed[i]);
+		p->host->sweep(p->host->arg, &dead[i]);
 	}
+}
+
+/* The new listing (live, dead, since: nlive, ndead) becomes the last one. */
+static void
+keep_listing(ZldPresence *p, const ZklSessionName *live, int nlive, const ZklSessionName *dead,
+			 const int64_t *since, int ndead, int32_t cversion)
+{
+	p->last_cversion = cversion;
+	memcpy(p->live, live, nlive * sizeof(*live));
+	p->nlive = nlive;
+	memcpy(p->dead, dead, ndead * sizeof(*dead));
+	memcpy(p->dead_since, since, ndead * sizeof(*since));
+	p->ndead = ndead;
 }
 
 /*
  * A listing of the sessions (tagged gen).  One that was known and is gone,
- * without a tombstone, died (or was closed while its holders live): pause.
- * So does the first listing, which cannot tell what died just before it,
- * and one after which the list changed more often than the difference shows.
+ * without a tombstone written by that incarnation, died (or was closed while
+ * its holders live): pause.  So does the first listing, which cannot tell
+ * what died just before it, and one after which the list changed more often
+ * than the difference shows.
  */
 ZldListed
 zc_delay_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names, int n,
 		   int32_t cversion, int64_t now)
 {
-	int64_t    *buf;
+	ZklSessionName *buf;
+	int64_t    *since;
 	int			nlive;
 	int			ndead;
-	int			nclosed;
 	ZklListing	before;
 	ZklListing	after;
+	ZklSessionName self;
 	bool		died;
 	bool		was_listed = p->listed;
+	size_t		room = n > 0 ? n : 1;
 
 	if (gen != p->gen)
 		return ZLD_STALE_REPLY;
@@ -269,11 +381,12 @@ zc_delay_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names, 
 		p->next_try = now + ZLD_RETRY_US;
 		return ZLD_LIST_FAILED;
 	}
-	reserve(p, n > 0 ? n : 1);
-	/* the new listing beside the old: live, dead, closed, since */
-	buf = p->host->grow(p->host->arg, NULL, 4 * (size_t) (n > 0 ? n : 1) * sizeof(int64_t));
-	parse_listing(names, n, buf, &nlive, buf + n, &ndead, buf + 2 * n, &nclosed);
-	sweep_closed(p, buf + 2 * n, buf + 3 * n, nclosed, buf, nlive, now);
+	reserve(p, (int) room);
+	/* the new listing beside the old: live and dead names, when each tombstone was first seen */
+	buf = p->host->grow(p->host->arg, NULL, 2 * room * sizeof(ZklSessionName));
+	since = p->host->grow(p->host->arg, NULL, room * sizeof(int64_t));
+	parse_listing(names, n, buf, &nlive, buf + room, &ndead);
+	sweep_tombstones(p, buf + room, since, ndead, buf, nlive, now);
 	before.live = p->live;
 	before.nlive = p->nlive;
 	before.dead = p->dead;
@@ -281,23 +394,20 @@ zc_delay_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names, 
 	before.cversion = p->last_cversion;
 	after.live = buf;
 	after.nlive = nlive;
-	after.dead = buf + n;
+	after.dead = buf + room;
 	after.ndead = ndead;
 	after.cversion = cversion;
 	died = zc_delay_died(was_listed ? &before : NULL, &after);
-	p->last_cversion = cversion;
-	memcpy(p->live, buf, nlive * sizeof(int64_t));
-	p->nlive = nlive;
-	memcpy(p->dead, buf + n, ndead * sizeof(int64_t));
-	p->ndead = ndead;
-	memcpy(p->closed, buf + 2 * n, nclosed * sizeof(int64_t));
-	memcpy(p->closed_since, buf + 3 * n, nclosed * sizeof(int64_t));
-	p->nclosed = nclosed;
+	keep_listing(p, buf, nlive, buf + room, since, ndead, cversion);
 	p->host->release(p->host->arg, buf);
+	p->host->release(p->host->arg, since);
 	if (died)
 		pause_for_delay(p, now);
 	/* our own presence node must be there before we grant anything */
-	p->present = sorted_has(p->live, p->nlive, p->for_session);
+	self.id = p->for_session;
+	self.nonce = p->for_nonce;
+	self.kind = ZKL_NAME_PRESENCE;
+	p->present = sorted_has(p->live, p->nlive, &self);
 	if (p->present)
 	{
 		p->listed = true;
@@ -365,4 +475,36 @@ bool
 zc_delay_grants_paused(const ZldPresence *p, int64_t now, int64_t *until)
 {
 	return zc_delay_paused(p->listed, p->stale, p->paused_until, now, ZLD_STALE_POLL_US, until);
+}
+
+/*
+ * Whether the last listing shows a presence node of `session` with another
+ * nonce than `nonce`: the id came back for another incarnation.
+ */
+bool
+zc_delay_other_incarnation(const ZldPresence *p, int64_t session, uint64_t nonce)
+{
+	int			i;
+
+	for (i = 0; i < p->nlive; i++)
+		if (p->live[i].id == session && p->live[i].nonce != nonce)
+			return true;
+	return false;
+}
+
+/* Give the arrays back to the host. */
+void
+zc_delay_free(ZldPresence *p)
+{
+	const ZldHost *h = p->host;
+
+	if (p->live)
+		h->release(h->arg, p->live);
+	if (p->dead)
+		h->release(h->arg, p->dead);
+	if (p->dead_since)
+		h->release(h->arg, p->dead_since);
+	p->live = p->dead = NULL;
+	p->dead_since = NULL;
+	p->nlive = p->ndead = p->cap = 0;
 }

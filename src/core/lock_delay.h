@@ -11,12 +11,47 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One listing of <root>/.sessions: live sessions, tombstones, the node's cversion. */
+/*
+ * A name under <root>/.sessions: a session's presence node or a tombstone.
+ * A worker draws a nonce for each session it opens (never 0), so that a
+ * session id ZooKeeper hands out again (a member's host restarted) names
+ * another incarnation: presence <id>.<nonce>, tombstones <id>.<nonce>.closed
+ * and <id>.<nonce>.dead, ids and nonces in 16 hex digits.  An earlier
+ * version's names (<id>, <id>.closed, <id>.dead) read as nonce 0.
+ */
+typedef enum ZklNameKind
+{
+	ZKL_NAME_PRESENCE,
+	ZKL_NAME_CLOSED,			/* a clean stop's tombstone, persistent */
+	ZKL_NAME_DEAD				/* a crash-restart's mark of its old session */
+} ZklNameKind;
+
+typedef struct ZklSessionName
+{
+	int64_t		id;
+	uint64_t	nonce;			/* 0: an earlier version's, unmarked */
+	int			kind;			/* ZklNameKind */
+} ZklSessionName;
+
+#define ZLD_NAME_LEN	48		/* "%016x.%016x.closed" and its NUL */
+
+/* A name's parts (false: not a name of ours; counts as an unexplained change). */
+extern bool zc_delay_parse_name(const char *name, ZklSessionName *out);
+extern void zc_delay_format_name(char *out, size_t len, const ZklSessionName *n);
+
+/*
+ * Whether tombstone t speaks for presence node p: the incarnation that wrote
+ * it, the same id and nonce.  One without a nonce speaks for none (the id
+ * may have come back since).
+ */
+extern bool zc_delay_tombstone_for(const ZklSessionName *t, const ZklSessionName *p);
+
+/* One listing of <root>/.sessions: presence nodes, tombstones, the node's cversion. */
 typedef struct ZklListing
 {
-	const int64_t *live;
+	const ZklSessionName *live;
 	int			nlive;
-	const int64_t *dead;		/* sessions closed with a tombstone: their holders are dead */
+	const ZklSessionName *dead; /* tombstones of either kind */
 	int			ndead;
 	int32_t		cversion;
 } ZklListing;
@@ -24,8 +59,8 @@ typedef struct ZklListing
 /*
  * Whether a session may have died between `before` (NULL: no listing yet,
  * which cannot tell what died just before it) and `now`: one that was live
- * is gone without a tombstone, or the list changed more often than the
- * difference shows (a session came and went between the two).
+ * is gone without a tombstone that speaks for it, or the list changed more
+ * often than the difference shows (a session came and went between the two).
  */
 extern bool zc_delay_died(const ZklListing *before, const ZklListing *now);
 
@@ -50,13 +85,14 @@ typedef struct ZldHost
 	void		(*release) (void *arg, void *p);
 	int64_t		(*delay_us) (void *arg);	/* the lock-delay now (reloadable) */
 	void		(*new_pause) (void *arg);	/* a pause began (not a longer one) */
-	void		(*sweep) (void *arg, int64_t session);	/* delete its clean stop's tombstone */
+	void		(*sweep) (void *arg, const ZklSessionName *tombstone);	/* delete it */
 } ZldHost;
 
 typedef struct ZldPresence
 {
 	const ZldHost *host;
 	int64_t		for_session;	/* the session whose presence is set up (0: none) */
+	uint64_t	for_nonce;		/* and its nonce */
 	uint64_t	gen;			/* tags calls: a new session or handle makes replies stale */
 	bool		listed;			/* a listing with our presence node in it arrived */
 	bool		present;		/* and the last listing had it */
@@ -68,13 +104,11 @@ typedef struct ZldPresence
 	int64_t		paused_until;
 	int64_t		sweep_at;		/* list again then (0: no tombstone waits) */
 	int32_t		last_cversion;	/* the sessions node's, at the last listing */
-	int64_t    *live;			/* of the last listing, sorted */
+	ZklSessionName *live;		/* presence nodes of the last listing, sorted */
 	int			nlive;
-	int64_t    *dead;			/* tombstones of either kind, sorted */
+	ZklSessionName *dead;		/* its tombstones of either kind, sorted */
+	int64_t    *dead_since;		/* when each was first listed here */
 	int			ndead;
-	int64_t    *closed;			/* clean stops' tombstones, sorted */
-	int64_t    *closed_since;	/* when first listed here */
-	int			nclosed;
 	int			cap;			/* of each array */
 } ZldPresence;
 
@@ -92,12 +126,13 @@ typedef enum ZldListed
 								 * locks ended: paused */
 } ZldListed;
 
-#define ZLD_CLOSED_KEEP_US	(60 * INT64_C(1000000))	/* a clean stop's tombstone, for all to list */
+#define ZLD_KEEP_US		(60 * INT64_C(1000000))	/* a tombstone, for all to list */
 #define ZLD_RETRY_US		(100 * INT64_C(1000))	/* after a failed create or listing */
 #define ZLD_STALE_POLL_US	(20 * INT64_C(1000))	/* a listing is one round trip away */
 
 extern void zc_delay_init(ZldPresence *p, const ZldHost *host);
-extern int	zc_delay_tend(ZldPresence *p, int64_t session, bool new_root, int64_t now);
+extern int	zc_delay_tend(ZldPresence *p, int64_t session, uint64_t nonce, bool new_root,
+						  int64_t now);
 extern void zc_delay_list_not_sent(ZldPresence *p);
 extern ZldListed zc_delay_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names,
 							int n, int32_t cversion, int64_t now);
@@ -106,5 +141,7 @@ extern void zc_delay_watch_fired(ZldPresence *p, uint64_t gen);
 extern void zc_delay_reconnected(ZldPresence *p);
 extern void zc_delay_reset(ZldPresence *p);
 extern bool zc_delay_grants_paused(const ZldPresence *p, int64_t now, int64_t *until);
+extern bool zc_delay_other_incarnation(const ZldPresence *p, int64_t session, uint64_t nonce);
+extern void zc_delay_free(ZldPresence *p);
 
 #endif

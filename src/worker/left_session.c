@@ -9,7 +9,12 @@
  * incarnation is dead by then (the postmaster killed them before it reset
  * shared memory), so no holder of that session can still commit: before
  * closing it, the worker says so with a tombstone (presence.c), and other
- * clusters grant its locks without a lock-delay.
+ * clusters grant its locks without a lock-delay.  The tombstone names the
+ * session's nonce, kept in the file too: ZooKeeper may hand the id out
+ * again, and it speaks for that incarnation only.  ZooKeeper derives a
+ * session's password from its id, so reattaching would take over another
+ * cluster's session that got the id again: the sessions' list showing the
+ * id with another nonce, the worker leaves the id alone.
  *
  * The file is stamped with the postmaster that wrote it (its pid and start
  * time, which a crash-restart keeps and no other server shares).  A copy of
@@ -36,7 +41,7 @@
 #include "presence.h"
 
 #define SESSION_FILE		"pg_zk_lock.session"
-#define SESSION_FILE_MAGIC	0x5a4b4c32	/* "ZKL2" */
+#define SESSION_FILE_MAGIC	0x5a4b4c33	/* "ZKL3": with the nonce */
 
 typedef struct SessionFile
 {
@@ -45,14 +50,16 @@ typedef struct SessionFile
 	TimestampTz pm_start;
 	int64		client_id;
 	char		passwd[16];
+	uint64		nonce;			/* of that incarnation (presence.c) */
 } SessionFile;
 
 static clientid_t left;
+static uint64 left_nonce;
 static bool left_pending = false;
 
 /* Remember the session in the data directory, stamped with this postmaster. */
 void
-zw_left_save(const clientid_t *id)
+zw_left_save(const clientid_t *id, uint64 nonce)
 {
 	SessionFile sf;
 	int			fd;
@@ -64,6 +71,7 @@ zw_left_save(const clientid_t *id)
 	sf.pm_start = PgStartTime;
 	sf.client_id = id->client_id;
 	memcpy(sf.passwd, id->passwd, sizeof(sf.passwd));
+	sf.nonce = nonce;
 	fd = OpenTransientFilePerm(SESSION_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY,
 							   S_IRUSR | S_IWUSR);
 	ok = fd >= 0 && write(fd, &sf, sizeof(sf)) == sizeof(sf);
@@ -98,6 +106,7 @@ zw_left_begin(void)
 	{
 		left.client_id = sf.client_id;
 		memcpy(left.passwd, sf.passwd, sizeof(left.passwd));
+		left_nonce = sf.nonce;
 		left_pending = true;
 	}
 	else
@@ -166,7 +175,15 @@ zw_left_tend(void)
 {
 	if (!left_pending || !zw_presence_listed())
 		return;
-	switch (zw_presence_mark_dead(left.client_id))
+	if (zw_presence_other_incarnation(left.client_id, left_nonce))
+	{
+		ereport(LOG, (errmsg("zk_lock: not closing session 0x%llx left over from before a restart: its id now belongs to another session",
+							 (unsigned long long) left.client_id)));
+		left_pending = false;
+		explicit_bzero(&left, sizeof(left));
+		return;
+	}
+	switch (zw_presence_mark_dead(left.client_id, left_nonce))
 	{
 		case ZKL_MARK_PENDING:
 			return;

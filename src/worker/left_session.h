@@ -7,7 +7,7 @@
 
 #include <zookeeper/zookeeper.h>
 
-extern void zw_left_save(const clientid_t *id);
+extern void zw_left_save(const clientid_t *id, uint64 nonce);
 extern void zw_left_begin(void);
 extern void zw_left_tend(void);
 extern void zw_left_forget(void);

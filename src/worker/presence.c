@@ -9,12 +9,13 @@
  * once: only deaths pause.
  *
  * Each worker keeps a presence node for its session,
- *     <root>/.sessions/<session id in hex>     EPHEMERAL
- * and a child watch on <root>/.sessions.  A dying session's presence node
- * goes in the same transaction as its lock nodes, and ZooKeeper delivers a
- * watch event before any reply that reflects the change, so by the time a
- * reply shows a holder's node gone, the worker has already seen its
- * session's presence node go and paused.  This covers a waiter behind the
+ *     <root>/.sessions/<session id>.<nonce>     EPHEMERAL
+ * (both in 16 hex digits; the nonce is drawn for each new session, never 0,
+ * see below) and a child watch on <root>/.sessions.  A dying session's
+ * presence node goes in the same transaction as its lock nodes, and
+ * ZooKeeper delivers a watch event before any reply that reflects the
+ * change, so by the time a reply shows a holder's node gone, the worker has
+ * already seen its session's presence node go and paused.  This covers a waiter behind the
  * dead holder as well as a request that arrives after the node vanished.
  * Until the worker has listed the sessions (its own among them) it knows of
  * no death, so it pauses from its session's start too; and from a watch
@@ -22,20 +23,31 @@
  *
  * After a crash-restart, the new worker closes the session left over from
  * before it (left_session.c), whose holders are all dead.  It first creates
- * a tombstone <root>/.sessions/<that id>.dead, owned by its new session;
- * a session that vanishes with its tombstone present needs no lock-delay.
+ * a tombstone <root>/.sessions/<that id>.<its nonce>.dead, owned by its new
+ * session; a session that vanishes with its tombstone present needs no
+ * lock-delay.
  *
  * A clean stop (worker.c) gives every node of its session back while the
- * session lives, and only then creates <root>/.sessions/<own id>.closed,
- * PERSISTENT (it must outlive the session it speaks for), and closes the
- * session.  That session's end leaves no holder that could still commit:
- * each one's transaction had ended before its node was deleted, and the
- * leader answered the tombstone's create, after those deletes, while the
- * session lived.  So it needs no lock-delay either.  A session already
- * dead gets no tombstone (the create fails) and is delayed for.  Any worker
- * deletes such a tombstone once it has listed it for a minute, whose
- * session is gone.  Versions that do not know the suffix count its node as
- * an unexplained change of the list, and delay: safe.
+ * session lives, and only then creates <root>/.sessions/<own id>.<own
+ * nonce>.closed, PERSISTENT (it must outlive the session it speaks for),
+ * and closes the session.  That session's end leaves no holder that could
+ * still commit: each one's transaction had ended before its node was
+ * deleted, and the leader answered the tombstone's create, after those
+ * deletes, while the session lived.  So it needs no lock-delay either.  A
+ * session already dead gets no tombstone (the create fails) and is delayed
+ * for.
+ *
+ * A tombstone speaks for one incarnation of a session id: the presence
+ * node of the same id and nonce.  ZooKeeper builds an id from a member's
+ * id and clock, so an id comes back after a member's host restarts; a
+ * tombstone matched by id alone would let the new session's expiry skip the
+ * lock-delay while its holders may still commit.  Any worker deletes a
+ * tombstone of either kind once it has listed it for a minute while the
+ * incarnation it speaks for was not listed.  An earlier version's names
+ * (<id>, <id>.closed, <id>.dead) carry no nonce: its presence nodes count as
+ * sessions, its tombstones speak for none (their sessions are delayed for,
+ * the safe side), and they are swept alike.  Such a version counts our
+ * names as unexplained changes of the list, and delays: safe too.
  * Part of the worker: runs in its process only.
  */
 #include "postgres.h"
@@ -49,13 +61,11 @@
 #include "lock_delay.h"
 
 #define SESSIONS_DIR	".sessions"
-#define DEAD_SUFFIX		".dead"
-#define CLOSED_SUFFIX	".closed"
 
 static char for_root[ZKL_MAX_ROOT_LEN + 1]; /* the root our presence is under */
 static int	last_logged = ZOK;	/* the failure last logged, so it is logged once */
 static ZklMarkState mark = ZKL_MARK_PENDING;
-static int64 mark_session = 0;	/* tombstone asked for (0: none) */
+static ZklSessionName mark_name;	/* tombstone asked for (id 0: none) */
 static uintptr_t mark_gen = 0;	/* tells its reply from an older one's */
 static int	sweep_logged = ZOK;
 
@@ -83,7 +93,7 @@ host_new_pause(void *arg)
 	zkl_shared->t.counters.lock_delay_pauses++;
 }
 
-static void host_sweep(void *arg, int64_t session);
+static void host_sweep(void *arg, const ZklSessionName *tombstone);
 
 static const ZldHost host = {NULL, host_grow, host_release, host_delay_us, host_new_pause, host_sweep};
 static ZldPresence pres = {.host = &host, .last_cversion = -1};	/* the list's state (lock_delay.c) */
@@ -124,18 +134,27 @@ swept(int rc, const void *data)
 	if (rc == ZOK || rc == ZNONODE || zc_core_outcome_unknown(rc) || rc == sweep_logged)
 		return;
 	sweep_logged = rc;
-	ereport(LOG, (errmsg("zk_lock: could not delete a stopped session's tombstone under zk_lock.root: %s",
+	ereport(LOG, (errmsg("zk_lock: could not delete an ended session's tombstone under zk_lock.root: %s",
 						 zw_client_strerror(rc))));
 }
 
-/* A clean stop's tombstone the rules say every cluster has listed: delete it. */
+/* One of the sessions' names: its path. */
 static void
-host_sweep(void *arg, int64_t session)
+name_path(char *out, const ZklSessionName *name)
+{
+	char		leaf[ZLD_NAME_LEN];
+
+	zc_delay_format_name(leaf, sizeof(leaf), name);
+	snprintf(out, ZKL_PATH_LEN, "%s/" SESSIONS_DIR "/%s", for_root, leaf);
+}
+
+/* A tombstone the rules say every cluster has listed: delete it. */
+static void
+host_sweep(void *arg, const ZklSessionName *tombstone)
 {
 	char		path[ZKL_PATH_LEN];
 
-	snprintf(path, sizeof(path), "%s/" SESSIONS_DIR "/%016llx" CLOSED_SUFFIX, for_root,
-			 (unsigned long long) session);
+	name_path(path, tombstone);
 	(void) zw_client_delete(path, -1, swept, NULL);
 }
 
@@ -175,10 +194,11 @@ send_presence(void)
 {
 	char		dir[ZKL_PATH_LEN];
 	char		path[ZKL_PATH_LEN];
+	ZklSessionName self = {pres.for_session, pres.for_nonce, ZKL_NAME_PRESENCE};
 
 	sessions_path(dir);
 	zw_client_create_persistent(dir);
-	snprintf(path, sizeof(path), "%s/%016llx", dir, (unsigned long long) pres.for_session);
+	name_path(path, &self);
 	zw_client_create(path, NULL, -1, ZOO_EPHEMERAL, presence_created,
 					 (const void *) (uintptr_t) pres.gen);
 }
@@ -201,7 +221,7 @@ zw_presence_tend(void)
 		return;
 	new_root = strcmp(root, for_root) != 0;
 	strlcpy(for_root, root, sizeof(for_root));
-	send = zc_delay_tend(&pres, session, new_root, zkl_mono_now());
+	send = zc_delay_tend(&pres, session, zkl_shared->session_nonce, new_root, zkl_mono_now());
 	if (send & ZLD_SEND_PRESENCE)
 		send_presence();
 	if (send & ZLD_SEND_LIST)
@@ -218,7 +238,7 @@ void
 zw_presence_reset(void)
 {
 	zc_delay_reset(&pres);
-	if (mark == ZKL_MARK_PENDING && mark_session != 0)
+	if (mark == ZKL_MARK_PENDING && mark_name.id != 0)
 		mark = ZKL_MARK_FAILED;
 }
 
@@ -243,20 +263,20 @@ tombstone_created(int rc, const char *value, const void *ctx)
 		mark = (rc == ZOK || rc == ZNODEEXISTS) ? ZKL_MARK_DONE : ZKL_MARK_FAILED;
 }
 
-/* Create session's tombstone, once: returns how far that got. */
+/* Create a tombstone, once: returns how far that got. */
 static ZklMarkState
-send_mark(int64 session, const char *suffix, int flags)
+send_mark(int64 session, uint64 nonce, int kind, int flags)
 {
-	char		dir[ZKL_PATH_LEN];
 	char		path[ZKL_PATH_LEN];
 
-	if (mark_session == session)
+	if (mark_name.id == session && mark_name.nonce == nonce && mark_name.kind == kind)
 		return mark;
-	mark_session = session;
+	mark_name.id = session;
+	mark_name.nonce = nonce;
+	mark_name.kind = kind;
 	mark = ZKL_MARK_PENDING;
 	mark_gen++;
-	sessions_path(dir);
-	snprintf(path, sizeof(path), "%s/%016llx%s", dir, (unsigned long long) session, suffix);
+	name_path(path, &mark_name);
 	if (zw_client_create(path, NULL, -1, flags, tombstone_created,
 						 (const void *) (uintptr_t) mark_gen) != ZOK)
 		mark = ZKL_MARK_FAILED;
@@ -264,13 +284,20 @@ send_mark(int64 session, const char *suffix, int flags)
 }
 
 /*
- * Say that a session's holders are all dead before closing it: a tombstone
- * owned by our session.
+ * Say that the holders of a session's incarnation (id and nonce) are all
+ * dead before closing it: a tombstone owned by our session.
  */
 ZklMarkState
-zw_presence_mark_dead(int64 session)
+zw_presence_mark_dead(int64 session, uint64 nonce)
 {
-	return send_mark(session, DEAD_SUFFIX, ZOO_EPHEMERAL);
+	return send_mark(session, nonce, ZKL_NAME_DEAD, ZOO_EPHEMERAL);
+}
+
+/* Whether the last listing shows `session` live with another nonce. */
+bool
+zw_presence_other_incarnation(int64 session, uint64 nonce)
+{
+	return zc_delay_other_incarnation(&pres, session, nonce);
 }
 
 /*
@@ -282,7 +309,7 @@ zw_presence_mark_closed(void)
 {
 	if (!pres.listed)
 		return ZKL_MARK_FAILED;	/* the root of our presence node is not known to be set up */
-	return send_mark(pres.for_session, CLOSED_SUFFIX, ZOO_PERSISTENT);
+	return send_mark(pres.for_session, pres.for_nonce, ZKL_NAME_CLOSED, ZOO_PERSISTENT);
 }
 
 /*

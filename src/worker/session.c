@@ -32,6 +32,7 @@ static TimestampTz next_failure_log = 0;	/* failed connects: one LOG line per CO
 
 #define CONNECT_LOG_MS 30000
 static bool session_ended = false;	/* expired or refused: open a new one */
+static bool fresh_handle = false;	/* opened for a new session, not connected yet */
 static TimestampTz next_open = 0;
 static char session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
 static char session_user[ZKL_ERRMSG_LEN / 2];
@@ -40,6 +41,21 @@ static char session_user[ZKL_ERRMSG_LEN / 2];
 static char session_ids[MAX_SESSION_IDS][ZKL_ERRMSG_LEN];
 static int	nsession_ids = 0;
 static char auth_complaint[ZKL_AUTH_INFO_LEN];	/* last logged, so it is logged once */
+
+/*
+ * A nonce for a new session, never 0: ZooKeeper may hand a session id out
+ * again (the id comes from a member's id and clock), and a tombstone must
+ * speak for one incarnation only (presence.c).
+ */
+static uint64
+draw_nonce(void)
+{
+	uint64		nonce = 0;
+
+	if (!pg_strong_random(&nonce, sizeof(nonce)))
+		nonce = (uint64) GetCurrentTimestamp() ^ ((uint64) MyProcPid << 40) ^ (uint64) random();
+	return nonce != 0 ? nonce : 1;
+}
 
 static void
 session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
@@ -51,6 +67,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 	{
 		const clientid_t *id = zw_client_session(h);
 		bool		changed;
+		uint64		nonce;
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		changed = zkl_shared->t.session_id != 0 && zkl_shared->t.session_id != id->client_id;
@@ -58,9 +75,13 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		if (changed)
 			events->lost();		/* asked to resume a session that is gone */
 
+		/* a handle not resuming one gets a new session, whatever its id */
+		changed = fresh_handle || zkl_shared->t.session_id != id->client_id;
+		fresh_handle = false;
+		nonce = changed ? draw_nonce() : zkl_shared->session_nonce;
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		changed = zkl_shared->t.session_id != id->client_id;
 		zkl_shared->t.session_id = id->client_id;
+		zkl_shared->session_nonce = nonce;
 		memcpy(zkl_shared->session_passwd, id->passwd, sizeof(zkl_shared->session_passwd));
 		zkl_shared->t.conn_state = ZKC_CONNECTED;
 		zkl_shared->state_since = GetCurrentTimestamp();
@@ -74,7 +95,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		LWLockRelease(zkl_shared->lock);
 		next_failure_log = 0;	/* the line below ends a run of logged failures */
 		if (changed)
-			zw_left_save(id);	/* outside the lock: it syncs to disk */
+			zw_left_save(id, nonce);	/* outside the lock: it syncs to disk */
 		ereport(LOG,
 				(errmsg("zk_lock: connected to ZooKeeper, session 0x%llx, timeout %d ms",
 						(unsigned long long) id->client_id, zw_client_timeout(h))));
@@ -315,6 +336,7 @@ open_session(void)
 	LWLockRelease(zkl_shared->lock);
 
 	events->new_handle();
+	fresh_handle = !have_resume;
 	zw_client_set_handle(zw_client_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
 				  session_watcher));
 	if (zw_client_handle() == NULL)

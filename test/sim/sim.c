@@ -264,6 +264,8 @@ typedef struct Cluster
 	/* presence (presence.c: its rules in lock_delay.c, run as they are) */
 	ZldHost		pres_host;
 	ZldPresence pres;
+	uint64_t	session_nonce;	/* shared memory: drawn for each new session (session.c) */
+	bool		fresh_handle;	/* the handle opened for a new session, not connected yet */
 	/* liveness all along: since when (model time) each slot's request is first at the leader */
 	int64_t		clear_since[NSLOTS];
 	int64_t		settled_since[NSLOTS];	/* and nothing on its way (check_liveness) */
@@ -273,6 +275,7 @@ typedef struct Cluster
 	int64_t		try_asked[NSLOTS];	/* its requested_at: which try it is */
 	/* a session left from before a crash-restart (left_session.c) */
 	int64_t		left_session;
+	uint64_t	left_nonce;		/* its nonce (the session file) */
 	bool		left_marking;	/* its .dead mark asked for */
 	/* a clean stop (worker.c's stop_cleanly) */
 	bool		stopping;
@@ -324,6 +327,7 @@ typedef struct Sim
 {
 	uint64_t	seed;
 	uint64_t	rng;
+	uint64_t	nonces;			/* drawn so far (next_nonce) */
 	Zkm		   *m;
 	int			ncl;			/* clusters of this seed's world */
 	Cluster		c[NCLUSTERS];
@@ -431,6 +435,21 @@ static bool
 chance(int percent)
 {
 	return rnd_int(1000) < percent * 10;
+}
+
+/*
+ * A session's nonce (session.c draws a random one): distinct for each, never
+ * 0, and off the seed's random stream, so that drawing one changes no seed.
+ */
+static uint64_t
+next_nonce(void)
+{
+	uint64_t	z = ++S->nonces * UINT64_C(0x9e3779b97f4a7c15);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	z ^= z >> 31;
+	return z != 0 ? z : 1;
 }
 
 static void
@@ -807,10 +826,8 @@ session_lost(Cluster *c)
 static void
 presence_free(Cluster *c)
 {
-	free(c->pres.live);
-	free(c->pres.dead);
-	free(c->pres.closed);
-	free(c->pres.closed_since);
+	if (c->pres.host != NULL)
+		zc_delay_free(&c->pres);
 }
 
 static void *
@@ -836,13 +853,27 @@ pres_new_pause(void *arg)
 {
 }
 
+/* One of the sessions' names: its path. */
 static void
-pres_sweep(void *arg, int64_t session)
+pres_path(char *out, int64_t id, uint64_t nonce, int kind)
+{
+	ZklSessionName n;
+	char		leaf[ZLD_NAME_LEN];
+
+	n.id = id;
+	n.nonce = nonce;
+	n.kind = kind;
+	zc_delay_format_name(leaf, sizeof(leaf), &n);
+	snprintf(out, ZKM_PATH, SESSIONS "/%s", leaf);
+}
+
+static void
+pres_sweep(void *arg, const ZklSessionName *tombstone)
 {
 	Cluster    *c = arg;
 	char		path[ZKM_PATH];
 
-	snprintf(path, sizeof(path), SESSIONS "/%016" PRIx64 ".closed", session);
+	pres_path(path, tombstone->id, tombstone->nonce, tombstone->kind);
 	trace("c%d sweeps %s", c->id, path);
 	send_blind(c, ZKM_DELETE, path, 0);
 }
@@ -870,6 +901,7 @@ open_session(Cluster *c)
 	looks_closing(c);			/* (a stop or a crash closed the old handle) */
 	c->nouts = 0;
 	c->client = zkm_open(S->m, c->session_timeout);
+	c->fresh_handle = true;
 	trace("c%d opens a session", c->id);
 }
 
@@ -910,12 +942,12 @@ presence_tend(Cluster *c)
 
 	if (c->client < 0 || c->t.conn_state != ZKC_CONNECTED || session == 0)
 		return;
-	send = zc_delay_tend(&c->pres, session, false, c_mono(c));
+	send = zc_delay_tend(&c->pres, session, c->session_nonce, false, c_mono(c));
 	if (send & ZLD_SEND_PRESENCE)
 	{
 		send_blind(c, ZKM_CREATE, ROOT, 0);
 		send_blind(c, ZKM_CREATE, SESSIONS, 0);
-		snprintf(path, sizeof(path), SESSIONS "/%016" PRIx64, session);
+		pres_path(path, session, c->session_nonce, ZKL_NAME_PRESENCE);
 		send_blind(c, ZKM_CREATE, path, ZKM_F_EPHEMERAL);
 	}
 	if (send & ZLD_SEND_LIST)
@@ -952,9 +984,16 @@ left_tend(Cluster *c)
 	if (c->left_session == 0 || c->left_marking || c->client < 0 ||
 		c->t.conn_state != ZKC_CONNECTED || !c->pres.listed)
 		return;
+	if (zc_delay_other_incarnation(&c->pres, c->left_session, c->left_nonce))
+	{
+		trace("c%d leaves session %" PRIx64 " alone: the id is another session's now", c->id,
+			  c->left_session);
+		c->left_session = 0;
+		return;
+	}
 	c->left_marking = true;
 	o = out_new(c, P_LEFT_MARK, 0);
-	snprintf(path, sizeof(path), SESSIONS "/%016" PRIx64 ".dead", c->left_session);
+	pres_path(path, c->left_session, c->left_nonce, ZKL_NAME_DEAD);
 	req_init(&r, ZKM_CREATE, path, o);
 	r.flags = ZKM_F_EPHEMERAL;
 	send_req(c, &r);
@@ -1252,6 +1291,7 @@ stop_close(Cluster *c, StopEnd how)
 			c->b[i].exits = true;
 		}
 	c->t.session_id = 0;
+	c->session_nonce = 0;
 	for (i = 0; i < c->t.nused; i++)
 		if (c->t.slots[i].zstate != ZKS_FREE)
 			zc_table_free(&c->t, &c->t.slots[i]);
@@ -1293,7 +1333,7 @@ stop_turn(Cluster *c)
 	}
 	c->marking = true;
 	o = out_new(c, P_TOMBSTONE, 0);
-	snprintf(path, sizeof(path), SESSIONS "/%016" PRIx64 ".closed", c->t.session_id);
+	pres_path(path, c->pres.for_session, c->pres.for_nonce, ZKL_NAME_CLOSED);
 	req_init(&r, ZKM_CREATE, path, o);
 	r.flags = 0;				/* persistent: it outlives the session */
 	send_req(c, &r);
@@ -1419,6 +1459,10 @@ on_state(Cluster *c, const ZkmMsg *msg)
 
 		if (c->t.session_id != 0 && c->t.session_id != id)
 			session_lost(c);
+		/* session.c: a handle not resuming one gets a new session, whatever its id */
+		if (c->fresh_handle || c->t.session_id != id)
+			c->session_nonce = next_nonce();
+		c->fresh_handle = false;
 		c->t.session_id = id;
 		c->t.conn_state = ZKC_CONNECTED;
 		c->t.negotiated_timeout = zkm_timeout(S->m, c->client);
@@ -5255,6 +5299,7 @@ worker_restart(Cluster *c)
 	if (session != 0)
 	{
 		c->client = zkm_resume(S->m, session);
+		c->fresh_handle = false;
 		trace("c%d worker restarted, resumes session %" PRIx64, c->id, session);
 	}
 	else
@@ -5303,6 +5348,7 @@ static void
 crash_restart(Cluster *c)
 {
 	int64_t		old = c->t.session_id;
+	uint64_t	old_nonce = c->session_nonce;
 	int			i;
 
 	trace("fault: c%d a backend crashes: the postmaster restarts the cluster", c->id);
@@ -5324,6 +5370,7 @@ crash_restart(Cluster *c)
 	zc_cohort_stop_lingering(&c->core.cohort);
 	stop_close(c, STOP_DIED);
 	c->left_session = old;
+	c->left_nonce = old_nonce;
 }
 
 static void
