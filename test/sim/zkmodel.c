@@ -108,6 +108,7 @@ typedef struct Session
 	int64_t		last_heard;
 	bool		alive;			/* at the leader: false from its close's proposal (an election may undo it) */
 	bool		gone;			/* its close committed (server 0 applied it): for good */
+	bool		closed;			/* a client's close request ended it (not an expiry) */
 	int			created;		/* log entries up to its createSession (0: not proposed yet) */
 } Session;
 
@@ -166,6 +167,8 @@ struct Zkm
 	int			gens;			/* connections made so far (Client.gen) */
 	Session    *sessions;
 	int			nsessions;
+	int			reuse_pct;		/* of new sessions that take an ended one's id */
+	int64_t		reused;			/* sessions that did */
 	Client		clients[ZKM_CLIENTS];
 	Refusal		refusals[ZKM_REFUSALS];
 	/*
@@ -812,19 +815,84 @@ expire(Zkm *m, int si)
 	commit_alone(m);
 }
 
+void
+zkm_set_id_reuse(Zkm *m, int percent)
+{
+	m->reuse_pct = percent;
+}
+
+static bool
+listed(const int64_t *ids, int n, int64_t id)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * A new session's id: now and then (reuse_pct) one of an ended session, as
+ * ZooKeeper hands out again after a member's host restarts (an id is the
+ * member's id, its monotonic clock at start and a counter); never one a
+ * live session has, nor one of `avoid`.  One that a client closed comes
+ * first (a clean stop's, or a crash's left over: tombstones name them).
+ */
+static int64_t
+new_session_id(Zkm *m, const int64_t *avoid, int navoid)
+{
+	int64_t		id = 0x1000 + m->nsessions;
+	bool		closed = false;
+	int			n = 0;
+	int			i;
+
+	if (m->reuse_pct == 0 || (int) (rnd(m) % 100) >= m->reuse_pct)
+		return id;
+	for (i = 0; i < m->nsessions; i++)
+	{
+		Session    *se = &m->sessions[i];
+
+		if (!se->gone || zkm_session_alive(m, se->id) || listed(avoid, navoid, se->id) ||
+			(closed && !se->closed))
+			continue;
+		if (se->closed && !closed)
+			n = 0;				/* the closed ones only, from here */
+		closed |= se->closed;
+		if (rnd(m) % (uint64_t) ++n == 0)
+			id = se->id;
+	}
+	m->reused += n > 0;
+	return id;
+}
+
+int64_t
+zkm_reused_ids(const Zkm *m)
+{
+	return m->reused;
+}
+
 int
 zkm_open(Zkm *m, int timeout_ms)
 {
+	return zkm_open_avoiding(m, timeout_ms, NULL, 0);
+}
+
+int
+zkm_open_avoiding(Zkm *m, int timeout_ms, const int64_t *avoid, int navoid)
+{
 	int			i;
+	int64_t		id;
 
 	for (i = 0; i < ZKM_CLIENTS; i++)
 		if (m->clients[i].state == CS_UNUSED)
 			break;
 	if (i == ZKM_CLIENTS)
 		return -1;
+	id = new_session_id(m, avoid, navoid);
 	m->sessions = realloc(m->sessions, (m->nsessions + 1) * sizeof(Session));
 	memset(&m->sessions[m->nsessions], 0, sizeof(Session));
-	m->sessions[m->nsessions].id = 0x1000 + m->nsessions;
+	m->sessions[m->nsessions].id = id;
 	m->sessions[m->nsessions].timeout = timeout_ms;
 	m->sessions[m->nsessions].last_heard = m->now;
 	m->sessions[m->nsessions].alive = true;
@@ -839,11 +907,13 @@ int
 zkm_resume(Zkm *m, int64_t session)
 {
 	int			i;
-	int			si;
+	int			si = -1;
 
-	for (si = 0; si < m->nsessions && m->sessions[si].id != session; si++)
-		;
-	if (si == m->nsessions)
+	/* the password comes from the id: the live session of that id, or its last one */
+	for (i = 0; i < m->nsessions; i++)
+		if (m->sessions[i].id == session && (si < 0 || !m->sessions[i].gone))
+			si = i;
+	if (si < 0)
 		return -1;
 	for (i = 0; i < ZKM_CLIENTS; i++)
 		if (m->clients[i].state == CS_UNUSED)
@@ -889,8 +959,8 @@ zkm_session_alive(const Zkm *m, int64_t session)
 	int			i;
 
 	for (i = 0; i < m->nsessions; i++)
-		if (m->sessions[i].id == session)
-			return !m->sessions[i].gone;
+		if (m->sessions[i].id == session && !m->sessions[i].gone)
+			return true;
 	return false;
 }
 
@@ -902,7 +972,10 @@ zkm_close(Zkm *m, int client)
 	/* the close request reaches the leader only through a connection */
 	if (c->state == CS_CONNECTED && !m->servers[c->server].cut &&
 		m->sessions[c->sess].alive)
+	{
 		expire(m, c->sess);
+		m->sessions[c->sess].closed = true;
+	}
 	free_client(c);
 }
 

@@ -14,7 +14,8 @@
  *     on; a session's creation: it never was), and serves again in a new
  *     epoch, every session's timeout fresh;
  *   - a new session is a proposal: its client is connected once it is
- *     committed; the leader answers a session it is closing ZSESSIONEXPIRED
+ *     committed; on request (zkm_set_id_reuse) it may take an ended
+ *     session's id, as ZooKeeper does after a member's host restarts; the leader answers a session it is closing ZSESSIONEXPIRED
  *     at once, reads included, before the close is committed;
  *   - sequential names from the parent's cversion, "%010d" of a signed
  *     32-bit counter that wraps; containers; ephemerals of a session
@@ -137,8 +138,13 @@ extern void zkm_advance(Zkm *m, int64_t us);
 
 /* A client handle: a new session (0 resume) or a resumed one. */
 extern int	zkm_open(Zkm *m, int timeout_ms);
+/* the same, its id none of avoid's when one of an ended session is handed out again */
+extern int	zkm_open_avoiding(Zkm *m, int timeout_ms, const int64_t *avoid, int navoid);
 extern void zkm_close(Zkm *m, int client);	/* closes its session, if reachable */
 extern int	zkm_resume(Zkm *m, int64_t session);	/* a new handle on a session (-1: none) */
+/* percent of new sessions that take an ended session's id (as after a member's restart) */
+extern void zkm_set_id_reuse(Zkm *m, int percent);
+extern int64_t zkm_reused_ids(const Zkm *m);	/* sessions that took an ended one's id */
 extern void zkm_abandon(Zkm *m, int client);	/* the handle's process dies: the session lives on */
 extern int64_t zkm_session(const Zkm *m, int client);
 extern int	zkm_timeout(const Zkm *m, int client);
