@@ -54,7 +54,7 @@ proof_fresh(void)
 	const char *lost = zb_lost_key(&session_level);
 
 	switch (zc_holds_commit_verdict(&zb_held_book()->proof, session_level, lost != NULL, at, session,
-							   zkl_shared->t.session_id, zkl_mono_now(), zkl_proof_bound))
+							   zkl_shared->t.session_tag, zkl_mono_now(), zkl_proof_bound))
 	{
 		case ZKH_COMMIT:
 			return true;

@@ -200,7 +200,7 @@ may_pass_but_peek(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t 
 	 * with this node as its own: it must not become another backend's while
 	 * that decision stands.
 	 */
-	return connected && o->zk.first && o->ans.session_id == c->t->session_id &&
+	return connected && o->zk.first && o->ans.session_id == c->t->session_tag &&
 		budget_left(c, o) && !other_holder(c, o) && !zc_cohort_owner_other(c, o, true) &&
 		!c->host->grants_paused(c->host->arg, mono);
 }

@@ -158,7 +158,7 @@ ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 		ZklSlot    *o = &c->t->slots[i];
 
 		if (reader_node(c, o, s) && o->zstate == ZKS_HELD && !o->own.abandoned && o->zk.clear &&
-			o->ans.session_id == c->t->session_id && o->coh.node_handed + 1 < ZKL_HANDOVER_MAX)
+			o->ans.session_id == c->t->session_tag && o->coh.node_handed + 1 < ZKL_HANDOVER_MAX)
 			return o;
 	}
 	return NULL;

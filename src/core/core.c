@@ -118,7 +118,7 @@ zc_core_leader_answered(int rc)
 void
 zc_core_note_proof(ZklCore *c, int64_t sent_at)
 {
-	c->env->proof_note(c->env->arg, sent_at, c->t->session_id);
+	c->env->proof_note(c->env->arg, sent_at, c->t->session_tag);
 }
 
 /* A write of slot s was answered with rc: maybe a fresher commit proof. */
@@ -403,6 +403,7 @@ zc_core_session_lost(ZklCore *c)
 	for (i = 0; i < c->t->nused; i++)
 		forget_node(c, &c->t->slots[i]);
 	c->t->session_id = 0;
+	c->t->session_tag = 0;
 	c->t->conn_state = ZKC_CONNECTING;
 }
 
@@ -515,7 +516,7 @@ zc_core_grant(ZklCore *c, ZklSlot *s)
 	ZC_ASSERT(s->node[0] != '\0' && c->t->session_id != 0);
 	if (s->ans.result == ZKL_RESULT_PENDING)
 	{
-		s->ans.session_id = c->t->session_id;
+		s->ans.session_id = c->t->session_tag;
 		__atomic_thread_fence(__ATOMIC_RELEASE);	/* the owner reads it after the result, unlocked */
 		s->ans.result = ZKL_RESULT_GRANTED;
 		s->ans.granted_at = zc_core_wall(c);

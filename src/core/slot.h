@@ -129,7 +129,8 @@ typedef struct ZklSlotOwner
 typedef struct ZklSlotAnswer
 {
 	ZklResult	result;
-	int64_t		session_id;		/* the session that granted it (set before result) */
+	int64_t		session_id;		/* the session that granted it, as ZklTable.session_tag
+								 * names it (set before result) */
 	int64_t		granted_at;		/* wall */
 	int			sqlstate;		/* with ZKL_RESULT_FAILED */
 } ZklSlotAnswer;
@@ -232,6 +233,7 @@ typedef struct ZklTable
 {
 	ZklConnState conn_state;
 	int64_t		session_id;		/* current session (0: none) */
+	int64_t		session_tag;	/* this incarnation of it (zc_table_session_tag; 0: none) */
 	int			negotiated_timeout;	/* ms, as the server granted it */
 	bool		auth_unusable;	/* zk_lock.auth set but unusable: fail requests at once */
 	bool		writes_held;	/* worker waits for write replies, then plans again */

@@ -150,3 +150,11 @@ zc_table_conflicting_holder(const ZklTable *t, const ZklSlot *s, int from)
 	}
 	return -1;
 }
+
+int64_t
+zc_table_session_tag(int64_t session_id, uint64_t nonce)
+{
+	int64_t		tag = (int64_t) ((uint64_t) session_id ^ nonce);
+
+	return session_id == 0 ? 0 : (tag != 0 ? tag : 1);
+}

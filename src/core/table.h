@@ -73,6 +73,15 @@ extern int	zc_table_conflicting_holder(const ZklTable *t, const ZklSlot *s, int 
 extern void zc_table_keep_deadlock(ZklTable *t, const ZklSlot *s, const char *detail);
 extern const char *zc_table_deadlock_detail(const ZklTable *t, const ZklSlot *s);
 
+/*
+ * What names a session's incarnation for the commit check and local
+ * hand-over: its id and the nonce drawn for it (never 0 for a session).
+ * ZooKeeper may hand an id out again, after a member's host restarts, even
+ * to the same cluster: a lock granted by the id's earlier incarnation must
+ * not pass for one of the next (holds.c), nor be handed over in it.
+ */
+extern int64_t zc_table_session_tag(int64_t session_id, uint64_t nonce);
+
 /* Back to FREE; nused shrinks past trailing free slots. */
 extern void zc_table_free(ZklTable *t, ZklSlot *s);
 

@@ -280,7 +280,7 @@ zw_requests_plan(void)
 	proof_at = zkl_proof_read(&session);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	connected = zw_client_handle() != NULL && zkl_shared->t.conn_state == ZKC_CONNECTED;
-	if (session != zkl_shared->t.session_id)
+	if (session != zkl_shared->t.session_tag)
 		proof_at = 0;
 	next_ms = zc_core_plan(core, connected, proof_at);
 	if (connected)

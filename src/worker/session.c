@@ -19,6 +19,7 @@
 
 #include "settings.h"
 #include "shmem.h"
+#include "table.h"
 #include "auth.h"
 #include "zk_client.h"
 #include "cutoff.h"
@@ -82,6 +83,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		zkl_shared->t.session_id = id->client_id;
 		zkl_shared->session_nonce = nonce;
+		zkl_shared->t.session_tag = zc_table_session_tag(id->client_id, nonce);
 		memcpy(zkl_shared->session_passwd, id->passwd, sizeof(zkl_shared->session_passwd));
 		zkl_shared->t.conn_state = ZKC_CONNECTED;
 		zkl_shared->state_since = GetCurrentTimestamp();

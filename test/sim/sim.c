@@ -907,11 +907,11 @@ open_session(Cluster *c)
 	looks_closing(c);			/* (a stop or a crash closed the old handle) */
 	c->nouts = 0;
 	/*
-	 * An id handed out again goes to another cluster only: a backend's
-	 * commit check tells its sessions apart by id (a cluster given its own
-	 * earlier id is a case the rules do not cover yet).
+	 * An id handed out again may come back to the cluster that had it: the
+	 * commit check and local hand-over tell incarnations apart by the
+	 * session's tag (zc_table_session_tag), not by its id.
 	 */
-	c->client = zkm_open_avoiding(S->m, c->session_timeout, c->own_ids, c->nown_ids);
+	c->client = zkm_open_avoiding(S->m, c->session_timeout, c->own_ids, 0);
 	c->fresh_handle = true;
 	trace("c%d opens a session", c->id);
 }
@@ -1303,6 +1303,7 @@ stop_close(Cluster *c, StopEnd how)
 			c->b[i].exits = true;
 		}
 	c->t.session_id = 0;
+	c->t.session_tag = 0;
 	c->session_nonce = 0;
 	for (i = 0; i < c->t.nused; i++)
 		if (c->t.slots[i].zstate != ZKS_FREE)
@@ -1407,7 +1408,7 @@ plan_turn(Cluster *c)
 	gw_tend(c);
 	connected = c->client >= 0 && c->t.conn_state == ZKC_CONNECTED;
 	(void) zc_core_plan(&c->core, connected,
-					  c->proof_session == c->t.session_id ? c->proof_at : 0);
+					  c->proof_session == c->t.session_tag ? c->proof_at : 0);
 	note_grants(c);
 	check_sole_blocker(c);
 	if (c->core.nops > 0 && c->client < 0)
@@ -1480,6 +1481,7 @@ on_state(Cluster *c, const ZkmMsg *msg)
 		}
 		c->fresh_handle = false;
 		c->t.session_id = id;
+		c->t.session_tag = zc_table_session_tag(id, c->session_nonce);
 		c->t.conn_state = ZKC_CONNECTED;
 		c->t.negotiated_timeout = zkm_timeout(S->m, c->client);
 		c->last_heard = c_wall(c);
@@ -3261,7 +3263,7 @@ commit_verdict(Cluster *c, Backend *b)
 	zc_book_at_commit(&now);
 	return zc_holds_commit_verdict(&now.proof, unacknowledged(c, b) >= 0, any_lost(c, b), c->proof_at,
 							  c->proof_session,
-							  c->t.session_id, c_mono(c), c->proof_bound);
+							  c->t.session_tag, c_mono(c), c->proof_bound);
 }
 
 /*

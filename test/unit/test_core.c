@@ -148,6 +148,7 @@ setup(void)
 	table.nslots = NSLOTS;
 	table.conn_state = ZKC_CONNECTED;
 	table.session_id = 0x100;
+	table.session_tag = zc_table_session_tag(table.session_id, 0x5eed);
 	table.negotiated_timeout = 4000;
 	strcpy(table.roots[0], "/r");
 	core.t = &table;
@@ -665,7 +666,7 @@ test_proof(void)
 	zc_core_proof_reply(&core, core.proof_gen + 1, ZOK);
 	CHECK(noted_at != now_us, "a reply from an old handle proves nothing");
 	zc_core_proof_reply(&core, core.proof_gen, ZOK);
-	CHECK(noted_at == now_us && noted_session == 0x100, "the leader's answer proves the session");
+	CHECK(noted_at == now_us && noted_session == table.session_tag && noted_session != table.session_id, "the leader's answer proves the session, by its incarnation's tag");
 }
 
 /* Nodes in slot order: the lower slot's was created first. */
@@ -695,6 +696,17 @@ test_holds(void)
 	CHECK(zc_holds_commit_verdict(&p, false, false, 5000000, 7, 7, 5500000, 1000) == ZKH_COMMIT, "fresh proof");
 	CHECK(zc_holds_commit_verdict(&p, false, false, 5000000, 7, 7, 6000000, 1000) == ZKH_WAIT, "proof as old as the bound");
 	CHECK(zc_holds_commit_verdict(&p, false, false, 5000000, 7, 8, 5500000, 1000) == ZKH_ENDED, "the session changed");
+	{
+		/* ZooKeeper hands the id out again to this cluster: another incarnation, another tag */
+		ZklXactProof q = p;
+		int64_t		next = zc_table_session_tag(0x100, 0xbeef);
+
+		q.session = zc_table_session_tag(0x100, 0x5eed);
+		CHECK(next != q.session && next != 0 && zc_table_session_tag(0, 0x5eed) == 0 &&
+			  zc_table_session_tag(0x100, 0x100) != 0, "one id, two incarnations: two tags, never 0 for a session");
+		CHECK(zc_holds_commit_verdict(&q, false, false, 5000000, next, next, 5500000, 1000) == ZKH_ENDED,
+			  "a lock of the id's earlier incarnation is not proven by the next one's leader");
+	}
 	CHECK(zc_holds_commit_verdict(&p, false, true, 5000000, 7, 7, 5500000, 1000) == ZKH_LOST, "a held lock is lost");
 	zc_holds_released(&p, "ta", true);
 	CHECK(zc_holds_commit_verdict(&p, false, false, 5000000, 7, 7, 5500000, 1000) == ZKH_LOST,
