@@ -478,16 +478,17 @@ zc_delay_grants_paused(const ZldPresence *p, int64_t now, int64_t *until)
 }
 
 /*
- * Whether the last listing shows a presence node of `session` with another
- * nonce than `nonce`: the id came back for another incarnation.
+ * Whether the last listing shows the presence node of this incarnation of
+ * `session` (its id and nonce).  Absent, the incarnation has ended, or not
+ * been seen; and its id may belong to another session by now.
  */
 bool
-zc_delay_other_incarnation(const ZldPresence *p, int64_t session, uint64_t nonce)
+zc_delay_incarnation_listed(const ZldPresence *p, int64_t session, uint64_t nonce)
 {
 	int			i;
 
 	for (i = 0; i < p->nlive; i++)
-		if (p->live[i].id == session && p->live[i].nonce != nonce)
+		if (p->live[i].id == session && p->live[i].nonce == nonce && nonce != 0)
 			return true;
 	return false;
 }

@@ -141,7 +141,7 @@ extern void zc_delay_watch_fired(ZldPresence *p, uint64_t gen);
 extern void zc_delay_reconnected(ZldPresence *p);
 extern void zc_delay_reset(ZldPresence *p);
 extern bool zc_delay_grants_paused(const ZldPresence *p, int64_t now, int64_t *until);
-extern bool zc_delay_other_incarnation(const ZldPresence *p, int64_t session, uint64_t nonce);
+extern bool zc_delay_incarnation_listed(const ZldPresence *p, int64_t session, uint64_t nonce);
 extern void zc_delay_free(ZldPresence *p);
 
 #endif

@@ -175,9 +175,15 @@ zw_left_tend(void)
 {
 	if (!left_pending || !zw_presence_listed())
 		return;
-	if (zw_presence_other_incarnation(left.client_id, left_nonce))
+	/*
+	 * Reattaching takes the id alone (ZooKeeper derives the password from
+	 * it): only while our incarnation's presence node is listed is the id
+	 * still ours.  Otherwise it ended, or belongs to another session now
+	 * (perhaps under another root, or another client's): it is left alone.
+	 */
+	if (!zw_presence_incarnation_listed(left.client_id, left_nonce))
 	{
-		ereport(LOG, (errmsg("zk_lock: not closing session 0x%llx left over from before a restart: its id now belongs to another session",
+		ereport(LOG, (errmsg("zk_lock: not closing session 0x%llx left over from before a restart: it is not listed as ours (ended, or its id is another session's now)",
 							 (unsigned long long) left.client_id)));
 		left_pending = false;
 		explicit_bzero(&left, sizeof(left));

@@ -293,11 +293,11 @@ zw_presence_mark_dead(int64 session, uint64 nonce)
 	return send_mark(session, nonce, ZKL_NAME_DEAD, ZOO_EPHEMERAL);
 }
 
-/* Whether the last listing shows `session` live with another nonce. */
+/* Whether the last listing shows this incarnation of `session` (id and nonce) live. */
 bool
-zw_presence_other_incarnation(int64 session, uint64 nonce)
+zw_presence_incarnation_listed(int64 session, uint64 nonce)
 {
-	return zc_delay_other_incarnation(&pres, session, nonce);
+	return zc_delay_incarnation_listed(&pres, session, nonce);
 }
 
 /*

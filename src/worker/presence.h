@@ -16,7 +16,7 @@ extern void zw_presence_reset(void);
 extern void zw_presence_reconnected(void);
 extern bool zw_presence_listed(void);
 extern ZklMarkState zw_presence_mark_dead(int64 session, uint64 nonce);
-extern bool zw_presence_other_incarnation(int64 session, uint64 nonce);
+extern bool zw_presence_incarnation_listed(int64 session, uint64 nonce);
 extern ZklMarkState zw_presence_mark_closed(void);
 extern bool zw_grants_paused(int64 now, int64 *until);
 

@@ -995,10 +995,10 @@ left_tend(Cluster *c)
 	if (c->left_session == 0 || c->left_marking || c->client < 0 ||
 		c->t.conn_state != ZKC_CONNECTED || !c->pres.listed)
 		return;
-	if (zc_delay_other_incarnation(&c->pres, c->left_session, c->left_nonce))
+	if (!zc_delay_incarnation_listed(&c->pres, c->left_session, c->left_nonce))
 	{
-		trace("c%d leaves session %" PRIx64 " alone: the id is another session's now", c->id,
-			  c->left_session);
+		trace("c%d leaves session %" PRIx64 " alone: not listed as ours (ended, or another session's now)",
+			  c->id, c->left_session);
 		left_alone++;
 		c->left_session = 0;
 		return;

@@ -1214,8 +1214,9 @@ test_presence_incarnations(void)
 	(void) zc_delay_tend(&p, 0xb, 0xbb, false, t);
 	CHECK(zc_delay_listed(&p, p.gen, ZOK, both, 5, 5, t) == ZLD_LISTED && p.nlive == 3 && p.ndead == 2,
 		  "listed");
-	CHECK(zc_delay_other_incarnation(&p, 0xd, 0x11) && !zc_delay_other_incarnation(&p, 0xd, 0x22) &&
-		  !zc_delay_other_incarnation(&p, 0xe, 0x11), "another incarnation of an id is seen");
+	CHECK(!zc_delay_incarnation_listed(&p, 0xd, 0x11) && zc_delay_incarnation_listed(&p, 0xd, 0x22) &&
+		  !zc_delay_incarnation_listed(&p, 0xe, 0x11) && !zc_delay_incarnation_listed(&p, 0xd, 0),
+		  "an incarnation is listed by its id and nonce, not by its id");
 	CHECK(zc_delay_listed(&p, p.gen, ZOK, both, 5, 5, t + ZLD_KEEP_US) == ZLD_LISTED && pres_nswept == 1 &&
 		  pres_swept[0].id == 0xd && pres_swept[0].nonce == 0x11,
 		  "a minute on: an earlier incarnation's tombstone is swept, though its id is live again");
