@@ -476,6 +476,17 @@ zc_core_write_answered(ZklCore *c)
  * here would leave that node, if made, to nobody.
  */
 
+/* A try-lock never queues: take its node away at once. */
+void
+zc_core_refuse_try(ZklCore *c, ZklSlot *s)
+{
+	if (s->ans.result == ZKL_RESULT_PENDING)
+		s->ans.result = ZKL_RESULT_NOT_GRANTED;
+	zc_slot_move(s, ZKS_DELETING);
+	s->zk.todo = ZKT_DELETE;
+	zc_core_wake(c, s);
+}
+
 /*
  * The slot's node is first in line (for its mode).  During a lock-delay
  * (presence.c) the grant waits, and the queue is read again when it ends.

@@ -77,16 +77,6 @@ zc_core_recheck_ms(const ZklCore *c)
 	return CORE_MAX(1000, c->t->negotiated_timeout / 2);
 }
 
-/* A try-lock never queues: take its node away at once. */
-void
-zc_core_refuse_try(ZklCore *c, ZklSlot *s)
-{
-	if (s->ans.result == ZKL_RESULT_PENDING)
-		s->ans.result = ZKL_RESULT_NOT_GRANTED;
-	zc_slot_move(s, ZKS_DELETING);
-	s->zk.todo = ZKT_DELETE;
-	zc_core_wake(c, s);
-}
 
 
 /* ---- the linger mark (cohort.c lingers; another cluster's try-lock waits) ---- */
