@@ -128,14 +128,20 @@ my ($dead) = grep { /^\Q$crashed\E\.[0-9a-f]{16}\.dead$/ } session_names();
 ok(defined $dead, 'after marking it dead (' . ($dead // 'none') . ')');
 my $owner = id_hex($b);
 isnt($owner, $crashed, 'the mark\'s owner is B\'s new session');
-my $marked_at = time();
-ok(wait_for(sub { !grep { $_ eq $dead } session_names() }, 120),
-	sprintf('the .dead is swept while its owner lives (after %.0f s)', time() - $marked_at));
-is(id_hex($b), $owner, 'B\'s session did not change meanwhile');
-%names = map { $_ => 1 } session_names();
-is(join(' ', grep { $names{$_} } @forged), '', 'and so are the forged tombstones');
-is(scalar(grep { /\.(closed|dead)$/ } keys %names), 0, 'no tombstone is left')
-  or diag(join(' ', sort keys %names));
+SKIP:
+{
+	# a minute's wait: make test leaves it to the unit tests and the
+	# simulator (test_core.c: the sweep), ZKL_TAP_SWEEP=1 runs it here
+	skip 'the sweep after a minute (ZKL_TAP_SWEEP=1 runs it)', 4 unless $ENV{ZKL_TAP_SWEEP};
+	my $marked_at = time();
+	ok(wait_for(sub { !grep { $_ eq $dead } session_names() }, 120),
+		sprintf('the .dead is swept while its owner lives (after %.0f s)', time() - $marked_at));
+	is(id_hex($b), $owner, 'B\'s session did not change meanwhile');
+	%names = map { $_ => 1 } session_names();
+	is(join(' ', grep { $names{$_} } @forged), '', 'and so are the forged tombstones');
+	is(scalar(grep { /\.(closed|dead)$/ } keys %names), 0, 'no tombstone is left')
+	  or diag(join(' ', sort keys %names));
+}
 
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 15), 'no lock node left')
   or diag(join("\n", zk_lock_nodes($zk)));
