@@ -14,7 +14,7 @@ use Time::HiRes qw(usleep);
 use ZkLockTest;
 
 my $zk = start_zookeeper('session');
-my $zkdir = "${PostgreSQL::Test::Utils::tmp_check}/zk_session";
+my $zkdir = "${ZkLockTest::scratch}/zk_session";
 # A session timeout far above the waits below: a lock that came free early
 # can only have been freed by the session being closed, not by expiry.
 my $conf = "zk_lock.session_timeout = '30s'\n";

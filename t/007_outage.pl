@@ -15,7 +15,7 @@ use Time::HiRes qw(time);
 use ZkLockTest;
 
 my $zk = start_zookeeper('outage');
-my $zkpid = slurp_file("${PostgreSQL::Test::Utils::tmp_check}/zk_outage/zk.pid");
+my $zkpid = slurp_file("${ZkLockTest::scratch}/zk_outage/zk.pid");
 chomp $zkpid;
 my $zk_frozen = 0;
 END { kill 'CONT', $zkpid if $zk_frozen; }

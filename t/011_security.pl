@@ -22,7 +22,7 @@ use ZkLockTest;
 
 my $zk = start_zookeeper('sec');
 my $secret = 'Sesame-' . int(rand(1e9));
-my $credfile = "${PostgreSQL::Test::Utils::tmp_check}/zk_cred";
+my $credfile = "${ZkLockTest::scratch}/zk_cred";
 append_to_file($credfile, "zkl:$secret\n");
 chmod 0600, $credfile;
 
@@ -79,7 +79,7 @@ for my $case ([ $w, 'wrong credentials' ], [ $n, 'no credentials' ])
 }
 
 # --- an unusable setting fails fast, and nothing is created ---
-my $loose = "${PostgreSQL::Test::Utils::tmp_check}/zk_cred_loose";
+my $loose = "${ZkLockTest::scratch}/zk_cred_loose";
 append_to_file($loose, "zkl:$secret\n");
 chmod 0644, $loose;
 my $u = new_zk_cluster('su', $zk, conf => "zk_lock.auth = '$loose'\n");
@@ -92,13 +92,13 @@ like(zk_status($u, 'auth'), qr/without access for group or others/, 'zk_lock_sta
 is(zk_status($u, 'session_id'), '', 'and no session was opened with it');
 
 # the file checked is the file read: no symbolic link; and no silent cut
-my $link = "${PostgreSQL::Test::Utils::tmp_check}/zk_cred_link";
+my $link = "${ZkLockTest::scratch}/zk_cred_link";
 symlink($credfile, $link) or die "symlink: $!";
 $u->append_conf('postgresql.conf', "zk_lock.auth = '$link'\n");
 $u->reload;
 ok(wait_for(sub { zk_status($u, 'auth') =~ /zk_cred_link" is a symbolic link/ }, 10),
 	'a credential file reached through a symbolic link is refused');
-my $long = "${PostgreSQL::Test::Utils::tmp_check}/zk_cred_long";
+my $long = "${ZkLockTest::scratch}/zk_cred_long";
 append_to_file($long, 'zkl:' . ('s' x 300) . "\n");
 chmod 0600, $long;
 $u->append_conf('postgresql.conf', "zk_lock.auth = '$long'\n");

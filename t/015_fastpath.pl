@@ -18,7 +18,7 @@ my $node = new_zk_cluster('fp', $zk);
 my $pg_config = $ENV{PG_CONFIG} // 'pg_config';
 chomp(my $inc = `$pg_config --includedir`);
 chomp(my $lib = `$pg_config --libdir`);
-my $client = "${PostgreSQL::Test::Utils::tmp_check}/fastpath";
+my $client = "${ZkLockTest::scratch}/fastpath";
 system('cc', '-o', $client, "-I$inc", "$FindBin::RealBin/../test/fastpath.c", "-L$lib", '-lpq') == 0
   or BAIL_OUT('could not build the fast-path client');
 

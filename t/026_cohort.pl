@@ -27,7 +27,7 @@ is($ca->safe_psql('postgres', 'SHOW zk_lock.local_handover'), 'on', 'local hand-
 
 # --- mutual exclusion and tokens under load and connection resets ---
 my $counter = install_counter('cohort', $ca, $cb);
-my $fence = "${PostgreSQL::Test::Utils::tmp_check}/fence";
+my $fence = "${ZkLockTest::scratch}/fence";
 append_to_file($fence, "0\n");
 chmod 0666, $fence;
 for my $node ($ca, $cb)

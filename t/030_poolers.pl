@@ -34,7 +34,7 @@ sub b_can_take
 }
 
 # --- PgBouncer in front of A: one server connection per pool ---
-my $dir = "${PostgreSQL::Test::Utils::tmp_check}/pgbouncer";
+my $dir = "${ZkLockTest::scratch}/pgbouncer";
 mkdir $dir;
 my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $user = getpwuid($<);

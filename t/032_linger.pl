@@ -55,7 +55,7 @@ ok(wait_for(sub { $b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('warm', 0
 	'B grants');
 
 # A reuses 'hot' (50 ms held, 50 ms free) while B tries it every 100 ms; B's wins.
-my $script = "${PostgreSQL::Test::Utils::tmp_check}/reuse.sql";
+my $script = "${ZkLockTest::scratch}/reuse.sql";
 append_to_file($script, "BEGIN;\nSELECT zk_lock('hot');\nSELECT pg_sleep(0.05);\nCOMMIT;\nSELECT pg_sleep(0.05);\n");
 sub wins_against_reuse
 {

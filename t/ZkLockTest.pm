@@ -7,7 +7,8 @@ use strict;
 use warnings;
 
 use Exporter 'import';
-use File::Basename qw(dirname);
+use File::Basename qw(basename dirname);
+use File::Path qw(make_path);
 use IO::Socket::INET;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -25,11 +26,21 @@ my @zk_dirs;
 my @proxy_pids;
 my $load_seq = 0;
 
+# Each test file's own scratch directory: make test runs two test files at
+# once (TAP_JOBS), and they share tmp_check.
+# (tmp_check is set in PostgreSQL::Test::Utils' INIT block, which runs first)
+our $scratch;
+INIT
+{
+	$scratch = "${PostgreSQL::Test::Utils::tmp_check}/" . basename($0, '.pl');
+	make_path($scratch);
+}
+
 # Start a standalone ZooKeeper on 127.0.0.1; returns its client port.
 sub start_zookeeper
 {
 	my ($name) = @_;
-	my $dir = "${PostgreSQL::Test::Utils::tmp_check}/zk_$name";
+	my $dir = "${scratch}/zk_$name";
 	my $port = `bash $zk_script start $dir`;
 	die "could not start ZooKeeper in $dir" if $? != 0;
 	chomp $port;
@@ -41,7 +52,7 @@ sub start_zookeeper
 sub start_ensemble
 {
 	my ($name, $n) = @_;
-	my $dir = "${PostgreSQL::Test::Utils::tmp_check}/zk_$name";
+	my $dir = "${scratch}/zk_$name";
 	my $ports = `bash $zk_script ensemble $dir $n`;
 	die "could not start a ZooKeeper ensemble in $dir" if $? != 0;
 	chomp $ports;
@@ -58,7 +69,7 @@ sub start_ensemble
 sub start_partitionable_ensemble
 {
 	my ($name, $sync_limit) = @_;
-	my $dir = "${PostgreSQL::Test::Utils::tmp_check}/zk_$name";
+	my $dir = "${scratch}/zk_$name";
 	local $ENV{ZK_SYNC_LIMIT} = $sync_limit;
 	my %m;
 	for (split /\n/, `bash $zk_script prepare $dir 3`)
@@ -89,7 +100,7 @@ sub start_partitionable_ensemble
 sub zk_member
 {
 	my ($name, $i) = @_;
-	my $dir = "${PostgreSQL::Test::Utils::tmp_check}/zk_$name/$i";
+	my $dir = "${scratch}/zk_$name/$i";
 	my $pid = -f "$dir/zk.pid" ? PostgreSQL::Test::Utils::slurp_file("$dir/zk.pid") : undef;
 	chomp $pid if defined $pid;
 	my $mode = `bash $zk_script mode $dir`;
@@ -101,9 +112,12 @@ sub zk_member
 sub zk_restart_member
 {
 	my ($name, $i) = @_;
-	system('bash', $zk_script, 'restart', "${PostgreSQL::Test::Utils::tmp_check}/zk_$name/$i") == 0
+	system('bash', $zk_script, 'restart', "${scratch}/zk_$name/$i") == 0
 	  or die "could not restart member $i of $name";
 }
+
+# Stop the servers under $dir at the end, as those started here.
+sub adopt_zookeeper { push @zk_dirs, $_[0]; }
 
 sub stop_zookeeper
 {
@@ -116,7 +130,7 @@ sub stop_zookeeper
 sub start_proxy
 {
 	my ($name, @upstream) = @_;
-	my $portfile = "${PostgreSQL::Test::Utils::tmp_check}/proxy_$name.port";
+	my $portfile = "${scratch}/proxy_$name.port";
 	unlink $portfile;
 	my $pid = fork() // die "fork: $!";
 	if ($pid == 0)
@@ -178,7 +192,7 @@ END
 sub install_counter
 {
 	my ($name, @nodes) = @_;
-	my $path = "${PostgreSQL::Test::Utils::tmp_check}/counter_$name";
+	my $path = "${scratch}/counter_$name";
 	PostgreSQL::Test::Utils::append_to_file($path, "0\n");
 	chmod 0666, $path;
 	my $bump = q{
@@ -201,7 +215,7 @@ sub run_counter_load
 {
 	my ($nodes, $clients, $per_client, $body, %opt) = @_;
 	# one file per call: loads may run inside another's 'during'
-	my $script = "${PostgreSQL::Test::Utils::tmp_check}/load_" . ++$load_seq . '.sql';
+	my $script = "${scratch}/load_" . ++$load_seq . '.sql';
 	open my $fh, '>', $script or die;
 	print $fh $body;
 	close $fh;
@@ -235,8 +249,8 @@ sub start_commit_loop
 {
 	my ($node, $key, $seconds) = @_;
 	my $n = ++$load_seq;
-	my $script = "${PostgreSQL::Test::Utils::tmp_check}/loop_$n.sql";
-	my $prefix = "${PostgreSQL::Test::Utils::tmp_check}/loop_$n";
+	my $script = "${scratch}/loop_$n.sql";
+	my $prefix = "${scratch}/loop_$n";
 	PostgreSQL::Test::Utils::append_to_file($script, "BEGIN;\nSELECT zk_lock('$key');\nCOMMIT;\n");
 	my $err = '';
 	my $h = IPC::Run::start(
@@ -292,7 +306,7 @@ sub token_node { return int($_[0] / 4096); }
 sub foreign_writer_rounds
 {
 	my ($busy, $other, $key, $lock_fn, $limit, $slack) = @_;
-	my $script = "${PostgreSQL::Test::Utils::tmp_check}/bound_$key.sql";
+	my $script = "${scratch}/bound_$key.sql";
 	$busy->safe_psql('postgres', "CREATE TABLE bound_$key(token bigint, at timestamptz)");
 	append_to_file($script,
 		"BEGIN;\nSELECT $lock_fn('$key');\n"
