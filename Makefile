@@ -51,7 +51,7 @@ ifneq ($(shell grep -s '^\#define USE_ASSERT_CHECKING 1' "$$($(PG_CONFIG) --incl
 PG_CPPFLAGS += -DZC_ASSERTS
 endif
 
-.PHONY: test demo bench deb unit fuzz sim sim-bites core-pure installcheck-regress installcheck-isolation installcheck-tap
+.PHONY: test demo bench soak deb unit fuzz sim sim-bites core-pure installcheck-regress installcheck-isolation installcheck-tap
 
 ifneq ($(PGXS),)
 include $(PGXS)
@@ -102,6 +102,11 @@ sim-bites:
 	@bash test/deps.sh
 	bash test/sim/bites.sh $(SIM_BITE_SECONDS)
 
+# The real system under random faults for SOAK_S seconds, judged by the data
+# the locks protect (test/soak); SOAK_SEED replays a run's faults.
+soak:
+	bash test/soak.sh
+
 # A long libFuzzer run of the key encoding (make test runs a short one).
 FUZZ_SECONDS ?= 600
 fuzz:
@@ -116,7 +121,7 @@ installcheck-isolation:
 # TAP test files share nothing (each starts its own servers in its own
 # directory), so they run TAP_JOBS at a time, the longest first.
 TAP_JOBS ?= 2
-TAP_LONGEST = t/018_partition.pl t/029_clean_stop.pl t/034_global_deadlock.pl t/033_differential.pl \
+TAP_LONGEST = t/039_soak.pl t/018_partition.pl t/029_clean_stop.pl t/034_global_deadlock.pl t/033_differential.pl \
               t/016_stale_view.pl
 PROVE_TESTS ?= $(TAP_LONGEST) $(filter-out $(TAP_LONGEST),$(sort $(wildcard t/*.pl)))
 installcheck-tap: PROVE_FLAGS += -j$(TAP_JOBS) --timer

@@ -14,13 +14,14 @@
 # ZK_SYNC_LIMIT (ticks of 500 ms, default 5) sets how long a follower cut off
 # from the leader goes on serving its clients.
 #   test/zk.sh restart DIR        start a stopped server (or member) again
+#   test/zk.sh launch DIR         the same without waiting for it to serve
 #   test/zk.sh stop DIR           stop the server in DIR, or every member under it (by PID)
 #   test/zk.sh port DIR           print the client port of the server in DIR
 #   test/zk.sh mode DIR           print standalone, leader or follower ("" if not serving)
 set -euo pipefail
 
-cmd=${1:?usage: zk.sh start|ensemble|prepare|start-all|restart|stop|port|mode DIR ...}
-dir=${2:?usage: zk.sh start|ensemble|prepare|start-all|restart|stop|port|mode DIR ...}
+cmd=${1:?usage: zk.sh start|ensemble|prepare|start-all|restart|launch|stop|port|mode DIR ...}
+dir=${2:?usage: zk.sh start|ensemble|prepare|start-all|restart|launch|stop|port|mode DIR ...}
 
 free_port() {
 	perl -MIO::Socket::INET -e \
@@ -154,6 +155,9 @@ restart)
 	launch "$dir"
 	wait_serving "$dir"
 	;;
+launch)
+	launch "$dir"
+	;;
 stop)
 	stop_one "$dir"
 	for m in "$dir"/*/; do
@@ -168,7 +172,7 @@ mode)
 	mode "$dir"
 	;;
 *)
-	echo "usage: zk.sh start|ensemble|prepare|start-all|restart|stop|port|mode DIR ..." >&2
+	echo "usage: zk.sh start|ensemble|prepare|start-all|restart|launch|stop|port|mode DIR ..." >&2
 	exit 2
 	;;
 esac

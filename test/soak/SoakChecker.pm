@@ -1,0 +1,158 @@
+# The soak's checker: after the last heal, read the store and the clients'
+# histories and answer one question per promise.  Each violation count must
+# be 0; the rest (outcomes, refusals inside a fault, recovery times) are
+# figures.
+package SoakChecker;
+
+use strict;
+use warnings;
+
+use List::Util qw(max sum0);
+use Time::HiRes qw(time);
+
+sub read_tsv
+{
+	my ($path, @fields) = @_;
+	my @rows;
+	open my $fh, '<', $path or return ();
+	while (my $line = <$fh>)
+	{
+		chomp $line;
+		my %r;
+		@r{@fields} = split /\t/, $line, -1;
+		push @rows, \%r;
+	}
+	return @rows;
+}
+
+# Did a fault that can stale cluster $c's view cover [t0, t1]?  A fault
+# reaches past its heal by the session timeout plus the lock-delay.
+sub fault_near
+{
+	my ($faults, $c, $t0, $t1, $grace) = @_;
+	for my $f (@$faults)
+	{
+		next unless $f->{kind} =~ /^member_/ || $f->{target} == $c;
+		return 1 if $f->{start} <= $t1 && $f->{end} + $grace >= $t0;
+	}
+	return 0;
+}
+
+# Greatest number of intervals open at one time.
+sub max_overlap
+{
+	my (@iv) = @_;
+	my @ev = sort { $a->[0] <=> $b->[0] || $a->[1] <=> $b->[1] } map { ([ $_->[0], 1 ], [ $_->[1], -1 ]) } @iv;
+	my ($open, $most) = (0, 0);
+	for (@ev)
+	{
+		$open += $_->[1];
+		$most = $open if $open > $most;
+	}
+	return $most;
+}
+
+# Pairs of intervals (sorted by start) where one starts before an earlier
+# one ends.
+sub overlaps
+{
+	my (@iv) = sort { $a->[0] <=> $b->[0] } @_;
+	my ($n, $end) = (0, undef);
+	for (@iv)
+	{
+		$n++ if defined $end && $_->[0] < $end;
+		$end = $_->[1] if !defined $end || $_->[1] > $end;
+	}
+	return $n;
+}
+
+sub median
+{
+	my @v = sort { $a <=> $b } @_;
+	return @v ? $v[ int($#v / 2) ] : undef;
+}
+
+# Returns the summary: { violations => {...}, figures => {...} }.
+sub check
+{
+	my (%in) = @_;
+	my @ops = map { read_tsv($_, @SoakWorkload::FIELDS) } @{ $in{histories} };
+	my @faults = read_tsv($in{faults}, qw(id kind target start end what));
+	my $store = $in{store};
+	my $grace = $in{grace};
+	my %v = map { $_ => 0 } qw(lost_elements failed_commit_written overlapping_exclusive semaphore_overflow
+	  half_done_seen refusal_outside_fault ack_after_lost leftover_nodes leftover_slots leftover_waiters);
+	my %fig;
+
+	# the final lists, straight from the store
+	my %in_list;
+	for (split /\n/, $store->safe_psql('postgres', 'SELECT key, unnest(elems) FROM lists'))
+	{
+		my ($k, $e) = split /\|/;
+		$in_list{"$k:$e"}++;
+	}
+	my %status = map { $_->{op} => $_->{status} } @ops;
+	my %ok_writer = map { $_->{op} => 1 } grep { $_->{kind} eq 'writer' && $_->{status} eq 'ok' } @ops;
+	for my $o (@ops)
+	{
+		my @keys = split /\+/, $o->{keys};
+		$fig{outcomes}{ $o->{kind} }{ $o->{status} }++;
+		if ($o->{kind} =~ /^(list|multi|session)$/)
+		{
+			for my $k (@keys)
+			{
+				my $n = $in_list{"$k:$o->{op}"} // 0;
+				$v{lost_elements}++ if $o->{status} eq 'ok' && $n != 1;
+				$v{failed_commit_written}++ if $o->{status} eq 'fail' && $n;
+			}
+			$fig{fenced}{ fault_near(\@faults, $o->{cluster}, $o->{t0}, $o->{t1}, $grace) ? 'inside' : 'outside' }++
+			  if $o->{sqlstate} eq 'ZF001';
+		}
+		$v{ack_after_lost}++ if $o->{extra} =~ /ack_after_lost/;
+		if ($o->{kind} eq 'reader' && $o->{status} eq 'ok' && $o->{extra} =~ /half=(\S+)/)
+		{
+			$v{half_done_seen} += grep { $ok_writer{$_} } split /,/, $1;
+		}
+	}
+	$v{refusal_outside_fault} = $fig{fenced}{outside} // 0;
+
+	# holders' intervals on the store's clock (committed ones only are there)
+	my %iv;
+	for (split /\n/, $store->safe_psql('postgres', 'SELECT key, kind, extract(epoch FROM t1), extract(epoch FROM t2) FROM intervals'))
+	{
+		my ($k, $kind, $t1, $t2) = split /\|/;
+		push @{ $iv{"$kind:$k"} }, [ $t1, $t2 ];
+	}
+	for my $kk (sort keys %iv)
+	{
+		if ($kk =~ /^x:/) { $v{overlapping_exclusive} += overlaps(@{ $iv{$kk} }); }
+		else { my $m = max_overlap(@{ $iv{$kk} }); $v{semaphore_overflow} += $m > 2 ? 1 : 0; $fig{semaphore_max_holders} = $m; }
+	}
+
+	# the time each cluster took to grant again after each heal
+	my %rec;
+	for my $f (grep { $_->{end} > $_->{start} } @faults)
+	{
+		for my $c (1 .. $in{nclusters})
+		{
+			my @after = sort { $a <=> $b } map { $_->{t1} } grep { $_->{cluster} == $c && $_->{status} eq 'ok' && $_->{t1} >= $f->{end} } @ops;
+			push @{ $rec{$c} }, $after[0] - $f->{end} if @after;
+		}
+	}
+	for my $c (sort keys %rec)
+	{
+		$fig{regrant_s}{"c$c"} = { median => sprintf('%.2f', median(@{ $rec{$c} })), max => sprintf('%.2f', max(@{ $rec{$c} })) };
+	}
+	$fig{faults}{ $_->{kind} }++ for @faults;
+	$fig{faults_total} = scalar @faults;
+	$fig{operations} = scalar @ops;
+	$fig{ok} = scalar grep { $_->{status} eq 'ok' } @ops;
+
+	# nothing left behind
+	$v{leftover_nodes} = scalar @{ $in{leftover_nodes} // [] };
+	$v{leftover_slots} = $in{leftover_slots} // 0;
+	$v{leftover_waiters} = $in{leftover_waiters} // 0;
+	return { violations => \%v, figures => \%fig };
+}
+
+1;

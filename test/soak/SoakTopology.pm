@@ -1,0 +1,305 @@
+# The soak's servers: a three-member ZooKeeper ensemble whose every link runs
+# through the project's TCP proxy (member to member, quorum and election, in
+# each direction; and each cluster to each member), three PostgreSQL clusters
+# with zk_lock, and a fourth, plain PostgreSQL server, the store, which holds
+# the data the locks protect.  Each fault of the nemesis is one call here.
+package SoakTopology;
+
+use strict;
+use warnings;
+
+use File::Basename qw(dirname);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Time::HiRes qw(time usleep);
+use ZkLockTest qw(start_proxy proxy_do new_zk_cluster);
+
+my $zk_script = dirname(__FILE__) . '/../zk.sh';
+
+# Settings every soak cluster runs with: a short session timeout, so that
+# faults outlast it often; the rest as shipped.
+our $session_timeout_s = 4;
+our $lock_delay_s = 2;
+
+sub new
+{
+	my ($class, %opt) = @_;
+	my $self = bless { name => $opt{name} // 'soak', nclusters => $opt{clusters} // 3 }, $class;
+	$self->start_members;
+	$self->start_store;
+	$self->start_clusters;
+	return $self;
+}
+
+# Members reach each other only through proxies: member j's zoo.cfg names
+# member i (i != j) by the ports of the proxies j->i.
+sub start_members
+{
+	my ($self) = @_;
+	my $dir = "$ZkLockTest::scratch/zk_$self->{name}";
+	$self->{zkdir} = $dir;
+	my %m;
+	for (split /\n/, `bash $zk_script prepare $dir 3`)
+	{
+		my ($i, $client, $quorum, $election) = split ' ';
+		$m{$i} = { client => $client, quorum => $quorum, election => $election };
+	}
+	die "could not configure an ensemble in $dir" if $? != 0 || keys %m != 3;
+	for my $j (1 .. 3)
+	{
+		my $cfg = slurp_file("$dir/$j/zoo.cfg");
+		for my $i (grep { $_ != $j } 1 .. 3)
+		{
+			for my $kind (qw(quorum election))
+			{
+				$self->{peer}{$j}{$i}{$kind} = start_proxy("$self->{name}_${j}to${i}_$kind", $m{$i}{$kind});
+			}
+			my ($q, $e) = map { $self->{peer}{$j}{$i}{$_}{port} } qw(quorum election);
+			$cfg =~ s/^server\.$i=.*$/server.$i=127.0.0.1:$q:$e/m;
+		}
+		open my $fh, '>', "$dir/$j/zoo.cfg" or die "$dir/$j/zoo.cfg: $!";
+		print $fh $cfg;
+		close $fh;
+	}
+	$self->{members} = \%m;
+	ZkLockTest::adopt_zookeeper($dir);
+	system("bash $zk_script start-all $dir >/dev/null") == 0 or die "could not start the ensemble in $dir";
+}
+
+sub member_dir { my ($self, $i) = @_; return "$self->{zkdir}/$i"; }
+
+sub member_pid
+{
+	my ($self, $i) = @_;
+	my $f = $self->member_dir($i) . '/zk.pid';
+	return undef unless -f $f;
+	my $pid = slurp_file($f);
+	chomp $pid;
+	return $pid;
+}
+
+sub member_mode
+{
+	my ($self, $i) = @_;
+	my $mode = `bash $zk_script mode @{[ $self->member_dir($i) ]}`;
+	chomp $mode;
+	return $mode;
+}
+
+# The member that leads now, or undef.
+sub leader
+{
+	my ($self) = @_;
+	for my $i (1 .. 3) { return $i if $self->member_mode($i) eq 'leader'; }
+	return undef;
+}
+
+sub member_kill
+{
+	my ($self, $i) = @_;
+	my $pid = $self->member_pid($i) or return;
+	kill 'KILL', $pid;
+	waitpid($pid, 0);    # not our child: returns at once
+	unlink($self->member_dir($i) . '/zk.pid');
+}
+
+# Start a killed member again without waiting for it to serve (it may not
+# find a quorum while another fault lasts).
+sub member_start
+{
+	my ($self, $i) = @_;
+	return if $self->member_pid($i);
+	system("bash $zk_script launch @{[ $self->member_dir($i) ]}") == 0 or die "could not launch member $i";
+}
+
+sub member_signal
+{
+	my ($self, $i, $sig) = @_;
+	my $pid = $self->member_pid($i) or return;
+	kill $sig, $pid;
+}
+
+# Cut member $i off from the other two (both directions, both ports); its
+# clients stay connected to it.
+sub member_cut
+{
+	my ($self, $i, $what) = @_;
+	for my $j (grep { $_ != $i } 1 .. 3)
+	{
+		for my $kind (qw(quorum election))
+		{
+			proxy_do($self->{peer}{$j}{$i}{$kind}, $what);
+			proxy_do($self->{peer}{$i}{$j}{$kind}, $what);
+		}
+	}
+}
+
+sub start_store
+{
+	my ($self) = @_;
+	my $store = PostgreSQL::Test::Cluster->new("$self->{name}_store");
+	$store->init;
+	$store->append_conf('postgresql.conf', "max_connections = 80\n");
+	$store->start;
+	$store->safe_psql('postgres', <<'SQL');
+-- Lists written under exclusive locks; the fence refuses a write whose token
+-- is below the greatest the store has accepted for that key.
+CREATE TABLE lists (key text PRIMARY KEY, elems bigint[] NOT NULL DEFAULT '{}',
+                    max_token bigint NOT NULL DEFAULT 0);
+CREATE FUNCTION fence() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.max_token < OLD.max_token THEN
+    RAISE EXCEPTION 'fenced: token % below %', NEW.max_token, OLD.max_token USING ERRCODE = 'ZF001';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER fence BEFORE UPDATE ON lists FOR EACH ROW EXECUTE FUNCTION fence();
+-- A pair a writer changes in two steps, each committed at once, under an
+-- exclusive lock; readers under a shared lock must never see it half-done.
+CREATE TABLE pair (key text PRIMARY KEY, a bigint NOT NULL DEFAULT 0, b bigint NOT NULL DEFAULT 0,
+                   writer_a bigint NOT NULL DEFAULT 0, writer_b bigint NOT NULL DEFAULT 0);
+-- Every holder's interval on the store's clock: from after its grant to
+-- before its commit.
+CREATE TABLE intervals (op bigint NOT NULL, key text NOT NULL, kind text NOT NULL,
+                        t1 timestamptz NOT NULL, t2 timestamptz NOT NULL, PRIMARY KEY (op, key));
+INSERT INTO lists (key) VALUES ('L0'), ('L1'), ('L2');
+INSERT INTO pair (key) VALUES ('P');
+SQL
+	$self->{store} = $store;
+}
+
+# Settings of every zk_lock cluster; the hosts line is each one's own.
+sub cluster_conf
+{
+	return join("\n",
+		"zk_lock.session_timeout = '${session_timeout_s}s'",
+		"zk_lock.lock_delay = '${lock_delay_s}s'",
+		"zk_lock.connect_timeout = '30s'",
+		"max_connections = 40",
+		"restart_after_crash = on",    # a backend killed by the nemesis restarts the cluster
+		"log_min_messages = error",
+		"log_line_prefix = '%m [%p] '") . "\n";
+}
+
+sub start_clusters
+{
+	my ($self) = @_;
+	my ($store_host, $store_port) = ($self->{store}->host, $self->{store}->port);
+	for my $c (1 .. $self->{nclusters})
+	{
+		my $name = "$self->{name}_c$c";
+		my @links = map { start_proxy("${name}_to$_", $self->{members}{$_}{client}) } 1 .. 3;
+		$self->{links}{$c} = \@links;
+		my $node = new_zk_cluster($name, undef, hosts => $self->hosts_of($c, 1 .. 3), conf => cluster_conf());
+		$node->safe_psql('postgres', <<"SQL");
+CREATE EXTENSION postgres_fdw;
+CREATE SERVER store FOREIGN DATA WRAPPER postgres_fdw
+  OPTIONS (host '$store_host', port '$store_port', dbname 'postgres');
+CREATE USER MAPPING FOR CURRENT_USER SERVER store;
+IMPORT FOREIGN SCHEMA public LIMIT TO (lists, intervals) FROM SERVER store INTO public;
+SQL
+		$self->{cluster}{$c} = $node;
+	}
+}
+
+sub clusters { my ($self) = @_; return map { $self->{cluster}{$_} } 1 .. $self->{nclusters}; }
+
+# zk_lock.hosts for cluster $c through its proxies to the given members.
+sub hosts_of
+{
+	my ($self, $c, @members) = @_;
+	return join(',', map { "127.0.0.1:$self->{links}{$c}[$_ - 1]{port}" } @members);
+}
+
+# blackhole | reset | pass on every link of cluster $c
+sub cluster_link
+{
+	my ($self, $c, $what) = @_;
+	proxy_do($_, $what) for @{ $self->{links}{$c} };
+}
+
+sub postmaster_pid
+{
+	my ($self, $c) = @_;
+	my $node = $self->{cluster}{$c};
+	my $f = $node->data_dir . '/postmaster.pid';
+	return undef unless -f $f;
+	my ($pid) = split /\n/, slurp_file($f);
+	return $pid;
+}
+
+# The cluster's processes: the postmaster and its children.
+sub cluster_pids
+{
+	my ($self, $c) = @_;
+	my $pm = $self->postmaster_pid($c) or return ();
+	return ($pm, map { /(\d+)/ ? $1 : () } `ps -o pid= --ppid $pm`);
+}
+
+sub worker_pid
+{
+	my ($self, $c) = @_;
+	my $pm = $self->postmaster_pid($c) or return undef;
+	my ($line) = grep { /zk_lock worker/ } `ps -o pid=,args= --ppid $pm`;
+	return $line && $line =~ /^\s*(\d+)/ ? $1 : undef;
+}
+
+# Is a backend of cluster $c inside a critical section now?
+sub inside_section
+{
+	my ($self, $c) = @_;
+	my ($out, $err) = ('', '');
+	$self->{cluster}{$c}->psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'soak%:in'",
+		stdout => \$out, stderr => \$err, timeout => 5, timed_out => \my $timed_out);
+	return ($out =~ /^(\d+)$/ ? $1 : 0) > 0;
+}
+
+# A client backend of the soak's workloads in cluster $c, preferring one
+# inside a critical section ('in' in its application_name), or undef.
+sub soak_backend
+{
+	my ($self, $c, $inside) = @_;
+	my $node = $self->{cluster}{$c};
+	my ($out, $err) = ('', '');
+	$node->psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'soak%' "
+		  . "ORDER BY (application_name LIKE '%:in') DESC, random() LIMIT 1",
+		stdout => \$out, stderr => \$err, timeout => 10, timed_out => \my $timed_out);
+	return $out =~ /^(\d+)$/ ? $1 : undef;
+}
+
+# A clean restart (pg_ctl's fast mode), run by the nemesis in a child
+# process: nothing here may end the test.
+sub restart_cluster
+{
+	my ($self, $c) = @_;
+	my $node = $self->{cluster}{$c};
+	system('pg_ctl', '-w', '-s', '-D', $node->data_dir, '-l', $node->logfile, '-m', 'fast', 'restart');
+}
+
+# Start again every cluster a fault left down (a crash, a failed restart).
+sub revive
+{
+	my ($self) = @_;
+	for my $c (1 .. $self->{nclusters})
+	{
+		my $pid = $self->postmaster_pid($c);
+		next if $pid && kill(0, $pid);
+		$self->{cluster}{$c}->start(fail_ok => 1);
+	}
+}
+
+sub stop_all
+{
+	my ($self) = @_;
+	for my $c (1 .. $self->{nclusters})
+	{
+		kill 'CONT', $self->cluster_pids($c);
+		$self->{cluster}{$c}->stop('immediate', fail_ok => 1);
+	}
+	$self->{store}->stop('fast', fail_ok => 1);
+	for my $i (1 .. 3) { $self->member_signal($i, 'CONT'); }
+}
+
+1;
