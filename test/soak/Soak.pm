@@ -83,6 +83,7 @@ sub run
 	wait_for(sub { %left = leftovers($topo); !grep { $_ } values %left }, 30);
 	my $sum = SoakChecker::check(
 		histories => \@hist, faults => $faults, store => $topo->{store}, nclusters => $topo->{nclusters},
+		t_start => $t_start,
 		grace => $SoakTopology::session_timeout_s + $SoakTopology::lock_delay_s + 1,
 		leftover_nodes => $left{nodes_list}, leftover_slots => $left{slots}, leftover_waiters => $left{waiters});
 	$sum->{seed} = $seed;

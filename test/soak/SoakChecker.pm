@@ -38,32 +38,46 @@ sub fault_near
 	return 0;
 }
 
-# Greatest number of intervals open at one time.
+# Greatest number of intervals open at one time, and when it was reached.
 sub max_overlap
 {
 	my (@iv) = @_;
 	my @ev = sort { $a->[0] <=> $b->[0] || $a->[1] <=> $b->[1] } map { ([ $_->[0], 1 ], [ $_->[1], -1 ]) } @iv;
-	my ($open, $most) = (0, 0);
+	my ($open, $most, $at) = (0, 0, undef);
 	for (@ev)
 	{
 		$open += $_->[1];
-		$most = $open if $open > $most;
+		($most, $at) = ($open, $_->[0]) if $open > $most;
 	}
-	return $most;
+	return ($most, $at);
 }
 
 # Pairs of intervals (sorted by start) where one starts before an earlier
-# one ends.
+# one ends, and the first such start.
 sub overlaps
 {
 	my (@iv) = sort { $a->[0] <=> $b->[0] } @_;
-	my ($n, $end) = (0, undef);
+	my ($n, $end, $at) = (0, undef, undef);
 	for (@iv)
 	{
-		$n++ if defined $end && $_->[0] < $end;
+		if (defined $end && $_->[0] < $end) { $n++; $at //= $_->[0]; }
 		$end = $_->[1] if !defined $end || $_->[1] > $end;
 	}
-	return $n;
+	return ($n, $at);
+}
+
+# Intervals of @$r that overlap one of @$w, and the first one's start.
+sub inside
+{
+	my ($r, $w) = @_;
+	my ($n, $at) = (0, undef);
+	for my $x (@$r)
+	{
+		next unless grep { $x->[0] < $_->[1] && $_->[0] < $x->[1] } @$w;
+		$n++;
+		$at = $x->[0] if !defined $at || $x->[0] < $at;
+	}
+	return ($n, $at);
 }
 
 sub median
@@ -83,6 +97,11 @@ sub check
 	my %v = map { $_ => 0 } qw(lost_elements failed_commit_written overlapping_exclusive semaphore_overflow
 	  half_done_seen refusal_outside_fault ack_after_lost leftover_nodes leftover_slots leftover_waiters);
 	my %fig;
+	my %first;    # seconds into the run of each kind of violation's first sighting
+	my $seen = sub {
+		my ($line, $at) = @_;
+		$first{$line} = $at - $in{t_start} if !defined $first{$line} || $at - $in{t_start} < $first{$line};
+	};
 
 	# the final lists, straight from the store
 	my %in_list;
@@ -92,7 +111,6 @@ sub check
 		$in_list{"$k:$e"}++;
 	}
 	my %status = map { $_->{op} => $_->{status} } @ops;
-	my %ok_writer = map { $_->{op} => 1 } grep { $_->{kind} eq 'writer' && $_->{status} eq 'ok' } @ops;
 	for my $o (@ops)
 	{
 		my @keys = split /\+/, $o->{keys};
@@ -102,17 +120,14 @@ sub check
 			for my $k (@keys)
 			{
 				my $n = $in_list{"$k:$o->{op}"} // 0;
-				$v{lost_elements}++ if $o->{status} eq 'ok' && $n != 1;
-				$v{failed_commit_written}++ if $o->{status} eq 'fail' && $n;
+				if ($o->{status} eq 'ok' && $n != 1) { $v{lost_elements}++; $seen->('lost_elements', $o->{t0}); }
+				if ($o->{status} eq 'fail' && $n) { $v{failed_commit_written}++; $seen->('failed_commit_written', $o->{t0}); }
 			}
 			$fig{fenced}{ fault_near(\@faults, $o->{cluster}, $o->{t0}, $o->{t1}, $grace) ? 'inside' : 'outside' }++
 			  if $o->{sqlstate} eq 'ZF001';
 		}
 		$v{ack_after_lost}++ if $o->{extra} =~ /ack_after_lost/;
-		if ($o->{kind} eq 'reader' && $o->{status} eq 'ok' && $o->{extra} =~ /half=(\S+)/)
-		{
-			$v{half_done_seen} += grep { $ok_writer{$_} } split /,/, $1;
-		}
+		$fig{half_states_read}++ if $o->{kind} eq 'reader' && $o->{status} eq 'ok' && $o->{extra} =~ /half=/;
 	}
 	$v{refusal_outside_fault} = $fig{fenced}{outside} // 0;
 
@@ -125,8 +140,25 @@ sub check
 	}
 	for my $kk (sort keys %iv)
 	{
-		if ($kk =~ /^x:/) { $v{overlapping_exclusive} += overlaps(@{ $iv{$kk} }); }
-		else { my $m = max_overlap(@{ $iv{$kk} }); $v{semaphore_overflow} += $m > 2 ? 1 : 0; $fig{semaphore_max_holders} = $m; }
+		if ($kk =~ /^r:/)
+		{
+			my ($n, $at) = inside(\@{ $iv{$kk} }, $iv{ 'w:' . substr($kk, 2) } // []);
+			$v{half_done_seen} += $n;
+			$seen->('half_done_seen', $at) if $n;
+		}
+		elsif ($kk =~ /^[xw]:/)
+		{
+			my ($n, $at) = overlaps(@{ $iv{$kk} });
+			$v{overlapping_exclusive} += $n;
+			$seen->('overlapping_exclusive', $at) if $n;
+		}
+		else
+		{
+			my ($m, $at) = max_overlap(@{ $iv{$kk} });
+			$v{semaphore_overflow} += $m > 2 ? 1 : 0;
+			$seen->('semaphore_overflow', $at) if $m > 2;
+			$fig{semaphore_max_holders} = $m;
+		}
 	}
 
 	# the time each cluster took to grant again after each heal
@@ -143,6 +175,7 @@ sub check
 	{
 		$fig{regrant_s}{"c$c"} = { median => sprintf('%.2f', median(@{ $rec{$c} })), max => sprintf('%.2f', max(@{ $rec{$c} })) };
 	}
+	$fig{first_violation_s}{$_} = sprintf('%.1f', $first{$_}) for keys %first;
 	$fig{faults}{ $_->{kind} }++ for @faults;
 	$fig{faults_total} = scalar @faults;
 	$fig{operations} = scalar @ops;

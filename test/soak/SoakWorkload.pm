@@ -190,7 +190,12 @@ sub session_done
 }
 
 # Shared and exclusive: a writer changes the store's pair in two steps, each
-# committed at once; a reader must never see it half-done.
+# committed at once; a reader reads it twice.  Each writes its interval on
+# the store's clock (a writer's from its first step to its second, a
+# reader's from its first read to its second): a committed reader's inside a
+# committed writer's is a half-done change seen.  (What a reader saw is only
+# a figure: a writer whose lock was lost may leave the pair half-done for
+# good, and the next holder rightly sees that.)
 sub op_rw
 {
 	my ($c) = @_;
@@ -199,26 +204,35 @@ sub op_rw
 	$c->{db}->do('BEGIN');
 	run($c, $h, 'db', $writer ? "SELECT zk_lock('P')" : "SELECT zk_lock_shared('P')") or return $c->record($h);
 	$c->in_section(1);
+	my ($t1, $t2);
 	if ($writer)
 	{
-		run($c, $h, 'store', "UPDATE pair SET a = a + 1, writer_a = \$1 WHERE key = 'P'", $h->{op})
+		my $r = run($c, $h, 'store',
+			"UPDATE pair SET a = a + 1, writer_a = \$1 WHERE key = 'P' RETURNING clock_timestamp()::text", $h->{op})
 		  or return $c->record($h);
+		$t1 = $r->[0];
 		usleep(1e6 * pause_s());
-		run($c, $h, 'store', "UPDATE pair SET b = a, writer_b = \$1 WHERE key = 'P'", $h->{op})
+		$r = run($c, $h, 'store',
+			"UPDATE pair SET b = a, writer_b = \$1 WHERE key = 'P' RETURNING clock_timestamp()::text", $h->{op})
 		  or return $c->record($h);
+		$t2 = $r->[0];
 	}
 	else
 	{
 		my %half;
-		for (1 .. 2)
+		for my $i (1 .. 2)
 		{
-			my $row = run($c, $h, 'store', "SELECT a, b, writer_a, writer_b FROM pair WHERE key = 'P'")
+			my $row = run($c, $h, 'store',
+				"SELECT a, b, writer_a, writer_b, clock_timestamp()::text FROM pair WHERE key = 'P'")
 			  or return $c->record($h);
 			$half{ $row->[2] } = 1 if $row->[0] != $row->[1] || $row->[2] != $row->[3];
-			usleep(1e6 * pause_s() / 2);
+			($i == 1 ? $t1 : $t2) = $row->[4];
+			usleep(1e6 * pause_s() / 2) if $i == 1;
 		}
 		$h->{extra} = 'half=' . join(',', sort keys %half) if %half;
 	}
+	run($c, $h, 'db', 'INSERT INTO intervals VALUES ($1, $2, $3, $4, $5)', $h->{op}, 'P', $writer ? 'w' : 'r', $t1, $t2)
+	  or return $c->record($h);
 	$c->in_section(0);
 	run($c, $h, 'db', 'COMMIT') or return $c->record($h);
 	$h->{status} = 'ok';
