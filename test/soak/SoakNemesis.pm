@@ -87,10 +87,12 @@ sub draw
 		# the pause that breaks lease-based locks: a backend runs on inside its
 		# critical section while its cluster's session expires
 		my @busy = map { $_->{target} } grep { $_->{scope} eq 'process' } @{ $self->{active} };
+		my $best = 0;
 		for my $c (1 .. $topo->{nclusters})
 		{
 			next if grep { $_ == $c } @busy;
-			if ($topo->inside_section($c)) { $target = $c; last; }
+			my $level = $topo->inside_section($c);
+			($target, $best) = ($c, $level) if $level > $best;
 		}
 	}
 	return { kind => $kind, scope => $scope, target => $target, duration => $duration };

@@ -244,15 +244,17 @@ sub worker_pid
 	return $line && $line =~ /^\s*(\d+)/ ? $1 : undef;
 }
 
-# Is a backend of cluster $c inside a critical section now?
+# Is a backend of cluster $c inside a critical section now?  2: a long one
+# (see SoakWorkload::in_section), 1: a short one, 0: none.
 sub inside_section
 {
 	my ($self, $c) = @_;
 	my ($out, $err) = ('', '');
 	$self->{cluster}{$c}->psql('postgres',
-		"SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'soak%:in'",
+		"SELECT coalesce(max(CASE WHEN application_name LIKE '%:in:long' THEN 2 ELSE 1 END), 0) "
+		  . "FROM pg_stat_activity WHERE application_name LIKE 'soak%:in%'",
 		stdout => \$out, stderr => \$err, timeout => 5, timed_out => \my $timed_out);
-	return ($out =~ /^(\d+)$/ ? $1 : 0) > 0;
+	return $out =~ /^(\d+)$/ ? $1 : 0;
 }
 
 # A client backend of the soak's workloads in cluster $c, preferring one
@@ -264,7 +266,7 @@ sub soak_backend
 	my ($out, $err) = ('', '');
 	$node->psql('postgres',
 		"SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'soak%' "
-		  . "ORDER BY (application_name LIKE '%:in') DESC, random() LIMIT 1",
+		  . "ORDER BY (application_name LIKE '%:in%') DESC, random() LIMIT 1",
 		stdout => \$out, stderr => \$err, timeout => 10, timed_out => \my $timed_out);
 	return $out =~ /^(\d+)$/ ? $1 : undef;
 }

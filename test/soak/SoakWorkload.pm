@@ -68,7 +68,7 @@ sub pause_s
 	my $r = rand();
 	return 0.001 + rand(0.03) if $r < 0.85;
 	return 0.05 + rand(0.45) if $r < 0.97;
-	return 2 + rand(4);    # long sections: a holder may outlive its session
+	return 4 + rand(8);    # long sections: a holder may outlive its session
 }
 
 sub record
@@ -111,10 +111,13 @@ sub run
 	return undef;
 }
 
+# Show the nemesis where critical sections run (long ones apart: a worker
+# stopped under one of those lets the holder outlive its session).
 sub in_section
 {
-	my ($c, $on) = @_;
-	$c->{db}->do("SET application_name = 'soak:c$c->{cluster}:$c->{client}" . ($on ? ":in'" : "'"));
+	my ($c, $pause) = @_;
+	my $mark = !defined $pause ? '' : $pause >= 1 ? ':in:long' : ':in';
+	$c->{db}->do("SET application_name = 'soak:c$c->{cluster}:$c->{client}$mark'");
 }
 
 sub store_now { my ($c, $h) = @_; my $r = run($c, $h, 'store', 'SELECT clock_timestamp()::text'); return $r && $r->[0]; }
@@ -141,7 +144,8 @@ sub op_list
 		run($c, $h, 'db', $kind eq 'multi' ? "SELECT zk_lock($karr)" : "SELECT zk_lock('$keys[0]')")
 		  or return $c->record($h);
 	}
-	$c->in_section(1);
+	my $pause = pause_s();
+	$c->in_section($pause);
 	my (%tok, %elems, $t1);
 	for my $k (@keys)
 	{
@@ -152,7 +156,7 @@ sub op_list
 		($elems{$k}, my $t) = @$row;
 		$t1 //= $t;
 	}
-	usleep(1e6 * pause_s());
+	usleep(1e6 * $pause);
 	my $t2 = $c->store_now($h) or return $c->session_done($h);
 	for my $k (@keys)
 	{
@@ -162,7 +166,7 @@ sub op_list
 		  or return $c->session_done($h);
 	}
 	$h->{extra} = 'tok=' . join(',', map { $tok{$_} } @keys);
-	$c->in_section(0);
+	$c->in_section(undef);
 	run($c, $h, 'db', 'COMMIT') or return $c->session_done($h);
 	$h->{status} = 'ok';
 	return $c->session_done($h);
@@ -203,7 +207,8 @@ sub op_rw
 	my $h = $c->begin_op($writer ? 'writer' : 'reader', 'P');
 	$c->{db}->do('BEGIN');
 	run($c, $h, 'db', $writer ? "SELECT zk_lock('P')" : "SELECT zk_lock_shared('P')") or return $c->record($h);
-	$c->in_section(1);
+	my $pause = pause_s();
+	$c->in_section($pause);
 	my ($t1, $t2);
 	if ($writer)
 	{
@@ -211,7 +216,7 @@ sub op_rw
 			"UPDATE pair SET a = a + 1, writer_a = \$1 WHERE key = 'P' RETURNING clock_timestamp()::text", $h->{op})
 		  or return $c->record($h);
 		$t1 = $r->[0];
-		usleep(1e6 * pause_s());
+		usleep(1e6 * $pause);
 		$r = run($c, $h, 'store',
 			"UPDATE pair SET b = a, writer_b = \$1 WHERE key = 'P' RETURNING clock_timestamp()::text", $h->{op})
 		  or return $c->record($h);
@@ -227,13 +232,13 @@ sub op_rw
 			  or return $c->record($h);
 			$half{ $row->[2] } = 1 if $row->[0] != $row->[1] || $row->[2] != $row->[3];
 			($i == 1 ? $t1 : $t2) = $row->[4];
-			usleep(1e6 * pause_s() / 2) if $i == 1;
+			usleep(1e6 * $pause) if $i == 1;
 		}
 		$h->{extra} = 'half=' . join(',', sort keys %half) if %half;
 	}
 	run($c, $h, 'db', 'INSERT INTO intervals VALUES ($1, $2, $3, $4, $5)', $h->{op}, 'P', $writer ? 'w' : 'r', $t1, $t2)
 	  or return $c->record($h);
-	$c->in_section(0);
+	$c->in_section(undef);
 	run($c, $h, 'db', 'COMMIT') or return $c->record($h);
 	$h->{status} = 'ok';
 	$c->record($h);
@@ -246,13 +251,14 @@ sub op_sem
 	my $h = $c->begin_op('sem', 'S');
 	$c->{db}->do('BEGIN');
 	run($c, $h, 'db', "SELECT zk_semaphore('S', 2)") or return $c->record($h);
-	$c->in_section(1);
+	my $pause = pause_s();
+	$c->in_section($pause);
 	my $t1 = $c->store_now($h) or return $c->record($h);
-	usleep(1e6 * pause_s());
+	usleep(1e6 * $pause);
 	my $t2 = $c->store_now($h) or return $c->record($h);
 	run($c, $h, 'db', 'INSERT INTO intervals VALUES ($1, $2, $3, $4, $5)', $h->{op}, 'S', 'sem', $t1, $t2)
 	  or return $c->record($h);
-	$c->in_section(0);
+	$c->in_section(undef);
 	run($c, $h, 'db', 'COMMIT') or return $c->record($h);
 	$h->{status} = 'ok';
 	$c->record($h);
