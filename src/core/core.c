@@ -115,9 +115,15 @@ zc_core_leader_answered(int rc)
 		rc == ZNOAUTH || rc == ZNOTEMPTY;
 }
 
+/*
+ * Only a connection known to be the session's proves it (resume.h): a
+ * resumed id may be another session's until its presence node is seen.
+ */
 void
 zc_core_note_proof(ZklCore *c, int64_t sent_at)
 {
+	if (c->t->conn_state != ZKC_CONNECTED)
+		return;
 	c->env->proof_note(c->env->arg, sent_at, c->t->session_tag);
 }
 

@@ -24,6 +24,8 @@
 #include "zk_client.h"
 #include "cutoff.h"
 #include "left_session.h"
+#include "presence.h"
+#include "resume.h"
 #include "session.h"
 
 static const ZklSessionEvents *events;	/* the worker's, from zw_session_begin */
@@ -58,6 +60,61 @@ draw_nonce(void)
 	return nonce != 0 ? nonce : 1;
 }
 
+/*
+ * A resumed session is ours only while this incarnation's presence node is
+ * there (resume.h): until the leader has said so, the connection counts as
+ * not made.  confirm_gen tells the answer on this connection from older ones.
+ */
+static bool confirming = false;
+static bool confirm_due = false;	/* ask (again) once connected */
+static uint64 confirm_gen = 0;
+
+static void confirm_done(int rc, const void *data);
+
+static void
+send_confirm(void)
+{
+	confirm_due = false;
+	if (zw_presence_confirm(zkl_shared->t.session_id, zkl_shared->session_nonce, confirm_done,
+							(const void *) (uintptr_t) confirm_gen) != ZOK)
+		confirm_due = true;
+}
+
+/* The leader's answer on our presence node: the session is ours, or it ended. */
+static void
+confirm_done(int rc, const void *data)
+{
+	if (!confirming || (uintptr_t) data != confirm_gen)
+		return;					/* a connection or handle since */
+	switch (zc_resume_confirmed(rc))
+	{
+		case ZKL_CONFIRM_OURS:
+			confirming = false;
+			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+			zkl_shared->t.conn_state = ZKC_CONNECTED;
+			zkl_shared->state_since = GetCurrentTimestamp();
+			events->reconnected();
+			LWLockRelease(zkl_shared->lock);
+			break;
+		case ZKL_CONFIRM_ENDED:
+			confirming = false;
+			ereport(LOG,
+					(errmsg("zk_lock: resumed ZooKeeper session 0x%llx is not ours any more: its presence node is gone; treating it as expired",
+							(unsigned long long) zkl_shared->t.session_id),
+					 errdetail("The session ended while the connection was down, and ZooKeeper gave its id to a new session.")));
+			session_ended = true;
+			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+			zkl_shared->t.counters.expirations++;
+			LWLockRelease(zkl_shared->lock);
+			break;
+		case ZKL_CONFIRM_AGAIN:
+			confirm_due = true;
+			break;
+		case ZKL_CONFIRM_WAIT:
+			break;
+	}
+}
+
 static void
 session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 {
@@ -67,36 +124,44 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 	if (state == ZOO_CONNECTED_STATE)
 	{
 		const clientid_t *id = zw_client_session(h);
-		bool		changed;
+		ZklConnected what;
+		bool		old_lost;
 		uint64		nonce;
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		changed = zkl_shared->t.session_id != 0 && zkl_shared->t.session_id != id->client_id;
+		what = zc_resume_connected(fresh_handle, zkl_shared->t.session_id, id->client_id, &old_lost);
 		LWLockRelease(zkl_shared->lock);
-		if (changed)
-			events->lost();		/* asked to resume a session that is gone */
+		if (old_lost)
+			events->lost();		/* replaced, or asked to resume a session that is gone */
 
 		/* a handle not resuming one gets a new session, whatever its id */
-		changed = fresh_handle || zkl_shared->t.session_id != id->client_id;
 		fresh_handle = false;
-		nonce = changed ? draw_nonce() : zkl_shared->session_nonce;
+		nonce = what == ZKL_CONN_NEW ? draw_nonce() : zkl_shared->session_nonce;
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		zkl_shared->t.session_id = id->client_id;
 		zkl_shared->session_nonce = nonce;
 		zkl_shared->t.session_tag = zc_table_session_tag(id->client_id, nonce);
 		memcpy(zkl_shared->session_passwd, id->passwd, sizeof(zkl_shared->session_passwd));
-		zkl_shared->t.conn_state = ZKC_CONNECTED;
-		zkl_shared->state_since = GetCurrentTimestamp();
-		zkl_shared->last_heard = zkl_shared->state_since;
+		zkl_shared->last_heard = GetCurrentTimestamp();
 		zkl_shared->t.negotiated_timeout = zw_client_timeout(h);
 		strlcpy(zkl_shared->server, zw_client_server(h) ? zw_client_server(h) : "",
 				sizeof(zkl_shared->server));
 		zkl_shared->t.counters.reconnects++;
 		zkl_shared->conn_error[0] = '\0';
-		events->reconnected();
+		confirming = what == ZKL_CONN_CONFIRM;
+		confirm_gen++;
+		if (!confirming)
+		{
+			zkl_shared->t.conn_state = ZKC_CONNECTED;
+			zkl_shared->state_since = zkl_shared->last_heard;
+			events->reconnected();
+		}
 		LWLockRelease(zkl_shared->lock);
+		/* first on this connection: no presence node of ours is made before it */
+		if (confirming)
+			send_confirm();
 		next_failure_log = 0;	/* the line below ends a run of logged failures */
-		if (changed)
+		if (what == ZKL_CONN_NEW)
 			zw_left_save(id, nonce);	/* outside the lock: it syncs to disk */
 		ereport(LOG,
 				(errmsg("zk_lock: connected to ZooKeeper, session 0x%llx, timeout %d ms",
@@ -339,6 +404,7 @@ open_session(void)
 
 	events->new_handle();
 	fresh_handle = !have_resume;
+	confirming = false;
 	zw_client_set_handle(zw_client_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
 				  session_watcher));
 	if (zw_client_handle() == NULL)
@@ -473,6 +539,9 @@ zw_session_tend(void)
 
 	if (zw_client_handle() != NULL && !session_ended && cut_off_too_long())
 		session_ended = true;
+	if (zw_client_handle() != NULL && !session_ended && confirming && confirm_due &&
+		zw_client_connected())
+		send_confirm();
 	if (zw_client_handle() != NULL && session_ended)
 	{
 		session_ended = false;

@@ -15,6 +15,7 @@
 #include "cohort.h"
 #include "core.h"
 #include "cutoff.h"
+#include "resume.h"
 #include "sigterm.h"
 #include "gwait.h"
 #include "book.h"
@@ -667,6 +668,55 @@ test_proof(void)
 	CHECK(noted_at != now_us, "a reply from an old handle proves nothing");
 	zc_core_proof_reply(&core, core.proof_gen, ZOK);
 	CHECK(noted_at == now_us && noted_session == table.session_tag && noted_session != table.session_id, "the leader's answer proves the session, by its incarnation's tag");
+}
+
+/*
+ * A resumed session: a connection back to the id the worker had may be
+ * another session's (the id handed out again), so it proves nothing until
+ * this incarnation's presence node is seen (resume.h).
+ */
+static void
+test_resume(void)
+{
+	bool		lost;
+	int			s;
+
+	CHECK(zc_resume_connected(true, 0, 0x100, &lost) == ZKL_CONN_NEW && !lost,
+		  "a fresh handle's first session: new");
+	CHECK(zc_resume_connected(false, 0x100, 0x100, &lost) == ZKL_CONN_CONFIRM && !lost,
+		  "the id resumed: ours only once confirmed, nothing lost yet");
+	CHECK(zc_resume_connected(false, 0x100, 0x200, &lost) == ZKL_CONN_NEW && lost,
+		  "another id than the one resumed: the old session is lost, this one is new");
+	CHECK(zc_resume_connected(true, 0x100, 0x100, &lost) == ZKL_CONN_NEW && lost,
+		  "a fresh handle given the old id again: a new incarnation, the old one is over");
+
+	CHECK(zc_resume_confirmed(ZOK) == ZKL_CONFIRM_OURS, "the node is there: ours");
+	CHECK(zc_resume_confirmed(ZNONODE) == ZKL_CONFIRM_ENDED,
+		  "the node is gone: the session ended (its id is another's now)");
+	CHECK(zc_resume_confirmed(ZNOAUTH) == ZKL_CONFIRM_ENDED,
+		  "an answer that does not show the node: not ours");
+	CHECK(zc_resume_confirmed(ZCONNECTIONLOSS) == ZKL_CONFIRM_AGAIN &&
+		  zc_resume_confirmed(ZMARSHALLINGERROR) == ZKL_CONFIRM_AGAIN, "no answer: ask again");
+	CHECK(zc_resume_confirmed(ZSESSIONEXPIRED) == ZKL_CONFIRM_WAIT,
+		  "the session ends: its event decides");
+
+	/* until then a leader's answer is no commit proof, nor is anything planned */
+	setup();
+	s = lone_holder();
+	noted_at = 0;
+	table.conn_state = ZKC_CONNECTING;	/* (session.c: a resumed connection, not yet confirmed) */
+	core.proof_sent = now_us;
+	zc_core_proof_sent(&core, true);
+	zc_core_proof_reply(&core, core.proof_gen, ZOK);
+	CHECK(noted_at == 0, "a reply before the confirmation proves nothing");
+	(void) zc_core_plan(&core, false, 0);
+	CHECK(core.nops == 0 && !core.proof_due, "nothing is sent meanwhile");
+	CHECK(slots[s].zstate == ZKS_HELD, "the holder keeps its lock meanwhile");
+	table.conn_state = ZKC_CONNECTED;
+	zc_core_reconnected(&core);
+	zc_core_proof_sent(&core, true);
+	zc_core_proof_reply(&core, core.proof_gen, ZOK);
+	CHECK(noted_at == now_us, "once confirmed, the leader's answers prove the session again");
 }
 
 /* Nodes in slot order: the lower slot's was created first. */
@@ -2889,6 +2939,7 @@ main(void)
 	test_lock_delay();
 	test_session_lost();
 	test_proof();
+	test_resume();
 	test_restart_verify();
 	test_holds();
 	test_book();
