@@ -5216,6 +5216,8 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	c->core.ops = c->ops;
 	c->core.mine = c->mine;
 	c->core.held = c->held;
+	/* as worker.c's main at every start: a crash before the first plan finds its state set */
+	zc_core_worker_restarted(&c->core);
 	c->client = -1;
 	presence_restart(c);
 	looks_restart(c);
