@@ -10,7 +10,9 @@
  * reaped, an operator's ACL refusing us on a key node or the root for a
  * while, a server failing inside on a request, a backend crash (the whole
  * cluster restarts with fresh shared memory); in one seed of eight, session
- * ids of ended sessions handed out again (SIM_REUSE_IDS=P: in every seed).
+ * ids of ended sessions handed out again (SIM_REUSE_IDS=P: in every seed),
+ * and in one of four, an expired session's id handed out before its client
+ * reconnects, which then lands in that other session (SIM_REISSUE=P).
  * After every step it checks:
  *   - never two holders of conflicting modes of one key that could both
  *     commit now (by the real commit rule, holds.c);
@@ -63,6 +65,7 @@
 #include "holds.h"
 #include "lock_delay.h"
 #include "looks.h"
+#include "resume.h"
 #include "table.h"
 #include "zkmodel.h"
 #include "core_batch.h"
@@ -113,7 +116,8 @@ typedef enum Purpose
 	P_GHOST_LIST,
 	P_SUSPECT_STAT,
 	P_STRAY,
-	P_LEFT_MARK
+	P_LEFT_MARK,
+	P_CONFIRM
 } Purpose;
 
 typedef struct Out
@@ -268,6 +272,10 @@ typedef struct Cluster
 	ZldPresence pres;
 	uint64_t	session_nonce;	/* shared memory: drawn for each new session (session.c) */
 	bool		fresh_handle;	/* the handle opened for a new session, not connected yet */
+	/* session.c: a resumed session is ours once the leader shows its presence node (resume.h) */
+	bool		confirming;
+	bool		confirm_due;	/* ask (again) once connected */
+	uint64_t	confirm_gen;	/* the connection it asks on */
 	int64_t    *own_ids;		/* ids of its sessions so far: the model gives none of them again */
 	int			nown_ids;
 	/* liveness all along: since when (model time) each slot's request is first at the leader */
@@ -414,6 +422,8 @@ static int64_t elections_held;	/* the model's elections */
 static int64_t proposals_lost;	/* and the writes they lost */
 static int64_t ids_reused;		/* sessions that took an ended session's id */
 static int64_t left_alone;		/* a crash's left session whose id another session had */
+static int64_t ids_reissued;	/* reconnects that came back to another session of the id */
+static int64_t resumes_refused;	/* resumed sessions whose presence node was gone: expired */
 static int64_t rides_seen = 0;	/* of them, readers joining a local reader's node */
 static int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */
 static int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */
@@ -913,6 +923,7 @@ open_session(Cluster *c)
 	 */
 	c->client = zkm_open_avoiding(S->m, c->session_timeout, c->own_ids, 0);
 	c->fresh_handle = true;
+	c->confirming = false;
 	trace("c%d opens a session", c->id);
 }
 
@@ -925,6 +936,7 @@ close_session(Cluster *c, const char *why)
 	zkm_close(S->m, c->client);
 	c->client = -1;
 	c->nouts = 0;
+	c->confirming = false;
 	c->next_open = c_mono(c) + 1000000;
 }
 
@@ -1248,6 +1260,7 @@ worker_read(Cluster *c, int at_least)
 }
 
 static void plan_turn(Cluster *c);
+static void send_confirm(Cluster *c);
 static void gw_tend(Cluster *c);
 static void worker_restart(Cluster *c);
 static void backend_exit(Cluster *c, Backend *b);
@@ -1403,6 +1416,8 @@ plan_turn(Cluster *c)
 	int			i;
 
 	session_tend(c);
+	if (c->client >= 0 && c->confirming && c->confirm_due && zkm_connected(S->m, c->client))
+		send_confirm(c);
 	presence_tend(c);
 	left_tend(c);
 	gw_tend(c);
@@ -1463,17 +1478,46 @@ plan_turn(Cluster *c)
 
 /* ---- replies ---- */
 
+/*
+ * session.c's check of a resumed session: a multi's check of this
+ * incarnation's presence node, through the leader, first on the connection.
+ */
+static void
+send_confirm(Cluster *c)
+{
+	Out		   *o = out_new(c, P_CONFIRM, c->confirm_gen);
+	ZkmReq		r;
+
+	c->confirm_due = false;
+	req_init(&r, ZKM_MULTI_OP, "/", o);
+	r.nsub = 1;
+	r.sub[0].kind = ZKM_EXISTS;
+	pres_path(r.sub[0].path, c->t.session_id, c->session_nonce, ZKL_NAME_PRESENCE);
+	send_req(c, &r);
+}
+
+/* The connection is the session's: serve on it. */
+static void
+connection_made(Cluster *c)
+{
+	c->t.conn_state = ZKC_CONNECTED;
+	zc_core_reconnected(&c->core);
+	zc_delay_reconnected(&c->pres);
+}
+
 static void
 on_state(Cluster *c, const ZkmMsg *msg)
 {
 	if (msg->type == ZKM_ST_CONNECTED)
 	{
 		int64_t		id = zkm_session(S->m, c->client);
+		bool		old_lost;
+		ZklConnected what = zc_resume_connected(c->fresh_handle, c->t.session_id, id, &old_lost);
 
-		if (c->t.session_id != 0 && c->t.session_id != id)
+		if (old_lost)
 			session_lost(c);
 		/* session.c: a handle not resuming one gets a new session, whatever its id */
-		if (c->fresh_handle || c->t.session_id != id)
+		if (what == ZKL_CONN_NEW)
 		{
 			c->session_nonce = next_nonce();
 			c->own_ids = realloc(c->own_ids, (c->nown_ids + 1) * sizeof(int64_t));
@@ -1482,12 +1526,16 @@ on_state(Cluster *c, const ZkmMsg *msg)
 		c->fresh_handle = false;
 		c->t.session_id = id;
 		c->t.session_tag = zc_table_session_tag(id, c->session_nonce);
-		c->t.conn_state = ZKC_CONNECTED;
 		c->t.negotiated_timeout = zkm_timeout(S->m, c->client);
 		c->last_heard = c_wall(c);
-		zc_core_reconnected(&c->core);
-		zc_delay_reconnected(&c->pres);
-		trace("c%d connected, session %" PRIx64, c->id, id);
+		c->confirming = what == ZKL_CONN_CONFIRM;
+		c->confirm_gen++;
+		if (c->confirming)
+			send_confirm(c);
+		else
+			connection_made(c);
+		trace("c%d connected, session %" PRIx64 "%s", c->id, id,
+			  c->confirming ? ": resumed, asks for its presence node" : "");
 	}
 	else if (msg->type == ZKM_ST_CONNECTING)
 	{
@@ -1966,6 +2014,27 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 		case P_LEFT_MARK:
 			if (c->left_marking)
 				left_close(c, msg->rc);
+			break;
+		case P_CONFIRM:
+			if (!c->confirming || o.tag != c->confirm_gen)
+				break;			/* a connection or handle since */
+			switch (zc_resume_confirmed(msg->rc))
+			{
+				case ZKL_CONFIRM_OURS:
+					c->confirming = false;
+					connection_made(c);
+					trace("c%d: its presence node is there: the session is its own", c->id);
+					break;
+				case ZKL_CONFIRM_ENDED:
+					resumes_refused++;
+					close_session(c, "resumed, but its presence node is gone: another session has the id");
+					break;
+				case ZKL_CONFIRM_AGAIN:
+					c->confirm_due = true;
+					break;
+				case ZKL_CONFIRM_WAIT:
+					break;
+			}
 			break;
 		case P_NONE:
 		case P_IGNORE:
@@ -5316,6 +5385,7 @@ worker_restart(Cluster *c)
 	c->gw_claim_until = 0;
 	c->gw_nsems = 0;
 	c->t.conn_state = ZKC_CONNECTING;
+	c->confirming = false;
 	if (session != 0)
 	{
 		c->client = zkm_resume(S->m, session);
@@ -5788,6 +5858,9 @@ run_seed(uint64_t seed, int64_t max_steps)
 	/* ids handed out again (lock-delay's tombstones speak for one incarnation) */
 	zkm_set_id_reuse(sim->m, getenv("SIM_REUSE_IDS") ? atoi(getenv("SIM_REUSE_IDS")) :
 					 seed % 8 == 7 ? 100 : 0);
+	/* and, in one seed of four, an expired session's id given out before its client is back */
+	zkm_set_reissue(sim->m, getenv("SIM_REISSUE") ? atoi(getenv("SIM_REISSUE")) :
+					seed % 4 == 2 ? 50 : 0);
 	draw_world(sim);
 	while (!sim->failed && sim->step < max_steps)
 	{
@@ -5846,6 +5919,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 		elections_held += elections;
 		proposals_lost += lost;
 		ids_reused += zkm_reused_ids(sim->m);
+		ids_reissued += zkm_reissued(sim->m);
 	}
 	zkm_free(sim->m);
 	i = sim->failed;
@@ -5952,6 +6026,9 @@ main(int argc, char **argv)
 		   elections_held, proposals_lost);
 	printf("%" PRId64 " sessions took an ended session's id; %" PRId64
 		   " crash-restarts left such an id alone\n", ids_reused, left_alone);
+	printf("%" PRId64 " reconnects came back to another session of their id; %" PRId64
+		   " resumed sessions found without their presence node, taken as expired\n",
+		   ids_reissued, resumes_refused);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -169,6 +169,8 @@ struct Zkm
 	int			nsessions;
 	int			reuse_pct;		/* of new sessions that take an ended one's id */
 	int64_t		reused;			/* sessions that did */
+	int			reissue_pct;	/* of reconnects to an expired session that find its id reissued */
+	int64_t		reissued;		/* reconnects that came back to another session of the id */
 	Client		clients[ZKM_CLIENTS];
 	Refusal		refusals[ZKM_REFUSALS];
 	/*
@@ -870,6 +872,55 @@ int64_t
 zkm_reused_ids(const Zkm *m)
 {
 	return m->reused;
+}
+
+void
+zkm_set_reissue(Zkm *m, int percent)
+{
+	m->reissue_pct = percent;
+}
+
+int64_t
+zkm_reissued(const Zkm *m)
+{
+	return m->reissued;
+}
+
+/*
+ * A client reconnects to session si, which is over: ZooKeeper looks the
+ * session up by its id, and the password comes from the id, so a live
+ * session of that id takes the client (another client's, given the id
+ * again).  With none, now and then (reissue_pct) the id was handed out
+ * meanwhile to a client of someone else's (a member's host restarted) that
+ * is idle: a new session of the id, which this client then keeps alive.
+ * Returns that session, or -1: the client is told it expired.
+ */
+static int
+resume_by_id(Zkm *m, int si)
+{
+	int64_t		id = m->sessions[si].id;
+	Session    *se;
+	int			i;
+
+	for (i = 0; i < m->nsessions; i++)
+		if (m->sessions[i].id == id && m->sessions[i].alive && !m->sessions[i].gone)
+		{
+			m->reissued++;
+			return i;
+		}
+	if (!m->sessions[si].gone || m->reissue_pct == 0 || (int) (rnd(m) % 100) >= m->reissue_pct)
+		return -1;
+	m->sessions = realloc(m->sessions, (m->nsessions + 1) * sizeof(Session));
+	se = &m->sessions[m->nsessions];
+	memset(se, 0, sizeof(Session));
+	se->id = id;
+	se->timeout = m->sessions[si].timeout;
+	se->last_heard = m->now;
+	se->alive = true;
+	m->reissued++;
+	if (m->logf)
+		m->logf("model: an expired session's id was handed out again; the client reconnecting to it gets the new session");
+	return m->nsessions++;
 }
 
 int
@@ -1739,6 +1790,15 @@ zkm_step_reconnect(Zkm *m, int client)
 	state->local = true;
 	if (!m->sessions[c->sess].alive)
 	{
+		int			si = resume_by_id(m, c->sess);
+
+		if (si >= 0)
+		{
+			/* connected to it next (once its creation is committed) */
+			c->sess = si;
+			zkm_msg_free(state);
+			return true;
+		}
 		state->type = ZKM_ST_EXPIRED;
 		c->state = CS_DEAD;
 		push(c, state);

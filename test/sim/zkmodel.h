@@ -15,7 +15,10 @@
  *     epoch, every session's timeout fresh;
  *   - a new session is a proposal: its client is connected once it is
  *     committed; on request (zkm_set_id_reuse) it may take an ended
- *     session's id, as ZooKeeper does after a member's host restarts; the leader answers a session it is closing ZSESSIONEXPIRED
+ *     session's id, as ZooKeeper does after a member's host restarts; a
+ *     reconnect finds a session by its id (the password comes from it), so
+ *     a client whose session expired comes back to the one that has its id
+ *     now, and on request (zkm_set_reissue) to one given it meanwhile; the leader answers a session it is closing ZSESSIONEXPIRED
  *     at once, reads included, before the close is committed;
  *   - sequential names from the parent's cversion, "%010d" of a signed
  *     32-bit counter that wraps; containers; ephemerals of a session
@@ -145,6 +148,13 @@ extern int	zkm_resume(Zkm *m, int64_t session);	/* a new handle on a session (-1
 /* percent of new sessions that take an ended session's id (as after a member's restart) */
 extern void zkm_set_id_reuse(Zkm *m, int percent);
 extern int64_t zkm_reused_ids(const Zkm *m);	/* sessions that took an ended one's id */
+/*
+ * A reconnect to an expired session is answered with the live session that
+ * has its id now (the password comes from the id); percent of those with
+ * none find the id handed out again meanwhile (a member's host restarted).
+ */
+extern void zkm_set_reissue(Zkm *m, int percent);
+extern int64_t zkm_reissued(const Zkm *m);	/* reconnects that came back to another session */
 extern void zkm_abandon(Zkm *m, int client);	/* the handle's process dies: the session lives on */
 extern int64_t zkm_session(const Zkm *m, int client);
 extern int	zkm_timeout(const Zkm *m, int client);
