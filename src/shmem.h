@@ -40,7 +40,8 @@ typedef struct ZklShared
 	pid_t		worker_pid;
 	char		session_passwd[16]; /* of t.session_id, so a restarted worker resumes it */
 	uint64		session_nonce;	/* drawn for t.session_id's incarnation (presence.c) */
-	int64		closing_session;	/* a clean stop's tombstone speaks for it: never resumed */
+	int64		closing_tag;	/* the incarnation (session tag) a clean stop's tombstone
+								 * speaks for: never resumed */
 	TimestampTz state_since;
 	TimestampTz last_heard;		/* last reply from the server; worker only */
 	char		server[ZKL_SERVER_LEN]; /* server we are connected to */

@@ -395,7 +395,7 @@ open_session(void)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	/* a session whose clean stop began is over: its tombstone says it holds nothing */
 	have_resume = zkl_shared->t.session_id != 0 &&
-		zkl_shared->t.session_id != zkl_shared->closing_session;
+		zkl_shared->t.session_tag != zkl_shared->closing_tag;
 	resume.client_id = zkl_shared->t.session_id;
 	memcpy(resume.passwd, zkl_shared->session_passwd, sizeof(resume.passwd));
 	zkl_shared->t.conn_state = ZKC_CONNECTING;
