@@ -13,12 +13,13 @@ zc_resume_connected(bool fresh, int64_t ours, int64_t id, bool *old_lost)
 }
 
 ZklConfirm
-zc_resume_confirmed(int rc)
+zc_resume_confirmed(int rc, int64_t owner, int64_t session)
 {
 	switch (rc)
 	{
 		case ZOK:
-			return ZKL_CONFIRM_OURS;
+			/* another owner: a node named like ours that no session of the id made */
+			return owner == session ? ZKL_CONFIRM_OURS : ZKL_CONFIRM_ENDED;
 		case ZSESSIONEXPIRED:
 		case ZCLOSING:
 		case ZINVALIDSTATE:
@@ -29,7 +30,7 @@ zc_resume_confirmed(int rc)
 		case ZMARSHALLINGERROR:
 			return ZKL_CONFIRM_AGAIN;	/* it may not have been asked: no answer */
 		default:
-			/* ZNONODE, or a refusal that does not show the node there: not ours */
+			/* ZNONODE (gone with the session that made it), or no view of it */
 			return ZKL_CONFIRM_ENDED;
 	}
 }

@@ -12,12 +12,13 @@
  * for alive, and its holders, whose locks went with the old session, could
  * commit while another cluster holds them.  The ephemeral nodes of a
  * session go in the transaction that ends it, so this incarnation's presence
- * node (<id>.<nonce>, presence.c), checked through the leader before
- * anything else on the connection, tells them apart: still there, the
- * session is ours; gone, it ended.  Until then the connection counts as not
- * made: nothing is planned or granted, no commit proof is noted, and no
- * presence node is created (one made now would be the other session's, and
- * would pass the check).
+ * node (<id>.<nonce>, presence.c), looked at first thing on the connection
+ * behind a sync (the server's view then includes all the leader had when it
+ * got the sync, which came after the reconnection), tells them apart: there,
+ * owned by the id, the session is ours; gone, it ended.  Until then the
+ * connection counts as not made: nothing is planned or granted, no commit
+ * proof is noted, and no presence node is created (one made now would be the
+ * other session's, and would pass the look).
  */
 #ifndef ZK_LOCK_RESUME_H
 #define ZK_LOCK_RESUME_H
@@ -47,7 +48,11 @@ typedef enum ZklConfirm
 	ZKL_CONFIRM_WAIT			/* the session is ending: its own event decides */
 } ZklConfirm;
 
-/* The answer (rc) to the leader's check of this incarnation's presence node. */
-extern ZklConfirm zc_resume_confirmed(int rc);
+/*
+ * The answer to the look at this incarnation's presence node (exists, behind
+ * a sync): rc, and the node's ephemeral owner when rc is ZOK; session, the id
+ * resumed.
+ */
+extern ZklConfirm zc_resume_confirmed(int rc, int64_t owner, int64_t session);
 
 #endif

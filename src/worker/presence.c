@@ -249,26 +249,25 @@ zw_presence_reconnected(void)
 }
 
 /*
- * A resumed session (session.c, resume.h): ask the leader whether this
- * incarnation's presence node is still there, with a multi's check (a
- * write: it goes through the leader, and only the session that made the
- * node can have it).  Under the root it was made under (this process's
+ * A resumed session (session.c, resume.h): look at this incarnation's
+ * presence node, behind a sync (the server we reached may lag the leader),
+ * for its owner.  exists reads no ACL, so an identity changed since it was
+ * made does not matter.  Under the root it was made under (this process's
  * presence), else the current one (a restarted worker's).
  */
 int
-zw_presence_confirm(int64 session, uint64 nonce, void_completion_t done, const void *ctx)
+zw_presence_confirm(int64 session, uint64 nonce, stat_completion_t done, const void *ctx)
 {
-	static zoo_op_result_t result;	/* lives until the reply */
 	ZklSessionName self = {session, nonce, ZKL_NAME_PRESENCE};
 	char		leaf[ZLD_NAME_LEN];
 	char		path[ZKL_PATH_LEN];
-	zoo_op_t	check;
+	int			rc;
 
 	zc_delay_format_name(leaf, sizeof(leaf), &self);
 	snprintf(path, sizeof(path), "%s/" SESSIONS_DIR "/%s",
 			 for_root[0] != '\0' ? for_root : zkl_shared->t.roots[zkl_shared->t.cur_root], leaf);
-	zw_client_op_check(&check, path, -1);
-	return zw_client_multi(1, &check, &result, done, ctx);
+	rc = zw_client_sync(path, zw_client_sync_answered, NULL);
+	return rc == ZOK ? zw_client_exists(path, done, ctx) : rc;
 }
 
 /* This session's presence node exists and the sessions were listed. */

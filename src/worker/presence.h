@@ -16,7 +16,7 @@ typedef enum ZklMarkState
 extern void zw_presence_tend(void);
 extern void zw_presence_reset(void);
 extern void zw_presence_reconnected(void);
-extern int	zw_presence_confirm(int64 session, uint64 nonce, void_completion_t done, const void *ctx);
+extern int	zw_presence_confirm(int64 session, uint64 nonce, stat_completion_t done, const void *ctx);
 extern bool zw_presence_listed(void);
 extern ZklMarkState zw_presence_mark_dead(int64 session, uint64 nonce);
 extern bool zw_presence_incarnation_listed(int64 session, uint64 nonce);

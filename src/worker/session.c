@@ -69,7 +69,7 @@ static bool confirming = false;
 static bool confirm_due = false;	/* ask (again) once connected */
 static uint64 confirm_gen = 0;
 
-static void confirm_done(int rc, const void *data);
+static void confirm_done(int rc, const struct Stat *stat, const void *data);
 
 static void
 send_confirm(void)
@@ -80,13 +80,13 @@ send_confirm(void)
 		confirm_due = true;
 }
 
-/* The leader's answer on our presence node: the session is ours, or it ended. */
+/* Our presence node, as the server saw it behind the sync: the session is ours, or it ended. */
 static void
-confirm_done(int rc, const void *data)
+confirm_done(int rc, const struct Stat *stat, const void *data)
 {
 	if (!confirming || (uintptr_t) data != confirm_gen)
 		return;					/* a connection or handle since */
-	switch (zc_resume_confirmed(rc))
+	switch (zc_resume_confirmed(rc, rc == ZOK ? stat->ephemeralOwner : 0, zkl_shared->t.session_id))
 	{
 		case ZKL_CONFIRM_OURS:
 			confirming = false;

@@ -1479,20 +1479,19 @@ plan_turn(Cluster *c)
 /* ---- replies ---- */
 
 /*
- * session.c's check of a resumed session: a multi's check of this
- * incarnation's presence node, through the leader, first on the connection.
+ * session.c's look at a resumed session: this incarnation's presence node,
+ * behind a sync, first on the connection (presence.c's zw_presence_confirm).
  */
 static void
 send_confirm(Cluster *c)
 {
-	Out		   *o = out_new(c, P_CONFIRM, c->confirm_gen);
+	char		path[ZKM_PATH];
 	ZkmReq		r;
 
 	c->confirm_due = false;
-	req_init(&r, ZKM_MULTI_OP, "/", o);
-	r.nsub = 1;
-	r.sub[0].kind = ZKM_EXISTS;
-	pres_path(r.sub[0].path, c->t.session_id, c->session_nonce, ZKL_NAME_PRESENCE);
+	pres_path(path, c->t.session_id, c->session_nonce, ZKL_NAME_PRESENCE);
+	send_blind(c, ZKM_SYNC, path, 0);
+	req_init(&r, ZKM_EXISTS, path, out_new(c, P_CONFIRM, c->confirm_gen));
 	send_req(c, &r);
 }
 
@@ -2018,7 +2017,7 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 		case P_CONFIRM:
 			if (!c->confirming || o.tag != c->confirm_gen)
 				break;			/* a connection or handle since */
-			switch (zc_resume_confirmed(msg->rc))
+			switch (zc_resume_confirmed(msg->rc, msg->owner, c->t.session_id))
 			{
 				case ZKL_CONFIRM_OURS:
 					c->confirming = false;

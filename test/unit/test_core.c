@@ -690,14 +690,17 @@ test_resume(void)
 	CHECK(zc_resume_connected(true, 0x100, 0x100, &lost) == ZKL_CONN_NEW && lost,
 		  "a fresh handle given the old id again: a new incarnation, the old one is over");
 
-	CHECK(zc_resume_confirmed(ZOK) == ZKL_CONFIRM_OURS, "the node is there: ours");
-	CHECK(zc_resume_confirmed(ZNONODE) == ZKL_CONFIRM_ENDED,
+	CHECK(zc_resume_confirmed(ZOK, 0x100, 0x100) == ZKL_CONFIRM_OURS,
+		  "the node is there, owned by the id: ours");
+	CHECK(zc_resume_confirmed(ZNONODE, 0, 0x100) == ZKL_CONFIRM_ENDED,
 		  "the node is gone: the session ended (its id is another's now)");
-	CHECK(zc_resume_confirmed(ZNOAUTH) == ZKL_CONFIRM_ENDED,
-		  "an answer that does not show the node: not ours");
-	CHECK(zc_resume_confirmed(ZCONNECTIONLOSS) == ZKL_CONFIRM_AGAIN &&
-		  zc_resume_confirmed(ZMARSHALLINGERROR) == ZKL_CONFIRM_AGAIN, "no answer: ask again");
-	CHECK(zc_resume_confirmed(ZSESSIONEXPIRED) == ZKL_CONFIRM_WAIT,
+	CHECK(zc_resume_confirmed(ZOK, 0x200, 0x100) == ZKL_CONFIRM_ENDED &&
+		  zc_resume_confirmed(ZOK, 0, 0x100) == ZKL_CONFIRM_ENDED,
+		  "a node of that name no session of the id made: not ours");
+	CHECK(zc_resume_confirmed(ZCONNECTIONLOSS, 0, 0x100) == ZKL_CONFIRM_AGAIN &&
+		  zc_resume_confirmed(ZMARSHALLINGERROR, 0, 0x100) == ZKL_CONFIRM_AGAIN,
+		  "no answer: ask again");
+	CHECK(zc_resume_confirmed(ZSESSIONEXPIRED, 0, 0x100) == ZKL_CONFIRM_WAIT,
 		  "the session ends: its event decides");
 
 	/* until then a leader's answer is no commit proof, nor is anything planned */
