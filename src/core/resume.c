@@ -24,13 +24,15 @@ zc_resume_confirmed(int rc, int64_t owner, int64_t session)
 		case ZCLOSING:
 		case ZINVALIDSTATE:
 			return ZKL_CONFIRM_WAIT;
-		case ZCONNECTIONLOSS:
-		case ZOPERATIONTIMEOUT:
-		case ZRUNTIMEINCONSISTENCY:
-		case ZMARSHALLINGERROR:
-			return ZKL_CONFIRM_AGAIN;	/* it may not have been asked: no answer */
-		default:
-			/* ZNONODE (gone with the session that made it), or no view of it */
+		case ZNONODE:
+			/* gone with the session that made it */
 			return ZKL_CONFIRM_ENDED;
+		default:
+			/*
+			 * No answer (a lost connection, a timeout), or none to trust (a
+			 * throttled or failed request, a sync turned away): ask again;
+			 * nothing is granted or proven meanwhile.
+			 */
+			return ZKL_CONFIRM_AGAIN;
 	}
 }

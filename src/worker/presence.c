@@ -251,23 +251,41 @@ zw_presence_reconnected(void)
 /*
  * A resumed session (session.c, resume.h): look at this incarnation's
  * presence node, behind a sync (the server we reached may lag the leader),
- * for its owner.  exists reads no ACL, so an identity changed since it was
- * made does not matter.  Under the root it was made under (this process's
- * presence), else the current one (a restarted worker's).
+ * for its owner.  The look goes out only once the sync succeeded: a sync the
+ * server turned away (throttled, say) orders nothing, and a lagging server
+ * could still show the node of a session the leader has closed.  exists
+ * reads no ACL, so an identity changed since it was made does not matter.
+ * Under the root it was made under (this process's presence), else the
+ * current one (a restarted worker's).  One look at a time (session.c).
  */
+static struct
+{
+	char		path[ZKL_PATH_LEN];
+	stat_completion_t done;
+	const void *ctx;
+}			confirm;
+
+static void
+confirm_synced(int rc, const char *value, const void *data)
+{
+	if (rc == ZOK)
+		rc = zw_client_exists(confirm.path, confirm.done, confirm.ctx);
+	if (rc != ZOK)
+		confirm.done(rc, NULL, confirm.ctx);
+}
+
 int
 zw_presence_confirm(int64 session, uint64 nonce, stat_completion_t done, const void *ctx)
 {
 	ZklSessionName self = {session, nonce, ZKL_NAME_PRESENCE};
 	char		leaf[ZLD_NAME_LEN];
-	char		path[ZKL_PATH_LEN];
-	int			rc;
 
 	zc_delay_format_name(leaf, sizeof(leaf), &self);
-	snprintf(path, sizeof(path), "%s/" SESSIONS_DIR "/%s",
+	snprintf(confirm.path, sizeof(confirm.path), "%s/" SESSIONS_DIR "/%s",
 			 for_root[0] != '\0' ? for_root : zkl_shared->t.roots[zkl_shared->t.cur_root], leaf);
-	rc = zw_client_sync(path, zw_client_sync_answered, NULL);
-	return rc == ZOK ? zw_client_exists(path, done, ctx) : rc;
+	confirm.done = done;
+	confirm.ctx = ctx;
+	return zw_client_sync(confirm.path, confirm_synced, NULL);
 }
 
 /* This session's presence node exists and the sessions were listed. */

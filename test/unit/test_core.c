@@ -700,6 +700,10 @@ test_resume(void)
 	CHECK(zc_resume_confirmed(ZCONNECTIONLOSS, 0, 0x100) == ZKL_CONFIRM_AGAIN &&
 		  zc_resume_confirmed(ZMARSHALLINGERROR, 0, 0x100) == ZKL_CONFIRM_AGAIN,
 		  "no answer: ask again");
+	CHECK(zc_resume_confirmed(ZNOAUTH, 0, 0x100) == ZKL_CONFIRM_AGAIN &&
+		  zc_resume_confirmed(-1, 0, 0x100) == ZKL_CONFIRM_AGAIN &&
+		  zc_resume_confirmed(-127, 0, 0x100) == ZKL_CONFIRM_AGAIN,
+		  "an answer not to trust (a refused, failed or throttled request): ask again, never end a live session");
 	CHECK(zc_resume_confirmed(ZSESSIONEXPIRED, 0, 0x100) == ZKL_CONFIRM_WAIT,
 		  "the session ends: its event decides");
 
