@@ -104,7 +104,7 @@ sub run
 	open my $js, '>', "$out/soak-$seed.json" or die;
 	print $js JSON::PP->new->canonical->pretty->encode($sum);
 	close $js;
-	plot($out, $seed, $t_start, \@hist, $faults);
+	plot($out, $seed, $t_start, \@hist, $faults, $seconds > 300 ? 10 : 1);
 	$topo->stop_all;
 	return $sum;
 }
@@ -157,20 +157,21 @@ sub plot
 	my ($out, $seed, $t0, $hist, $faults) = @_;
 	return unless system('command -v gnuplot >/dev/null 2>&1') == 0;
 	my (%rate, $last);
+	my $bucket = $_[5] // 1;    # seconds per point: long runs are drawn by 10 s
 	for my $path (@$hist)
 	{
 		for my $o (SoakChecker::read_tsv($path, @SoakWorkload::FIELDS))
 		{
 			next unless $o->{status} eq 'ok';
-			my $s = int($o->{t1} - $t0);
+			my $s = $bucket * int(($o->{t1} - $t0) / $bucket);
 			$rate{$s}{ $o->{cluster} }++;
 			$last = $s if !defined $last || $s > $last;
 		}
 	}
 	open my $d, '>', "$out/rate.dat" or die;
-	for my $s (0 .. ($last // 0))
+	for (my $s = 0; $s <= ($last // 0); $s += $bucket)
 	{
-		print $d join(' ', $s, map { $rate{$s}{$_} // 0 } 1 .. 3), "\n";
+		print $d join(' ', $s, map { ($rate{$s}{$_} // 0) / $bucket } 1 .. 3), "\n";
 	}
 	close $d;
 	my %color = (member => '#d62728', link => '#1f77b4', process => '#2ca02c');
@@ -188,7 +189,7 @@ sub plot
 	print $gp <<"PLOT";
 set terminal pngcairo size 1400,500
 set output '$out/soak-$seed.png'
-set title 'zk_lock soak, seed $seed: operations that succeeded per second; bands and lines are faults' noenhanced
+set title 'zk_lock soak, seed $seed: operations that succeeded per second (mean over $bucket s); bands and lines are faults' noenhanced
 set xlabel 'seconds'
 set ylabel 'successes / s'
 set key outside right noenhanced
