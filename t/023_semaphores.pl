@@ -107,7 +107,10 @@ sub drain
 }
 my $per6 = drain('herd6', 6);
 my $per20 = drain('herd20', 20);
-cmp_ok($per20, '<=', $per6 + 1,
+# A herd costs about one request per waiter and release: some 14 more at 20
+# than at 6.  The margin of 3 leaves room for the pings of a slower drain
+# (they count as packets too) on a loaded machine.
+cmp_ok($per20, '<=', $per6 + 3,
 	sprintf('cost per release does not grow with the queue (%.2f at 6, %.2f at 20)', $per6, $per20));
 
 # --- never more than `holders` inside at once, under load from three clusters ---
