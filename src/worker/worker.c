@@ -480,7 +480,7 @@ static void
 stop_cleanly(void)
 {
 	int64		deadline = zkl_mono_now() + (int64) CLEAN_STOP_MS * 1000;
-	int64		session = zkl_shared->t.session_tag;	/* this incarnation: ids come back */
+	int64		tag = zkl_shared->t.session_tag;	/* this incarnation: ids come back */
 	ZklMarkState mark = ZKL_MARK_PENDING;
 	bool		marking = false;
 
@@ -488,8 +488,8 @@ stop_cleanly(void)
 	zc_cohort_stop_lingering(&core.cohort);
 	LWLockRelease(zkl_shared->lock);
 	/* the session, not a new one a turn might open once it is lost */
-	while (zkl_mono_now() < deadline && zw_client_handle() != NULL && session != 0 &&
-		   zkl_shared->t.session_tag == session &&
+	while (zkl_mono_now() < deadline && zw_client_handle() != NULL && tag != 0 &&
+		   zkl_shared->t.session_tag == tag &&
 		   zkl_shared->t.conn_state == ZKC_CONNECTED && mark == ZKL_MARK_PENDING)
 	{
 		if (!marking && table_empty())
@@ -502,7 +502,7 @@ stop_cleanly(void)
 			 */
 			marking = true;
 			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-			zkl_shared->closing_tag = session;
+			zkl_shared->closing_tag = tag;
 			LWLockRelease(zkl_shared->lock);
 		}
 		if (!marking)
