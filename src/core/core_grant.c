@@ -294,6 +294,33 @@ passes_local_waiter(const ZkrChild *kids, int own, const ZkrBackend *b)
 	return false;
 }
 
+/*
+ * A listing read after our held nodes' creates shows every one of them that
+ * stands (a session never reads older than what it has seen).  One missing
+ * was deleted behind our back: look it up, and lose it if it is gone, or its
+ * phantom would hold the key here for ever while the queue moves on.  A
+ * listing older than the node only costs a needless look.
+ */
+void
+zc_core_look_up_unlisted(ZklCore *c, const ZklSlot *s, const ZkrChild *kids, int n)
+{
+	int			i;
+	int			k;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (o->zstate != ZKS_HELD || o->node[0] == '\0' ||
+			o->zk.root_id != s->zk.root_id || strcmp(o->key, s->key) != 0)
+			continue;
+		for (k = 0; k < n && strcmp(kids[k].name, o->node) != 0; k++)
+			;
+		if (k == n)
+			zc_table_ask_stat(o);
+	}
+}
+
 /* Run the recipe on a children listing. */
 void
 zc_core_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)

@@ -61,6 +61,7 @@ extern ZklCohort * zc_core_cohort_of(ZklCore *c);
 extern void zc_core_copy_name(char *dst, size_t size, const char *src);
 extern bool zc_core_data_markable(const char *data);
 extern void zc_core_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n);
+extern void zc_core_look_up_unlisted(ZklCore *c, const ZklSlot *s, const ZkrChild *kids, int n);
 extern void zc_core_delete_result(ZklCore *c, ZklSlot *s, int rc);
 extern void zc_core_deny_slot(ZklCore *c, ZklSlot *s);
 extern void zc_core_fail_place(ZklCore *c, ZklSlot *s);

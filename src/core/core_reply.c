@@ -107,6 +107,8 @@ zc_core_children_reply(ZklCore *c, uint64_t tag, int rc, const ZkrChild *kids, i
 
 	if (s == NULL || (s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD && s->zstate != ZKS_LINGER))
 		return;
+	if (rc == ZOK)
+		zc_core_look_up_unlisted(c, s, kids, n);
 	/* who queues behind a node local hand-over may pass (cohort.c) */
 	if (rc == ZOK)
 		zc_cohort_listed(zc_core_cohort_of(c), s, kids, n, watched);

@@ -625,6 +625,43 @@ lone_holder(void)
 }
 
 /*
+ * A held node deleted behind its owner's back, seen missing from a later
+ * listing of its key (here the owner's own shared request behind it): it is
+ * looked up and lost, instead of holding the key here for ever.
+ */
+static void
+test_unlisted_hold_lost(void)
+{
+	char		stray[ZKL_PATH_LEN];
+	char		n1[ZKL_NODE_BUFLEN];
+	const char *list[1];
+	int			h;
+	int			r;
+
+	setup();
+	h = lone_holder();
+	CHECK(slots[h].zstate == ZKS_HELD, "granted");
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(planned(h, OP_STAT) == 0, "nothing to look up while its node is listed");
+	r = claim(ZKL_MODE_SHARED, 1);
+	list[0] = node_of(r, 1, n1);
+	create_and_list(r, 1, list, 1);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(planned(h, OP_STAT) != 0, "a listing without the held node: it is looked up");
+	(void) zc_core_stat_reply(&core, planned(h, OP_STAT), ZNONODE, 0, 0, stray);
+	CHECK(slots[h].ans.result == ZKL_RESULT_LOST, "gone: the lock is lost");
+
+	/* a look that finds it (the listing was older): still held */
+	setup();
+	h = lone_holder();
+	r = claim(ZKL_MODE_SHARED, 1);
+	create_and_list(r, 1, list, 1);
+	(void) zc_core_plan(&core, true, now_us);
+	(void) zc_core_stat_reply(&core, planned(h, OP_STAT), ZOK, table.session_id, 10, stray);
+	CHECK(slots[h].zstate == ZKS_HELD && slots[h].ans.result == ZKL_RESULT_GRANTED, "found: still held");
+}
+
+/*
  * A worker restarted (after an ERROR, or pg_terminate_backend) while a
  * commit waited for its held node to be verified: the answer may be lost
  * with the old process, so the new one asks again.
@@ -2948,6 +2985,7 @@ main(void)
 	test_proof();
 	test_resume();
 	test_restart_verify();
+	test_unlisted_hold_lost();
 	test_holds();
 	test_book();
 	test_session_names();
