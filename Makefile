@@ -51,7 +51,7 @@ ifneq ($(shell grep -s '^\#define USE_ASSERT_CHECKING 1' "$$($(PG_CONFIG) --incl
 PG_CPPFLAGS += -DZC_ASSERTS
 endif
 
-.PHONY: test demo bench soak deb unit fuzz sim sim-bites core-pure installcheck-regress installcheck-isolation installcheck-tap
+.PHONY: test demo bench soak deb unit fuzz sim sim-bites sim-coverage core-pure installcheck-regress installcheck-isolation installcheck-tap
 
 ifneq ($(PGXS),)
 include $(PGXS)
@@ -101,6 +101,11 @@ SIM_BITE_SECONDS ?= 60
 sim-bites:
 	@bash test/deps.sh
 	bash test/sim/bites.sh $(SIM_BITE_SECONDS)
+
+# Branch coverage of src/core over the simulator's seeds 1-3000 (gcov).
+sim-coverage:
+	@bash test/deps.sh
+	bash test/sim/coverage.sh
 
 # The real system under random faults for SOAK_S seconds, judged by the data
 # the locks protect (test/soak); SOAK_SEED replays a run's faults.

@@ -8,7 +8,7 @@ pkgs="make gcc postgresql-server-dev-15 libzookeeper-st-dev"
 if [ "${1:-}" = --build ]; then
 	shift
 else
-	pkgs="$pkgs postgresql-15 postgresql-client-15 zookeeper libipc-run-perl libdbd-pg-perl clang libclang-rt-14-dev pgbouncer"
+	pkgs="$pkgs postgresql-15 postgresql-client-15 zookeeper libipc-run-perl libdbd-pg-perl faketime clang libclang-rt-14-dev pgbouncer"
 	command -v java >/dev/null 2>&1 || pkgs="$pkgs default-jre-headless"
 fi
 pkgs="$pkgs $*"	# extra packages a caller needs (make bench, make deb)

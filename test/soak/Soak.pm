@@ -174,7 +174,7 @@ sub plot
 		print $d join(' ', $s, map { ($rate{$s}{$_} // 0) / $bucket } 1 .. 3), "\n";
 	}
 	close $d;
-	my %color = (member => '#d62728', link => '#1f77b4', process => '#2ca02c');
+	my %color = (member => '#d62728', link => '#1f77b4', process => '#2ca02c', clock => '#9467bd');
 	my ($objs, $n) = ('', 0);
 	for my $f (SoakChecker::read_tsv($faults, qw(id kind target start end what)))
 	{
@@ -198,7 +198,8 @@ plot '$out/rate.dat' using 1:2 with lines title 'cluster 1', '' using 1:3 with l
      '' using 1:4 with lines title 'cluster 3', \\
      NaN with boxes fs solid 0.3 fc rgb '$color{member}' title 'ZooKeeper member', \\
      NaN with boxes fs solid 0.3 fc rgb '$color{link}' title 'cluster link', \\
-     NaN with boxes fs solid 0.3 fc rgb '$color{process}' title 'cluster process / settings'
+     NaN with boxes fs solid 0.3 fc rgb '$color{process}' title 'cluster process / settings', \\
+     NaN with boxes fs solid 0.3 fc rgb '$color{clock}' title 'cluster clock rate'
 PLOT
 	close $gp;
 }

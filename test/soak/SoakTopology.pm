@@ -272,12 +272,25 @@ sub soak_backend
 }
 
 # A clean restart (pg_ctl's fast mode), run by the nemesis in a child
-# process: nothing here may end the test.
+# process: nothing here may end the test.  The postmaster and all it forks
+# keep the clock rate the cluster has now (a clock_rate fault's), if any.
 sub restart_cluster
 {
 	my ($self, $c) = @_;
 	my $node = $self->{cluster}{$c};
+	local %ENV = (%ENV, $self->clock_env($c));
 	system('pg_ctl', '-w', '-s', '-D', $node->data_dir, '-l', $node->logfile, '-m', 'fast', 'restart');
+}
+
+# libfaketime's settings for cluster $c's clock rate: its wall clock and
+# monotonic clocks (boot-time included) run at that rate from the start.
+sub clock_env
+{
+	my ($self, $c) = @_;
+	my $rate = $self->{rate}{$c} or return ();
+	my ($lib) = glob('/usr/lib/*/faketime/libfaketimeMT.so.1') or die 'libfaketime is not installed';
+	return (LD_PRELOAD => $lib,
+		FAKETIME => "+0 x$rate", FAKETIME_DONT_RESET => 1);
 }
 
 # Start again every cluster a fault left down (a crash, a failed restart).
@@ -288,6 +301,7 @@ sub revive
 	{
 		my $pid = $self->postmaster_pid($c);
 		next if $pid && kill(0, $pid);
+		local %ENV = (%ENV, $self->clock_env($c));
 		$self->{cluster}{$c}->start(fail_ok => 1);
 	}
 }
