@@ -38,6 +38,34 @@ sub fault_near
 	return 0;
 }
 
+# The time each cluster took to grant again after each heal; apart, the heals
+# after which no other fault touched the cluster (a member, or the cluster
+# itself, clock rates aside) until that success: long waits otherwise are
+# faults back to back.
+sub regrant
+{
+	my ($fig, $faults, $ops, $nclusters) = @_;
+	my (%rec, @quiet);
+	for my $f (grep { $_->{end} > $_->{start} } @$faults)
+	{
+		for my $c (1 .. $nclusters)
+		{
+			my @after = sort { $a <=> $b } map { $_->{t1} } grep { $_->{cluster} == $c && $_->{status} eq 'ok' && $_->{t1} >= $f->{end} } @$ops;
+			next unless @after;
+			push @{ $rec{$c} }, $after[0] - $f->{end};
+			push @quiet, $after[0] - $f->{end}
+			  unless grep { $_ != $f && $_->{kind} ne 'clock_rate' && ($_->{kind} =~ /^member_/ || $_->{target} == $c)
+				  && $_->{start} < $after[0] && $_->{end} > $f->{end} } @$faults;
+		}
+	}
+	for my $c (sort keys %rec)
+	{
+		$fig->{regrant_s}{"c$c"} = { median => sprintf('%.2f', median(@{ $rec{$c} })), max => sprintf('%.2f', max(@{ $rec{$c} })) };
+	}
+	$fig->{regrant_quiet_s} = { heals => scalar @quiet, median => sprintf('%.2f', median(@quiet)), max => sprintf('%.2f', max(@quiet)) }
+	  if @quiet;
+}
+
 # Greatest number of intervals open at one time, and when it was reached.
 sub max_overlap
 {
@@ -161,20 +189,7 @@ sub check
 		}
 	}
 
-	# the time each cluster took to grant again after each heal
-	my %rec;
-	for my $f (grep { $_->{end} > $_->{start} } @faults)
-	{
-		for my $c (1 .. $in{nclusters})
-		{
-			my @after = sort { $a <=> $b } map { $_->{t1} } grep { $_->{cluster} == $c && $_->{status} eq 'ok' && $_->{t1} >= $f->{end} } @ops;
-			push @{ $rec{$c} }, $after[0] - $f->{end} if @after;
-		}
-	}
-	for my $c (sort keys %rec)
-	{
-		$fig{regrant_s}{"c$c"} = { median => sprintf('%.2f', median(@{ $rec{$c} })), max => sprintf('%.2f', max(@{ $rec{$c} })) };
-	}
+	regrant(\%fig, \@faults, \@ops, $in{nclusters});
 	$fig{first_violation_s}{$_} = sprintf('%.1f', $first{$_}) for keys %first;
 	$fig{faults}{ $_->{kind} }++ for @faults;
 	$fig{faults_total} = scalar @faults;
