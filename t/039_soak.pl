@@ -10,5 +10,5 @@ use lib $FindBin::RealBin, "$FindBin::RealBin/../test/soak";
 use Test::More;
 use Soak;
 
-Soak::run(seconds => 35, seed => 4242);
+Soak::run(seconds => 30, seed => 4242);
 done_testing();

@@ -306,6 +306,7 @@ typedef struct Cluster
 	/* its clocks: a monotonic one that drifts, and a wall clock that also jumps */
 	int64_t		drift_ppm;
 	int64_t		mono_off;
+	int64_t		wall_off;		/* how far its wall clock was set from the others' */
 	int64_t		wall_jump;
 	/* deadlocks across clusters (gw_tend: gwaits.c's schedule) */
 	char		gw_doc[SIM_DOC_LEN];	/* published ("": none) */
@@ -607,11 +608,19 @@ c_mono(const Cluster *c)
 	return t + t * c->drift_ppm / 1000000 + c->mono_off;
 }
 
-/* Its wall clock: the monotonic one plus whatever steps it took. */
+/*
+ * Its wall clock, as GetCurrentTimestamp() has it: microseconds since
+ * 2000-01-01 (about 26 years, where the monotonic clock starts at boot), set
+ * a little apart per cluster, running at the monotonic clock's rate, plus
+ * whatever steps it took.  Code that reads one clock where it needs the
+ * other is off by decades at once.
+ */
+#define WALL_2026_US	((int64_t) 849000000 * 1000000)
+
 static int64_t
 c_wall(const Cluster *c)
 {
-	return c_mono(c) + c->wall_jump;
+	return WALL_2026_US + c->wall_off + (c_mono(c) - c->mono_off) + c->wall_jump;
 }
 
 static int64_t
@@ -5875,6 +5884,7 @@ draw_world(Sim *sim)
 		c->drift_ppm = rnd_int(2001) - 1000;
 		c->mono_off = (int64_t) rnd_int(1000000) * 1000;
 		c->wall_jump = 0;
+		c->wall_off = (int64_t) (rnd_int(4001) - 2000) * 1000;
 		c->core.proof_bound = c->proof_bound;
 		/* each cluster's own deadlock_timeout: a detector's rounds differ from the others' */
 		c->core.deadlock_timeout = 200 + rnd_int(1001);
