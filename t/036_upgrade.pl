@@ -1,10 +1,11 @@
-# Upgrades as core grants them, inside one cluster: a backend that holds a
-# key shared and asks it exclusive goes ahead of the waiters it holds up
-# (a writer behind it, a reader behind that writer), as
-# pg_advisory_xact_lock does; they follow in their order after its commit.
-# A waiter the upgrade went past is never granted beside it, also when the
-# node it waited behind goes.  The shared lock given up inside the
-# upgrading transaction keeps its node while the exclusive one lives.
+# Upgrades as core grants them: a backend that holds a key shared and asks
+# it exclusive goes ahead of the waiters it holds up (a writer behind it, a
+# reader behind that writer), as pg_advisory_xact_lock does, whether they
+# wait in its own cluster, in a second one, or in two others; they follow
+# in their order after its commit.  A waiter the upgrade went past is never
+# granted beside it, also when the node it waited behind goes.  The shared
+# lock given up inside the upgrading transaction keeps its node while the
+# exclusive one lives.
 use strict;
 use warnings;
 
@@ -17,8 +18,8 @@ use ZkLockTest;
 
 my $zk = start_zookeeper('upgrade');
 my $conf = "deadlock_timeout = '1s'\n";
-my ($ca, $cb) = map { new_zk_cluster($_, $zk, conf => $conf) } qw(upa upb);
-for my $n ($ca, $cb)
+my ($ca, $cb, $cc) = map { new_zk_cluster($_, $zk, conf => $conf) } qw(upa upb upc);
+for my $n ($ca, $cb, $cc)
 {
 	ok(wait_for(sub { $n->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('warm', 0); COMMIT") eq 't' }, 30),
 		$n->name . ' grants');
@@ -55,32 +56,38 @@ sub waiting
 	}, 10);
 }
 
-# --- the three-way upgrade, all in one cluster ---
+# --- the three-way upgrade: U reads, W writes behind it, R reads behind W, U asks exclusive ---
+sub three_way
 {
-	my ($u, $w, $r) = map { session($ca) } 1 .. 3;
-	$u->query_safe("BEGIN; SELECT zk_lock_shared('k3')");
-	ask($w, "BEGIN; SELECT zk_lock('k3')", 'w');
-	ok(waiting($ca, 'k3', 1), 'the writer waits behind the reader');
-	ask($r, "BEGIN; SELECT zk_lock_shared('k3')", 'r');
-	ok(waiting($ca, 'k3', 2), 'a reader waits behind the writer');
+	my ($what, $key, $un, $wn, $rn) = @_;
+	my ($u, $w, $r) = (session($un), session($wn), session($rn));
+	$u->query_safe("BEGIN; SELECT zk_lock_shared('$key')");
+	ask($w, "BEGIN; SELECT zk_lock('$key')", 'w');
+	ok(waiting($wn, $key, 1), "$what: the writer waits behind the reader");
+	ask($r, "BEGIN; SELECT zk_lock_shared('$key')", 'r');
+	ok(waiting($rn, $key, $rn == $wn ? 2 : 1), "$what: a reader waits behind the writer");
 	my $t0 = time();
-	ask($u, "SELECT zk_lock('k3')", 'u');
-	ok(wait_for(sub { done($u, 'u') }, 20), 'the upgrade is granted');
+	ask($u, "SELECT zk_lock('$key')", 'u');
+	ok(wait_for(sub { done($u, 'u') }, 20), "$what: the upgrade is granted");
 	my $took = time() - $t0;
 	# deadlock_timeout is 1 s: a broken circle would take it at least
-	cmp_ok($took, '<', 0.9, sprintf('at once, not by a deadlock search (%.2f s)', $took));
-	unlike($u->{stderr} . $w->{stderr} . $r->{stderr}, qr/40P01|deadlock/, 'nobody is a deadlock victim');
+	cmp_ok($took, '<', 0.9, sprintf('%s: at once, not by a deadlock search (%.2f s)', $what, $took));
+	unlike($u->{stderr} . $w->{stderr} . $r->{stderr}, qr/40P01|deadlock/, "$what: nobody is a deadlock victim");
 	sleep 2;
-	ok(!done($w, 'w') && !done($r, 'r'), 'the writer and the reader still wait while it holds');
+	ok(!done($w, 'w') && !done($r, 'r'), "$what: the writer and the reader still wait while it holds");
 	$u->query_safe('COMMIT');
-	ok(wait_for(sub { done($w, 'w') }, 10), 'after its commit the writer is granted');
-	ok(!done($r, 'r'), 'the reader still waits for the writer');
+	ok(wait_for(sub { done($w, 'w') }, 10), "$what: after its commit the writer is granted");
+	ok(!done($r, 'r'), "$what: the reader still waits for the writer");
 	$w->query_safe('COMMIT');
-	ok(wait_for(sub { done($r, 'r') }, 10), 'then the reader');
+	ok(wait_for(sub { done($r, 'r') }, 10), "$what: then the reader");
 	$r->query_safe('COMMIT');
 	$_->quit for $u, $w, $r;
-	ok(wait_for(sub { key_queue_len($zk, 'k3') == 0 }, 10), 'no node left');
+	ok(wait_for(sub { key_queue_len($zk, $key) == 0 }, 10), "$what: no node left");
 }
+
+three_way('one cluster', 'k3', $ca, $ca, $ca);
+three_way('waiters in a second cluster', 'k3b', $ca, $cb, $cb);
+three_way('waiters in two other clusters', 'k3c', $ca, $cb, $cc);
 
 # --- a waiter the upgrade went past, whose predecessor goes ---
 {
@@ -125,5 +132,5 @@ sub waiting
 
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 15), 'no lock node left')
   or diag(join("\n", zk_lock_nodes($zk)));
-$_->stop for $ca, $cb;
+$_->stop for $ca, $cb, $cc;
 done_testing();

@@ -52,6 +52,7 @@ static const CounterRow counter_rows[] = {
 	COUNTER(deadlocks, "deadlocks", "requests failed with 40P01 to break a deadlock"),
 	COUNTER(upgrades_ahead, "upgrades_ahead", "upgrades (shared held, exclusive asked) granted ahead of this cluster's waiters they held up"),
 	COUNTER(held_for_local, "held_for_local", "turns in ZooKeeper's queue held while a local backend holds the key in a conflicting mode"),
+	COUNTER(upgrades_across, "upgrades_across", "upgrades granted past requests of other clusters made before them, which wait behind the writers the upgrade held up"),
 };
 
 /* Each counter with its meaning; every one that ZklCounters has. */

@@ -25,6 +25,19 @@ zc_cohort_node_lost(ZklCohort *c, const ZklSlot *s)
  * node whose owner gave up passes to a waiter; a waiter left with nothing
  * to wait behind is queued again (or freed).
  */
+/*
+ * An upgrade's node (recipe.h) keeps no place for another request: its
+ * place right behind the shared node it upgrades is its backend's, who
+ * holds that node.
+ */
+static bool
+names_upgrade(const ZklSlot *o)
+{
+	ZkrChild	k;
+
+	return zc_recipe_parse_child(o->node, &k) && k.upgrade;
+}
+
 static void
 place_requests(ZklCohort *c, bool connected, int64_t mono)
 {
@@ -49,7 +62,8 @@ place_requests(ZklCohort *c, bool connected, int64_t mono)
 		ZklSlot    *w;
 
 		if (o->zstate == ZKS_QUEUED && o->own.abandoned && zc_cohort_eligible_x(c, o) &&
-			(w = zc_cohort_first_waiter(c, o)) != NULL && !zc_cohort_owner_other(c, o, false))
+			!names_upgrade(o) && (w = zc_cohort_first_waiter(c, o)) != NULL &&
+			!zc_cohort_owner_other(c, o, false))
 			zc_cohort_move_place(c, o, w);
 	}
 	for (i = 0; i < c->t->nused; i++)
@@ -176,9 +190,13 @@ zc_cohort_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool wat
 	 */
 	if (watched)
 		s->coh.peek = COH_PEEK_ARMED;
-	/* only a node that conflicts waits for it (behind a shared node, readers hold already) */
-	for (i = own + 1; i < n && !s->coh.foreign; i++)
-		s->coh.foreign = zc_kind_conflict(s->req.mode, kids[i].mode);
+	/*
+	 * only a node that conflicts waits for it (behind a shared node, readers
+	 * hold already); an upgrade placed ahead of it but made later waits too
+	 */
+	for (i = 0; i < n && !s->coh.foreign; i++)
+		s->coh.foreign = i != own && zc_recipe_behind(kids, own, i) &&
+			zc_kind_conflict(s->req.mode, kids[i].mode);
 	if (zc_kind_rides(s->req.mode))
 		zc_cohort_readers_learn(c, s, kids, n);
 	if (s->coh.foreign && s->zstate == ZKS_LINGER)

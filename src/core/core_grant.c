@@ -31,18 +31,7 @@ zc_core_same_key_owner(const ZklSlot *o, const ZklSlot *s)
 static bool
 holds_sharing(const ZklCore *c, const ZklSlot *s)
 {
-	int			i;
-
-	for (i = 0; i < c->t->nused; i++)
-	{
-		const ZklSlot *o = &c->t->slots[i];
-
-		if (o->zstate == ZKS_HELD && !zc_kind_conflict(o->req.mode, o->req.mode) &&
-			zc_kind_conflict(s->req.mode, o->req.mode) && !o->own.abandoned &&
-			zc_core_same_key_owner(o, s))
-			return true;
-	}
-	return false;
+	return zc_table_upgraded(c->t, s) >= 0;
 }
 
 /*
@@ -124,14 +113,14 @@ zc_core_data_lingers(const char *data, int len)
  * the lingering node anyway (our create ends the linger).
  */
 static bool
-linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, const ZkrBackend *b)
+linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, int own, int watch, const ZkrBackend *b)
 {
 	int64_t		now = zc_core_mono(c);
 	int64_t		rtt = CORE_MAX(zc_core_wall(c) - s->zk.checked_at, 0);
 
 	if (zc_kind_counted(s->req.mode) || !zc_kind_alone(kids[watch].mode) ||
 		!zc_recipe_sole_blocker(kids, own, watch, b) ||
-		zc_recipe_foreign_ahead(kids, own, b) != 1)
+		zc_recipe_foreign_ahead(kids, n, own, b) != 1)
 		return false;
 	if (s->zk.try_until == 0)
 		s->zk.try_until = now + CORE_MIN(CORE_MAX(LINGER_WAIT_RTTS * rtt,
@@ -149,7 +138,7 @@ zc_core_listing_watches(const ZklCore *c, const ZklSlot *s)
 
 /* Queue behind children[watch]: set the watch, unless it is an upgrade deadlock or a try. */
 static void
-wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, const ZkrBackend *b)
+wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, int own, int watch, const ZkrBackend *b)
 {
 	int			other;
 
@@ -169,18 +158,22 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int own, int watch, co
 		s->zk.todo = ZKT_DELETE;
 		return;
 	}
-	if (s->req.nowait && !linger_wait(c, s, kids, own, watch, b))
+	if (s->req.nowait && !linger_wait(c, s, kids, n, own, watch, b))
 	{
 		zc_core_refuse_try(c, s);
 		return;
 	}
 	zc_core_copy_name(s->watch, sizeof(s->watch), kids[watch].name);
-	/* a local waiter passed may be granted before us: then read the queue again */
-	s->zk.watch_sole = b->nwaits == 0 && zc_recipe_sole_blocker(kids, own, watch, b);
+	/*
+	 * A local waiter passed may be granted before us, and an upgrade may
+	 * come to stand ahead of us: then read the queue again.
+	 */
+	s->zk.watch_sole = b->nwaits == 0 && zc_recipe_sole_blocker(kids, own, watch, b) &&
+		!zc_recipe_upgrade_may_come(kids, own, watch, b);
 	/* granted when the watched node goes: alone at the head only if it was the one other */
-	s->zk.at_head = s->zk.watch_sole && zc_recipe_foreign_ahead(kids, own, b) == 1;
+	s->zk.at_head = s->zk.watch_sole && zc_recipe_foreign_ahead(kids, n, own, b) == 1;
 	s->zk.first = own == 1;		/* likewise, with the backend's own nodes counted */
-	s->zk.clear = zc_recipe_alone_ahead(kids, own) == zc_kind_alone(kids[watch].mode);
+	s->zk.clear = zc_recipe_alone_ahead(kids, n, own) == zc_kind_alone(kids[watch].mode);
 	s->zk.todo |= ZKT_WATCH;
 	tell_upgrades(c, s);
 	if (zc_core_wall(c) - s->req.requested_at >= (int64_t) zc_core_recheck_ms(c) * 1000)
@@ -243,6 +236,37 @@ tell_upgrades(ZklCore *c, const ZklSlot *s)
 	}
 }
 
+/* The local slot whose request made node `name` (NULL: another cluster's, or gone). */
+static const ZklSlot *
+local_node(const ZklCore *c, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o->zstate != ZKS_FREE && o->node[0] != '\0' && zc_recipe_name_has_uuid(name, o->uuid))
+			return o;
+	}
+	return NULL;
+}
+
+bool
+zc_core_local_node(const ZklCore *c, const char *name)
+{
+	return local_node(c, name) != NULL;
+}
+
+/* ZkrBackend.pending: the node is a request of this cluster not granted. */
+static bool
+local_pending(void *arg, const char *name)
+{
+	const ZklSlot *o = local_node(arg, name);
+
+	return o != NULL && o->zstate != ZKS_HELD;
+}
+
 void
 zc_core_backend_of(ZklCore *c, const ZklSlot *s, ZkrBackend *b)
 {
@@ -254,6 +278,8 @@ zc_core_backend_of(ZklCore *c, const ZklSlot *s, ZkrBackend *b)
 	b->nmine = 0;
 	b->waits = NULL;
 	b->nwaits = 0;
+	b->pending = local_pending;
+	b->arg = c;
 
 	/*
 	 * This backend's other nodes on the key never block it: all of them,
@@ -273,23 +299,35 @@ zc_core_backend_of(ZklCore *c, const ZklSlot *s, ZkrBackend *b)
 			c->mine[b->nmine++] = o->uuid;
 		}
 	}
-	if (holds)
+	/*
+	 * A try goes ahead of no waiter, as core's (a request that may not wait
+	 * is refused when a waiter's mode conflicts with it, whatever its
+	 * backend holds): what the backend holds passes nothing for it.
+	 */
+	if (s->req.nowait)
+		b->held = NULL;
+	else if (holds)
 	{
 		b->waits = c->mine + b->nmine;
 		b->nwaits = local_waits(c, s, b->nmine);
 	}
 }
 
-/* Whether a grant of kids[own] passed a local request known to wait that blocks it otherwise. */
+/*
+ * Whether a grant of kids[own] passed a node that stands ahead of it and
+ * blocks it but for the local waits (b->waits) and the rule for upgrades
+ * across clusters (recipe.c): one of this cluster (local) or of another.
+ */
 static bool
-passes_local_waiter(const ZkrChild *kids, int own, const ZkrBackend *b)
+passed(const ZklCore *c, const ZkrChild *kids, int n, int own, const ZkrBackend *b, bool local)
 {
 	ZkrBackend	none = *b;
 	int			i;
 
 	none.nwaits = 0;
-	for (i = 0; b->nwaits > 0 && i < own; i++)
-		if (zc_recipe_blocks(kids, own, i, kids[own].mode, &none))
+	for (i = 0; i < n; i++)
+		if (i != own && zc_recipe_ahead(kids, own, i) && zc_recipe_blocks(kids, n, i, kids[own].mode, &none) &&
+			zc_core_local_node(c, kids[i].name) == local)
 			return true;
 	return false;
 }
@@ -337,15 +375,17 @@ zc_core_decide(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
 			zc_core_node_not_seen(s);
 			break;
 		case ZKR_GRANT:
-			if (passes_local_waiter(kids, own, &b))
+			if (passed(c, kids, n, own, &b, true))
 				c->t->counters.upgrades_ahead++;
-			s->zk.at_head = zc_recipe_foreign_ahead(kids, own, &b) == 0;
-			s->zk.first = own == 0;
-			s->zk.clear = zc_recipe_alone_ahead(kids, own) == 0;
+			if (passed(c, kids, n, own, &b, false))
+				c->t->counters.upgrades_across++;
+			s->zk.at_head = zc_recipe_foreign_ahead(kids, n, own, &b) == 0;
+			s->zk.first = own == 0;	/* never an upgrade's: its shared node stands ahead */
+			s->zk.clear = zc_recipe_alone_ahead(kids, n, own) == 0;
 			zc_core_grant(c, s);
 			break;
 		case ZKR_WAIT:
-			wait_behind(c, s, kids, own, watch, &b);
+			wait_behind(c, s, kids, n, own, watch, &b);
 			break;
 		case ZKR_MISMATCH:
 			break;				/* semaphores only */

@@ -92,9 +92,12 @@ zc_core_tell_successor(ZklCore *c, const ZklSlot *d)
 	 * node: recipe.c), has none ahead, and none can come later; so once it
 	 * goes, nothing blocks the waiter right behind it, unless the holder's
 	 * backend has another node on the key (it may be ahead, and it blocks
-	 * the waiter).
+	 * the waiter).  A waiter that shares may have readers between, and an
+	 * upgrade of one of them may come to stand ahead of it (recipe.h): it
+	 * reads its queue.
 	 */
-	if (d->ans.result == ZKL_RESULT_GRANTED && zc_kind_alone(d->req.mode) && d->zk.at_head)
+	if (d->ans.result == ZKL_RESULT_GRANTED && zc_kind_alone(d->req.mode) && d->zk.at_head &&
+		zc_kind_alone(w->req.mode))
 	{
 		bool		sibling = false;
 

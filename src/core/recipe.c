@@ -68,6 +68,47 @@ parse_holders(const char *name, size_t end, int32_t *holders)
 	return true;
 }
 
+/*
+ * A lock node's mark after the pid (recipe.h): ".r", or ".u<sequence>" of
+ * the shared node an upgrade upgrades.  The owner part ends at `end` (the
+ * '-' before the sequence).  No mark, or one we do not know, is an earlier
+ * version's node: it relists not.
+ */
+static void
+parse_mark(const char *name, size_t end, ZkrChild *out)
+{
+	size_t		from = 2 + ZKL_UUID_LEN + 1;
+	size_t		dot = end;
+	size_t		p;
+	int64_t		v = 0;
+
+	out->relists = false;
+	out->upgrade = false;
+	out->anchor = 0;
+	while (dot > from && name[dot - 1] != '.')
+		dot--;
+	if (dot == from)
+		return;
+	if (end - dot == 1 && name[dot] == 'r')
+	{
+		out->relists = true;
+		return;
+	}
+	if (name[dot] != 'u' || end - dot < 2 || end - dot > 11)
+		return;
+	for (p = dot + 1; p < end; p++)
+	{
+		if (name[p] < '0' || name[p] > '9')
+			return;
+		v = v * 10 + (name[p] - '0');
+	}
+	if (v > UINT32_MAX)
+		return;
+	out->relists = true;
+	out->upgrade = true;
+	out->anchor = (int32_t) (uint32_t) v;
+}
+
 bool
 zc_recipe_parse_child(const char *name, ZkrChild *out)
 {
@@ -82,8 +123,14 @@ zc_recipe_parse_child(const char *name, ZkrChild *out)
 	if (!parse_sequence(name, len, &out->seq, &start))
 		return false;
 	out->holders = 0;
+	out->relists = false;
+	out->upgrade = false;
+	out->anchor = 0;
+	out->placed = false;
 	if (zc_kind_counted(name[0]) && !parse_holders(name, start - 1, &out->holders))
 		return false;
+	if (!zc_kind_counted(name[0]))
+		parse_mark(name, start - 1, out);
 	out->name = name;
 	out->mode = name[0];
 	return true;
@@ -112,7 +159,9 @@ owner_part(const char *name, size_t *from, size_t *len)
 	*from = 2 + ZKL_UUID_LEN + 1;
 	if (start < *from)
 		return false;
-	*len = start - *from;
+	/* "<sysid>-<pid>", without a mark or a semaphore's holders */
+	for (*len = 0; *from + *len < start - 1 && name[*from + *len] != '.'; (*len)++)
+		;
 	return true;
 }
 
@@ -163,16 +212,77 @@ child_cmp(const void *a, const void *b)
 	return zc_recipe_seq_cmp(((const ZkrChild *) a)->seq, ((const ZkrChild *) b)->seq);
 }
 
+/* Where a node stands: its own sequence, or a placed upgrade's right behind its anchor's. */
+static int32_t
+place_of(const ZkrChild *c)
+{
+	return c->placed ? c->anchor : c->seq;
+}
+
+static int
+queue_cmp(const void *a, const void *b)
+{
+	const ZkrChild *x = a;
+	const ZkrChild *y = b;
+	int			d = zc_recipe_seq_cmp(place_of(x), place_of(y));
+
+	if (d != 0)
+		return d;
+	if (x->placed != y->placed)
+		return x->placed ? 1 : -1;	/* the anchor first, then its upgrades */
+	return zc_recipe_seq_cmp(x->seq, y->seq);
+}
+
+/* Index of the child with sequence seq in children sorted by sequence, or -1. */
+static int
+find_seq(const ZkrChild *children, int n, int32_t seq)
+{
+	int			lo = 0;
+	int			hi = n - 1;
+
+	while (lo <= hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		int			d = zc_recipe_seq_cmp(children[mid].seq, seq);
+
+		if (d == 0)
+			return mid;
+		if (d < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
+/* Whether a node of this mode may be upgraded: a lock kind that others may hold beside it. */
+static bool
+sharing(char mode)
+{
+	return zc_kind_of(mode) != NULL && !zc_kind_counted(mode) && !zc_kind_conflict(mode, mode);
+}
+
 int
 zc_recipe_collect(const char *const *names, int n, ZkrChild *out)
 {
 	int			i;
 	int			kept = 0;
+	bool		placed = false;
 
 	for (i = 0; i < n; i++)
 		if (zc_recipe_parse_child(names[i], &out[kept]))
 			kept++;
 	qsort(out, kept, sizeof(ZkrChild), child_cmp);
+	for (i = 0; i < kept; i++)
+	{
+		int			a = out[i].upgrade ? find_seq(out, kept, out[i].anchor) : -1;
+
+		/* an upgrade's anchor was made before it; a name that says otherwise stays put */
+		out[i].placed = a >= 0 && a < i && sharing(out[a].mode) && zc_kind_conflict(out[i].mode, out[a].mode);
+		placed |= out[i].placed;
+	}
+	if (placed)
+		qsort(out, kept, sizeof(ZkrChild), queue_cmp);
 	return kept;
 }
 
@@ -189,12 +299,15 @@ mine_index(const ZkrChild *c, const char *const *mine, int nmine)
 }
 
 /*
- * Where the backend's granted nodes stand: the first one of each kind (-1:
- * none), so that "does this node wait for us" is O(kinds).
+ * The backend's granted nodes: the sequence of the first one made of each
+ * kind, so that "does this node wait for us" is O(kinds).  Made before, not
+ * sorted before: a node waits for what was made before it (a placed
+ * upgrade included).
  */
 typedef struct OwnHolds
 {
-	int			first[ZKL_MAX_KINDS];
+	bool		any[ZKL_MAX_KINDS];
+	int32_t		first[ZKL_MAX_KINDS];
 } OwnHolds;
 
 static OwnHolds
@@ -204,7 +317,7 @@ own_holds(const ZkrChild *children, int n, const ZkrBackend *b)
 	int			i;
 
 	for (i = 0; i < ZKL_MAX_KINDS; i++)
-		h.first[i] = -1;
+		h.any[i] = false;
 	for (i = 0; b->held != NULL && i < n; i++)
 	{
 		int			m = mine_index(&children[i], b->mine, b->nmine);
@@ -212,8 +325,11 @@ own_holds(const ZkrChild *children, int n, const ZkrBackend *b)
 
 		if (m < 0 || !b->held[m] || k == NULL)
 			continue;
-		if (h.first[k - zc_kinds] < 0)
-			h.first[k - zc_kinds] = i;
+		if (!h.any[k - zc_kinds] || zc_recipe_seq_cmp(children[i].seq, h.first[k - zc_kinds]) < 0)
+		{
+			h.any[k - zc_kinds] = true;
+			h.first[k - zc_kinds] = children[i].seq;
+		}
 	}
 	return h;
 }
@@ -242,7 +358,8 @@ blocks(const ZkrChild *children, int i, char mode, const ZkrBackend *b, const Ow
 		return false;
 	waits = mine_index(c, b->waits, b->nwaits) >= 0;
 	for (k = 0; k < zc_nkinds; k++)
-		if (h->first[k] >= 0 && h->first[k] < i && zc_recipe_passes(zc_kinds[k].mode, c->mode, waits))
+		if (h->any[k] && zc_recipe_seq_cmp(h->first[k], c->seq) < 0 &&
+			zc_recipe_passes(zc_kinds[k].mode, c->mode, waits))
 			return false;
 	return true;
 }
@@ -261,12 +378,120 @@ zc_recipe_blocks(const ZkrChild *children, int n, int i, char mode, const ZkrBac
 	return blocks(children, i, mode, b, &h);
 }
 
+bool
+zc_recipe_ahead(const ZkrChild *children, int own, int i)
+{
+	return children[own].placed ? zc_recipe_seq_cmp(children[i].seq, children[own].seq) < 0 : i < own;
+}
+
+bool
+zc_recipe_behind(const ZkrChild *children, int own, int i)
+{
+	return i > own || zc_recipe_seq_cmp(children[i].seq, children[own].seq) > 0;
+}
+
+bool
+zc_recipe_node_ahead(const ZkrChild *o, const ZkrChild *s)
+{
+	if (s->upgrade)
+		return zc_recipe_seq_cmp(o->seq, s->seq) < 0;
+	return zc_recipe_seq_cmp(o->upgrade ? o->anchor : o->seq, s->seq) < 0;
+}
+
+/*
+ * What a placed upgrade children[me] may pass besides (upgrade_passes):
+ * only while the backend holds the upgraded node a (then nothing granted
+ * stands behind a that conflicts with it, and a stays while the upgrade
+ * lives: holds.c).  first[k]: the first node in the sorted order, made
+ * after a, of kind k, that conflicts with a and is not ours (-1: none).
+ */
+typedef struct UpgradeView
+{
+	int			a;				/* -1: passes nothing this way */
+	int			first[ZKL_MAX_KINDS];
+} UpgradeView;
+
+static UpgradeView
+upgrade_view(const ZkrChild *children, int n, int me, const ZkrBackend *b)
+{
+	UpgradeView v;
+	int			m = -1;
+	int			j;
+
+	v.a = -1;
+	for (j = 0; j < ZKL_MAX_KINDS; j++)
+		v.first[j] = -1;
+	for (j = 0; children[me].placed && j < n && v.a < 0; j++)
+		if (children[j].seq == children[me].anchor)
+			v.a = j;
+	if (v.a >= 0)
+		m = mine_index(&children[v.a], b->mine, b->nmine);
+	if (m < 0 || b->held == NULL || !b->held[m])
+	{
+		v.a = -1;
+		return v;
+	}
+	for (j = 0; j < n; j++)
+	{
+		const ZklKind *k = zc_kind_of(children[j].mode);
+
+		if (j != me && k != NULL && v.first[k - zc_kinds] < 0 &&
+			zc_recipe_seq_cmp(children[v.a].seq, children[j].seq) < 0 &&
+			zc_kind_conflict(children[v.a].mode, children[j].mode) &&
+			mine_index(&children[j], b->mine, b->nmine) < 0)
+			v.first[k - zc_kinds] = j;
+	}
+	return v;
+}
+
+/*
+ * Whether the placed upgrade passes children[i], a node made before it
+ * that conflicts: i was made after the upgraded node and stands behind a
+ * node j (first[]) that conflicts with both.  j waits for our shared node;
+ * i waits for j, and once j goes, i reads its queue again (it relists) and
+ * finds the upgrade ahead of it.  A placed upgrade i is not passed: it
+ * waits by its own rule, which may pass j.  What i's backend holds, if
+ * anything, holds up the upgrade by itself.
+ */
+static bool
+upgrade_passes(const ZkrChild *children, const UpgradeView *v, int i)
+{
+	int			k;
+
+	if (v->a < 0 || !children[i].relists || children[i].placed ||
+		zc_recipe_seq_cmp(children[i].seq, children[v->a].seq) <= 0)
+		return false;
+	for (k = 0; k < zc_nkinds; k++)
+		if (v->first[k] >= 0 && v->first[k] < i &&
+			zc_kind_conflict(children[i].mode, zc_kinds[k].mode))
+			return true;
+	return false;
+}
+
+/* Whether children[i] is a local upgrade not granted, placed ahead of children[me] but made after it. */
+static bool
+pending_ahead(const ZkrChild *children, int me, int i, const ZkrBackend *b)
+{
+	return children[i].placed && !children[me].placed && b->pending != NULL &&
+		zc_recipe_seq_cmp(children[i].seq, children[me].seq) > 0 && b->pending(b->arg, children[i].name);
+}
+
+/* Whether children[i] holds up children[me]: it stands ahead, blocks, and is not passed. */
+static bool
+holds_up(const ZkrChild *children, int me, int i, const ZkrBackend *b, const OwnHolds *h,
+		 const UpgradeView *v)
+{
+	return i != me && zc_recipe_ahead(children, me, i) && blocks(children, i, children[me].mode, b, h) &&
+		!upgrade_passes(children, v, i) && !pending_ahead(children, me, i, b);
+}
+
 ZkrVerdict
 zc_recipe_decide(const ZkrChild *children, int n, const char *own_uuid,
 				 const ZkrBackend *b, int *own, int *watch)
 {
 	int			me = -1;
 	OwnHolds	h;
+	UpgradeView v;
 	int			i;
 
 	for (i = 0; i < n; i++)
@@ -282,11 +507,21 @@ zc_recipe_decide(const ZkrChild *children, int n, const char *own_uuid,
 	if (me < 0)
 		return ZKR_ABSENT;
 
+	h = own_holds(children, n, b);
+	v = upgrade_view(children, n, me, b);
+	if (children[me].placed)
+	{
+		/* an upgrade watches the one made last of what holds it up */
+		for (i = 0; i < n; i++)
+			if (holds_up(children, me, i, b, &h, &v) &&
+				(*watch < 0 || zc_recipe_seq_cmp(children[i].seq, children[*watch].seq) > 0))
+				*watch = i;
+		return *watch >= 0 ? ZKR_WAIT : ZKR_GRANT;
+	}
 	/* walk back from our node to the nearest node that conflicts */
-	h = own_holds(children, me, b);
 	for (i = me - 1; i >= 0; i--)
 	{
-		if (!blocks(children, i, children[me].mode, b, &h))
+		if (!holds_up(children, me, i, b, &h, &v))
 			continue;
 		*watch = i;
 		return ZKR_WAIT;
@@ -300,32 +535,48 @@ zc_recipe_sole_blocker(const ZkrChild *children, int own, int watch, const ZkrBa
 	OwnHolds	h = own_holds(children, own, b);
 	int			i;
 
+	if (children[own].placed)
+		return false;			/* what it passed may change: it reads again */
 	for (i = watch - 1; i >= 0; i--)
-		if (blocks(children, i, children[own].mode, b, &h))
+		if (blocks(children, i, children[own].mode, b, &h) && !pending_ahead(children, own, i, b))
 			return false;
 	return true;
 }
 
-int
-zc_recipe_foreign_ahead(const ZkrChild *children, int own, const ZkrBackend *b)
+bool
+zc_recipe_upgrade_may_come(const ZkrChild *children, int own, int watch, const ZkrBackend *b)
 {
-	int			n = 0;
 	int			i;
 
+	if (children[own].placed)
+		return true;
 	for (i = 0; i < own; i++)
-		n += mine_index(&children[i], b->mine, b->nmine) < 0;
-	return n;
+		if (i != watch && children[i].relists && sharing(children[i].mode) &&
+			mine_index(&children[i], b->mine, b->nmine) < 0)
+			return true;
+	return false;
 }
 
 int
-zc_recipe_alone_ahead(const ZkrChild *children, int own)
+zc_recipe_foreign_ahead(const ZkrChild *children, int n, int own, const ZkrBackend *b)
 {
-	int			n = 0;
+	int			k = 0;
 	int			i;
 
-	for (i = 0; i < own; i++)
-		n += zc_kind_alone(children[i].mode);
-	return n;
+	for (i = 0; i < n; i++)
+		k += i != own && zc_recipe_ahead(children, own, i) && mine_index(&children[i], b->mine, b->nmine) < 0;
+	return k;
+}
+
+int
+zc_recipe_alone_ahead(const ZkrChild *children, int n, int own)
+{
+	int			k = 0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+		k += i != own && zc_recipe_ahead(children, own, i) && zc_kind_alone(children[i].mode);
+	return k;
 }
 
 ZkrVerdict
@@ -398,12 +649,15 @@ zc_recipe_fencing_token(int64_t czxid, int handed)
 
 int
 zc_recipe_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid, int holders,
-				char *out, size_t outlen)
+				const int32_t *anchor, char *out, size_t outlen)
 {
 	int			n = zc_kind_counted(mode) ?
 		snprintf(out, outlen, "%c-%s-%llu-%d.%d-", mode, uuid,
 				 (unsigned long long) sysid, pid, holders) :
-		snprintf(out, outlen, "%c-%s-%llu-%d-", mode, uuid,
+		anchor != NULL ?
+		snprintf(out, outlen, "%c-%s-%llu-%d.u%u-", mode, uuid,
+				 (unsigned long long) sysid, pid, (unsigned) (uint32_t) *anchor) :
+		snprintf(out, outlen, "%c-%s-%llu-%d.r-", mode, uuid,
 				 (unsigned long long) sysid, pid);
 
 	return (n < 0 || (size_t) n >= outlen) ? -1 : n;

@@ -2,10 +2,18 @@
  * recipe.h — the ZooKeeper lock recipe as pure decisions.
  *
  * Lock nodes are children of one key node, named
- *     <mode>-<uuid>-<system identifier>-<pid>-<10-digit sequence>
- * where mode is the letter of a kind (kinds.h); a counted kind's nodes (a
- * semaphore's, under a key of their own key space) carry the request's
- * holders after the pid:
+ *     <mode>-<uuid>-<system identifier>-<pid>.r-<10-digit sequence>
+ * where mode is the letter of a kind (kinds.h).  An upgrade (a backend
+ * that holds the key shared asks it exclusive) names the sequence of the
+ * shared node it upgrades instead of "r":
+ *     x-<uuid>-<system identifier>-<pid>.u<that node's sequence>-<sequence>
+ * and every cluster orders it right behind that node (zc_recipe_collect).
+ * Both marks say that the node's cluster lists its queue again before a
+ * grant where an upgrade may have come to stand ahead, and honours those
+ * places (upgrade_passes in recipe.c relies on it); an earlier version's
+ * nodes carry neither (<pid>-<sequence>) and are never passed that way.
+ * A counted kind's nodes (a semaphore's, under a key of their own key
+ * space) carry the request's holders after the pid:
  *     c-<uuid>-<system identifier>-<pid>.<holders>-<10-digit sequence>
  * so that every cluster sees what each live request asked for without a
  * read per node.  Nothing here does I/O.
@@ -30,6 +38,10 @@ typedef struct ZkrChild
 	char		mode;
 	int32_t		seq;			/* ZooKeeper's signed 32-bit counter */
 	int32_t		holders;		/* a semaphore node's; 0 for a lock node */
+	bool		relists;		/* its cluster follows upgrades' places (see above) */
+	bool		upgrade;		/* it names the shared node it upgrades: */
+	int32_t		anchor;			/* that node's sequence */
+	bool		placed;			/* that node is listed ahead: this one stands right behind it */
 } ZkrChild;
 
 typedef enum ZkrVerdict
@@ -63,8 +75,13 @@ extern bool zc_recipe_name_has_sysid(const char *name, uint64_t sysid);
 extern int	zc_recipe_seq_cmp(int32_t a, int32_t b);
 
 /*
- * Parse and sort (by sequence, as a serial number) the given names into out,
- * skipping names that are not lock nodes; returns how many were kept.
+ * Parse and sort the given names into out, skipping names that are not lock
+ * nodes; returns how many were kept.  The order is the queue's: by
+ * sequence (as a serial number), except that an upgrade whose shared node
+ * is listed stands right behind that node (placed), so that a waiter
+ * queued behind the shared node counts the upgrade as ahead of it, also
+ * when the upgrade was made after it.  The upgrade itself waits for the
+ * nodes made before it (zc_recipe_decide).
  */
 extern int	zc_recipe_collect(const char *const *names, int n, ZkrChild *out);
 
@@ -83,6 +100,16 @@ typedef struct ZkrBackend
 	int			nmine;
 	const char *const *waits;
 	int			nwaits;
+	/*
+	 * Whether the node of this name is an upgrade of this cluster not
+	 * granted (NULL: none known): it stands where it was made for the
+	 * backend's request, as core's upgrade stands behind a request that
+	 * came first, since this cluster grants nothing beside a conflicting
+	 * local holder (core.c) and an upgrade passes only the local requests
+	 * known to wait.
+	 */
+	bool		(*pending) (void *arg, const char *name);
+	void	   *arg;
 } ZkrBackend;
 
 /*
@@ -95,7 +122,12 @@ typedef struct ZkrBackend
  * conflicts with, or one of this cluster known to wait (core's rule: a
  * holder's further requests on its key, in either mode, never wait for the
  * holder's own waiters; so a shared holder's upgrade goes ahead of the local
- * waiters it holds up, whatever they wait for).
+ * waiters it holds up, whatever they wait for).  A placed upgrade waits for
+ * every node made before it that may hold the key: it passes, besides, a
+ * node of any cluster that relists and stands behind a node, made after
+ * the upgraded one, that conflicts with it: such a node waits for that
+ * one, which waits for our shared node, and once that node goes it finds
+ * the upgrade ahead of it.
  */
 extern ZkrVerdict zc_recipe_decide(const ZkrChild *children, int n,
 								   const char *own_uuid, const ZkrBackend *b,
@@ -121,19 +153,52 @@ extern bool zc_recipe_passes(char held_mode, char mode, bool waits);
 
 /*
  * After ZKR_WAIT: whether the watched node is the only one ahead of ours
- * that blocks it.  Nodes ahead can only go (a later node gets a higher
- * sequence), so once that one is deleted the request holds the lock, and
- * no second read of the queue is needed to know it.
+ * that blocks it.  Nodes made earlier can only go, so once that one is
+ * deleted the request holds the lock, and no second read of the queue is
+ * needed to know it: unless an upgrade may come to stand ahead
+ * (zc_recipe_upgrade_may_come).
  */
 extern bool zc_recipe_sole_blocker(const ZkrChild *children, int own, int watch,
 								   const ZkrBackend *b);
 
 /*
- * How many nodes ahead of children[own] are not the backend's own.  A node
- * granted with none ahead holds the key alone (in its mode); one granted
- * past other clusters' waiters (see zc_recipe_decide) does not.
+ * Whether an upgrade made later may stand ahead of children[own] (it is
+ * ordered behind the shared node it upgrades): another backend's shared
+ * node stands ahead, other than the watched one (which stays while its
+ * upgrade lives).  Then the queue is read again before a grant.  An
+ * upgrade itself always reads it again: what it passed may change.
  */
-extern int	zc_recipe_foreign_ahead(const ZkrChild *children, int own, const ZkrBackend *b);
+extern bool zc_recipe_upgrade_may_come(const ZkrChild *children, int own, int watch,
+									   const ZkrBackend *b);
+
+/*
+ * Whether children[i] stands ahead of children[own] in own's queue: before
+ * it in the sorted order, or, for a placed upgrade (which waits for what
+ * was made before it), made before it.
+ */
+extern bool zc_recipe_ahead(const ZkrChild *children, int own, int i);
+
+/*
+ * Whether node o stands ahead of node s (both parsed from names, the
+ * upgraded node assumed listed): the order of zc_recipe_ahead for nodes
+ * known apart from a listing (deadlock.c).
+ */
+extern bool zc_recipe_node_ahead(const ZkrChild *o, const ZkrChild *s);
+
+/*
+ * Whether children[i] waits behind children[own]: it stands after it in
+ * the sorted order, or it was made after it (an upgrade placed ahead of
+ * own waits for own all the same).
+ */
+extern bool zc_recipe_behind(const ZkrChild *children, int own, int i);
+
+/*
+ * How many nodes ahead of children[own] (zc_recipe_ahead) are not the
+ * backend's own.  A node granted with none ahead holds the key alone (in
+ * its mode); one granted past other clusters' waiters (see
+ * zc_recipe_decide) does not.
+ */
+extern int	zc_recipe_foreign_ahead(const ZkrChild *children, int n, int own, const ZkrBackend *b);
 
 /*
  * How many nodes of a kind that holds its key alone (zc_kind_alone) stand ahead
@@ -141,7 +206,7 @@ extern int	zc_recipe_foreign_ahead(const ZkrChild *children, int own, const ZkrB
  * none ahead shares the key with shared holders only, so other local
  * readers may join it (cohort.c).
  */
-extern int	zc_recipe_alone_ahead(const ZkrChild *children, int own);
+extern int	zc_recipe_alone_ahead(const ZkrChild *children, int n, int own);
 
 /*
  * A semaphore request (children of a semaphore key): granted while fewer
@@ -171,9 +236,10 @@ extern void zc_recipe_format_uuid(const unsigned char bytes[16], char out[ZKL_UU
 
 /*
  * Node name prefix for a request; ZooKeeper appends the sequence.  holders:
- * a semaphore request's (mode 'c'), 0 for a lock.
+ * a semaphore request's (mode 'c'), 0 for a lock.  anchor: for an upgrade,
+ * the sequence of the shared node it upgrades; NULL otherwise.
  */
 extern int	zc_recipe_node_prefix(char mode, const char *uuid, uint64_t sysid, int pid,
-							int holders, char *out, size_t outlen);
+							int holders, const int32_t *anchor, char *out, size_t outlen);
 
 #endif

@@ -220,6 +220,7 @@ typedef struct ZklCounters
 	int64_t		deadlocks;		/* requests failed with 40P01 to break a deadlock */
 	int64_t		upgrades_ahead; /* upgrades granted ahead of local requests they held up */
 	int64_t		held_for_local; /* turns in ZooKeeper's queue held for a local conflicting holder */
+	int64_t		upgrades_across;	/* upgrades granted past other clusters' requests made before them */
 } ZklCounters;
 
 /*

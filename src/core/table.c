@@ -151,6 +151,37 @@ zc_table_conflicting_holder(const ZklTable *t, const ZklSlot *s, int from)
 	return -1;
 }
 
+int
+zc_table_upgraded(const ZklTable *t, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < t->nused; i++)
+	{
+		const ZklSlot *o = &t->slots[i];
+
+		if (o != s && o->zstate == ZKS_HELD && !o->own.abandoned &&
+			o->req.owner_pid == s->req.owner_pid && o->req.owner_procno == s->req.owner_procno &&
+			!zc_kind_counted(o->req.mode) && !zc_kind_conflict(o->req.mode, o->req.mode) &&
+			zc_kind_conflict(s->req.mode, o->req.mode) &&
+			o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0)
+			return i;
+	}
+	return -1;
+}
+
+int
+zc_table_node_prefix(const ZklTable *t, const ZklSlot *s, const char *uuid, uint64_t sysid,
+					 char *out, size_t outlen)
+{
+	int			u = zc_table_upgraded(t, s);
+	ZkrChild	held;
+	bool		upgrade = u >= 0 && zc_recipe_parse_child(t->slots[u].node, &held);
+
+	return zc_recipe_node_prefix(s->req.mode, uuid, sysid, s->req.owner_pid, s->req.holders,
+								 upgrade ? &held.seq : NULL, out, outlen);
+}
+
 int64_t
 zc_table_session_tag(int64_t session_id, uint64_t nonce)
 {

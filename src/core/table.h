@@ -56,6 +56,21 @@ extern bool zc_table_ask_stat(ZklSlot *s);
 extern bool zc_table_ask_verify(ZklSlot *s);
 
 /*
+ * The slot through which s's backend holds s's key in a kind that others
+ * may hold beside it and s's kind conflicts with (s is an upgrade: shared,
+ * then exclusive), or -1.
+ */
+extern int	zc_table_upgraded(const ZklTable *t, const ZklSlot *s);
+
+/*
+ * The name prefix of s's create (recipe.h), uuid its request's: an
+ * upgrade's names the sequence of the node of zc_table_upgraded.  Returns
+ * the prefix's length, or -1 if it does not fit.
+ */
+extern int	zc_table_node_prefix(const ZklTable *t, const ZklSlot *s, const char *uuid, uint64_t sysid,
+								 char *out, size_t outlen);
+
+/*
  * The first slot from index `from` on of another backend that holds s's key
  * (lock kinds) in a mode that conflicts with s's, or -1.  No grant to s
  * beside it (core.c): the recipe lets an upgrade pass a local waiter, whose

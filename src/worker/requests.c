@@ -22,6 +22,7 @@
 #include "core_grant.h"
 #include "core_plan.h"
 #include "core_reply.h"
+#include "table.h"
 
 /* One multi in flight: its ops, their results, and what core.c needs back. */
 typedef struct Batch
@@ -323,8 +324,10 @@ create_path(const ZklSlot *s, const char *uuid, char *out)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zc_recipe_node_prefix(s->req.mode, uuid, GetSystemIdentifier(), s->req.owner_pid, s->req.holders,
-					prefix, sizeof(prefix));
+	/* an upgrade's names the node its backend holds: read under the lock, as backends claim slots */
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	zc_table_node_prefix(&zkl_shared->t, s, uuid, GetSystemIdentifier(), prefix, sizeof(prefix));
+	LWLockRelease(zkl_shared->lock);
 	zc_core_child_path(&zkl_shared->t, s, prefix, out);
 }
 

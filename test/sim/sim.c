@@ -427,6 +427,7 @@ static int64_t ids_reissued;	/* reconnects that came back to another session of 
 static int64_t resumes_refused;	/* resumed sessions whose presence node was gone: expired */
 static int64_t rides_seen = 0;	/* of them, readers joining a local reader's node */
 static int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */
+static int64_t upgrades_across;	/* upgrades granted past other clusters' requests (counters) */
 static int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */
 
 static Sim *S;
@@ -1087,8 +1088,7 @@ create_path(Cluster *c, const ZklSlot *s, char *out)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zc_recipe_node_prefix(s->req.mode, s->uuid, (uint64_t) c->id + 1, s->req.owner_pid, s->req.holders,
-					prefix, sizeof(prefix));
+	zc_table_node_prefix(&c->t, s, s->uuid, (uint64_t) c->id + 1, prefix, sizeof(prefix));
 	zc_core_child_path(&c->t, s, prefix, out);
 }
 
@@ -1248,6 +1248,7 @@ static bool handle_next(Cluster *c);
 static void note_grants(Cluster *c);
 static int	backend_of_pid(const Cluster *c, int pid);
 static bool local_waiter(const Cluster *c, const char *name);
+static bool upgrade_ahead(const Cluster *c, const ZkrChild *kids, int own, int i);
 static void check_sole_blocker(Cluster *c);
 static void check_try_refusal(Cluster *c, const ZklSlot *s, const ZkrChild *kids, int n);
 
@@ -3572,6 +3573,9 @@ check_fifo(Cluster *c, const ZklSlot *s)
 
 		if (!conflict(kids[i].mode, s->req.mode))
 			continue;
+		/* an upgrade made after it waits for it, unless it passed it: the holders' oracles judge that */
+		if (kids[i].placed && zc_recipe_seq_cmp(kids[i].seq, kids[own].seq) > 0)
+			continue;
 		if (node_owner(kids[i].name, &ci, &pid, &slot) && ci == c->id && pid == s->req.owner_pid &&
 			!ridden_by_other(c, &c->t.slots[slot]))
 			continue;			/* the backend's own node (not one other local readers ride) */
@@ -3965,7 +3969,7 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 			int			others = 0;
 			bool		mine = false;
 
-			if (i == own || zc_recipe_seq_cmp(kids[i].seq, kids[own].seq) > 0 ||
+			if (i == own || (zc_recipe_seq_cmp(kids[i].seq, kids[own].seq) > 0 && !upgrade_ahead(c, kids, own, i)) ||
 				(s->req.mode != ZKL_MODE_SEMAPHORE && !conflict(kids[i].mode, s->req.mode)) ||
 				(s->req.mode != ZKL_MODE_SEMAPHORE && first_x && zc_recipe_seq_cmp(x_seq, kids[i].seq) < 0) ||
 				(s->req.mode != ZKL_MODE_SEMAPHORE && first_s && zc_recipe_seq_cmp(s_seq, kids[i].seq) < 0 &&
@@ -4000,6 +4004,24 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 		}
 		return own >= 0;
 	}
+}
+
+/*
+ * Whether kids[i], made after kids[own], is an upgrade placed ahead of it
+ * (recipe.h) that it waits for: not one of its own cluster that is not
+ * granted (ZkrBackend.pending), judged from the upgrade's slot.
+ */
+static bool
+upgrade_ahead(const Cluster *c, const ZkrChild *kids, int own, int i)
+{
+	int			ci;
+	int			pid;
+	int			slot;
+
+	if (kids[own].placed || !kids[i].placed || !zc_recipe_ahead(kids, own, i))
+		return false;
+	return !(node_owner(kids[i].name, &ci, &pid, &slot) && ci == c->id &&
+			 S->c[ci].t.slots[slot].zstate != ZKS_HELD);
 }
 
 /*
@@ -4971,6 +4993,8 @@ check_sole_blocker(Cluster *c)
 		int			n;
 		int			own;
 		int			watch;
+		int			i;
+		ZkrVerdict	v;
 
 		if (s->zstate != ZKS_QUEUED || s->ans.result != ZKL_RESULT_PENDING || s->own.abandoned ||
 			!s->zk.watch_sole || s->watch[0] == '\0' || s->zk.rides ||
@@ -4980,7 +5004,17 @@ check_sole_blocker(Cluster *c)
 		zc_core_key_path(&c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
 		n = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
-		if (zc_recipe_decide(kids, n, s->uuid, &b, &own, &watch) == ZKR_WAIT &&
+		/*
+		 * An upgrade of the watched node stands right behind it, so ahead of
+		 * us; the watched node stays while it is held (holds.c), and it is
+		 * never handed on (zk.first): once the watched node goes, the
+		 * upgrade holds nothing.
+		 */
+		v = zc_recipe_decide(kids, n, s->uuid, &b, &own, &watch);
+		for (i = 0; v == ZKR_WAIT && kids[watch].placed && i < watch; i++)
+			if (kids[i].seq == kids[watch].anchor && strcmp(kids[i].name, s->watch) == 0)
+				watch = i;
+		if (v == ZKR_WAIT &&
 			(strcmp(kids[watch].name, s->watch) != 0 ||
 			 !zc_recipe_sole_blocker(kids, own, watch, &b)))
 			fail("c%d slot %d (pid %d) %s %c node %s would be granted once %s goes, "
@@ -5012,7 +5046,7 @@ check_try_refusal(Cluster *c, const ZklSlot *s, const ZkrChild *kids, int n)
 	zc_core_backend_of(&c->core, s, &b);
 	if (zc_recipe_decide(kids, n, s->uuid, &b, &own, &watch) != ZKR_WAIT ||
 		!zc_recipe_sole_blocker(kids, own, watch, &b) ||
-		zc_recipe_foreign_ahead(kids, own, &b) != 1 ||
+		zc_recipe_foreign_ahead(kids, n, own, &b) != 1 ||
 		!node_owner(kids[watch].name, &ci, &pid, &slot))
 		return;
 	o = &S->c[ci].t.slots[slot];
@@ -5975,6 +6009,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 		int			j;
 
 		upgrades_ahead += sim->c[i].t.counters.upgrades_ahead;
+		upgrades_across += sim->c[i].t.counters.upgrades_across;
 		held_for_local += sim->c[i].t.counters.held_for_local;
 		for (j = 0; j < sim->c[i].nb; j++)
 			zc_book_free(&sim->c[i].b[j].book);
@@ -6088,7 +6123,9 @@ main(int argc, char **argv)
 	printf("%" PRId64 " local hand-overs (%" PRId64 " of them readers joining a reader's node)\n",
 		   handovers_seen, rides_seen);
 	printf("%" PRId64 " upgrades granted ahead of local waiters they held up, %" PRId64
-		   " turns held for a local holder past which an upgrade went\n", upgrades_ahead, held_for_local);
+		   " past other clusters' requests behind the writers they held up; %" PRId64
+		   " turns held for a local holder past which an upgrade went\n", upgrades_ahead, upgrades_across,
+		   held_for_local);
 	printf("%" PRId64 " local deadlocks broken (40P01)\n", deadlocks_broken);
 	printf("%" PRId64 " deadlocks across clusters broken (40P01) in %" PRId64 " rounds, %" PRId64
 		   " claims refused; the longest wait for ever lasted %" PRId64 " ms; documents up to %d bytes\n",

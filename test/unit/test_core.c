@@ -215,8 +215,7 @@ node_of(int idx, int seq, char *buf)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zc_recipe_node_prefix(slots[idx].req.mode, slots[idx].uuid, 7, slots[idx].req.owner_pid, slots[idx].req.holders,
-					prefix, sizeof(prefix));
+	zc_table_node_prefix(&table, &slots[idx], slots[idx].uuid, 7, prefix, sizeof(prefix));
 	sprintf(buf, "%s%010d", prefix, seq);
 	return buf;
 }
@@ -2852,6 +2851,7 @@ test_upgrade_held_turn_deadlock(void)
 	int			xa2;
 	int			k;
 	uint64_t	tag;
+	uint64_t	tc;
 
 	setup();
 	core.deadlock_timeout = 1000;
@@ -2877,9 +2877,15 @@ test_upgrade_held_turn_deadlock(void)
 	(void) zc_table_abandon(&table, &slots[xb]);
 	(void) zc_core_plan(&core, true, now_us);
 	tag = planned(xb, OP_DELETE);
+	tc = planned(sc, OP_CHILDREN);
+	CHECK(tc != 0, "the reader behind the writer reads its queue behind the delete: an upgrade may stand ahead");
 	zc_core_delete_reply(&core, tag, ZOK);
+	CHECK(slots[sc].ans.result == ZKL_RESULT_PENDING, "so the delete does not grant it");
+	la[1] = nsC;
+	la[2] = nxA;
+	listed(tc, la, 3, false);
 	CHECK(slots[sc].ans.result == ZKL_RESULT_PENDING && strcmp(slots[sc].watch, nxA) == 0,
-		  "the writer gone, the reader's turn waits for the upgrader and watches its node");
+		  "its queue read again shows the upgrade ahead of it: it waits for the upgrader and watches its node");
 	xa2 = claim_key(1, "kb");
 	(void) zc_core_plan(&core, true, now_us);
 	lb[1] = node_of(xa2, 1, nxA2);

@@ -11,8 +11,11 @@
 #include "recipe.h"
 #include "check.h"
 
+/* ZKL_NODE_BUFLEN of slot.h, which this test does not include */
+#define ZKR_TEST_NODE_BUFLEN 96
+
 /* What a backend knows beyond the listing, for the recipe's calls (no local waits). */
-#define BK(mine, held, n) (&(ZkrBackend) {(mine), (held), (n), NULL, 0})
+#define BK(mine, held, n) (&(ZkrBackend) {(mine), (held), (n), NULL, 0, NULL, NULL})
 
 
 static const char *U1 = "11111111-1111-4111-8111-111111111111";
@@ -244,9 +247,9 @@ test_recipe(void)
 		n = zc_recipe_collect(list, 3, kids);
 		CHECK(zc_recipe_decide(kids, n, U3, BK(mine1, held, 1), &own, &watch) == ZKR_GRANT,
 			  "exclusive holder asks shared: granted past the waiter behind it");
-		CHECK(zc_recipe_foreign_ahead(kids, own, BK(mine1, NULL, 1)) == 1,
+		CHECK(zc_recipe_foreign_ahead(kids, n, own, BK(mine1, NULL, 1)) == 1,
 			  "and granted with another cluster's node ahead: not alone at the head");
-		CHECK(zc_recipe_foreign_ahead(kids, 0, BK(mine1, NULL, 1)) == 0, "the first node is");
+		CHECK(zc_recipe_foreign_ahead(kids, n, 0, BK(mine1, NULL, 1)) == 0, "the first node is");
 		CHECK(zc_recipe_decide(kids, n, U3, BK(mine1, waiting, 1), &own, &watch) == ZKR_WAIT && watch == 1,
 			  "while our first node only waits, the other waiter still blocks");
 		CHECK(zc_recipe_decide(kids, n, U2, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT && watch == 0,
@@ -285,7 +288,7 @@ test_recipe(void)
 		n = zc_recipe_collect(list, 4, kids);
 		{
 			const char *local[] = {U2, U4};
-			ZkrBackend	b = {mine1, held, 1, local, 2};
+			ZkrBackend	b = {mine1, held, 1, local, 2, NULL, NULL};
 
 			CHECK(zc_recipe_decide(kids, n, U3, &b, &own, &watch) == ZKR_GRANT,
 				  "three-way upgrade, waiters of this cluster: granted past both");
@@ -340,7 +343,7 @@ test_recipe(void)
 
 	zc_recipe_format_uuid(bytes, uuid);
 	CHECK(strlen(uuid) == ZKL_UUID_LEN && uuid[14] == '4', "uuid v4 format");
-	CHECK(zc_recipe_node_prefix('x', uuid, 7300000000000000001ULL, 4242, 0, prefix, sizeof(prefix)) > 0,
+	CHECK(zc_recipe_node_prefix('x', uuid, 7300000000000000001ULL, 4242, 0, NULL, prefix, sizeof(prefix)) > 0,
 		  "prefix fits");
 	snprintf(names[7], sizeof(names[7]), "%s0000000003", prefix);
 	CHECK(zc_recipe_parse_child(names[7], &kids[0]) && kids[0].seq == 3 && kids[0].mode == 'x',
@@ -408,7 +411,7 @@ test_semaphore_recipe(void)
 	list[3] = names[3];
 	CHECK(zc_recipe_collect(list, 4, kids) == 0, "holders 0, leading zeros, too many or none: refused");
 
-	CHECK(zc_recipe_node_prefix('c', U1, 7300000000000000001ULL, 4242, 1000000, prefix, sizeof(prefix)) > 0,
+	CHECK(zc_recipe_node_prefix('c', U1, 7300000000000000001ULL, 4242, 1000000, NULL, prefix, sizeof(prefix)) > 0,
 		  "semaphore prefix fits, at the most holders");
 	snprintf(names[7], sizeof(names[7]), "%s-2147483648", prefix);
 	CHECK(zc_recipe_parse_child(names[7], &kids[0]) && kids[0].holders == 1000000 && kids[0].seq == INT32_MIN,
@@ -471,11 +474,166 @@ test_kinds(void)
 		  zc_kind_name('?') == NULL && !zc_kind_counted('?'), "an unknown letter is no kind");
 }
 
+/* A node of this version (marked: it relists, recipe.h) of pid `pid`; anchor >= 0: an upgrade of that node. */
+static const char *
+node_v(int i, char mode, const char *uuid, int pid, int anchor, int seq)
+{
+	char		prefix[96];
+	int32_t		a = anchor;
+
+	zc_recipe_node_prefix(mode, uuid, 7300000000000000001ULL, pid, 0, anchor >= 0 ? &a : NULL,
+						  prefix, sizeof(prefix));
+	snprintf(names[i], sizeof(names[i]), "%s%010d", prefix, seq);
+	return names[i];
+}
+
+static bool
+pending_u4(void *arg, const char *name)
+{
+	return zc_recipe_name_has_uuid(name, U4);
+}
+
+/*
+ * Upgrades across clusters: a backend that holds a key shared and asks it
+ * exclusive names its shared node, stands right behind it in every
+ * cluster's order, and passes what waits behind a writer it holds up.
+ */
+static void
+test_upgrade_recipe(void)
+{
+	ZkrChild	kids[8];
+	const char *list[8];
+	const char *mineU[] = {U1};
+	const bool	held[] = {true};
+	const bool	not_held[] = {false};
+	int			n;
+	int			own;
+	int			watch;
+	int			i;
+
+	/* names */
+	list[0] = node_v(0, 's', U1, 11, -1, 1);
+	list[1] = node_v(1, 'x', U3, 11, 1, 4);
+	CHECK(zc_recipe_parse_child(list[0], &kids[0]) && kids[0].relists && !kids[0].upgrade && kids[0].seq == 1,
+		  "a node of this version relists");
+	CHECK(zc_recipe_parse_child(list[1], &kids[1]) && kids[1].relists && kids[1].upgrade && kids[1].anchor == 1 &&
+		  kids[1].seq == 4, "an upgrade names the node it upgrades");
+	CHECK(zc_recipe_same_owner(list[0], list[1]), "both are one backend's");
+	CHECK(zc_recipe_parse_child(node(2, 's', U2, "0000000002"), &kids[2]) && !kids[2].relists,
+		  "an earlier version's node does not");
+	snprintf(names[3], sizeof(names[3]), "x-%s-7300000000000000001-11.u-0000000005", U4);
+	CHECK(zc_recipe_parse_child(names[3], &kids[3]) && !kids[3].upgrade && !kids[3].relists,
+		  "a mark we do not know is an earlier version's");
+	{
+		int32_t		wrap = INT32_MIN + 3;
+		char		prefix[96];
+
+		CHECK(zc_recipe_node_prefix('x', U3, 7300000000000000001ULL, 2147483647, 0, &wrap, prefix,
+									sizeof(prefix)) > 0 && strlen(prefix) + 11 < ZKR_TEST_NODE_BUFLEN,
+			  "the longest upgrade name fits a node buffer");
+		snprintf(names[4], sizeof(names[4]), "%s-2147483640", prefix);
+		CHECK(zc_recipe_parse_child(names[4], &kids[4]) && kids[4].upgrade && kids[4].anchor == wrap,
+			  "an anchor past the sequence wrap reads back");
+	}
+
+	/* the three-way upgrade: W writes behind our read, R reads behind W, we ask exclusive */
+	list[0] = node_v(0, 's', U1, 11, -1, 1);	/* ours, held */
+	list[1] = node_v(1, 'x', U2, 22, -1, 2);	/* W, another cluster */
+	list[2] = node_v(2, 's', U4, 33, -1, 3);	/* R, a third */
+	list[3] = node_v(3, 'x', U3, 11, 1, 4);		/* our upgrade */
+	n = zc_recipe_collect(list, 4, kids);
+	CHECK(n == 4 && strcmp(kids[1].name, list[3]) == 0 && kids[1].placed,
+		  "the upgrade stands right behind the node it upgrades");
+	CHECK(zc_recipe_decide(kids, n, U3, BK(mineU, held, 1), &own, &watch) == ZKR_GRANT,
+		  "and passes the writer and the reader behind it: granted at once, as core's");
+	CHECK(zc_recipe_foreign_ahead(kids, n, own, BK(mineU, held, 1)) == 2,
+		  "not alone: what it passed was made before it");
+	CHECK(zc_recipe_decide(kids, n, U3, BK(mineU, not_held, 1), &own, &watch) == ZKR_WAIT,
+		  "only while it holds the node it upgrades");
+	CHECK(zc_recipe_decide(kids, n, U4, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT &&
+		  strcmp(kids[watch].name, list[1]) == 0 && zc_recipe_upgrade_may_come(kids, own, watch, BK(NULL, NULL, 0)),
+		  "the reader waits for the writer, and reads its queue again once the writer goes");
+	CHECK(zc_recipe_decide(kids, n, U2, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT &&
+		  strcmp(kids[watch].name, list[3]) == 0, "the writer waits for the upgrade, ahead of it now");
+	list[1] = list[2];
+	list[2] = list[3];
+	n = zc_recipe_collect(list, 3, kids);
+	CHECK(zc_recipe_decide(kids, n, U4, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT &&
+		  strcmp(kids[watch].name, list[2]) == 0,
+		  "the writer gone, the reader finds the upgrade ahead of it and waits for it");
+	CHECK(zc_recipe_decide(kids, n, U3, BK(mineU, held, 1), &own, &watch) == ZKR_WAIT &&
+		  strcmp(kids[watch].name, list[1]) == 0,
+		  "and had the upgrade listed then, the reader would hold it up: it may hold the key");
+	{
+		ZkrBackend	b = {NULL, NULL, 0, NULL, 0, pending_u4, NULL};
+
+		list[1] = node_v(1, 's', U2, 22, -1, 2);	/* a reader that came first */
+		list[2] = node_v(2, 'x', U4, 11, 1, 4);		/* an upgrade of this cluster not granted */
+		n = zc_recipe_collect(list, 3, kids);
+		CHECK(zc_recipe_decide(kids, n, U2, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT,
+			  "a reader made before an upgrade waits for it elsewhere");
+		CHECK(zc_recipe_decide(kids, n, U2, &b, &own, &watch) == ZKR_GRANT,
+			  "not in the upgrade's own cluster while it is not granted: it came first");
+	}
+
+	/* what the upgrade does not pass */
+	list[0] = node_v(0, 's', U1, 11, -1, 1);
+	list[1] = node_v(1, 's', U4, 33, -1, 2);	/* granted beside our read */
+	list[2] = node_v(2, 'x', U2, 22, -1, 3);
+	list[3] = node_v(3, 'x', U3, 11, 1, 4);
+	n = zc_recipe_collect(list, 4, kids);
+	CHECK(zc_recipe_decide(kids, n, U3, BK(mineU, held, 1), &own, &watch) == ZKR_WAIT &&
+		  strcmp(kids[watch].name, list[1]) == 0, "a reader right behind ours may hold the key: waited for");
+	list[1] = node_v(1, 'x', U2, 22, -1, 2);
+	list[2] = node(2, 's', U4, "0000000003");	/* an earlier version's reader behind the writer */
+	n = zc_recipe_collect(list, 4, kids);
+	CHECK(zc_recipe_decide(kids, n, U3, BK(mineU, held, 1), &own, &watch) == ZKR_WAIT &&
+		  strcmp(kids[watch].name, list[2]) == 0,
+		  "an earlier version's reader is not passed: it may be granted without reading its queue again");
+	list[2] = node_v(2, 'x', U4, 33, 0, 3);		/* another upgrade (of a node not listed): placed nowhere */
+	n = zc_recipe_collect(list, 4, kids);
+	CHECK(!kids[3].placed && zc_recipe_decide(kids, n, U3, BK(mineU, held, 1), &own, &watch) == ZKR_GRANT,
+		  "a writer behind our read is passed, as before");
+
+	/* two upgraders of one key: each waits for the other's read (a deadlock the searches break) */
+	list[0] = node_v(0, 's', U1, 11, -1, 1);
+	list[1] = node_v(1, 's', U2, 22, -1, 2);
+	list[2] = node_v(2, 'x', U3, 11, 1, 3);
+	list[3] = node_v(3, 'x', U4, 22, 2, 4);
+	n = zc_recipe_collect(list, 4, kids);
+	for (i = 0; i < n; i++)
+	{
+		static const int32_t order[] = {1, 3, 2, 4};
+
+		CHECK(kids[i].seq == order[i], "each upgrade right behind its read");
+	}
+	CHECK(zc_recipe_decide(kids, n, U3, BK(mineU, held, 1), &own, &watch) == ZKR_WAIT &&
+		  strcmp(kids[watch].name, list[1]) == 0, "the first upgrader waits for the other's read");
+	{
+		const char *mine2[] = {U2};
+
+		CHECK(zc_recipe_decide(kids, n, U4, BK(mine2, held, 1), &own, &watch) == ZKR_WAIT &&
+			  strcmp(kids[watch].name, list[0]) == 0,
+			  "and the second for the first one's read (that one's upgrade waits for us)");
+	}
+
+	/* an anchor that is no shared node, or made after the upgrade, places nothing */
+	list[0] = node_v(0, 'x', U1, 11, -1, 1);
+	list[1] = node_v(1, 'x', U3, 11, 1, 2);
+	n = zc_recipe_collect(list, 2, kids);
+	CHECK(!kids[1].placed, "an exclusive node is not upgraded");
+	list[0] = node_v(0, 'x', U3, 11, 5, 1);
+	list[1] = node_v(1, 's', U1, 11, -1, 5);
+	n = zc_recipe_collect(list, 2, kids);
+	CHECK(!kids[0].placed && kids[0].seq == 1, "nor is a node made after the upgrade");
+}
+
 int
 main(void)
 {
 	test_keys();
 	test_recipe();
+	test_upgrade_recipe();
 	test_semaphore_recipe();
 	test_kinds();
 	printf("%d passed, %d failed\n", passed, failed);
