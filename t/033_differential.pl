@@ -189,7 +189,9 @@ $w->query_until(qr/asked/, "\\echo asked\nBEGIN;\nSELECT zk_lock(8::bigint);\n\\
 ok(wait_for(sub { run($watch[1], "SELECT count(*) FROM zk_locks WHERE state = 'waiting'") =~ /^1 / }, 10),
 	'a writer of B queues behind A\'s read');
 run($zk[0], 'BEGIN');
-like(run($zk[0], 'SELECT zk_try_lock(8::bigint)'), qr/^t /, 'A upgrades past it, as core does');
+like(run($zk[0], 'SELECT zk_try_lock(8::bigint)'), qr/^f /,
+	'A\'s try to upgrade is refused while the writer waits, as core\'s try is');
+like(run($zk[0], 'SELECT 1 FROM (SELECT zk_lock(8::bigint)) g'), qr/^1 /, 'A upgrades past it, as core does');
 run($zk[0], 'COMMIT');
 wait_for(sub { run($watch[0], "SELECT count(*) FROM zk_locks WHERE state = 'releasing'") =~ /^0 / }, 10);
 ok(!wait_for(sub { $w->{run}->pump_nb; $w->{stdout} =~ /writer granted/ }, 1),

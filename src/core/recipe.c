@@ -390,80 +390,54 @@ zc_recipe_behind(const ZkrChild *children, int own, int i)
 	return i > own || zc_recipe_seq_cmp(children[i].seq, children[own].seq) > 0;
 }
 
-bool
-zc_recipe_node_ahead(const ZkrChild *o, const ZkrChild *s)
-{
-	if (s->upgrade)
-		return zc_recipe_seq_cmp(o->seq, s->seq) < 0;
-	return zc_recipe_seq_cmp(o->upgrade ? o->anchor : o->seq, s->seq) < 0;
-}
-
 /*
  * What a placed upgrade children[me] may pass besides (upgrade_passes):
  * only while the backend holds the upgraded node a (then nothing granted
  * stands behind a that conflicts with it, and a stays while the upgrade
- * lives: holds.c).  first[k]: the first node in the sorted order, made
- * after a, of kind k, that conflicts with a and is not ours (-1: none).
+ * lives: holds.c).  a: its index, -1 when it passes nothing this way.
  */
-typedef struct UpgradeView
+static int
+upgrade_anchor(const ZkrChild *children, int n, int me, const ZkrBackend *b)
 {
-	int			a;				/* -1: passes nothing this way */
-	int			first[ZKL_MAX_KINDS];
-} UpgradeView;
-
-static UpgradeView
-upgrade_view(const ZkrChild *children, int n, int me, const ZkrBackend *b)
-{
-	UpgradeView v;
-	int			m = -1;
+	int			a = -1;
+	int			m;
 	int			j;
 
-	v.a = -1;
-	for (j = 0; j < ZKL_MAX_KINDS; j++)
-		v.first[j] = -1;
-	for (j = 0; children[me].placed && j < n && v.a < 0; j++)
+	for (j = 0; children[me].placed && j < n && a < 0; j++)
 		if (children[j].seq == children[me].anchor)
-			v.a = j;
-	if (v.a >= 0)
-		m = mine_index(&children[v.a], b->mine, b->nmine);
-	if (m < 0 || b->held == NULL || !b->held[m])
-	{
-		v.a = -1;
-		return v;
-	}
-	for (j = 0; j < n; j++)
-	{
-		const ZklKind *k = zc_kind_of(children[j].mode);
-
-		if (j != me && k != NULL && v.first[k - zc_kinds] < 0 &&
-			zc_recipe_seq_cmp(children[v.a].seq, children[j].seq) < 0 &&
-			zc_kind_conflict(children[v.a].mode, children[j].mode) &&
-			mine_index(&children[j], b->mine, b->nmine) < 0)
-			v.first[k - zc_kinds] = j;
-	}
-	return v;
+			a = j;
+	m = a >= 0 ? mine_index(&children[a], b->mine, b->nmine) : -1;
+	return m >= 0 && b->held != NULL && b->held[m] ? a : -1;
 }
 
 /*
- * Whether the placed upgrade passes children[i], a node made before it
- * that conflicts: i was made after the upgraded node and stands behind a
- * node j (first[]) that conflicts with both.  j waits for our shared node;
- * i waits for j, and once j goes, i reads its queue again (it relists) and
- * finds the upgrade ahead of it.  A placed upgrade i is not passed: it
- * waits by its own rule, which may pass j.  What i's backend holds, if
- * anything, holds up the upgrade by itself.
+ * Whether the placed upgrade children[me] passes children[i], a node made
+ * before it that conflicts: i relists, was made after the upgraded node a,
+ * and a node j of another backend, made after a and before i, stands ahead
+ * of i and conflicts with both a and i.  j waits for our shared node; i
+ * waits for j, as its own listing showed j ahead of it (made before i), and
+ * once j goes, i reads its queue again and finds the upgrade ahead.  A j
+ * made after i (a later upgrade placed ahead of it) may have come after i
+ * was granted, and one of i's own backend never held i up: neither
+ * counts.  A placed upgrade i is not passed: it waits by its own rule, which
+ * may pass j.  What i's backend holds, if anything, holds up the upgrade by
+ * itself.
  */
 static bool
-upgrade_passes(const ZkrChild *children, const UpgradeView *v, int i)
+upgrade_passes(const ZkrChild *children, int me, int a, int i, const ZkrBackend *b)
 {
-	int			k;
+	int			j;
 
-	if (v->a < 0 || !children[i].relists || children[i].placed ||
-		zc_recipe_seq_cmp(children[i].seq, children[v->a].seq) <= 0)
+	if (a < 0 || !children[i].relists || children[i].placed ||
+		zc_recipe_seq_cmp(children[i].seq, children[a].seq) <= 0)
 		return false;
-	for (k = 0; k < zc_nkinds; k++)
-		if (v->first[k] >= 0 && v->first[k] < i &&
-			zc_kind_conflict(children[i].mode, zc_kinds[k].mode))
+	for (j = 0; j < i; j++)
+		if (j != me && zc_recipe_seq_cmp(children[a].seq, children[j].seq) < 0 &&
+			zc_recipe_seq_cmp(children[j].seq, children[i].seq) < 0 &&
+			zc_kind_conflict(children[a].mode, children[j].mode) &&
+			zc_kind_conflict(children[i].mode, children[j].mode) &&
+			mine_index(&children[j], b->mine, b->nmine) < 0 &&
+			!zc_recipe_same_owner(children[j].name, children[i].name))
 			return true;
 	return false;
 }
@@ -476,13 +450,12 @@ pending_ahead(const ZkrChild *children, int me, int i, const ZkrBackend *b)
 		zc_recipe_seq_cmp(children[i].seq, children[me].seq) > 0 && b->pending(b->arg, children[i].name);
 }
 
-/* Whether children[i] holds up children[me]: it stands ahead, blocks, and is not passed. */
+/* Whether children[i] holds up children[me]: it stands ahead, blocks, and is not passed (a: upgrade_anchor). */
 static bool
-holds_up(const ZkrChild *children, int me, int i, const ZkrBackend *b, const OwnHolds *h,
-		 const UpgradeView *v)
+holds_up(const ZkrChild *children, int me, int a, int i, const ZkrBackend *b, const OwnHolds *h)
 {
 	return i != me && zc_recipe_ahead(children, me, i) && blocks(children, i, children[me].mode, b, h) &&
-		!upgrade_passes(children, v, i) && !pending_ahead(children, me, i, b);
+		!upgrade_passes(children, me, a, i, b) && !pending_ahead(children, me, i, b);
 }
 
 ZkrVerdict
@@ -491,7 +464,7 @@ zc_recipe_decide(const ZkrChild *children, int n, const char *own_uuid,
 {
 	int			me = -1;
 	OwnHolds	h;
-	UpgradeView v;
+	int			a;
 	int			i;
 
 	for (i = 0; i < n; i++)
@@ -508,12 +481,12 @@ zc_recipe_decide(const ZkrChild *children, int n, const char *own_uuid,
 		return ZKR_ABSENT;
 
 	h = own_holds(children, n, b);
-	v = upgrade_view(children, n, me, b);
+	a = upgrade_anchor(children, n, me, b);
 	if (children[me].placed)
 	{
 		/* an upgrade watches the one made last of what holds it up */
 		for (i = 0; i < n; i++)
-			if (holds_up(children, me, i, b, &h, &v) &&
+			if (holds_up(children, me, a, i, b, &h) &&
 				(*watch < 0 || zc_recipe_seq_cmp(children[i].seq, children[*watch].seq) > 0))
 				*watch = i;
 		return *watch >= 0 ? ZKR_WAIT : ZKR_GRANT;
@@ -521,7 +494,7 @@ zc_recipe_decide(const ZkrChild *children, int n, const char *own_uuid,
 	/* walk back from our node to the nearest node that conflicts */
 	for (i = me - 1; i >= 0; i--)
 	{
-		if (!holds_up(children, me, i, b, &h, &v))
+		if (!holds_up(children, me, a, i, b, &h))
 			continue;
 		*watch = i;
 		return ZKR_WAIT;

@@ -124,10 +124,10 @@ typedef struct ZkrBackend
  * holder's own waiters; so a shared holder's upgrade goes ahead of the local
  * waiters it holds up, whatever they wait for).  A placed upgrade waits for
  * every node made before it that may hold the key: it passes, besides, a
- * node of any cluster that relists and stands behind a node, made after
- * the upgraded one, that conflicts with it: such a node waits for that
- * one, which waits for our shared node, and once that node goes it finds
- * the upgrade ahead of it.
+ * node of any cluster that relists and stands behind a node of another
+ * backend, made after the upgraded one and before it, that conflicts with
+ * both: such a node waits for that one, which waits for our shared node,
+ * and once that node goes it finds the upgrade ahead of it.
  */
 extern ZkrVerdict zc_recipe_decide(const ZkrChild *children, int n,
 								   const char *own_uuid, const ZkrBackend *b,
@@ -177,13 +177,6 @@ extern bool zc_recipe_upgrade_may_come(const ZkrChild *children, int own, int wa
  * was made before it), made before it.
  */
 extern bool zc_recipe_ahead(const ZkrChild *children, int own, int i);
-
-/*
- * Whether node o stands ahead of node s (both parsed from names, the
- * upgraded node assumed listed): the order of zc_recipe_ahead for nodes
- * known apart from a listing (deadlock.c).
- */
-extern bool zc_recipe_node_ahead(const ZkrChild *o, const ZkrChild *s);
 
 /*
  * Whether children[i] waits behind children[own]: it stands after it in

@@ -595,6 +595,26 @@ test_upgrade_recipe(void)
 	CHECK(!kids[3].placed && zc_recipe_decide(kids, n, U3, BK(mineU, held, 1), &own, &watch) == ZKR_GRANT,
 		  "a writer behind our read is passed, as before");
 
+	/*
+	 * A review's two listings: the node i passes only on a j its own listing
+	 * showed ahead of it.  A j of i's own backend (a create whose reply was
+	 * lost, not deleted yet) never held i up; nor did a j made after i (a
+	 * rider's upgrade of our read, given up, not deleted yet): i may have been
+	 * granted before either.
+	 */
+	list[0] = node_v(0, 's', U1, 11, -1, 1);
+	list[1] = node_v(1, 'x', U2, 22, -1, 2);	/* i's backend's own, going */
+	list[2] = node_v(2, 's', U4, 22, -1, 3);	/* i */
+	list[3] = node_v(3, 'x', U3, 11, 1, 4);
+	n = zc_recipe_collect(list, 4, kids);
+	CHECK(zc_recipe_decide(kids, n, U3, BK(mineU, held, 1), &own, &watch) == ZKR_WAIT &&
+		  strcmp(kids[watch].name, list[2]) == 0, "a reader behind a writer of its own backend is not passed");
+	list[1] = node_v(1, 's', U4, 33, -1, 2);	/* i, granted at once */
+	list[2] = node_v(2, 'x', U2, 77, 1, 3);		/* a rider's upgrade of our read, given up */
+	n = zc_recipe_collect(list, 4, kids);
+	CHECK(zc_recipe_decide(kids, n, U3, BK(mineU, held, 1), &own, &watch) == ZKR_WAIT &&
+		  strcmp(kids[watch].name, list[1]) == 0, "nor one behind a writer made after it");
+
 	/* two upgraders of one key: each waits for the other's read (a deadlock the searches break) */
 	list[0] = node_v(0, 's', U1, 11, -1, 1);
 	list[1] = node_v(1, 's', U2, 22, -1, 2);
