@@ -134,6 +134,13 @@ set_both() {
 core_cycle='BEGIN;
 SELECT pg_advisory_xact_lock(:client_id);
 COMMIT;'
+# core on one key, as S3 (exclusive) and S3r (shared) use one
+core_one='BEGIN;
+SELECT pg_advisory_xact_lock(42);
+COMMIT;'
+core_one_shared='BEGIN;
+SELECT pg_advisory_xact_lock_shared(42);
+COMMIT;'
 # zk_lock's cycle with a latch sleep of S seconds where it waits for
 # ZooKeeper: what the SQL and one wait cost a backend and pgbench, with no
 # lock at all.  Per cycle they cost more the slower the cycles come (fewer
@@ -158,13 +165,15 @@ worker_in_use() {
 		t && /^in use bytes/ { print $NF; found = 1; exit } END { if (!found) print "n/a" }'
 }
 
-echo "measuring (about $((SECONDS_EACH * 55 / 60 + 1)) minutes) ..."
+echo "measuring (about $((SECONDS_EACH * 57 / 60 + 1)) minutes) ..."
 
 # the references
 floor_8=$(floor_rate 8000 8)
 floor_32=$(floor_rate 12000 32)
 core_1=$(pgbench_tps "$port_a" 1 "$core_cycle")
 core_8=$(pgbench_tps "$port_a" 8 "$core_cycle")
+core_8one=$(pgbench_tps "$port_a" 8 "$core_one")
+core_8shared=$(pgbench_tps "$port_a" 8 "$core_one_shared")
 cpu_core=$(cpu_run pgbench_run "$port_a" 32 "$core_cycle")
 core_32=$(echo "$cpu_core" | field rate)
 curator_8d=$(curator_rate 8 distinct)
@@ -360,7 +369,9 @@ row "" "" "Curator 32 threads $curator_32" "$(ratio "$s2" "$curator_32")" ">= 2"
 row "S1 with zk_lock.linger = 100ms" "$s1_linger" "Curator 1 thread $curator_1" "$(ratio "$s1_linger" "$curator_1")" ">= 3" "$(meets "$(ratio "$s1_linger" "$curator_1")" 3)"
 row "" "" "core 1 client $core_1" "$(ratio "$s1_linger" "$core_1")" ">= 0.5" "$(meets "$(ratio "$s1_linger" "$core_1")" 0.5)"
 row "S3 8 clients, 1 key" "$s3" "Curator 8 on 1 key $curator_8same" "$(ratio "$s3" "$curator_8same")" ">= 5" "$(meets "$(ratio "$s3" "$curator_8same")" 5)"
+row "" "" "core 8 clients, 1 key $core_8one" "$(ratio "$s3" "$core_8one")" "" ""
 row "S3r 8 readers, 1 key (shared)" "$s3r" "local hand-over off $s3r_off" "$(ratio "$s3r" "$s3r_off")" "" ""
+row "" "" "core 8 readers, 1 key $core_8shared" "$(ratio "$s3r" "$core_8shared")" "" ""
 s4_ref=$(awk -v f="$write_ms" -v r="$read_ms" 'BEGIN { printf "%.2f", f + r }')
 row "S4 hand-over A->B p50 / p99 (ms, n=$s4_n)" "$s4_p50 / $s4_p99" "2 writes + 1 read $s4_ref ms" "$(ratio "$s4_p50" "$s4_ref")" "<= 1.0" "$(awk -v r="$(ratio "$s4_p50" "$s4_ref")" 'BEGIN { print (r <= 1.0) ? "yes" : "NO" }')"
 row "" "" "local hand-over off $s4_off_p50 / $s4_off_p99" "$(ratio "$s4_p50" "$s4_off_p50")" "<= 1.2" "$(awk -v r="$(ratio "$s4_p50" "$s4_off_p50")" 'BEGIN { print (r <= 1.2) ? "yes" : "NO" }')"

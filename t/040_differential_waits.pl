@@ -170,7 +170,7 @@ sub holds
 	return $held->[$i]{$mode} // 0;
 }
 
-my ($compared, $waits_seen, $upgrades_past) = (0, 0, 0);
+my ($compared, $waits_seen, $upgrades_past, $statements) = (0, 0, 0, 0);
 my @unexplained;
 for my $seq (1 .. $sequences)
 {
@@ -199,6 +199,7 @@ for my $seq (1 .. $sequences)
 		$pending{core}[$s] = send_sql($core[$s], $csql);
 		$pending{zk}[$s] = send_sql($zk[$s], $zsql);
 		$asked[$s] = $op;
+		$statements++;
 		$can_wait[$s] = $op =~ /^lock_/;
 		$upgrades_past++ if $op eq 'lock_x' && holds(\@held, $s, 's') && grep { $waiting[$_] } 0 .. 2;
 		my $st = settle(\%pending);
@@ -261,7 +262,8 @@ for my $seq (1 .. $sequences)
 ok(wait_for(sub { !zk_moving() && (grep { $_->query('SELECT count(*) FROM zk_locks') =~ /^\s*0/ } values %watch) == 2 },
 		15), 'no lock left in either cluster');
 
-diag("differential with waits: $compared session states compared in $sequences sequences of $steps steps; "
+diag("differential with waits: $statements statements on each side, $compared session states compared, "
+	  . "in $sequences sequences of up to $steps steps; "
 	  . "$waits_seen calls waited, $upgrades_past upgrades asked while others waited");
 is(join("\n", @unexplained), '', 'no difference from core advisory locks');
 cmp_ok($waits_seen, '>', 20, 'calls waited');
