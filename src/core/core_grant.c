@@ -324,6 +324,9 @@ passed(const ZklCore *c, const ZkrChild *kids, int n, int own, const ZkrBackend 
 	ZkrBackend	none = *b;
 	int			i;
 
+	/* only an upgrade passes other clusters' requests, and local ones besides it a holder's known waits */
+	if (!kids[own].placed && (!local || b->nwaits == 0))
+		return false;
 	none.nwaits = 0;
 	for (i = 0; i < n; i++)
 		if (i != own && zc_recipe_ahead(kids, own, i) && zc_recipe_blocks(kids, n, i, kids[own].mode, &none) &&
