@@ -6,7 +6,10 @@
 #     session used first (PostgreSQL runs transaction callbacks
 #     last-registered first);
 #   - with log_min_messages = fatal a statement cancelled because its lock
-#     was lost still fails with 40001 (not 57014), reported once.
+#     was lost still fails with 40001 (not 57014), reported once;
+#   - a commit past its check is not cancelled by a loss that comes while
+#     postgres_fdw commits remotely (the commit window): the remote and the
+#     local commit both happen, never one without the other.
 use strict;
 use warnings;
 
@@ -60,6 +63,28 @@ my $h2 = $a->background_psql('postgres', on_error_stop => 0);
 $h2->query_safe("\\set VERBOSITY verbose\nSELECT count(*) FROM ft");
 $h2->query_safe("BEGIN; INSERT INTO ft VALUES (2, 'postgres_fdw first')");
 $h2->query_safe("SELECT zk_lock('fdw-2')");
+# a commit past its check, held up in postgres_fdw's remote commit (B's
+# deferred trigger waits for an advisory lock the test holds)
+$b->safe_psql('postgres', <<'SQL');
+CREATE TABLE win_t (id int);
+CREATE FUNCTION hold_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(42);
+  RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER hold_commit AFTER INSERT ON win_t DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW EXECUTE FUNCTION hold_commit();
+SQL
+$a->safe_psql('postgres',
+	"CREATE TABLE local_win (id int); CREATE FOREIGN TABLE fwin (id int) SERVER b OPTIONS (table_name 'win_t')");
+my $gate = $b->background_psql('postgres');
+$gate->query_safe('SELECT pg_advisory_lock(42)');
+my $h4 = $a->background_psql('postgres', on_error_stop => 0);
+$h4->query_safe("\\set VERBOSITY verbose\nBEGIN; SELECT zk_lock('window'); INSERT INTO fwin VALUES (1); INSERT INTO local_win VALUES (1)");
+$h4->query_until(qr/committing/, "\\echo committing\nCOMMIT;\n\\echo committed\n");
+ok(wait_for(sub { $b->safe_psql('postgres', "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory'") eq '1' }, 20),
+	'a commit is past its check, in its remote commit');
+
 # a running statement, to be cancelled with quiet logs
 my $h3 = $a->background_psql('postgres', on_error_stop => 0);
 $h3->query_safe("\\set VERBOSITY verbose\nBEGIN; SELECT zk_lock('cancel-me')");
@@ -90,6 +115,15 @@ $h3->{stderr} = '';
 $h3->query('ROLLBACK');
 $h3->query('SELECT 1');
 is($h3->{stderr}, '', 'reported once: the transaction after the rollback commits');
+# item: the commit past its check goes through, the loss notwithstanding
+ok(wait_for(sub { $a->safe_psql('postgres', "SELECT value FROM zk_lock_counters WHERE counter = 'lost'") >= 4 }, 20),
+	"A's worker marked the lock of that commit lost too");
+$gate->query_safe('SELECT pg_advisory_unlock(42)');
+ok(wait_for(sub { $h4->{run}->pump_nb; $h4->{stdout} =~ /committed/ }, 20), 'the held-up commit ended');
+unlike($h4->{stderr}, qr/ERROR/, 'it was not cancelled: it commits');
+is($b->safe_psql('postgres', 'SELECT count(*) FROM win_t'), '1', 'its remote row is in B');
+is($a->safe_psql('postgres', 'SELECT count(*) FROM local_win'), '1', 'and its local row in A');
+$gate->quit;
 my $log = slurp_file($a->logfile, $log_offset);
 unlike($log, qr/ERROR:/, 'and the server log stayed quiet');
 
@@ -99,7 +133,7 @@ ok(wait_for(sub { zk_status($a, 'state') eq 'connected' }, 30), 'A reconnected i
 $h1->{stderr} = '';
 $h1->query_safe("BEGIN; SELECT zk_try_lock('fdw-1', 5000); INSERT INTO ft VALUES (1, 'again'); COMMIT");
 is(remote_rows(1), '1', 'the same session writes the remote row under the lock taken again');
-$_->quit for ($h1, $h2, $h3);
+$_->quit for ($h1, $h2, $h3, $h4);
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 15), 'no lock node left')
   or diag(join("\n", zk_lock_nodes($zk)));
 $a->stop;

@@ -123,6 +123,14 @@ zb_commit_check(void)
 	bool		verified = !verify;
 	bool		session_level;
 
+	/*
+	 * xact.c runs us twice, before and after the callbacks registered since
+	 * (postgres_fdw's remote commits): once passed, the check stands.  A
+	 * loss in between is the commit window; refusing now would leave the
+	 * remote commits done and the local one not.
+	 */
+	if (zb_held_past_check())
+		return;
 	zc_book_at_commit(zb_held_book());
 	pg_read_barrier();
 	if (zb_held_book()->proof.session == 0 && zb_held_book()->proof.lost_key == NULL && zb_lost_key(&session_level) == NULL)
@@ -137,7 +145,8 @@ zb_commit_check(void)
 		if (verify)
 			verified = verify_nodes(!asked);
 		asked = true;
-		if (fresh && verified)
+		/* past this point a loss cancels nothing (held.c): the check decided */
+		if (fresh && verified && zb_held_committing(true))
 			return;
 
 		if (deadline == 0)

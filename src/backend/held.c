@@ -295,6 +295,46 @@ zb_lost_key(bool *session_level)
 }
 
 /*
+ * Mark this backend's slots past the commit check (on), or no longer (off,
+ * at the transaction's end).  Set under the table's lock, as the worker
+ * marks a loss: a loss either comes first, and false is returned with
+ * nothing marked (the check must look again), or finds the mark and
+ * cancels nothing (core.c).
+ */
+static bool marked = false;		/* zb_held_committing's mark is on */
+
+bool
+zb_held_committing(bool on)
+{
+	int			i;
+
+	if (!on && !marked)
+		return true;
+	/* shared is enough: only we write our slots' mark, the worker reads it under exclusive */
+	LWLockAcquire(zkl_shared->lock, LW_SHARED);
+	for (i = 0; on && i < book.n; i++)
+	{
+		if (book_lost(NULL, book.h[i].slot))
+		{
+			LWLockRelease(zkl_shared->lock);
+			return false;
+		}
+	}
+	for (i = 0; i < book.n; i++)
+		zkl_shared->t.slots[book.h[i].slot].own.committing = on;
+	marked = on;
+	LWLockRelease(zkl_shared->lock);
+	return true;
+}
+
+/* Whether this transaction's commit check has passed already. */
+bool
+zb_held_past_check(void)
+{
+	return marked;
+}
+
+/*
  * A transaction-level lock on key was lost: 40001, so that applications
  * retry as they do after a serialization failure (the retry takes the lock
  * again).

@@ -30,6 +30,8 @@ extern void zb_lost_error(const char *key) pg_attribute_noreturn();
 extern ZklBook *zb_held_book(void);
 extern bool zb_held_init(bool make);
 extern const char *zb_lost_key(bool *session_level);
+extern bool zb_held_committing(bool on);
+extern bool zb_held_past_check(void);
 extern void zb_session_lost_error(const char *key, bool acknowledged) pg_attribute_noreturn();
 
 #endif

@@ -41,6 +41,7 @@ xact_callback(XactEvent event, void *arg)
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			(void) zb_held_committing(false);
 			zc_book_xact_end(zb_held_book());
 			break;
 		default:

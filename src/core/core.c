@@ -152,6 +152,10 @@ zc_core_wake(ZklCore *c, ZklSlot *s)
  * A granted lock is gone with the session (or the node) that made it ours.
  * The host cancels the owner's running statement so that it stops acting
  * under a lock it no longer has; its transaction can no longer commit.
+ * An owner past its commit check is not cancelled: its commit was decided,
+ * and a cancel would only cut the rest of it in half (say, postgres_fdw's
+ * remote commits done and the local one not).  That is the commit window
+ * lock-delay covers (docs/failure-semantics.md).
  */
 void
 zc_core_lose_slot(ZklCore *c, ZklSlot *s)
@@ -168,7 +172,8 @@ zc_core_lose_slot(ZklCore *c, ZklSlot *s)
 	}
 	s->ans.result = ZKL_RESULT_LOST;
 	c->t->counters.lost++;
-	c->env->interrupt(c->env->arg, s);
+	if (!s->own.committing)
+		c->env->interrupt(c->env->arg, s);
 	zc_core_wake(c, s);
 }
 

@@ -123,6 +123,8 @@ typedef struct ZklSlotOwner
 	bool		abandoned;		/* it is done with it */
 	uint8_t		scope;			/* ZKL_SCOPE_* bits, the levels it is held at */
 	uint8_t		verify;			/* ZKV_*; owner asks (ASKED), worker answers */
+	bool		committing;		/* its owner's commit check passed (set under the
+								 * table's lock): a loss must not cancel the rest */
 } ZklSlotOwner;
 
 /* What the owner is told: the worker's, result last (behind a barrier). */

@@ -651,9 +651,18 @@ env_wake(void *arg, ZklSlot *s)
 {
 }
 
+static int	backend_of_pid(const Cluster *c, int pid);
+
+/* A lost lock cancels its owner's statement: never a commit past its check. */
 static void
 env_interrupt(void *arg, ZklSlot *s)
 {
+	Cluster    *c = arg;
+	int			i = backend_of_pid(c, s->req.owner_pid);
+
+	if (i >= 0 && c->b[i].st == B_PUBLISH)
+		fail("c%d b%d: a loss of %s cancels a commit past its check (the rest of it cut in half)",
+			 c->id, c->b[i].pid, s->key);
 }
 
 static void
@@ -3359,6 +3368,16 @@ add_session_spans(Backend *b)
 
 static void publish(Cluster *c, Backend *b, ZklCommitVerdict v);
 
+/* held.c's mark of a commit past its check, on the backend's slots. */
+static void
+mark_committing(Cluster *c, Backend *b, bool on)
+{
+	int			i;
+
+	for (i = 0; i < b->book.n; i++)
+		c->t.slots[b->book.h[i].slot].own.committing = on;
+}
+
 static void
 commit_step(Cluster *c, Backend *b)
 {
@@ -3376,6 +3395,7 @@ commit_step(Cluster *c, Backend *b)
 	}
 	if (v == ZKH_COMMIT && S->commit_pause_us > 0)
 	{
+		mark_committing(c, b, true);
 		b->st = B_PUBLISH;
 		b->next_at = zkm_now(S->m) + rnd_int((int) S->commit_pause_us + 1);
 		return;
@@ -3390,6 +3410,8 @@ static void
 publish(Cluster *c, Backend *b, ZklCommitVerdict v)
 {
 	bool		exits = c->stopping || b->exits;	/* (end_xact may end the stop) */
+
+	mark_committing(c, b, false);
 
 	if (v == ZKH_SESSION_LOST)
 		told_of_session_loss(c, b, "commit fails: a session-level lock is lost");

@@ -114,6 +114,30 @@ sub median
 	return @v ? $v[ int($#v / 2) ] : undef;
 }
 
+# A list write refused because another cluster's holder committed after this
+# one read (the store's version fence, or its serialization failure while
+# that commit was under way): the commit window.  Only a process pause of
+# another cluster, at the time, may explain it: the nemesis's commit pause,
+# or the whole cluster stopped.
+sub commit_overlap
+{
+	my ($o) = @_;
+	return $o->{sqlstate} eq 'ZF002'
+	  || ($o->{sqlstate} eq '40001' && $o->{extra} =~ /could not serialize access/);
+}
+
+sub pause_near
+{
+	my ($faults, $c, $t0, $t1, $grace) = @_;
+	for my $f (@$faults)
+	{
+		next unless $f->{target} != $c && ($f->{kind} eq 'cluster_pause'
+			|| ($f->{kind} eq 'commit_pause' && $f->{what} =~ /landed=1/));
+		return 1 if $f->{start} <= $t1 && $f->{end} + $grace >= $t0;
+	}
+	return 0;
+}
+
 # Returns the summary: { violations => {...}, figures => {...} }.
 sub check
 {
@@ -123,7 +147,7 @@ sub check
 	my $store = $in{store};
 	my $grace = $in{grace};
 	my %v = map { $_ => 0 } qw(lost_elements failed_commit_written overlapping_exclusive semaphore_overflow
-	  half_done_seen refusal_outside_fault ack_after_lost leftover_nodes leftover_slots leftover_waiters);
+	  half_done_seen refusal_outside_fault commit_overlap_outside_pause ack_after_lost leftover_nodes leftover_slots leftover_waiters);
 	my %fig;
 	my %first;    # seconds into the run of each kind of violation's first sighting
 	my $seen = sub {
@@ -153,6 +177,12 @@ sub check
 			}
 			$fig{fenced}{ fault_near(\@faults, $o->{cluster}, $o->{t0}, $o->{t1}, $grace) ? 'inside' : 'outside' }++
 			  if $o->{sqlstate} eq 'ZF001';
+			if (commit_overlap($o))
+			{
+				my $tied = pause_near(\@faults, $o->{cluster}, $o->{t0}, $o->{t1}, $grace);
+				$fig{commit_window_refusals}{ $tied ? 'tied_to_pause' : 'untied' }++;
+				if (!$tied) { $v{commit_overlap_outside_pause}++; $seen->('commit_overlap_outside_pause', $o->{t0}); }
+			}
 		}
 		$v{ack_after_lost}++ if $o->{extra} =~ /ack_after_lost/;
 		$fig{half_states_read}++ if $o->{kind} eq 'reader' && $o->{status} eq 'ok' && $o->{extra} =~ /half=/;
@@ -192,6 +222,7 @@ sub check
 	regrant(\%fig, \@faults, \@ops, $in{nclusters});
 	$fig{first_violation_s}{$_} = sprintf('%.1f', $first{$_}) for keys %first;
 	$fig{faults}{ $_->{kind} }++ for @faults;
+	$fig{commit_pauses_landed} = scalar grep { $_->{kind} eq 'commit_pause' && $_->{what} =~ /landed=1/ } @faults;
 	$fig{faults_total} = scalar @faults;
 	$fig{operations} = scalar @ops;
 	$fig{ok} = scalar grep { $_->{status} eq 'ok' } @ops;

@@ -28,7 +28,11 @@ our %KINDS = (
 	# the cluster restarted with its clocks running 3-10 % fast or slow
 	# (libfaketime), within the 10 % failure-semantics.md assumes; in the
 	# background: other faults go on beside it
-	clock_rate => [ 2, 'clock', 10, 40 ]);
+	clock_rate => [ 2, 'clock', 10, 40 ],
+	# the commit window: a holder of the cluster passes zk_lock's commit
+	# check, then its remote commit to the store sleeps while the cluster's
+	# link is cut, past its session's end and the next holder's grant
+	commit_pause => [ 3, 'link', 9, 15 ]);
 
 sub new
 {
@@ -117,6 +121,13 @@ sub apply
 	elsif ($kind eq 'member_cut') { $topo->member_cut($t, 'blackhole'); }
 	elsif ($kind eq 'link_cut') { $topo->cluster_link($t, 'blackhole'); }
 	elsif ($kind eq 'link_reset') { $topo->cluster_link($t, 'reset'); }
+	elsif ($kind eq 'commit_pause')
+	{
+		$f->{landed} = $topo->commit_pause($t, $f->{duration});
+		$topo->cluster_link($t, 'blackhole') if $f->{landed};
+		$f->{start} = time();    # the cut, as the sleep begins
+		$f->{duration} = 0 unless $f->{landed};
+	}
 	elsif ($kind eq 'worker_pause')
 	{
 		my $pid = $topo->worker_pid($t) or return;
@@ -162,7 +173,7 @@ sub heal
 	if ($kind eq 'member_kill') { $f->{child2} = $self->spawn(sub { $topo->member_start($t) }); }
 	elsif ($kind eq 'member_pause') { $topo->member_signal($t, 'CONT'); }
 	elsif ($kind eq 'member_cut') { $topo->member_cut($t, 'pass'); }
-	elsif ($kind eq 'link_cut') { $topo->cluster_link($t, 'pass'); }
+	elsif ($kind eq 'link_cut' || $kind eq 'commit_pause') { $topo->cluster_link($t, 'pass'); }
 	elsif ($kind eq 'worker_pause' || $kind eq 'cluster_pause') { kill 'CONT', @{ $f->{pids} }; }
 	elsif ($kind eq 'hosts_reload')
 	{
@@ -179,7 +190,7 @@ sub heal
 		$f->{child2} = $self->spawn(sub { $topo->restart_cluster($t) });
 	}
 	$f->{end} = time();
-	my $what = join(' ', map { "$_=$f->{$_}" } grep { defined $f->{$_} } qw(hosts rate skew));
+	my $what = join(' ', map { "$_=$f->{$_}" } grep { defined $f->{$_} } qw(hosts rate skew landed));
 	print { $self->{fh} } join("\t", $f->{id}, $kind, $t, $f->{start}, $f->{end}, $what), "\n";
 }
 

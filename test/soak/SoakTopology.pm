@@ -143,17 +143,42 @@ sub start_store
 	$store->start;
 	$store->safe_psql('postgres', <<'SQL');
 -- Lists written under exclusive locks; the fence refuses a write whose token
--- is below the greatest the store has accepted for that key.
+-- is below the greatest the store has accepted for that key (ZF001), and one
+-- made from a list read before another writer's commit (ZF002): a holder
+-- that commits after the next one read is the commit window, and must show
+-- as a refusal, never as a lost element.
 CREATE TABLE lists (key text PRIMARY KEY, elems bigint[] NOT NULL DEFAULT '{}',
-                    max_token bigint NOT NULL DEFAULT 0);
+                    max_token bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0);
 CREATE FUNCTION fence() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF NEW.max_token < OLD.max_token THEN
     RAISE EXCEPTION 'fenced: token % below %', NEW.max_token, OLD.max_token USING ERRCODE = 'ZF001';
   END IF;
+  IF NEW.version <> OLD.version + 1 THEN
+    RAISE EXCEPTION 'stale read: version % written over %', NEW.version, OLD.version USING ERRCODE = 'ZF002';
+  END IF;
   RETURN NEW;
 END $$;
 CREATE TRIGGER fence BEFORE UPDATE ON lists FOR EACH ROW EXECUTE FUNCTION fence();
+-- The nemesis's commit pause: a row armed for cluster c makes the next
+-- remote commit of a list write from c (postgres_fdw commits after
+-- zk_lock's commit check) sleep, once.
+CREATE TABLE commit_pause (cluster int NOT NULL, seconds float8 NOT NULL);
+CREATE FUNCTION commit_pause() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  s float8;
+BEGIN
+  DELETE FROM public.commit_pause WHERE ctid = (SELECT ctid FROM public.commit_pause
+      WHERE cluster::text = substring(current_setting('application_name') FROM '^soak-c([0-9]+)$')
+      LIMIT 1 FOR UPDATE SKIP LOCKED)
+    RETURNING seconds INTO s;
+  IF s IS NOT NULL THEN
+    PERFORM pg_sleep(s);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER commit_pause AFTER UPDATE ON lists DEFERRABLE INITIALLY DEFERRED
+  FOR EACH ROW EXECUTE FUNCTION commit_pause();
 -- A pair a writer changes in two steps, each committed at once, under an
 -- exclusive lock; readers under a shared lock must never see it half-done.
 CREATE TABLE pair (key text PRIMARY KEY, a bigint NOT NULL DEFAULT 0, b bigint NOT NULL DEFAULT 0,
@@ -194,7 +219,7 @@ sub start_clusters
 		$node->safe_psql('postgres', <<"SQL");
 CREATE EXTENSION postgres_fdw;
 CREATE SERVER store FOREIGN DATA WRAPPER postgres_fdw
-  OPTIONS (host '$store_host', port '$store_port', dbname 'postgres');
+  OPTIONS (host '$store_host', port '$store_port', dbname 'postgres', application_name 'soak-c$c');
 CREATE USER MAPPING FOR CURRENT_USER SERVER store;
 IMPORT FOREIGN SCHEMA public LIMIT TO (lists, intervals) FROM SERVER store INTO public;
 SQL
@@ -242,6 +267,32 @@ sub worker_pid
 	my $pm = $self->postmaster_pid($c) or return undef;
 	my ($line) = grep { /zk_lock worker/ } `ps -o pid=,args= --ppid $pm`;
 	return $line && $line =~ /^\s*(\d+)/ ? $1 : undef;
+}
+
+# Arm the store's commit pause for cluster $c and wait (at most 5 s) until a
+# list write's remote commit from $c sleeps in it: 1 if one did.  A pause
+# that did not land is taken back (unless one takes it at that moment:
+# then it is only a slow commit).
+sub commit_pause
+{
+	my ($self, $c, $seconds) = @_;
+	my $store = $self->{store};
+	my $sql = sub {
+		my ($out, $err) = ('', '');
+		$store->psql('postgres', $_[0], stdout => \$out, stderr => \$err, timeout => 5, timed_out => \my $timed_out);
+		return $out;
+	};
+	$sql->("INSERT INTO commit_pause VALUES ($c, $seconds)");
+	my $until = time() + 5;
+	while (time() < $until)
+	{
+		return 1 if $sql->("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'soak-c$c' "
+			  . "AND wait_event = 'PgSleep'") =~ /^[1-9]/;
+		usleep(50_000);
+	}
+	$sql->("DELETE FROM commit_pause WHERE ctid IN (SELECT ctid FROM commit_pause WHERE cluster = $c "
+		  . "FOR UPDATE SKIP LOCKED)");
+	return 0;
 }
 
 # Is a backend of cluster $c inside a critical section now?  2: a long one

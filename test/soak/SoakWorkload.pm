@@ -124,7 +124,7 @@ sub store_now { my ($c, $h) = @_; my $r = run($c, $h, 'store', 'SELECT clock_tim
 
 # Exclusive lock-set: read each key's list straight from the store, pause,
 # write it back with one new element through postgres_fdw (fenced by the
-# lock's token), commit.  Single keys, multi-key and session-level locks.
+# lock's token and by the version read), commit.  Single keys, multi-key and session-level locks.
 sub op_list
 {
 	my ($c) = @_;
@@ -146,22 +146,23 @@ sub op_list
 	}
 	my $pause = pause_s();
 	$c->in_section($pause);
-	my (%tok, %elems, $t1);
+	my (%tok, %elems, %ver, $t1);
 	for my $k (@keys)
 	{
 		my $row = run($c, $h, 'db', 'SELECT zk_lock_token($1)', $k) or return $c->session_done($h);
 		$tok{$k} = $row->[0];
-		$row = run($c, $h, 'store', 'SELECT elems::text, clock_timestamp()::text FROM lists WHERE key = $1', $k)
+		$row = run($c, $h, 'store', 'SELECT elems::text, version, clock_timestamp()::text FROM lists WHERE key = $1', $k)
 		  or return $c->session_done($h);
-		($elems{$k}, my $t) = @$row;
+		($elems{$k}, $ver{$k}, my $t) = @$row;
 		$t1 //= $t;
 	}
 	usleep(1e6 * $pause);
 	my $t2 = $c->store_now($h) or return $c->session_done($h);
 	for my $k (@keys)
 	{
-		run($c, $h, 'db', 'UPDATE lists SET elems = $1::bigint[] || $2::bigint, max_token = $3 WHERE key = $4',
-			$elems{$k}, $h->{op}, $tok{$k}, $k) or return $c->session_done($h);
+		run($c, $h, 'db',
+			'UPDATE lists SET elems = $1::bigint[] || $2::bigint, max_token = $3, version = $4 WHERE key = $5',
+			$elems{$k}, $h->{op}, $tok{$k}, $ver{$k} + 1, $k) or return $c->session_done($h);
 		run($c, $h, 'db', 'INSERT INTO intervals VALUES ($1, $2, $3, $4, $5)', $h->{op}, $k, 'x', $t1, $t2)
 		  or return $c->session_done($h);
 	}
