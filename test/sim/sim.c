@@ -386,6 +386,7 @@ typedef struct Sim
 	int			multi_pct;		/* transactions that are a multi-key request (the swarm's) */
 	int64_t		commit_pause_us;	/* longest pause between a commit's check and its record */
 	int			fault_weight[16];	/* per FaultKind (the seed's mix) */
+	bool		gap;			/* SIM_GAP: aim session kills at the gap (fault()) */
 	int64_t		fault_every;	/* us between faults, on average */
 	/* local hand-over (cohort.c): settings of the seed */
 	bool		handover;
@@ -5541,6 +5542,26 @@ begin_stop(Cluster *c)
 	zc_cohort_stop_lingering(&c->core.cohort);
 }
 
+/*
+ * SIM_GAP's moment: the first cluster has a backend holding locks in its
+ * transaction while a backend of another cluster waits.
+ */
+static bool
+gap_aimed(void)
+{
+	bool		holds = false;
+	bool		waits = false;
+	int			i;
+	int			j;
+
+	for (j = 0; j < S->c[0].nb; j++)
+		holds |= S->c[0].b[j].st == B_HOLD && S->c[0].b[j].book.n > 0;
+	for (i = 1; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].nb; j++)
+			waits |= S->c[i].b[j].st == B_WAIT;
+	return holds && waits;
+}
+
 static void
 fault(void)
 {
@@ -5564,6 +5585,18 @@ fault(void)
 
 		trace("fault: server %d cut off from the leader", s);
 		zkm_partition(S->m, s, true);
+	}
+	else if (what == F_KILL_SESSION && S->gap && S->c[0].client >= 0 && gap_aimed())
+	{
+		/*
+		 * SIM_GAP: the gap the clock-rate rule closes.  The first cluster
+		 * (the slow one under SIM_RATES=outside) stops hearing ZooKeeper and
+		 * its session ends at the leader at that moment: others see the
+		 * death at once, it only when its proof has aged on its own clock.
+		 */
+		trace("fault: c0 link goes silent and its session is killed at the leader");
+		zkm_silence(S->m, S->c[0].client);
+		zkm_kill(S->m, S->c[0].client);
 	}
 	else if (what == F_KILL_SESSION && c->client >= 0)
 	{
@@ -5915,6 +5948,9 @@ draw_world(Sim *sim)
 	/* the default mix of faults, each weight dropped in a quarter of the seeds or scaled up to 3 times */
 	for (k = 0; k < NFAULTS; k++)
 		sim->fault_weight[k] = chance(25) ? 0 : weights[k] * (2 + rnd_int(5)) / 2;
+	sim->gap = getenv("SIM_GAP") != NULL && sim->ncl > 1;
+	if (sim->gap)
+		sim->fault_weight[F_KILL_SESSION] = 60;
 	sim->fault_every = 500000 + rnd_int(5000000);
 	sim->multi_pct = multi[rnd_int(6)];
 	if (sim->multi_pct + sim->sem_pct > 90)

@@ -744,11 +744,12 @@ apply_next(Zkm *m, int s)
 		/*
 		 * The session's end reaches this server in log order: what it sent
 		 * before (replies, watch events) is still read by the client; then
-		 * the connection closes.
+		 * the connection closes.  A client behind a silent link hears none
+		 * of it: its library finds out by its own read timeout.
 		 */
 		for (i = 0; i < ZKM_CLIENTS; i++)
 			if (m->clients[i].state == CS_CONNECTED && m->clients[i].server == s &&
-				m->clients[i].sess == t->closes)
+				m->clients[i].sess == t->closes && m->clients[i].silent_since == 0)
 				drop_connection(m, i, true);
 	}
 	if (t->route.client >= 0 && t->route.msg)
