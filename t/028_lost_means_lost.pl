@@ -121,6 +121,10 @@ ok(wait_for(sub { $a->safe_psql('postgres', "SELECT value FROM zk_lock_counters 
 $gate->query_safe('SELECT pg_advisory_unlock(42)');
 ok(wait_for(sub { $h4->{run}->pump_nb; $h4->{stdout} =~ /committed/ }, 20), 'the held-up commit ended');
 unlike($h4->{stderr}, qr/ERROR/, 'it was not cancelled: it commits');
+like($h4->{stderr}, qr/WARNING:  01000: zk_lock lock on key "window" was lost while this transaction committed/,
+	'with a warning that names the key');
+is($a->safe_psql('postgres', "SELECT value FROM zk_lock_counters WHERE counter = 'committed_past_loss'"), '1',
+	'and zk_lock_counters counts it');
 is($b->safe_psql('postgres', 'SELECT count(*) FROM win_t'), '1', 'its remote row is in B');
 is($a->safe_psql('postgres', 'SELECT count(*) FROM local_win'), '1', 'and its local row in A');
 $gate->quit;

@@ -11,10 +11,12 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/condition_variable.h"
+#include "storage/proc.h"
 #include "utils/timestamp.h"
 
 #include "commit.h"
 #include "held.h"
+#include "key_text.h"
 #include "settings.h"
 #include "shmem.h"
 #include "table.h"
@@ -77,6 +79,32 @@ proof_fresh(void)
 }
 
 /*
+ * The check's second run, after the callbacks registered since: a lock lost
+ * in between (the commit window) does not stop the commit, which the first
+ * run decided.  Say so, once a transaction, and count it: another cluster
+ * may be granted the key before this commit lands.
+ */
+static void
+note_loss_past_check(void)
+{
+	static LocalTransactionId noted = InvalidLocalTransactionId;
+	bool		session_level;
+	const char *key = zb_lost_key(&session_level);
+
+	if (key == NULL || noted == MyProc->lxid)
+		return;
+	noted = MyProc->lxid;
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->t.counters.committed_past_loss++;
+	LWLockRelease(zkl_shared->lock);
+	ereport(WARNING,
+			(errmsg("zk_lock lock on key \"%s\" was lost while this transaction committed",
+					zb_display_key(key)),
+			 errdetail("The loss came after the commit check had passed: the commit goes on, and another cluster may be granted the key before it ends."),
+			 errhint("Guard writes to other systems with fencing tokens (zk_lock_token).")));
+}
+
+/*
  * Ask each held lock's node to be proven alive through the leader
  * (zk_lock.verify_on_commit); true once all are.
  */
@@ -130,7 +158,10 @@ zb_commit_check(void)
 	 * remote commits done and the local one not.
 	 */
 	if (zb_held_past_check())
+	{
+		note_loss_past_check();
 		return;
+	}
 	zc_book_at_commit(zb_held_book());
 	pg_read_barrier();
 	if (zb_held_book()->proof.session == 0 && zb_held_book()->proof.lost_key == NULL && zb_lost_key(&session_level) == NULL)
