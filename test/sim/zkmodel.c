@@ -110,6 +110,7 @@ typedef struct Session
 	bool		gone;			/* its close committed (server 0 applied it): for good */
 	bool		closed;			/* a client's close request ended it (not an expiry) */
 	int			created;		/* log entries up to its createSession (0: not proposed yet) */
+	bool		never;			/* its createSession was lost in an election: no client ever learned its id */
 } Session;
 
 typedef enum CState
@@ -583,6 +584,7 @@ begin_election(Zkm *m)
 			/* its createSession was not committed: it never existed */
 			m->sessions[i].alive = false;
 			m->sessions[i].gone = true;
+			m->sessions[i].never = true;
 		}
 	for (i = m->committed; i < m->nlog; i++)
 	{
@@ -887,6 +889,19 @@ zkm_reissued(const Zkm *m)
 	return m->reissued;
 }
 
+/* A new live session of that id, not yet proposed: its index. */
+static int
+add_session(Zkm *m, int64_t id, int timeout_ms)
+{
+	m->sessions = realloc(m->sessions, (m->nsessions + 1) * sizeof(Session));
+	memset(&m->sessions[m->nsessions], 0, sizeof(Session));
+	m->sessions[m->nsessions].id = id;
+	m->sessions[m->nsessions].timeout = timeout_ms;
+	m->sessions[m->nsessions].last_heard = m->now;
+	m->sessions[m->nsessions].alive = true;
+	return m->nsessions++;
+}
+
 /*
  * A client reconnects to session si, which is over: ZooKeeper looks the
  * session up by its id, and the password comes from the id, so a live
@@ -900,7 +915,6 @@ static int
 resume_by_id(Zkm *m, int si)
 {
 	int64_t		id = m->sessions[si].id;
-	Session    *se;
 	int			i;
 
 	for (i = 0; i < m->nsessions; i++)
@@ -911,17 +925,10 @@ resume_by_id(Zkm *m, int si)
 		}
 	if (!m->sessions[si].gone || m->reissue_pct == 0 || (int) (rnd(m) % 100) >= m->reissue_pct)
 		return -1;
-	m->sessions = realloc(m->sessions, (m->nsessions + 1) * sizeof(Session));
-	se = &m->sessions[m->nsessions];
-	memset(se, 0, sizeof(Session));
-	se->id = id;
-	se->timeout = m->sessions[si].timeout;
-	se->last_heard = m->now;
-	se->alive = true;
 	m->reissued++;
 	if (m->logf)
 		m->logf("model: an expired session's id was handed out again; the client reconnecting to it gets the new session");
-	return m->nsessions++;
+	return add_session(m, id, m->sessions[si].timeout);
 }
 
 int
@@ -942,16 +949,10 @@ zkm_open_avoiding(Zkm *m, int timeout_ms, const int64_t *avoid, int navoid)
 	if (i == ZKM_CLIENTS)
 		return -1;
 	id = new_session_id(m, avoid, navoid);
-	m->sessions = realloc(m->sessions, (m->nsessions + 1) * sizeof(Session));
-	memset(&m->sessions[m->nsessions], 0, sizeof(Session));
-	m->sessions[m->nsessions].id = id;
-	m->sessions[m->nsessions].timeout = timeout_ms;
-	m->sessions[m->nsessions].last_heard = m->now;
-	m->sessions[m->nsessions].alive = true;
 	memset(&m->clients[i], 0, sizeof(Client));
 	m->clients[i].state = CS_CONNECTING;
 	m->clients[i].gen = ++m->gens;
-	m->clients[i].sess = m->nsessions++;
+	m->clients[i].sess = add_session(m, id, timeout_ms);
 	return i;
 }
 
@@ -963,7 +964,8 @@ zkm_resume(Zkm *m, int64_t session)
 
 	/* the password comes from the id: the live session of that id, or its last one */
 	for (i = 0; i < m->nsessions; i++)
-		if (m->sessions[i].id == session && (si < 0 || !m->sessions[i].gone))
+		if (m->sessions[i].id == session && !m->sessions[i].never &&
+			(si < 0 || !m->sessions[i].gone))
 			si = i;
 	if (si < 0)
 		return -1;
@@ -1770,6 +1772,14 @@ zkm_step_reconnect(Zkm *m, int client)
 
 	if (c->state != CS_CONNECTING || c->paused || m->electing_until != 0)
 		return false;
+	/*
+	 * A session whose creation an election lost never existed: the server
+	 * tells a client its id only once the createSession is committed, so the
+	 * client still has none and asks for a new session, never by an id that
+	 * may be another's by now.
+	 */
+	if (m->sessions[c->sess].never)
+		c->sess = add_session(m, new_session_id(m, NULL, 0), m->sessions[c->sess].timeout);
 	/* a new session is a proposal of the leader's: the client is connected once it is committed */
 	if (m->sessions[c->sess].created == 0 && m->sessions[c->sess].alive)
 	{
