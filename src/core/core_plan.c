@@ -4,6 +4,7 @@
  * the deadlock breaker, and the commit proof's next request.
  */
 #include "core_int.h"
+#include "invariant.h"
 #include "core_plan.h"
 #include "cohort_plan.h"
 
@@ -448,6 +449,8 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 static void
 fail_victim(ZklCore *c, ZklSlot *s, const char *msg, const char *detail)
 {
+	/* only a wait closes a circle: failing a holder would take a granted lock away */
+	ZC_ASSERT(zc_deadlock_waiting(s) || zc_deadlock_sem_waiting(s));
 	zc_table_keep_deadlock(c->t, s, detail);
 	if (s->zstate == ZKS_COHORT)
 		zc_core_fail_slot(c, s, ERR_DEADLOCK, ZKS_GONE, "%s", msg);

@@ -385,7 +385,7 @@ typedef struct Sim
 	int			mismatch_pct;	/* of those, with another holders number */
 	int			multi_pct;		/* transactions that are a multi-key request (the swarm's) */
 	int64_t		commit_pause_us;	/* longest pause between a commit's check and its record */
-	int			fault_weight[16];	/* per FaultKind (the seed's mix) */
+	int			fault_weight[17];	/* per FaultKind (the seed's mix) */
 	bool		gap;			/* SIM_GAP: aim session kills at the gap (fault()) */
 	int64_t		fault_every;	/* us between faults, on average */
 	/* local hand-over (cohort.c): settings of the seed */
@@ -5391,6 +5391,7 @@ typedef enum FaultKind
 	F_GARBLE,					/* a server fails inside on a request (ZMARSHALLINGERROR) */
 	F_CRASH_RESTART,			/* a backend crashes: the postmaster restarts the whole cluster */
 	F_CUT_LEADER,				/* the leader cut off from every follower: an election */
+	F_DELETE_PRESENCE,			/* someone deletes a session's presence node, its create refused a while */
 	NFAULTS
 } FaultKind;
 
@@ -5683,6 +5684,21 @@ fault(void)
 	}
 	else if (what == F_CRASH_RESTART && !c->stopping)
 		crash_restart(c);
+	else if (what == F_DELETE_PRESENCE && c->client >= 0 && c->t.session_id != 0)
+	{
+		/* an operator deletes the presence node; half the time an ACL refuses its create back a while */
+		char		path[ZKM_PATH];
+		int64_t		us = 50000 + (int64_t) rnd_int(2000) * 1000;
+
+		pres_path(path, c->t.session_id, c->session_nonce, ZKL_NAME_PRESENCE);
+		trace("fault: someone deletes c%d's presence node %s", ci, path);
+		zkm_admin_delete(S->m, path);
+		if (chance(50))
+		{
+			trace("fault: an ACL on %s refuses us for %.3f s", SESSIONS, us / 1e6);
+			zkm_refuse(S->m, SESSIONS, us);
+		}
+	}
 	else if (what == F_CUT_LEADER)
 	{
 		trace("fault: the leader is cut off from every follower");
@@ -5937,7 +5953,8 @@ draw_world(Sim *sim)
 {
 	static const int ncl[] = {1, 2, 2, 3, 3, 3, 3, 4, 4, 5};
 	static const int multi[] = {0, 6, 12, 12, 30, 50};
-	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6, 3, 3, 6, 3, 2};
+	/* the last kind's weight is set by the seed's number after draw_world: other seeds draw as before */
+	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6, 3, 3, 6, 3, 2, 0};
 	int			base_pb;
 	int			sum_timeout = 0;
 	int			margin;
@@ -5946,7 +5963,7 @@ draw_world(Sim *sim)
 
 	sim->ncl = ncl[rnd_int(10)];
 	/* the default mix of faults, each weight dropped in a quarter of the seeds or scaled up to 3 times */
-	for (k = 0; k < NFAULTS; k++)
+	for (k = 0; k < F_DELETE_PRESENCE; k++)
 		sim->fault_weight[k] = chance(25) ? 0 : weights[k] * (2 + rnd_int(5)) / 2;
 	sim->gap = getenv("SIM_GAP") != NULL && sim->ncl > 1;
 	if (sim->gap)
@@ -6032,6 +6049,8 @@ run_seed(uint64_t seed, int64_t max_steps)
 	zkm_set_reissue(sim->m, getenv("SIM_REISSUE") ? atoi(getenv("SIM_REISSUE")) :
 					seed % 4 == 2 ? 50 : 0);
 	draw_world(sim);
+	/* presence nodes deleted from outside in one seed of five (by its number: other seeds draw as before) */
+	sim->fault_weight[F_DELETE_PRESENCE] = seed % 5 == 4 ? 8 : 0;
 	while (!sim->failed && sim->step < max_steps)
 	{
 		int64_t		now = zkm_now(sim->m);
