@@ -610,6 +610,26 @@ test_session_lost(void)
 	CHECK(table.session_id == 0, "no session");
 }
 
+/*
+ * The session ends while the holder's commit is past its check (held.c's
+ * mark): the lock is lost all the same, but its owner is not cancelled,
+ * which would cut the rest of its commit in half (postgres_fdw's remote
+ * commits done, the local one not).
+ */
+static void
+test_session_lost_past_commit_check(void)
+{
+	int			h;
+	int			w;
+
+	setup();
+	holder_and_waiter(&h, &w);
+	slots[h].own.committing = true;
+	zc_core_session_lost(&core);
+	CHECK(slots[h].ans.result == ZKL_RESULT_LOST, "the holder past its commit check lost its lock");
+	CHECK(interrupts == 0, "and its commit was not cancelled");
+}
+
 /* An exclusive request of pid 1, alone on its key: granted; its slot. */
 static int
 lone_holder(void)
@@ -2982,6 +3002,7 @@ int
 main(void)
 {
 	test_invariants();
+	test_session_lost_past_commit_check();
 	test_upgrade_held_turn_deadlock();
 	test_upgrade_passes_only_waiters();
 	test_stale_watch();
