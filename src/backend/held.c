@@ -306,10 +306,19 @@ static bool marked = false;		/* zb_held_committing's mark is on */
 bool
 zb_held_committing(bool on)
 {
+	bool		kept = false;
 	int			i;
 
 	if (!on && !marked)
 		return true;
+	/* at the end only session-level slots stay ours: the others are given up unread */
+	for (i = 0; !on && i < book.n; i++)
+		kept |= book.h[i].nsession > 0;
+	if (!on && !kept)
+	{
+		marked = false;
+		return true;
+	}
 	/* shared is enough: only we write our slots' mark, the worker reads it under exclusive */
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	for (i = 0; on && i < book.n; i++)
