@@ -31,8 +31,17 @@
  * (a promoted standby shares our system identifier).
  */
 #define MAX_SUSPECTS 8
-static char suspects[MAX_SUSPECTS][ZKL_PATH_LEN];
-static int	nsuspects = 0;
+
+/*
+ * This file's process memory, in one place: the worker has one copy, the
+ * simulator one per simulated cluster (it points zw_orphans at each).
+ */
+struct ZwOrphans
+{
+	char		suspects[MAX_SUSPECTS][ZKL_PATH_LEN];
+	int			nsuspects;
+	ZlkLooks	looks;			/* the looks (below); their rules: looks.c */
+};
 
 /* Whether some request of this cluster carries the uuid of node `name`.  Caller holds the lock. */
 static bool
@@ -61,13 +70,13 @@ zw_suspect_blocker(const ZklSlot *s, const char *name)
 	int			i;
 	char		path[ZKL_PATH_LEN];
 
-	if (nsuspects >= MAX_SUSPECTS || !zw_may_be_orphan(name))
+	if (zw_orphans->nsuspects >= MAX_SUSPECTS || !zw_may_be_orphan(name))
 		return;
 	zc_core_child_path(&zkl_shared->t, s, name, path);
-	for (i = 0; i < nsuspects; i++)
-		if (strcmp(suspects[i], path) == 0)
+	for (i = 0; i < zw_orphans->nsuspects; i++)
+		if (strcmp(zw_orphans->suspects[i], path) == 0)
 			return;
-	strlcpy(suspects[nsuspects++], path, ZKL_PATH_LEN);
+	strlcpy(zw_orphans->suspects[zw_orphans->nsuspects++], path, ZKL_PATH_LEN);
 }
 
 static void
@@ -90,14 +99,14 @@ zw_check_suspects(void)
 {
 	int			i;
 
-	for (i = 0; i < nsuspects; i++)
+	for (i = 0; i < zw_orphans->nsuspects; i++)
 	{
-		char	   *path = MemoryContextStrdup(TopMemoryContext, suspects[i]);
+		char	   *path = MemoryContextStrdup(TopMemoryContext, zw_orphans->suspects[i]);
 
 		if (zw_client_exists(path, suspect_stat_done, path) != ZOK)
 			pfree(path);
 	}
-	nsuspects = 0;
+	zw_orphans->nsuspects = 0;
 }
 
 /*
@@ -131,7 +140,28 @@ looks_release(void *arg, void *p)
 }
 
 static const ZlkHost looks_host = {NULL, looks_alloc, looks_release, send_look};
-static ZlkLooks looks = {&looks_host};	/* their rules: looks.c */
+
+static ZwOrphans own = {.looks = {&looks_host}};
+ZwOrphans  *zw_orphans = &own;
+
+/* A fresh copy of this file's memory, as a new worker process has it. */
+ZwOrphans *
+zw_orphans_new(void)
+{
+	ZwOrphans  *o = MemoryContextAllocZero(TopMemoryContext, sizeof(ZwOrphans));
+
+	o->looks.host = &looks_host;
+	return o;
+}
+
+/* Free copy o and the looks it keeps. */
+void
+zw_orphans_free(ZwOrphans *o)
+{
+	while (o->looks.n > 0)
+		pfree(o->looks.l[--o->looks.n]);
+	pfree(o);
+}
 
 static int64
 our_session(void)
@@ -151,7 +181,7 @@ answered(ZlkLook *l, int rc, const char *what)
 	char		path[ZKL_PATH_LEN];
 
 	strlcpy(path, l->path, sizeof(path));	/* a settled look is freed */
-	switch (zc_looks_answered(&looks, l, rc, zkl_mono_now()))
+	switch (zc_looks_answered(&zw_orphans->looks, l, rc, zkl_mono_now()))
 	{
 		case ZLK_DONE:
 			return true;
@@ -175,13 +205,13 @@ stray_deleted(int rc, const void *ctx)
 void
 zw_delete_stray(const char *path, const char *why)
 {
-	ZlkLook    *l = zc_looks_new(&looks, path, "", our_session());
+	ZlkLook    *l = zc_looks_new(&zw_orphans->looks, path, "", our_session());
 
 	if (l == NULL)
 		return;					/* its delete is under way */
 	if (why != NULL)
 		ereport(LOG, (errmsg("zk_lock: deleting lock node %s: %s", path, why)));
-	zc_looks_send(&looks, l, zkl_mono_now());
+	zc_looks_send(&zw_orphans->looks, l, zkl_mono_now());
 }
 
 /* Caller holds the lock. */
@@ -192,7 +222,7 @@ zw_remember_ghost(const ZklSlot *s)
 	ZlkLook    *l;
 
 	zc_core_key_path(&zkl_shared->t, s, key_path);
-	l = zc_looks_new(&looks, key_path, s->uuid, zkl_shared->t.session_id);
+	l = zc_looks_new(&zw_orphans->looks, key_path, s->uuid, zkl_shared->t.session_id);
 	if (l != NULL)
 		zc_looks_again(l, zkl_mono_now());
 }
@@ -238,10 +268,10 @@ zw_send_looks(void)
 {
 	int64		next;
 
-	if (looks.n == 0)
+	if (zw_orphans->looks.n == 0)
 		return -1;				/* the usual case, every loop turn */
 	if (!zw_client_connected())
 		return ZKC_REOPEN_DELAY_MS;
-	next = zc_looks_tend(&looks, zkl_mono_now(), our_session());
+	next = zc_looks_tend(&zw_orphans->looks, zkl_mono_now(), our_session());
 	return next < 0 ? -1 : (long) ((next + 999) / 1000);
 }

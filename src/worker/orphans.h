@@ -14,4 +14,13 @@ extern void zw_check_suspects(void);
 extern void zw_remember_ghost(const ZklSlot *s);
 extern long zw_send_looks(void);
 
+/*
+ * This file's process memory (suspects and looks): zw_orphans points at the
+ * worker's one copy; the simulator gives each cluster its own.
+ */
+typedef struct ZwOrphans ZwOrphans;
+extern ZwOrphans *zw_orphans;
+extern ZwOrphans *zw_orphans_new(void);
+extern void zw_orphans_free(ZwOrphans *o);
+
 #endif

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Branch coverage (gcov) of src/core over a simulator run: which decisions the
-# seeds reach, and which they never do.  `coverage.sh [first-last seeds]`
+# Branch coverage (gcov) of src/core and of the worker files the simulator
+# runs (build.sh --list) over a simulator run: which decisions the seeds
+# reach, and which they never do.  `coverage.sh [first-last seeds]`
 # (default 1-3000, as many as make test's run gets through); prints one line
 # per file and writes every branch never taken, with its line, to
 # $COV_OUT/untaken.txt (default test/sim/coverage-out, kept out of git).
@@ -13,14 +14,17 @@ rm -rf "$out"
 mkdir -p "$out"
 cd "$out"
 # -O0: each branch gcov reports is one the source shows
-cc -std=c99 -O0 -g --coverage -DZC_ASSERTS -Wall -Wextra -Werror -Wno-unused-parameter \
-	-Wno-format-truncation -I"$src" -o sim "$here/sim.c" "$here/zkmodel.c" "$src"/*.c
+SIM_OBJ="$out" bash "$here/build.sh" "$out/sim" -O0 -g --coverage
 ./sim --seeds "$seeds" --seconds 900 | tail -1
 printf '%-16s %8s %9s %11s %9s\n' file lines branches 'taken once' 'of'
 : >untaken.txt
-for c in "$src"/*.c; do
+files=("$src"/*.c)
+for w in $(bash "$here/build.sh" --list); do files+=("$src/../worker/$w.c"); done
+for c in "${files[@]}"; do
 	f=$(basename "$c" .c)
-	gcov -b -c -o "sim-$f.gcno" "$c" >"$f.summary" 2>/dev/null || continue
+	notes="sim-$f.gcno"
+	[ -f "$notes" ] || notes="w-$f.gcno"
+	gcov -b -c -o "$notes" "$c" >"$f.summary" 2>/dev/null || continue
 	awk -v f="$f.c" '
 		function pct(s) { sub(/^[^:]*:/, "", s); sub(/ of.*/, "", s); return s }
 		function total(s) { sub(/.* of /, "", s); return s }

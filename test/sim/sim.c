@@ -35,12 +35,16 @@
  * Backends run transactions, and now and then a session-level lock episode:
  * one transaction takes it, the next ones run under it, the last gives it up.
  *
+ * Shipped worker files run here as they are (build.sh lists them), with
+ * their ZooKeeper calls answered by the model (sim_zk.c) and what they take
+ * from PostgreSQL from sim_pg.c: the orphan clean-up (orphans.c).
  * What is re-stated here rather than run: the worker's session handling
  * (session.c and left_session.c; the cut-off clock is cutoff.c, run as is),
  * the presence list's I/O (presence.c; its decisions are lock_delay.c, run
- * as is), the orphan clean-up (orphans.c) and the deadlock detector's I/O
- * schedule (gwaits.c; its decisions are gwait.c, run as is), following
- * those files.  A backend's bookkeeping of its locks is book.c, run as is.
+ * as is), the requests' I/O (requests.c), the clean stop (worker.c) and
+ * the deadlock detector's I/O schedule (gwaits.c; its decisions are
+ * gwait.c, run as is), following those files.  A backend's bookkeeping of
+ * its locks is book.c, run as is.
  *
  * Usage: sim [--seed N] [--seeds A-B] [--seconds S] [--steps N] [--first-failure]
  *            [--verbose]
@@ -73,8 +77,10 @@
 #include "core_plan.h"
 #include "core_reply.h"
 #include "gwait_doc.h"
+#include "orphans.h"
+#include "sim_host.h"
 
-/* the largest world a seed may draw (Sim.ncl, Cluster.nb, Cluster.t.nslots) */
+/* the largest world a seed may draw (Sim.ncl, Cluster.nb, Cluster.t->nslots) */
 #define NCLUSTERS	5
 #define NBACKENDS	12
 #define NKEYS		3			/* lock keys */
@@ -113,9 +119,7 @@ typedef enum Purpose
 	P_IGNORE,
 	P_PRES_LIST,
 	P_TOMBSTONE,
-	P_GHOST_LIST,
-	P_SUSPECT_STAT,
-	P_STRAY,
+	P_CALL,						/* a shipped worker file's call (sim_zk.c): its completion */
 	P_LEFT_MARK,
 	P_CONFIRM
 } Purpose;
@@ -131,6 +135,7 @@ typedef struct Out
 	char		path[ZKM_PATH];
 	char		uuid[ZKL_UUID_LEN + 1];
 	bool		watched;		/* a listing that set a child watch */
+	SimCall		call;			/* P_CALL */
 } Out;
 
 typedef enum BState
@@ -243,7 +248,8 @@ typedef struct Cluster
 {
 	uint64_t	sole_sig;		/* check_sole_blocker's last look */
 	int			id;
-	ZklTable	t;
+	void	   *shared;			/* its ZklShared (sim_pg.c) */
+	ZklTable   *t;			/* in it, as the worker has it */
 	ZklSlot		slots[NSLOTS];
 	ZklCore		core;
 	ZklCoreEnv	env;
@@ -293,11 +299,8 @@ typedef struct Cluster
 	bool		stopping;
 	bool		marking;		/* its tombstone asked for: nothing is planned any more */
 	int64_t		stop_deadline;	/* model time */
-	/* orphans (orphans.c) */
-	ZlkHost		looks_host;	/* orphans.c's looks (looks.c, run as is) */
-	ZlkLooks	looks;
-	char		suspects[4][ZKM_PATH];
-	int			nsuspects;
+	/* its worker process's memory in the shipped worker files it runs */
+	ZwOrphans  *orphans;		/* orphans.c */
 	int			nb;				/* backends of this cluster (the seed draws it) */
 	/* its settings, drawn per seed within what README requires of clusters sharing locks */
 	int			session_timeout;	/* ms */
@@ -430,6 +433,7 @@ static int64_t rides_seen = 0;	/* of them, readers joining a local reader's node
 static int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */
 static int64_t upgrades_across;	/* upgrades granted past other clusters' requests (counters) */
 static int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */
+static int64_t calls_sent[ZKM_SETDATA + 1];	/* by the shipped worker files, by kind */
 
 static Sim *S;
 static bool verbose_run = false;
@@ -680,126 +684,137 @@ env_grants_paused(void *arg, int64_t now, int64_t *until)
 	return zc_delay_grants_paused(&c->pres, now, until);
 }
 
-static bool
-uuid_live(Cluster *c, const char *name)
-{
-	int			i;
+/*
+ * The shipped worker files (orphans.c) run for cluster c: its shared
+ * memory and its worker process's memory.  Every call into them comes
+ * through here first.
+ */
+static Cluster *cur_cl;
 
-	for (i = 0; i < c->t.nused; i++)
-		if (c->t.slots[i].zstate != ZKS_FREE && zc_recipe_name_has_uuid(name, c->t.slots[i].uuid))
-			return true;
-	return false;
+static Cluster *
+enter(Cluster *c)
+{
+	cur_cl = c;
+	simpg_enter(c->shared);
+	zw_orphans = c->orphans;
+	return c;
+}
+
+int64_t
+simh_mono(void)
+{
+	return c_mono(cur_cl);
+}
+
+int64_t
+simh_wall(void)
+{
+	return c_wall(cur_cl);
+}
+
+uint64_t
+simh_sysid(void)
+{
+	return (uint64_t) cur_cl->id + 1;
+}
+
+void
+simh_log(bool error, const char *line)
+{
+	if (error)
+		fail("c%d worker: ERROR %s", cur_cl->id, line);
+	else
+		trace("c%d worker: %s", cur_cl->id, line);
+}
+
+bool
+simh_connected(void)
+{
+	return cur_cl->client >= 0 && zkm_connected(S->m, cur_cl->client);
+}
+
+bool
+simh_send(const ZkmReq *req, const SimCall *call)
+{
+	Out		   *o;
+	ZkmReq		r = *req;
+
+	if (cur_cl->client < 0)
+		return false;
+	o = out_new(cur_cl, P_CALL, 0);
+	o->call = *call;
+	calls_sent[r.kind]++;
+	r.tag = o->id;
+	send_req(cur_cl, &r);
+	return true;
+}
+
+/*
+ * The client library answers what is in flight when its handle closes with
+ * ZCLOSING; a process that dies answers nothing (died).  Either way the
+ * replies to the old handle are gone.
+ */
+static void
+drop_outs(Cluster *c, bool died)
+{
+	Out		   *outs = c->outs;
+	int			n = c->nouts,
+				i;
+
+	c->outs = NULL;
+	c->nouts = c->capouts = 0;
+	for (i = 0; i < n && !died; i++)
+		if (outs[i].purpose == P_CALL)
+		{
+			enter(c);
+			simzk_answer(&outs[i].call, NULL, ZCLOSING);
+		}
+	free(outs);
 }
 
 static void
 env_suspect(void *arg, const ZklSlot *s, const char *name)
 {
-	Cluster    *c = arg;
-	char		path[ZKL_PATH_LEN];
-	int			i;
-
-	if (!zc_recipe_name_has_sysid(name, (uint64_t) c->id + 1) || uuid_live(c, name))
-		return;
-	zc_core_child_path(&c->t, s, name, path);
-	for (i = 0; i < c->nsuspects; i++)
-		if (strcmp(c->suspects[i], path) == 0)
-			return;
-	if (c->nsuspects < 4)
-		snprintf(c->suspects[c->nsuspects++], ZKM_PATH, "%s", path);
+	enter(arg);
+	zw_suspect_blocker(s, name);
 }
 
 static bool
 env_may_be_orphan(void *arg, const char *name)
 {
-	Cluster    *c = arg;
-
-	return zc_recipe_name_has_sysid(name, (uint64_t) c->id + 1) && !uuid_live(c, name);
+	enter(arg);
+	return zw_may_be_orphan(name);
 }
 
-static void *
-looks_alloc(void *arg, size_t size)
-{
-	void	   *p = calloc(1, size);
-
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-/* The hosts' free, for looks.c and lock_delay.c */
+/* The host's free, for lock_delay.c */
 static void
 host_free(void *arg, void *p)
 {
 	free(p);
 }
 
-/* looks.c's host: a stray's delete, or a ghost's listing after a sync */
-static bool
-send_look(void *arg, ZlkLook *l)
-{
-	Cluster    *c = arg;
-	Out		   *o;
-	ZkmReq		r;
-
-	if (!l->stray)
-		send_blind(c, ZKM_SYNC, l->path, 0);
-	o = out_new(c, l->stray ? P_STRAY : P_GHOST_LIST, 0);	/* after send_blind's: out_new moves the outs */
-	snprintf(o->path, sizeof(o->path), "%s", l->path);
-	snprintf(o->uuid, sizeof(o->uuid), "%s", l->uuid);
-	req_init(&r, l->stray ? ZKM_DELETE : ZKM_CHILDREN, l->path, o);
-	send_req(c, &r);
-	return true;
-}
-
-/* A new worker process: no look kept. */
+/* A new worker process: the shipped files' process memory, fresh. */
 static void
-looks_restart(Cluster *c)
+worker_memory(Cluster *c)
 {
-	while (c->looks.n > 0)
-		host_free(c, c->looks.l[--c->looks.n]);
-	c->looks_host.arg = c;
-	c->looks_host.alloc = looks_alloc;
-	c->looks_host.release = host_free;
-	c->looks_host.send = send_look;
-	c->looks.host = &c->looks_host;
-}
-
-/* A new handle: the library answers what was in flight with ZCLOSING, which ends those looks. */
-static void
-looks_closing(Cluster *c)
-{
-	int			i;
-
-	for (i = c->looks.n - 1; i >= 0; i--)
-		if (c->looks.l[i]->in_flight)
-			(void) zc_looks_answered(&c->looks, c->looks.l[i], ZCLOSING, c_mono(c));
+	if (c->orphans != NULL)
+		zw_orphans_free(c->orphans);
+	c->orphans = zw_orphans_new();
 }
 
 /* zw_delete_stray: a node of ours no request owns */
 static void
 send_stray(Cluster *c, const char *path)
 {
-	ZlkLook    *l = zc_looks_new(&c->looks, path, "", c->t.session_id);
-
-	if (l == NULL && c->looks.n >= ZLK_MAX)
-		fail("c%d: more than %d looks at strays and ghosts", c->id, ZLK_MAX);
-	if (l != NULL)
-		zc_looks_send(&c->looks, l, c_mono(c));
+	enter(c);
+	zw_delete_stray(path, NULL);
 }
 
 static void
 env_ghost(void *arg, const ZklSlot *s)
 {
-	Cluster    *c = arg;
-	char		key_path[ZKL_PATH_LEN];
-	ZlkLook    *l;
-
-	zc_core_key_path(&c->t, s, key_path);
-	l = zc_looks_new(&c->looks, key_path, s->uuid, c->t.session_id);
-	if (l == NULL && c->looks.n >= ZLK_MAX)
-		fail("c%d: more than %d looks at strays and ghosts", c->id, ZLK_MAX);
-	if (l != NULL)
-		zc_looks_again(l, c_mono(c));
+	enter(arg);
+	zw_remember_ghost(s);
 }
 
 static void
@@ -819,7 +834,7 @@ env_proof_note(void *arg, int64_t sent_at, int64_t session)
 			c->proof_at = sent_at;
 			break;
 	}
-	c->t.proof_wanted = false;
+	c->t->proof_wanted = false;
 }
 
 static const char *
@@ -931,11 +946,10 @@ presence_restart(Cluster *c)
 static void
 open_session(Cluster *c)
 {
-	c->t.conn_state = ZKC_CONNECTING;
+	c->t->conn_state = ZKC_CONNECTING;
 	zc_core_new_handle(&c->core);
 	zc_delay_reset(&c->pres);
-	looks_closing(c);			/* (a stop or a crash closed the old handle) */
-	c->nouts = 0;
+	drop_outs(c, false);		/* (a stop or a crash closed the old handle) */
 	/*
 	 * An id handed out again may come back to the cluster that had it: the
 	 * commit check and local hand-over tell incarnations apart by the
@@ -952,10 +966,9 @@ close_session(Cluster *c, const char *why)
 {
 	trace("c%d closes its session (%s)", c->id, why);
 	session_lost(c);
-	looks_closing(c);
 	zkm_close(S->m, c->client);
 	c->client = -1;
-	c->nouts = 0;
+	drop_outs(c, false);
 	c->confirming = false;
 	c->next_open = c_mono(c) + 1000000;
 }
@@ -967,7 +980,7 @@ session_tend(Cluster *c)
 	int64_t		now = c_wall(c);	/* session.c reads GetCurrentTimestamp() */
 
 	if (c->client >= 0 &&
-		zc_cutoff_ms_left(c->t.conn_state == ZKC_CONNECTING, c->t.session_id, c->t.negotiated_timeout,
+		zc_cutoff_ms_left(c->t->conn_state == ZKC_CONNECTING, c->t->session_id, c->t->negotiated_timeout,
 					c->last_heard, now) == 0)
 		close_session(c, "cut off past the timeout");
 	if (c->client < 0 && c_mono(c) >= c->next_open && !S->failed)
@@ -978,12 +991,12 @@ session_tend(Cluster *c)
 static void
 presence_tend(Cluster *c)
 {
-	int64_t		session = c->t.session_id;
+	int64_t		session = c->t->session_id;
 	char		path[ZKM_PATH];
 	ZkmReq		r;
 	int			send;
 
-	if (c->client < 0 || c->t.conn_state != ZKC_CONNECTED || session == 0)
+	if (c->client < 0 || c->t->conn_state != ZKC_CONNECTED || session == 0)
 		return;
 	send = zc_delay_tend(&c->pres, session, c->session_nonce, false, c_mono(c));
 	if (send & ZLD_SEND_PRESENCE)
@@ -1025,7 +1038,7 @@ left_tend(Cluster *c)
 	char		path[ZKM_PATH];
 
 	if (c->left_session == 0 || c->left_marking || c->client < 0 ||
-		c->t.conn_state != ZKC_CONNECTED || !c->pres.listed)
+		c->t->conn_state != ZKC_CONNECTED || !c->pres.listed)
 		return;
 	if (!zc_delay_incarnation_listed(&c->pres, c->left_session, c->left_nonce))
 	{
@@ -1055,7 +1068,7 @@ left_close(Cluster *c, int rc)
 			  c->left_session, rc);
 	if (h >= 0)
 	{
-		int			bound = c->t.negotiated_timeout / 3 > 100 ? c->t.negotiated_timeout / 3 : 100;
+		int			bound = c->t->negotiated_timeout / 3 > 100 ? c->t->negotiated_timeout / 3 : 100;
 		bool		up;
 
 		/* connected, or told it expired: one round trip; no server to answer: the bound */
@@ -1071,24 +1084,12 @@ left_close(Cluster *c, int rc)
 	c->left_marking = false;
 }
 
+/* worker.c's loop turn: the looks that are due (orphans.c) */
 static void
 ghosts_tend(Cluster *c)
 {
-	int			i;
-
-	if (c->t.conn_state == ZKC_CONNECTED && c->client >= 0)
-		(void) zc_looks_tend(&c->looks, c_mono(c), c->t.session_id);
-	for (i = 0; i < c->nsuspects && c->t.conn_state == ZKC_CONNECTED; i++)
-	{
-		Out		   *o = out_new(c, P_SUSPECT_STAT, 0);
-		ZkmReq		r;
-
-		snprintf(o->path, sizeof(o->path), "%s", c->suspects[i]);
-		req_init(&r, ZKM_EXISTS, c->suspects[i], o);
-		send_req(c, &r);
-	}
-	if (c->t.conn_state == ZKC_CONNECTED)
-		c->nsuspects = 0;
+	enter(c);
+	(void) zw_send_looks();
 }
 
 /* ---- sending what core.c planned ---- */
@@ -1098,8 +1099,8 @@ create_path(Cluster *c, const ZklSlot *s, char *out)
 {
 	char		prefix[ZKL_NODE_BUFLEN];
 
-	zc_table_node_prefix(&c->t, s, s->uuid, (uint64_t) c->id + 1, prefix, sizeof(prefix));
-	zc_core_child_path(&c->t, s, prefix, out);
+	zc_table_node_prefix(c->t, s, s->uuid, (uint64_t) c->id + 1, prefix, sizeof(prefix));
+	zc_core_child_path(c->t, s, prefix, out);
 }
 
 static void
@@ -1109,7 +1110,7 @@ send_children(Cluster *c, const ZklSlot *s, Purpose p, uint64_t tag)
 	ZkmReq		r;
 	Out		   *o = out_new(c, p, tag);
 
-	zc_core_key_path(&c->t, s, path);
+	zc_core_key_path(c->t, s, path);
 	req_init(&r, ZKM_CHILDREN, path, o);
 	/* some listings set a child watch on their key, as worker.c's */
 	r.watch = p == P_CHILDREN && zc_core_listing_watches(&c->core, s);
@@ -1126,7 +1127,7 @@ send_parents(Cluster *c, const ZklSlot *s, uint64_t tag)
 	ZkmReq		r;
 
 	send_blind(c, ZKM_CREATE, ROOT, 0);
-	zc_core_key_path(&c->t, s, path);
+	zc_core_key_path(c->t, s, path);
 	req_init(&r, ZKM_CREATE, path, out_new(c, P_KEYNODE, tag));
 	r.flags = ZKM_F_CONTAINER;
 	send_req(c, &r);
@@ -1150,7 +1151,7 @@ send_batches(Cluster *c)
 			const ZklOp *op = &c->ops[members[j]];
 
 			if (op->kind != OP_DELETE && op->parents)
-				send_parents(c, &c->t.slots[op->idx], zc_core_tag(op->idx, op->attempt));
+				send_parents(c, &c->t->slots[op->idx], zc_core_tag(op->idx, op->attempt));
 		}
 		o = out_new(c, P_MULTI, 0);
 		req_init(&r, ZKM_MULTI_OP, "/", o);
@@ -1159,14 +1160,14 @@ send_batches(Cluster *c)
 		for (j = 0; j < n; j++)
 		{
 			const ZklOp *op = &c->ops[members[j]];
-			const ZklSlot *s = &c->t.slots[op->idx];
+			const ZklSlot *s = &c->t->slots[op->idx];
 
 			o->tags[j] = zc_core_tag(op->idx, op->attempt);
 			o->del[j] = op->kind == OP_DELETE;
 			if (o->del[j])
 			{
 				r.sub[j].kind = ZKM_DELETE;
-				zc_core_child_path(&c->t, s, s->node, r.sub[j].path);
+				zc_core_child_path(c->t, s, s->node, r.sub[j].path);
 			}
 			else
 			{
@@ -1184,7 +1185,7 @@ send_batches(Cluster *c)
 			const ZklOp *op = &c->ops[members[j]];
 
 			if (op->kind != OP_DELETE)
-				send_children(c, &c->t.slots[op->idx], P_CHILDREN, zc_core_tag(op->idx, op->attempt));
+				send_children(c, &c->t->slots[op->idx], P_CHILDREN, zc_core_tag(op->idx, op->attempt));
 		}
 	}
 }
@@ -1192,7 +1193,7 @@ send_batches(Cluster *c)
 static void
 send_op(Cluster *c, const ZklOp *op)
 {
-	const ZklSlot *s = &c->t.slots[op->idx];
+	const ZklSlot *s = &c->t->slots[op->idx];
 	uint64_t	tag = zc_core_tag(op->idx, op->attempt);
 	char		path[ZKL_PATH_LEN];
 	ZkmReq		r;
@@ -1215,13 +1216,13 @@ send_op(Cluster *c, const ZklOp *op)
 			break;
 		case OP_RECOVER:
 			/* a view that includes whatever the leader applied of ours */
-			zc_core_key_path(&c->t, s, path);
+			zc_core_key_path(c->t, s, path);
 			send_blind(c, ZKM_SYNC, path, 0);
 			send_children(c, s, P_RECOVER, tag);
 			break;
 		case OP_STAT:
 		case OP_BARRIER:
-			zc_core_child_path(&c->t, s, s->node, path);
+			zc_core_child_path(c->t, s, s->node, path);
 			req_init(&r, ZKM_EXISTS, path, out_new(c, op->kind == OP_STAT ? P_STAT : P_BARRIER, tag));
 			send_req(c, &r);
 			break;
@@ -1229,24 +1230,24 @@ send_op(Cluster *c, const ZklOp *op)
 			req_init(&r, ZKM_MULTI_OP, "/", out_new(c, P_VERIFY, tag));
 			r.nsub = 1;
 			r.sub[0].kind = ZKM_EXISTS;
-			zc_core_child_path(&c->t, s, s->node, r.sub[0].path);
+			zc_core_child_path(c->t, s, s->node, r.sub[0].path);
 			send_req(c, &r);
 			break;
 		case OP_WATCH:
-			zc_core_child_path(&c->t, s, s->watch, path);
+			zc_core_child_path(c->t, s, s->watch, path);
 			req_init(&r, ZKM_GETDATA, path, out_new(c, P_WATCH, tag));
 			r.watch = true;
 			r.wtag = tag;
 			send_req(c, &r);
 			break;
 		case OP_UNMARK:
-			zc_core_child_path(&c->t, s, s->node, path);
+			zc_core_child_path(c->t, s, s->node, path);
 			req_init(&r, ZKM_SETDATA, path, out_new(c, P_UNMARK, tag));
 			node_data(s, r.data);
 			send_req(c, &r);
 			break;
 		case OP_DELETE:
-			zc_core_child_path(&c->t, s, s->node, path);
+			zc_core_child_path(c->t, s, s->node, path);
 			req_init(&r, ZKM_DELETE, path, out_new(c, P_DELETE, tag));
 			send_req(c, &r);
 			zc_core_write_sent(&c->core);
@@ -1292,8 +1293,8 @@ table_empty(const Cluster *c)
 {
 	int			i;
 
-	for (i = 0; i < c->t.nused; i++)
-		if (c->t.slots[i].zstate != ZKS_FREE)
+	for (i = 0; i < c->t->nused; i++)
+		if (c->t->slots[i].zstate != ZKS_FREE)
 			return false;
 	return true;
 }
@@ -1335,12 +1336,12 @@ stop_close(Cluster *c, StopEnd how)
 			zc_book_free(&c->b[i].book);
 			c->b[i].exits = true;
 		}
-	c->t.session_id = 0;
-	c->t.session_tag = 0;
+	c->t->session_id = 0;
+	c->t->session_tag = 0;
 	c->session_nonce = 0;
-	for (i = 0; i < c->t.nused; i++)
-		if (c->t.slots[i].zstate != ZKS_FREE)
-			zc_table_free(&c->t, &c->t.slots[i]);
+	for (i = 0; i < c->t->nused; i++)
+		if (c->t->slots[i].zstate != ZKS_FREE)
+			zc_table_free(c->t, &c->t->slots[i]);
 	worker_restart(c);
 	for (i = 0; i < c->nb; i++)
 		if (c->b[i].st == B_DOWN)
@@ -1365,7 +1366,7 @@ stop_turn(Cluster *c)
 	if (!c->stopping)
 		return;					/* (the tombstone's reply ended the stop) */
 	if (zkm_now(S->m) >= c->stop_deadline || c->client < 0 ||
-		c->t.conn_state != ZKC_CONNECTED)
+		c->t->conn_state != ZKC_CONNECTED)
 	{
 		stop_close(c, STOP_PLAIN);
 		return;
@@ -1441,9 +1442,9 @@ plan_turn(Cluster *c)
 	presence_tend(c);
 	left_tend(c);
 	gw_tend(c);
-	connected = c->client >= 0 && c->t.conn_state == ZKC_CONNECTED;
+	connected = c->client >= 0 && c->t->conn_state == ZKC_CONNECTED;
 	(void) zc_core_plan(&c->core, connected,
-					  c->proof_session == c->t.session_tag ? c->proof_at : 0);
+					  c->proof_session == c->t->session_tag ? c->proof_at : 0);
 	note_grants(c);
 	check_sole_blocker(c);
 	if (c->core.nops > 0 && c->client < 0)
@@ -1477,9 +1478,9 @@ plan_turn(Cluster *c)
 	 * later one may sit first in the table (in the slot of one that gave
 	 * up between them): the node goes to the one that asked first.
 	 */
-	for (i = 0; i < c->t.nused; i++)
+	for (i = 0; i < c->t->nused; i++)
 	{
-		const ZklSlot *l = &c->t.slots[i];
+		const ZklSlot *l = &c->t->slots[i];
 		int64_t		busy;
 		int			j;
 
@@ -1509,7 +1510,7 @@ send_confirm(Cluster *c)
 	ZkmReq		r;
 
 	c->confirm_due = false;
-	pres_path(path, c->t.session_id, c->session_nonce, ZKL_NAME_PRESENCE);
+	pres_path(path, c->t->session_id, c->session_nonce, ZKL_NAME_PRESENCE);
 	send_blind(c, ZKM_SYNC, path, 0);
 	req_init(&r, ZKM_EXISTS, path, out_new(c, P_CONFIRM, c->confirm_gen));
 	send_req(c, &r);
@@ -1519,7 +1520,7 @@ send_confirm(Cluster *c)
 static void
 connection_made(Cluster *c)
 {
-	c->t.conn_state = ZKC_CONNECTED;
+	c->t->conn_state = ZKC_CONNECTED;
 	zc_core_reconnected(&c->core);
 	zc_delay_reconnected(&c->pres);
 }
@@ -1531,7 +1532,7 @@ on_state(Cluster *c, const ZkmMsg *msg)
 	{
 		int64_t		id = zkm_session(S->m, c->client);
 		bool		old_lost;
-		ZklConnected what = zc_resume_connected(c->fresh_handle, c->t.session_id, id, &old_lost);
+		ZklConnected what = zc_resume_connected(c->fresh_handle, c->t->session_id, id, &old_lost);
 
 		if (old_lost)
 			session_lost(c);
@@ -1543,9 +1544,9 @@ on_state(Cluster *c, const ZkmMsg *msg)
 			c->own_ids[c->nown_ids++] = id;
 		}
 		c->fresh_handle = false;
-		c->t.session_id = id;
-		c->t.session_tag = zc_table_session_tag(id, c->session_nonce);
-		c->t.negotiated_timeout = zkm_timeout(S->m, c->client);
+		c->t->session_id = id;
+		c->t->session_tag = zc_table_session_tag(id, c->session_nonce);
+		c->t->negotiated_timeout = zkm_timeout(S->m, c->client);
 		c->last_heard = c_wall(c);
 		c->confirming = what == ZKL_CONN_CONFIRM;
 		c->confirm_gen++;
@@ -1558,7 +1559,7 @@ on_state(Cluster *c, const ZkmMsg *msg)
 	}
 	else if (msg->type == ZKM_ST_CONNECTING)
 	{
-		c->t.conn_state = ZKC_CONNECTING;
+		c->t->conn_state = ZKC_CONNECTING;
 		trace("c%d connection lost", c->id);
 	}
 	else if (msg->type == ZKM_ST_EXPIRED)
@@ -1584,25 +1585,6 @@ on_multi(Cluster *c, const Out *o, const ZkmMsg *msg)
 			send_stray(c, names[i]);
 }
 
-static void
-on_ghost_list(Cluster *c, const Out *o, const ZkmMsg *msg)
-{
-	ZlkLook    *l = zc_looks_find(&c->looks, o->path, o->uuid);
-	int			i;
-
-	if (l == NULL || zc_looks_answered(&c->looks, l, msg->rc, c_mono(c)) != ZLK_DONE)
-		return;
-	for (i = 0; msg->rc == ZOK && i < msg->nchildren; i++)
-		if (zc_recipe_name_has_uuid(msg->children[i], o->uuid))
-		{
-			char		path[ZKM_PATH * 2];
-
-			snprintf(path, sizeof(path), "%s/%s", o->path, msg->children[i]);
-			trace("c%d deletes ghost %s", c->id, path);
-			send_stray(c, path);
-		}
-}
-
 /* ---- the fairness bound of local hand-over ---- */
 
 /* Is name still queued under key k at the leader? */
@@ -1613,7 +1595,7 @@ leader_has(const Cluster *c, const ZklSlot *s, const char *name)
 	int64_t		owner;
 	int64_t		czxid;
 
-	zc_core_child_path(&c->t, s, name, path);
+	zc_core_child_path(c->t, s, name, path);
 	return zkm_leader_node(S->m, path, &owner, &czxid);
 }
 
@@ -1671,9 +1653,9 @@ told_by_listing(Cluster *c, uint64_t tag, const ZkrChild *kids, int n)
 	const ZklSlot *s;
 	int			i;
 
-	if (idx >= c->t.nused)
+	if (idx >= c->t->nused)
 		return;
-	s = &c->t.slots[idx];
+	s = &c->t->slots[idx];
 	if (s->zstate == ZKS_FREE || zc_core_tag(idx, s->req.attempt) != tag || !passes_node(c, s))
 		return;
 	for (i = 0; i + 1 < n; i++)
@@ -1697,7 +1679,7 @@ made_by(const Cluster *c, const ZklSlot *s, ZkrChild *kids, int n, int64_t zxid)
 
 	for (i = 0; i < n; i++)
 	{
-		zc_core_child_path(&c->t, s, kids[i].name, path);
+		zc_core_child_path(c->t, s, kids[i].name, path);
 		if (zkm_leader_node(S->m, path, &owner, &czxid) && czxid <= zxid)
 			kids[kept++] = kids[i];
 	}
@@ -1714,9 +1696,9 @@ told_by_event(Cluster *c, const char *path, int64_t zxid)
 {
 	int			j;
 
-	for (j = 0; j < c->t.nused; j++)
+	for (j = 0; j < c->t->nused; j++)
 	{
-		const ZklSlot *s = &c->t.slots[j];
+		const ZklSlot *s = &c->t->slots[j];
 		char		key_path[ZKL_PATH_LEN];
 		char	  **names;
 		ZkrChild	kids[128];
@@ -1726,7 +1708,7 @@ told_by_event(Cluster *c, const char *path, int64_t zxid)
 
 		if (!passes_node(c, s))
 			continue;
-		zc_core_key_path(&c->t, s, key_path);
+		zc_core_key_path(c->t, s, key_path);
 		if (strcmp(key_path, path) != 0)
 			continue;
 		nn = zkm_leader_children(S->m, key_path, &names);
@@ -1753,16 +1735,16 @@ check_one_owner(const Cluster *c)
 	int			i;
 	int			j;
 
-	for (i = 0; i < c->t.nused; i++)
+	for (i = 0; i < c->t->nused; i++)
 	{
-		const ZklSlot *s = &c->t.slots[i];
+		const ZklSlot *s = &c->t->slots[i];
 		bool		owned = false;
 
 		if (s->zk.rides && s->zstate == ZKS_HELD)
 		{
-			for (j = 0; j < c->t.nused && !owned; j++)
+			for (j = 0; j < c->t->nused && !owned; j++)
 			{
-				const ZklSlot *o = &c->t.slots[j];
+				const ZklSlot *o = &c->t->slots[j];
 
 				owned = o->zstate == ZKS_HELD && !o->zk.rides && o->zk.root_id == s->zk.root_id &&
 					strcmp(o->key, s->key) == 0 && strcmp(o->node, s->node) == 0;
@@ -1774,9 +1756,9 @@ check_one_owner(const Cluster *c)
 		if ((s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD && s->zstate != ZKS_LINGER &&
 			 s->zstate != ZKS_DELETING) || s->zk.rides)
 			continue;
-		for (j = i + 1; j < c->t.nused; j++)
+		for (j = i + 1; j < c->t->nused; j++)
 		{
-			const ZklSlot *o = &c->t.slots[j];
+			const ZklSlot *o = &c->t->slots[j];
 
 			if ((o->zstate == ZKS_QUEUED || o->zstate == ZKS_HELD || o->zstate == ZKS_LINGER ||
 				 o->zstate == ZKS_DELETING) && !o->zk.rides && strcmp(o->node, s->node) == 0 &&
@@ -1846,9 +1828,9 @@ check_handover_truth(Cluster *c, const ZklSlot *s)
 	int			w = -1;
 
 	/* a session the leader ended: its nodes go with it, and nobody waits behind them for long */
-	if (server < 0 || !zkm_session_alive(S->m, c->t.session_id))
+	if (server < 0 || !zkm_session_alive(S->m, c->t->session_id))
 		return;
-	zc_core_key_path(&c->t, s, key_path);
+	zc_core_key_path(c->t, s, key_path);
 	nn = zkm_server_children(S->m, server, key_path, &names);
 	n = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
 	/*
@@ -1895,14 +1877,14 @@ check_handover_truth(Cluster *c, const ZklSlot *s)
 static void
 check_local_fifo(Cluster *c, const ZklSlot *s)
 {
-	int			me = (int) (s - c->t.slots);
+	int			me = (int) (s - c->t->slots);
 	int			j;
 
 	if (s->zk.rides || s->req.mode != ZKL_MODE_EXCLUSIVE)
 		return;
-	for (j = 0; j < c->t.nused; j++)
+	for (j = 0; j < c->t->nused; j++)
 	{
-		const ZklSlot *o = &c->t.slots[j];
+		const ZklSlot *o = &c->t->slots[j];
 
 		if (j != me && o->zstate == ZKS_COHORT && !o->own.abandoned && o->req.mode == ZKL_MODE_EXCLUSIVE &&
 			o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0 &&
@@ -1963,15 +1945,17 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 			if (msg->rc == ZOK)
 				told_by_listing(c, o.tag, kids, n);
 			{
-				const ZklSlot *s = &c->t.slots[zc_core_tag_idx(o.tag)];
+				const ZklSlot *s = &c->t->slots[zc_core_tag_idx(o.tag)];
 
 				/* the slot's own listing, of a try still within its linger bound (none yet, or not over) */
-				bool		may_wait = zc_core_tag_idx(o.tag) < c->t.nused && s->zstate == ZKS_QUEUED &&
+				bool		may_wait = zc_core_tag_idx(o.tag) < c->t->nused && s->zstate == ZKS_QUEUED &&
 					zc_core_tag(zc_core_tag_idx(o.tag), s->req.attempt) == o.tag &&
 					s->req.nowait && s->ans.result == ZKL_RESULT_PENDING &&
 					(s->zk.try_until == 0 || c_mono(c) < s->zk.try_until);
 
 				zc_core_children_reply(&c->core, o.tag, msg->rc, kids, n, o.watched);
+				enter(c);
+				zw_check_suspects();	/* requests.c's children_reply */
 				if (may_wait && msg->rc == ZOK && s->ans.result == ZKL_RESULT_NOT_GRANTED)
 					check_try_refusal(c, s, kids, n);
 			}
@@ -2015,20 +1999,9 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 			if (c->marking)
 				stop_close(c, msg->rc == ZOK || msg->rc == ZNODEEXISTS ? STOP_TOMBSTONE : STOP_PLAIN);
 			break;
-		case P_GHOST_LIST:
-			on_ghost_list(c, &o, msg);
-			break;
-		case P_SUSPECT_STAT:
-			if (msg->rc == ZOK && msg->owner == c->t.session_id && !uuid_live(c, o.path))
-				send_stray(c, o.path);
-			break;
-		case P_STRAY:
-			{
-				ZlkLook    *l = zc_looks_find(&c->looks, o.path, "");
-
-				if (l != NULL)
-					(void) zc_looks_answered(&c->looks, l, msg->rc, c_mono(c));
-			}
+		case P_CALL:
+			enter(c);
+			simzk_answer(&o.call, msg, 0);
 			break;
 		case P_LEFT_MARK:
 			if (c->left_marking)
@@ -2037,7 +2010,7 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 		case P_CONFIRM:
 			if (!c->confirming || o.tag != c->confirm_gen)
 				break;			/* a connection or handle since */
-			switch (zc_resume_confirmed(msg->rc, msg->owner, c->t.session_id))
+			switch (zc_resume_confirmed(msg->rc, msg->owner, c->t->session_id))
 			{
 				case ZKL_CONFIRM_OURS:
 					c->confirming = false;
@@ -2330,7 +2303,7 @@ book_lost(void *arg, int slot)
 {
 	const Backend *b = arg;
 
-	return b->cl->t.slots[slot].ans.result == ZKL_RESULT_LOST;
+	return b->cl->t->slots[slot].ans.result == ZKL_RESULT_LOST;
 }
 
 static void
@@ -2338,7 +2311,7 @@ book_scope(void *arg, int slot, uint8_t scope)
 {
 	const Backend *b = arg;
 
-	b->cl->t.slots[slot].own.scope = scope;
+	b->cl->t->slots[slot].own.scope = scope;
 }
 
 static bool
@@ -2346,7 +2319,7 @@ book_node_before(void *arg, int a, int b)
 {
 	const Backend *bk = arg;
 
-	return zc_table_node_before(&bk->cl->t, a, b);
+	return zc_table_node_before(bk->cl->t, a, b);
 }
 
 /* A lock given up: its span ends (a transaction-level one's), its slot is abandoned. */
@@ -2358,8 +2331,8 @@ book_abandon(void *arg, const int *slots, int n)
 
 	for (i = 0; i < n; i++)
 	{
-		end_span(b, &b->cl->t.slots[slots[i]]);
-		(void) zc_table_abandon(&b->cl->t, &b->cl->t.slots[slots[i]]);
+		end_span(b, &b->cl->t->slots[slots[i]]);
+		(void) zc_table_abandon(b->cl->t, &b->cl->t->slots[slots[i]]);
 	}
 }
 
@@ -2382,7 +2355,7 @@ abandon_group(Cluster *c, Backend *b)
 
 	zc_book_set_pending(&b->book, NULL, 0);	/* lockfuncs.c's abandon_all */
 	for (i = 0; i < b->ngroup; i++)
-		(void) zc_table_abandon(&c->t, &c->t.slots[b->group[i]]);
+		(void) zc_table_abandon(c->t, &c->t->slots[b->group[i]]);
 	b->ngroup = 0;
 }
 
@@ -2409,7 +2382,7 @@ end_xact(Cluster *c, Backend *b, const char *how)
 	zc_book_xact_end(&b->book);		/* session-level ones stay */
 	b->ngroup = 0;
 	for (i = 0; i < b->book.n; i++)
-		if (b->book.h[i].nsession > 0 && c->t.slots[b->book.h[i].slot].own.abandoned)
+		if (b->book.h[i].nsession > 0 && c->t->slots[b->book.h[i].slot].own.abandoned)
 			fail("c%d b%d: the end of a transaction released a session-level lock on %s",
 				 c->id, b->pid, b->book.h[i].key);
 	if (b->txns_left <= 0 || S->quiet)
@@ -3028,8 +3001,8 @@ request_group(Cluster *c, Backend *b, const Act *a)
 		request(c, b, &one);
 		return;
 	}
-	for (i = 0; i < c->t.nslots; i++)
-		free_slots += c->t.slots[i].zstate == ZKS_FREE;
+	for (i = 0; i < c->t->nslots; i++)
+		free_slots += c->t->slots[i].zstate == ZKS_FREE;
 	if (free_slots < nfresh)
 	{
 		end_xact(c, b, "aborts: out of slots");
@@ -3043,14 +3016,14 @@ request_group(Cluster *c, Backend *b, const Act *a)
 	r.procno = b->pid;
 	r.pid = b->pid;
 	r.now = c_wall(c);
-	r.group = ++c->t.next_attempt;
+	r.group = ++c->t->next_attempt;
 	for (i = 0; i < nfresh; i++)
 	{
 		env_new_uuid(NULL, uuid);
 		r.uuid = uuid;
 		r.key = key_name(fresh[i]);
-		b->group[i] = zc_table_find_free(&c->t);
-		zc_table_claim(&c->t, b->group[i], &r);
+		b->group[i] = zc_table_find_free(c->t);
+		zc_table_claim(c->t, b->group[i], &r);
 	}
 	b->ngroup = nfresh;
 	zc_book_set_pending(&b->book, b->group, nfresh);
@@ -3085,13 +3058,13 @@ request(Cluster *c, Backend *b, const Act *a)
 		}
 		zc_book_stack(&b->book, held, a->session, b->subid);
 		if (a->session)
-			app_take(c, b, &c->t.slots[b->book.h[held].slot]);
+			app_take(c, b, &c->t->slots[b->book.h[held].slot]);
 		else
 			app_count_xact(b, a->key, a->mode, 1);
 		next_act(c, b);
 		return;
 	}
-	idx = zc_table_find_free(&c->t);
+	idx = zc_table_find_free(c->t);
 	if (idx < 0)
 	{
 		end_xact(c, b, "aborts: out of slots");
@@ -3109,7 +3082,7 @@ request(Cluster *c, Backend *b, const Act *a)
 	r.pid = b->pid;
 	r.now = c_wall(c);
 	r.uuid = uuid;
-	zc_table_claim(&c->t, idx, &r);
+	zc_table_claim(c->t, idx, &r);
 	zc_book_set_pending(&b->book, &idx, 1);
 	b->waiting = idx;
 	b->wait_session = a->session;
@@ -3178,7 +3151,7 @@ fill_span(Cluster *c, Backend *b, const ZklSlot *s, Span *sp)
 	sp->holders = s->req.holders;
 	sp->cluster = c->id;
 	sp->pid = b->pid;
-	sp->from = S->granted_at[c->id][s - c->t.slots];	/* the model's time, not the cluster's clock */
+	sp->from = S->granted_at[c->id][s - c->t->slots];	/* the model's time, not the cluster's clock */
 	slot_uuid(s, sp->uuid);
 	sp->to = 0;
 }
@@ -3195,7 +3168,7 @@ open_span(Cluster *c, Backend *b, const ZklSlot *s)
 static void
 take_grant(Cluster *c, Backend *b, int idx)
 {
-	ZklSlot    *s = &c->t.slots[idx];
+	ZklSlot    *s = &c->t->slots[idx];
 
 	zc_book_add(&b->book, idx, s->key, s->req.mode, s->ans.session_id, b->wait_session, b->subid);
 	if (b->wait_session)
@@ -3215,7 +3188,7 @@ count_linger_wait(Cluster *c, Backend *b, bool granted)
 	int			i;
 
 	for (i = 0; i < b->ngroup; i++)
-		if (c->t.slots[b->group[i]].req.nowait && c->t.slots[b->group[i]].zk.try_until != 0)
+		if (c->t->slots[b->group[i]].req.nowait && c->t->slots[b->group[i]].zk.try_until != 0)
 		{
 			linger_waits[granted]++;
 			return;
@@ -3231,7 +3204,7 @@ wait_group_step(Cluster *c, Backend *b)
 
 	for (i = 0; i < b->ngroup; i++)
 	{
-		ZklResult	res = c->t.slots[b->group[i]].ans.result;
+		ZklResult	res = c->t->slots[b->group[i]].ans.result;
 
 		if (res == ZKL_RESULT_GRANTED)
 			granted++;
@@ -3277,7 +3250,7 @@ wait_step(Cluster *c, Backend *b)
 		wait_group_step(c, b);
 		return;
 	}
-	s = &c->t.slots[b->waiting];
+	s = &c->t->slots[b->waiting];
 	res = s->ans.result;
 
 	if (res == ZKL_RESULT_PENDING && any_lost(c, b))
@@ -3296,7 +3269,7 @@ wait_step(Cluster *c, Backend *b)
 	{
 		/* zkl_cancel_slots: give up only if still unanswered */
 		zc_book_set_pending(&b->book, NULL, 0);
-		(void) zc_table_abandon(&c->t, s);
+		(void) zc_table_abandon(c->t, s);
 		b->waiting = -1;
 		b->txns_left--;
 		end_xact(c, b, "times out");
@@ -3315,7 +3288,7 @@ wait_step(Cluster *c, Backend *b)
 	else if (res == ZKL_RESULT_NOT_GRANTED)
 	{
 		zc_book_set_pending(&b->book, NULL, 0);
-		(void) zc_table_abandon(&c->t, s);
+		(void) zc_table_abandon(c->t, s);
 		trace("c%d b%d try-lock refused %s", c->id, b->pid, s->key);
 		next_act(c, b);
 	}
@@ -3351,7 +3324,7 @@ commit_verdict(Cluster *c, Backend *b)
 	zc_book_at_commit(&now);
 	return zc_holds_commit_verdict(&now.proof, unacknowledged(c, b) >= 0, any_lost(c, b), c->proof_at,
 							  c->proof_session,
-							  c->t.session_tag, c_mono(c), c->proof_bound);
+							  c->t->session_tag, c_mono(c), c->proof_bound);
 }
 
 /*
@@ -3376,7 +3349,7 @@ mark_committing(Cluster *c, Backend *b, bool on)
 	int			i;
 
 	for (i = 0; i < b->book.n; i++)
-		c->t.slots[b->book.h[i].slot].own.committing = on;
+		c->t->slots[b->book.h[i].slot].own.committing = on;
 }
 
 static void
@@ -3391,7 +3364,7 @@ commit_step(Cluster *c, Backend *b)
 
 	if (v == ZKH_WAIT && zkm_now(S->m) < b->deadline)
 	{
-		c->t.proof_wanted = true;
+		c->t->proof_wanted = true;
 		return;
 	}
 	if (v == ZKH_COMMIT && S->commit_pause_us > 0)
@@ -3506,9 +3479,9 @@ node_owner(const char *name, int *ci, int *pid, int *slot)
 	int			j;
 
 	for (i = 0; i < S->ncl; i++)
-		for (j = 0; j < S->c[i].t.nused; j++)
+		for (j = 0; j < S->c[i].t->nused; j++)
 		{
-			const ZklSlot *s = &S->c[i].t.slots[j];
+			const ZklSlot *s = &S->c[i].t->slots[j];
 
 			if (s->zstate != ZKS_FREE && zc_recipe_name_has_uuid(name, s->uuid))
 			{
@@ -3527,9 +3500,9 @@ ridden_by_other(const Cluster *c, const ZklSlot *o)
 {
 	int			i;
 
-	for (i = 0; i < c->t.nused; i++)
+	for (i = 0; i < c->t->nused; i++)
 	{
-		const ZklSlot *r = &c->t.slots[i];
+		const ZklSlot *r = &c->t->slots[i];
 
 		if (r->zk.rides && r->zstate == ZKS_HELD && !r->own.abandoned && r->req.owner_pid != o->req.owner_pid &&
 			strcmp(r->key, o->key) == 0 && strcmp(r->node, o->node) == 0)
@@ -3562,8 +3535,8 @@ check_fifo(Cluster *c, const ZklSlot *s)
 
 	if (slot_tainted(s))
 		return;					/* its node was deleted behind its back */
-	zc_core_key_path(&c->t, s, key_path);
-	zc_core_child_path(&c->t, s, s->node, path);
+	zc_core_key_path(c->t, s, key_path);
+	zc_core_child_path(c->t, s, s->node, path);
 	if (!zkm_leader_node(S->m, path, &owner, &czxid))
 		return;					/* its session is gone at the leader: it cannot commit */
 	nn = zkm_leader_children(S->m, key_path, &names);
@@ -3600,7 +3573,7 @@ check_fifo(Cluster *c, const ZklSlot *s)
 		if (kids[i].placed && zc_recipe_seq_cmp(kids[i].seq, kids[own].seq) > 0)
 			continue;
 		if (node_owner(kids[i].name, &ci, &pid, &slot) && ci == c->id && pid == s->req.owner_pid &&
-			!ridden_by_other(c, &c->t.slots[slot]))
+			!ridden_by_other(c, &c->t->slots[slot]))
 			continue;			/* the backend's own node (not one other local readers ride) */
 		/*
 		 * queued behind a granted node of this backend that it conflicts
@@ -3613,11 +3586,11 @@ check_fifo(Cluster *c, const ZklSlot *s)
 			int			cj;
 			int			pj;
 			int			sj;
-			bool		held_up = ci == c->id && c->t.slots[slot].zstate == ZKS_QUEUED;
+			bool		held_up = ci == c->id && c->t->slots[slot].zstate == ZKS_QUEUED;
 
 			excused = (conflict(kids[j].mode, kids[i].mode) || held_up) &&
 				node_owner(kids[j].name, &cj, &pj, &sj) && cj == c->id && pj == s->req.owner_pid &&
-				S->c[cj].t.slots[sj].zstate == ZKS_HELD;
+				S->c[cj].t->slots[sj].zstate == ZKS_HELD;
 		}
 		if (!excused)
 			fail("FIFO: c%d b%d granted %s %c node %s past %s", c->id, s->req.owner_pid, s->key,
@@ -3635,10 +3608,10 @@ check_fifo(Cluster *c, const ZklSlot *s)
 		czxid = zc_recipe_fencing_token(czxid, s->zk.handed);
 		for (i = 0; i < b->book.n; i++)
 		{
-			const ZklSlot *o = &c->t.slots[b->book.h[i].slot];
+			const ZklSlot *o = &c->t->slots[b->book.h[i].slot];
 			int64_t		other;
 
-			zc_core_child_path(&c->t, o, o->node, path);
+			zc_core_child_path(c->t, o, o->node, path);
 			if (strcmp(o->key, s->key) == 0 && zkm_leader_node(S->m, path, &owner, &other) &&
 				zc_recipe_fencing_token(other, o->zk.handed) < czxid)
 				czxid = zc_recipe_fencing_token(other, o->zk.handed);
@@ -3695,7 +3668,7 @@ leader_czxid(const Cluster *c, const ZklSlot *s)
 	if (s->node[0] == '\0' || s->zk.rides ||
 		(s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD))
 		return 0;
-	zc_core_child_path(&c->t, s, s->node, path);
+	zc_core_child_path(c->t, s, s->node, path);
 	return zkm_leader_node(S->m, path, &owner, &czxid) ? czxid : 0;
 }
 
@@ -3708,16 +3681,16 @@ leader_czxid(const Cluster *c, const ZklSlot *s)
 static void
 check_group(const Cluster *c, int idx)
 {
-	const ZklSlot *s = &c->t.slots[idx];
+	const ZklSlot *s = &c->t->slots[idx];
 	int64_t		mine;
 	int			j;
 
 	if (S->seen_group[c->id][idx] == s->req.attempt || (mine = leader_czxid(c, s)) == 0)
 		return;
 	S->seen_group[c->id][idx] = s->req.attempt;
-	for (j = 0; j < c->t.nused; j++)
+	for (j = 0; j < c->t->nused; j++)
 	{
-		const ZklSlot *o = &c->t.slots[j];
+		const ZklSlot *o = &c->t->slots[j];
 		int64_t		theirs;
 
 		if (j == idx || o->req.group != s->req.group || o->own.abandoned)
@@ -3739,9 +3712,9 @@ note_grants(Cluster *c)
 {
 	int			j;
 
-	for (j = 0; j < c->t.nused; j++)
+	for (j = 0; j < c->t->nused; j++)
 	{
-		ZklSlot    *s = &c->t.slots[j];
+		ZklSlot    *s = &c->t->slots[j];
 
 		if (s->zstate != ZKS_FREE && s->req.queued_at != S->queued_wall[c->id][j])
 		{
@@ -3749,9 +3722,9 @@ note_grants(Cluster *c)
 			S->queued_model[c->id][j] = zkm_now(S->m);
 		}
 	}
-	for (j = 0; j < c->t.nused; j++)
+	for (j = 0; j < c->t->nused; j++)
 	{
-		ZklSlot    *s = &c->t.slots[j];
+		ZklSlot    *s = &c->t->slots[j];
 
 		/* (a turn reads many replies: a slot may be granted and given up within it) */
 		if (s->ans.result == ZKL_RESULT_GRANTED && !s->own.abandoned && s->zstate != ZKS_FREE &&
@@ -3799,11 +3772,11 @@ check_peek_out(const Cluster *c)
 	int			i;
 	int			j;
 
-	if (c->client < 0 || c->t.conn_state != ZKC_CONNECTED)
+	if (c->client < 0 || c->t->conn_state != ZKC_CONNECTED)
 		return;
-	for (j = 0; j < c->t.nused; j++)
+	for (j = 0; j < c->t->nused; j++)
 	{
-		const ZklSlot *s = &c->t.slots[j];
+		const ZklSlot *s = &c->t->slots[j];
 		uint64_t	tag = zc_core_tag(j, s->req.attempt);
 		bool		out = false;
 
@@ -3885,9 +3858,9 @@ truth_owners(const char *key, const char *name, TruthEntry *e)
 
 	e->nowners = 0;
 	for (i = 0; i < S->ncl; i++)
-		for (j = 0; j < S->c[i].t.nused; j++)
+		for (j = 0; j < S->c[i].t->nused; j++)
 		{
-			const ZklSlot *o = &S->c[i].t.slots[j];
+			const ZklSlot *o = &S->c[i].t->slots[j];
 			int			bi;
 
 			if (o->zstate == ZKS_FREE || o->zstate == ZKS_LINGER || o->zstate == ZKS_GONE ||
@@ -3918,9 +3891,9 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 	if (s->zstate == ZKS_COHORT)
 	{
 		/* a local hand-over: the holders of the key, and the request with the cluster's node */
-		for (i = 0; i < c->t.nused && r->nahead < TR_AHEAD; i++)
+		for (i = 0; i < c->t->nused && r->nahead < TR_AHEAD; i++)
 		{
-			const ZklSlot *o = &c->t.slots[i];
+			const ZklSlot *o = &c->t->slots[i];
 			int			ob = backend_of_pid(c, o->req.owner_pid);
 
 			if (o->req.owner_pid == pid || ob < 0 || strcmp(o->key, s->key) != 0 ||
@@ -3942,7 +3915,7 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 		int			n;
 		int			own = -1;
 
-		zc_core_key_path(&c->t, s, key_path);
+		zc_core_key_path(c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
 		n = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
 		bool		first_x = false;	/* the backend holds, alone, a node ahead: exclusive */
@@ -3969,9 +3942,9 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 			truth_owners(s->key, kids[i].name, &e);
 			if (e.nowners != 1 || e.oc[0] != ci || e.ob[0] != bi)
 				continue;
-			for (j = 0; j < c->t.nused; j++)
-				held |= c->t.slots[j].zstate == ZKS_HELD && c->t.slots[j].req.owner_pid == pid &&
-					zc_recipe_name_has_uuid(kids[i].name, c->t.slots[j].uuid);
+			for (j = 0; j < c->t->nused; j++)
+				held |= c->t->slots[j].zstate == ZKS_HELD && c->t->slots[j].req.owner_pid == pid &&
+					zc_recipe_name_has_uuid(kids[i].name, c->t->slots[j].uuid);
 			if (held && kids[i].mode == ZKL_MODE_EXCLUSIVE &&
 				(!first_x || zc_recipe_seq_cmp(kids[i].seq, x_seq) < 0))
 			{
@@ -4018,12 +3991,12 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 		}
 		zkm_names_free(names, nn);
 		/* a local holder of a conflicting mode: an upgrade that went ahead of it (core.c) */
-		for (i = 0; s->zstate == ZKS_QUEUED && (i = zc_table_conflicting_holder(&c->t, s, i)) >= 0 &&
+		for (i = 0; s->zstate == ZKS_QUEUED && (i = zc_table_conflicting_holder(c->t, s, i)) >= 0 &&
 			 r->nahead < TR_AHEAD; i++)
 		{
 			r->ahead[r->nahead].nowners = 1;
 			r->ahead[r->nahead].oc[0] = (int8_t) ci;
-			r->ahead[r->nahead++].ob[0] = (int8_t) backend_of_pid(c, c->t.slots[i].req.owner_pid);
+			r->ahead[r->nahead++].ob[0] = (int8_t) backend_of_pid(c, c->t->slots[i].req.owner_pid);
 		}
 		return own >= 0;
 	}
@@ -4044,7 +4017,7 @@ upgrade_ahead(const Cluster *c, const ZkrChild *kids, int own, int i)
 	if (kids[own].placed || !kids[i].placed || !zc_recipe_ahead(kids, own, i))
 		return false;
 	return !(node_owner(kids[i].name, &ci, &pid, &slot) && ci == c->id &&
-			 S->c[ci].t.slots[slot].zstate != ZKS_HELD);
+			 S->c[ci].t->slots[slot].zstate != ZKS_HELD);
 }
 
 /*
@@ -4057,9 +4030,9 @@ local_waiter(const Cluster *c, const char *name)
 {
 	int			i;
 
-	for (i = 0; i < c->t.nused; i++)
+	for (i = 0; i < c->t->nused; i++)
 	{
-		const ZklSlot *o = &c->t.slots[i];
+		const ZklSlot *o = &c->t->slots[i];
 
 		if (o->zstate == ZKS_QUEUED && zc_recipe_name_has_uuid(name, o->uuid) && o->watch[0] != '\0' &&
 			!o->req.nowait && o->zk.delayed_until == 0)
@@ -4091,9 +4064,9 @@ truth_dump(const Truth *tr)
 		printf("\n");
 	}
 	for (i = 0; i < S->ncl; i++)
-		for (j = 0; j < S->c[i].t.nused; j++)
+		for (j = 0; j < S->c[i].t->nused; j++)
 		{
-			const ZklSlot *o = &S->c[i].t.slots[j];
+			const ZklSlot *o = &S->c[i].t->slots[j];
 
 			if (o->zstate != ZKS_FREE)
 				printf("c%d slot %d pid %d %s %c st %d res %d rides %d ab %d node %s uuid %.8s watch %s\n",
@@ -4126,7 +4099,7 @@ truth_build(Truth *tr)
 				slots[ns++] = b->waiting;
 			for (k = 0; k < ns; k++)
 			{
-				const ZklSlot *s = &c->t.slots[slots[k]];
+				const ZklSlot *s = &c->t->slots[slots[k]];
 
 				if (s->ans.result != ZKL_RESULT_PENDING || s->req.owner_pid != b->pid || s->own.abandoned)
 					continue;
@@ -4144,9 +4117,9 @@ truth_build(Truth *tr)
 	 * cluster as for the claim that checks its node.
 	 */
 	for (i = 0; i < S->ncl; i++)
-		for (j = 0; j < S->c[i].t.nused; j++)
+		for (j = 0; j < S->c[i].t->nused; j++)
 		{
-			const ZklSlot *s = &S->c[i].t.slots[j];
+			const ZklSlot *s = &S->c[i].t->slots[j];
 			int			bi = backend_of_pid(&S->c[i], s->req.owner_pid);
 
 			if (bi < 0 || s->req.nowait || s->ans.result == ZKL_RESULT_GRANTED || s->node[0] == '\0' ||
@@ -4245,7 +4218,7 @@ gw_format(Cluster *c, char *out)
 	in.now = c_wall(c);
 	in.timeout_ms = c->core.deadlock_timeout;
 	in.cluster = name;
-	in.session = c->t.session_id;
+	in.session = c->t->session_id;
 	in.heavy = NULL;
 	in.nheavy = 0;
 	in.sem = c->gw_sems;
@@ -4259,7 +4232,7 @@ static void
 gw_list_sems(Cluster *c)
 {
 	int			slots[16];
-	int			n = zc_gwait_sem_waiters(&c->t, c_wall(c), c->core.deadlock_timeout, slots, 16);
+	int			n = zc_gwait_sem_waiters(c->t, c_wall(c), c->core.deadlock_timeout, slots, 16);
 	int			i;
 
 	c->gw_nsems = 0;
@@ -4269,9 +4242,9 @@ gw_list_sems(Cluster *c)
 		char	  **names;
 		int			nn;
 
-		zc_core_key_path(&c->t, &c->t.slots[slots[i]], key_path);
+		zc_core_key_path(c->t, &c->t->slots[slots[i]], key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
-		if (zc_gwait_sem_wait(&c->t, slots[i], (const char *const *) names, nn, &c->gw_sems[c->gw_nsems]))
+		if (zc_gwait_sem_wait(c->t, slots[i], (const char *const *) names, nn, &c->gw_sems[c->gw_nsems]))
 			c->gw_nsems++;
 		zkm_names_free(names, nn);
 	}
@@ -4283,9 +4256,9 @@ gw_victim_slot(const Cluster *c, const ZgwVictim *v)
 {
 	int			i;
 
-	for (i = 0; i < c->t.nused; i++)
+	for (i = 0; i < c->t->nused; i++)
 	{
-		const ZklSlot *s = &c->t.slots[i];
+		const ZklSlot *s = &c->t->slots[i];
 		char		name[ZGW_NAME_LEN];
 
 		if ((!zc_deadlock_waiting(s) && !zc_deadlock_sem_waiting(s)) || s->req.owner_pid != v->pid)
@@ -4332,9 +4305,9 @@ gw_cycle_tainted(const ZgwVictim *v)
 			const Cluster *c = &S->c[ci];
 			int			j;
 
-			for (j = 0; j < c->t.nused; j++)
-				if (c->t.slots[j].zstate != ZKS_FREE && c->t.slots[j].req.owner_pid == pid &&
-					slot_tainted(&c->t.slots[j]))
+			for (j = 0; j < c->t->nused; j++)
+				if (c->t->slots[j].zstate != ZKS_FREE && c->t->slots[j].req.owner_pid == pid &&
+					slot_tainted(&c->t->slots[j]))
 					return true;
 		}
 		p++;
@@ -4346,7 +4319,7 @@ gw_cycle_tainted(const ZgwVictim *v)
 static void
 gw_drop_claim(Cluster *c)
 {
-	if (S->claim_session == c->t.session_id)
+	if (S->claim_session == c->t->session_id)
 		S->claim_session = 0;
 	c->gw_claim_until = 0;
 }
@@ -4387,7 +4360,7 @@ gw_claim(Cluster *c)
 
 		for (k = 0; k < S->ncl; k++)
 			if (gw_visible(&S->c[k]) && S->c[k].gw_doc_session == v->sessions[i])
-				same = v->sessions[i] == c->t.session_id ||
+				same = v->sessions[i] == c->t->session_id ||
 					S->c[k].gw_doc_version == c->gw_read_version[k];
 		if (!same)
 		{
@@ -4395,7 +4368,7 @@ gw_claim(Cluster *c)
 			return;
 		}
 	}
-	S->claim_session = c->t.session_id;
+	S->claim_session = c->t->session_id;
 	do
 		S->claim_nonce = rnd();
 	while (S->claim_nonce == 0);
@@ -4403,7 +4376,7 @@ gw_claim(Cluster *c)
 		if (c->gw_read[i][0] != '\0')
 			read_from[nread++] = c->gw_read_session[i];
 	S->claim_nasks = zc_gwait_claim_sessions(data, zc_gwait_claim_format(S->claim_nonce, read_from, nread,
-															   c->t.session_id, data,
+															   c->t->session_id, data,
 															   sizeof(data)),
 										S->claim_asks, NCLUSTERS);
 	/* the claimer's own copy: the claim node may go and another come meanwhile */
@@ -4437,7 +4410,7 @@ gw_judge(Cluster *c)
 	tr = malloc(sizeof(Truth));
 	truth_build(tr);
 	if (!tr->goes[c->id][bi])
-		c->gw_victim_attempt = c->t.slots[s].req.attempt;
+		c->gw_victim_attempt = c->t->slots[s].req.attempt;
 	else if (gw_cycle_tainted(&c->gw_victim))
 	{
 		/*
@@ -4445,7 +4418,7 @@ gw_judge(Cluster *c)
 		 * promises it nothing (README), and what it believes it holds or
 		 * waits for may be wrong.
 		 */
-		c->gw_victim_attempt = c->t.slots[s].req.attempt;
+		c->gw_victim_attempt = c->t->slots[s].req.attempt;
 		gw_tainted_victims++;
 	}
 	else if (gw_cycle_gave_up(&c->gw_victim, c->gw_claimed_at))
@@ -4456,7 +4429,7 @@ gw_judge(Cluster *c)
 		 * confirmed it still waited, and a document says how things stood
 		 * when it was written (README: the moment of choice).
 		 */
-		c->gw_victim_attempt = c->t.slots[s].req.attempt;
+		c->gw_victim_attempt = c->t->slots[s].req.attempt;
 		gw_gaveup_victims++;
 	}
 	else if (getenv("SIM_TRUTH"))
@@ -4475,7 +4448,7 @@ gw_confirm(Cluster *c)
 	int			i;
 	int			k;
 
-	if (!zkm_session_alive(S->m, c->t.session_id))
+	if (!zkm_session_alive(S->m, c->t->session_id))
 	{
 		c->gw_phase = GW_IDLE;	/* the reads fail: the claim is gone with the session */
 		return;
@@ -4553,10 +4526,10 @@ gw_break(Cluster *c)
 	if (s >= 0 && gw_format(c, mine) > 0)
 	{
 		all[n++] = mine;
-		if (zc_gwait_decide(all, n, c->t.session_id, &again) && again.pid == c->gw_victim.pid &&
+		if (zc_gwait_decide(all, n, c->t->session_id, &again) && again.pid == c->gw_victim.pid &&
 			strcmp(again.node, c->gw_victim.node) == 0)
 		{
-			uint64_t	attempt = c->t.slots[s].req.attempt;
+			uint64_t	attempt = c->t->slots[s].req.attempt;
 
 			if (zc_core_fail_deadlock(&c->core, again.pid, again.node,
 									"deadlock detected across clusters", again.detail))
@@ -4599,7 +4572,7 @@ gw_round(Cluster *c)
 		all[n++] = c->gw_read[i];
 	}
 	all[n++] = c->gw_doc;		/* ours as sent */
-	if (zc_gwait_decide(all, n, c->t.session_id, &c->gw_victim))
+	if (zc_gwait_decide(all, n, c->t->session_id, &c->gw_victim))
 	{
 		c->gw_phase = GW_CLAIM;
 		c->gw_at = zkm_now(S->m) + 500 + rnd_int(20000);
@@ -4612,7 +4585,7 @@ gw_tend(Cluster *c)
 {
 	int64_t		now = zkm_now(S->m);
 	int64_t		wall = c_wall(c);
-	int64_t		session = c->t.session_id;
+	int64_t		session = c->t->session_id;
 	int			tmo = c->core.deadlock_timeout;
 	bool		published;
 	bool		round;
@@ -4620,7 +4593,7 @@ gw_tend(Cluster *c)
 	uint64_t	print;
 	int			len = -1;
 
-	if (c->client < 0 || c->t.conn_state != ZKC_CONNECTED || session == 0 ||
+	if (c->client < 0 || c->t->conn_state != ZKC_CONNECTED || session == 0 ||
 		!zkm_connected(S->m, c->client))
 	{
 		/* calls in flight are lost: a claim of ours may be left (found next time) */
@@ -4635,7 +4608,7 @@ gw_tend(Cluster *c)
 	/* the claim goes once the victim's node is gone (gwaits.c) */
 	if (c->gw_claim_until == 1 || (c->gw_claim_until != 0 && c->gw_phase == GW_IDLE &&
 								   c->gw_victim.node[0] != '\0' &&
-								   !zc_gwait_node_live(&c->t, c->gw_victim.node)))
+								   !zc_gwait_node_live(c->t, c->gw_victim.node)))
 	{
 		if (S->claim_session == session)
 			S->claim_session = 0;
@@ -4693,13 +4666,13 @@ gw_tend(Cluster *c)
 		return;
 	}
 	published = c->gw_doc[0] != '\0' && c->gw_doc_session == session;
-	due = zc_gwait_next_due(&c->t, tmo);
+	due = zc_gwait_next_due(c->t, tmo);
 	round = due != 0 && wall >= due && now >= c->gw_next_round;
 	/* (looked at every 100 ms, not every turn as the worker does: the simulator's turns are many) */
 	print = c->gw_print;
 	if (round || (published && now >= c->gw_next_write))
 	{
-		print = zc_gwait_fingerprint(&c->t, wall, tmo);
+		print = zc_gwait_fingerprint(c->t, wall, tmo);
 		c->gw_next_write = now + 100000;
 	}
 	if (due == 0 || wall < due)
@@ -4758,7 +4731,7 @@ check_circles(void)
 	/* (cheap first: a circle's waits are all as old as its last one) */
 	for (i = 0; i < S->ncl; i++)
 	{
-		int64_t		due = zc_gwait_next_due(&S->c[i].t, S->c[i].core.deadlock_timeout);
+		int64_t		due = zc_gwait_next_due(S->c[i].t, S->c[i].core.deadlock_timeout);
 
 		if (due != 0 && c_wall(&S->c[i]) >= due)
 			break;
@@ -4830,8 +4803,8 @@ check_step(void)
 		note_grants(c);
 		check_liveness(c);
 		check_peek_out(c);
-		for (j = 0; j < c->t.nused; j++)
-			if (c->t.slots[j].req.group != 0 && !c->t.slots[j].own.abandoned)
+		for (j = 0; j < c->t->nused; j++)
+			if (c->t->slots[j].req.group != 0 && !c->t->slots[j].own.abandoned)
 				check_group(c, j);
 		check_one_owner(c);
 		for (j = 0; j < S->c[i].nb; j++)
@@ -4841,9 +4814,9 @@ check_step(void)
 
 			/* a request's slot is its owner's until the owner gives it up */
 			if (b->st == B_WAIT && b->ngroup == 0 && b->waiting >= 0 &&
-				c->t.slots[b->waiting].req.owner_pid != b->pid)
+				c->t->slots[b->waiting].req.owner_pid != b->pid)
 				fail("c%d b%d waits on slot %d, which is no longer its own (state %d)", c->id,
-					 b->pid, b->waiting, c->t.slots[b->waiting].zstate);
+					 b->pid, b->waiting, c->t->slots[b->waiting].zstate);
 			b->lost_seen |= any_lost(c, b);
 			/* (one past its check commits, whatever happens to its locks meanwhile) */
 			if (b->book.n == 0 || (b->st != B_PUBLISH && commit_verdict(c, b) != ZKH_COMMIT))
@@ -4852,13 +4825,13 @@ check_step(void)
 			{
 				const ZklHold *hk = &b->book.h[k];
 
-				if (zc_holds_holds(hk) == 0 || slot_tainted(&c->t.slots[hk->slot]))
+				if (zc_holds_holds(hk) == 0 || slot_tainted(&c->t->slots[hk->slot]))
 					continue;	/* given up (node kept for the other mode); or its node deleted */
 				h[nh].cluster = i;
 				h[nh].pid = b->pid;
 				h[nh].key = key_index(hk->key);
 				h[nh].mode = hk->mode;
-				h[nh].holders = c->t.slots[hk->slot].req.holders;
+				h[nh].holders = c->t->slots[hk->slot].req.holders;
 				nh++;
 			}
 		}
@@ -4898,9 +4871,9 @@ check_lost_told(void)
 		Cluster    *c = &S->c[i];
 		int64_t		bound = (int64_t) (2 * c->session_timeout + CONNECT_TIMEOUT + 5000) * 1000;
 
-		for (j = 0; j < c->t.nused; j++)
+		for (j = 0; j < c->t->nused; j++)
 		{
-			const ZklSlot *s = &c->t.slots[j];
+			const ZklSlot *s = &c->t->slots[j];
 			char		path[ZKL_PATH_LEN];
 			int64_t		owner;
 			int64_t		czxid;
@@ -4911,7 +4884,7 @@ check_lost_told(void)
 				S->gone_since[i][j] = 0;
 				continue;
 			}
-			zc_core_child_path(&c->t, s, s->node, path);
+			zc_core_child_path(c->t, s, s->node, path);
 			if (zkm_leader_node(S->m, path, &owner, &czxid))
 			{
 				S->gone_since[i][j] = 0;
@@ -4955,14 +4928,13 @@ key_news(Cluster *c, const ZklSlot *s, const char *key_path)
 
 		if (o->purpose == P_PRES_LIST || o->purpose == P_PROOF || o->purpose == P_TOMBSTONE)
 			continue;
-		if (o->purpose == P_IGNORE || o->purpose == P_NONE || o->purpose == P_GHOST_LIST ||
-			o->purpose == P_SUSPECT_STAT)
+		if (o->purpose == P_IGNORE || o->purpose == P_NONE || o->purpose == P_CALL)
 			return true;		/* (not told apart by key: counted as news) */
 		for (k = 0; k < n; k++)
 		{
 			int			idx = zc_core_tag_idx(o->purpose == P_MULTI ? o->tags[k] : o->tag);
 
-			if (idx >= c->t.nused || strcmp(c->t.slots[idx].key, s->key) == 0)
+			if (idx >= c->t->nused || strcmp(c->t->slots[idx].key, s->key) == 0)
 				return true;
 		}
 	}
@@ -4986,9 +4958,9 @@ check_sole_blocker(Cluster *c)
 	int			j;
 
 	/* judged again only once the slots changed: the leader's tree cannot make it false */
-	for (j = 0; j < c->t.nused; j++)
+	for (j = 0; j < c->t->nused; j++)
 	{
-		const ZklSlot *s = &c->t.slots[j];
+		const ZklSlot *s = &c->t->slots[j];
 		size_t		lw = strlen(s->watch);
 		size_t		ln = strlen(s->node);
 		uint64_t	v[6] = {(uint64_t) s->zstate << 32 | (uint64_t) s->req.owner_pid, s->req.attempt,
@@ -5005,9 +4977,9 @@ check_sole_blocker(Cluster *c)
 	if (!any || sig == c->sole_sig)
 		return;
 	c->sole_sig = sig;
-	for (j = 0; j < c->t.nused; j++)
+	for (j = 0; j < c->t->nused; j++)
 	{
-		const ZklSlot *s = &c->t.slots[j];
+		const ZklSlot *s = &c->t->slots[j];
 		ZkrBackend	b;
 		char		key_path[ZKL_PATH_LEN];
 		char	  **names;
@@ -5024,7 +4996,7 @@ check_sole_blocker(Cluster *c)
 			s->req.mode == ZKL_MODE_SEMAPHORE || s->node[0] == '\0' || slot_tainted(s))
 			continue;
 		zc_core_backend_of(&c->core, s, &b);
-		zc_core_key_path(&c->t, s, key_path);
+		zc_core_key_path(c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
 		n = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
 		/*
@@ -5072,12 +5044,12 @@ check_try_refusal(Cluster *c, const ZklSlot *s, const ZkrChild *kids, int n)
 		zc_recipe_foreign_ahead(kids, n, own, &b) != 1 ||
 		!node_owner(kids[watch].name, &ci, &pid, &slot))
 		return;
-	o = &S->c[ci].t.slots[slot];
+	o = &S->c[ci].t->slots[slot];
 	/* lingering, or lingered and being deleted: nobody's (cohort.c), its data bears the mark */
 	if (o->zstate != ZKS_LINGER && !(o->zstate == ZKS_DELETING && o->req.owner_pid == 0 && o->coh.may_linger))
 		return;
 	fail("c%d slot %d (pid %d) %s try-lock of %s %c refused on a listing where only node %s "
-		 "of c%d, which lingers (nobody holds it), is ahead of it", c->id, (int) (s - c->t.slots), s->req.owner_pid,
+		 "of c%d, which lingers (nobody holds it), is ahead of it", c->id, (int) (s - c->t->slots), s->req.owner_pid,
 		 s->req.group != 0 ? "multi-key" : "single-key", s->key, s->req.mode, kids[watch].name, ci);
 }
 
@@ -5098,7 +5070,7 @@ check_liveness(Cluster *c)
 	int64_t		bound = (int64_t) (2 * c->session_timeout + 3000) * 1000;
 	int64_t		until;
 	/* (an overloaded connection, many requests unanswered, is slow, not wrong) */
-	bool		calm = !c->paused && c->client >= 0 && c->t.conn_state == ZKC_CONNECTED &&
+	bool		calm = !c->paused && c->client >= 0 && c->t->conn_state == ZKC_CONNECTED &&
 		zkm_quorum(S->m) &&
 		zkm_backlog(S->m, c->client) <= CALM_BACKLOG && !env_grants_paused(c, c_mono(c), &until);
 	int			j;
@@ -5106,9 +5078,9 @@ check_liveness(Cluster *c)
 	if (calm && now < c->liveness_at)
 		return;
 	c->liveness_at = now + 100000;
-	for (j = 0; j < c->t.nused && j < NSLOTS; j++)
+	for (j = 0; j < c->t->nused && j < NSLOTS; j++)
 	{
-		const ZklSlot *s = &c->t.slots[j];
+		const ZklSlot *s = &c->t->slots[j];
 		ZkrBackend	b;
 		char		key_path[ZKL_PATH_LEN];
 		char	  **names;
@@ -5146,7 +5118,7 @@ check_liveness(Cluster *c)
 			continue;
 		}
 		zc_core_backend_of(&c->core, s, &b);
-		zc_core_key_path(&c->t, s, key_path);
+		zc_core_key_path(c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
 		v = zc_recipe_decide(kids, zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids),
 					   s->uuid, &b, &own, &watch);
@@ -5159,7 +5131,7 @@ check_liveness(Cluster *c)
 			/* (a slot that waits for its timer to read again is not settled: the bound above holds) */
 			/* (nor one an upgrade of its cluster went ahead of: it waits for that, as core's) */
 			bool		settled = v == ZKR_GRANT && !key_news(c, s, key_path) && s->zk.delayed_until == 0 &&
-				zc_table_conflicting_holder(&c->t, s, 0) < 0;
+				zc_table_conflicting_holder(c->t, s, 0) < 0;
 			int			server = zkm_client_server(S->m, c->client);
 
 			if (settled && server < 0)
@@ -5211,7 +5183,7 @@ dump_cluster(const Cluster *c)
 	int			j;
 
 	printf("c%d: client %d conn %d session %" PRIx64 " listed %d stale %d paused_until %.3f outs %d\n",
-		   c->id, c->client, c->t.conn_state, c->t.session_id, c->pres.listed, c->pres.stale,
+		   c->id, c->client, c->t->conn_state, c->t->session_id, c->pres.listed, c->pres.stale,
 		   c->pres.paused_until / 1e6, c->nouts);
 	if (c->client >= 0)
 		zkm_debug(S->m, c->client);
@@ -5219,9 +5191,9 @@ dump_cluster(const Cluster *c)
 	for (j = 0; j < c->nouts; j++)
 		printf(" %d/%" PRIu64, c->outs[j].purpose, c->outs[j].id);
 	printf("\n");
-	for (j = 0; j < c->t.nused; j++)
+	for (j = 0; j < c->t->nused; j++)
 	{
-		const ZklSlot *s = &c->t.slots[j];
+		const ZklSlot *s = &c->t->slots[j];
 
 		printf("  slot %d: z%d r%d todo %x ab %d key %s node %s watch %s sole %d delayed %.3f"
 			   " first %d clear %d handed %d/%d rides %d foreign %d/%d peek %d kept %d\n",
@@ -5255,9 +5227,9 @@ check_end(void)
 					free(tr);
 				}
 			}
-		for (j = 0; j < c->t.nused; j++)
-			if (c->t.slots[j].zstate != ZKS_FREE)
-				fail("c%d slot %d left in state %d", i, j, c->t.slots[j].zstate);
+		for (j = 0; j < c->t->nused; j++)
+			if (c->t->slots[j].zstate != ZKS_FREE)
+				fail("c%d slot %d left in state %d", i, j, c->t->slots[j].zstate);
 	}
 	for (i = 0; i < NALL; i++)
 	{
@@ -5294,7 +5266,7 @@ delete_by_uuid(Cluster *c, const ZklSlot *s)
 	int			n;
 	int			i;
 
-	zc_core_key_path(&c->t, s, key_path);
+	zc_core_key_path(c->t, s, key_path);
 	n = zkm_leader_children(S->m, key_path, &names);
 	for (i = 0; i < n && !found; i++)
 	{
@@ -5319,10 +5291,12 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 
 	memset(c, 0, sizeof(*c));
 	c->id = id;
-	c->t.nslots = nslots;
-	c->t.slots = c->slots;
-	c->t.conn_state = ZKC_STOPPED;
-	snprintf(c->t.roots[0], sizeof(c->t.roots[0]), "%s", ROOT);
+	c->shared = simpg_shared_new();
+	c->t = simpg_table(c->shared);
+	c->t->nslots = nslots;
+	c->t->slots = c->slots;
+	c->t->conn_state = ZKC_STOPPED;
+	snprintf(c->t->roots[0], sizeof(c->t->roots[0]), "%s", ROOT);
 	for (i = 0; i < NSLOTS; i++)
 		c->slots[i].req.owner_procno = -1;
 	c->env.arg = c;
@@ -5340,7 +5314,7 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	c->env.rc_text = env_rc_text;
 	c->env.rc_sqlstate = env_rc_sqlstate;
 	c->env.warn = env_warn;
-	c->core.t = &c->t;
+	c->core.t = c->t;
 	c->core.env = &c->env;
 	c->core.connect_timeout = CONNECT_TIMEOUT;
 	c->core.deadlock_timeout = 1000;
@@ -5354,7 +5328,7 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	zc_core_worker_restarted(&c->core);
 	c->client = -1;
 	presence_restart(c);
-	looks_restart(c);
+	worker_memory(c);
 	c->nb = nb;
 	for (i = 0; i < nb; i++)
 	{
@@ -5422,12 +5396,12 @@ static void
 worker_restart(Cluster *c)
 {
 	ZklCore		keep = c->core;
-	int64_t		session = c->t.session_id;
+	int64_t		session = c->t->session_id;
 
 	if (c->client >= 0)
 		zkm_abandon(S->m, c->client);
 	c->client = -1;
-	c->nouts = 0;				/* replies to the old process are gone with it */
+	drop_outs(c, true);			/* replies to the old process are gone with it */
 	memset(&c->core, 0, sizeof(c->core));
 	c->core.t = keep.t;
 	c->core.env = keep.env;
@@ -5442,15 +5416,14 @@ worker_restart(Cluster *c)
 	c->core.cohort.linger_ms = keep.cohort.linger_ms;
 	presence_restart(c);		/* process memory */
 	c->paused = false;			/* a stopped process killed: the new one runs */
-	looks_restart(c);			/* process memory */
-	c->nsuspects = 0;
+	worker_memory(c);			/* process memory */
 	zc_core_worker_restarted(&c->core);
 	c->gw_phase = GW_IDLE;		/* a claim of ours may be left: the new worker looks */
 	c->left_session = 0;		/* process memory: a left session then ends by timeout */
 	c->left_marking = false;
 	c->gw_claim_until = 0;
 	c->gw_nsems = 0;
-	c->t.conn_state = ZKC_CONNECTING;
+	c->t->conn_state = ZKC_CONNECTING;
 	c->confirming = false;
 	if (session != 0)
 	{
@@ -5503,7 +5476,7 @@ static void stop_close(Cluster *c, StopEnd how);
 static void
 crash_restart(Cluster *c)
 {
-	int64_t		old = c->t.session_id;
+	int64_t		old = c->t->session_id;
 	uint64_t	old_nonce = c->session_nonce;
 	int			i;
 
@@ -5610,16 +5583,16 @@ fault(void)
 		/* someone deletes a waiter's node behind its back: it must queue again */
 		int			j;
 
-		for (j = 0; j < c->t.nused; j++)
+		for (j = 0; j < c->t->nused; j++)
 		{
-			ZklSlot    *s = &c->t.slots[j];
+			ZklSlot    *s = &c->t->slots[j];
 			char		path[ZKL_PATH_LEN];
 
 			if (s->zstate == ZKS_QUEUED && s->ans.result == ZKL_RESULT_PENDING && s->node[0] != '\0' &&
 				S->ntainted < 64)
 			{
 				snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", s->uuid);
-				zc_core_child_path(&c->t, s, s->node, path);
+				zc_core_child_path(c->t, s, s->node, path);
 				trace("fault: %s deleted behind its owner's back", path);
 				zkm_admin_delete(S->m, path);
 				break;
@@ -5684,13 +5657,13 @@ fault(void)
 	}
 	else if (what == F_CRASH_RESTART && !c->stopping)
 		crash_restart(c);
-	else if (what == F_DELETE_PRESENCE && c->client >= 0 && c->t.session_id != 0)
+	else if (what == F_DELETE_PRESENCE && c->client >= 0 && c->t->session_id != 0)
 	{
 		/* an operator deletes the presence node; half the time an ACL refuses its create back a while */
 		char		path[ZKM_PATH];
 		int64_t		us = 50000 + (int64_t) rnd_int(2000) * 1000;
 
-		pres_path(path, c->t.session_id, c->session_nonce, ZKL_NAME_PRESENCE);
+		pres_path(path, c->t->session_id, c->session_nonce, ZKL_NAME_PRESENCE);
 		trace("fault: someone deletes c%d's presence node %s", ci, path);
 		zkm_admin_delete(S->m, path);
 		if (chance(50))
@@ -5858,8 +5831,8 @@ all_done(void)
 		for (j = 0; j < S->c[i].nb; j++)
 			if (S->c[i].b[j].st != B_DONE)
 				return false;
-		for (j = 0; j < S->c[i].t.nused; j++)
-			if (S->c[i].t.slots[j].zstate != ZKS_FREE)
+		for (j = 0; j < S->c[i].t->nused; j++)
+			if (S->c[i].t->slots[j].zstate != ZKS_FREE)
 				return false;
 	}
 	/* a session closed while cut off ends at its expiry, and its nodes with it */
@@ -5999,7 +5972,7 @@ draw_world(Sim *sim)
 		c->core.deadlock_timeout = 200 + rnd_int(1001);
 		sum_timeout += c->session_timeout;
 		trace("world: c%d of %d: %d backends, %d slots, session timeout %d, proof bound %d, "
-			  "lock-delay %d, drift %+d ppm", i, sim->ncl, nb, c->t.nslots, c->session_timeout,
+			  "lock-delay %d, drift %+d ppm", i, sim->ncl, nb, c->t->nslots, c->session_timeout,
 			  c->proof_bound, c->lock_delay, (int) c->drift_ppm);
 	}
 	/*
@@ -6085,15 +6058,16 @@ run_seed(uint64_t seed, int64_t max_steps)
 	{
 		int			j;
 
-		upgrades_ahead += sim->c[i].t.counters.upgrades_ahead;
-		upgrades_across += sim->c[i].t.counters.upgrades_across;
-		held_for_local += sim->c[i].t.counters.held_for_local;
+		upgrades_ahead += sim->c[i].t->counters.upgrades_ahead;
+		upgrades_across += sim->c[i].t->counters.upgrades_across;
+		held_for_local += sim->c[i].t->counters.held_for_local;
 		for (j = 0; j < sim->c[i].nb; j++)
 			zc_book_free(&sim->c[i].b[j].book);
 		free(sim->c[i].outs);
 		presence_free(&sim->c[i]);
 		free(sim->c[i].own_ids);
-		looks_restart(&sim->c[i]);
+		zw_orphans_free(sim->c[i].orphans);
+		simpg_shared_free(sim->c[i].shared);
 	}
 	{
 		int64_t		noauth;
@@ -6221,6 +6195,9 @@ main(int argc, char **argv)
 	printf("%" PRId64 " reconnects came back to another session of their id; %" PRId64
 		   " resumed sessions found without their presence node, taken as expired\n",
 		   ids_reissued, resumes_refused);
+	printf("shipped worker files' calls: %" PRId64 " deletes of strays, %" PRId64 " listings for ghosts, %"
+		   PRId64 " looks at suspects (orphans.c)\n",
+		   calls_sent[ZKM_DELETE], calls_sent[ZKM_CHILDREN], calls_sent[ZKM_EXISTS]);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

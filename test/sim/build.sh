@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Build the simulator: `build.sh OUT [cc options]`.  It runs src/core as it
+# is, and the shipped worker files that sim.c drives (WORKER below), with
+# PostgreSQL's server headers and the stand-ins of sim_pg.c; sim.c, the
+# model and the core see no PostgreSQL header.  SIM_SRC points at another
+# source tree (bites.sh builds patched copies); SIM_OBJ keeps the objects
+# there (coverage.sh reads their notes).  `build.sh --list`: the worker files.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=${SIM_SRC:-$here/../../src}
+# the worker files the simulator runs as shipped
+WORKER=(orphans)
+if [ "${1:-}" = --list ]; then
+	echo "${WORKER[@]}"
+	exit 0
+fi
+out=$1
+shift
+pgsrv=$(pg_config --includedir-server)
+if [ -n "${SIM_OBJ:-}" ]; then
+	obj=$SIM_OBJ
+else
+	obj=$(mktemp -d)
+	trap 'rm -rf "$obj"' EXIT
+fi
+warn=(-Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation)
+# the PostgreSQL side, as PGXS compiles it (gnu99, its headers)
+for f in "${WORKER[@]}"; do
+	cc -std=gnu99 "$@" "${warn[@]}" -Wno-missing-field-initializers -Wno-sign-compare \
+		-I"$src/worker" -I"$src" -I"$src/core" -I"$pgsrv" -c "$src/worker/$f.c" -o "$obj/w-$f.o"
+done
+cc -std=gnu99 "$@" "${warn[@]}" -Wno-missing-field-initializers -Wno-sign-compare \
+	-I"$here" -I"$src" -I"$src/core" -I"$pgsrv" -c "$here/sim_pg.c" -o "$obj/sim_pg.o"
+cc -std=c99 "$@" -DZC_ASSERTS "${warn[@]}" -I"$src/core" -I"$src/worker" -I"$here" -o "$out" \
+	"$here/sim.c" "$here/zkmodel.c" "$here/sim_zk.c" "$src"/core/*.c "$obj"/*.o
