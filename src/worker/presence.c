@@ -62,12 +62,6 @@
 
 #define SESSIONS_DIR	".sessions"
 
-static char for_root[ZKL_MAX_ROOT_LEN + 1]; /* the root our presence is under */
-static int	last_logged = ZOK;	/* the failure last logged, so it is logged once */
-static ZklMarkState mark = ZKL_MARK_PENDING;
-static ZklSessionName mark_name;	/* tombstone asked for (id 0: none) */
-static uintptr_t mark_gen = 0;	/* tells its reply from an older one's */
-static int	sweep_logged = ZOK;
 
 static void *
 host_grow(void *arg, void *p, size_t size)
@@ -96,12 +90,35 @@ host_new_pause(void *arg)
 static void host_sweep(void *arg, const ZklSessionName *tombstone);
 
 static const ZldHost host = {NULL, host_grow, host_release, host_delay_us, host_new_pause, host_sweep};
-static ZldPresence pres = {.host = &host, .last_cversion = -1};	/* the list's state (lock_delay.c) */
+
+static ZwPresence own = {.last_logged = ZOK, .mark = ZKL_MARK_PENDING, .sweep_logged = ZOK,
+	.pres = {.host = &host, .last_cversion = -1}};
+ZwPresence *zw_presence = &own;
+
+/* A fresh copy of this file's memory, as a new worker process has it. */
+ZwPresence *
+zw_presence_new(void)
+{
+	ZwPresence *p = MemoryContextAllocZero(TopMemoryContext, sizeof(ZwPresence));
+
+	p->last_logged = ZOK;
+	p->mark = ZKL_MARK_PENDING;
+	p->sweep_logged = ZOK;
+	zc_delay_init(&p->pres, &host);
+	return p;
+}
+
+void
+zw_presence_free(ZwPresence *p)
+{
+	zc_delay_free(&p->pres);
+	pfree(p);
+}
 
 static void
 sessions_path(char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/" SESSIONS_DIR, for_root);
+	snprintf(out, ZKL_PATH_LEN, "%s/" SESSIONS_DIR, zw_presence->for_root);
 }
 
 /*
@@ -112,9 +129,9 @@ static void
 failed(int rc, const char *what)
 {
 	if (zc_core_outcome_unknown(rc) || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
-		rc == ZINVALIDSTATE || rc == last_logged)
+		rc == ZINVALIDSTATE || rc == zw_presence->last_logged)
 		return;
-	last_logged = rc;
+	zw_presence->last_logged = rc;
 	ereport(LOG, (errmsg("zk_lock: could not %s under zk_lock.root: %s; no lock is granted until it works",
 						 what, zw_client_strerror(rc))));
 }
@@ -124,16 +141,16 @@ static void
 sessions_watch(zhandle_t *h, int type, int state, const char *path, void *ctx)
 {
 	if (type != ZOO_SESSION_EVENT)
-		zc_delay_watch_fired(&pres, (uintptr_t) ctx);
+		zc_delay_watch_fired(&zw_presence->pres, (uintptr_t) ctx);
 }
 
 /* Another cluster may have swept it first; one not allowed to says so, once. */
 static void
 swept(int rc, const void *data)
 {
-	if (rc == ZOK || rc == ZNONODE || zc_core_outcome_unknown(rc) || rc == sweep_logged)
+	if (rc == ZOK || rc == ZNONODE || zc_core_outcome_unknown(rc) || rc == zw_presence->sweep_logged)
 		return;
-	sweep_logged = rc;
+	zw_presence->sweep_logged = rc;
 	ereport(LOG, (errmsg("zk_lock: could not delete an ended session's tombstone under zk_lock.root: %s",
 						 zw_client_strerror(rc))));
 }
@@ -145,7 +162,7 @@ name_path(char *out, const ZklSessionName *name)
 	char		leaf[ZLD_NAME_LEN];
 
 	zc_delay_format_name(leaf, sizeof(leaf), name);
-	snprintf(out, ZKL_PATH_LEN, "%s/" SESSIONS_DIR "/%s", for_root, leaf);
+	snprintf(out, ZKL_PATH_LEN, "%s/" SESSIONS_DIR "/%s", zw_presence->for_root, leaf);
 }
 
 /* A tombstone the rules say every cluster has listed: delete it. */
@@ -163,7 +180,7 @@ static void
 sessions_listed(int rc, const struct String_vector *children, const struct Stat *stat,
 				const void *ctx)
 {
-	ZldListed	what = zc_delay_listed(&pres, (uintptr_t) ctx, rc,
+	ZldListed	what = zc_delay_listed(&zw_presence->pres, (uintptr_t) ctx, rc,
 								  rc == ZOK ? (const char *const *) children->data : NULL,
 								  rc == ZOK ? children->count : 0,
 								  rc == ZOK ? stat->cversion : 0, zkl_mono_now());
@@ -174,8 +191,8 @@ sessions_listed(int rc, const struct String_vector *children, const struct Stat 
 		ereport(LOG,
 				(errmsg("zk_lock: a ZooKeeper session that may have held locks ended; no lock is granted for zk_lock.lock_delay (%d ms)",
 						zkl_effective_lock_delay())));
-	if (what != ZLD_STALE_REPLY && what != ZLD_LIST_FAILED && pres.present)
-		last_logged = ZOK;		/* it works again: a new failure is logged */
+	if (what != ZLD_STALE_REPLY && what != ZLD_LIST_FAILED && zw_presence->pres.present)
+		zw_presence->last_logged = ZOK;	/* it works again: a new failure is logged */
 }
 
 static void
@@ -183,8 +200,8 @@ presence_created(int rc, const char *value, const void *ctx)
 {
 	if (rc == ZOK || rc == ZNODEEXISTS)
 		return;
-	zc_delay_presence_failed(&pres, (uintptr_t) ctx, zkl_mono_now());
-	if ((uintptr_t) ctx == pres.gen)
+	zc_delay_presence_failed(&zw_presence->pres, (uintptr_t) ctx, zkl_mono_now());
+	if ((uintptr_t) ctx == zw_presence->pres.gen)
 		failed(rc, "create the session's presence node");
 }
 
@@ -194,13 +211,14 @@ send_presence(void)
 {
 	char		dir[ZKL_PATH_LEN];
 	char		path[ZKL_PATH_LEN];
-	ZklSessionName self = {pres.for_session, pres.for_nonce, ZKL_NAME_PRESENCE};
+	ZklSessionName self = {zw_presence->pres.for_session, zw_presence->pres.for_nonce,
+	ZKL_NAME_PRESENCE};
 
 	sessions_path(dir);
 	zw_client_create_persistent(dir);
 	name_path(path, &self);
 	zw_client_create(path, NULL, -1, ZOO_EPHEMERAL, presence_created,
-					 (const void *) (uintptr_t) pres.gen);
+					 (const void *) (uintptr_t) zw_presence->pres.gen);
 }
 
 /*
@@ -219,17 +237,17 @@ zw_presence_tend(void)
 
 	if (zw_client_handle() == NULL || zkl_shared->t.conn_state != ZKC_CONNECTED || session == 0)
 		return;
-	new_root = strcmp(root, for_root) != 0;
-	strlcpy(for_root, root, sizeof(for_root));
-	send = zc_delay_tend(&pres, session, zkl_shared->session_nonce, new_root, zkl_mono_now());
+	new_root = strcmp(root, zw_presence->for_root) != 0;
+	strlcpy(zw_presence->for_root, root, sizeof(zw_presence->for_root));
+	send = zc_delay_tend(&zw_presence->pres, session, zkl_shared->session_nonce, new_root, zkl_mono_now());
 	if (send & ZLD_SEND_PRESENCE)
 		send_presence();
 	if (send & ZLD_SEND_LIST)
 	{
 		sessions_path(dir);
-		if (zw_client_children_watched(dir, sessions_watch, (void *) (uintptr_t) pres.gen,
-									   sessions_listed, (const void *) (uintptr_t) pres.gen) != ZOK)
-			zc_delay_list_not_sent(&pres);
+		if (zw_client_children_watched(dir, sessions_watch, (void *) (uintptr_t) zw_presence->pres.gen,
+									   sessions_listed, (const void *) (uintptr_t) zw_presence->pres.gen) != ZOK)
+			zc_delay_list_not_sent(&zw_presence->pres);
 	}
 }
 
@@ -237,15 +255,15 @@ zw_presence_tend(void)
 void
 zw_presence_reset(void)
 {
-	zc_delay_reset(&pres);
-	if (mark == ZKL_MARK_PENDING && mark_name.id != 0)
-		mark = ZKL_MARK_FAILED;
+	zc_delay_reset(&zw_presence->pres);
+	if (zw_presence->mark == ZKL_MARK_PENDING && zw_presence->mark_name.id != 0)
+		zw_presence->mark = ZKL_MARK_FAILED;
 }
 
 void
 zw_presence_reconnected(void)
 {
-	zc_delay_reconnected(&pres);
+	zc_delay_reconnected(&zw_presence->pres);
 }
 
 /*
@@ -258,20 +276,14 @@ zw_presence_reconnected(void)
  * Under the root it was made under (this process's presence), else the
  * current one (a restarted worker's).  One look at a time (session.c).
  */
-static struct
-{
-	char		path[ZKL_PATH_LEN];
-	stat_completion_t done;
-	const void *ctx;
-}			confirm;
 
 static void
 confirm_synced(int rc, const char *value, const void *data)
 {
 	if (rc == ZOK)
-		rc = zw_client_exists(confirm.path, confirm.done, confirm.ctx);
+		rc = zw_client_exists(zw_presence->confirm.path, zw_presence->confirm.done, zw_presence->confirm.ctx);
 	if (rc != ZOK)
-		confirm.done(rc, NULL, confirm.ctx);
+		zw_presence->confirm.done(rc, NULL, zw_presence->confirm.ctx);
 }
 
 int
@@ -281,26 +293,27 @@ zw_presence_confirm(int64 session, uint64 nonce, stat_completion_t done, const v
 	char		leaf[ZLD_NAME_LEN];
 
 	zc_delay_format_name(leaf, sizeof(leaf), &self);
-	snprintf(confirm.path, sizeof(confirm.path), "%s/" SESSIONS_DIR "/%s",
-			 for_root[0] != '\0' ? for_root : zkl_shared->t.roots[zkl_shared->t.cur_root], leaf);
-	confirm.done = done;
-	confirm.ctx = ctx;
-	return zw_client_sync(confirm.path, confirm_synced, NULL);
+	snprintf(zw_presence->confirm.path, sizeof(zw_presence->confirm.path), "%s/" SESSIONS_DIR "/%s",
+			 zw_presence->for_root[0] != '\0' ? zw_presence->for_root :
+			 zkl_shared->t.roots[zkl_shared->t.cur_root], leaf);
+	zw_presence->confirm.done = done;
+	zw_presence->confirm.ctx = ctx;
+	return zw_client_sync(zw_presence->confirm.path, confirm_synced, NULL);
 }
 
 /* This session's presence node exists and the sessions were listed. */
 bool
 zw_presence_listed(void)
 {
-	return pres.listed;
+	return zw_presence->pres.listed;
 }
 
 /* The reply to the tombstone asked for last (ctx: its mark_gen), or to an older one. */
 static void
 tombstone_created(int rc, const char *value, const void *ctx)
 {
-	if (mark == ZKL_MARK_PENDING && (uintptr_t) ctx == mark_gen)
-		mark = (rc == ZOK || rc == ZNODEEXISTS) ? ZKL_MARK_DONE : ZKL_MARK_FAILED;
+	if (zw_presence->mark == ZKL_MARK_PENDING && (uintptr_t) ctx == zw_presence->mark_gen)
+		zw_presence->mark = (rc == ZOK || rc == ZNODEEXISTS) ? ZKL_MARK_DONE : ZKL_MARK_FAILED;
 }
 
 /* Create a tombstone, once: returns how far that got. */
@@ -309,18 +322,19 @@ send_mark(int64 session, uint64 nonce, int kind, int flags)
 {
 	char		path[ZKL_PATH_LEN];
 
-	if (mark_name.id == session && mark_name.nonce == nonce && mark_name.kind == kind)
-		return mark;
-	mark_name.id = session;
-	mark_name.nonce = nonce;
-	mark_name.kind = kind;
-	mark = ZKL_MARK_PENDING;
-	mark_gen++;
-	name_path(path, &mark_name);
+	if (zw_presence->mark_name.id == session && zw_presence->mark_name.nonce == nonce &&
+		zw_presence->mark_name.kind == kind)
+		return zw_presence->mark;
+	zw_presence->mark_name.id = session;
+	zw_presence->mark_name.nonce = nonce;
+	zw_presence->mark_name.kind = kind;
+	zw_presence->mark = ZKL_MARK_PENDING;
+	zw_presence->mark_gen++;
+	name_path(path, &zw_presence->mark_name);
 	if (zw_client_create(path, NULL, -1, flags, tombstone_created,
-						 (const void *) (uintptr_t) mark_gen) != ZOK)
-		mark = ZKL_MARK_FAILED;
-	return mark;
+						 (const void *) (uintptr_t) zw_presence->mark_gen) != ZOK)
+		zw_presence->mark = ZKL_MARK_FAILED;
+	return zw_presence->mark;
 }
 
 /*
@@ -337,7 +351,7 @@ zw_presence_mark_dead(int64 session, uint64 nonce)
 bool
 zw_presence_incarnation_listed(int64 session, uint64 nonce)
 {
-	return zc_delay_incarnation_listed(&pres, session, nonce);
+	return zc_delay_incarnation_listed(&zw_presence->pres, session, nonce);
 }
 
 /*
@@ -347,9 +361,10 @@ zw_presence_incarnation_listed(int64 session, uint64 nonce)
 ZklMarkState
 zw_presence_mark_closed(void)
 {
-	if (!pres.listed)
+	if (!zw_presence->pres.listed)
 		return ZKL_MARK_FAILED;	/* the root of our presence node is not known to be set up */
-	return send_mark(pres.for_session, pres.for_nonce, ZKL_NAME_CLOSED, ZOO_PERSISTENT);
+	return send_mark(zw_presence->pres.for_session, zw_presence->pres.for_nonce, ZKL_NAME_CLOSED,
+					 ZOO_PERSISTENT);
 }
 
 /*
@@ -359,5 +374,5 @@ zw_presence_mark_closed(void)
 bool
 zw_grants_paused(int64 now, int64 *until)
 {
-	return zc_delay_grants_paused(&pres, now, until);
+	return zc_delay_grants_paused(&zw_presence->pres, now, until);
 }

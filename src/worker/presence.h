@@ -6,12 +6,39 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include "lock_delay.h"
+
 typedef enum ZklMarkState
 {
 	ZKL_MARK_PENDING,
 	ZKL_MARK_DONE,
 	ZKL_MARK_FAILED
 } ZklMarkState;
+
+/*
+ * presence.c's process memory: the worker has one copy, the simulator one
+ * per simulated cluster (it points zw_presence at each).
+ */
+typedef struct ZwPresence
+{
+	char		for_root[ZKL_MAX_ROOT_LEN + 1];	/* the root our presence is under */
+	int			last_logged;	/* the failure last logged, so it is logged once */
+	ZklMarkState mark;
+	ZklSessionName mark_name;	/* tombstone asked for (id 0: none) */
+	uintptr_t	mark_gen;		/* tells its reply from an older one's */
+	int			sweep_logged;
+	ZldPresence pres;			/* the list's state (lock_delay.c) */
+	struct
+	{
+		char		path[ZKL_PATH_LEN];
+		stat_completion_t done;
+		const void *ctx;
+	}			confirm;		/* a resumed session's look (zw_presence_confirm) */
+} ZwPresence;
+
+extern ZwPresence *zw_presence;
+extern ZwPresence *zw_presence_new(void);
+extern void zw_presence_free(ZwPresence *p);
 
 extern void zw_presence_tend(void);
 extern void zw_presence_reset(void);

@@ -37,11 +37,11 @@
  *
  * Shipped worker files run here as they are (build.sh lists them), with
  * their ZooKeeper calls answered by the model (sim_zk.c) and what they take
- * from PostgreSQL from sim_pg.c: the orphan clean-up (orphans.c).
+ * from PostgreSQL from sim_pg.c: the orphan clean-up (orphans.c) and
+ * lock-delay's presence list and tombstones (presence.c).
  * What is re-stated here rather than run: the worker's session handling
  * (session.c and left_session.c; the cut-off clock is cutoff.c, run as is),
- * the presence list's I/O (presence.c; its decisions are lock_delay.c, run
- * as is), the requests' I/O (requests.c), the clean stop (worker.c) and
+ * the requests' I/O (requests.c), the clean stop's loop (worker.c) and
  * the deadlock detector's I/O schedule (gwaits.c; its decisions are
  * gwait.c, run as is), following those files.  A backend's bookkeeping of
  * its locks is book.c, run as is.
@@ -77,8 +77,9 @@
 #include "core_plan.h"
 #include "core_reply.h"
 #include "gwait_doc.h"
-#include "orphans.h"
 #include "sim_host.h"
+#include "orphans.h"
+#include "presence.h"
 
 /* the largest world a seed may draw (Sim.ncl, Cluster.nb, Cluster.t->nslots) */
 #define NCLUSTERS	5
@@ -117,11 +118,7 @@ typedef enum Purpose
 	P_PROOF,
 	P_KEYNODE,
 	P_IGNORE,
-	P_PRES_LIST,
-	P_TOMBSTONE,
-	P_CALL,						/* a shipped worker file's call (sim_zk.c): its completion */
-	P_LEFT_MARK,
-	P_CONFIRM
+	P_CALL						/* a shipped worker file's call (sim_zk.c): its completion */
 } Purpose;
 
 typedef struct Out
@@ -273,10 +270,7 @@ typedef struct Cluster
 	int			nouts;
 	int			capouts;
 	uint64_t	next_out;
-	/* presence (presence.c: its rules in lock_delay.c, run as they are) */
-	ZldHost		pres_host;
-	ZldPresence pres;
-	uint64_t	session_nonce;	/* shared memory: drawn for each new session (session.c) */
+	uint64_t   *session_nonce;	/* in its shared memory: drawn for each new session (session.c) */
 	bool		fresh_handle;	/* the handle opened for a new session, not connected yet */
 	/* session.c: a resumed session is ours once the leader shows its presence node (resume.h) */
 	bool		confirming;
@@ -294,13 +288,17 @@ typedef struct Cluster
 	/* a session left from before a crash-restart (left_session.c) */
 	int64_t		left_session;
 	uint64_t	left_nonce;		/* its nonce (the session file) */
-	bool		left_marking;	/* its .dead mark asked for */
 	/* a clean stop (worker.c's stop_cleanly) */
 	bool		stopping;
 	bool		marking;		/* its tombstone asked for: nothing is planned any more */
 	int64_t		stop_deadline;	/* model time */
 	/* its worker process's memory in the shipped worker files it runs */
 	ZwOrphans  *orphans;		/* orphans.c */
+	ZwPresence *presence;		/* presence.c: lock-delay (its rules: lock_delay.c) */
+	/* the watches those files set, until they fire (the library's) */
+	SimCall		watches[64];
+	uint64_t	watch_tags[64];
+	int			nwatches;
 	int			nb;				/* backends of this cluster (the seed draws it) */
 	/* its settings, drawn per seed within what README requires of clusters sharing locks */
 	int			session_timeout;	/* ms */
@@ -436,6 +434,7 @@ static int64_t held_for_local;	/* turns held for a local conflicting holder (cou
 static int64_t calls_sent[ZKM_SETDATA + 1];	/* by the shipped worker files, by kind */
 
 static Sim *S;
+static Cluster *enter(Cluster *c);
 static bool verbose_run = false;
 
 
@@ -681,7 +680,8 @@ env_grants_paused(void *arg, int64_t now, int64_t *until)
 {
 	Cluster    *c = arg;
 
-	return zc_delay_grants_paused(&c->pres, now, until);
+	enter(c);
+	return zw_grants_paused(now, until);
 }
 
 /*
@@ -697,6 +697,7 @@ enter(Cluster *c)
 	cur_cl = c;
 	simpg_enter(c->shared);
 	zw_orphans = c->orphans;
+	zw_presence = c->presence;
 	return c;
 }
 
@@ -704,6 +705,35 @@ int64_t
 simh_mono(void)
 {
 	return c_mono(cur_cl);
+}
+
+int
+simh_lock_delay_ms(void)
+{
+	return zc_table_lock_delay_ms(cur_cl->lock_delay, cur_cl->proof_bound);
+}
+
+bool
+simh_has_handle(void)
+{
+	return cur_cl->client >= 0;
+}
+
+/* A watch of theirs: the watcher it names, taken out (watches are one-shot). */
+static bool
+watch_take(Cluster *c, uint64_t wtag, SimCall *into)
+{
+	int			i;
+
+	for (i = 0; i < c->nwatches; i++)
+		if (c->watch_tags[i] == wtag)
+		{
+			*into = c->watches[i];
+			c->watches[i] = c->watches[--c->nwatches];
+			c->watch_tags[i] = c->watch_tags[c->nwatches];
+			return true;
+		}
+	return false;
 }
 
 int64_t
@@ -744,7 +774,20 @@ simh_send(const ZkmReq *req, const SimCall *call)
 	o = out_new(cur_cl, P_CALL, 0);
 	o->call = *call;
 	calls_sent[r.kind]++;
+	snprintf(o->path, sizeof(o->path), "%s", r.path);
 	r.tag = o->id;
+	if (call->watcher != NULL)
+	{
+		if (cur_cl->nwatches == 64)
+			fail("c%d: more than 64 watches set", cur_cl->id);
+		else
+		{
+			r.watch = true;
+			r.wtag = (UINT64_C(1) << 63) | o->id;
+			cur_cl->watch_tags[cur_cl->nwatches] = r.wtag;
+			cur_cl->watches[cur_cl->nwatches++] = *call;
+		}
+	}
 	send_req(cur_cl, &r);
 	return true;
 }
@@ -763,6 +806,7 @@ drop_outs(Cluster *c, bool died)
 
 	c->outs = NULL;
 	c->nouts = c->capouts = 0;
+	c->nwatches = 0;			/* a handle's watches go with it */
 	for (i = 0; i < n && !died; i++)
 		if (outs[i].purpose == P_CALL)
 		{
@@ -786,13 +830,6 @@ env_may_be_orphan(void *arg, const char *name)
 	return zw_may_be_orphan(name);
 }
 
-/* The host's free, for lock_delay.c */
-static void
-host_free(void *arg, void *p)
-{
-	free(p);
-}
-
 /* A new worker process: the shipped files' process memory, fresh. */
 static void
 worker_memory(Cluster *c)
@@ -800,6 +837,9 @@ worker_memory(Cluster *c)
 	if (c->orphans != NULL)
 		zw_orphans_free(c->orphans);
 	c->orphans = zw_orphans_new();
+	if (c->presence != NULL)
+		zw_presence_free(c->presence);
+	c->presence = zw_presence_new();
 }
 
 /* zw_delete_stray: a node of ours no request owns */
@@ -874,36 +914,6 @@ session_lost(Cluster *c)
 	zc_core_session_lost(&c->core);
 }
 
-static void
-presence_free(Cluster *c)
-{
-	if (c->pres.host != NULL)
-		zc_delay_free(&c->pres);
-}
-
-static void *
-pres_grow(void *arg, void *p, size_t size)
-{
-	void	   *q = realloc(p, size);
-
-	if (q == NULL)
-		abort();
-	return q;
-}
-
-static int64_t
-pres_delay_us(void *arg)
-{
-	Cluster    *c = arg;
-
-	return (int64_t) zc_table_lock_delay_ms(c->lock_delay, c->proof_bound) * 1000;
-}
-
-static void
-pres_new_pause(void *arg)
-{
-}
-
 /* One of the sessions' names: its path. */
 static void
 pres_path(char *out, int64_t id, uint64_t nonce, int kind)
@@ -919,36 +929,12 @@ pres_path(char *out, int64_t id, uint64_t nonce, int kind)
 }
 
 static void
-pres_sweep(void *arg, const ZklSessionName *tombstone)
-{
-	Cluster    *c = arg;
-	char		path[ZKM_PATH];
-
-	pres_path(path, tombstone->id, tombstone->nonce, tombstone->kind);
-	trace("c%d sweeps %s", c->id, path);
-	send_blind(c, ZKM_DELETE, path, 0);
-}
-
-/* A new worker process: presence.c's state starts afresh. */
-static void
-presence_restart(Cluster *c)
-{
-	presence_free(c);
-	c->pres_host.arg = c;
-	c->pres_host.grow = pres_grow;
-	c->pres_host.release = host_free;
-	c->pres_host.delay_us = pres_delay_us;
-	c->pres_host.new_pause = pres_new_pause;
-	c->pres_host.sweep = pres_sweep;
-	zc_delay_init(&c->pres, &c->pres_host);
-}
-
-static void
 open_session(Cluster *c)
 {
 	c->t->conn_state = ZKC_CONNECTING;
 	zc_core_new_handle(&c->core);
-	zc_delay_reset(&c->pres);
+	enter(c);
+	zw_presence_reset();		/* worker.c's new handle */
 	drop_outs(c, false);		/* (a stop or a crash closed the old handle) */
 	/*
 	 * An id handed out again may come back to the cluster that had it: the
@@ -987,42 +973,12 @@ session_tend(Cluster *c)
 		open_session(c);
 }
 
-/* presence.c's zw_presence_tend: sends what lock_delay.c asks for. */
+/* worker.c's loop turn: presence.c, as shipped */
 static void
 presence_tend(Cluster *c)
 {
-	int64_t		session = c->t->session_id;
-	char		path[ZKM_PATH];
-	ZkmReq		r;
-	int			send;
-
-	if (c->client < 0 || c->t->conn_state != ZKC_CONNECTED || session == 0)
-		return;
-	send = zc_delay_tend(&c->pres, session, c->session_nonce, false, c_mono(c));
-	if (send & ZLD_SEND_PRESENCE)
-	{
-		send_blind(c, ZKM_CREATE, ROOT, 0);
-		send_blind(c, ZKM_CREATE, SESSIONS, 0);
-		pres_path(path, session, c->session_nonce, ZKL_NAME_PRESENCE);
-		send_blind(c, ZKM_CREATE, path, ZKM_F_EPHEMERAL);
-	}
-	if (send & ZLD_SEND_LIST)
-	{
-		Out		   *o = out_new(c, P_PRES_LIST, c->pres.gen);
-
-		req_init(&r, ZKM_CHILDREN, SESSIONS, o);
-		r.watch = true;
-		r.wtag = (UINT64_C(1) << 63) | c->pres.gen;
-		send_req(c, &r);
-	}
-}
-
-static void
-presence_listed(Cluster *c, uint64_t gen, const ZkmMsg *msg)
-{
-	if (zc_delay_listed(&c->pres, gen, msg->rc, (const char *const *) msg->children, msg->nchildren,
-				   msg->cversion, c_mono(c)) == ZLD_DIED)
-		trace("c%d lock-delay until %.3f", c->id, c->pres.paused_until / 1e6);
+	enter(c);
+	zw_presence_tend();
 }
 
 /*
@@ -1030,17 +986,17 @@ presence_listed(Cluster *c, uint64_t gen, const ZkmMsg *msg)
  * mark the session left from before the crash-restart dead (an ephemeral
  * .dead of ours: its holders are all dead, so no lock-delay), then close it.
  */
+static void left_close(Cluster *c, bool marked);
+
 static void
 left_tend(Cluster *c)
 {
-	Out		   *o;
-	ZkmReq		r;
-	char		path[ZKM_PATH];
-
-	if (c->left_session == 0 || c->left_marking || c->client < 0 ||
-		c->t->conn_state != ZKC_CONNECTED || !c->pres.listed)
+	if (c->left_session == 0 || c->client < 0 || c->t->conn_state != ZKC_CONNECTED)
 		return;
-	if (!zc_delay_incarnation_listed(&c->pres, c->left_session, c->left_nonce))
+	enter(c);
+	if (!zw_presence_listed())
+		return;
+	if (!zw_presence_incarnation_listed(c->left_session, c->left_nonce))
 	{
 		trace("c%d leaves session %" PRIx64 " alone: not listed as ours (ended, or another session's now)",
 			  c->id, c->left_session);
@@ -1048,24 +1004,28 @@ left_tend(Cluster *c)
 		c->left_session = 0;
 		return;
 	}
-	c->left_marking = true;
-	o = out_new(c, P_LEFT_MARK, 0);
-	pres_path(path, c->left_session, c->left_nonce, ZKL_NAME_DEAD);
-	req_init(&r, ZKM_CREATE, path, o);
-	r.flags = ZKM_F_EPHEMERAL;
-	send_req(c, &r);
-	trace("c%d marks session %" PRIx64 ", left from before its crash, dead", c->id, c->left_session);
+	switch (zw_presence_mark_dead(c->left_session, c->left_nonce))
+	{
+		case ZKL_MARK_PENDING:
+			return;
+		case ZKL_MARK_FAILED:
+			left_close(c, false);
+			break;
+		case ZKL_MARK_DONE:
+			left_close(c, true);
+			break;
+	}
 }
 
 /* close_left_session: a handle on the old session, connected (within a bound) just to close it */
 static void
-left_close(Cluster *c, int rc)
+left_close(Cluster *c, bool marked)
 {
 	int			h = zkm_resume(S->m, c->left_session);
 
-	if (rc != ZOK && rc != ZNODEEXISTS)
-		trace("c%d could not mark session %" PRIx64 " dead (rc %d): the others delay", c->id,
-			  c->left_session, rc);
+	if (!marked)
+		trace("c%d could not mark session %" PRIx64 " dead: the others delay", c->id,
+			  c->left_session);
 	if (h >= 0)
 	{
 		int			bound = c->t->negotiated_timeout / 3 > 100 ? c->t->negotiated_timeout / 3 : 100;
@@ -1081,7 +1041,6 @@ left_close(Cluster *c, int rc)
 		c->busy_until = zkm_now(S->m) + (up ? 2000 : (int64_t) bound * 1000);
 	}
 	c->left_session = 0;
-	c->left_marking = false;
 }
 
 /* worker.c's loop turn: the looks that are due (orphans.c) */
@@ -1338,7 +1297,7 @@ stop_close(Cluster *c, StopEnd how)
 		}
 	c->t->session_id = 0;
 	c->t->session_tag = 0;
-	c->session_nonce = 0;
+	*c->session_nonce = 0;
 	for (i = 0; i < c->t->nused; i++)
 		if (c->t->slots[i].zstate != ZKS_FREE)
 			zc_table_free(c->t, &c->t->slots[i]);
@@ -1358,33 +1317,35 @@ stop_close(Cluster *c, StopEnd how)
 static void
 stop_turn(Cluster *c)
 {
-	Out		   *o;
-	ZkmReq		r;
-	char		path[ZKM_PATH];
-
 	worker_read(c, 0);
 	if (!c->stopping)
-		return;					/* (the tombstone's reply ended the stop) */
+		return;
 	if (zkm_now(S->m) >= c->stop_deadline || c->client < 0 ||
 		c->t->conn_state != ZKC_CONNECTED)
 	{
 		stop_close(c, STOP_PLAIN);
 		return;
 	}
-	if (c->marking)
-		return;
-	if (!table_empty(c) || !c->pres.listed)
+	if (!c->marking && !table_empty(c))
 	{
 		plan_turn(c);
 		return;
 	}
+	if (!c->marking)
+		trace("c%d: every slot free, asks for its tombstone", c->id);
 	c->marking = true;
-	o = out_new(c, P_TOMBSTONE, 0);
-	pres_path(path, c->pres.for_session, c->pres.for_nonce, ZKL_NAME_CLOSED);
-	req_init(&r, ZKM_CREATE, path, o);
-	r.flags = 0;				/* persistent: it outlives the session */
-	send_req(c, &r);
-	trace("c%d: every slot free, asks for its tombstone", c->id);
+	enter(c);
+	switch (zw_presence_mark_closed())
+	{
+		case ZKL_MARK_PENDING:
+			break;
+		case ZKL_MARK_DONE:
+			stop_close(c, STOP_TOMBSTONE);
+			break;
+		case ZKL_MARK_FAILED:
+			stop_close(c, STOP_PLAIN);
+			break;
+	}
 }
 
 static void
@@ -1499,21 +1460,45 @@ plan_turn(Cluster *c)
 
 /* ---- replies ---- */
 
-/*
- * session.c's look at a resumed session: this incarnation's presence node,
- * behind a sync, first on the connection (presence.c's zw_presence_confirm).
- */
+static void connection_made(Cluster *c);
+static void close_session(Cluster *c, const char *why);
+
+/* session.c's confirm_done: the presence node behind the sync says whose the session is */
+static void
+confirm_done(int rc, const struct Stat *stat, const void *data)
+{
+	Cluster    *c = cur_cl;
+
+	if (!c->confirming || (uintptr_t) data != c->confirm_gen)
+		return;					/* a connection or handle since */
+	switch (zc_resume_confirmed(rc, rc == ZOK ? stat->ephemeralOwner : 0, c->t->session_id))
+	{
+		case ZKL_CONFIRM_OURS:
+			c->confirming = false;
+			connection_made(c);
+			trace("c%d: its presence node is there: the session is its own", c->id);
+			break;
+		case ZKL_CONFIRM_ENDED:
+			resumes_refused++;
+			close_session(c, "resumed, but its presence node is gone: another session has the id");
+			break;
+		case ZKL_CONFIRM_AGAIN:
+			c->confirm_due = true;
+			break;
+		case ZKL_CONFIRM_WAIT:
+			break;
+	}
+}
+
+/* session.c's look at a resumed session: presence.c's zw_presence_confirm */
 static void
 send_confirm(Cluster *c)
 {
-	char		path[ZKM_PATH];
-	ZkmReq		r;
-
 	c->confirm_due = false;
-	pres_path(path, c->t->session_id, c->session_nonce, ZKL_NAME_PRESENCE);
-	send_blind(c, ZKM_SYNC, path, 0);
-	req_init(&r, ZKM_EXISTS, path, out_new(c, P_CONFIRM, c->confirm_gen));
-	send_req(c, &r);
+	enter(c);
+	if (zw_presence_confirm(c->t->session_id, *c->session_nonce, confirm_done,
+							(const void *) (uintptr_t) c->confirm_gen) != ZOK)
+		c->confirm_due = true;
 }
 
 /* The connection is the session's: serve on it. */
@@ -1522,7 +1507,8 @@ connection_made(Cluster *c)
 {
 	c->t->conn_state = ZKC_CONNECTED;
 	zc_core_reconnected(&c->core);
-	zc_delay_reconnected(&c->pres);
+	enter(c);
+	zw_presence_reconnected();
 }
 
 static void
@@ -1539,13 +1525,13 @@ on_state(Cluster *c, const ZkmMsg *msg)
 		/* session.c: a handle not resuming one gets a new session, whatever its id */
 		if (what == ZKL_CONN_NEW)
 		{
-			c->session_nonce = next_nonce();
+			*c->session_nonce = next_nonce();
 			c->own_ids = realloc(c->own_ids, (c->nown_ids + 1) * sizeof(int64_t));
 			c->own_ids[c->nown_ids++] = id;
 		}
 		c->fresh_handle = false;
 		c->t->session_id = id;
-		c->t->session_tag = zc_table_session_tag(id, c->session_nonce);
+		c->t->session_tag = zc_table_session_tag(id, *c->session_nonce);
 		c->t->negotiated_timeout = zkm_timeout(S->m, c->client);
 		c->last_heard = c_wall(c);
 		c->confirming = what == ZKL_CONN_CONFIRM;
@@ -1992,41 +1978,9 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 		case P_KEYNODE:
 			zc_core_key_node_reply(&c->core, o.tag, msg->rc);
 			break;
-		case P_PRES_LIST:
-			presence_listed(c, o.tag, msg);
-			break;
-		case P_TOMBSTONE:
-			if (c->marking)
-				stop_close(c, msg->rc == ZOK || msg->rc == ZNODEEXISTS ? STOP_TOMBSTONE : STOP_PLAIN);
-			break;
 		case P_CALL:
 			enter(c);
 			simzk_answer(&o.call, msg, 0);
-			break;
-		case P_LEFT_MARK:
-			if (c->left_marking)
-				left_close(c, msg->rc);
-			break;
-		case P_CONFIRM:
-			if (!c->confirming || o.tag != c->confirm_gen)
-				break;			/* a connection or handle since */
-			switch (zc_resume_confirmed(msg->rc, msg->owner, c->t->session_id))
-			{
-				case ZKL_CONFIRM_OURS:
-					c->confirming = false;
-					connection_made(c);
-					trace("c%d: its presence node is there: the session is its own", c->id);
-					break;
-				case ZKL_CONFIRM_ENDED:
-					resumes_refused++;
-					close_session(c, "resumed, but its presence node is gone: another session has the id");
-					break;
-				case ZKL_CONFIRM_AGAIN:
-					c->confirm_due = true;
-					break;
-				case ZKL_CONFIRM_WAIT:
-					break;
-			}
 			break;
 		case P_NONE:
 		case P_IGNORE:
@@ -2039,7 +1993,14 @@ on_event(Cluster *c, const ZkmMsg *msg)
 {
 	if (msg->tag >> 63)
 	{
-		zc_delay_watch_fired(&c->pres, msg->tag & ~(UINT64_C(1) << 63));
+		SimCall		w;
+
+		/* a watch a shipped file set; one its handle dropped fires nothing */
+		if (watch_take(c, msg->tag, &w))
+		{
+			enter(c);
+			((watcher_fn) w.watcher) (NULL, msg->type, ZOO_CONNECTED_STATE, msg->path, w.wctx);
+		}
 		return;
 	}
 	if (msg->type == ZKM_EV_CHILD)
@@ -4926,9 +4887,15 @@ key_news(Cluster *c, const ZklSlot *s, const char *key_path)
 		const Out  *o = &c->outs[i];
 		int			n = o->purpose == P_MULTI ? o->n : 1;
 
-		if (o->purpose == P_PRES_LIST || o->purpose == P_PROOF || o->purpose == P_TOMBSTONE)
+		if (o->purpose == P_PROOF)
 			continue;
-		if (o->purpose == P_IGNORE || o->purpose == P_NONE || o->purpose == P_CALL)
+		if (o->purpose == P_CALL)
+		{
+			if (strncmp(o->path, key_path, strlen(key_path)) == 0)
+				return true;	/* a shipped file's call about the key */
+			continue;
+		}
+		if (o->purpose == P_IGNORE || o->purpose == P_NONE)
 			return true;		/* (not told apart by key: counted as news) */
 		for (k = 0; k < n; k++)
 		{
@@ -5183,8 +5150,8 @@ dump_cluster(const Cluster *c)
 	int			j;
 
 	printf("c%d: client %d conn %d session %" PRIx64 " listed %d stale %d paused_until %.3f outs %d\n",
-		   c->id, c->client, c->t->conn_state, c->t->session_id, c->pres.listed, c->pres.stale,
-		   c->pres.paused_until / 1e6, c->nouts);
+		   c->id, c->client, c->t->conn_state, c->t->session_id, c->presence->pres.listed, c->presence->pres.stale,
+		   c->presence->pres.paused_until / 1e6, c->nouts);
 	if (c->client >= 0)
 		zkm_debug(S->m, c->client);
 	printf("  writes in flight %d, outs:", c->core.writes_in_flight);
@@ -5293,6 +5260,7 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	c->id = id;
 	c->shared = simpg_shared_new();
 	c->t = simpg_table(c->shared);
+	c->session_nonce = simpg_session_nonce(c->shared);
 	c->t->nslots = nslots;
 	c->t->slots = c->slots;
 	c->t->conn_state = ZKC_STOPPED;
@@ -5327,7 +5295,6 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	/* as worker.c's main at every start: a crash before the first plan finds its state set */
 	zc_core_worker_restarted(&c->core);
 	c->client = -1;
-	presence_restart(c);
 	worker_memory(c);
 	c->nb = nb;
 	for (i = 0; i < nb; i++)
@@ -5414,13 +5381,11 @@ worker_restart(Cluster *c)
 	c->core.cohort.handover = keep.cohort.handover;
 	c->core.cohort.handover_limit = keep.cohort.handover_limit;
 	c->core.cohort.linger_ms = keep.cohort.linger_ms;
-	presence_restart(c);		/* process memory */
 	c->paused = false;			/* a stopped process killed: the new one runs */
 	worker_memory(c);			/* process memory */
 	zc_core_worker_restarted(&c->core);
 	c->gw_phase = GW_IDLE;		/* a claim of ours may be left: the new worker looks */
 	c->left_session = 0;		/* process memory: a left session then ends by timeout */
-	c->left_marking = false;
 	c->gw_claim_until = 0;
 	c->gw_nsems = 0;
 	c->t->conn_state = ZKC_CONNECTING;
@@ -5477,7 +5442,7 @@ static void
 crash_restart(Cluster *c)
 {
 	int64_t		old = c->t->session_id;
-	uint64_t	old_nonce = c->session_nonce;
+	uint64_t	old_nonce = *c->session_nonce;
 	int			i;
 
 	trace("fault: c%d a backend crashes: the postmaster restarts the cluster", c->id);
@@ -5663,7 +5628,7 @@ fault(void)
 		char		path[ZKM_PATH];
 		int64_t		us = 50000 + (int64_t) rnd_int(2000) * 1000;
 
-		pres_path(path, c->t->session_id, c->session_nonce, ZKL_NAME_PRESENCE);
+		pres_path(path, c->t->session_id, *c->session_nonce, ZKL_NAME_PRESENCE);
 		trace("fault: someone deletes c%d's presence node %s", ci, path);
 		zkm_admin_delete(S->m, path);
 		if (chance(50))
@@ -6064,7 +6029,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 		for (j = 0; j < sim->c[i].nb; j++)
 			zc_book_free(&sim->c[i].b[j].book);
 		free(sim->c[i].outs);
-		presence_free(&sim->c[i]);
+		zw_presence_free(sim->c[i].presence);
 		free(sim->c[i].own_ids);
 		zw_orphans_free(sim->c[i].orphans);
 		simpg_shared_free(sim->c[i].shared);
@@ -6195,9 +6160,10 @@ main(int argc, char **argv)
 	printf("%" PRId64 " reconnects came back to another session of their id; %" PRId64
 		   " resumed sessions found without their presence node, taken as expired\n",
 		   ids_reissued, resumes_refused);
-	printf("shipped worker files' calls: %" PRId64 " deletes of strays, %" PRId64 " listings for ghosts, %"
-		   PRId64 " looks at suspects (orphans.c)\n",
-		   calls_sent[ZKM_DELETE], calls_sent[ZKM_CHILDREN], calls_sent[ZKM_EXISTS]);
+	printf("calls of the shipped worker files: %" PRId64 " creates, %" PRId64 " deletes, %" PRId64
+		   " listings, %" PRId64 " exists, %" PRId64 " syncs\n",
+		   calls_sent[ZKM_CREATE], calls_sent[ZKM_DELETE], calls_sent[ZKM_CHILDREN],
+		   calls_sent[ZKM_EXISTS], calls_sent[ZKM_SYNC]);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

@@ -16,11 +16,18 @@
 #include "slot.h"
 #include "zkmodel.h"
 
+#ifndef C_H
+/* PostgreSQL's names, which the worker's headers use (c.h's, where it is included) */
+typedef int64_t int64;
+typedef uint64_t uint64;
+#endif
+
 /* sim_pg.c: a cluster's shared memory (a ZklShared), and which one the worker code sees */
 extern void *simpg_shared_new(void);
 extern void simpg_shared_free(void *shared);
 extern ZklTable *simpg_table(void *shared);
 extern void simpg_enter(void *shared);
+extern uint64_t *simpg_session_nonce(void *shared);
 
 /* sim.c: the current cluster's clocks, system identifier, log and connection */
 extern int64_t simh_mono(void);
@@ -28,6 +35,8 @@ extern int64_t simh_wall(void);
 extern uint64_t simh_sysid(void);
 extern void simh_log(bool error, const char *line);
 extern bool simh_connected(void);
+extern bool simh_has_handle(void);
+extern int	simh_lock_delay_ms(void);	/* zkl_effective_lock_delay */
 
 /*
  * A completion the worker gave the client library with a request: sim.c
@@ -48,9 +57,14 @@ typedef struct SimCall
 	SimCallKind kind;
 	void		(*fn) (void);	/* of the kind's type (zookeeper.h), cast back to call */
 	const void *ctx;
+	void		(*watcher) (void);	/* a watcher_fn the read sets (NULL: none) */
+	void	   *wctx;
 } SimCall;
 
-/* sim.c: send r for the current cluster; false (ZINVALIDSTATE) when it has no handle */
+/*
+ * sim.c: send r for the current cluster, setting call's watch if it names
+ * one; false (ZINVALIDSTATE) when it has no handle.
+ */
 extern bool simh_send(const ZkmReq *req, const SimCall *call);
 
 /* sim_zk.c: the answer (msg), or the library's own (rc, msg NULL) */

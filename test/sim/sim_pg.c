@@ -53,7 +53,19 @@ simpg_enter(void *shared)
 	zkl_shared = shared;
 }
 
-/* ---- clocks and identity ---- */
+uint64_t *
+simpg_session_nonce(void *shared)
+{
+	return &((ZklShared *) shared)->session_nonce;
+}
+
+/* ---- settings, clocks and identity ---- */
+
+int
+zkl_effective_lock_delay(void)
+{
+	return simh_lock_delay_ms();
+}
 
 int64
 zkl_mono_now(void)
@@ -106,6 +118,16 @@ char *
 MemoryContextStrdup(MemoryContext context, const char *string)
 {
 	char	   *p = strdup(string);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+void *
+repalloc(void *pointer, Size size)
+{
+	void	   *p = realloc(pointer, size);
 
 	if (p == NULL)
 		abort();

@@ -16,16 +16,95 @@
 #include "zk_client.h"
 #include "sim_host.h"
 
+/* The library's constants are variables (zookeeper.h): the model's values are the same. */
+const int	ZOO_PERSISTENT = 0;
+const int	ZOO_EPHEMERAL = ZKM_F_EPHEMERAL;
+const int	ZOO_SEQUENCE = ZKM_F_SEQUENTIAL;
+const int	ZOO_EPHEMERAL_SEQUENTIAL = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
+const int	ZOO_CONTAINER = ZKM_F_CONTAINER;
+const int	ZOO_CREATED_EVENT = 1;
+const int	ZOO_DELETED_EVENT = ZKM_EV_DELETED;
+const int	ZOO_CHANGED_EVENT = ZKM_EV_CHANGED;
+const int	ZOO_CHILD_EVENT = ZKM_EV_CHILD;
+const int	ZOO_SESSION_EVENT = -1;
+const int	ZOO_NOTWATCHING_EVENT = -2;
+const int	ZOO_EXPIRED_SESSION_STATE = ZKM_ST_EXPIRED;
+const int	ZOO_AUTH_FAILED_STATE = -113;
+const int	ZOO_CONNECTING_STATE = ZKM_ST_CONNECTING;
+const int	ZOO_ASSOCIATING_STATE = 2;
+const int	ZOO_CONNECTED_STATE = ZKM_ST_CONNECTED;
+
+static int
+send_call(ZkmReq *r, SimCallKind ck, void (*fn) (void), const void *ctx, watcher_fn w, void *wctx)
+{
+	SimCall		c = {ck, fn, ctx, (void (*) (void)) w, wctx};
+
+	return simh_send(r, &c) ? ZOK : ZINVALIDSTATE;
+}
+
 static int
 call(ZkmReqKind kind, const char *path, SimCallKind ck, void (*fn) (void), const void *ctx)
 {
 	ZkmReq		r;
-	SimCall		c = {ck, fn, ctx};
 
 	memset(&r, 0, sizeof(r));
 	r.kind = kind;
 	snprintf(r.path, sizeof(r.path), "%s", path);
-	return simh_send(&r, &c) ? ZOK : ZINVALIDSTATE;
+	return send_call(&r, ck, fn, ctx, NULL, NULL);
+}
+
+zhandle_t *
+zw_client_handle(void)
+{
+	static char handle;			/* never looked into: the worker only tells NULL apart */
+
+	return simh_has_handle() ? (zhandle_t *) &handle : NULL;
+}
+
+int
+zw_client_create(const char *path, const char *value, int len, int flags,
+				 string_completion_t done, const void *ctx)
+{
+	ZkmReq		r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = ZKM_CREATE;
+	r.flags = flags;
+	snprintf(r.path, sizeof(r.path), "%s", path);
+	if (value != NULL && len > 0)
+		snprintf(r.data, sizeof(r.data), "%.*s", len, value);
+	return send_call(&r, SC_STRING, (void (*) (void)) done, ctx, NULL, NULL);
+}
+
+/* Every component of an absolute path, as a persistent node, no reply read (as zk_client.c). */
+void
+zw_client_create_persistent(const char *target)
+{
+	char		path[ZKM_PATH];
+	char	   *slash;
+
+	snprintf(path, sizeof(path), "%s", target);
+	for (slash = strchr(path + 1, '/');; slash = strchr(slash + 1, '/'))
+	{
+		if (slash != NULL)
+			*slash = '\0';
+		(void) zw_client_create(path, NULL, -1, ZOO_PERSISTENT, zw_client_create_answered, NULL);
+		if (slash == NULL)
+			break;
+		*slash = '/';
+	}
+}
+
+int
+zw_client_children_watched(const char *path, watcher_fn watcher, void *watcher_ctx,
+						   strings_stat_completion_t done, const void *ctx)
+{
+	ZkmReq		r;
+
+	memset(&r, 0, sizeof(r));
+	r.kind = ZKM_CHILDREN;
+	snprintf(r.path, sizeof(r.path), "%s", path);
+	return send_call(&r, SC_STRINGS_STAT, (void (*) (void)) done, ctx, watcher, watcher_ctx);
 }
 
 int
