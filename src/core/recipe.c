@@ -272,7 +272,8 @@ zc_recipe_collect(const char *const *names, int n, ZkrChild *out)
 	for (i = 0; i < n; i++)
 		if (zc_recipe_parse_child(names[i], &out[kept]))
 			kept++;
-	qsort(out, kept, sizeof(ZkrChild), child_cmp);
+	if (kept > 1)				/* (out may be NULL for an empty listing: qsort wants a base) */
+		qsort(out, kept, sizeof(ZkrChild), child_cmp);
 	for (i = 0; i < kept; i++)
 	{
 		int			a = out[i].upgrade ? find_seq(out, kept, out[i].anchor) : -1;

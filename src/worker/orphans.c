@@ -154,15 +154,6 @@ zw_orphans_new(void)
 	return o;
 }
 
-/* Free copy o and the looks it keeps. */
-void
-zw_orphans_free(ZwOrphans *o)
-{
-	while (o->looks.n > 0)
-		pfree(o->looks.l[--o->looks.n]);
-	pfree(o);
-}
-
 static int64
 our_session(void)
 {

@@ -21,6 +21,5 @@ extern long zw_send_looks(void);
 typedef struct ZwOrphans ZwOrphans;
 extern ZwOrphans *zw_orphans;
 extern ZwOrphans *zw_orphans_new(void);
-extern void zw_orphans_free(ZwOrphans *o);
 
 #endif

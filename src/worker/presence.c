@@ -108,13 +108,6 @@ zw_presence_new(void)
 	return p;
 }
 
-void
-zw_presence_free(ZwPresence *p)
-{
-	zc_delay_free(&p->pres);
-	pfree(p);
-}
-
 static void
 sessions_path(char *out)
 {
@@ -239,7 +232,8 @@ zw_presence_tend(void)
 		return;
 	new_root = strcmp(root, zw_presence->for_root) != 0;
 	strlcpy(zw_presence->for_root, root, sizeof(zw_presence->for_root));
-	send = zc_delay_tend(&zw_presence->pres, session, zkl_shared->session_nonce, new_root, zkl_mono_now());
+	send = zc_delay_tend(&zw_presence->pres, session, zkl_shared->session_nonce, new_root,
+						 zkl_mono_now());
 	if (send & ZLD_SEND_PRESENCE)
 		send_presence();
 	if (send & ZLD_SEND_LIST)
@@ -281,7 +275,8 @@ static void
 confirm_synced(int rc, const char *value, const void *data)
 {
 	if (rc == ZOK)
-		rc = zw_client_exists(zw_presence->confirm.path, zw_presence->confirm.done, zw_presence->confirm.ctx);
+		rc = zw_client_exists(zw_presence->confirm.path, zw_presence->confirm.done,
+							  zw_presence->confirm.ctx);
 	if (rc != ZOK)
 		zw_presence->confirm.done(rc, NULL, zw_presence->confirm.ctx);
 }

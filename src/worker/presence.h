@@ -38,7 +38,6 @@ typedef struct ZwPresence
 
 extern ZwPresence *zw_presence;
 extern ZwPresence *zw_presence_new(void);
-extern void zw_presence_free(ZwPresence *p);
 
 extern void zw_presence_tend(void);
 extern void zw_presence_reset(void);

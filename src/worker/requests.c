@@ -38,14 +38,23 @@ typedef struct Batch
 
 #define BATCH_POOL	4			/* spare batches kept for reuse */
 
-static Batch *batch_pool[BATCH_POOL];
-static int	batch_pooled = 0;
+/*
+ * This file's process memory: the worker has one copy, the simulator one
+ * per simulated cluster (it points zw_requests at each).
+ */
+struct ZwRequests
+{
+	ZklCore    *core;			/* the worker's (zw_requests_init) */
+	Batch	   *batch_pool[BATCH_POOL];
+	int			batch_pooled;
+	ZkrChild   *childbuf;		/* the last listing, parsed and sorted */
+	int			maxchild;
+	zoo_op_result_t *verify_results;	/* one per slot, alive until the reply */
+	zoo_op_result_t proof_result;
+};
 
-static ZkrChild *childbuf = NULL;	/* the last listing, parsed and sorted */
-static int	maxchild = 0;
-static zoo_op_result_t *verify_results = NULL;	/* one per slot, alive until the reply */
-static zoo_op_result_t proof_result;
-static ZklCore *core;		/* the worker's (zw_requests_init) */
+static ZwRequests own;
+ZwRequests *zw_requests = &own;
 
 static void *
 tag_ctx(uint64 tag)
@@ -63,22 +72,25 @@ ctx_tag(const void *ctx)
 static int
 collect_children(const struct String_vector *children)
 {
-	if (children->count > maxchild)
+	if (children->count > zw_requests->maxchild)
 	{
-		maxchild = Max(children->count, 64);
-		childbuf = childbuf ? repalloc(childbuf, maxchild * sizeof(ZkrChild))
-			: MemoryContextAlloc(TopMemoryContext, maxchild * sizeof(ZkrChild));
+		Size		size = Max(children->count, 64) * sizeof(ZkrChild);
+
+		zw_requests->maxchild = Max(children->count, 64);
+		zw_requests->childbuf = zw_requests->childbuf ? repalloc(zw_requests->childbuf, size)
+			: MemoryContextAlloc(TopMemoryContext, size);
 	}
-	return zc_recipe_collect((const char *const *) children->data, children->count, childbuf);
+	return zc_recipe_collect((const char *const *) children->data, children->count,
+							 zw_requests->childbuf);
 }
 
-/* ---- completions and watchers: hand the result to core->c, under the lock ---- */
+/* ---- completions and watchers: hand the result to core.c, under the lock ---- */
 
 static void
 key_node_done(int rc, const char *value, const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_core_key_node_reply(core, ctx_tag(ctx), rc);
+	zc_core_key_node_reply(zw_requests->core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
 	if (rc != ZNOAUTH)
 		zw_client_create_answered(rc, value, ctx);
@@ -90,7 +102,7 @@ create_done(int rc, const char *name, const struct Stat *stat, const void *ctx)
 	bool		stray;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	stray = zc_core_create_reply(core, ctx_tag(ctx), rc, name, stat != NULL,
+	stray = zc_core_create_reply(zw_requests->core, ctx_tag(ctx), rc, name, stat != NULL,
 							   stat ? stat->czxid : 0);
 	LWLockRelease(zkl_shared->lock);
 	if (stray)
@@ -103,7 +115,7 @@ children_reply(int rc, const struct String_vector *strings, const void *ctx, boo
 	int			n = rc == ZOK ? collect_children(strings) : 0;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_core_children_reply(core, ctx_tag(ctx), rc, childbuf, n, watched);
+	zc_core_children_reply(zw_requests->core, ctx_tag(ctx), rc, zw_requests->childbuf, n, watched);
 	LWLockRelease(zkl_shared->lock);
 	zw_check_suspects();
 }
@@ -128,7 +140,7 @@ watch_set(int rc, const char *value, int value_len, const struct Stat *stat,
 		  const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_core_watch_set_reply(core, ctx_tag(ctx), rc, value, value_len);
+	zc_core_watch_set_reply(zw_requests->core, ctx_tag(ctx), rc, value, value_len);
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -136,7 +148,7 @@ static void
 unmark_done(int rc, const struct Stat *stat, const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_core_unmark_reply(core, ctx_tag(ctx), rc);
+	zc_core_unmark_reply(zw_requests->core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -147,7 +159,7 @@ predecessor_watch(zhandle_t *h, int type, int state, const char *path, void *ctx
 	if (type == ZOO_SESSION_EVENT)
 		return;
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_core_watch_event(core, ctx_tag(ctx), type == ZOO_DELETED_EVENT, path ? path : "");
+	zc_core_watch_event(zw_requests->core, ctx_tag(ctx), type == ZOO_DELETED_EVENT, path ? path : "");
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -163,7 +175,8 @@ key_children_watch(zhandle_t *h, int type, int state, const char *path, void *ct
 	if (type == ZOO_SESSION_EVENT)
 		return;
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_core_watch_event(core, ZKL_KEY_WATCH_TAG, type == ZOO_DELETED_EVENT, path ? path : "");
+	zc_core_watch_event(zw_requests->core, ZKL_KEY_WATCH_TAG, type == ZOO_DELETED_EVENT,
+						path ? path : "");
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -171,7 +184,7 @@ static void
 barrier_done(int rc, const struct Stat *stat, const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_core_barrier_reply(core, ctx_tag(ctx), rc);
+	zc_core_barrier_reply(zw_requests->core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -179,7 +192,7 @@ static void
 delete_done(int rc, const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_core_delete_reply(core, ctx_tag(ctx), rc);
+	zc_core_delete_reply(zw_requests->core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -189,7 +202,7 @@ batch_get(void)
 {
 	Batch	   *b;
 
-	b = batch_pooled > 0 ? batch_pool[--batch_pooled] :
+	b = zw_requests->batch_pooled > 0 ? zw_requests->batch_pool[--zw_requests->batch_pooled] :
 		MemoryContextAlloc(TopMemoryContext, sizeof(Batch));
 	b->n = 0;
 	return b;
@@ -198,8 +211,8 @@ batch_get(void)
 static void
 batch_put(Batch *b)
 {
-	if (batch_pooled < BATCH_POOL)
-		batch_pool[batch_pooled++] = b;
+	if (zw_requests->batch_pooled < BATCH_POOL)
+		zw_requests->batch_pool[zw_requests->batch_pooled++] = b;
 	else
 		pfree(b);
 }
@@ -219,7 +232,7 @@ multi_done(int rc, const void *data)
 		names[i] = b->names[i];
 	}
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_core_multi_reply(core, b->n, b->tags, b->del, names, rc, errs, stray);
+	zc_core_multi_reply(zw_requests->core, b->n, b->tags, b->del, names, rc, errs, stray);
 	LWLockRelease(zkl_shared->lock);
 
 	for (i = 0; i < b->n; i++)
@@ -233,7 +246,7 @@ recover_done(int rc, const struct String_vector *strings, const struct Stat *sta
 			 const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_core_recover_reply(core, ctx_tag(ctx), rc,
+	zc_core_recover_reply(zw_requests->core, ctx_tag(ctx), rc,
 						rc == ZOK ? (const char *const *) strings->data : NULL,
 						rc == ZOK ? strings->count : 0);
 	LWLockRelease(zkl_shared->lock);
@@ -246,7 +259,8 @@ stat_done(int rc, const struct Stat *stat, const void *ctx)
 	bool		is_stray;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	is_stray = zc_core_stat_reply(core, ctx_tag(ctx), rc, rc == ZOK ? stat->ephemeralOwner : 0,
+	is_stray = zc_core_stat_reply(zw_requests->core, ctx_tag(ctx), rc,
+								  rc == ZOK ? stat->ephemeralOwner : 0,
 								rc == ZOK ? stat->czxid : 0, stray);
 	LWLockRelease(zkl_shared->lock);
 	if (is_stray)
@@ -257,19 +271,19 @@ static void
 verify_done(int rc, const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_core_verify_reply(core, ctx_tag(ctx), rc);
+	zc_core_verify_reply(zw_requests->core, ctx_tag(ctx), rc);
 	LWLockRelease(zkl_shared->lock);
 }
 
 static void
 proof_done(int rc, const void *data)
 {
-	zc_core_proof_reply(core, (uint64) (uintptr_t) data, rc);
+	zc_core_proof_reply(zw_requests->core, (uint64) (uintptr_t) data, rc);
 }
 
 /* ---- plan and send ---- */
 
-/* Under the lock, let core->c pick the calls owed.  Returns the ms until it must plan again. */
+/* Under the lock, let core.c pick the calls owed.  Returns the ms until it must plan again. */
 long
 zw_requests_plan(void)
 {
@@ -283,7 +297,7 @@ zw_requests_plan(void)
 	connected = zw_client_handle() != NULL && zkl_shared->t.conn_state == ZKC_CONNECTED;
 	if (session != zkl_shared->t.session_tag)
 		proof_at = 0;
-	next_ms = zc_core_plan(core, connected, proof_at);
+	next_ms = zc_core_plan(zw_requests->core, connected, proof_at);
 	if (connected)
 		zw_query_start();
 	LWLockRelease(zkl_shared->lock);
@@ -301,10 +315,10 @@ zw_requests_send_proof(void)
 	zoo_op_t	check;
 
 	zw_client_op_check(&check, zkl_shared->t.roots[zkl_shared->t.cur_root], -1);
-	core->proof_sent = zkl_mono_now();
-	zc_core_proof_sent(core,
-					 zw_client_multi(1, &check, &proof_result, proof_done,
-									 (const void *) (uintptr_t) core->proof_gen) == ZOK);
+	zw_requests->core->proof_sent = zkl_mono_now();
+	zc_core_proof_sent(zw_requests->core,
+					 zw_client_multi(1, &check, &zw_requests->proof_result, proof_done,
+									 (const void *) (uintptr_t) zw_requests->core->proof_gen) == ZOK);
 }
 
 /* Create root path components (persistent) and the key node (container). */
@@ -349,19 +363,19 @@ send_test_orphan(const ZklSlot *s)
 
 /*
  * Read the key's children for slot s.  Some reads also set a child watch on
- * the key (zc_core_listing_watches); core->c routes its event by the key's
+ * the key (zc_core_listing_watches); core.c routes its event by the key's
  * path, not by this tag.
  */
 static int
 send_listing(const ZklSlot *s, const char *key_path, void *ctx)
 {
-	if (zc_core_listing_watches(core, s))
+	if (zc_core_listing_watches(zw_requests->core, s))
 		return zw_client_children_watched(key_path, key_children_watch, NULL,
 										  watched_children_done, ctx);
 	return zw_client_children_stat(key_path, children_done, ctx);
 }
 
-/* Send the multis core->c groups, each with the new nodes' listings right behind. */
+/* Send the multis core.c groups, each with the new nodes' listings right behind. */
 static void
 send_batches(void)
 {
@@ -369,7 +383,7 @@ send_batches(void)
 	int			n;
 	int			j;
 
-	if (!zc_core_batch_wanted(core))
+	if (!zc_core_batch_wanted(zw_requests->core))
 		return;					/* the usual light-load turn: no multi, no lock taken */
 	for (;;)
 	{
@@ -377,7 +391,7 @@ send_batches(void)
 
 		/* it counts the batched ops in shared memory */
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		n = zc_core_next_batch(core, members);
+		n = zc_core_next_batch(zw_requests->core, members);
 		LWLockRelease(zkl_shared->lock);
 		if (n == 0)
 			break;
@@ -385,7 +399,7 @@ send_batches(void)
 
 		for (j = 0; j < n; j++)
 		{
-			const ZklOp *op = &core->ops[members[j]];
+			const ZklOp *op = &zw_requests->core->ops[members[j]];
 			const ZklSlot *s = &zkl_shared->t.slots[op->idx];
 
 			b->del[j] = op->kind == OP_DELETE;
@@ -410,7 +424,7 @@ send_batches(void)
 		b->n = n;
 		if (zw_client_multi(b->n, b->ops, b->results, multi_done, b) != ZOK)
 			elog(ERROR, "zk_lock: could not send a ZooKeeper multi");
-		zc_core_write_sent(core);
+		zc_core_write_sent(zw_requests->core);
 		/* each new node's key's children, in the same round trip, as for a single create */
 		for (j = 0; j < b->n; j++)
 		{
@@ -419,7 +433,7 @@ send_batches(void)
 
 			if (b->del[j])
 				continue;
-			s = &zkl_shared->t.slots[core->ops[members[j]].idx];
+			s = &zkl_shared->t.slots[zw_requests->core->ops[members[j]].idx];
 			zc_core_key_path(&zkl_shared->t, s, path);
 			(void) send_listing(s, path, tag_ctx(b->tags[j]));
 		}
@@ -451,7 +465,7 @@ send_op(const ZklOp *op)
 									   create_done, ctx);
 			if (rc == ZOK)
 			{
-				zc_core_write_sent(core);
+				zc_core_write_sent(zw_requests->core);
 				/* same round trip: the server answers a session in order */
 				rc = send_listing(s, parent, ctx);
 			}
@@ -484,7 +498,7 @@ send_op(const ZklOp *op)
 
 				zc_core_child_path(&zkl_shared->t, s, s->node, path);
 				zw_client_op_check(&check, path, -1);
-				rc = zw_client_multi(1, &check, &verify_results[op->idx], verify_done, ctx);
+				rc = zw_client_multi(1, &check, &zw_requests->verify_results[op->idx], verify_done, ctx);
 			}
 			break;
 		case OP_WATCH:
@@ -500,7 +514,7 @@ send_op(const ZklOp *op)
 			zc_core_child_path(&zkl_shared->t, s, s->node, path);
 			rc = zw_client_delete(path, -1, delete_done, ctx);
 			if (rc == ZOK)
-				zc_core_write_sent(core);
+				zc_core_write_sent(zw_requests->core);
 			break;
 	}
 	return rc;
@@ -516,13 +530,13 @@ zw_requests_send(void)
 	int			i;
 
 	send_batches();
-	for (i = 0; i < core->nops; i++)
+	for (i = 0; i < zw_requests->core->nops; i++)
 	{
 		int			rc;
 
-		if (core->ops[i].batched)
+		if (zw_requests->core->ops[i].batched)
 			continue;
-		rc = send_op(&core->ops[i]);
+		rc = send_op(&zw_requests->core->ops[i]);
 
 		/*
 		 * ZINVALIDSTATE: the session just ended and zc_core_session_lost() will
@@ -533,10 +547,18 @@ zw_requests_send(void)
 	}
 }
 
+/* A fresh copy of this file's memory, as a new worker process has it. */
+ZwRequests *
+zw_requests_new(void)
+{
+	return MemoryContextAllocZero(TopMemoryContext, sizeof(ZwRequests));
+}
+
 /* Room for what the requests of nslots slots need; core is the worker's. */
 void
 zw_requests_init(ZklCore *worker_core, int nslots)
 {
-	core = worker_core;
-	verify_results = MemoryContextAllocZero(TopMemoryContext, nslots * sizeof(zoo_op_result_t));
+	zw_requests->core = worker_core;
+	zw_requests->verify_results = MemoryContextAllocZero(TopMemoryContext,
+														 nslots * sizeof(zoo_op_result_t));
 }

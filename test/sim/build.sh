@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=${SIM_SRC:-$here/../../src}
 # the worker files the simulator runs as shipped
-WORKER=(orphans presence)
+WORKER=(orphans presence requests)
 if [ "${1:-}" = --list ]; then
 	echo "${WORKER[@]}"
 	exit 0
@@ -30,6 +30,6 @@ for f in "${WORKER[@]}"; do
 		-I"$src/worker" -I"$src" -I"$src/core" -I"$pgsrv" -c "$src/worker/$f.c" -o "$obj/w-$f.o"
 done
 cc -std=gnu99 "$@" "${warn[@]}" -Wno-missing-field-initializers -Wno-sign-compare \
-	-I"$here" -I"$src" -I"$src/core" -I"$pgsrv" -c "$here/sim_pg.c" -o "$obj/sim_pg.o"
+	-I"$here" -I"$src" -I"$src/core" -I"$src/worker" -I"$pgsrv" -c "$here/sim_pg.c" -o "$obj/sim_pg.o"
 cc -std=c99 "$@" -DZC_ASSERTS "${warn[@]}" -I"$src/core" -I"$src/worker" -I"$here" -o "$out" \
 	"$here/sim.c" "$here/zkmodel.c" "$here/sim_zk.c" "$src"/core/*.c "$obj"/*.o

@@ -37,14 +37,16 @@
  *
  * Shipped worker files run here as they are (build.sh lists them), with
  * their ZooKeeper calls answered by the model (sim_zk.c) and what they take
- * from PostgreSQL from sim_pg.c: the orphan clean-up (orphans.c) and
- * lock-delay's presence list and tombstones (presence.c).
+ * from PostgreSQL from sim_pg.c: every lock request's calls and replies
+ * (requests.c), the orphan clean-up (orphans.c), and lock-delay's presence
+ * list and tombstones (presence.c).  The client library's part is played
+ * here too: completions in order, ZCLOSING when a handle closes, watchers
+ * kept once a read is answered ZOK, one-shot, and told of session events.
  * What is re-stated here rather than run: the worker's session handling
  * (session.c and left_session.c; the cut-off clock is cutoff.c, run as is),
- * the requests' I/O (requests.c), the clean stop's loop (worker.c) and
- * the deadlock detector's I/O schedule (gwaits.c; its decisions are
- * gwait.c, run as is), following those files.  A backend's bookkeeping of
- * its locks is book.c, run as is.
+ * the worker's loop and clean stop (worker.c) and the deadlock detector's
+ * I/O schedule (gwaits.c; its decisions are gwait.c, run as is), following
+ * those files.  A backend's bookkeeping of its locks is book.c, run as is.
  *
  * Usage: sim [--seed N] [--seeds A-B] [--seconds S] [--steps N] [--first-failure]
  *            [--verbose]
@@ -80,6 +82,7 @@
 #include "sim_host.h"
 #include "orphans.h"
 #include "presence.h"
+#include "requests.h"
 
 /* the largest world a seed may draw (Sim.ncl, Cluster.nb, Cluster.t->nslots) */
 #define NCLUSTERS	5
@@ -105,19 +108,7 @@
 typedef enum Purpose
 {
 	P_NONE,
-	P_CREATE,
-	P_CHILDREN,
-	P_RECOVER,
-	P_STAT,
-	P_BARRIER,
-	P_WATCH,
-	P_UNMARK,
-	P_VERIFY,
-	P_DELETE,
-	P_MULTI,
-	P_PROOF,
-	P_KEYNODE,
-	P_IGNORE,
+	P_IGNORE,					/* a reply nobody reads (the simulator's own request) */
 	P_CALL						/* a shipped worker file's call (sim_zk.c): its completion */
 } Purpose;
 
@@ -125,13 +116,12 @@ typedef struct Out
 {
 	uint64_t	id;
 	Purpose		purpose;
-	uint64_t	tag;			/* core tag, or presence/proof generation */
-	int			n;				/* multi */
-	uint64_t	tags[ZKL_BATCH_MAX];
-	bool		del[ZKL_BATCH_MAX];
+	ZkmReqKind	kind;			/* the request's */
+	uint64_t	tag;			/* its context, read as a core tag (requests.c's are) */
+	uint32_t	keys;			/* the lock keys its paths are under, a bit each (key_index) */
+	bool		watched;		/* it sets a watch */
+	uint64_t	wtag;			/* and the watch's tag (watch_tag) */
 	char		path[ZKM_PATH];
-	char		uuid[ZKL_UUID_LEN + 1];
-	bool		watched;		/* a listing that set a child watch */
 	SimCall		call;			/* P_CALL */
 } Out;
 
@@ -293,11 +283,17 @@ typedef struct Cluster
 	bool		marking;		/* its tombstone asked for: nothing is planned any more */
 	int64_t		stop_deadline;	/* model time */
 	/* its worker process's memory in the shipped worker files it runs */
+	void	   *proc;			/* its memory (sim_pg.c): gone when the process dies */
 	ZwOrphans  *orphans;		/* orphans.c */
 	ZwPresence *presence;		/* presence.c: lock-delay (its rules: lock_delay.c) */
-	/* the watches those files set, until they fire (the library's) */
-	SimCall		watches[64];
-	uint64_t	watch_tags[64];
+	ZwRequests *requests;		/* requests.c */
+	/* the watchers the client library keeps for them: set by a read's ZOK, one-shot */
+	struct Watch
+	{
+		uint64_t	wtag;
+		bool		child;
+		char		path[ZKM_PATH];
+	}		   *watches;
 	int			nwatches;
 	int			nb;				/* backends of this cluster (the seed draws it) */
 	/* its settings, drawn per seed within what README requires of clusters sharing locks */
@@ -566,41 +562,11 @@ out_take(Cluster *c, uint64_t id, Out *into)
 }
 
 static void
-req_init(ZkmReq *r, ZkmReqKind kind, const char *path, const Out *o)
-{
-	memset(r, 0, sizeof(*r));
-	r->kind = kind;
-	snprintf(r->path, sizeof(r->path), "%s", path);
-	r->tag = o ? o->id : 0;
-}
-
-/* A node's data as the worker sends it (the model keeps ZKM_DATA bytes of it). */
-static void
-node_data(const ZklSlot *s, char *out)
-{
-	char		data[ZKL_NODE_DATA_LEN];
-
-	zc_core_node_data(s, data);
-	snprintf(out, ZKM_DATA, "%s", data);
-}
-
-static void
 send_req(Cluster *c, ZkmReq *r)
 {
 	zkm_send(S->m, c->client, r);
 }
 
-/* A request whose reply nobody reads (parents, stray deletes). */
-static void
-send_blind(Cluster *c, ZkmReqKind kind, const char *path, int flags)
-{
-	ZkmReq		r;
-	Out		   *o = out_new(c, P_IGNORE, 0);
-
-	req_init(&r, kind, path, o);
-	r.flags = flags;
-	send_req(c, &r);
-}
 
 /* ---- what core.c asks of its host ---- */
 
@@ -695,9 +661,10 @@ static Cluster *
 enter(Cluster *c)
 {
 	cur_cl = c;
-	simpg_enter(c->shared);
+	simpg_enter(c->shared, c->proc);
 	zw_orphans = c->orphans;
 	zw_presence = c->presence;
+	zw_requests = c->requests;
 	return c;
 }
 
@@ -705,6 +672,19 @@ int64_t
 simh_mono(void)
 {
 	return c_mono(cur_cl);
+}
+
+int64_t
+simh_proof_read(int64_t *session)
+{
+	*session = cur_cl->proof_session;
+	return cur_cl->proof_at;
+}
+
+void
+simh_new_uuid(char *out)
+{
+	env_new_uuid(cur_cl, out);
 }
 
 int
@@ -717,23 +697,6 @@ bool
 simh_has_handle(void)
 {
 	return cur_cl->client >= 0;
-}
-
-/* A watch of theirs: the watcher it names, taken out (watches are one-shot). */
-static bool
-watch_take(Cluster *c, uint64_t wtag, SimCall *into)
-{
-	int			i;
-
-	for (i = 0; i < c->nwatches; i++)
-		if (c->watch_tags[i] == wtag)
-		{
-			*into = c->watches[i];
-			c->watches[i] = c->watches[--c->nwatches];
-			c->watch_tags[i] = c->watch_tags[c->nwatches];
-			return true;
-		}
-	return false;
 }
 
 int64_t
@@ -763,32 +726,133 @@ simh_connected(void)
 	return cur_cl->client >= 0 && zkm_connected(S->m, cur_cl->client);
 }
 
+/* The lock key a path is under (its bit in Out.keys), or 0. */
+static uint32_t
+path_keys(const char *path)
+{
+	int			k;
+
+	for (k = 0; k < NALL; k++)
+	{
+		size_t		n = strlen(ROOT "/") + strlen(key_name(k));
+
+		if (strncmp(path, ROOT "/", strlen(ROOT "/")) == 0 &&
+			strncmp(path + strlen(ROOT "/"), key_name(k), strlen(key_name(k))) == 0 &&
+			(path[n] == '\0' || path[n] == '/'))
+			return UINT32_C(1) << k;
+	}
+	return 0;
+}
+
+/*
+ * A watcher and its context, as the model's watch tag: the library keeps
+ * one watch per watcher and context (a second read with the same pair sets
+ * no other), and the model one per tag.
+ */
+#define WATCH_CTX_BITS	56
+static void (*watch_fns[16]) (void);
+static int	nwatch_fns;
+
+static uint64_t
+watch_tag(const SimCall *call)
+{
+	uint64_t	ctx = (uint64_t) (uintptr_t) call->wctx;
+	int			f;
+
+	for (f = 0; f < nwatch_fns && watch_fns[f] != call->watcher; f++)
+		;
+	if (f == nwatch_fns)
+	{
+		if (nwatch_fns == 16)
+			abort();
+		watch_fns[nwatch_fns++] = call->watcher;
+	}
+	if (ctx >> WATCH_CTX_BITS)
+		fail("c%d: a watcher's context too wide for a watch tag", cur_cl->id);
+	return (UINT64_C(1) << 63) | ((uint64_t) f << WATCH_CTX_BITS) | ctx;
+}
+
+/* A read with a watch answered ZOK: the library keeps its watcher (once per path, kind and tag). */
+static void
+watch_keep(Cluster *c, const Out *o)
+{
+	int			i;
+
+	for (i = 0; i < c->nwatches; i++)
+		if (c->watches[i].wtag == o->wtag && strcmp(c->watches[i].path, o->path) == 0 &&
+			c->watches[i].child == (o->kind == ZKM_CHILDREN))
+			return;
+	c->watches = realloc(c->watches, (c->nwatches + 1) * sizeof(c->watches[0]));
+	c->watches[c->nwatches].wtag = o->wtag;
+	c->watches[c->nwatches].child = o->kind == ZKM_CHILDREN;
+	snprintf(c->watches[c->nwatches].path, ZKM_PATH, "%s", o->path);
+	c->nwatches++;
+}
+
+/* A watch event: whether the library has a watcher for it (then taken: one-shot). */
+static bool
+watch_take(Cluster *c, const ZkmMsg *msg)
+{
+	int			i;
+
+	for (i = 0; i < c->nwatches; i++)
+		if (c->watches[i].wtag == msg->tag && c->watches[i].child == msg->child &&
+			strcmp(c->watches[i].path, msg->path) == 0)
+		{
+			c->watches[i] = c->watches[--c->nwatches];
+			return true;
+		}
+	return false;
+}
+
+static void
+watcher_call(Cluster *c, uint64_t wtag, int type, int state, const char *path)
+{
+	int			f = (int) ((wtag >> WATCH_CTX_BITS) & 0x7f);
+
+	enter(c);
+	((watcher_fn) watch_fns[f]) (NULL, type, state, path,
+								 (void *) (uintptr_t) (wtag & ((UINT64_C(1) << WATCH_CTX_BITS) - 1)));
+}
+
+/* A change of the connection's state: the library tells every watcher it keeps. */
+static void
+watchers_session_event(Cluster *c, int state)
+{
+	int			i;
+
+	for (i = 0; i < c->nwatches; i++)
+		watcher_call(c, c->watches[i].wtag, ZOO_SESSION_EVENT, state, "");
+}
+
 bool
 simh_send(const ZkmReq *req, const SimCall *call)
 {
 	Out		   *o;
 	ZkmReq		r = *req;
+	int			i;
 
 	if (cur_cl->client < 0)
 		return false;
-	o = out_new(cur_cl, P_CALL, 0);
+	o = out_new(cur_cl, P_CALL, (uint64_t) (uintptr_t) call->ctx);
 	o->call = *call;
+	o->kind = r.kind;
 	calls_sent[r.kind]++;
 	snprintf(o->path, sizeof(o->path), "%s", r.path);
+	o->keys = path_keys(r.path);
+	for (i = 0; i < r.nsub; i++)
+		o->keys |= path_keys(r.sub[i].path);
 	r.tag = o->id;
 	if (call->watcher != NULL)
 	{
-		if (cur_cl->nwatches == 64)
-			fail("c%d: more than 64 watches set", cur_cl->id);
-		else
-		{
-			r.watch = true;
-			r.wtag = (UINT64_C(1) << 63) | o->id;
-			cur_cl->watch_tags[cur_cl->nwatches] = r.wtag;
-			cur_cl->watches[cur_cl->nwatches++] = *call;
-		}
+		r.watch = true;
+		r.wtag = o->wtag = watch_tag(call);
+		o->watched = true;
 	}
 	send_req(cur_cl, &r);
+	if (S->verbose && (r.kind == ZKM_CREATE || r.kind == ZKM_DELETE || r.kind == ZKM_MULTI_OP))
+		trace("c%d sends %d %s%s", cur_cl->id, r.kind, r.kind == ZKM_MULTI_OP ? r.sub[0].path : r.path,
+			  r.nsub > 1 ? " ..." : "");
 	return true;
 }
 
@@ -806,7 +870,7 @@ drop_outs(Cluster *c, bool died)
 
 	c->outs = NULL;
 	c->nouts = c->capouts = 0;
-	c->nwatches = 0;			/* a handle's watches go with it */
+	c->nwatches = 0;			/* the library's watchers go with its handle */
 	for (i = 0; i < n && !died; i++)
 		if (outs[i].purpose == P_CALL)
 		{
@@ -834,20 +898,15 @@ env_may_be_orphan(void *arg, const char *name)
 static void
 worker_memory(Cluster *c)
 {
-	if (c->orphans != NULL)
-		zw_orphans_free(c->orphans);
-	c->orphans = zw_orphans_new();
-	if (c->presence != NULL)
-		zw_presence_free(c->presence);
-	c->presence = zw_presence_new();
-}
-
-/* zw_delete_stray: a node of ours no request owns */
-static void
-send_stray(Cluster *c, const char *path)
-{
+	if (c->proc != NULL)
+		simpg_proc_end(c->proc);
+	c->proc = simpg_proc_new();
 	enter(c);
-	zw_delete_stray(path, NULL);
+	c->orphans = zw_orphans_new();
+	c->presence = zw_presence_new();
+	c->requests = zw_requests_new();
+	zw_requests = c->requests;
+	zw_requests_init(&c->core, c->t->nslots);	/* as worker.c's main */
 }
 
 static void
@@ -933,9 +992,9 @@ open_session(Cluster *c)
 {
 	c->t->conn_state = ZKC_CONNECTING;
 	zc_core_new_handle(&c->core);
-	enter(c);
-	zw_presence_reset();		/* worker.c's new handle */
 	drop_outs(c, false);		/* (a stop or a crash closed the old handle) */
+	enter(c);
+	zw_presence_reset();		/* worker.c's session_new_handle */
 	/*
 	 * An id handed out again may come back to the cluster that had it: the
 	 * commit check and local hand-over tell incarnations apart by the
@@ -991,7 +1050,7 @@ static void left_close(Cluster *c, bool marked);
 static void
 left_tend(Cluster *c)
 {
-	if (c->left_session == 0 || c->client < 0 || c->t->conn_state != ZKC_CONNECTED)
+	if (c->left_session == 0)
 		return;
 	enter(c);
 	if (!zw_presence_listed())
@@ -1052,167 +1111,6 @@ ghosts_tend(Cluster *c)
 }
 
 /* ---- sending what core.c planned ---- */
-
-static void
-create_path(Cluster *c, const ZklSlot *s, char *out)
-{
-	char		prefix[ZKL_NODE_BUFLEN];
-
-	zc_table_node_prefix(c->t, s, s->uuid, (uint64_t) c->id + 1, prefix, sizeof(prefix));
-	zc_core_child_path(c->t, s, prefix, out);
-}
-
-static void
-send_children(Cluster *c, const ZklSlot *s, Purpose p, uint64_t tag)
-{
-	char		path[ZKL_PATH_LEN];
-	ZkmReq		r;
-	Out		   *o = out_new(c, p, tag);
-
-	zc_core_key_path(c->t, s, path);
-	req_init(&r, ZKM_CHILDREN, path, o);
-	/* some listings set a child watch on their key, as worker.c's */
-	r.watch = p == P_CHILDREN && zc_core_listing_watches(&c->core, s);
-	o->watched = r.watch;
-	r.wtag = r.watch ? ZKL_KEY_WATCH_TAG : tag;	/* as worker.c: one watcher per key */
-	send_req(c, &r);
-}
-
-/* The root and the key node (a container), ahead of a create. */
-static void
-send_parents(Cluster *c, const ZklSlot *s, uint64_t tag)
-{
-	char		path[ZKL_PATH_LEN];
-	ZkmReq		r;
-
-	send_blind(c, ZKM_CREATE, ROOT, 0);
-	zc_core_key_path(c->t, s, path);
-	req_init(&r, ZKM_CREATE, path, out_new(c, P_KEYNODE, tag));
-	r.flags = ZKM_F_CONTAINER;
-	send_req(c, &r);
-}
-
-static void
-send_batches(Cluster *c)
-{
-	int			members[ZKL_BATCH_MAX];
-	int			n;
-	int			j;
-
-	while ((n = zc_core_next_batch(&c->core, members)) > 0)
-	{
-		Out		   *o;
-		ZkmReq		r;
-
-		/* key nodes first (the server answers in order); out_new may move the outs */
-		for (j = 0; j < n; j++)
-		{
-			const ZklOp *op = &c->ops[members[j]];
-
-			if (op->kind != OP_DELETE && op->parents)
-				send_parents(c, &c->t->slots[op->idx], zc_core_tag(op->idx, op->attempt));
-		}
-		o = out_new(c, P_MULTI, 0);
-		req_init(&r, ZKM_MULTI_OP, "/", o);
-		r.nsub = n;
-		o->n = n;
-		for (j = 0; j < n; j++)
-		{
-			const ZklOp *op = &c->ops[members[j]];
-			const ZklSlot *s = &c->t->slots[op->idx];
-
-			o->tags[j] = zc_core_tag(op->idx, op->attempt);
-			o->del[j] = op->kind == OP_DELETE;
-			if (o->del[j])
-			{
-				r.sub[j].kind = ZKM_DELETE;
-				zc_core_child_path(c->t, s, s->node, r.sub[j].path);
-			}
-			else
-			{
-				r.sub[j].kind = ZKM_CREATE;
-				r.sub[j].flags = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
-				create_path(c, s, r.sub[j].path);
-				node_data(s, r.sub[j].data);
-			}
-		}
-		send_req(c, &r);
-		zc_core_write_sent(&c->core);
-		/* each new node's listing right behind (send_children moves the outs: o is done) */
-		for (j = 0; j < n; j++)
-		{
-			const ZklOp *op = &c->ops[members[j]];
-
-			if (op->kind != OP_DELETE)
-				send_children(c, &c->t->slots[op->idx], P_CHILDREN, zc_core_tag(op->idx, op->attempt));
-		}
-	}
-}
-
-static void
-send_op(Cluster *c, const ZklOp *op)
-{
-	const ZklSlot *s = &c->t->slots[op->idx];
-	uint64_t	tag = zc_core_tag(op->idx, op->attempt);
-	char		path[ZKL_PATH_LEN];
-	ZkmReq		r;
-
-	switch (op->kind)
-	{
-		case OP_CREATE:
-			if (op->parents)
-				send_parents(c, s, tag);
-			create_path(c, s, path);
-			req_init(&r, ZKM_CREATE, path, out_new(c, P_CREATE, tag));
-			r.flags = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
-			node_data(s, r.data);
-			send_req(c, &r);
-			zc_core_write_sent(&c->core);
-			send_children(c, s, P_CHILDREN, tag);
-			break;
-		case OP_CHILDREN:
-			send_children(c, s, P_CHILDREN, tag);
-			break;
-		case OP_RECOVER:
-			/* a view that includes whatever the leader applied of ours */
-			zc_core_key_path(c->t, s, path);
-			send_blind(c, ZKM_SYNC, path, 0);
-			send_children(c, s, P_RECOVER, tag);
-			break;
-		case OP_STAT:
-		case OP_BARRIER:
-			zc_core_child_path(c->t, s, s->node, path);
-			req_init(&r, ZKM_EXISTS, path, out_new(c, op->kind == OP_STAT ? P_STAT : P_BARRIER, tag));
-			send_req(c, &r);
-			break;
-		case OP_VERIFY:
-			req_init(&r, ZKM_MULTI_OP, "/", out_new(c, P_VERIFY, tag));
-			r.nsub = 1;
-			r.sub[0].kind = ZKM_EXISTS;
-			zc_core_child_path(c->t, s, s->node, r.sub[0].path);
-			send_req(c, &r);
-			break;
-		case OP_WATCH:
-			zc_core_child_path(c->t, s, s->watch, path);
-			req_init(&r, ZKM_GETDATA, path, out_new(c, P_WATCH, tag));
-			r.watch = true;
-			r.wtag = tag;
-			send_req(c, &r);
-			break;
-		case OP_UNMARK:
-			zc_core_child_path(c->t, s, s->node, path);
-			req_init(&r, ZKM_SETDATA, path, out_new(c, P_UNMARK, tag));
-			node_data(s, r.data);
-			send_req(c, &r);
-			break;
-		case OP_DELETE:
-			zc_core_child_path(c->t, s, s->node, path);
-			req_init(&r, ZKM_DELETE, path, out_new(c, P_DELETE, tag));
-			send_req(c, &r);
-			zc_core_write_sent(&c->core);
-			break;
-	}
-}
 
 static bool handle_next(Cluster *c);
 static void note_grants(Cluster *c);
@@ -1394,7 +1292,6 @@ linger_try_due(Cluster *c, int k)
 static void
 plan_turn(Cluster *c)
 {
-	bool		connected;
 	int			i;
 
 	session_tend(c);
@@ -1403,32 +1300,18 @@ plan_turn(Cluster *c)
 	presence_tend(c);
 	left_tend(c);
 	gw_tend(c);
-	connected = c->client >= 0 && c->t->conn_state == ZKC_CONNECTED;
-	(void) zc_core_plan(&c->core, connected,
-					  c->proof_session == c->t->session_tag ? c->proof_at : 0);
+	enter(c);
+	(void) zw_requests_plan();
 	note_grants(c);
 	check_sole_blocker(c);
 	if (c->core.nops > 0 && c->client < 0)
 		fail("c%d planned ops without a session", c->id);
 	if (c->client < 0)
 		return;
-	send_batches(c);
-	for (i = 0; i < c->core.nops; i++)
-		if (!c->ops[i].batched)
-			send_op(c, &c->ops[i]);
+	enter(c);
+	zw_requests_send();
 	if (c->core.proof_due)
-	{
-		Out		   *o = out_new(c, P_PROOF, c->core.proof_gen);
-		ZkmReq		r;
-
-		c->core.proof_sent = c_mono(c);
-		req_init(&r, ZKM_MULTI_OP, "/", o);
-		r.nsub = 1;
-		r.sub[0].kind = ZKM_EXISTS;
-		snprintf(r.sub[0].path, sizeof(r.sub[0].path), "%s", ROOT);
-		send_req(c, &r);
-		zc_core_proof_sent(&c->core, true);
-	}
+		zw_requests_send_proof();
 	ghosts_tend(c);
 	note_grants(c);
 	/*
@@ -1514,6 +1397,7 @@ connection_made(Cluster *c)
 static void
 on_state(Cluster *c, const ZkmMsg *msg)
 {
+	watchers_session_event(c, msg->type);
 	if (msg->type == ZKM_ST_CONNECTED)
 	{
 		int64_t		id = zkm_session(S->m, c->client);
@@ -1550,25 +1434,6 @@ on_state(Cluster *c, const ZkmMsg *msg)
 	}
 	else if (msg->type == ZKM_ST_EXPIRED)
 		close_session(c, "expired");
-}
-
-static void
-on_multi(Cluster *c, const Out *o, const ZkmMsg *msg)
-{
-	const char *names[ZKL_BATCH_MAX];
-	bool		stray[ZKL_BATCH_MAX];
-	int			errs[ZKL_BATCH_MAX];
-	int			i;
-
-	for (i = 0; i < o->n; i++)
-	{
-		names[i] = msg->names[i];
-		errs[i] = msg->nsub > i ? msg->errs[i] : msg->rc;
-	}
-	zc_core_multi_reply(&c->core, o->n, o->tags, o->del, names, msg->rc, errs, stray);
-	for (i = 0; i < o->n; i++)
-		if (stray[i])
-			send_stray(c, names[i]);
 }
 
 /* ---- the fairness bound of local hand-over ---- */
@@ -1905,107 +1770,71 @@ check_handover(Cluster *c, const ZklSlot *s)
 			 S->handover_limit);
 }
 
+/*
+ * The slot a listing of its key is for (requests.c's contexts are core
+ * tags), before its completion runs; NULL: another listing (presence.c's,
+ * orphans.c's, a recovery's of a slot moved on).
+ */
+static const ZklSlot *
+listed_slot(const Cluster *c, const Out *o)
+{
+	int			idx = zc_core_tag_idx(o->tag);
+	const ZklSlot *s;
+	char		key_path[ZKL_PATH_LEN];
+
+	if (o->kind != ZKM_CHILDREN || o->call.kind != SC_STRINGS_STAT || idx >= c->t->nused)
+		return NULL;
+	s = &c->t->slots[idx];
+	if (s->zstate == ZKS_FREE || zc_core_tag(idx, s->req.attempt) != o->tag)
+		return NULL;
+	zc_core_key_path(c->t, s, key_path);
+	return strcmp(key_path, o->path) == 0 ? s : NULL;
+}
+
+/*
+ * A reply: its completion runs (the shipped worker file's), with what the
+ * checks need from it taken first: what a listing tells core of who queues
+ * behind our node (the fairness bound), and whether it may refuse a try.
+ */
 static void
 on_reply(Cluster *c, const ZkmMsg *msg)
 {
 	Out			o;
 	ZkrChild	kids[64];
-	char		stray[ZKL_PATH_LEN];
-	int			n;
+	int			n = 0;
+	const ZklSlot *s;
+	bool		may_wait = false;
 
-	if (!out_take(c, msg->tag, &o))
+	if (!out_take(c, msg->tag, &o) || o.purpose != P_CALL)
 		return;
-	if (o.purpose == P_CREATE || o.purpose == P_RECOVER || o.purpose == P_MULTI ||
-		o.purpose == P_DELETE || o.purpose == P_STAT)
-		trace("c%d reply %d slot %d rc %d %s", c->id, o.purpose, zc_core_tag_idx(o.tag), msg->rc,
-			  msg->path);
-	switch (o.purpose)
+	if (o.kind == ZKM_CREATE || o.kind == ZKM_DELETE || o.kind == ZKM_MULTI_OP)
+		trace("c%d reply %d rc %d %s", c->id, o.kind, msg->rc, msg->path);
+	if ((s = listed_slot(c, &o)) != NULL)
 	{
-		case P_CREATE:
-			if (zc_core_create_reply(&c->core, o.tag, msg->rc, msg->path, true, msg->czxid))
-				send_stray(c, msg->path);
-			break;
-		case P_CHILDREN:
-			n = msg->rc == ZOK ? zc_recipe_collect((const char *const *) msg->children,
-											 msg->nchildren < 64 ? msg->nchildren : 64, kids) : 0;
-			if (msg->rc == ZOK)
-				told_by_listing(c, o.tag, kids, n);
-			{
-				const ZklSlot *s = &c->t->slots[zc_core_tag_idx(o.tag)];
-
-				/* the slot's own listing, of a try still within its linger bound (none yet, or not over) */
-				bool		may_wait = zc_core_tag_idx(o.tag) < c->t->nused && s->zstate == ZKS_QUEUED &&
-					zc_core_tag(zc_core_tag_idx(o.tag), s->req.attempt) == o.tag &&
-					s->req.nowait && s->ans.result == ZKL_RESULT_PENDING &&
-					(s->zk.try_until == 0 || c_mono(c) < s->zk.try_until);
-
-				zc_core_children_reply(&c->core, o.tag, msg->rc, kids, n, o.watched);
-				enter(c);
-				zw_check_suspects();	/* requests.c's children_reply */
-				if (may_wait && msg->rc == ZOK && s->ans.result == ZKL_RESULT_NOT_GRANTED)
-					check_try_refusal(c, s, kids, n);
-			}
-			break;
-		case P_RECOVER:
-			zc_core_recover_reply(&c->core, o.tag, msg->rc, (const char *const *) msg->children,
-								msg->nchildren);
-			break;
-		case P_STAT:
-			if (zc_core_stat_reply(&c->core, o.tag, msg->rc, msg->owner, msg->czxid, stray))
-				send_stray(c, stray);
-			break;
-		case P_BARRIER:
-			zc_core_barrier_reply(&c->core, o.tag, msg->rc);
-			break;
-		case P_WATCH:
-			zc_core_watch_set_reply(&c->core, o.tag, msg->rc, msg->data, (int) strlen(msg->data));
-			break;
-		case P_UNMARK:
-			zc_core_unmark_reply(&c->core, o.tag, msg->rc);
-			break;
-		case P_VERIFY:
-			zc_core_verify_reply(&c->core, o.tag, msg->rc);
-			break;
-		case P_DELETE:
-			zc_core_delete_reply(&c->core, o.tag, msg->rc);
-			break;
-		case P_MULTI:
-			on_multi(c, &o, msg);
-			break;
-		case P_PROOF:
-			zc_core_proof_reply(&c->core, o.tag, msg->rc);
-			break;
-		case P_KEYNODE:
-			zc_core_key_node_reply(&c->core, o.tag, msg->rc);
-			break;
-		case P_CALL:
-			enter(c);
-			simzk_answer(&o.call, msg, 0);
-			break;
-		case P_NONE:
-		case P_IGNORE:
-			break;
+		n = msg->rc == ZOK ? zc_recipe_collect((const char *const *) msg->children,
+											  msg->nchildren < 64 ? msg->nchildren : 64, kids) : 0;
+		if (msg->rc == ZOK)
+			told_by_listing(c, o.tag, kids, n);
+		/* the slot's own listing, of a try still within its linger bound (none yet, or not over) */
+		may_wait = s->zstate == ZKS_QUEUED && s->req.nowait && s->ans.result == ZKL_RESULT_PENDING &&
+			(s->zk.try_until == 0 || c_mono(c) < s->zk.try_until);
 	}
+	if (o.watched && msg->rc == ZOK)
+		watch_keep(c, &o);
+	enter(c);
+	simzk_answer(&o.call, msg, 0);
+	if (may_wait && msg->rc == ZOK && s->ans.result == ZKL_RESULT_NOT_GRANTED)
+		check_try_refusal(c, s, kids, n);
 }
 
 static void
 on_event(Cluster *c, const ZkmMsg *msg)
 {
-	if (msg->tag >> 63)
-	{
-		SimCall		w;
-
-		/* a watch a shipped file set; one its handle dropped fires nothing */
-		if (watch_take(c, msg->tag, &w))
-		{
-			enter(c);
-			((watcher_fn) w.watcher) (NULL, msg->type, ZOO_CONNECTED_STATE, msg->path, w.wctx);
-		}
-		return;
-	}
 	if (msg->type == ZKM_EV_CHILD)
 		told_by_event(c, msg->path, msg->zxid);
-	zc_core_watch_event(&c->core, msg->tag, msg->type == ZKM_EV_DELETED, msg->path);
+	/* the watcher and context of the shipped file that set it (watch_tag), if the library kept it */
+	if (watch_take(c, msg))
+		watcher_call(c, msg->tag, msg->type, ZOO_CONNECTED_STATE, msg->path);
 }
 
 /* The worker reads one message from its connection. */
@@ -3745,7 +3574,8 @@ check_peek_out(const Cluster *c)
 			s->zstate == ZKS_DELETING)
 			continue;
 		for (i = 0; i < c->nouts && !out; i++)
-			out = c->outs[i].purpose == P_CHILDREN && c->outs[i].tag == tag && c->outs[i].watched;
+			out = c->outs[i].purpose == P_CALL && c->outs[i].kind == ZKM_CHILDREN &&
+				c->outs[i].tag == tag && c->outs[i].watched;
 		if (!out)
 			fail("c%d slot %d (pid %d, state %d) %s: cohort.c waits for a watched listing of its key, "
 				 "and none is on its way", c->id, j, s->req.owner_pid, s->zstate, s->key);
@@ -4880,30 +4710,13 @@ static bool
 key_news(Cluster *c, const ZklSlot *s, const char *key_path)
 {
 	int			i;
-	int			k;
 
 	for (i = 0; i < c->nouts; i++)
 	{
 		const Out  *o = &c->outs[i];
-		int			n = o->purpose == P_MULTI ? o->n : 1;
 
-		if (o->purpose == P_PROOF)
-			continue;
-		if (o->purpose == P_CALL)
-		{
-			if (strncmp(o->path, key_path, strlen(key_path)) == 0)
-				return true;	/* a shipped file's call about the key */
-			continue;
-		}
-		if (o->purpose == P_IGNORE || o->purpose == P_NONE)
-			return true;		/* (not told apart by key: counted as news) */
-		for (k = 0; k < n; k++)
-		{
-			int			idx = zc_core_tag_idx(o->purpose == P_MULTI ? o->tags[k] : o->tag);
-
-			if (idx >= c->t->nused || strcmp(c->t->slots[idx].key, s->key) == 0)
-				return true;
-		}
+		if (o->purpose != P_CALL || (o->keys & (UINT32_C(1) << key_index(s->key))))
+			return true;		/* about the key, or not told apart by key */
 	}
 	return zkm_inbox_any(S->m, c->client, key_event, (void *) key_path);
 }
@@ -5393,6 +5206,9 @@ worker_restart(Cluster *c)
 	if (session != 0)
 	{
 		c->client = zkm_resume(S->m, session);
+		zc_core_new_handle(&c->core);	/* worker.c's session_new_handle */
+		enter(c);
+		zw_presence_reset();
 		c->fresh_handle = false;
 		trace("c%d worker restarted, resumes session %" PRIx64, c->id, session);
 	}
@@ -6029,9 +5845,9 @@ run_seed(uint64_t seed, int64_t max_steps)
 		for (j = 0; j < sim->c[i].nb; j++)
 			zc_book_free(&sim->c[i].b[j].book);
 		free(sim->c[i].outs);
-		zw_presence_free(sim->c[i].presence);
+		simpg_proc_end(sim->c[i].proc);
+		free(sim->c[i].watches);
 		free(sim->c[i].own_ids);
-		zw_orphans_free(sim->c[i].orphans);
 		simpg_shared_free(sim->c[i].shared);
 	}
 	{
@@ -6161,9 +5977,11 @@ main(int argc, char **argv)
 		   " resumed sessions found without their presence node, taken as expired\n",
 		   ids_reissued, resumes_refused);
 	printf("calls of the shipped worker files: %" PRId64 " creates, %" PRId64 " deletes, %" PRId64
-		   " listings, %" PRId64 " exists, %" PRId64 " syncs\n",
-		   calls_sent[ZKM_CREATE], calls_sent[ZKM_DELETE], calls_sent[ZKM_CHILDREN],
-		   calls_sent[ZKM_EXISTS], calls_sent[ZKM_SYNC]);
+		   " multis, %" PRId64 " listings, %" PRId64 " reads, %" PRId64 " exists, %" PRId64
+		   " setData, %" PRId64 " syncs\n",
+		   calls_sent[ZKM_CREATE], calls_sent[ZKM_DELETE], calls_sent[ZKM_MULTI_OP],
+		   calls_sent[ZKM_CHILDREN], calls_sent[ZKM_GETDATA], calls_sent[ZKM_EXISTS],
+		   calls_sent[ZKM_SETDATA], calls_sent[ZKM_SYNC]);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

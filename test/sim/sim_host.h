@@ -26,7 +26,9 @@ typedef uint64_t uint64;
 extern void *simpg_shared_new(void);
 extern void simpg_shared_free(void *shared);
 extern ZklTable *simpg_table(void *shared);
-extern void simpg_enter(void *shared);
+extern void simpg_enter(void *shared, void *proc);
+extern void *simpg_proc_new(void);	/* a worker process's memory */
+extern void simpg_proc_end(void *proc);	/* it exits: its memory goes */
 extern uint64_t *simpg_session_nonce(void *shared);
 
 /* sim.c: the current cluster's clocks, system identifier, log and connection */
@@ -37,6 +39,8 @@ extern void simh_log(bool error, const char *line);
 extern bool simh_connected(void);
 extern bool simh_has_handle(void);
 extern int	simh_lock_delay_ms(void);	/* zkl_effective_lock_delay */
+extern int64_t simh_proof_read(int64_t *session);	/* zkl_proof_read */
+extern void simh_new_uuid(char *out);	/* zkl_new_uuid */
 
 /*
  * A completion the worker gave the client library with a request: sim.c
@@ -49,7 +53,9 @@ typedef enum SimCallKind
 	SC_STRING,
 	SC_STRINGS,
 	SC_STRINGS_STAT,
-	SC_DATA
+	SC_DATA,
+	SC_STRING_STAT,
+	SC_MULTI
 } SimCallKind;
 
 typedef struct SimCall
@@ -59,6 +65,11 @@ typedef struct SimCall
 	const void *ctx;
 	void		(*watcher) (void);	/* a watcher_fn the read sets (NULL: none) */
 	void	   *wctx;
+	/* SC_MULTI: its ops' results, and each create's buffer for its node's path (as the library keeps) */
+	int			nops;
+	void	   *results;		/* zoo_op_result_t[nops] */
+	char	   *bufs[ZKM_MULTI];	/* NULL: not a create */
+	int			buflens[ZKM_MULTI];
 } SimCall;
 
 /*

@@ -19,7 +19,9 @@
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 
+#include "settings.h"
 #include "shmem.h"
+#include "queue_read.h"
 #include "sim_host.h"
 
 ZklShared  *zkl_shared = NULL;
@@ -47,11 +49,6 @@ simpg_table(void *shared)
 	return &((ZklShared *) shared)->t;
 }
 
-void
-simpg_enter(void *shared)
-{
-	zkl_shared = shared;
-}
 
 uint64_t *
 simpg_session_nonce(void *shared)
@@ -79,6 +76,30 @@ GetSystemIdentifier(void)
 	return simh_sysid();
 }
 
+int64
+zkl_proof_read(int64 *session)
+{
+	return simh_proof_read(session);
+}
+
+void
+zkl_new_uuid(char out[ZKL_UUID_LEN + 1])
+{
+	simh_new_uuid(out);
+}
+
+/* zk_lock.test_orphan: off, as in production */
+bool		zkl_test_orphan = false;
+
+/*
+ * The live read of zk_lock_queue and zk_lock_waits (queue_read.c) serves a
+ * backend's view: not simulated, and never asked.
+ */
+void
+zw_query_start(void)
+{
+}
+
 /* ---- the table lock: one process, nothing blocks ---- */
 
 bool
@@ -92,52 +113,127 @@ LWLockRelease(LWLock *lock)
 {
 }
 
-/* ---- memory ---- */
+/*
+ * ---- memory ----
+ *
+ * A worker's memory goes with its process: every block is kept on its
+ * process's list, and simpg_proc_end() frees what is left when a simulated
+ * worker dies (replies that never come leave their contexts behind, as in
+ * the real one).
+ */
+typedef struct Block
+{
+	struct Block *prev;
+	struct Block *next;
+	void	   *pad[2];			/* keeps what follows as aligned as malloc's */
+} Block;
+
+typedef struct SimProc
+{
+	Block		head;			/* of a circular list */
+} SimProc;
+
+static SimProc *cur_proc = NULL;
+
+void *
+simpg_proc_new(void)
+{
+	SimProc    *p = calloc(1, sizeof(SimProc));
+
+	if (p == NULL)
+		abort();
+	p->head.prev = p->head.next = &p->head;
+	return p;
+}
+
+void
+simpg_proc_end(void *proc)
+{
+	SimProc    *p = proc;
+
+	while (p->head.next != &p->head)
+	{
+		Block	   *b = p->head.next;
+
+		b->next->prev = b->prev;
+		b->prev->next = b->next;
+		free(b);
+	}
+	if (cur_proc == p)
+		cur_proc = NULL;
+	free(p);
+}
+
+static void *
+block_alloc(Size size, bool zero)
+{
+	Block	   *b = zero ? calloc(1, sizeof(Block) + size) : malloc(sizeof(Block) + size);
+
+	if (b == NULL || cur_proc == NULL)
+		abort();
+	b->next = cur_proc->head.next;
+	b->prev = &cur_proc->head;
+	b->next->prev = b;
+	cur_proc->head.next = b;
+	return b + 1;
+}
 
 void *
 MemoryContextAlloc(MemoryContext context, Size size)
 {
-	void	   *p = malloc(size);
-
-	if (p == NULL)
-		abort();
-	return p;
+	return block_alloc(size, false);
 }
 
 void *
 MemoryContextAllocZero(MemoryContext context, Size size)
 {
-	void	   *p = calloc(1, size);
+	return block_alloc(size, true);
+}
 
-	if (p == NULL)
-		abort();
-	return p;
+void *
+palloc(Size size)
+{
+	return block_alloc(size, false);
 }
 
 char *
 MemoryContextStrdup(MemoryContext context, const char *string)
 {
-	char	   *p = strdup(string);
+	char	   *p = block_alloc(strlen(string) + 1, false);
 
-	if (p == NULL)
-		abort();
+	strcpy(p, string);
 	return p;
 }
 
 void *
 repalloc(void *pointer, Size size)
 {
-	void	   *p = realloc(pointer, size);
+	Block	   *b = (Block *) pointer - 1;
+	Block	   *n = realloc(b, sizeof(Block) + size);
 
-	if (p == NULL)
+	if (n == NULL)
 		abort();
-	return p;
+	n->prev->next = n;
+	n->next->prev = n;
+	return n + 1;
 }
 
 void
 pfree(void *pointer)
 {
-	free(pointer);
+	Block	   *b = (Block *) pointer - 1;
+
+	b->next->prev = b->prev;
+	b->prev->next = b->next;
+	free(b);
+}
+
+/* Cluster c's worker code runs now: its shared memory, its worker process's memory. */
+void
+simpg_enter(void *shared, void *proc)
+{
+	zkl_shared = shared;
+	cur_proc = proc;
 }
 
 /* ---- strings (libpgport's, which the simulator does not link) ---- */

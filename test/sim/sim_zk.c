@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <zookeeper/proto.h>	/* ZOO_*_OP */
+
 #include "zk_client.h"
 #include "sim_host.h"
 
@@ -37,20 +39,31 @@ const int	ZOO_CONNECTED_STATE = ZKM_ST_CONNECTED;
 static int
 send_call(ZkmReq *r, SimCallKind ck, void (*fn) (void), const void *ctx, watcher_fn w, void *wctx)
 {
-	SimCall		c = {ck, fn, ctx, (void (*) (void)) w, wctx};
+	SimCall		c;
+
+	memset(&c, 0, sizeof(c));
+	c.kind = ck;
+	c.fn = fn;
+	c.ctx = ctx;
+	c.watcher = (void (*) (void)) w;
+	c.wctx = wctx;
 
 	return simh_send(r, &c) ? ZOK : ZINVALIDSTATE;
 }
 
 static int
-call(ZkmReqKind kind, const char *path, SimCallKind ck, void (*fn) (void), const void *ctx)
+path_call(ZkmReqKind kind, const char *path, const char *value, int len, int flags,
+		  SimCallKind ck, void (*fn) (void), const void *ctx, watcher_fn w, void *wctx)
 {
 	ZkmReq		r;
 
 	memset(&r, 0, sizeof(r));
 	r.kind = kind;
+	r.flags = flags;
 	snprintf(r.path, sizeof(r.path), "%s", path);
-	return send_call(&r, ck, fn, ctx, NULL, NULL);
+	if (value != NULL && len > 0)
+		snprintf(r.data, sizeof(r.data), "%.*s", len, value);
+	return send_call(&r, ck, fn, ctx, w, wctx);
 }
 
 zhandle_t *
@@ -65,15 +78,126 @@ int
 zw_client_create(const char *path, const char *value, int len, int flags,
 				 string_completion_t done, const void *ctx)
 {
-	ZkmReq		r;
+	return path_call(ZKM_CREATE, path, value, len, flags, SC_STRING, (void (*) (void)) done, ctx,
+					 NULL, NULL);
+}
 
+int
+zw_client_create_stat(const char *path, const char *value, int len, int flags,
+					  string_stat_completion_t done, const void *ctx)
+{
+	return path_call(ZKM_CREATE, path, value, len, flags, SC_STRING_STAT, (void (*) (void)) done,
+					 ctx, NULL, NULL);
+}
+
+int
+zw_client_children_stat(const char *path, strings_stat_completion_t done, const void *ctx)
+{
+	return path_call(ZKM_CHILDREN, path, NULL, 0, 0, SC_STRINGS_STAT, (void (*) (void)) done, ctx,
+					 NULL, NULL);
+}
+
+int
+zw_client_get_watched(const char *path, watcher_fn watcher, void *watcher_ctx,
+					  data_completion_t done, const void *ctx)
+{
+	return path_call(ZKM_GETDATA, path, NULL, 0, 0, SC_DATA, (void (*) (void)) done, ctx,
+					 watcher, watcher_ctx);
+}
+
+int
+zw_client_set(const char *path, const char *value, int len, int version,
+			  stat_completion_t done, const void *ctx)
+{
+	/* the model sets any version: the worker's setData all say -1 */
+	return path_call(ZKM_SETDATA, path, value, len, 0, SC_STAT, (void (*) (void)) done, ctx,
+					 NULL, NULL);
+}
+
+/* ---- multi: the ops as zoo_*_op_init fill them, sent as one model request ---- */
+
+void
+zw_client_op_check(zoo_op_t *op, const char *path, int version)
+{
+	memset(op, 0, sizeof(*op));
+	op->type = ZOO_CHECK_OP;
+	op->check_op.path = path;
+	op->check_op.version = version;
+}
+
+void
+zw_client_op_create(zoo_op_t *op, const char *path, const char *value, int len, int flags,
+					char *name, int namelen)
+{
+	memset(op, 0, sizeof(*op));
+	op->type = ZOO_CREATE_OP;
+	op->create_op.path = path;
+	op->create_op.data = value;
+	op->create_op.datalen = len;
+	op->create_op.flags = flags;
+	op->create_op.buf = name;
+	op->create_op.buflen = namelen;
+}
+
+void
+zw_client_op_delete(zoo_op_t *op, const char *path, int version)
+{
+	memset(op, 0, sizeof(*op));
+	op->type = ZOO_DELETE_OP;
+	op->delete_op.path = path;
+	op->delete_op.version = version;
+}
+
+int
+zw_client_multi(int count, const zoo_op_t *ops, zoo_op_result_t *results,
+				void_completion_t done, const void *ctx)
+{
+	ZkmReq		r;
+	SimCall		c;
+	int			i;
+
+	if (count > ZKM_MULTI)
+		return ZBADARGUMENTS;
+	memset(&c, 0, sizeof(c));
+	c.kind = SC_MULTI;
+	c.fn = (void (*) (void)) done;
+	c.ctx = ctx;
 	memset(&r, 0, sizeof(r));
-	r.kind = ZKM_CREATE;
-	r.flags = flags;
-	snprintf(r.path, sizeof(r.path), "%s", path);
-	if (value != NULL && len > 0)
-		snprintf(r.data, sizeof(r.data), "%.*s", len, value);
-	return send_call(&r, SC_STRING, (void (*) (void)) done, ctx, NULL, NULL);
+	r.kind = ZKM_MULTI_OP;
+	snprintf(r.path, sizeof(r.path), "/");
+	r.nsub = count;
+	c.nops = count;
+	c.results = results;
+	for (i = 0; i < count; i++)
+	{
+		const zoo_op_t *op = &ops[i];
+		ZkmSub	   *sub = &r.sub[i];
+
+		switch (op->type)
+		{
+			case ZOO_CREATE_OP:
+				sub->kind = ZKM_CREATE;
+				sub->flags = op->create_op.flags;
+				c.bufs[i] = op->create_op.buf;
+				c.buflens[i] = op->create_op.buflen;
+				snprintf(sub->path, sizeof(sub->path), "%s", op->create_op.path);
+				if (op->create_op.data != NULL && op->create_op.datalen > 0)
+					snprintf(sub->data, sizeof(sub->data), "%.*s", op->create_op.datalen,
+							 op->create_op.data);
+				break;
+			case ZOO_DELETE_OP:
+				sub->kind = ZKM_DELETE;
+				snprintf(sub->path, sizeof(sub->path), "%s", op->delete_op.path);
+				break;
+			case ZOO_CHECK_OP:
+				sub->kind = ZKM_EXISTS;
+				snprintf(sub->path, sizeof(sub->path), "%s", op->check_op.path);
+				break;
+			default:
+				return ZBADARGUMENTS;	/* setData in a multi: the worker sends none */
+		}
+	}
+	return simh_send(&r, &c) ? ZOK : ZINVALIDSTATE;
 }
 
 /* Every component of an absolute path, as a persistent node, no reply read (as zk_client.c). */
@@ -99,37 +223,34 @@ int
 zw_client_children_watched(const char *path, watcher_fn watcher, void *watcher_ctx,
 						   strings_stat_completion_t done, const void *ctx)
 {
-	ZkmReq		r;
-
-	memset(&r, 0, sizeof(r));
-	r.kind = ZKM_CHILDREN;
-	snprintf(r.path, sizeof(r.path), "%s", path);
-	return send_call(&r, SC_STRINGS_STAT, (void (*) (void)) done, ctx, watcher, watcher_ctx);
+	return path_call(ZKM_CHILDREN, path, NULL, 0, 0, SC_STRINGS_STAT, (void (*) (void)) done, ctx,
+					 watcher, watcher_ctx);
 }
 
 int
 zw_client_children(const char *path, strings_completion_t done, const void *ctx)
 {
-	return call(ZKM_CHILDREN, path, SC_STRINGS, (void (*) (void)) done, ctx);
+	return path_call(ZKM_CHILDREN, path, NULL, 0, 0, SC_STRINGS, (void (*) (void)) done, ctx,
+					 NULL, NULL);
 }
 
 int
 zw_client_exists(const char *path, stat_completion_t done, const void *ctx)
 {
-	return call(ZKM_EXISTS, path, SC_STAT, (void (*) (void)) done, ctx);
+	return path_call(ZKM_EXISTS, path, NULL, 0, 0, SC_STAT, (void (*) (void)) done, ctx, NULL, NULL);
 }
 
 int
 zw_client_delete(const char *path, int version, void_completion_t done, const void *ctx)
 {
 	/* the model deletes any version: the worker's deletes all say -1 */
-	return call(ZKM_DELETE, path, SC_VOID, (void (*) (void)) done, ctx);
+	return path_call(ZKM_DELETE, path, NULL, 0, 0, SC_VOID, (void (*) (void)) done, ctx, NULL, NULL);
 }
 
 int
 zw_client_sync(const char *path, string_completion_t done, const void *ctx)
 {
-	return call(ZKM_SYNC, path, SC_STRING, (void (*) (void)) done, ctx);
+	return path_call(ZKM_SYNC, path, NULL, 0, 0, SC_STRING, (void (*) (void)) done, ctx, NULL, NULL);
 }
 
 bool
@@ -194,6 +315,29 @@ simzk_answer(const SimCall *c, const ZkmMsg *msg, int rc)
 		case SC_STRINGS_STAT:
 			((strings_stat_completion_t) c->fn) (rc, rc == ZOK ? &sv : NULL, rc == ZOK ? &st : NULL,
 												 c->ctx);
+			break;
+		case SC_STRING_STAT:
+			((string_stat_completion_t) c->fn) (rc, rc == ZOK ? msg->path : NULL, rc == ZOK ? &st : NULL,
+												c->ctx);
+			break;
+		case SC_MULTI:
+			{
+				zoo_op_result_t *res = c->results;
+				int			i;
+
+				/* per op, as the library fills them: a created node's path into its buffer */
+				for (i = 0; i < c->nops && msg != NULL; i++)
+				{
+					res[i].err = i < msg->nsub ? msg->errs[i] : rc;
+					res[i].value = NULL;
+					if (c->bufs[i] != NULL && res[i].err == ZOK)
+					{
+						snprintf(c->bufs[i], c->buflens[i], "%s", msg->names[i]);
+						res[i].value = c->bufs[i];
+					}
+				}
+				((void_completion_t) c->fn) (rc, c->ctx);
+			}
 			break;
 		case SC_DATA:
 			((data_completion_t) c->fn) (rc, rc == ZOK ? msg->data : NULL,
