@@ -1,0 +1,419 @@
+/*
+ * sim_env.c — the simulator's side of a cluster's worker: its requests in flight,
+ * what core.c asks of its host (clocks, wake-ups, the proof), and the bridge
+ * to the shipped worker files (sim_host.h): which cluster they run for,
+ * their calls sent to the model, and their watchers kept as the client
+ * library keeps them.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "sim_world.h"
+
+/* ---- outstanding requests ---- */
+
+Out *
+out_new(Cluster *c, Purpose p, uint64_t tag)
+{
+	Out		   *o;
+
+	if (c->nouts == c->capouts)
+	{
+		c->capouts = c->capouts ? 2 * c->capouts : 64;
+		c->outs = realloc(c->outs, c->capouts * sizeof(Out));
+	}
+	o = &c->outs[c->nouts++];
+	memset(o, 0, sizeof(*o));
+	o->id = ++c->next_out;
+	o->purpose = p;
+	o->tag = tag;
+	return o;
+}
+
+bool
+out_take(Cluster *c, uint64_t id, Out *into)
+{
+	int			i;
+
+	for (i = 0; i < c->nouts; i++)
+		if (c->outs[i].id == id)
+		{
+			*into = c->outs[i];
+			c->outs[i] = c->outs[--c->nouts];
+			return true;
+		}
+	return false;
+}
+
+void
+send_req(Cluster *c, ZkmReq *r)
+{
+	zkm_send(S->m, c->client, r);
+}
+
+/* ---- what core.c asks of its host ---- */
+
+/* Cluster c's monotonic clock: its rate drifts (drift_ppm) from true time. */
+int64_t
+c_mono(const Cluster *c)
+{
+	int64_t		t = zkm_now(S->m);
+
+	return t + t * c->drift_ppm / 1000000 + c->mono_off;
+}
+
+int64_t
+c_wall(const Cluster *c)
+{
+	return WALL_2026_US + c->wall_off + (c_mono(c) - c->mono_off) + c->wall_jump;
+}
+
+int64_t
+env_mono(void *arg)
+{
+	return c_mono((const Cluster *) arg);
+}
+
+int64_t
+env_now(void *arg)
+{
+	return c_wall((const Cluster *) arg);
+}
+
+void
+env_new_uuid(void *arg, char out[ZKL_UUID_LEN + 1])
+{
+	uint64_t	r[2];
+
+	r[0] = rnd();
+	r[1] = rnd();
+	zc_recipe_format_uuid((const unsigned char *) r, out);
+}
+
+void
+env_wake(void *arg, ZklSlot *s)
+{
+}
+
+/* A lost lock cancels its owner's statement: never a commit past its check. */
+void
+env_interrupt(void *arg, ZklSlot *s)
+{
+	Cluster    *c = arg;
+	int			i = backend_of_pid(c, s->req.owner_pid);
+
+	if (i >= 0 && c->b[i].st == B_PUBLISH)
+		fail("c%d b%d: a loss of %s cancels a commit past its check (the rest of it cut in half)",
+			 c->id, c->b[i].pid, s->key);
+}
+
+void
+env_denied(void *arg, const ZklSlot *s)
+{
+	trace("c%d denied under %s", ((Cluster *) arg)->id, ROOT);
+}
+
+bool
+env_grants_paused(void *arg, int64_t now, int64_t *until)
+{
+	Cluster    *c = arg;
+
+	enter(c);
+	return zw_grants_paused(now, until);
+}
+
+/*
+ * The shipped worker files (orphans.c) run for cluster c: its shared
+ * memory and its worker process's memory.  Every call into them comes
+ * through here first.
+ */
+
+Cluster *
+enter(Cluster *c)
+{
+	cur_cl = c;
+	simpg_enter(c->shared, c->proc);
+	zw_orphans = c->orphans;
+	zw_presence = c->presence;
+	zw_requests = c->requests;
+	return c;
+}
+
+int64_t
+simh_mono(void)
+{
+	return c_mono(cur_cl);
+}
+
+int64_t
+simh_proof_read(int64_t *session)
+{
+	*session = cur_cl->proof_session;
+	return cur_cl->proof_at;
+}
+
+void
+simh_new_uuid(char *out)
+{
+	env_new_uuid(cur_cl, out);
+}
+
+int
+simh_lock_delay_ms(void)
+{
+	return zc_table_lock_delay_ms(cur_cl->lock_delay, cur_cl->proof_bound);
+}
+
+bool
+simh_has_handle(void)
+{
+	return cur_cl->client >= 0;
+}
+
+int64_t
+simh_wall(void)
+{
+	return c_wall(cur_cl);
+}
+
+uint64_t
+simh_sysid(void)
+{
+	return (uint64_t) cur_cl->id + 1;
+}
+
+void
+simh_log(bool error, const char *line)
+{
+	if (error)
+		fail("c%d worker: ERROR %s", cur_cl->id, line);
+	else
+		trace("c%d worker: %s", cur_cl->id, line);
+}
+
+bool
+simh_connected(void)
+{
+	return cur_cl->client >= 0 && zkm_connected(S->m, cur_cl->client);
+}
+
+/* The lock key a path is under (its bit in Out.keys), or 0. */
+uint32_t
+path_keys(const char *path)
+{
+	int			k;
+
+	for (k = 0; k < NALL; k++)
+	{
+		size_t		n = strlen(ROOT "/") + strlen(key_name(k));
+
+		if (strncmp(path, ROOT "/", strlen(ROOT "/")) == 0 &&
+			strncmp(path + strlen(ROOT "/"), key_name(k), strlen(key_name(k))) == 0 &&
+			(path[n] == '\0' || path[n] == '/'))
+			return UINT32_C(1) << k;
+	}
+	return 0;
+}
+
+uint64_t
+watch_tag(const SimCall *call)
+{
+	uint64_t	ctx = (uint64_t) (uintptr_t) call->wctx;
+	int			f;
+
+	for (f = 0; f < nwatch_fns && watch_fns[f] != call->watcher; f++)
+		;
+	if (f == nwatch_fns)
+	{
+		if (nwatch_fns == 16)
+			abort();
+		watch_fns[nwatch_fns++] = call->watcher;
+	}
+	if (ctx >> WATCH_CTX_BITS)
+		fail("c%d: a watcher's context too wide for a watch tag", cur_cl->id);
+	return (UINT64_C(1) << 63) | ((uint64_t) f << WATCH_CTX_BITS) | ctx;
+}
+
+/* A read with a watch answered ZOK: the library keeps its watcher (once per path, kind and tag). */
+void
+watch_keep(Cluster *c, const Out *o)
+{
+	int			i;
+
+	for (i = 0; i < c->nwatches; i++)
+		if (c->watches[i].wtag == o->wtag && strcmp(c->watches[i].path, o->path) == 0 &&
+			c->watches[i].child == (o->kind == ZKM_CHILDREN))
+			return;
+	c->watches = realloc(c->watches, (c->nwatches + 1) * sizeof(c->watches[0]));
+	c->watches[c->nwatches].wtag = o->wtag;
+	c->watches[c->nwatches].child = o->kind == ZKM_CHILDREN;
+	snprintf(c->watches[c->nwatches].path, ZKM_PATH, "%s", o->path);
+	c->nwatches++;
+}
+
+/* A watch event: whether the library has a watcher for it (then taken: one-shot). */
+bool
+watch_take(Cluster *c, const ZkmMsg *msg)
+{
+	int			i;
+
+	for (i = 0; i < c->nwatches; i++)
+		if (c->watches[i].wtag == msg->tag && c->watches[i].child == msg->child &&
+			strcmp(c->watches[i].path, msg->path) == 0)
+		{
+			c->watches[i] = c->watches[--c->nwatches];
+			return true;
+		}
+	return false;
+}
+
+void
+watcher_call(Cluster *c, uint64_t wtag, int type, int state, const char *path)
+{
+	int			f = (int) ((wtag >> WATCH_CTX_BITS) & 0x7f);
+
+	enter(c);
+	((watcher_fn) watch_fns[f]) (NULL, type, state, path,
+								 (void *) (uintptr_t) (wtag & ((UINT64_C(1) << WATCH_CTX_BITS) - 1)));
+}
+
+/* A change of the connection's state: the library tells every watcher it keeps. */
+void
+watchers_session_event(Cluster *c, int state)
+{
+	int			i;
+
+	for (i = 0; i < c->nwatches; i++)
+		watcher_call(c, c->watches[i].wtag, ZOO_SESSION_EVENT, state, "");
+}
+
+bool
+simh_send(const ZkmReq *req, const SimCall *call)
+{
+	Out		   *o;
+	ZkmReq		r = *req;
+	int			i;
+
+	if (cur_cl->client < 0)
+		return false;
+	o = out_new(cur_cl, P_CALL, (uint64_t) (uintptr_t) call->ctx);
+	o->call = *call;
+	o->kind = r.kind;
+	calls_sent[r.kind]++;
+	snprintf(o->path, sizeof(o->path), "%s", r.path);
+	o->keys = path_keys(r.path);
+	for (i = 0; i < r.nsub; i++)
+		o->keys |= path_keys(r.sub[i].path);
+	r.tag = o->id;
+	if (call->watcher != NULL)
+	{
+		r.watch = true;
+		r.wtag = o->wtag = watch_tag(call);
+		o->watched = true;
+	}
+	send_req(cur_cl, &r);
+	if (S->verbose && (r.kind == ZKM_CREATE || r.kind == ZKM_DELETE || r.kind == ZKM_MULTI_OP))
+		trace("c%d sends %d %s%s", cur_cl->id, r.kind, r.kind == ZKM_MULTI_OP ? r.sub[0].path : r.path,
+			  r.nsub > 1 ? " ..." : "");
+	return true;
+}
+
+/*
+ * The client library answers what is in flight when its handle closes with
+ * ZCLOSING; a process that dies answers nothing (died).  Either way the
+ * replies to the old handle are gone.
+ */
+void
+drop_outs(Cluster *c, bool died)
+{
+	Out		   *outs = c->outs;
+	int			n = c->nouts,
+				i;
+
+	c->outs = NULL;
+	c->nouts = c->capouts = 0;
+	c->nwatches = 0;			/* the library's watchers go with its handle */
+	for (i = 0; i < n && !died; i++)
+		if (outs[i].purpose == P_CALL)
+		{
+			enter(c);
+			simzk_answer(&outs[i].call, NULL, ZCLOSING);
+		}
+	free(outs);
+}
+
+void
+env_suspect(void *arg, const ZklSlot *s, const char *name)
+{
+	enter(arg);
+	zw_suspect_blocker(s, name);
+}
+
+bool
+env_may_be_orphan(void *arg, const char *name)
+{
+	enter(arg);
+	return zw_may_be_orphan(name);
+}
+
+/* A new worker process: the shipped files' process memory, fresh. */
+void
+worker_memory(Cluster *c)
+{
+	if (c->proc != NULL)
+		simpg_proc_end(c->proc);
+	c->proc = simpg_proc_new();
+	enter(c);
+	c->orphans = zw_orphans_new();
+	c->presence = zw_presence_new();
+	c->requests = zw_requests_new();
+	zw_requests = c->requests;
+	zw_requests_init(&c->core, c->t->nslots);	/* as worker.c's main */
+}
+
+void
+env_ghost(void *arg, const ZklSlot *s)
+{
+	enter(arg);
+	zw_remember_ghost(s);
+}
+
+void
+env_proof_note(void *arg, int64_t sent_at, int64_t session)
+{
+	Cluster    *c = arg;
+
+	/* the rule shmem.c's zkl_proof_note applies */
+	switch (zc_holds_proof_step(c->proof_at, c->proof_session, sent_at, session))
+	{
+		case ZKH_PROOF_KEEP:
+			break;
+		case ZKH_PROOF_NEW_SESSION:
+			c->proof_session = session;
+			/* fall through */
+		case ZKH_PROOF_ADVANCE:
+			c->proof_at = sent_at;
+			break;
+	}
+	c->t->proof_wanted = false;
+}
+
+const char *
+env_rc_text(int rc)
+{
+	static char buf[32];
+
+	snprintf(buf, sizeof(buf), "rc %d", rc);
+	return buf;
+}
+
+int
+env_rc_sqlstate(int rc)
+{
+	return ZKL_SQLSTATE('3', '8', '0', '0', '0');
+}
+
+void
+env_warn(void *arg, const char *msg)
+{
+	trace("c%d warning: %s", ((Cluster *) arg)->id, msg);
+}

@@ -1,0 +1,315 @@
+/*
+ * sim_invariants.c — the invariants checked after every step: every node has one owner,
+ * FIFO and rising tokens, semaphores' holders, multi-key czxids, and a
+ * request whose hand-overs wait for a watched listing has one on its way.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "sim_world.h"
+
+/* ---- invariants ---- */
+
+/* Which backend of which cluster owns the node of this name (-1: none). */
+bool
+node_owner(const char *name, int *ci, int *pid, int *slot)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].t->nused; j++)
+		{
+			const ZklSlot *s = &S->c[i].t->slots[j];
+
+			if (s->zstate != ZKS_FREE && zc_recipe_name_has_uuid(name, s->uuid))
+			{
+				*ci = i;
+				*pid = s->req.owner_pid;
+				*slot = j;
+				return true;
+			}
+		}
+	return false;
+}
+
+/* Local readers of other backends hold through o's node (cohort.c). */
+bool
+ridden_by_other(const Cluster *c, const ZklSlot *o)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *r = &c->t->slots[i];
+
+		if (r->zk.rides && r->zstate == ZKS_HELD && !r->own.abandoned && r->req.owner_pid != o->req.owner_pid &&
+			strcmp(r->key, o->key) == 0 && strcmp(r->node, o->node) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool
+conflict(char a, char b)
+{
+	return a == ZKL_MODE_EXCLUSIVE || b == ZKL_MODE_EXCLUSIVE;
+}
+
+/* A grant passes no conflicting request queued before it, unless core's same-backend rule allows. */
+void
+check_fifo(Cluster *c, const ZklSlot *s)
+{
+	char		key_path[ZKL_PATH_LEN];
+	char		path[ZKL_PATH_LEN];
+	char	  **names;
+	ZkrChild	kids[128];
+	int64_t		owner;
+	int64_t		czxid;
+	int			own = -1;
+	int			n;
+	int			nn;
+	int			i;
+	int			k = key_index(s->key);
+
+	if (slot_tainted(s))
+		return;					/* its node was deleted behind its back */
+	zc_core_key_path(c->t, s, key_path);
+	zc_core_child_path(c->t, s, s->node, path);
+	if (!zkm_leader_node(S->m, path, &owner, &czxid))
+		return;					/* its session is gone at the leader: it cannot commit */
+	nn = zkm_leader_children(S->m, key_path, &names);
+	n = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+	for (i = 0; i < n; i++)
+		if (strcmp(kids[i].name, s->node) == 0)
+			own = i;
+	/* a semaphore: granted with fewer than its holders ahead (nodes ahead only go) */
+	if (s->req.mode == ZKL_MODE_SEMAPHORE && own >= s->req.holders)
+		fail("semaphore: c%d b%d granted %s node %s with %d nodes ahead, holders %d",
+			 c->id, s->req.owner_pid, s->key, s->node, own, s->req.holders);
+	/*
+	 * ... and none of those ahead (live requests: their nodes are there)
+	 * names other holders (README: such a request fails with 22023).
+	 * Judged from the names at the leader: the nodes ahead now are among
+	 * those of any listing the grant was decided from.
+	 */
+	for (i = 0; s->req.mode == ZKL_MODE_SEMAPHORE && i < own; i++)
+		if (kids[i].mode == ZKL_MODE_SEMAPHORE && kids[i].holders != s->req.holders)
+			fail("semaphore: c%d b%d granted %s node %s (holders %d) behind %s (holders %d)",
+				 c->id, s->req.owner_pid, s->key, s->node, s->req.holders, kids[i].name,
+				 kids[i].holders);
+	for (i = 0; i < own; i++)
+	{
+		int			ci = -1;
+		int			pid = 0;
+		int			slot;
+		bool		excused = false;
+		int			j;
+
+		if (!conflict(kids[i].mode, s->req.mode))
+			continue;
+		/* an upgrade made after it waits for it, unless it passed it: the holders' oracles judge that */
+		if (kids[i].placed && zc_recipe_seq_cmp(kids[i].seq, kids[own].seq) > 0)
+			continue;
+		if (node_owner(kids[i].name, &ci, &pid, &slot) && ci == c->id && pid == s->req.owner_pid &&
+			!ridden_by_other(c, &c->t->slots[slot]))
+			continue;			/* the backend's own node (not one other local readers ride) */
+		/*
+		 * queued behind a granted node of this backend that it conflicts
+		 * with, or (an upgrade passing the waiters it holds up, as core's)
+		 * a local request not granted (what held it up when the listing was
+		 * read may be gone by now)
+		 */
+		for (j = 0; j < i && !excused; j++)
+		{
+			int			cj;
+			int			pj;
+			int			sj;
+			bool		held_up = ci == c->id && c->t->slots[slot].zstate == ZKS_QUEUED;
+
+			excused = (conflict(kids[j].mode, kids[i].mode) || held_up) &&
+				node_owner(kids[j].name, &cj, &pj, &sj) && cj == c->id && pj == s->req.owner_pid &&
+				S->c[cj].t->slots[sj].zstate == ZKS_HELD;
+		}
+		if (!excused)
+			fail("FIFO: c%d b%d granted %s %c node %s past %s", c->id, s->req.owner_pid, s->key,
+				 s->req.mode, s->node, kids[i].name);
+	}
+	zkm_names_free(names, nn);
+	if (s->req.mode == ZKL_MODE_EXCLUSIVE)
+	{
+		Backend    *b = &c->b[s->req.owner_pid - 100 * (c->id + 1)];
+
+		/*
+		 * zk_lock_token(): that of the transaction's oldest node on the key,
+		 * from the leader's czxid and the node's hand-overs before it
+		 */
+		czxid = zc_recipe_fencing_token(czxid, s->zk.handed);
+		for (i = 0; i < b->book.n; i++)
+		{
+			const ZklSlot *o = &c->t->slots[b->book.h[i].slot];
+			int64_t		other;
+
+			zc_core_child_path(c->t, o, o->node, path);
+			if (strcmp(o->key, s->key) == 0 && zkm_leader_node(S->m, path, &owner, &other) &&
+				zc_recipe_fencing_token(other, o->zk.handed) < czxid)
+				czxid = zc_recipe_fencing_token(other, o->zk.handed);
+		}
+		/*
+		 * Equal only for the same backend, whose oldest node on the key is
+		 * still there: it has held the key all along (a session-level hold).
+		 */
+		if (czxid < S->last_x_czxid[k] ||
+			(czxid == S->last_x_czxid[k] && S->last_x_owner[k] != s->req.owner_pid))
+			fail("fencing: c%d b%d granted %s with token %" PRId64 " after %" PRId64,
+				 c->id, s->req.owner_pid, s->key, czxid, S->last_x_czxid[k]);
+		S->last_x_czxid[k] = czxid;
+		S->last_x_owner[k] = s->req.owner_pid;
+	}
+}
+
+/* More semaphore holders that could commit now than any of them allows. */
+void
+check_semaphore_holders(const Holder *h, int nh)
+{
+	int			count = 0;
+	int			least = 0;
+	int			i;
+
+	for (i = 0; i < nh; i++)
+	{
+		if (h[i].mode != ZKL_MODE_SEMAPHORE)
+			continue;
+		count++;
+		least = (least == 0 || h[i].holders < least) ? h[i].holders : least;
+	}
+	if (count > least)
+		fail("semaphore: %d holders could commit, holders %d", count, least);
+}
+
+/* The czxid of slot s's node at the leader, 0 when it is not there. */
+int64_t
+leader_czxid(const Cluster *c, const ZklSlot *s)
+{
+	char		path[ZKL_PATH_LEN];
+	int64_t		owner;
+	int64_t		czxid;
+
+	if (s->node[0] == '\0' || s->zk.rides ||
+		(s->zstate != ZKS_QUEUED && s->zstate != ZKS_HELD))
+		return 0;
+	zc_core_child_path(c->t, s, s->node, path);
+	return zkm_leader_node(S->m, path, &owner, &czxid) ? czxid : 0;
+}
+
+/*
+ * A multi-key request's nodes were made by one multi, so they share one
+ * czxid: checked at the source (the leader's tree), whatever the core
+ * believes.  A request whose nodes were made apart can wait in a circle
+ * with another one.
+ */
+void
+check_group(const Cluster *c, int idx)
+{
+	const ZklSlot *s = &c->t->slots[idx];
+	int64_t		mine;
+	int			j;
+
+	if (S->seen_group[c->id][idx] == s->req.attempt || (mine = leader_czxid(c, s)) == 0)
+		return;
+	S->seen_group[c->id][idx] = s->req.attempt;
+	for (j = 0; j < c->t->nused; j++)
+	{
+		const ZklSlot *o = &c->t->slots[j];
+		int64_t		theirs;
+
+		if (j == idx || o->req.group != s->req.group || o->own.abandoned)
+			continue;
+		theirs = leader_czxid(c, o);
+		if (theirs != 0 && theirs != mine)
+			fail("c%d: multi-key request %" PRIu64 " has nodes of two creates: %s (czxid %" PRId64
+				 ") and %s (czxid %" PRId64 ")", c->id, s->req.group, s->node, mine, o->node, theirs);
+	}
+}
+
+/*
+ * New grants of cluster c, judged as they are made: after each message the
+ * worker handles and each plan (a grant decided with news still unread
+ * must be judged before that news is read).
+ */
+void
+note_grants(Cluster *c)
+{
+	int			j;
+
+	for (j = 0; j < c->t->nused; j++)
+	{
+		ZklSlot    *s = &c->t->slots[j];
+
+		if (s->zstate != ZKS_FREE && s->req.queued_at != S->queued_wall[c->id][j])
+		{
+			S->queued_wall[c->id][j] = s->req.queued_at;
+			S->queued_model[c->id][j] = zkm_now(S->m);
+		}
+	}
+	for (j = 0; j < c->t->nused; j++)
+	{
+		ZklSlot    *s = &c->t->slots[j];
+
+		/* (a turn reads many replies: a slot may be granted and given up within it) */
+		if (s->ans.result == ZKL_RESULT_GRANTED && !s->own.abandoned && s->zstate != ZKS_FREE &&
+			S->seen_attempt[c->id][j] != s->req.attempt)
+		{
+			S->seen_attempt[c->id][j] = s->req.attempt;
+			S->granted_at[c->id][j] = zkm_now(S->m);
+			S->grants++;
+			if (s->zk.handed > 0)
+				check_handover(c, s);
+			check_fifo(c, s);
+		}
+		/*
+		 * A wait that ended without a grant (a 40P01 of deadlock.c, a
+		 * timeout) is given up from here, before its backend acts on it.
+		 */
+		if ((s->ans.result == ZKL_RESULT_FAILED || s->ans.result == ZKL_RESULT_NOT_GRANTED) && s->zstate != ZKS_FREE &&
+			S->ended_attempt[c->id][j] != s->req.attempt)
+		{
+			int			bi = backend_of_pid(c, s->req.owner_pid);
+
+			S->ended_attempt[c->id][j] = s->req.attempt;
+			if (bi >= 0)
+				c->b[bi].gave_up_at = zkm_now(S->m);
+		}
+	}
+}
+
+/*
+ * cohort.c's belief against what is in flight: a request whose hand-overs
+ * wait for a watched listing of its key (COH_PEEK_ASKED) has one on its
+ * way.  Else nothing asks again: a released node is kept for good, and its
+ * local waiters and every other cluster's wait behind it.
+ */
+void
+check_peek_out(const Cluster *c)
+{
+	int			i;
+	int			j;
+
+	if (c->client < 0 || c->t->conn_state != ZKC_CONNECTED)
+		return;
+	for (j = 0; j < c->t->nused; j++)
+	{
+		const ZklSlot *s = &c->t->slots[j];
+		uint64_t	tag = zc_core_tag(j, s->req.attempt);
+		bool		out = false;
+
+		if (s->coh.peek != COH_PEEK_ASKED || s->zstate == ZKS_FREE || s->zstate == ZKS_GONE ||
+			s->zstate == ZKS_DELETING)
+			continue;
+		for (i = 0; i < c->nouts && !out; i++)
+			out = c->outs[i].purpose == P_CALL && c->outs[i].kind == ZKM_CHILDREN &&
+				c->outs[i].tag == tag && c->outs[i].watched;
+		if (!out)
+			fail("c%d slot %d (pid %d, state %d) %s: cohort.c waits for a watched listing of its key, "
+				 "and none is on its way", c->id, j, s->req.owner_pid, s->zstate, s->key);
+	}
+}

@@ -1,0 +1,569 @@
+/*
+ * sim_oracles.c — the oracles over time: circles broken within a bound, losses told,
+ * sole blockers, try-locks refused only for a holder, liveness while
+ * calm, and the end of a seed (nothing left).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "sim_world.h"
+
+/*
+ * Every circle of waits is broken within a bound once the world is calm:
+ * sampled in the quiet phase, a backend that waits for ever by the ground
+ * truth must stop doing so within the bound.
+ */
+void
+check_circles(void)
+{
+	Truth	   *tr;
+	int64_t		now = zkm_now(S->m);
+	int			nstuck = 0;
+	int			max_tmo = 0;
+	int			i;
+	int			j;
+
+	if (now < S->circles_at)
+		return;
+	S->circles_at = now + (S->quiet ? 200000 : 1000000);	/* (the bound is checked when quiet) */
+	/* (cheap first: a circle's waits are all as old as its last one) */
+	for (i = 0; i < S->ncl; i++)
+	{
+		int64_t		due = zc_gwait_next_due(S->c[i].t, S->c[i].core.deadlock_timeout);
+
+		if (due != 0 && c_wall(&S->c[i]) >= due)
+			break;
+	}
+	if (i == S->ncl)
+	{
+		for (i = 0; i < S->ncl; i++)
+			for (j = 0; j < S->c[i].nb; j++)
+				S->c[i].b[j].stuck_since = 0;
+		return;
+	}
+	tr = malloc(sizeof(Truth));
+	truth_build(tr);
+	for (i = 0; i < S->ncl; i++)
+	{
+		max_tmo = S->c[i].core.deadlock_timeout > max_tmo ? S->c[i].core.deadlock_timeout : max_tmo;
+		for (j = 0; j < S->c[i].nb; j++)
+			nstuck += !tr->goes[i][j];
+	}
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].nb; j++)
+		{
+			Cluster    *c = &S->c[i];
+			Backend    *b = &c->b[j];
+			/* one victim at a time in all clusters: a knot of n waits takes n rounds or so */
+			int64_t		bound = (int64_t) (nstuck * (2 * max_tmo + 1000) + 2 * c->session_timeout +
+										   5000) * 1000;
+
+			if (tr->goes[i][j])
+			{
+				if (b->stuck_since != 0 && now - b->stuck_since > gw_max_stuck_ms * 1000)
+					gw_max_stuck_ms = (now - b->stuck_since) / 1000;
+				b->stuck_since = 0;
+				continue;
+			}
+			if (b->stuck_since == 0)
+				b->stuck_since = now;
+			if (S->quiet && now - (b->stuck_since > WORK_US ? b->stuck_since : WORK_US) > bound)
+			{
+				fail("c%d b%d has waited for ever for %" PRId64 " ms (a circle of waits nobody broke)",
+					 c->id, b->pid, (now - b->stuck_since) / 1000);
+				if (getenv("SIM_TRUTH"))
+				{
+					int			k;
+
+					dump_cluster(c);
+					truth_dump(tr);
+					for (k = 0; k < S->ncl; k++)
+						printf("c%d document (session %" PRIx64 "):\n%s\n", k,
+							   S->c[k].gw_doc_session, S->c[k].gw_doc);
+				}
+			}
+		}
+	free(tr);
+}
+
+void
+check_step(void)
+{
+	Holder		h[NCLUSTERS * NBACKENDS * MAXHOLD];
+	int			nh = 0;
+	int			i;
+	int			j;
+
+	for (i = 0; i < S->ncl; i++)
+	{
+		Cluster    *c = &S->c[i];
+
+		note_grants(c);
+		check_liveness(c);
+		check_peek_out(c);
+		for (j = 0; j < c->t->nused; j++)
+			if (c->t->slots[j].req.group != 0 && !c->t->slots[j].own.abandoned)
+				check_group(c, j);
+		check_one_owner(c);
+		for (j = 0; j < S->c[i].nb; j++)
+		{
+			Backend    *b = &c->b[j];
+			int			k;
+
+			/* a request's slot is its owner's until the owner gives it up */
+			if (b->st == B_WAIT && b->ngroup == 0 && b->waiting >= 0 &&
+				c->t->slots[b->waiting].req.owner_pid != b->pid)
+				fail("c%d b%d waits on slot %d, which is no longer its own (state %d)", c->id,
+					 b->pid, b->waiting, c->t->slots[b->waiting].zstate);
+			b->lost_seen |= any_lost(c, b);
+			/* (one past its check commits, whatever happens to its locks meanwhile) */
+			if (b->book.n == 0 || (b->st != B_PUBLISH && commit_verdict(c, b) != ZKH_COMMIT))
+				continue;
+			for (k = 0; k < b->book.n; k++)
+			{
+				const ZklHold *hk = &b->book.h[k];
+
+				if (zc_holds_holds(hk) == 0 || slot_tainted(&c->t->slots[hk->slot]))
+					continue;	/* given up (node kept for the other mode); or its node deleted */
+				h[nh].cluster = i;
+				h[nh].pid = b->pid;
+				h[nh].key = key_index(hk->key);
+				h[nh].mode = hk->mode;
+				h[nh].holders = c->t->slots[hk->slot].req.holders;
+				nh++;
+			}
+		}
+	}
+	for (i = 0; i < nh; i++)
+		for (j = i + 1; j < nh; j++)
+			if (h[i].key == h[j].key && conflict(h[i].mode, h[j].mode) &&
+				(h[i].cluster != h[j].cluster || h[i].pid != h[j].pid))
+				fail("two holders could commit: c%d b%d %c and c%d b%d %c of %s",
+					 h[i].cluster, h[i].pid, h[i].mode, h[j].cluster, h[j].pid, h[j].mode,
+					 key_name(h[i].key));
+	check_semaphore_holders(h, nh);
+	check_circles();
+	check_lost_told();
+}
+
+/*
+ * Lost locks judged from the model, not from the core's flags: a lock the
+ * core holds (granted, HELD) whose node the leader no longer has (its
+ * session ended, or the node was deleted) must be known lost within a
+ * bound, however the cluster learns it (an expiry, the cut-off clock, a
+ * commit's verify).  A worker paused does not count the time; a node
+ * deleted from outside is left out (zk_lock promises nothing then).
+ */
+void
+check_lost_told(void)
+{
+	int64_t		now = zkm_now(S->m);
+	int			i;
+	int			j;
+
+	if (now < S->lost_at)
+		return;
+	S->lost_at = now + 50000;
+	for (i = 0; i < S->ncl; i++)
+	{
+		Cluster    *c = &S->c[i];
+		int64_t		bound = (int64_t) (2 * c->session_timeout + CONNECT_TIMEOUT + 5000) * 1000;
+
+		for (j = 0; j < c->t->nused; j++)
+		{
+			const ZklSlot *s = &c->t->slots[j];
+			char		path[ZKL_PATH_LEN];
+			int64_t		owner;
+			int64_t		czxid;
+
+			if (s->zstate != ZKS_HELD || s->ans.result != ZKL_RESULT_GRANTED || s->node[0] == '\0' ||
+				slot_tainted(s) || c->paused)
+			{
+				S->gone_since[i][j] = 0;
+				continue;
+			}
+			zc_core_child_path(c->t, s, s->node, path);
+			if (zkm_leader_node(S->m, path, &owner, &czxid))
+			{
+				S->gone_since[i][j] = 0;
+				continue;
+			}
+			if (S->gone_since[i][j] == 0 || S->gone_attempt[i][j] != s->req.attempt)
+			{
+				S->gone_since[i][j] = now;
+				S->gone_attempt[i][j] = s->req.attempt;
+			}
+			else if (now - S->gone_since[i][j] > bound)
+				fail("c%d slot %d (pid %d) holds %s by node %s, gone at the leader since %.3f s, "
+					 "and is not told it is lost", c->id, j, s->req.owner_pid, s->key, s->node,
+					 S->gone_since[i][j] / 1e6);
+		}
+	}
+}
+
+/* An event about a node under key path arg (or the key node itself). */
+bool
+key_event(const ZkmMsg *msg, void *arg)
+{
+	const char *key_path = arg;
+	size_t		n = strlen(key_path);
+
+	return msg->kind == ZKM_EVENT && strncmp(msg->path, key_path, n) == 0 &&
+		(msg->path[n] == '\0' || msg->path[n] == '/');
+}
+
+/* Whether a request of cluster c about s's key, or an event about it, is under way. */
+bool
+key_news(Cluster *c, const ZklSlot *s, const char *key_path)
+{
+	int			i;
+
+	for (i = 0; i < c->nouts; i++)
+	{
+		const Out  *o = &c->outs[i];
+
+		if (o->purpose != P_CALL || (o->keys & (UINT32_C(1) << key_index(s->key))))
+			return true;		/* about the key, or not told apart by key */
+	}
+	return zkm_inbox_any(S->m, c->client, key_event, (void *) key_path);
+}
+
+/*
+ * A waiter that counts the node it watches as its only blocker is granted
+ * on that node's delete without reading its queue again (zc_core_watch_event,
+ * delete_result): so that must be true at the leader, by the recipe with
+ * the backend's own nodes as they are now.  Nodes ahead of a node only go,
+ * and none come ahead of it, so this stays true once it is; a node that
+ * changed hands (a hand-over) or a place that changed (a new node) may make
+ * it false, and then a grant would pass whatever else blocks it.
+ */
+void
+check_sole_blocker(Cluster *c)
+{
+	uint64_t	sig = 1469598103934665603ull;
+	bool		any = false;
+	int			j;
+
+	/* judged again only once the slots changed: the leader's tree cannot make it false */
+	for (j = 0; j < c->t->nused; j++)
+	{
+		const ZklSlot *s = &c->t->slots[j];
+		size_t		lw = strlen(s->watch);
+		size_t		ln = strlen(s->node);
+		uint64_t	v[6] = {(uint64_t) s->zstate << 32 | (uint64_t) s->req.owner_pid, s->req.attempt,
+		(uint64_t) s->own.abandoned << 2 | s->zk.watch_sole << 1 | s->zk.rides, 0, 0, 0};
+		int			k;
+
+		any |= s->zk.watch_sole && s->zstate == ZKS_QUEUED;
+		memcpy(&v[3], s->watch + (lw < 8 ? 0 : lw - 8), lw < 8 ? lw : 8);
+		memcpy(&v[4], s->node + (ln < 8 ? 0 : ln - 8), ln < 8 ? ln : 8);
+		memcpy(&v[5], s->uuid, 8);
+		for (k = 0; k < 6; k++)
+			sig = (sig ^ v[k]) * 1099511628211ull;
+	}
+	if (!any || sig == c->sole_sig)
+		return;
+	c->sole_sig = sig;
+	for (j = 0; j < c->t->nused; j++)
+	{
+		const ZklSlot *s = &c->t->slots[j];
+		ZkrBackend	b;
+		char		key_path[ZKL_PATH_LEN];
+		char	  **names;
+		ZkrChild	kids[128];
+		int			nn;
+		int			n;
+		int			own;
+		int			watch;
+		int			i;
+		ZkrVerdict	v;
+
+		if (s->zstate != ZKS_QUEUED || s->ans.result != ZKL_RESULT_PENDING || s->own.abandoned ||
+			!s->zk.watch_sole || s->watch[0] == '\0' || s->zk.rides ||
+			s->req.mode == ZKL_MODE_SEMAPHORE || s->node[0] == '\0' || slot_tainted(s))
+			continue;
+		zc_core_backend_of(&c->core, s, &b);
+		zc_core_key_path(c->t, s, key_path);
+		nn = zkm_leader_children(S->m, key_path, &names);
+		n = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+		/*
+		 * An upgrade of the watched node stands right behind it, so ahead of
+		 * us; the watched node stays while it is held (holds.c), and it is
+		 * never handed on (zk.first): once the watched node goes, the
+		 * upgrade holds nothing.
+		 */
+		v = zc_recipe_decide(kids, n, s->uuid, &b, &own, &watch);
+		for (i = 0; v == ZKR_WAIT && kids[watch].placed && i < watch; i++)
+			if (kids[i].seq == kids[watch].anchor && strcmp(kids[i].name, s->watch) == 0)
+				watch = i;
+		if (v == ZKR_WAIT &&
+			(strcmp(kids[watch].name, s->watch) != 0 ||
+			 !zc_recipe_sole_blocker(kids, own, watch, &b)))
+			fail("c%d slot %d (pid %d) %s %c node %s would be granted once %s goes, "
+				 "but at the leader %s blocks it%s", c->id, j, s->req.owner_pid, s->key, s->req.mode,
+				 s->node, s->watch, kids[watch].name,
+				 strcmp(kids[watch].name, s->watch) == 0 ? ", and so does a node ahead of it" : "");
+		zkm_names_free(names, nn);
+	}
+}
+
+/*
+ * A lingering node is no holder: a try-lock, of one key or of many, whose
+ * listing shows nothing ahead that blocks it but one node that lingers
+ * (ZKS_LINGER in its cluster: nobody holds it) waits for that node to go,
+ * within its bound (core_grant.c, linger_wait), and is never refused on
+ * that listing before the bound is over.
+ */
+void
+check_try_refusal(Cluster *c, const ZklSlot *s, const ZkrChild *kids, int n)
+{
+	ZkrBackend	b;
+	const ZklSlot *o;
+	int			own;
+	int			watch;
+	int			ci;
+	int			pid;
+	int			slot;
+
+	zc_core_backend_of(&c->core, s, &b);
+	if (zc_recipe_decide(kids, n, s->uuid, &b, &own, &watch) != ZKR_WAIT ||
+		!zc_recipe_sole_blocker(kids, own, watch, &b) ||
+		zc_recipe_foreign_ahead(kids, n, own, &b) != 1 ||
+		!node_owner(kids[watch].name, &ci, &pid, &slot))
+		return;
+	o = &S->c[ci].t->slots[slot];
+	/* lingering, or lingered and being deleted: nobody's (cohort.c), its data bears the mark */
+	if (o->zstate != ZKS_LINGER && !(o->zstate == ZKS_DELETING && o->req.owner_pid == 0 && o->coh.may_linger))
+		return;
+	fail("c%d slot %d (pid %d) %s try-lock of %s %c refused on a listing where only node %s "
+		 "of c%d, which lingers (nobody holds it), is ahead of it", c->id, (int) (s - c->t->slots), s->req.owner_pid,
+		 s->req.group != 0 ? "multi-key" : "single-key", s->key, s->req.mode, kids[watch].name, ci);
+}
+
+/*
+ * Liveness all along, judged from the leader's tree, not from the core:
+ * a waiter whose node nothing blocks there (by the recipe, the backend's
+ * own nodes not counted) is granted within a bound while its cluster is
+ * connected, running and in no lock-delay.  The bound leaves room for a
+ * silent link the library has not given up yet and for one recheck of a
+ * lost watch.  The end check only sees waits that outlast the quiet phase.
+ * Sampled (every 100 ms of model time): nodes ahead of a node only ever go,
+ * so a request first at the leader stays first while its node lives.
+ */
+void
+check_liveness(Cluster *c)
+{
+	int64_t		now = zkm_now(S->m);
+	int64_t		bound = (int64_t) (2 * c->session_timeout + 3000) * 1000;
+	int64_t		until;
+	/* (an overloaded connection, many requests unanswered, is slow, not wrong) */
+	bool		calm = !c->paused && c->client >= 0 && c->t->conn_state == ZKC_CONNECTED &&
+		zkm_quorum(S->m) &&
+		zkm_backlog(S->m, c->client) <= CALM_BACKLOG && !env_grants_paused(c, c_mono(c), &until);
+	int			j;
+
+	if (calm && now < c->liveness_at)
+		return;
+	c->liveness_at = now + 100000;
+	for (j = 0; j < c->t->nused && j < NSLOTS; j++)
+	{
+		const ZklSlot *s = &c->t->slots[j];
+		ZkrBackend	b;
+		char		key_path[ZKL_PATH_LEN];
+		char	  **names;
+		ZkrChild	kids[128];
+		int			nn;
+		int			own;
+		int			watch;
+		int			i;
+		ZkrVerdict	v;
+
+		/*
+		 * A try-lock is answered within the same bound: a few round trips, a
+		 * linger wait of 500 ms at most, or its holder's listing for a local
+		 * hand-over; never a hold's length (a silent link takes the bound).
+		 */
+		if (!calm || !s->req.nowait || s->ans.result != ZKL_RESULT_PENDING || s->own.abandoned || s->zstate == ZKS_FREE)
+			c->try_since[j] = 0;
+		else if (c->try_since[j] == 0 || c->try_asked[j] != s->req.requested_at)
+		{
+			c->try_since[j] = now;
+			c->try_asked[j] = s->req.requested_at;
+		}
+		else if (now - c->try_since[j] > bound)
+		{
+			fail("promptness: c%d slot %d (pid %d) try-lock of %s %c unanswered for %.1f s, "
+				 "its cluster connected and in no lock-delay",
+				 c->id, j, s->req.owner_pid, s->key, s->req.mode, (now - c->try_since[j]) / 1e6);
+			dump_cluster(c);
+		}
+		if (!calm || s->zstate != ZKS_QUEUED || s->ans.result != ZKL_RESULT_PENDING || s->own.abandoned ||
+			s->req.mode == ZKL_MODE_SEMAPHORE || s->req.group != 0 || s->node[0] == '\0')
+		{
+			c->clear_since[j] = 0;
+			c->settled_since[j] = 0;
+			continue;
+		}
+		zc_core_backend_of(&c->core, s, &b);
+		zc_core_key_path(c->t, s, key_path);
+		nn = zkm_leader_children(S->m, key_path, &names);
+		v = zc_recipe_decide(kids, zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids),
+					   s->uuid, &b, &own, &watch);
+		/*
+		 * Promptness: nothing blocks it at the leader, its own server shows
+		 * the same queue, and nothing is on its way to or from the worker:
+		 * the worker knows all it needs, so it is granted at its next turn.
+		 */
+		{
+			/* (a slot that waits for its timer to read again is not settled: the bound above holds) */
+			/* (nor one an upgrade of its cluster went ahead of: it waits for that, as core's) */
+			bool		settled = v == ZKR_GRANT && !key_news(c, s, key_path) && s->zk.delayed_until == 0 &&
+				zc_table_conflicting_holder(c->t, s, 0) < 0;
+			int			server = zkm_client_server(S->m, c->client);
+
+			if (settled && server < 0)
+				settled = false;	/* (the link is down: the worker will hear of it) */
+			if (settled)
+			{
+				char	  **snames;
+				int			sn = zkm_server_children(S->m, server, key_path, &snames);
+
+				settled = sn == nn;
+				for (i = 0; settled && i < nn; i++)
+				{
+					int			k;
+
+					settled = false;
+					for (k = 0; k < sn && !settled; k++)
+						settled = strcmp(names[i], snames[k]) == 0;
+				}
+				zkm_names_free(snames, sn);
+			}
+			if (!settled)
+				c->settled_since[j] = 0;
+			else if (c->settled_since[j] == 0)
+				c->settled_since[j] = now;
+			else if (now - c->settled_since[j] > 500000)
+				fail("promptness: c%d slot %d (pid %d) %s %c: nothing blocks it at the leader, "
+					 "its server shows the same queue, nothing is on its way, and it is not "
+					 "granted for %.1f s", c->id, j, s->req.owner_pid, s->key, s->req.mode,
+					 (now - c->settled_since[j]) / 1e6);
+		}
+		zkm_names_free(names, nn);
+		if (v != ZKR_GRANT)
+			c->clear_since[j] = 0;
+		else if (c->clear_since[j] == 0 || c->clear_attempt[j] != s->req.attempt)
+		{
+			c->clear_since[j] = now;
+			c->clear_attempt[j] = s->req.attempt;
+		}
+		else if (now - c->clear_since[j] > bound)
+			fail("liveness: c%d slot %d (pid %d) %s %c has been first at the leader for %.1f s, "
+				 "its cluster connected and in no lock-delay, and is not granted",
+				 c->id, j, s->req.owner_pid, s->key, s->req.mode, (now - c->clear_since[j]) / 1e6);
+	}
+}
+
+void
+dump_cluster(const Cluster *c)
+{
+	int			j;
+
+	printf("c%d: client %d conn %d session %" PRIx64 " listed %d stale %d paused_until %.3f outs %d\n",
+		   c->id, c->client, c->t->conn_state, c->t->session_id, c->presence->pres.listed, c->presence->pres.stale,
+		   c->presence->pres.paused_until / 1e6, c->nouts);
+	if (c->client >= 0)
+		zkm_debug(S->m, c->client);
+	printf("  writes in flight %d, outs:", c->core.writes_in_flight);
+	for (j = 0; j < c->nouts; j++)
+		printf(" %d/%" PRIu64, c->outs[j].purpose, c->outs[j].id);
+	printf("\n");
+	for (j = 0; j < c->t->nused; j++)
+	{
+		const ZklSlot *s = &c->t->slots[j];
+
+		printf("  slot %d: z%d r%d todo %x ab %d key %s node %s watch %s sole %d delayed %.3f"
+			   " first %d clear %d handed %d/%d rides %d foreign %d/%d peek %d kept %d\n",
+			   j, s->zstate, s->ans.result, s->zk.todo, s->own.abandoned, s->key, s->node, s->watch,
+			   s->zk.watch_sole, s->zk.delayed_until / 1e6, s->zk.first, s->zk.clear, s->zk.handed,
+			   s->coh.node_handed, s->zk.rides, s->coh.foreign, s->coh.since_foreign, s->coh.peek, s->coh.kept);
+	}
+}
+
+void
+check_end(void)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < S->ncl; i++)
+	{
+		Cluster    *c = &S->c[i];
+
+		for (j = 0; j < S->c[i].nb; j++)
+			if (c->b[j].st != B_DONE)
+			{
+				fail("liveness: c%d b%d never finished (state %d)", i, c->b[j].pid, c->b[j].st);
+				dump_cluster(c);
+				if (getenv("SIM_TRUTH"))
+				{
+					Truth	   *tr = malloc(sizeof(Truth));
+
+					truth_build(tr);
+					truth_dump(tr);
+					free(tr);
+				}
+			}
+		for (j = 0; j < c->t->nused; j++)
+			if (c->t->slots[j].zstate != ZKS_FREE)
+				fail("c%d slot %d left in state %d", i, j, c->t->slots[j].zstate);
+	}
+	for (i = 0; i < NALL; i++)
+	{
+		char		path[ZKM_PATH];
+		char	  **names;
+		int			n;
+
+		snprintf(path, sizeof(path), ROOT "/%s", key_name(i));
+		n = zkm_leader_children(S->m, path, &names);
+		if (n > 0)
+			fail("node %s/%s left behind", path, names[0]);
+		for (j = 0; j < n; j++)
+		{
+			char		child[ZKM_PATH * 2];
+			int64_t		owner;
+			int64_t		czxid;
+
+			snprintf(child, sizeof(child), "%s/%s", path, names[j]);
+			(void) zkm_leader_node(S->m, child, &owner, &czxid);
+			printf("  at the leader: %s (session %" PRIx64 ")\n", child, owner);
+		}
+		zkm_names_free(names, n);
+	}
+}
+
+/* The node of slot s at the leader, found by its uuid, deleted as by another client. */
+bool
+delete_by_uuid(Cluster *c, const ZklSlot *s)
+{
+	char		key_path[ZKL_PATH_LEN];
+	char		path[ZKL_PATH_LEN * 2];
+	char	  **names;
+	bool		found = false;
+	int			n;
+	int			i;
+
+	zc_core_key_path(c->t, s, key_path);
+	n = zkm_leader_children(S->m, key_path, &names);
+	for (i = 0; i < n && !found; i++)
+	{
+		if (!zc_recipe_name_has_uuid(names[i], s->uuid))
+			continue;
+		found = true;
+		snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", s->uuid);
+		snprintf(path, sizeof(path), "%s/%s", key_path, names[i]);
+		trace("fault: %s (its create's reply lost) deleted behind its owner's back", path);
+		zkm_admin_delete(S->m, path);
+	}
+	zkm_names_free(names, n);
+	return found;
+}

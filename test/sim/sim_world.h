@@ -1,0 +1,548 @@
+/*
+ * sim_world.h — the simulator's world, shared by its files (sim.c says
+ * what the simulator is; docs/testing.md maps the files).
+ */
+#ifndef SIM_WORLD_H
+#define SIM_WORLD_H
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zookeeper/zookeeper.h>	/* result codes, event and state types */
+
+#include "core.h"
+#include "cutoff.h"
+#include "deadlock.h"
+#include "gwait.h"
+#include "book.h"
+#include "holds.h"
+#include "lock_delay.h"
+#include "looks.h"
+#include "resume.h"
+#include "table.h"
+#include "zkmodel.h"
+#include "core_batch.h"
+#include "core_grant.h"
+#include "core_plan.h"
+#include "core_reply.h"
+#include "gwait_doc.h"
+#include "sim_host.h"
+#include "orphans.h"
+#include "presence.h"
+#include "requests.h"
+
+/* the largest world a seed may draw (Sim.ncl, Cluster.nb, Cluster.t->nslots) */
+#define NCLUSTERS	5
+#define NBACKENDS	12
+#define NKEYS		3			/* lock keys */
+#define SEM_KEY		NKEYS		/* one semaphore key besides */
+#define NALL		(NKEYS + 1)
+#define SEM_HOLDERS	3
+#define NSLOTS		48
+#define MAXHOLD		4
+#define ROOT		"/zkl"
+#define SESSIONS	ROOT "/.sessions"
+
+#define CONNECT_TIMEOUT	5000	/* ms; the other settings are drawn per cluster (draw_world) */
+
+#define WORK_US		(30 * 1000000LL)	/* faults and load */
+#define QUIET_US	(180 * 1000000LL)	/* then no faults, no new work */
+#define TRACE		48
+#define SIM_DOC_LEN	8192		/* a cluster's wait document (gwait.h allows more) */
+
+/* ---- the run ---- */
+
+typedef enum Purpose
+{
+	P_NONE,
+	P_IGNORE,					/* a reply nobody reads (the simulator's own request) */
+	P_CALL						/* a shipped worker file's call (sim_zk.c): its completion */
+} Purpose;
+
+typedef struct Out
+{
+	uint64_t	id;
+	Purpose		purpose;
+	ZkmReqKind	kind;			/* the request's */
+	uint64_t	tag;			/* its context, read as a core tag (requests.c's are) */
+	uint32_t	keys;			/* the lock keys its paths are under, a bit each (key_index) */
+	bool		watched;		/* it sets a watch */
+	uint64_t	wtag;			/* and the watch's tag (watch_tag) */
+	char		path[ZKM_PATH];
+	SimCall		call;			/* P_CALL */
+} Out;
+
+typedef enum BState
+{
+	B_IDLE,
+	B_WAIT,
+	B_HOLD,
+	B_COMMIT,
+	B_PUBLISH,					/* past its commit check: the commit record becomes visible */
+	B_DOWN,						/* its cluster stopped: back when it runs again */
+	B_DONE
+} BState;
+
+/* One step of a transaction's script. */
+typedef struct Act
+{
+	bool		pause;			/* idle in transaction for a while */
+	bool		session;		/* zk_session_lock / zk_session_unlock */
+	bool		all;			/* zk_session_unlock_all (with session and unlock) */
+	bool		discard;		/* DISCARD ALL, alone in its transaction */
+	bool		unlock;
+	uint8_t		sp;				/* SP_*: a savepoint's begin or end, nothing else */
+	int			key;
+	char		mode;
+	int			kind;			/* lock: 0 wait for ever, 1 with timeout, 2 try */
+	int			holders;		/* a semaphore's (mode 'c') */
+	int			nkeys;			/* a multi-key request's keys[] (0: just `key`) */
+	int			keys[NKEYS];
+} Act;
+
+#define MAXACTS	8
+
+/* Savepoints (Act.sp): SAVEPOINT, ROLLBACK TO SAVEPOINT, RELEASE SAVEPOINT. */
+#define SP_BEGIN	1
+#define SP_ROLLBACK	2
+#define SP_RELEASE	3
+#define MAXSUB		4
+
+/* A lock a transaction held: from its grant to its release (0: still held). */
+typedef struct Span
+{
+	int			key;
+	char		mode;
+	int			cluster;
+	int			pid;
+	int64_t		from;
+	int64_t		to;
+	int			holders;		/* a semaphore's */
+	char		uuid[ZKL_UUID_LEN + 1];	/* the request's */
+} Span;
+
+#define MAXSPANS	8
+#define HISTORY		512			/* committed spans kept per key */
+
+typedef struct Backend
+{
+	BState		st;
+	int			nspans;
+	Span		spans[MAXSPANS];	/* this transaction's, for the commit check */
+	bool		lost_seen;		/* a lock of this transaction was lost (seen by check_step) */
+	int			pid;
+	ZklBook		book;			/* granted locks: xact.c's book (book.c), run as is */
+	ZkbHost		host;			/* its host: this backend of cluster `cl` */
+	struct Cluster *cl;
+	uint32_t	subid;			/* the current subtransaction's (savepoints) */
+	bool		exits;			/* a stop ended while it published its commit */
+	uint32_t	next_subid;
+	int			nsub;
+	uint32_t	subs[MAXSUB];	/* the enclosing ones', innermost last */
+	/*
+	 * Transaction-level acquisitions by key and mode as the application
+	 * counts them, whatever the book says: by savepoint level (0: outside
+	 * any), as core's resource owners count them.  A rolled-back
+	 * savepoint's go, a released one's pass to its parent, and an unlock
+	 * (not transactional, like core's) takes the innermost one.
+	 */
+	int			xlev[MAXSUB + 1][NALL][3];
+	/*
+	 * The session-level locks as the application sees them, from the grant
+	 * to its unlock (or its acknowledgement of their loss), whatever the
+	 * bookkeeping says: every transaction it commits meanwhile ran under them.
+	 */
+	int			napp;
+	Span		app[MAXHOLD];
+	int			app_count[MAXHOLD];	/* stacked session-level acquisitions */
+	bool		told_lost;		/* an error told it of a session-level loss not acknowledged */
+	bool		wait_session;	/* the request waited for is session-level */
+	int			sess_key;		/* key of a session-level lock episode, -1: none */
+	bool		hasty;			/* its next timed request: a lock_timeout of a few ms */
+	char		sess_mode;
+	int			sess_txns;		/* transactions left to run under it */
+	int			sess_asked;		/* session-level requests of the episode: as many unlocks */
+	int			waiting;		/* slot waited for, -1: none */
+	int			ngroup;			/* or the slots of a multi-key request waited for */
+	int			group[NKEYS];
+	int			npstack;		/* holds of that request's keys held already: stacked once granted */
+	int			pstack[NKEYS];
+	int64_t		deadline;		/* of the wait or the commit (0: none) */
+	int			nacts;
+	int			next_act;
+	Act			acts[MAXACTS];
+	int64_t		next_at;
+	int			txns_left;
+	int			commits;
+	int64_t		stuck_since;	/* waits for ever by the ground truth since (0: not) */
+	int64_t		gave_up_at;		/* a wait of its last ended with no grant then (model time) */
+} Backend;
+
+typedef struct Cluster
+{
+	uint64_t	sole_sig;		/* check_sole_blocker's last look */
+	int			id;
+	void	   *shared;			/* its ZklShared (sim_pg.c) */
+	ZklTable   *t;			/* in it, as the worker has it */
+	ZklSlot		slots[NSLOTS];
+	ZklCore		core;
+	ZklCoreEnv	env;
+	ZklOp		ops[2 * NSLOTS];
+	const char *mine[NSLOTS];
+	bool		held[NSLOTS];
+	int			client;			/* model handle, -1: none */
+	int64_t		next_open;
+	int64_t		last_heard;
+	bool		paused;
+	int64_t		paused_until;
+	int64_t		busy_until;		/* model time: the worker sees its latch only then */
+	uint64_t	linger_seen[NSLOTS];	/* attempt of a slot seen lingering */
+	int			burst_key;		/* while busy: transactions begun are writers of it */
+	int64_t		burst_until;	/* model time: busy for a lingering node until then */
+	int			linger_try_key;	/* another cluster's node of it lingers: one backend tries it */
+	int64_t		linger_try_until;	/* model time: that try is begun until then (0: none due) */
+	int64_t		proof_at;
+	int64_t		proof_session;
+	Out		   *outs;
+	int			nouts;
+	int			capouts;
+	uint64_t	next_out;
+	uint64_t   *session_nonce;	/* in its shared memory: drawn for each new session (session.c) */
+	bool		fresh_handle;	/* the handle opened for a new session, not connected yet */
+	/* session.c: a resumed session is ours once the leader shows its presence node (resume.h) */
+	bool		confirming;
+	bool		confirm_due;	/* ask (again) once connected */
+	uint64_t	confirm_gen;	/* the connection it asks on */
+	int64_t    *own_ids;		/* ids of its sessions so far: the model gives none of them again */
+	int			nown_ids;
+	/* liveness all along: since when (model time) each slot's request is first at the leader */
+	int64_t		clear_since[NSLOTS];
+	int64_t		settled_since[NSLOTS];	/* and nothing on its way (check_liveness) */
+	uint64_t	clear_attempt[NSLOTS];
+	int64_t		liveness_at;	/* next sample */
+	int64_t		try_since[NSLOTS];	/* a try-lock pending since, calm all along */
+	int64_t		try_asked[NSLOTS];	/* its requested_at: which try it is */
+	/* a session left from before a crash-restart (left_session.c) */
+	int64_t		left_session;
+	uint64_t	left_nonce;		/* its nonce (the session file) */
+	/* a clean stop (worker.c's stop_cleanly) */
+	bool		stopping;
+	bool		marking;		/* its tombstone asked for: nothing is planned any more */
+	int64_t		stop_deadline;	/* model time */
+	/* its worker process's memory in the shipped worker files it runs */
+	void	   *proc;			/* its memory (sim_pg.c): gone when the process dies */
+	ZwOrphans  *orphans;		/* orphans.c */
+	ZwPresence *presence;		/* presence.c: lock-delay (its rules: lock_delay.c) */
+	ZwRequests *requests;		/* requests.c */
+	/* the watchers the client library keeps for them: set by a read's ZOK, one-shot */
+	struct Watch
+	{
+		uint64_t	wtag;
+		bool		child;
+		char		path[ZKM_PATH];
+	}		   *watches;
+	int			nwatches;
+	int			nb;				/* backends of this cluster (the seed draws it) */
+	/* its settings, drawn per seed within what README requires of clusters sharing locks */
+	int			session_timeout;	/* ms */
+	int			proof_bound;	/* ms */
+	int			lock_delay;		/* ms, as set: zc_table_lock_delay_ms applies the floor */
+	/* its clocks: a monotonic one that drifts, and a wall clock that also jumps */
+	int64_t		drift_ppm;
+	int64_t		mono_off;
+	int64_t		wall_off;		/* how far its wall clock was set from the others' */
+	int64_t		wall_jump;
+	/* deadlocks across clusters (gw_tend: gwaits.c's schedule) */
+	char		gw_doc[SIM_DOC_LEN];	/* published ("": none) */
+	int64_t		gw_doc_session;
+	int			gw_doc_version;
+	uint64_t	gw_print;
+	int64_t		gw_next_write;	/* model time */
+	int64_t		gw_next_round;
+	int			gw_phase;		/* GW_* */
+	int64_t		gw_at;			/* when its next step comes */
+	int64_t		gw_claim_until;	/* a claim of ours lives until (0: none) */
+	ZgwVictim	gw_victim;
+	bool		gw_confirmed[NCLUSTERS];
+	uint64_t	gw_nonce;		/* our claim's, and the sessions it asks */
+	int64_t		gw_asks[NCLUSTERS];
+	int			gw_nasks;
+	uint64_t	gw_victim_attempt;	/* its request, if it waited for ever when confirmed */
+	int64_t		gw_claimed_at;	/* of the claim's sessions, ours to collect */
+	uint64_t	gw_confirms;	/* another's claim that named us, confirmed (0: none) */
+	int64_t		gw_confirm_at;	/* when a look for it is back */
+	int64_t		gw_look_at;		/* the next look for a claim */
+	ZgwSemWait	gw_sems[16];
+	int			gw_nsems;
+	char		gw_read[NCLUSTERS][SIM_DOC_LEN];	/* the others' documents, as read */
+	int			gw_read_version[NCLUSTERS];
+	int64_t		gw_read_session[NCLUSTERS];
+	Backend		b[NBACKENDS];
+} Cluster;
+
+typedef struct Sim
+{
+	uint64_t	seed;
+	uint64_t	rng;
+	uint64_t	nonces;			/* drawn so far (next_nonce) */
+	Zkm		   *m;
+	int			ncl;			/* clusters of this seed's world */
+	Cluster		c[NCLUSTERS];
+	int64_t		step;
+	bool		quiet;
+	bool		failed;
+	int64_t		last_x_czxid[NALL];
+	int			last_x_owner[NALL];	/* pid of its holder (pids differ across clusters) */
+	char		trace[TRACE][200];
+	int			ntrace;
+	bool		verbose;
+	Span		history[NALL][HISTORY];	/* spans of committed transactions */
+	/*
+	 * Requests whose node someone else deleted (a fault): zk_lock promises
+	 * them nothing until they queue again, under a new uuid.
+	 */
+	char		tainted[64][ZKL_UUID_LEN + 1];
+	int			ntainted;
+	int			nhistory[NALL];
+	int64_t		claim_session;	/* <root>/.deadlock's owner (0: none) */
+	uint64_t	claim_nonce;	/* and its data: the sessions that must confirm */
+	int64_t		claim_asks[NCLUSTERS];
+	int			claim_nasks;
+	int64_t		circles_at;		/* check_circles' next sample */
+	int64_t		lost_at;		/* check_lost_told's next sample */
+	/* a held slot's node missing at the leader: since when (0: there), and for which attempt */
+	int64_t		gone_since[NCLUSTERS][NSLOTS];
+	uint64_t	gone_attempt[NCLUSTERS][NSLOTS];
+	/* granted slots already checked: cluster, slot, attempt */
+	uint64_t	seen_attempt[NCLUSTERS][NSLOTS];
+	uint64_t	ended_attempt[NCLUSTERS][NSLOTS];	/* the last wait seen to end without a grant */
+	int64_t		granted_at[NCLUSTERS][NSLOTS];	/* when those grants were made */
+	/* when each slot last became NEW (its queued_at changed), in the model's time */
+	int64_t		queued_wall[NCLUSTERS][NSLOTS];
+	int64_t		queued_model[NCLUSTERS][NSLOTS];
+	/* multi-key members whose node's czxid was checked: cluster, slot, attempt */
+	uint64_t	seen_group[NCLUSTERS][NSLOTS];
+	int64_t		commits;
+	int64_t		grants;
+	/* the workload: every third seed leans on the semaphore */
+	int			sem_pct;		/* transactions that are a semaphore's */
+	int			mismatch_pct;	/* of those, with another holders number */
+	int			multi_pct;		/* transactions that are a multi-key request (the swarm's) */
+	int64_t		commit_pause_us;	/* longest pause between a commit's check and its record */
+	int			fault_weight[17];	/* per FaultKind (the seed's mix) */
+	bool		gap;			/* SIM_GAP: aim session kills at the gap (fault()) */
+	int64_t		fault_every;	/* us between faults, on average */
+	/* local hand-over (cohort.c): settings of the seed */
+	bool		handover;
+	int			handover_limit;
+	int			linger_ms;
+	int			hot_pct;		/* transactions that take just key 0 */
+	int			hot_read_pct;	/* of them, readers (the others write) */
+	/*
+	 * The fairness bound, from what each cluster was told: once a listing
+	 * or a child event reached cluster c showing `waiter` queued behind its
+	 * node `node` of key k, at most handover_limit hand-overs of that node
+	 * may follow while the waiter still waits.
+	 */
+	char		told_node[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	char		told_waiter[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	int			told_passes[NCLUSTERS][NALL];
+	/* the readers' bound is the key's: joins of any node ahead of that writer count */
+	char		rtold_waiter[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	int			rtold_joins[NCLUSTERS][NALL];
+	/* the same bounds counted from what the cluster's server has (check_handover_truth) */
+	char		truth_xnode[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	char		truth_waiter[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	int			truth_passes[NCLUSTERS][NALL];
+	char		truth_node[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	char		truth_rwaiter[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
+	int			truth_joins[NCLUSTERS][NALL];
+} Sim;
+
+
+
+
+
+/*
+ * Its wall clock, as GetCurrentTimestamp() has it: microseconds since
+ * 2000-01-01 (about 26 years, where the monotonic clock starts at boot), set
+ * a little apart per cluster, running at the monotonic clock's rate, plus
+ * whatever steps it took.  Code that reads one clock where it needs the
+ * other is off by decades at once.
+ */
+#define WALL_2026_US	((int64_t) 849000000 * 1000000)
+
+/*
+ * A watcher and its context, as the model's watch tag: the library keeps
+ * one watch per watcher and context (a second read with the same pair sets
+ * no other), and the model one per tag.
+ */
+#define WATCH_CTX_BITS	56
+
+/*
+ * The stop ends: the session closes (with its tombstone, or without: the
+ * other clusters then delay), the worker process exits, and the cluster
+ * starts again with a new worker and a new session; its backends come back.
+ */
+typedef enum StopEnd
+{
+	STOP_TOMBSTONE,				/* the tombstone answered: close */
+	STOP_PLAIN,					/* not in time, or no session: close all the same */
+	STOP_DIED					/* the worker died: its session is left to expire */
+} StopEnd;
+
+typedef struct News
+{
+	const char *key_path;
+	const char *waiter;
+} News;
+
+typedef struct Holder
+{
+	int			cluster;
+	int			pid;
+	int			key;
+	char		mode;
+	int			holders;		/* a semaphore's */
+} Holder;
+
+#define CALM_BACKLOG	8
+
+/* ---- ground truth: waits that can never end ----
+ *
+ * From the leader's tree and the backends as they are, not from what any
+ * core believes: a backend can go on unless it waits (B_WAIT, a request
+ * still pending), and a pending request can go on once fewer than `need`
+ * of the entries ahead of it stay (1 for a lock: all of them go; the
+ * holders count for a semaphore).  An entry ahead is a node before the
+ * request's own at the leader that conflicts with it, or for a request
+ * waiting for a local hand-over (no node of its own), a local request of
+ * another backend that holds the key or has a node for it; it goes once
+ * every backend holding or riding it can go (a node no backend holds, a
+ * lingering one or an orphan, goes in time).  The least fixed point of
+ * "can go on" leaves the backends that wait for ever: circles of waits and
+ * what waits behind them.  Timeouts are left out: a circle is a deadlock
+ * even if a lock_timeout would end it later, as for core's detector.
+ * A request not judged (its node not at the leader yet, or deleted) counts
+ * as one that goes on, and local waiters queued behind each other without
+ * nodes are not edges: both make this miss some circles, never see one
+ * that is not there.
+ */
+#define TR_AHEAD	64
+
+#define TR_OWNERS	8
+
+#define TR_REQS		(NCLUSTERS * NSLOTS)
+
+typedef struct TruthEntry
+{
+	int			nowners;
+	int8_t		oc[TR_OWNERS];	/* cluster and backend index of each owner */
+	int8_t		ob[TR_OWNERS];
+} TruthEntry;
+
+typedef struct TruthReq
+{
+	int8_t		ci;
+	int8_t		bi;
+	int			need;
+	int			nahead;
+	TruthEntry	ahead[TR_AHEAD];
+} TruthReq;
+
+typedef struct Truth
+{
+	bool		goes[NCLUSTERS][NBACKENDS];
+	int			nreqs;
+	TruthReq	reqs[TR_REQS];
+} Truth;
+
+/* ---- deadlocks across clusters ----
+ *
+ * gwaits.c's schedule, restated on the model's clock (its I/O is
+ * PostgreSQL's and ZooKeeper's); gwait.c's decisions run as they are.
+ * The documents live beside the model, whose nodes keep ZKM_DATA bytes:
+ * each lives while the session that wrote it does, as an ephemeral node,
+ * and a version counts its writes.  A round reads them all at once; the
+ * claim (checks of the cycle's nodes and of the documents' versions, one
+ * claim at a time in all clusters) reaches the leader a few ms later, and
+ * its answer a few ms after that, when the victim's own part is checked
+ * again (break_cycle) and the victim fails.  The moment of choice is the
+ * claim: the victim must then wait for ever by the ground truth.
+ */
+#define GW_IDLE		0
+
+#define GW_CLAIM	1			/* the claim is on its way to the leader */
+
+#define GW_CONFIRM	2			/* ours: the others' confirmations are awaited */
+
+#define GW_BREAK	3			/* all in: decide again and fail the victim */
+
+/*
+ * The faults, each with a weight the seed draws (swarm testing: a seed
+ * that leaves some out meets the others more often, and in combinations
+ * an even mix rarely makes).
+ */
+typedef enum FaultKind
+{
+	F_RESET,					/* a connection reset */
+	F_LOSE_REPLY,				/* a write applied, its reply lost */
+	F_CUT_FOLLOWER,				/* a follower cut off from the leader */
+	F_KILL_SESSION,				/* a session ended at the leader */
+	F_DELETE_WAITER,			/* someone deletes a waiter's node */
+	F_PAUSE,					/* a worker stopped, maybe past its session timeout */
+	F_CRASH,					/* a worker dies and another resumes its session */
+	F_WALL,						/* a wall clock steps */
+	F_RELOAD,					/* a reload turns local hand-over off or on */
+	F_REAP,						/* the server reaps an empty container */
+	F_SILENT,					/* a link that drops every packet, with no reset */
+	F_STOP,						/* a clean stop (fast shutdown) and a start */
+	F_ACL,						/* an operator's ACL refuses us on a key node or the root a while */
+	F_GARBLE,					/* a server fails inside on a request (ZMARSHALLINGERROR) */
+	F_CRASH_RESTART,			/* a backend crashes: the postmaster restarts the whole cluster */
+	F_CUT_LEADER,				/* the leader cut off from every follower: an election */
+	F_DELETE_PRESENCE,			/* someone deletes a session's presence node, its create refused a while */
+	NFAULTS
+} FaultKind;
+
+/* ---- the run's state and counters (sim.c) ---- */
+
+extern int64_t handovers_seen;	/* over the run, to show the seeds use it */
+extern int64_t linger_waits[2];	/* try-locks that waited for a lingering node: refused, granted */
+extern int64_t deadlocks_broken;	/* local circles of waits broken with 40P01 */
+extern int64_t noauth_answers;	/* the model's ZNOAUTH answers (an operator's ACL) */
+extern int64_t garbled_answers;	/* its ZMARSHALLINGERROR answers (a failure inside a server) */
+extern int64_t elections_held;	/* the model's elections */
+extern int64_t proposals_lost;	/* and the writes they lost */
+extern int64_t ids_reused;		/* sessions that took an ended session's id */
+extern int64_t left_alone;		/* a crash's left session whose id another session had */
+extern int64_t ids_reissued;	/* reconnects that came back to another session of the id */
+extern int64_t resumes_refused;	/* resumed sessions whose presence node was gone: expired */
+extern int64_t rides_seen;	/* of them, readers joining a local reader's node */
+extern int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */
+extern int64_t upgrades_across;	/* upgrades granted past other clusters' requests (counters) */
+extern int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */
+extern int64_t calls_sent[ZKM_SETDATA + 1];	/* by the shipped worker files, by kind */
+extern Sim *S;
+extern bool verbose_run;
+extern Cluster *cur_cl;
+extern void (*watch_fns[16]) (void);
+extern int	nwatch_fns;
+extern int64_t gw_victims;	/* over the run */
+extern int64_t gw_rounds;
+extern int64_t gw_claims_refused;
+extern int64_t gw_gaveup_victims;	/* of a cycle a wait of which was given up meanwhile */
+extern int64_t gw_tainted_victims;	/* through a request whose node was deleted from outside */	/* chosen through a wait ended, not yet rewritten */
+extern int64_t gw_max_stuck_ms;
+extern int	gw_longest_doc;	/* longest a backend waited for ever, until broken */
+
+#include "sim_files.h"
+
+#endif
