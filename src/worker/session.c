@@ -28,22 +28,48 @@
 #include "resume.h"
 #include "session.h"
 
-static const ZklSessionEvents *events;	/* the worker's, from zw_session_begin */
-
-static char *open_hosts = NULL;
-static TimestampTz next_failure_log = 0;	/* failed connects: one LOG line per CONNECT_LOG_MS */
-
 #define CONNECT_LOG_MS 30000
-static bool session_ended = false;	/* expired or refused: open a new one */
-static bool fresh_handle = false;	/* opened for a new session, not connected yet */
-static TimestampTz next_open = 0;
-static char session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
-static char session_user[ZKL_ERRMSG_LEN / 2];
 /* digest ids (as ACLs name them) of the identities added to this handle, latest last */
 #define MAX_SESSION_IDS 4
-static char session_ids[MAX_SESSION_IDS][ZKL_ERRMSG_LEN];
-static int	nsession_ids = 0;
-static char auth_complaint[ZKL_AUTH_INFO_LEN];	/* last logged, so it is logged once */
+
+/*
+ * This file's process memory: the worker has one copy, the simulator one
+ * per simulated cluster (it points zw_session at each).
+ */
+struct ZwSession
+{
+	const ZklSessionEvents *events; /* the worker's, from zw_session_begin */
+	char	   *open_hosts;
+	TimestampTz next_failure_log;	/* failed connects: one LOG line per CONNECT_LOG_MS */
+	bool		session_ended;	/* expired or refused: open a new one */
+	bool		fresh_handle;	/* opened for a new session, not connected yet */
+	TimestampTz next_open;
+	char		session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
+	char		session_user[ZKL_ERRMSG_LEN / 2];
+	char		session_ids[MAX_SESSION_IDS][ZKL_ERRMSG_LEN];
+	int			nsession_ids;
+	char		auth_complaint[ZKL_AUTH_INFO_LEN];	/* last logged, so it is logged once */
+
+	/*
+	 * A resumed session is ours only while this incarnation's presence node
+	 * is there (resume.h): until the leader has said so, the connection
+	 * counts as not made.  confirm_gen tells the answer on this connection
+	 * from older ones.
+	 */
+	bool		confirming;
+	bool		confirm_due;	/* ask (again) once connected */
+	uint64		confirm_gen;
+};
+
+static ZwSession own;
+ZwSession  *zw_session = &own;
+
+/* A fresh copy of this file's memory, as a new worker process has it. */
+ZwSession *
+zw_session_new(void)
+{
+	return MemoryContextAllocZero(TopMemoryContext, sizeof(ZwSession));
+}
 
 /*
  * A nonce for a new session, never 0: ZooKeeper may hand a session id out
@@ -60,55 +86,47 @@ draw_nonce(void)
 	return nonce != 0 ? nonce : 1;
 }
 
-/*
- * A resumed session is ours only while this incarnation's presence node is
- * there (resume.h): until the leader has said so, the connection counts as
- * not made.  confirm_gen tells the answer on this connection from older ones.
- */
-static bool confirming = false;
-static bool confirm_due = false;	/* ask (again) once connected */
-static uint64 confirm_gen = 0;
 
 static void confirm_done(int rc, const struct Stat *stat, const void *data);
 
 static void
 send_confirm(void)
 {
-	confirm_due = false;
+	zw_session->confirm_due = false;
 	if (zw_presence_confirm(zkl_shared->t.session_id, zkl_shared->session_nonce, confirm_done,
-							(const void *) (uintptr_t) confirm_gen) != ZOK)
-		confirm_due = true;
+							(const void *) (uintptr_t) zw_session->confirm_gen) != ZOK)
+		zw_session->confirm_due = true;
 }
 
 /* Our presence node, as the server saw it behind the sync: the session is ours, or it ended. */
 static void
 confirm_done(int rc, const struct Stat *stat, const void *data)
 {
-	if (!confirming || (uintptr_t) data != confirm_gen)
+	if (!zw_session->confirming || (uintptr_t) data != zw_session->confirm_gen)
 		return;					/* a connection or handle since */
 	switch (zc_resume_confirmed(rc, rc == ZOK ? stat->ephemeralOwner : 0, zkl_shared->t.session_id))
 	{
 		case ZKL_CONFIRM_OURS:
-			confirming = false;
+			zw_session->confirming = false;
 			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 			zkl_shared->t.conn_state = ZKC_CONNECTED;
 			zkl_shared->state_since = GetCurrentTimestamp();
-			events->reconnected();
+			zw_session->events->reconnected();
 			LWLockRelease(zkl_shared->lock);
 			break;
 		case ZKL_CONFIRM_ENDED:
-			confirming = false;
+			zw_session->confirming = false;
 			ereport(LOG,
 					(errmsg("zk_lock: resumed ZooKeeper session 0x%llx is not ours any more: its presence node is gone; treating it as expired",
 							(unsigned long long) zkl_shared->t.session_id),
 					 errdetail("The session ended while the connection was down, and ZooKeeper gave its id to a new session.")));
-			session_ended = true;
+			zw_session->session_ended = true;
 			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 			zkl_shared->t.counters.expirations++;
 			LWLockRelease(zkl_shared->lock);
 			break;
 		case ZKL_CONFIRM_AGAIN:
-			confirm_due = true;
+			zw_session->confirm_due = true;
 			break;
 		case ZKL_CONFIRM_WAIT:
 			break;
@@ -129,13 +147,14 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		uint64		nonce;
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		what = zc_resume_connected(fresh_handle, zkl_shared->t.session_id, id->client_id, &old_lost);
+		what = zc_resume_connected(zw_session->fresh_handle, zkl_shared->t.session_id, id->client_id,
+								   &old_lost);
 		LWLockRelease(zkl_shared->lock);
 		if (old_lost)
-			events->lost();		/* replaced, or asked to resume a session that is gone */
+			zw_session->events->lost(); /* replaced, or asked to resume a session that is gone */
 
 		/* a handle not resuming one gets a new session, whatever its id */
-		fresh_handle = false;
+		zw_session->fresh_handle = false;
 		nonce = what == ZKL_CONN_NEW ? draw_nonce() : zkl_shared->session_nonce;
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		zkl_shared->t.session_id = id->client_id;
@@ -148,19 +167,19 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 				sizeof(zkl_shared->server));
 		zkl_shared->t.counters.reconnects++;
 		zkl_shared->conn_error[0] = '\0';
-		confirming = what == ZKL_CONN_CONFIRM;
-		confirm_gen++;
-		if (!confirming)
+		zw_session->confirming = what == ZKL_CONN_CONFIRM;
+		zw_session->confirm_gen++;
+		if (!zw_session->confirming)
 		{
 			zkl_shared->t.conn_state = ZKC_CONNECTED;
 			zkl_shared->state_since = zkl_shared->last_heard;
-			events->reconnected();
+			zw_session->events->reconnected();
 		}
 		LWLockRelease(zkl_shared->lock);
 		/* first on this connection: no presence node of ours is made before it */
-		if (confirming)
+		if (zw_session->confirming)
 			send_confirm();
-		next_failure_log = 0;	/* the line below ends a run of logged failures */
+		zw_session->next_failure_log = 0;	/* the line below ends a run of logged failures */
 		if (what == ZKL_CONN_NEW)
 			zw_left_save(id, nonce);	/* outside the lock: it syncs to disk */
 		ereport(LOG,
@@ -186,7 +205,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 				(errmsg("zk_lock: ZooKeeper session 0x%llx %s",
 						(unsigned long long) zw_client_session(h)->client_id,
 						state == ZOO_EXPIRED_SESSION_STATE ? "expired" : "was refused authentication")));
-		session_ended = true;
+		zw_session->session_ended = true;
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		zkl_shared->t.counters.expirations++;
 		LWLockRelease(zkl_shared->lock);
@@ -226,31 +245,32 @@ root_acl_done(int rc, struct ACL_vector *acl, struct Stat *stat, const void *ctx
 		const struct ACL *a = &acl->data[i];
 
 		open |= strcmp(a->id.scheme, "world") == 0 && (a->perms & ZOO_PERM_CREATE);
-		for (j = 0; j < nsession_ids && strcmp(a->id.scheme, "digest") == 0; j++)
+		for (j = 0; j < zw_session->nsession_ids && strcmp(a->id.scheme, "digest") == 0; j++)
 		{
-			if (strcmp(a->id.id, session_ids[j]) != 0)
+			if (strcmp(a->id.id, zw_session->session_ids[j]) != 0)
 				continue;
-			ours |= j == nsession_ids - 1;
-			earlier |= j < nsession_ids - 1;
+			ours |= j == zw_session->nsession_ids - 1;
+			earlier |= j < zw_session->nsession_ids - 1;
 		}
 	}
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	if (rc == ZNONODE)
 		set_auth_info("%s: accepted (zk_lock.root does not exist yet; it will be created as this user's)",
-					  session_user);
+					  zw_session->session_user);
 	else if (rc == ZNOAUTH || (rc == ZOK && !ours && !earlier && !open))
 		/* reading an ACL takes read or admin rights on the node */
 		set_auth_info("%s: refused: zk_lock.root belongs to another identity (a wrong password, or another user)",
-					  session_user);
+					  zw_session->session_user);
 	else if (rc != ZOK)
-		set_auth_info("%s: accepted", session_user);	/* the ACL could not be read: nothing more known */
+		/* the ACL could not be read: nothing more known */
+		set_auth_info("%s: accepted", zw_session->session_user);
 	else if (ours)
-		set_auth_info("%s: accepted, owner of zk_lock.root", session_user);
+		set_auth_info("%s: accepted, owner of zk_lock.root", zw_session->session_user);
 	else if (earlier)
 		set_auth_info("%s: accepted; zk_lock.root belongs to an identity this session added before",
-					  session_user);
+					  zw_session->session_user);
 	else
-		set_auth_info("%s: accepted (zk_lock.root is open to every identity)", session_user);
+		set_auth_info("%s: accepted (zk_lock.root is open to every identity)", zw_session->session_user);
 	LWLockRelease(zkl_shared->lock);
 }
 
@@ -259,11 +279,11 @@ auth_done(int rc, const void *ctx)
 {
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	if (rc == ZOK)
-		set_auth_info("%s: accepted", session_user);
+		set_auth_info("%s: accepted", zw_session->session_user);
 	else
-		set_auth_info("%s: refused by ZooKeeper (%s)", session_user, zw_client_strerror(rc));
+		set_auth_info("%s: refused by ZooKeeper (%s)", zw_session->session_user, zw_client_strerror(rc));
 	LWLockRelease(zkl_shared->lock);
-	if (rc == ZOK && nsession_ids > 0 && zw_client_handle() != NULL)
+	if (rc == ZOK && zw_session->nsession_ids > 0 && zw_client_handle() != NULL)
 		(void) zw_client_get_acl(zkl_shared->t.roots[zkl_shared->t.cur_root], root_acl_done, NULL);
 }
 
@@ -283,9 +303,9 @@ apply_auth(void)
 
 	if (r == ZKL_AUTH_UNUSABLE)
 	{
-		if (strcmp(auth_complaint, why) != 0)
+		if (strcmp(zw_session->auth_complaint, why) != 0)
 			ereport(LOG, (errmsg("zk_lock: zk_lock.auth is unusable: %s", why)));
-		strlcpy(auth_complaint, why, sizeof(auth_complaint));
+		strlcpy(zw_session->auth_complaint, why, sizeof(zw_session->auth_complaint));
 		if (zw_client_handle() != NULL)
 			return true;		/* the session keeps the identity it has */
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
@@ -294,28 +314,30 @@ apply_auth(void)
 		LWLockRelease(zkl_shared->lock);
 		return false;
 	}
-	auth_complaint[0] = '\0';
+	zw_session->auth_complaint[0] = '\0';
 	zw_client_set_acl(zw_node_acl(r == ZKL_AUTH_OK));
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->t.auth_unusable = false;
 	if (r == ZKL_AUTH_NONE && zw_client_handle() == NULL)
 		set_auth_info("%s", "");
 	LWLockRelease(zkl_shared->lock);
-	if (r == ZKL_AUTH_OK && zw_client_handle() != NULL && strcmp(cred, session_cred) != 0)
+	if (r == ZKL_AUTH_OK && zw_client_handle() != NULL && strcmp(cred, zw_session->session_cred) != 0)
 	{
 		/* ZooKeeper cannot take an identity back: a session only gains them */
-		if (session_cred[0] != '\0')
+		if (zw_session->session_cred[0] != '\0')
 			ereport(LOG, (errmsg("zk_lock: new locks are created as ZooKeeper user \"%s\"; the session keeps \"%s\" too until it ends",
-								 user, session_user)));
-		strlcpy(session_cred, cred, sizeof(session_cred));
-		strlcpy(session_user, user, sizeof(session_user));
-		if (nsession_ids == MAX_SESSION_IDS)
+								 user, zw_session->session_user)));
+		strlcpy(zw_session->session_cred, cred, sizeof(zw_session->session_cred));
+		strlcpy(zw_session->session_user, user, sizeof(zw_session->session_user));
+		if (zw_session->nsession_ids == MAX_SESSION_IDS)
 		{
-			memmove(session_ids[0], session_ids[1], (MAX_SESSION_IDS - 1) * sizeof(session_ids[0]));
-			nsession_ids--;
+			memmove(zw_session->session_ids[0], zw_session->session_ids[1],
+					(MAX_SESSION_IDS - 1) * sizeof(zw_session->session_ids[0]));
+			zw_session->nsession_ids--;
 		}
-		if (zw_digest_id(cred, session_ids[nsession_ids], sizeof(session_ids[0])))
-			nsession_ids++;
+		if (zw_digest_id(cred, zw_session->session_ids[zw_session->nsession_ids],
+						 sizeof(zw_session->session_ids[0])))
+			zw_session->nsession_ids++;
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 		set_auth_info("%s: sent", user);
 		LWLockRelease(zkl_shared->lock);
@@ -373,9 +395,9 @@ apply_root(void)
 static void
 publish_hosts(const char *hosts)
 {
-	if (open_hosts)
-		pfree(open_hosts);
-	open_hosts = MemoryContextStrdup(TopMemoryContext, hosts);
+	if (zw_session->open_hosts)
+		pfree(zw_session->open_hosts);
+	zw_session->open_hosts = MemoryContextStrdup(TopMemoryContext, hosts);
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	strlcpy(zkl_shared->hosts, hosts, sizeof(zkl_shared->hosts));
 	LWLockRelease(zkl_shared->lock);
@@ -389,7 +411,7 @@ open_session(void)
 
 	if (!apply_auth())
 	{
-		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
+		zw_session->next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
 		return;
 	}
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
@@ -402,19 +424,19 @@ open_session(void)
 	zkl_shared->state_since = GetCurrentTimestamp();
 	LWLockRelease(zkl_shared->lock);
 
-	events->new_handle();
-	fresh_handle = !have_resume;
-	confirming = false;
+	zw_session->events->new_handle();
+	zw_session->fresh_handle = !have_resume;
+	zw_session->confirming = false;
 	zw_client_set_handle(zw_client_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
 				  session_watcher));
 	if (zw_client_handle() == NULL)
 	{
-		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
+		zw_session->next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
 		return;
 	}
 	publish_hosts(zkl_hosts);
-	session_cred[0] = '\0';	/* a new handle has no identity yet */
-	nsession_ids = 0;
+	zw_session->session_cred[0] = '\0';	/* a new handle has no identity yet */
+	zw_session->nsession_ids = 0;
 	(void) apply_auth();
 }
 
@@ -434,11 +456,11 @@ note_connect_failure(void)
 	strlcpy(zkl_shared->conn_error, why, sizeof(zkl_shared->conn_error));
 	LWLockRelease(zkl_shared->lock);
 	now = GetCurrentTimestamp();
-	if (now < next_failure_log)
+	if (now < zw_session->next_failure_log)
 		return;
-	next_failure_log = TimestampTzPlusMilliseconds(now, CONNECT_LOG_MS);
+	zw_session->next_failure_log = TimestampTzPlusMilliseconds(now, CONNECT_LOG_MS);
 	ereport(LOG,
-			(errmsg("zk_lock: cannot connect to ZooKeeper at \"%s\": %s", open_hosts, why),
+			(errmsg("zk_lock: cannot connect to ZooKeeper at \"%s\": %s", zw_session->open_hosts, why),
 			 errdetail("Trying again; this is logged at most every %d s.", CONNECT_LOG_MS / 1000)));
 }
 
@@ -452,7 +474,8 @@ reload_config(void)
 	/* one-shot (on a change), so the restarted worker does not fail again */
 	if (zkl_test_fail_worker && !was_failing)
 		elog(ERROR, "zk_lock worker failing on request (zk_lock.test_fail_worker)");
-	if (zw_client_handle() != NULL && zkl_hosts[0] != '\0' && strcmp(open_hosts, zkl_hosts) != 0)
+	if (zw_client_handle() != NULL && zkl_hosts[0] != '\0' &&
+		strcmp(zw_session->open_hosts, zkl_hosts) != 0)
 	{
 		if (zkl_shared->t.session_id == 0)
 		{
@@ -463,7 +486,7 @@ reload_config(void)
 			ereport(LOG, (errmsg("zk_lock: ZooKeeper hosts changed to \"%s\"; connecting there", zkl_hosts)));
 			zw_client_close(zw_client_handle());
 			zw_client_set_handle(NULL);
-			next_open = 0;
+			zw_session->next_open = 0;
 		}
 		/* same ensemble, new list: keep the session and every lock */
 		else if (zw_client_set_servers(zkl_hosts) == ZOK)
@@ -519,7 +542,7 @@ cut_off_too_long(void)
 void
 zw_session_begin(const ZklSessionEvents *ev)
 {
-	events = ev;
+	zw_session->events = ev;
 	if (zkl_shared->t.roots[zkl_shared->t.cur_root][0] == '\0')
 		strlcpy(zkl_shared->t.roots[zkl_shared->t.cur_root], zkl_root, ZKL_MAX_ROOT_LEN + 1);
 	else
@@ -537,21 +560,22 @@ zw_session_tend(void)
 	if (ConfigReloadPending)
 		reload_config();
 
-	if (zw_client_handle() != NULL && !session_ended && cut_off_too_long())
-		session_ended = true;
-	if (zw_client_handle() != NULL && !session_ended && confirming && confirm_due &&
-		zw_client_connected())
+	if (zw_client_handle() != NULL && !zw_session->session_ended && cut_off_too_long())
+		zw_session->session_ended = true;
+	if (zw_client_handle() != NULL && !zw_session->session_ended && zw_session->confirming &&
+		zw_session->confirm_due && zw_client_connected())
 		send_confirm();
-	if (zw_client_handle() != NULL && session_ended)
+	if (zw_client_handle() != NULL && zw_session->session_ended)
 	{
-		session_ended = false;
-		events->lost();
+		zw_session->session_ended = false;
+		zw_session->events->lost();
 		zw_client_close(zw_client_handle());
 		zw_client_set_handle(NULL);
 		/* refused authentication would otherwise be retried in a tight loop */
-		next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
+		zw_session->next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
 	}
-	if (zw_client_handle() == NULL && zkl_hosts[0] != '\0' && GetCurrentTimestamp() >= next_open)
+	if (zw_client_handle() == NULL && zkl_hosts[0] != '\0' &&
+		GetCurrentTimestamp() >= zw_session->next_open)
 		open_session();
 	note_connect_failure();
 }
@@ -576,7 +600,7 @@ zw_session_wait_ms(long wait_ms)
 void
 zw_session_end(void)
 {
-	events->lost();
+	zw_session->events->lost();
 	zw_client_close(zw_client_handle());
 	zw_client_set_handle(NULL);
 	zw_left_forget();

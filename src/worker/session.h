@@ -13,6 +13,14 @@ typedef struct ZklSessionEvents
 	void		(*new_handle) (void);	/* nothing is in flight any more */
 } ZklSessionEvents;
 
+/*
+ * session.c's process memory: zw_session points at the worker's one copy;
+ * the simulator gives each cluster its own.
+ */
+typedef struct ZwSession ZwSession;
+extern ZwSession *zw_session;
+extern ZwSession *zw_session_new(void);
+
 extern void zw_session_begin(const ZklSessionEvents *events);
 extern void zw_session_tend(void);
 extern long zw_session_wait_ms(long wait_ms);

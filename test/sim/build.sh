@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=${SIM_SRC:-$here/../../src}
 # the worker files the simulator runs as shipped
-WORKER=(orphans presence requests)
+WORKER=(orphans presence requests session)
 if [ "${1:-}" = --list ]; then
 	echo "${WORKER[@]}"
 	exit 0

@@ -131,10 +131,11 @@ Cluster *
 enter(Cluster *c)
 {
 	cur_cl = c;
-	simpg_enter(c->shared, c->proc);
+	simpg_enter(c->shared, c->proc, c->session_timeout);
 	zw_orphans = c->orphans;
 	zw_presence = c->presence;
 	zw_requests = c->requests;
+	zw_session = c->session;
 	return c;
 }
 
@@ -142,6 +143,94 @@ int64_t
 simh_mono(void)
 {
 	return c_mono(cur_cl);
+}
+
+uint64_t
+simh_nonce(void)
+{
+	return next_nonce();
+}
+
+/* ---- left_session.c's file: what a crash-restart's new worker finds ---- */
+
+void
+simh_left_save(int64_t session, uint64_t nonce)
+{
+	cur_cl->file_session = session;
+	cur_cl->file_nonce = nonce;
+}
+
+void
+simh_left_forget(void)
+{
+	cur_cl->file_session = 0;
+}
+
+/* zw_left_begin, at a start with fresh shared memory: the postmaster is the same one */
+void
+simh_left_begin(void)
+{
+	cur_cl->left_session = cur_cl->file_session;
+	cur_cl->left_nonce = cur_cl->file_nonce;
+}
+
+/* ---- the client library's handles, for session.c ---- */
+
+int
+simh_open(int timeout_ms, int64_t resume, void (*watcher) (void))
+{
+	int			client;
+
+	if (resume != 0)
+	{
+		client = zkm_resume(S->m, resume);
+		trace("c%d resumes session %" PRIx64 "%s", cur_cl->id, resume, client < 0 ? ": none" : "");
+	}
+	else
+	{
+		client = zkm_open_avoiding(S->m, timeout_ms, NULL, 0);
+		trace("c%d opens a session", cur_cl->id);
+	}
+	cur_cl->session_watcher = watcher;
+	return client;
+}
+
+/* zookeeper_close: the session closes, what was in flight is answered ZCLOSING */
+void
+simh_close(int client)
+{
+	Cluster    *c = cur_cl;
+
+	zkm_close(S->m, client);
+	if (client == c->client)
+	{
+		c->client = -1;
+		drop_outs(c, false);
+	}
+}
+
+void
+simh_set_client(int client)
+{
+	cur_cl->client = client;
+}
+
+int
+simh_client(void)
+{
+	return cur_cl->client;
+}
+
+int64_t
+simh_session_of(int client)
+{
+	return zkm_session(S->m, client);
+}
+
+int
+simh_timeout_of(int client)
+{
+	return zkm_timeout(S->m, client);
 }
 
 int64_t
@@ -184,6 +273,8 @@ simh_sysid(void)
 void
 simh_log(bool error, const char *line)
 {
+	if (strstr(line, "is not ours any more") != NULL)
+		resumes_refused++;		/* session.c: a resumed session's presence node was gone */
 	if (error)
 		fail("c%d worker: ERROR %s", cur_cl->id, line);
 	else
@@ -366,6 +457,7 @@ worker_memory(Cluster *c)
 	c->orphans = zw_orphans_new();
 	c->presence = zw_presence_new();
 	c->requests = zw_requests_new();
+	c->session = zw_session_new();
 	zw_requests = c->requests;
 	zw_requests_init(&c->core, c->t->nslots);	/* as worker.c's main */
 }

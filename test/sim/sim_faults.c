@@ -18,6 +18,7 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	c->shared = simpg_shared_new();
 	c->t = simpg_table(c->shared);
 	c->session_nonce = simpg_session_nonce(c->shared);
+	c->last_heard = simpg_last_heard(c->shared);
 	c->t->nslots = nslots;
 	c->t->slots = c->slots;
 	c->t->conn_state = ZKC_STOPPED;
@@ -53,6 +54,7 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	zc_core_worker_restarted(&c->core);
 	c->client = -1;
 	worker_memory(c);
+	worker_start(c);
 	c->nb = nb;
 	for (i = 0; i < nb; i++)
 	{
@@ -93,7 +95,6 @@ void
 worker_restart(Cluster *c)
 {
 	ZklCore		keep = c->core;
-	int64_t		session = c->t->session_id;
 
 	if (c->client >= 0)
 		zkm_abandon(S->m, c->client);
@@ -119,18 +120,8 @@ worker_restart(Cluster *c)
 	c->gw_claim_until = 0;
 	c->gw_nsems = 0;
 	c->t->conn_state = ZKC_CONNECTING;
-	c->confirming = false;
-	if (session != 0)
-	{
-		c->client = zkm_resume(S->m, session);
-		zc_core_new_handle(&c->core);	/* worker.c's session_new_handle */
-		enter(c);
-		zw_presence_reset();
-		c->fresh_handle = false;
-		trace("c%d worker restarted, resumes session %" PRIx64, c->id, session);
-	}
-	else
-		c->next_open = c_mono(c);
+	trace("c%d worker restarted", c->id);
+	worker_start(c);			/* its first turn resumes the session (session.c), if any */
 }
 
 /*
@@ -172,8 +163,6 @@ backend_exit(Cluster *c, Backend *b)
 void
 crash_restart(Cluster *c)
 {
-	int64_t		old = c->t->session_id;
-	uint64_t	old_nonce = *c->session_nonce;
 	int			i;
 
 	trace("fault: c%d a backend crashes: the postmaster restarts the cluster", c->id);
@@ -193,9 +182,7 @@ crash_restart(Cluster *c)
 	}
 	c->marking = false;
 	zc_cohort_stop_lingering(&c->core.cohort);
-	stop_close(c, STOP_DIED);
-	c->left_session = old;
-	c->left_nonce = old_nonce;
+	stop_close(c, STOP_DIED);	/* the new worker finds the session file (left_session.c) */
 }
 
 void

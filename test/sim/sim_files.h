@@ -67,10 +67,8 @@ void env_warn(void *arg, const char *msg);
 
 /* sim_worker.c */
 void proof_forget(Cluster *c);
-void session_lost(Cluster *c);
 void pres_path(char *out, int64_t id, uint64_t nonce, int kind);
-void open_session(Cluster *c);
-void close_session(Cluster *c, const char *why);
+void worker_start(Cluster *c);
 void session_tend(Cluster *c);
 void presence_tend(Cluster *c);
 void left_tend(Cluster *c);
@@ -83,9 +81,6 @@ void stop_turn(Cluster *c);
 void worker_turn(Cluster *c);
 void linger_try_due(Cluster *c, int k);
 void plan_turn(Cluster *c);
-void confirm_done(int rc, const struct Stat *stat, const void *data);
-void send_confirm(Cluster *c);
-void connection_made(Cluster *c);
 void on_state(Cluster *c, const ZkmMsg *msg);
 
 /* sim_fair.c */

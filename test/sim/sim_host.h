@@ -26,7 +26,8 @@ typedef uint64_t uint64;
 extern void *simpg_shared_new(void);
 extern void simpg_shared_free(void *shared);
 extern ZklTable *simpg_table(void *shared);
-extern void simpg_enter(void *shared, void *proc);
+extern void simpg_enter(void *shared, void *proc, int session_timeout);
+extern int64_t *simpg_last_heard(void *shared);
 extern void *simpg_proc_new(void);	/* a worker process's memory */
 extern void simpg_proc_end(void *proc);	/* it exits: its memory goes */
 extern uint64_t *simpg_session_nonce(void *shared);
@@ -41,6 +42,18 @@ extern bool simh_has_handle(void);
 extern int	simh_lock_delay_ms(void);	/* zkl_effective_lock_delay */
 extern int64_t simh_proof_read(int64_t *session);	/* zkl_proof_read */
 extern void simh_new_uuid(char *out);	/* zkl_new_uuid */
+extern uint64_t simh_nonce(void);		/* pg_strong_random */
+/* left_session.c's file in the cluster's data directory */
+extern void simh_left_save(int64_t session, uint64_t nonce);
+extern void simh_left_begin(void);
+extern void simh_left_forget(void);
+/* a handle of the client library: open (-1: none) and close, and the session watcher it was given */
+extern int	simh_open(int timeout_ms, int64_t resume, void (*watcher) (void));
+extern void simh_close(int client);
+extern void simh_set_client(int client);
+extern int	simh_client(void);
+extern int64_t simh_session_of(int client);
+extern int	simh_timeout_of(int client);
 
 /*
  * A completion the worker gave the client library with a request: sim.c

@@ -16,12 +16,19 @@
 #include <stdio.h>
 
 #include "access/xlog.h"
+#include "common/pg_prng.h"
+#include "miscadmin.h"
+#include "postmaster/interrupt.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 
 #include "settings.h"
 #include "shmem.h"
 #include "queue_read.h"
+#include "auth.h"
+#include "left_session.h"
 #include "sim_host.h"
 
 ZklShared  *zkl_shared = NULL;
@@ -54,6 +61,79 @@ uint64_t *
 simpg_session_nonce(void *shared)
 {
 	return &((ZklShared *) shared)->session_nonce;
+}
+
+int64_t *
+simpg_last_heard(void *shared)
+{
+	return &((ZklShared *) shared)->last_heard;
+}
+
+/* ---- settings: one ensemble and root for all; each cluster's own session timeout ---- */
+
+char	   *zkl_hosts = "model";
+char	   *zkl_root = "/zkl";
+int			zkl_session_timeout;
+bool		zkl_test_fail_worker = false;
+volatile sig_atomic_t ConfigReloadPending = false;	/* a reload is a fault of its own (sim.c) */
+int			MyProcPid = 1;
+
+void
+ProcessConfigFile(GucContext context)
+{
+	elog(ERROR, "a reload is not simulated through the configuration file");
+}
+
+TimestampTz
+GetCurrentTimestamp(void)
+{
+	return simh_wall();
+}
+
+bool
+pg_strong_random(void *buf, size_t len)
+{
+	uint64		r = simh_nonce();
+
+	memset(buf, 0, len);
+	memcpy(buf, &r, Min(len, sizeof(r)));
+	return true;
+}
+
+/* ---- what session.c takes from other worker files the simulator does not run ---- */
+
+/* zk_lock.auth is not simulated: no identity, nodes open to all (as with the setting empty) */
+ZklAuthResult
+zw_load_credential(char *cred, size_t credlen, char *user, size_t userlen, const char **why)
+{
+	cred[0] = '\0';
+	user[0] = '\0';
+	return ZKL_AUTH_NONE;
+}
+
+bool
+zw_digest_id(const char *cred, char *out, size_t outlen)
+{
+	return false;
+}
+
+/* left_session.c's file: the cluster's data directory keeps it across a crash (sim.c) */
+void
+zw_left_save(const clientid_t *id, uint64 nonce)
+{
+	simh_left_save(id->client_id, nonce);
+}
+
+void
+zw_left_begin(void)
+{
+	simh_left_begin();
+}
+
+void
+zw_left_forget(void)
+{
+	simh_left_forget();
 }
 
 /* ---- settings, clocks and identity ---- */
@@ -230,15 +310,22 @@ pfree(void *pointer)
 
 /* Cluster c's worker code runs now: its shared memory, its worker process's memory. */
 void
-simpg_enter(void *shared, void *proc)
+simpg_enter(void *shared, void *proc, int session_timeout)
 {
 	zkl_shared = shared;
 	cur_proc = proc;
+	zkl_session_timeout = session_timeout;
 }
 
 /* ---- strings (libpgport's, which the simulator does not link) ---- */
 
 #undef vsnprintf
+
+int
+pg_vsnprintf(char *str, size_t count, const char *fmt, va_list args)
+{
+	return vsnprintf(str, count, fmt, args);
+}
 
 int
 pg_snprintf(char *str, size_t count, const char *fmt,...)

@@ -18,11 +18,44 @@ proof_forget(Cluster *c)
 	c->proof_session = 0;
 }
 
-void
-session_lost(Cluster *c)
+/*
+ * worker.c's session events (ZklSessionEvents), for the cluster whose
+ * worker runs: the session ended, the connection is made again, a new handle.
+ */
+static void
+ev_lost(void)
 {
-	proof_forget(c);
-	zc_core_session_lost(&c->core);
+	proof_forget(cur_cl);
+	simh_left_forget();			/* zw_left_forget: a later worker must not take it for a crash's leftover */
+	zc_core_session_lost(&cur_cl->core);
+}
+
+static void
+ev_reconnected(void)
+{
+	zc_core_reconnected(&cur_cl->core);
+	zw_presence_reconnected();
+}
+
+static void
+ev_new_handle(void)
+{
+	zc_core_new_handle(&cur_cl->core);
+	zw_presence_reset();
+}
+
+static const ZklSessionEvents sim_events = {
+	.lost = ev_lost,
+	.reconnected = ev_reconnected,
+	.new_handle = ev_new_handle
+};
+
+/* A worker process starts (worker.c's main, after its core is set up): session.c begins. */
+void
+worker_start(Cluster *c)
+{
+	enter(c);
+	zw_session_begin(&sim_events);
 }
 
 /* One of the sessions' names: its path. */
@@ -39,49 +72,12 @@ pres_path(char *out, int64_t id, uint64_t nonce, int kind)
 	snprintf(out, ZKM_PATH, SESSIONS "/%s", leaf);
 }
 
-void
-open_session(Cluster *c)
-{
-	c->t->conn_state = ZKC_CONNECTING;
-	zc_core_new_handle(&c->core);
-	drop_outs(c, false);		/* (a stop or a crash closed the old handle) */
-	enter(c);
-	zw_presence_reset();		/* worker.c's session_new_handle */
-	/*
-	 * An id handed out again may come back to the cluster that had it: the
-	 * commit check and local hand-over tell incarnations apart by the
-	 * session's tag (zc_table_session_tag), not by its id.
-	 */
-	c->client = zkm_open_avoiding(S->m, c->session_timeout, c->own_ids, 0);
-	c->fresh_handle = true;
-	c->confirming = false;
-	trace("c%d opens a session", c->id);
-}
-
-void
-close_session(Cluster *c, const char *why)
-{
-	trace("c%d closes its session (%s)", c->id, why);
-	session_lost(c);
-	zkm_close(S->m, c->client);
-	c->client = -1;
-	drop_outs(c, false);
-	c->confirming = false;
-	c->next_open = c_mono(c) + 1000000;
-}
-
-/* session.c's use of the cut-off clock (cutoff.c, run as is): lost at 11/12 of the timeout. */
+/* worker.c's loop turn: session.c, as shipped (a reload is a fault of its own) */
 void
 session_tend(Cluster *c)
 {
-	int64_t		now = c_wall(c);	/* session.c reads GetCurrentTimestamp() */
-
-	if (c->client >= 0 &&
-		zc_cutoff_ms_left(c->t->conn_state == ZKC_CONNECTING, c->t->session_id, c->t->negotiated_timeout,
-					c->last_heard, now) == 0)
-		close_session(c, "cut off past the timeout");
-	if (c->client < 0 && c_mono(c) >= c->next_open && !S->failed)
-		open_session(c);
+	enter(c);
+	zw_session_tend();
 }
 
 /* worker.c's loop turn: presence.c, as shipped */
@@ -204,7 +200,11 @@ stop_close(Cluster *c, StopEnd how)
 	if (c->client >= 0 && how == STOP_DIED)
 		zkm_abandon(S->m, c->client);
 	else if (c->client >= 0)
-		close_session(c, how == STOP_TOMBSTONE ? "clean stop" : "stop");
+	{
+		trace("c%d closes its session (%s)", c->id, how == STOP_TOMBSTONE ? "clean stop" : "stop");
+		enter(c);
+		zw_session_end();		/* worker.c, once stop_cleanly is over */
+	}
 	c->client = -1;
 	/*
 	 * A new postmaster: new shared memory (every slot free), a new session.
@@ -319,8 +319,6 @@ plan_turn(Cluster *c)
 	int			i;
 
 	session_tend(c);
-	if (c->client >= 0 && c->confirming && c->confirm_due && zkm_connected(S->m, c->client))
-		send_confirm(c);
 	presence_tend(c);
 	left_tend(c);
 	gw_tend(c);
@@ -367,92 +365,14 @@ plan_turn(Cluster *c)
 
 /* ---- replies ---- */
 
-/* session.c's confirm_done: the presence node behind the sync says whose the session is */
-void
-confirm_done(int rc, const struct Stat *stat, const void *data)
-{
-	Cluster    *c = cur_cl;
-
-	if (!c->confirming || (uintptr_t) data != c->confirm_gen)
-		return;					/* a connection or handle since */
-	switch (zc_resume_confirmed(rc, rc == ZOK ? stat->ephemeralOwner : 0, c->t->session_id))
-	{
-		case ZKL_CONFIRM_OURS:
-			c->confirming = false;
-			connection_made(c);
-			trace("c%d: its presence node is there: the session is its own", c->id);
-			break;
-		case ZKL_CONFIRM_ENDED:
-			resumes_refused++;
-			close_session(c, "resumed, but its presence node is gone: another session has the id");
-			break;
-		case ZKL_CONFIRM_AGAIN:
-			c->confirm_due = true;
-			break;
-		case ZKL_CONFIRM_WAIT:
-			break;
-	}
-}
-
-/* session.c's look at a resumed session: presence.c's zw_presence_confirm */
-void
-send_confirm(Cluster *c)
-{
-	c->confirm_due = false;
-	enter(c);
-	if (zw_presence_confirm(c->t->session_id, *c->session_nonce, confirm_done,
-							(const void *) (uintptr_t) c->confirm_gen) != ZOK)
-		c->confirm_due = true;
-}
-
-/* The connection is the session's: serve on it. */
-void
-connection_made(Cluster *c)
-{
-	c->t->conn_state = ZKC_CONNECTED;
-	zc_core_reconnected(&c->core);
-	enter(c);
-	zw_presence_reconnected();
-}
-
+/* A change of the handle's state: the library tells every watcher, session.c's first. */
 void
 on_state(Cluster *c, const ZkmMsg *msg)
 {
+	enter(c);
+	if (c->session_watcher != NULL)
+		((watcher_fn) c->session_watcher) (zw_client_handle(), ZOO_SESSION_EVENT, msg->type, "", NULL);
 	watchers_session_event(c, msg->type);
-	if (msg->type == ZKM_ST_CONNECTED)
-	{
-		int64_t		id = zkm_session(S->m, c->client);
-		bool		old_lost;
-		ZklConnected what = zc_resume_connected(c->fresh_handle, c->t->session_id, id, &old_lost);
-
-		if (old_lost)
-			session_lost(c);
-		/* session.c: a handle not resuming one gets a new session, whatever its id */
-		if (what == ZKL_CONN_NEW)
-		{
-			*c->session_nonce = next_nonce();
-			c->own_ids = realloc(c->own_ids, (c->nown_ids + 1) * sizeof(int64_t));
-			c->own_ids[c->nown_ids++] = id;
-		}
-		c->fresh_handle = false;
-		c->t->session_id = id;
-		c->t->session_tag = zc_table_session_tag(id, *c->session_nonce);
-		c->t->negotiated_timeout = zkm_timeout(S->m, c->client);
-		c->last_heard = c_wall(c);
-		c->confirming = what == ZKL_CONN_CONFIRM;
-		c->confirm_gen++;
-		if (c->confirming)
-			send_confirm(c);
-		else
-			connection_made(c);
-		trace("c%d connected, session %" PRIx64 "%s", c->id, id,
-			  c->confirming ? ": resumed, asks for its presence node" : "");
-	}
-	else if (msg->type == ZKM_ST_CONNECTING)
-	{
-		c->t->conn_state = ZKC_CONNECTING;
+	if (msg->type == ZKM_ST_CONNECTING)
 		trace("c%d connection lost", c->id);
-	}
-	else if (msg->type == ZKM_ST_EXPIRED)
-		close_session(c, "expired");
 }

@@ -37,6 +37,8 @@
 #include "orphans.h"
 #include "presence.h"
 #include "requests.h"
+#include "session.h"
+#include "zk_client.h"
 
 /* the largest world a seed may draw (Sim.ncl, Cluster.nb, Cluster.t->nslots) */
 #define NCLUSTERS	5
@@ -197,9 +199,9 @@ typedef struct Cluster
 	ZklOp		ops[2 * NSLOTS];
 	const char *mine[NSLOTS];
 	bool		held[NSLOTS];
-	int			client;			/* model handle, -1: none */
-	int64_t		next_open;
-	int64_t		last_heard;
+	int			client;			/* model handle, -1: none (session.c's, through sim_zk.c) */
+	void		(*session_watcher) (void);	/* session.c's, given with that handle */
+	int64_t    *last_heard;		/* in its shared memory: the last reply from the server */
 	bool		paused;
 	int64_t		paused_until;
 	int64_t		busy_until;		/* model time: the worker sees its latch only then */
@@ -215,13 +217,6 @@ typedef struct Cluster
 	int			capouts;
 	uint64_t	next_out;
 	uint64_t   *session_nonce;	/* in its shared memory: drawn for each new session (session.c) */
-	bool		fresh_handle;	/* the handle opened for a new session, not connected yet */
-	/* session.c: a resumed session is ours once the leader shows its presence node (resume.h) */
-	bool		confirming;
-	bool		confirm_due;	/* ask (again) once connected */
-	uint64_t	confirm_gen;	/* the connection it asks on */
-	int64_t    *own_ids;		/* ids of its sessions so far: the model gives none of them again */
-	int			nown_ids;
 	/* liveness all along: since when (model time) each slot's request is first at the leader */
 	int64_t		clear_since[NSLOTS];
 	int64_t		settled_since[NSLOTS];	/* and nothing on its way (check_liveness) */
@@ -232,6 +227,8 @@ typedef struct Cluster
 	/* a session left from before a crash-restart (left_session.c) */
 	int64_t		left_session;
 	uint64_t	left_nonce;		/* its nonce (the session file) */
+	int64_t		file_session;	/* the session file in its data directory (0: none) */
+	uint64_t	file_nonce;
 	/* a clean stop (worker.c's stop_cleanly) */
 	bool		stopping;
 	bool		marking;		/* its tombstone asked for: nothing is planned any more */
@@ -241,6 +238,7 @@ typedef struct Cluster
 	ZwOrphans  *orphans;		/* orphans.c */
 	ZwPresence *presence;		/* presence.c: lock-delay (its rules: lock_delay.c) */
 	ZwRequests *requests;		/* requests.c */
+	ZwSession  *session;		/* session.c */
 	/* the watchers the client library keeps for them: set by a read's ZOK, one-shot */
 	struct Watch
 	{

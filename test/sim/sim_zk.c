@@ -35,6 +35,7 @@ const int	ZOO_AUTH_FAILED_STATE = -113;
 const int	ZOO_CONNECTING_STATE = ZKM_ST_CONNECTING;
 const int	ZOO_ASSOCIATING_STATE = 2;
 const int	ZOO_CONNECTED_STATE = ZKM_ST_CONNECTED;
+const int	ZOO_PERM_CREATE = 1 << 2;
 
 static int
 send_call(ZkmReq *r, SimCallKind ck, void (*fn) (void), const void *ctx, watcher_fn w, void *wctx)
@@ -66,12 +67,105 @@ path_call(ZkmReqKind kind, const char *path, const char *value, int len, int fla
 	return send_call(&r, ck, fn, ctx, w, wctx);
 }
 
+/* ---- handles: a model client's index, plus one (never looked into) ---- */
+
+static zhandle_t *
+as_handle(int client)
+{
+	return client >= 0 ? (zhandle_t *) (uintptr_t) (client + 1) : NULL;
+}
+
+static int
+as_client(zhandle_t *zh)
+{
+	return zh != NULL ? (int) (uintptr_t) zh - 1 : -1;
+}
+
 zhandle_t *
 zw_client_handle(void)
 {
-	static char handle;			/* never looked into: the worker only tells NULL apart */
+	return as_handle(simh_client());
+}
 
-	return simh_has_handle() ? (zhandle_t *) &handle : NULL;
+void
+zw_client_set_handle(zhandle_t *zh)
+{
+	simh_set_client(as_client(zh));
+}
+
+/* The session watcher is session.c's: sim.c hands it every state change of the handle. */
+zhandle_t *
+zw_client_open(const char *hosts, int session_timeout_ms, const clientid_t *resume,
+			   watcher_fn watcher)
+{
+	return as_handle(simh_open(session_timeout_ms, resume != NULL ? resume->client_id : 0,
+							   (void (*) (void)) watcher));
+}
+
+void
+zw_client_close(zhandle_t *zh)
+{
+	if (zh != NULL)
+		simh_close(as_client(zh));
+}
+
+const clientid_t *
+zw_client_session(zhandle_t *zh)
+{
+	static clientid_t id;
+
+	memset(&id, 0, sizeof(id));
+	id.client_id = simh_session_of(as_client(zh));
+	return &id;
+}
+
+int
+zw_client_timeout(zhandle_t *zh)
+{
+	return simh_timeout_of(as_client(zh));
+}
+
+const char *
+zw_client_server(zhandle_t *zh)
+{
+	return "model";
+}
+
+bool
+zw_client_take_error(char *out, size_t outlen)
+{
+	return false;				/* the model's connects do not fail with a message */
+}
+
+int
+zw_client_set_servers(const char *hosts)
+{
+	return ZOK;
+}
+
+/* zk_lock.auth is not simulated (sim_pg.c): no identity is ever added, no ACL read */
+int
+zw_client_add_auth(const char *scheme, const char *cert, int len, void_completion_t done,
+				   const void *ctx)
+{
+	return ZINVALIDSTATE;
+}
+
+int
+zw_client_get_acl(const char *path, acl_completion_t done, const void *ctx)
+{
+	return ZINVALIDSTATE;
+}
+
+void
+zw_client_set_acl(struct ACL_vector *acl)
+{
+}
+
+struct ACL_vector *
+zw_node_acl(bool authenticated)
+{
+	return NULL;
 }
 
 int
