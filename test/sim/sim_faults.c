@@ -219,6 +219,78 @@ gap_aimed(void)
 	return holds && waits;
 }
 
+/* A cluster other than b with a backend holding locks in its transaction, connected (-1: none). */
+static int
+holder_cluster(int b)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; i != b && j < S->c[i].nb; j++)
+			if (S->c[i].b[j].st == B_HOLD && S->c[i].b[j].book.n > 0 && S->c[i].client >= 0 &&
+				S->c[i].t->conn_state == ZKC_CONNECTED)
+				return i;
+	return -1;
+}
+
+/*
+ * A new session's first listing, aimed (one seed in five, by its number):
+ * cluster B's session ends; once its new session is up, every listing of
+ * the sessions is refused for longer than B's lock-delay, so B's first
+ * listing comes after the pause its session's start began has run out;
+ * just before it does, a cluster holding a lock goes silent and its session
+ * ends at the leader.  That first listing never shows the dead session: it
+ * must pause all the same (lock_delay.c), or B grants while the dead
+ * session's holder may still commit.
+ */
+void
+first_listing_tend(void)
+{
+	int64_t		now = zkm_now(S->m);
+	Cluster    *b = &S->c[S->fl_b];
+	int			a;
+
+	if (S->quiet || S->fl_count >= 3)
+		return;
+	if (S->fl_phase == 0 && now >= S->fl_at)
+	{
+		S->fl_b = rnd_int(S->ncl);
+		b = &S->c[S->fl_b];
+		S->fl_at = now + 1000000 + rnd_int(4000000);
+		if (b->client < 0 || b->t->session_id == 0 || holder_cluster(S->fl_b) < 0)
+			return;
+		trace("fault (aimed): c%d session killed at the leader: its next one lists late", S->fl_b);
+		S->fl_session = b->t->session_id;
+		zkm_kill(S->m, b->client);
+		S->fl_phase = 1;
+	}
+	else if (S->fl_phase == 1 && now >= S->fl_at)
+		S->fl_phase = 0;		/* no new session in time: another try later */
+	else if (S->fl_phase == 1 && b->t->session_id != S->fl_session && b->t->session_id != 0 &&
+			 b->t->conn_state == ZKC_CONNECTED)
+	{
+		int64_t		us = (int64_t) zc_table_lock_delay_ms(b->lock_delay, b->proof_bound) * 1000 + 200000;
+
+		trace("fault (aimed): an ACL on %s refuses us for %.3f s", SESSIONS, us / 1e6);
+		zkm_refuse(S->m, SESSIONS, us);
+		S->fl_at = now + us - 50000;
+		S->fl_phase = 2;
+	}
+	else if (S->fl_phase == 2 && now >= S->fl_at)
+	{
+		if ((a = holder_cluster(S->fl_b)) >= 0)
+		{
+			trace("fault (aimed): c%d link goes silent and its session is killed at the leader", a);
+			zkm_silence(S->m, S->c[a].client);
+			zkm_kill(S->m, S->c[a].client);
+			S->fl_count++;
+		}
+		S->fl_phase = 0;
+		S->fl_at = now + 5000000;
+	}
+}
+
 void
 fault(void)
 {

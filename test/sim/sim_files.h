@@ -224,6 +224,7 @@ void backend_exit(Cluster *c, Backend *b);
 void crash_restart(Cluster *c);
 void begin_stop(Cluster *c);
 bool gap_aimed(void);
+void first_listing_tend(void);
 void fault(void);
 void heal(bool all);
 

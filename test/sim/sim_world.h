@@ -336,6 +336,13 @@ typedef struct Sim
 	int64_t		commit_pause_us;	/* longest pause between a commit's check and its record */
 	int			fault_weight[17];	/* per FaultKind (the seed's mix) */
 	bool		gap;			/* SIM_GAP: aim session kills at the gap (fault()) */
+	/* a new session's first listing, aimed (first_listing_tend) */
+	bool		aim_first;
+	int			fl_phase;
+	int			fl_b;			/* the cluster whose new session lists late */
+	int64_t		fl_session;		/* its session that ended */
+	int64_t		fl_at;			/* model time: the next move */
+	int			fl_count;
 	int64_t		fault_every;	/* us between faults, on average */
 	/* local hand-over (cohort.c): settings of the seed */
 	bool		handover;
