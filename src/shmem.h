@@ -43,7 +43,7 @@ typedef struct ZklShared
 	int64		closing_tag;	/* the incarnation (session tag) a clean stop's tombstone
 								 * speaks for: never resumed */
 	TimestampTz state_since;
-	TimestampTz last_heard;		/* last reply from the server; worker only */
+	int64		last_heard;		/* last reply from the server (zkl_mono_now); worker only */
 	char		server[ZKL_SERVER_LEN]; /* server we are connected to */
 	char		hosts[ZKL_HOSTS_LEN];	/* the host list the worker's handle uses */
 	char		conn_error[ZKL_ERRMSG_LEN];	/* last failure to connect, until connected */

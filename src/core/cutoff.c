@@ -2,6 +2,7 @@
  * cutoff.c — the worker's cut-off clock (cutoff.h).
  */
 #include "cutoff.h"
+#include "invariant.h"
 
 #include <limits.h>
 
@@ -12,6 +13,8 @@ zc_cutoff_ms_left(bool connecting, int64_t session_id, int timeout_ms, int64_t l
 
 	if (!connecting || session_id == 0 || timeout_ms <= 0)
 		return -1;
+	/* a clock that runs back (a wall clock stepped) would keep a lost session alive */
+	ZC_ASSERT(now >= last_heard);
 	/* whole milliseconds of 11/12, then rounded up, as TimestampDifferenceMilliseconds */
 	left = last_heard + (int64_t) (timeout_ms * 11 / 12) * 1000 - now;
 	if (left <= 0)

@@ -12,8 +12,8 @@
 /*
  * Milliseconds left before a disconnected worker treats its session as
  * expired (0: now), or -1 when the clock is not running (connected, no
- * session, or no timeout negotiated yet).  last_heard and now are on one
- * clock, in microseconds; the session can end no sooner than a timeout
+ * session, or no timeout negotiated yet).  last_heard and now are on the
+ * monotonic clock, in microseconds (never run back); the session can end no sooner than a timeout
  * after the last reply from the server, and the worker acts a little
  * early, at 11/12 of it, so that it is never the last to know.
  */

@@ -161,7 +161,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		zkl_shared->session_nonce = nonce;
 		zkl_shared->t.session_tag = zc_table_session_tag(id->client_id, nonce);
 		memcpy(zkl_shared->session_passwd, id->passwd, sizeof(zkl_shared->session_passwd));
-		zkl_shared->last_heard = GetCurrentTimestamp();
+		zkl_shared->last_heard = zkl_mono_now();
 		zkl_shared->t.negotiated_timeout = zw_client_timeout(h);
 		strlcpy(zkl_shared->server, zw_client_server(h) ? zw_client_server(h) : "",
 				sizeof(zkl_shared->server));
@@ -172,7 +172,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		if (!zw_session->confirming)
 		{
 			zkl_shared->t.conn_state = ZKC_CONNECTED;
-			zkl_shared->state_since = zkl_shared->last_heard;
+			zkl_shared->state_since = GetCurrentTimestamp();
 			zw_session->events->reconnected();
 		}
 		LWLockRelease(zkl_shared->lock);
@@ -511,6 +511,8 @@ reload_config(void)
  * reconnect), and a little early (11/12 of the timeout), so we are never the
  * last to know.  A dead connection is noticed only after 2/3 of the timeout
  * without news, so a silent network leaves about a quarter of it to act.
+ * Time since then is counted on the monotonic clock: a wall clock stepped
+ * back (NTP, an operator) would keep a lost session alive for as long.
  */
 static long
 cut_off_ms_left(void)
@@ -518,7 +520,7 @@ cut_off_ms_left(void)
 	/* only the worker writes these fields: it reads them without the lock */
 	return zc_cutoff_ms_left(zkl_shared->t.conn_state == ZKC_CONNECTING, zkl_shared->t.session_id,
 					   zkl_shared->t.negotiated_timeout, zkl_shared->last_heard,
-					   GetCurrentTimestamp());
+					   zkl_mono_now());
 }
 
 static bool

@@ -451,7 +451,7 @@ worker_turn(bool draining, long max_wait_ms)
 
 	/* data read on a connection that stays up came from the server */
 	if ((zw_client_wait(zw_client_handle(), wait_ms) & WL_SOCKET_READABLE) && zw_client_connected())
-		zkl_shared->last_heard = GetCurrentTimestamp();
+		zkl_shared->last_heard = zkl_mono_now();
 }
 
 /* Whether no slot is in use: every request ended, every node of ours deleted and answered. */

@@ -205,7 +205,7 @@ tick(int64_t us)
 				publish(c, &c->b[j], ZKH_COMMIT);
 
 		if (!c->paused && c->client >= 0 && zkm_connected(S->m, c->client))
-			*c->last_heard = c_wall(c);	/* pings answered */
+			*c->last_heard = c_mono(c);	/* pings answered (worker.c: on its monotonic clock) */
 		worker_turn(c);
 	}
 }
@@ -556,6 +556,14 @@ wall_seconds(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* A ZC_ASSERT of the core broke: the seed fails with its last steps (then it aborts). */
+static void
+invariant_broken(const char *cond, const char *file, int line)
+{
+	fail("broken invariant at %s:%d: %s", file, line, cond);
+	fflush(stdout);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -571,6 +579,8 @@ main(int argc, char **argv)
 	double		t0 = wall_seconds();
 	uint64_t	seed;
 	int			i;
+
+	zc_invariant_broken = invariant_broken;
 
 	for (i = 1; i < argc; i++)
 	{

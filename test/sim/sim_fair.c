@@ -410,7 +410,7 @@ handle_next(Cluster *c)
 
 	if (c->client < 0 || c->paused || (msg = zkm_pop(S->m, c->client)) == NULL)
 		return false;
-	*c->last_heard = c_wall(c);
+	*c->last_heard = c_mono(c);	/* worker.c: data read, on its monotonic clock */
 	if (msg->kind == ZKM_STATE)
 		on_state(c, msg);
 	else if (msg->kind == ZKM_EVENT)

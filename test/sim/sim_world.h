@@ -18,6 +18,7 @@
 #include <zookeeper/zookeeper.h>	/* result codes, event and state types */
 
 #include "core.h"
+#include "invariant.h"
 #include "cutoff.h"
 #include "deadlock.h"
 #include "gwait.h"
