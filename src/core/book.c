@@ -2,6 +2,7 @@
  * book.c — a backend's book of its granted locks (book.h).
  */
 #include "book.h"
+#include "invariant.h"
 
 #include <string.h>
 
@@ -25,6 +26,37 @@ zc_book_find_held(const ZklBook *b, const char *key, char mode)
 	int			i = zc_book_find(b, key, mode);
 
 	return (i >= 0 && zc_holds_holds(&b->h[i]) > 0) ? i : -1;
+}
+
+/*
+ * The book's counts agree: a lock's transaction-level acquisitions are its
+ * subtransactions' (innermost last, each with some), nothing is counted
+ * below zero, and it has room for what it counts.
+ */
+static void
+book_check(const ZklBook *b)
+{
+#ifdef ZC_ASSERTS
+	int			i;
+	int			k;
+
+	ZC_ASSERT(b->n >= 0 && b->n <= b->max && b->npending >= 0 && b->npending <= ZKL_MULTI_KEYS);
+	for (i = 0; i < b->n; i++)
+	{
+		const ZkbExtra *x = &b->x[i];
+		int			sum = 0;
+
+		ZC_ASSERT(b->h[i].nxact >= 0 && b->h[i].nsession >= 0);
+		ZC_ASSERT(x->ndepth >= 0 && x->ndepth <= x->maxdepth);
+		for (k = 0; k < x->ndepth; k++)
+		{
+			ZC_ASSERT(x->depth[k].count > 0);
+			ZC_ASSERT(k == 0 || x->depth[k - 1].subid < x->depth[k].subid);
+			sum += x->depth[k].count;
+		}
+		ZC_ASSERT(sum == b->h[i].nxact);
+	}
+#endif
 }
 
 /* Tell the slot's readers (zk_locks) at which levels lock i is held. */
@@ -182,6 +214,7 @@ zc_book_add(ZklBook *b, int slot, const char *key, char mode, int64_t session,
 		if (b->pending[i] == slot)
 			b->pending[i--] = b->pending[--b->npending];
 	zc_holds_granted(&b->proof, session);
+	book_check(b);
 }
 
 void
@@ -190,6 +223,7 @@ zc_book_stack(ZklBook *b, int i, bool session_level, uint32_t subid)
 	if (!session_level)
 		reserve_depth(b, i, subid);
 	add_hold(b, i, session_level, subid);
+	book_check(b);
 }
 
 bool
@@ -217,6 +251,7 @@ zc_book_unlock(ZklBook *b, const char *key, char mode, bool session_level)
 		release_empty(b);
 	else
 		publish_scope(b, i);
+	book_check(b);
 	return true;
 }
 
@@ -234,6 +269,7 @@ zc_book_release_level(ZklBook *b, bool session_level)
 			b->h[i].nsession = 0;
 	}
 	release_empty(b);
+	book_check(b);
 }
 
 void
@@ -253,6 +289,7 @@ zc_book_unlock_all(ZklBook *b, bool session_level)
 		b->h[i].nsession = 0;
 	}
 	release_empty(b);
+	book_check(b);
 }
 
 void
@@ -276,6 +313,7 @@ zc_book_subxact_abort(ZklBook *b, uint32_t subid)
 			b->h[i].nxact -= x->depth[--x->ndepth].count;
 	}
 	release_empty(b);
+	book_check(b);
 }
 
 void
@@ -299,6 +337,7 @@ zc_book_subxact_commit(ZklBook *b, uint32_t subid, uint32_t parent)
 		else
 			top->subid = parent;
 	}
+	book_check(b);
 }
 
 int

@@ -25,6 +25,11 @@ for patch in "$here"/bugs/*.patch; do
 	out=$(SIM_SRC="$tmp/src" SIM_BIN="$tmp/sim" bash "$here/run.sh" \
 		--seeds 1-1000000 --seconds "$limit" --first-failure 2>&1)
 	took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+	if ! grep -q 'FAILED at step\| passed, ' <<<"$out"; then
+		echo "$name: does not build"
+		missed=$((missed + 1))
+		continue
+	fi
 	caught=$(grep -m1 'FAILED at step' <<<"$out")
 	[ -n "$caught" ] && caught="after $(printf '%.1f' "$took") s, $caught"
 	unit=$(bash "$tmp/test/unit/run.sh" 2>&1 | tail -1)
