@@ -7,5 +7,8 @@ out=${SIM_BIN:-$here/sim}
 # SIM_SANITIZE=1: built with AddressSanitizer and UBSan (the simulator's own memory bugs)
 san=()
 [ "${SIM_SANITIZE:-0}" = 1 ] && san=(-O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined)
-bash "$here/build.sh" "$out" -O2 -g "${san[@]}"
+# link-time optimisation: the simulator's files call each other (and the core) at every step
+lto=(-flto=auto)
+[ "${SIM_SANITIZE:-0}" = 1 ] && lto=()
+bash "$here/build.sh" "$out" -O2 -g "${lto[@]}" "${san[@]}"
 exec "$out" "$@"

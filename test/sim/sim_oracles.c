@@ -530,7 +530,7 @@ check_end(void)
 		for (j = 0; j < n; j++)
 		{
 			char		child[ZKM_PATH * 2];
-			int64_t		owner;
+			int64_t		owner = 0;
 			int64_t		czxid;
 
 			snprintf(child, sizeof(child), "%s/%s", path, names[j]);
