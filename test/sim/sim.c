@@ -184,6 +184,8 @@ tick(int64_t us)
 		fault();
 	if (S->aim_first)
 		first_listing_tend();
+	if (S->aim_orphans)
+		orphans_tend();
 	/* time stops at the next commit record due to become visible */
 	for (i = 0; i < S->ncl; i++)
 	{
@@ -480,6 +482,12 @@ run_seed(uint64_t seed, int64_t max_steps)
 	/* presence nodes deleted from outside in one seed of five (by its number: other seeds draw as before) */
 	sim->fault_weight[F_DELETE_PRESENCE] = seed % 5 == 4 ? 8 : 0;
 	sim->aim_first = seed % 5 == 3 && sim->ncl > 1;	/* first_listing_tend */
+	/*
+	 * orphans_tend, in one cluster: another cluster's waiter blocked by such a
+	 * node waits for the owner's session to end (only the owner's ghost
+	 * looks, which these nodes have none of, would delete it sooner)
+	 */
+	sim->aim_orphans = seed % 7 == 6 && sim->ncl == 1;
 	while (!sim->failed && sim->step < max_steps)
 	{
 		int64_t		now = zkm_now(sim->m);

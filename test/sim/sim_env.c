@@ -136,6 +136,7 @@ enter(Cluster *c)
 	zw_presence = c->presence;
 	zw_requests = c->requests;
 	zw_session = c->session;
+	zkl_test_orphan = S->aim_orphans && c->id == S->orph_cl && zkm_now(S->m) < S->orph_until;
 	return c;
 }
 
@@ -240,10 +241,12 @@ simh_proof_read(int64_t *session)
 	return cur_cl->proof_at;
 }
 
+/* zkl_new_uuid: requests.c asks one only for zk_lock.test_orphan's node, marked so (ORPHAN_UUID) */
 void
 simh_new_uuid(char *out)
 {
 	env_new_uuid(cur_cl, out);
+	memcpy(out, ORPHAN_UUID, strlen(ORPHAN_UUID));
 }
 
 int

@@ -291,6 +291,27 @@ first_listing_tend(void)
 	}
 }
 
+/*
+ * zk_lock.test_orphan on for 0.3-1.5 s in one cluster now and then (one
+ * seed in seven, by its number): before each lock node, requests.c makes
+ * one of the session's that no request owns, as a create applied after its
+ * lookup leaves; a waiter it blocks must find it ours and delete it
+ * (orphans.c), or wait for the session's life.
+ */
+void
+orphans_tend(void)
+{
+	int64_t		now = zkm_now(S->m);
+
+	if (S->quiet || now < S->orph_at)
+		return;
+	S->orph_cl = rnd_int(S->ncl);
+	S->orph_until = now + 300000 + rnd_int(1200000);
+	S->orph_at = now + 3000000 + rnd_int(5000000);
+	trace("fault (aimed): c%d makes an orphan ahead of each request for %.3f s", S->orph_cl,
+		  (S->orph_until - now) / 1e6);
+}
+
 void
 fault(void)
 {

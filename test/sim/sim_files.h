@@ -225,6 +225,7 @@ void crash_restart(Cluster *c);
 void begin_stop(Cluster *c);
 bool gap_aimed(void);
 void first_listing_tend(void);
+void orphans_tend(void);
 void fault(void);
 void heal(bool all);
 

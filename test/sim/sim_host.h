@@ -43,6 +43,7 @@ extern int	simh_lock_delay_ms(void);	/* zkl_effective_lock_delay */
 extern int64_t simh_proof_read(int64_t *session);	/* zkl_proof_read */
 extern void simh_new_uuid(char *out);	/* zkl_new_uuid */
 extern uint64_t simh_nonce(void);		/* pg_strong_random */
+extern bool zkl_test_orphan;	/* settings.h: before each lock node, one no request owns */
 /* left_session.c's file in the cluster's data directory */
 extern void simh_left_save(int64_t session, uint64_t nonce);
 extern void simh_left_begin(void);

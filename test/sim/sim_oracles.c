@@ -525,6 +525,13 @@ check_end(void)
 
 		snprintf(path, sizeof(path), ROOT "/%s", key_name(i));
 		n = zkm_leader_children(S->m, path, &names);
+		/* an orphan zk_lock.test_orphan made that blocks nobody stays while its session lives */
+		for (j = 0; j < n; j++)
+			if (strstr(names[j], "-" ORPHAN_UUID) != NULL)
+			{
+				free(names[j]);
+				names[j--] = names[--n];
+			}
 		if (n > 0)
 			fail("node %s/%s left behind", path, names[0]);
 		for (j = 0; j < n; j++)

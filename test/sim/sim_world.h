@@ -58,6 +58,8 @@
 #define WORK_US		(30 * 1000000LL)	/* faults and load */
 #define QUIET_US	(180 * 1000000LL)	/* then no faults, no new work */
 #define TRACE		48
+/* how the uuid of a node zk_lock.test_orphan made starts: no request's does */
+#define ORPHAN_UUID	"ffffffff"
 #define SIM_DOC_LEN	8192		/* a cluster's wait document (gwait.h allows more) */
 
 /* ---- the run ---- */
@@ -344,6 +346,11 @@ typedef struct Sim
 	int64_t		fl_session;		/* its session that ended */
 	int64_t		fl_at;			/* model time: the next move */
 	int			fl_count;
+	/* zk_lock.test_orphan turned on a while in one cluster (orphans_tend), in one seed of seven */
+	bool		aim_orphans;
+	int			orph_cl;
+	int64_t		orph_at;		/* model time: the next window */
+	int64_t		orph_until;		/* model time: the window's end */
 	int64_t		fault_every;	/* us between faults, on average */
 	/* local hand-over (cohort.c): settings of the seed */
 	bool		handover;
