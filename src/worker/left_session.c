@@ -32,6 +32,7 @@
 #include "miscadmin.h"
 #include "postmaster/interrupt.h"
 #include "storage/fd.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "settings.h"
@@ -53,9 +54,27 @@ typedef struct SessionFile
 	uint64		nonce;			/* of that incarnation (presence.c) */
 } SessionFile;
 
-static clientid_t left;
-static uint64 left_nonce;
-static bool left_pending = false;
+/*
+ * This file's process memory: the worker has one copy, the simulator one
+ * per simulated cluster (it points zw_left at each).
+ */
+struct ZwLeft
+{
+	clientid_t	left;			/* the session left from before a crash-restart */
+	uint64		left_nonce;
+	bool		left_pending;
+	int			left_state;		/* ZOO_*_STATE seen by left_session_watcher */
+};
+
+static ZwLeft own;
+ZwLeft	   *zw_left = &own;
+
+/* A fresh copy of this file's memory, as a new worker process has it. */
+ZwLeft *
+zw_left_new(void)
+{
+	return MemoryContextAllocZero(TopMemoryContext, sizeof(ZwLeft));
+}
 
 /* Remember the session in the data directory, stamped with this postmaster. */
 void
@@ -104,10 +123,10 @@ zw_left_begin(void)
 	CloseTransientFile(fd);
 	if (ok && sf.pm_pid == PostmasterPid && sf.pm_start == PgStartTime)
 	{
-		left.client_id = sf.client_id;
-		memcpy(left.passwd, sf.passwd, sizeof(left.passwd));
-		left_nonce = sf.nonce;
-		left_pending = true;
+		zw_left->left.client_id = sf.client_id;
+		memcpy(zw_left->left.passwd, sf.passwd, sizeof(zw_left->left.passwd));
+		zw_left->left_nonce = sf.nonce;
+		zw_left->left_pending = true;
 	}
 	else
 		ereport(LOG,
@@ -117,7 +136,6 @@ zw_left_begin(void)
 	explicit_bzero(&sf, sizeof(sf));
 }
 
-static int	left_state = 0;		/* ZOO_*_STATE seen by left_session_watcher */
 
 static void
 left_session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
@@ -125,7 +143,7 @@ left_session_watcher(zhandle_t *h, int type, int state, const char *path, void *
 	if (type == ZOO_SESSION_EVENT &&
 		(state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE ||
 		 state == ZOO_AUTH_FAILED_STATE))
-		left_state = state;
+		zw_left->left_state = state;
 }
 
 /* Reattach to the left-over session just to close it: its nodes go at once. */
@@ -136,15 +154,15 @@ close_left_session(void)
 	TimestampTz deadline;
 	long		bound;
 
-	left_pending = false;
-	h = zw_client_open(zkl_hosts, zkl_session_timeout, &left, left_session_watcher);
+	zw_left->left_pending = false;
+	h = zw_client_open(zkl_hosts, zkl_session_timeout, &zw_left->left, left_session_watcher);
 	if (h == NULL)
 		return;
 	/* our own session is not served meanwhile: stay well inside its pings */
 	bound = Min(zkl_connect_timeout, Max(zkl_shared->t.negotiated_timeout / 3, 100));
 	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), bound);
-	left_state = 0;
-	while (left_state == 0 && !ShutdownRequestPending)
+	zw_left->left_state = 0;
+	while (zw_left->left_state == 0 && !ShutdownRequestPending)
 	{
 		long		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 
@@ -154,16 +172,16 @@ close_left_session(void)
 		CHECK_FOR_INTERRUPTS();	/* barriers (DROP DATABASE) wait for us */
 	}
 	zw_client_close(h);
-	if (left_state == ZOO_CONNECTED_STATE)
+	if (zw_left->left_state == ZOO_CONNECTED_STATE)
 		ereport(LOG, (errmsg("zk_lock: closed session 0x%llx left over from before a restart",
-							 (unsigned long long) left.client_id)));
-	else if (left_state == ZOO_EXPIRED_SESSION_STATE)
+							 (unsigned long long) zw_left->left.client_id)));
+	else if (zw_left->left_state == ZOO_EXPIRED_SESSION_STATE)
 		ereport(LOG, (errmsg("zk_lock: session 0x%llx left over from before a restart had expired",
-							 (unsigned long long) left.client_id)));
+							 (unsigned long long) zw_left->left.client_id)));
 	else
 		ereport(LOG, (errmsg("zk_lock: could not reach ZooKeeper to close session 0x%llx left over from before a restart; it ends by timeout",
-							 (unsigned long long) left.client_id)));
-	explicit_bzero(&left, sizeof(left));
+							 (unsigned long long) zw_left->left.client_id)));
+	explicit_bzero(&zw_left->left, sizeof(zw_left->left));
 }
 
 /*
@@ -173,7 +191,7 @@ close_left_session(void)
 void
 zw_left_tend(void)
 {
-	if (!left_pending || !zw_presence_listed())
+	if (!zw_left->left_pending || !zw_presence_listed())
 		return;
 	/*
 	 * Reattaching takes the id alone (ZooKeeper derives the password from
@@ -181,21 +199,21 @@ zw_left_tend(void)
 	 * still ours.  Otherwise it ended, or belongs to another session now
 	 * (perhaps under another root, or another client's): it is left alone.
 	 */
-	if (!zw_presence_incarnation_listed(left.client_id, left_nonce))
+	if (!zw_presence_incarnation_listed(zw_left->left.client_id, zw_left->left_nonce))
 	{
 		ereport(LOG, (errmsg("zk_lock: not closing session 0x%llx left over from before a restart: it is not listed as ours (ended, or its id is another session's now)",
-							 (unsigned long long) left.client_id)));
-		left_pending = false;
-		explicit_bzero(&left, sizeof(left));
+							 (unsigned long long) zw_left->left.client_id)));
+		zw_left->left_pending = false;
+		explicit_bzero(&zw_left->left, sizeof(zw_left->left));
 		return;
 	}
-	switch (zw_presence_mark_dead(left.client_id, left_nonce))
+	switch (zw_presence_mark_dead(zw_left->left.client_id, zw_left->left_nonce))
 	{
 		case ZKL_MARK_PENDING:
 			return;
 		case ZKL_MARK_FAILED:
 			ereport(LOG, (errmsg("zk_lock: could not mark session 0x%llx as closed after a crash; other clusters wait zk_lock.lock_delay for its locks",
-								 (unsigned long long) left.client_id)));
+								 (unsigned long long) zw_left->left.client_id)));
 			break;
 		case ZKL_MARK_DONE:
 			break;

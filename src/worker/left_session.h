@@ -7,6 +7,14 @@
 
 #include <zookeeper/zookeeper.h>
 
+/*
+ * left_session.c's process memory: zw_left points at the worker's one copy;
+ * the simulator gives each cluster its own.
+ */
+typedef struct ZwLeft ZwLeft;
+extern ZwLeft *zw_left;
+extern ZwLeft *zw_left_new(void);
+
 extern void zw_left_save(const clientid_t *id, uint64 nonce);
 extern void zw_left_begin(void);
 extern void zw_left_tend(void);

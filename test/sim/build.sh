@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=${SIM_SRC:-$here/../../src}
 # the worker files the simulator runs as shipped
-WORKER=(orphans presence requests session)
+WORKER=(orphans presence requests session left_session)
 if [ "${1:-}" = --list ]; then
 	echo "${WORKER[@]}"
 	exit 0
@@ -26,7 +26,10 @@ fi
 warn=(-Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation)
 # the PostgreSQL side, as PGXS compiles it (gnu99, its headers)
 for f in "${WORKER[@]}"; do
-	cc -std=gnu99 "$@" "${warn[@]}" -Wno-missing-field-initializers -Wno-sign-compare \
+	# the session file's I/O goes to the cluster's simulated data directory (sim_pg.c)
+	io=()
+	[ "$f" = left_session ] && io=(-Dread=simpg_read -Dwrite=simpg_write -Dunlink=simpg_unlink)
+	cc -std=gnu99 "$@" "${warn[@]}" -Wno-missing-field-initializers -Wno-sign-compare "${io[@]}" \
 		-I"$src/worker" -I"$src" -I"$src/core" -I"$pgsrv" -c "$src/worker/$f.c" -o "$obj/w-$f.o"
 done
 cc -std=gnu99 "$@" "${warn[@]}" -Wno-missing-field-initializers -Wno-sign-compare \

@@ -38,16 +38,16 @@
  * Shipped worker files run here as they are (build.sh lists them), with
  * their ZooKeeper calls answered by the model (sim_zk.c) and what they take
  * from PostgreSQL from sim_pg.c: the session, its handle, its cut-off
- * clock and a resumed session's confirmation (session.c), every lock
- * request's calls and replies (requests.c), the orphan clean-up
- * (orphans.c), and lock-delay's presence list and tombstones (presence.c).
- * The client library's part is played here too: completions in order,
- * ZCLOSING when a handle closes, watchers kept once a read is answered
- * ZOK, one-shot, and told of session events.
- * What is re-stated here rather than run: closing a session left by a
- * crash (left_session.c: its file is the cluster's, here), the worker's
- * loop and clean stop (worker.c) and the deadlock detector's I/O schedule
- * (gwaits.c; its decisions are gwait.c, run as is), following
+ * clock and a resumed session's confirmation (session.c), closing a
+ * session left from before a crash-restart and the session file
+ * (left_session.c), every lock request's calls and replies (requests.c),
+ * the orphan clean-up (orphans.c), and lock-delay's presence list and
+ * tombstones (presence.c).  The client library's part is played here too:
+ * completions in order, ZCLOSING when a handle closes, watchers kept once a
+ * read is answered ZOK, one-shot, and told of session events.
+ * What is re-stated here rather than run: the worker's loop and clean
+ * stop (worker.c) and the deadlock detector's I/O schedule (gwaits.c; its
+ * decisions are gwait.c, run as is), following
  * those files.  A backend's bookkeeping of its locks is book.c, run as is.
  *
  * Usage: sim [--seed N] [--seeds A-B] [--seconds S] [--steps N] [--first-failure]
@@ -531,6 +531,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 		simpg_proc_end(sim->c[i].proc);
 		free(sim->c[i].watches);
 		simpg_shared_free(sim->c[i].shared);
+		simpg_fs_free(sim->c[i].fs);
 	}
 	{
 		int64_t		noauth;

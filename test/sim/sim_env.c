@@ -131,11 +131,12 @@ Cluster *
 enter(Cluster *c)
 {
 	cur_cl = c;
-	simpg_enter(c->shared, c->proc, c->session_timeout);
+	simpg_enter(c->shared, c->proc, c->session_timeout, c->fs, c->pm_pid, c->pm_start);
 	zw_orphans = c->orphans;
 	zw_presence = c->presence;
 	zw_requests = c->requests;
 	zw_session = c->session;
+	zw_left = c->left;
 	zkl_test_orphan = S->aim_orphans && c->id == S->orph_cl && zkm_now(S->m) < S->orph_until;
 	return c;
 }
@@ -152,30 +153,10 @@ simh_nonce(void)
 	return next_nonce();
 }
 
-/* ---- left_session.c's file: what a crash-restart's new worker finds ---- */
+/* ---- the client library's handles, for session.c and left_session.c ---- */
 
-void
-simh_left_save(int64_t session, uint64_t nonce)
-{
-	cur_cl->file_session = session;
-	cur_cl->file_nonce = nonce;
-}
-
-void
-simh_left_forget(void)
-{
-	cur_cl->file_session = 0;
-}
-
-/* zw_left_begin, at a start with fresh shared memory: the postmaster is the same one */
-void
-simh_left_begin(void)
-{
-	cur_cl->left_session = cur_cl->file_session;
-	cur_cl->left_nonce = cur_cl->file_nonce;
-}
-
-/* ---- the client library's handles, for session.c ---- */
+/* each handle's watcher, the one it was opened with (by the model's client) */
+void		(*client_watchers[ZKM_CLIENTS]) (void);
 
 int
 simh_open(int timeout_ms, int64_t resume, void (*watcher) (void))
@@ -192,7 +173,8 @@ simh_open(int timeout_ms, int64_t resume, void (*watcher) (void))
 		client = zkm_open_avoiding(S->m, timeout_ms, NULL, 0);
 		trace("c%d opens a session", cur_cl->id);
 	}
-	cur_cl->session_watcher = watcher;
+	if (client >= 0)
+		client_watchers[client] = watcher;
 	return client;
 }
 
@@ -208,6 +190,28 @@ simh_close(int client)
 		c->client = -1;
 		drop_outs(c, false);
 	}
+}
+
+/*
+ * zw_client_wait on a handle of the worker's own besides its session's
+ * (left_session.c's, to close a session left from before a crash): one
+ * round trip tells it connected, or expired; with no server to answer, the
+ * wait lasts what it asked.  The worker is busy meanwhile (left_tend), and
+ * its wall clock has moved on by that much inside this turn.
+ */
+int
+simh_wait(int client, long max_wait_ms)
+{
+	Cluster    *c = cur_cl;
+	bool		up = zkm_step_reconnect(S->m, client);
+	int			state = zkm_connected(S->m, client) ? ZOO_CONNECTED_STATE :
+		up ? ZOO_EXPIRED_SESSION_STATE : 0;
+
+	c->wall_block += state != 0 ? 2000 : (int64_t) max_wait_ms * 1000;
+	if (state != 0 && client_watchers[client] != NULL)
+		((watcher_fn) client_watchers[client]) ((zhandle_t *) (uintptr_t) (client + 1),
+												ZOO_SESSION_EVENT, state, "", NULL);
+	return 0;
 }
 
 void
@@ -264,7 +268,7 @@ simh_has_handle(void)
 int64_t
 simh_wall(void)
 {
-	return c_wall(cur_cl);
+	return c_wall(cur_cl) + cur_cl->wall_block;
 }
 
 uint64_t
@@ -276,6 +280,8 @@ simh_sysid(void)
 void
 simh_log(bool error, const char *line)
 {
+	if (strstr(line, "it is not listed as ours") != NULL)
+		left_alone++;			/* left_session.c: a crash's left session whose id is another's now */
 	if (strstr(line, "is not ours any more") != NULL)
 		resumes_refused++;		/* session.c: a resumed session's presence node was gone */
 	if (error)
@@ -461,6 +467,7 @@ worker_memory(Cluster *c)
 	c->presence = zw_presence_new();
 	c->requests = zw_requests_new();
 	c->session = zw_session_new();
+	c->left = zw_left_new();
 	zw_requests = c->requests;
 	zw_requests_init(&c->core, c->t->nslots);	/* as worker.c's main */
 }

@@ -19,6 +19,9 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	c->t = simpg_table(c->shared);
 	c->session_nonce = simpg_session_nonce(c->shared);
 	c->last_heard = simpg_last_heard(c->shared);
+	c->fs = simpg_fs_new();
+	c->pm_pid = 1000 * (id + 1);
+	c->pm_start = c_wall(c);
 	c->t->nslots = nslots;
 	c->t->slots = c->slots;
 	c->t->conn_state = ZKC_STOPPED;
@@ -116,7 +119,6 @@ worker_restart(Cluster *c)
 	worker_memory(c);			/* process memory */
 	zc_core_worker_restarted(&c->core);
 	c->gw_phase = GW_IDLE;		/* a claim of ours may be left: the new worker looks */
-	c->left_session = 0;		/* process memory: a left session then ends by timeout */
 	c->gw_claim_until = 0;
 	c->gw_nsems = 0;
 	c->t->conn_state = ZKC_CONNECTING;

@@ -72,7 +72,6 @@ void worker_start(Cluster *c);
 void session_tend(Cluster *c);
 void presence_tend(Cluster *c);
 void left_tend(Cluster *c);
-void left_close(Cluster *c, bool marked);
 void ghosts_tend(Cluster *c);
 void worker_read(Cluster *c, int at_least);
 bool table_empty(const Cluster *c);

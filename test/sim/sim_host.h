@@ -26,7 +26,10 @@ typedef uint64_t uint64;
 extern void *simpg_shared_new(void);
 extern void simpg_shared_free(void *shared);
 extern ZklTable *simpg_table(void *shared);
-extern void simpg_enter(void *shared, void *proc, int session_timeout);
+extern void simpg_enter(void *shared, void *proc, int session_timeout, void *fs, int pm_pid,
+						int64_t pm_start);
+extern void *simpg_fs_new(void);	/* a cluster's data directory */
+extern void simpg_fs_free(void *fs);
 extern int64_t *simpg_last_heard(void *shared);
 extern void *simpg_proc_new(void);	/* a worker process's memory */
 extern void simpg_proc_end(void *proc);	/* it exits: its memory goes */
@@ -44,13 +47,10 @@ extern int64_t simh_proof_read(int64_t *session);	/* zkl_proof_read */
 extern void simh_new_uuid(char *out);	/* zkl_new_uuid */
 extern uint64_t simh_nonce(void);		/* pg_strong_random */
 extern bool zkl_test_orphan;	/* settings.h: before each lock node, one no request owns */
-/* left_session.c's file in the cluster's data directory */
-extern void simh_left_save(int64_t session, uint64_t nonce);
-extern void simh_left_begin(void);
-extern void simh_left_forget(void);
 /* a handle of the client library: open (-1: none) and close, and the session watcher it was given */
 extern int	simh_open(int timeout_ms, int64_t resume, void (*watcher) (void));
 extern void simh_close(int client);
+extern int	simh_wait(int client, long max_wait_ms);	/* zw_client_wait on a handle of its own */
 extern void simh_set_client(int client);
 extern int	simh_client(void);
 extern int64_t simh_session_of(int client);

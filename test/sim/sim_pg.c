@@ -21,6 +21,7 @@
 #include "postmaster/interrupt.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
+#include "storage/fd.h"
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 
@@ -32,6 +33,9 @@
 #include "sim_host.h"
 
 ZklShared  *zkl_shared = NULL;
+static struct SimFs *cur_fs = NULL;	/* the current cluster's data directory */
+pid_t		PostmasterPid;
+TimestampTz PgStartTime;
 MemoryContext TopMemoryContext = NULL;
 
 void *
@@ -76,6 +80,22 @@ char	   *zkl_root = "/zkl";
 int			zkl_session_timeout;
 bool		zkl_test_fail_worker = false;
 volatile sig_atomic_t ConfigReloadPending = false;	/* a reload is a fault of its own (sim.c) */
+volatile sig_atomic_t ShutdownRequestPending = false;
+volatile sig_atomic_t InterruptPending = false;
+int			zkl_connect_timeout = 5000;	/* sim.c's CONNECT_TIMEOUT */
+
+void
+ProcessInterrupts(void)
+{
+}
+
+long
+TimestampDifferenceMilliseconds(TimestampTz start_time, TimestampTz stop_time)
+{
+	TimestampTz diff = stop_time - start_time;
+
+	return diff <= 0 ? 0 : (long) ((diff + 999) / 1000);
+}
 int			MyProcPid = 1;
 
 void
@@ -115,25 +135,6 @@ bool
 zw_digest_id(const char *cred, char *out, size_t outlen)
 {
 	return false;
-}
-
-/* left_session.c's file: the cluster's data directory keeps it across a crash (sim.c) */
-void
-zw_left_save(const clientid_t *id, uint64 nonce)
-{
-	simh_left_save(id->client_id, nonce);
-}
-
-void
-zw_left_begin(void)
-{
-	simh_left_begin();
-}
-
-void
-zw_left_forget(void)
-{
-	simh_left_forget();
 }
 
 /* ---- settings, clocks and identity ---- */
@@ -310,11 +311,173 @@ pfree(void *pointer)
 
 /* Cluster c's worker code runs now: its shared memory, its worker process's memory. */
 void
-simpg_enter(void *shared, void *proc, int session_timeout)
+simpg_enter(void *shared, void *proc, int session_timeout, void *fs, int pm_pid, int64_t pm_start)
 {
 	zkl_shared = shared;
 	cur_proc = proc;
 	zkl_session_timeout = session_timeout;
+	cur_fs = fs;
+	PostmasterPid = pm_pid;
+	PgStartTime = pm_start;
+}
+
+/*
+ * ---- the cluster's data directory: the files left_session.c keeps ----
+ *
+ * In memory, per cluster: what survives its crash-restarts.  left_session.c
+ * is built with read, write and unlink renamed to the calls below (build.sh).
+ */
+#define SIM_FILES	4
+#define SIM_FDS		4
+
+typedef struct SimFile
+{
+	bool		used;
+	char		name[64];
+	int			len;
+	unsigned char data[256];
+} SimFile;
+
+typedef struct SimFs
+{
+	SimFile		files[SIM_FILES];
+} SimFs;
+
+/* open files, of the process whose code runs: a file and a position */
+static struct
+{
+	SimFile    *f;
+	int			pos;
+}			fds[SIM_FDS];
+
+void *
+simpg_fs_new(void)
+{
+	SimFs	   *fs = calloc(1, sizeof(SimFs));
+
+	if (fs == NULL)
+		abort();
+	return fs;
+}
+
+void
+simpg_fs_free(void *fs)
+{
+	free(fs);
+}
+
+static SimFile *
+fs_find(const char *name)
+{
+	int			i;
+
+	for (i = 0; i < SIM_FILES; i++)
+		if (cur_fs->files[i].used && strcmp(cur_fs->files[i].name, name) == 0)
+			return &cur_fs->files[i];
+	return NULL;
+}
+
+int
+OpenTransientFilePerm(const char *fileName, int fileFlags, mode_t fileMode)
+{
+	SimFile    *f = fs_find(fileName);
+	int			i;
+	int			fd;
+
+	if (f == NULL && (fileFlags & O_CREAT))
+	{
+		for (i = 0; i < SIM_FILES && cur_fs->files[i].used; i++)
+			;
+		if (i == SIM_FILES)
+			elog(ERROR, "the simulated data directory is full");
+		f = &cur_fs->files[i];
+		f->used = true;
+		strlcpy(f->name, fileName, sizeof(f->name));
+		f->len = 0;
+	}
+	if (f == NULL)
+	{
+		errno = ENOENT;
+		return -1;
+	}
+	if (fileFlags & O_TRUNC)
+		f->len = 0;
+	for (fd = 0; fd < SIM_FDS && fds[fd].f != NULL; fd++)
+		;
+	if (fd == SIM_FDS)
+		elog(ERROR, "too many simulated files open");
+	fds[fd].f = f;
+	fds[fd].pos = 0;
+	return fd;
+}
+
+int
+OpenTransientFile(const char *fileName, int fileFlags)
+{
+	return OpenTransientFilePerm(fileName, fileFlags, 0600);
+}
+
+int
+CloseTransientFile(int fd)
+{
+	fds[fd].f = NULL;
+	return 0;
+}
+
+ssize_t
+simpg_read(int fd, void *buf, size_t n)
+{
+	SimFile    *f = fds[fd].f;
+	int			k = Min((int) n, f->len - fds[fd].pos);
+
+	memcpy(buf, f->data + fds[fd].pos, k);
+	fds[fd].pos += k;
+	return k;
+}
+
+ssize_t
+simpg_write(int fd, const void *buf, size_t n)
+{
+	SimFile    *f = fds[fd].f;
+
+	if (fds[fd].pos + (int) n > (int) sizeof(f->data))
+		elog(ERROR, "a simulated file grew too long");
+	memcpy(f->data + fds[fd].pos, buf, n);
+	fds[fd].pos += n;
+	f->len = Max(f->len, fds[fd].pos);
+	return n;
+}
+
+int
+simpg_unlink(const char *name)
+{
+	SimFile    *f = fs_find(name);
+
+	if (f == NULL)
+	{
+		errno = ENOENT;
+		return -1;
+	}
+	f->used = false;
+	return 0;
+}
+
+int
+durable_rename(const char *oldfile, const char *newfile, int loglevel)
+{
+	SimFile    *f = fs_find(oldfile);
+
+	if (f == NULL)
+		return -1;
+	(void) simpg_unlink(newfile);
+	strlcpy(f->name, newfile, sizeof(f->name));
+	return 0;
+}
+
+int
+errcode_for_file_access(void)
+{
+	return 0;
 }
 
 /* ---- strings (libpgport's, which the simulator does not link) ---- */

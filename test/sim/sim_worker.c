@@ -26,7 +26,7 @@ static void
 ev_lost(void)
 {
 	proof_forget(cur_cl);
-	simh_left_forget();			/* zw_left_forget: a later worker must not take it for a crash's leftover */
+	zw_left_forget();			/* a later worker must not mistake it for a crash's leftover */
 	zc_core_session_lost(&cur_cl->core);
 }
 
@@ -89,64 +89,20 @@ presence_tend(Cluster *c)
 }
 
 /*
- * left_session.c's zw_left_tend: once the new session is up and listed,
- * mark the session left from before the crash-restart dead (an ephemeral
- * .dead of ours: its holders are all dead, so no lock-delay), then close it.
+ * worker.c's loop turn: left_session.c, as shipped.  Its close of a session
+ * left from before a crash waits on a handle of its own: the worker is busy
+ * that long (simh_wait), its own session not served.
  */
-
 void
 left_tend(Cluster *c)
 {
-	if (c->left_session == 0)
-		return;
 	enter(c);
-	if (!zw_presence_listed())
-		return;
-	if (!zw_presence_incarnation_listed(c->left_session, c->left_nonce))
+	zw_left_tend();
+	if (c->wall_block > 0)
 	{
-		trace("c%d leaves session %" PRIx64 " alone: not listed as ours (ended, or another session's now)",
-			  c->id, c->left_session);
-		left_alone++;
-		c->left_session = 0;
-		return;
+		c->busy_until = zkm_now(S->m) + c->wall_block;
+		c->wall_block = 0;
 	}
-	switch (zw_presence_mark_dead(c->left_session, c->left_nonce))
-	{
-		case ZKL_MARK_PENDING:
-			return;
-		case ZKL_MARK_FAILED:
-			left_close(c, false);
-			break;
-		case ZKL_MARK_DONE:
-			left_close(c, true);
-			break;
-	}
-}
-
-/* close_left_session: a handle on the old session, connected (within a bound) just to close it */
-void
-left_close(Cluster *c, bool marked)
-{
-	int			h = zkm_resume(S->m, c->left_session);
-
-	if (!marked)
-		trace("c%d could not mark session %" PRIx64 " dead: the others delay", c->id,
-			  c->left_session);
-	if (h >= 0)
-	{
-		int			bound = c->t->negotiated_timeout / 3 > 100 ? c->t->negotiated_timeout / 3 : 100;
-		bool		up;
-
-		/* connected, or told it expired: one round trip; no server to answer: the bound */
-		up = zkm_step_reconnect(S->m, h);
-		trace("c%d closes session %" PRIx64 " left from before its crash%s", c->id,
-			  c->left_session, zkm_connected(S->m, h) ? "" : up ? ": expired" : ": unreachable");
-		zkm_close(S->m, h);
-		/* the worker waits for that handle meanwhile: its own session is not served */
-		bound = bound < CONNECT_TIMEOUT ? bound : CONNECT_TIMEOUT;
-		c->busy_until = zkm_now(S->m) + (up ? 2000 : (int64_t) bound * 1000);
-	}
-	c->left_session = 0;
 }
 
 /* worker.c's loop turn: the looks that are due (orphans.c) */
@@ -217,6 +173,11 @@ stop_close(Cluster *c, StopEnd how)
 			zc_book_free(&c->b[i].book);
 			c->b[i].exits = true;
 		}
+	if (how != STOP_DIED)
+	{
+		c->pm_pid++;			/* a crash-restart keeps its postmaster, a stop does not */
+		c->pm_start = c_wall(c);
+	}
 	c->t->session_id = 0;
 	c->t->session_tag = 0;
 	*c->session_nonce = 0;
@@ -370,8 +331,9 @@ void
 on_state(Cluster *c, const ZkmMsg *msg)
 {
 	enter(c);
-	if (c->session_watcher != NULL)
-		((watcher_fn) c->session_watcher) (zw_client_handle(), ZOO_SESSION_EVENT, msg->type, "", NULL);
+	if (client_watchers[c->client] != NULL)
+		((watcher_fn) client_watchers[c->client]) (zw_client_handle(), ZOO_SESSION_EVENT, msg->type, "",
+													NULL);
 	watchers_session_event(c, msg->type);
 	if (msg->type == ZKM_ST_CONNECTING)
 		trace("c%d connection lost", c->id);

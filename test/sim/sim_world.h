@@ -39,6 +39,7 @@
 #include "presence.h"
 #include "requests.h"
 #include "session.h"
+#include "left_session.h"
 #include "zk_client.h"
 
 /* the largest world a seed may draw (Sim.ncl, Cluster.nb, Cluster.t->nslots) */
@@ -203,7 +204,6 @@ typedef struct Cluster
 	const char *mine[NSLOTS];
 	bool		held[NSLOTS];
 	int			client;			/* model handle, -1: none (session.c's, through sim_zk.c) */
-	void		(*session_watcher) (void);	/* session.c's, given with that handle */
 	int64_t    *last_heard;		/* in its shared memory: the last reply from the server */
 	bool		paused;
 	int64_t		paused_until;
@@ -227,11 +227,12 @@ typedef struct Cluster
 	int64_t		liveness_at;	/* next sample */
 	int64_t		try_since[NSLOTS];	/* a try-lock pending since, calm all along */
 	int64_t		try_asked[NSLOTS];	/* its requested_at: which try it is */
-	/* a session left from before a crash-restart (left_session.c) */
-	int64_t		left_session;
-	uint64_t	left_nonce;		/* its nonce (the session file) */
-	int64_t		file_session;	/* the session file in its data directory (0: none) */
-	uint64_t	file_nonce;
+	/* its data directory (the session file) and its postmaster (left_session.c) */
+	void	   *fs;
+	int			pm_pid;
+	int64_t		pm_start;
+	/* a wait of its worker on a handle of its own (simh_wait): as the wall clock saw it */
+	int64_t		wall_block;
 	/* a clean stop (worker.c's stop_cleanly) */
 	bool		stopping;
 	bool		marking;		/* its tombstone asked for: nothing is planned any more */
@@ -242,6 +243,7 @@ typedef struct Cluster
 	ZwPresence *presence;		/* presence.c: lock-delay (its rules: lock_delay.c) */
 	ZwRequests *requests;		/* requests.c */
 	ZwSession  *session;		/* session.c */
+	ZwLeft	   *left;			/* left_session.c */
 	/* the watchers the client library keeps for them: set by a read's ZOK, one-shot */
 	struct Watch
 	{
@@ -535,6 +537,7 @@ extern int64_t garbled_answers;	/* its ZMARSHALLINGERROR answers (a failure insi
 extern int64_t elections_held;	/* the model's elections */
 extern int64_t proposals_lost;	/* and the writes they lost */
 extern int64_t ids_reused;		/* sessions that took an ended session's id */
+extern void (*client_watchers[ZKM_CLIENTS]) (void);
 extern int64_t left_alone;		/* a crash's left session whose id another session had */
 extern int64_t ids_reissued;	/* reconnects that came back to another session of the id */
 extern int64_t resumes_refused;	/* resumed sessions whose presence node was gone: expired */

@@ -109,6 +109,12 @@ zw_client_close(zhandle_t *zh)
 		simh_close(as_client(zh));
 }
 
+int
+zw_client_wait(zhandle_t *zh, long max_wait_ms)
+{
+	return simh_wait(as_client(zh), max_wait_ms);
+}
+
 const clientid_t *
 zw_client_session(zhandle_t *zh)
 {
