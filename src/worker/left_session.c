@@ -151,7 +151,7 @@ static void
 close_left_session(void)
 {
 	zhandle_t  *h;
-	TimestampTz deadline;
+	int64		deadline;		/* zkl_mono_now */
 	long		bound;
 
 	zw_left->left_pending = false;
@@ -160,11 +160,11 @@ close_left_session(void)
 		return;
 	/* our own session is not served meanwhile: stay well inside its pings */
 	bound = Min(zkl_connect_timeout, Max(zkl_shared->t.negotiated_timeout / 3, 100));
-	deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), bound);
+	deadline = zkl_mono_now() + (int64) bound * 1000;
 	zw_left->left_state = 0;
 	while (zw_left->left_state == 0 && !ShutdownRequestPending)
 	{
-		long		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		long		ms = (long) ((deadline - zkl_mono_now() + 999) / 1000);
 
 		if (ms <= 0)
 			break;

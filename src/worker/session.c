@@ -43,7 +43,7 @@ struct ZwSession
 	TimestampTz next_failure_log;	/* failed connects: one LOG line per CONNECT_LOG_MS */
 	bool		session_ended;	/* expired or refused: open a new one */
 	bool		fresh_handle;	/* opened for a new session, not connected yet */
-	TimestampTz next_open;
+	int64		next_open;		/* zkl_mono_now: a wall clock stepped back would delay it */
 	char		session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
 	char		session_user[ZKL_ERRMSG_LEN / 2];
 	char		session_ids[MAX_SESSION_IDS][ZKL_ERRMSG_LEN];
@@ -411,7 +411,7 @@ open_session(void)
 
 	if (!apply_auth())
 	{
-		zw_session->next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
+		zw_session->next_open = zkl_mono_now() + (int64) ZKC_REOPEN_DELAY_MS * 1000;
 		return;
 	}
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
@@ -431,7 +431,7 @@ open_session(void)
 				  session_watcher));
 	if (zw_client_handle() == NULL)
 	{
-		zw_session->next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
+		zw_session->next_open = zkl_mono_now() + (int64) ZKC_REOPEN_DELAY_MS * 1000;
 		return;
 	}
 	publish_hosts(zkl_hosts);
@@ -574,10 +574,10 @@ zw_session_tend(void)
 		zw_client_close(zw_client_handle());
 		zw_client_set_handle(NULL);
 		/* refused authentication would otherwise be retried in a tight loop */
-		zw_session->next_open = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ZKC_REOPEN_DELAY_MS);
+		zw_session->next_open = zkl_mono_now() + (int64) ZKC_REOPEN_DELAY_MS * 1000;
 	}
 	if (zw_client_handle() == NULL && zkl_hosts[0] != '\0' &&
-		GetCurrentTimestamp() >= zw_session->next_open)
+		zkl_mono_now() >= zw_session->next_open)
 		open_session();
 	note_connect_failure();
 }

@@ -144,7 +144,7 @@ enter(Cluster *c)
 int64_t
 simh_mono(void)
 {
-	return c_mono(cur_cl);
+	return c_mono(cur_cl) + cur_cl->block_us;
 }
 
 uint64_t
@@ -197,7 +197,7 @@ simh_close(int client)
  * (left_session.c's, to close a session left from before a crash): one
  * round trip tells it connected, or expired; with no server to answer, the
  * wait lasts what it asked.  The worker is busy meanwhile (left_tend), and
- * its wall clock has moved on by that much inside this turn.
+ * its clocks have moved on by that much inside this turn.
  */
 int
 simh_wait(int client, long max_wait_ms)
@@ -207,7 +207,7 @@ simh_wait(int client, long max_wait_ms)
 	int			state = zkm_connected(S->m, client) ? ZOO_CONNECTED_STATE :
 		up ? ZOO_EXPIRED_SESSION_STATE : 0;
 
-	c->wall_block += state != 0 ? 2000 : (int64_t) max_wait_ms * 1000;
+	c->block_us += state != 0 ? 2000 : (int64_t) max_wait_ms * 1000;
 	if (state != 0 && client_watchers[client] != NULL)
 		((watcher_fn) client_watchers[client]) ((zhandle_t *) (uintptr_t) (client + 1),
 												ZOO_SESSION_EVENT, state, "", NULL);
@@ -268,7 +268,7 @@ simh_has_handle(void)
 int64_t
 simh_wall(void)
 {
-	return c_wall(cur_cl) + cur_cl->wall_block;
+	return c_wall(cur_cl) + cur_cl->block_us;
 }
 
 uint64_t

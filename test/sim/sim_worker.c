@@ -98,10 +98,10 @@ left_tend(Cluster *c)
 {
 	enter(c);
 	zw_left_tend();
-	if (c->wall_block > 0)
+	if (c->block_us > 0)
 	{
-		c->busy_until = zkm_now(S->m) + c->wall_block;
-		c->wall_block = 0;
+		c->busy_until = zkm_now(S->m) + c->block_us;
+		c->block_us = 0;
 	}
 }
 

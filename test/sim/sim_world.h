@@ -231,8 +231,8 @@ typedef struct Cluster
 	void	   *fs;
 	int			pm_pid;
 	int64_t		pm_start;
-	/* a wait of its worker on a handle of its own (simh_wait): as the wall clock saw it */
-	int64_t		wall_block;
+	/* a wait of its worker on a handle of its own (simh_wait): as its clocks saw it */
+	int64_t		block_us;
 	/* a clean stop (worker.c's stop_cleanly) */
 	bool		stopping;
 	bool		marking;		/* its tombstone asked for: nothing is planned any more */
