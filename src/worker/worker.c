@@ -47,6 +47,7 @@
 #include "session.h"
 #include "requests.h"
 #include "sigterm.h"
+#include "clean_stop.h"
 #include "zk_result.h"
 
 /* src/core reads ZooKeeper's result codes from its own copy: the library's must be the same */
@@ -487,12 +488,23 @@ stop_cleanly(void)
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zc_cohort_stop_lingering(&core.cohort);
 	LWLockRelease(zkl_shared->lock);
-	/* the session, not a new one a turn might open once it is lost */
-	while (zkl_mono_now() < deadline && zw_client_handle() != NULL && tag != 0 &&
-		   zkl_shared->t.session_tag == tag &&
-		   zkl_shared->t.conn_state == ZKC_CONNECTED && mark == ZKL_MARK_PENDING)
+	for (;;)
 	{
-		if (!marking && table_empty())
+		/* the session, not a new one a turn might open once it is lost */
+		bool		session_on = zw_client_handle() != NULL && tag != 0 &&
+			zkl_shared->t.session_tag == tag && zkl_shared->t.conn_state == ZKC_CONNECTED;
+		ZklStopStep step = zc_stop_step(zkl_mono_now() < deadline, session_on,
+										mark != ZKL_MARK_PENDING, marking,
+										!marking && table_empty());
+
+		if (step == ZKL_STOP_END)
+			break;
+		if (step == ZKL_STOP_SERVE)
+		{
+			worker_turn(true, 50);
+			continue;
+		}
+		if (step == ZKL_STOP_BEGIN)
 		{
 			/*
 			 * Nothing is planned from here on: a request that came since
@@ -504,11 +516,6 @@ stop_cleanly(void)
 			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 			zkl_shared->closing_tag = tag;
 			LWLockRelease(zkl_shared->lock);
-		}
-		if (!marking)
-		{
-			worker_turn(true, 50);
-			continue;
 		}
 		mark = zw_presence_mark_closed();
 		if (mark == ZKL_MARK_PENDING)

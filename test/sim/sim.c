@@ -45,9 +45,10 @@
  * tombstones (presence.c).  The client library's part is played here too:
  * completions in order, ZCLOSING when a handle closes, watchers kept once a
  * read is answered ZOK, one-shot, and told of session events.
- * What is re-stated here rather than run: the worker's loop and clean
- * stop (worker.c) and the deadlock detector's I/O schedule (gwaits.c; its
- * decisions are gwait.c, run as is), following
+ * What is re-stated here rather than run: the worker's loop and the clean
+ * stop's loop (worker.c; the stop's steps are clean_stop.c, run as is) and
+ * the deadlock detector's I/O schedule (gwaits.c; its decisions are
+ * gwait.c, run as is), following
  * those files.  A backend's bookkeeping of its locks is book.c, run as is.
  *
  * Usage: sim [--seed N] [--seeds A-B] [--seconds S] [--steps N] [--first-failure]

@@ -19,6 +19,7 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	c->t = simpg_table(c->shared);
 	c->session_nonce = simpg_session_nonce(c->shared);
 	c->last_heard = simpg_last_heard(c->shared);
+	c->closing_tag = simpg_closing_tag(c->shared);
 	c->fs = simpg_fs_new();
 	c->pm_pid = 1000 * (id + 1);
 	c->pm_start = c_wall(c);
@@ -197,6 +198,8 @@ begin_stop(Cluster *c)
 	for (i = 0; i < c->nb; i++)
 		backend_exit(c, &c->b[i]);
 	c->marking = false;
+	c->stop_mark = ZKL_MARK_PENDING;
+	c->stop_tag = c->t->session_tag;	/* the incarnation it stops */
 	c->stop_deadline = zkm_now(S->m) + 3000000;
 	zc_cohort_stop_lingering(&c->core.cohort);
 }

@@ -31,6 +31,7 @@ extern void simpg_enter(void *shared, void *proc, int session_timeout, void *fs,
 extern void *simpg_fs_new(void);	/* a cluster's data directory */
 extern void simpg_fs_free(void *fs);
 extern int64_t *simpg_last_heard(void *shared);
+extern int64_t *simpg_closing_tag(void *shared);
 extern void *simpg_proc_new(void);	/* a worker process's memory */
 extern void simpg_proc_end(void *proc);	/* it exits: its memory goes */
 extern uint64_t *simpg_session_nonce(void *shared);

@@ -68,6 +68,12 @@ simpg_session_nonce(void *shared)
 }
 
 int64_t *
+simpg_closing_tag(void *shared)
+{
+	return &((ZklShared *) shared)->closing_tag;
+}
+
+int64_t *
 simpg_last_heard(void *shared)
 {
 	return &((ZklShared *) shared)->last_heard;

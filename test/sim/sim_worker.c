@@ -194,40 +194,40 @@ stop_close(Cluster *c, StopEnd how)
 }
 
 /*
- * worker.c's stop_cleanly(), one turn: serve until every slot is free, then
- * ask for the tombstone and plan nothing more; bounded.
+ * worker.c's stop_cleanly(), one turn: its steps are clean_stop.c's (run as
+ * is), the tombstone presence.c's; bounded.
  */
 void
 stop_turn(Cluster *c)
 {
 	worker_read(c, 0);
-	if (!c->stopping)
-		return;
-	if (zkm_now(S->m) >= c->stop_deadline || c->client < 0 ||
-		c->t->conn_state != ZKC_CONNECTED)
+	while (c->stopping)
 	{
-		stop_close(c, STOP_PLAIN);
-		return;
-	}
-	if (!c->marking && !table_empty(c))
-	{
-		plan_turn(c);
-		return;
-	}
-	if (!c->marking)
-		trace("c%d: every slot free, asks for its tombstone", c->id);
-	c->marking = true;
-	enter(c);
-	switch (zw_presence_mark_closed())
-	{
-		case ZKL_MARK_PENDING:
-			break;
-		case ZKL_MARK_DONE:
-			stop_close(c, STOP_TOMBSTONE);
-			break;
-		case ZKL_MARK_FAILED:
-			stop_close(c, STOP_PLAIN);
-			break;
+		bool		session_on = c->client >= 0 && c->stop_tag != 0 &&
+			c->t->session_tag == c->stop_tag && c->t->conn_state == ZKC_CONNECTED;
+
+		switch (zc_stop_step(zkm_now(S->m) < c->stop_deadline, session_on,
+							 c->stop_mark != ZKL_MARK_PENDING, c->marking,
+							 !c->marking && table_empty(c)))
+		{
+			case ZKL_STOP_END:
+				stop_close(c, c->stop_mark == ZKL_MARK_DONE ? STOP_TOMBSTONE : STOP_PLAIN);
+				return;
+			case ZKL_STOP_SERVE:
+				plan_turn(c);
+				return;
+			case ZKL_STOP_BEGIN:
+				trace("c%d: every slot free, asks for its tombstone", c->id);
+				c->marking = true;
+				*c->closing_tag = c->stop_tag;	/* not resumed if its worker dies now */
+				/* fall through */
+			case ZKL_STOP_ASK:
+				enter(c);
+				c->stop_mark = zw_presence_mark_closed();
+				if (c->stop_mark == ZKL_MARK_PENDING)
+					return;		/* worker.c waits for its answer on the handle */
+				break;
+		}
 	}
 }
 

@@ -39,6 +39,7 @@
 #include "presence.h"
 #include "requests.h"
 #include "session.h"
+#include "clean_stop.h"
 #include "left_session.h"
 #include "zk_client.h"
 
@@ -236,6 +237,9 @@ typedef struct Cluster
 	/* a clean stop (worker.c's stop_cleanly) */
 	bool		stopping;
 	bool		marking;		/* its tombstone asked for: nothing is planned any more */
+	ZklMarkState stop_mark;		/* and how that went */
+	int64_t		stop_tag;		/* the session incarnation the stop began with */
+	int64_t    *closing_tag;	/* in its shared memory: that incarnation, once marking */
 	int64_t		stop_deadline;	/* model time */
 	/* its worker process's memory in the shipped worker files it runs */
 	void	   *proc;			/* its memory (sim_pg.c): gone when the process dies */

@@ -17,6 +17,7 @@
 #include "cutoff.h"
 #include "resume.h"
 #include "sigterm.h"
+#include "clean_stop.h"
 #include "gwait.h"
 #include "book.h"
 #include "holds.h"
@@ -1655,6 +1656,23 @@ test_term_action(void)
 		  "another's in a shutdown with no client left: close (the postmaster's may be merged in it)");
 }
 
+/* A clean stop serves until every slot is free, then asks for its tombstone, and ends once answered. */
+static void
+test_stop_step(void)
+{
+	CHECK(zc_stop_step(true, true, false, false, false) == ZKL_STOP_SERVE, "slots in use: serve on");
+	CHECK(zc_stop_step(true, true, false, false, true) == ZKL_STOP_BEGIN, "every slot free: begin marking");
+	CHECK(zc_stop_step(true, true, false, true, false) == ZKL_STOP_ASK &&
+		  zc_stop_step(true, true, false, true, true) == ZKL_STOP_ASK,
+		  "marking: ask again or wait, whatever the table says (nothing is planned)");
+	CHECK(zc_stop_step(true, true, true, true, true) == ZKL_STOP_END, "the tombstone answered: end");
+	CHECK(zc_stop_step(false, true, false, false, false) == ZKL_STOP_END &&
+		  zc_stop_step(false, true, false, true, true) == ZKL_STOP_END, "out of time: end, marked or not");
+	CHECK(zc_stop_step(true, false, false, false, true) == ZKL_STOP_END &&
+		  zc_stop_step(true, false, false, true, true) == ZKL_STOP_END,
+		  "the session gone, another one, or not connected: end without a tombstone");
+}
+
 static void
 test_cutoff(void)
 {
@@ -3030,6 +3048,7 @@ main(void)
 	test_proof_step();
 	test_cutoff();
 	test_term_action();
+	test_stop_step();
 	test_group_member_failed();
 	test_cohort();
 	test_cohort_session_lost();
