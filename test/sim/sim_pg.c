@@ -565,16 +565,8 @@ errmsg(const char *fmt,...)
 	return 0;
 }
 
-int
-errmsg_internal(const char *fmt,...)
-{
-	va_list		ap;
-
-	va_start(ap, fmt);
-	add_text("", fmt, ap);
-	va_end(ap);
-	return 0;
-}
+/* the same text, not translated: one function under both names */
+int			errmsg_internal(const char *fmt,...) __attribute__((alias("errmsg")));
 
 int
 errdetail(const char *fmt,...)
