@@ -34,15 +34,6 @@
 #include "gwaits_int.h"
 #include "gwait_doc.h"
 
-static int64 next_round = 0;	/* zkl_mono_now: the next reading, at the earliest */
-static int64 next_write = 0;	/* zkl_mono_now: the next rewrite, at the earliest */
-static bool published = false;	/* our document exists, as sent_doc */
-static bool doc_may_exist = true;	/* an older one may (a restart, a lost reply) */
-static bool dir_made = false;	/* <root>/.waits was asked for under this session and root */
-static int	own_version = -1;	/* of our document, from the last write's reply */
-static uint64 sent_print = 0;	/* zc_gwait_fingerprint when it was formatted */
-static char *sent_doc = NULL;	/* what we published last */
-static int64 next_look = 0;		/* zkl_mono_now: look for a claim then */
 
 /* ---- our document ---- */
 
@@ -52,12 +43,12 @@ written(int rc, const struct Stat *stat, const void *ctx)
 	if (ctx != zw_gw_tag())
 		return;
 	if (rc == ZOK && stat != NULL)
-		own_version = stat->version;
+		zw_gw->own_version = stat->version;
 	else
 	{
-		published = false;		/* write it again, whole */
-		own_version = -1;
-		doc_may_exist |= zc_core_outcome_unknown(rc);	/* then deleted if nothing is to be said */
+		zw_gw->published = false;		/* write it again, whole */
+		zw_gw->own_version = -1;
+		zw_gw->doc_may_exist |= zc_core_outcome_unknown(rc);	/* then deleted if nothing is to be said */
 	}
 }
 
@@ -69,27 +60,27 @@ created(int rc, const char *value, const void *ctx)
 	if (ctx != zw_gw_tag())
 		return;
 	if (rc == ZOK)
-		own_version = 0;
+		zw_gw->own_version = 0;
 	else if (rc == ZNODEEXISTS)
 	{
 		/* ours from before (a resumed session): rewrite it */
-		zw_gw_doc_path(zw_gw.for_session, path);
-		zw_client_set(path, sent_doc, strlen(sent_doc), -1, written, ctx);
+		zw_gw_doc_path(zw_gw->for_session, path);
+		zw_client_set(path, zw_gw->sent_doc, strlen(zw_gw->sent_doc), -1, written, ctx);
 	}
 	else
 	{
-		published = false;
-		own_version = -1;
-		doc_may_exist |= zc_core_outcome_unknown(rc); /* it may have been made all the same */
-		dir_made = dir_made && rc != ZNONODE;	/* someone deleted it: again */
+		zw_gw->published = false;
+		zw_gw->own_version = -1;
+		zw_gw->doc_may_exist |= zc_core_outcome_unknown(rc); /* it may have been made all the same */
+		zw_gw->dir_made = zw_gw->dir_made && rc != ZNONODE;	/* someone deleted it: again */
 	}
 }
 
 static void
 doc_deleted(int rc, const void *ctx)
 {
-	if (ctx == zw_gw_tag() && rc != ZOK && rc != ZNONODE && !published)
-		doc_may_exist = true;	/* look again */
+	if (ctx == zw_gw_tag() && rc != ZOK && rc != ZNONODE && !zw_gw->published)
+		zw_gw->doc_may_exist = true;	/* look again */
 }
 
 /* Write what changed: created, rewritten, or deleted when there is nothing. */
@@ -98,40 +89,40 @@ publish(int len)
 {
 	char		path[ZKL_PATH_LEN];
 
-	zw_gw_doc_path(zw_gw.for_session, path);
+	zw_gw_doc_path(zw_gw->for_session, path);
 	if (len == 0)
 	{
-		if (published || doc_may_exist)
+		if (zw_gw->published || zw_gw->doc_may_exist)
 		{
-			published = false;
-			doc_may_exist = false;
-			own_version = -1;
+			zw_gw->published = false;
+			zw_gw->doc_may_exist = false;
+			zw_gw->own_version = -1;
 			(void) zw_client_delete(path, -1, doc_deleted, zw_gw_tag());
 		}
 		return;
 	}
-	doc_may_exist = false;
-	if (published && strcmp(zw_gw.doc, sent_doc) == 0)
+	zw_gw->doc_may_exist = false;
+	if (zw_gw->published && strcmp(zw_gw->doc, zw_gw->sent_doc) == 0)
 		return;
-	memcpy(sent_doc, zw_gw.doc, len + 1);
-	if (!published && !dir_made)
+	memcpy(zw_gw->sent_doc, zw_gw->doc, len + 1);
+	if (!zw_gw->published && !zw_gw->dir_made)
 	{
 		char		dir[ZKL_PATH_LEN];
 
 		/* once per session and root: the session answers in order, so before ours */
 		zw_gw_waits_path(dir);
 		zw_client_create_persistent(dir);
-		dir_made = true;
+		zw_gw->dir_made = true;
 	}
-	if (!published)
-		published = zw_client_create(path, sent_doc, len, ZOO_EPHEMERAL, created, zw_gw_tag()) == ZOK;
-	else if (zw_client_set(path, sent_doc, len, -1, written, zw_gw_tag()) != ZOK)
-		published = false;
+	if (!zw_gw->published)
+		zw_gw->published = zw_client_create(path, zw_gw->sent_doc, len, ZOO_EPHEMERAL, created, zw_gw_tag()) == ZOK;
+	else if (zw_client_set(path, zw_gw->sent_doc, len, -1, written, zw_gw_tag()) != ZOK)
+		zw_gw->published = false;
 }
 
 /* ---- reading ---- */
 
-/* Every document is in: decide, and claim if the zw_gw.victim is ours. */
+/* Every document is in: decide, and claim if the victim is ours. */
 static void
 decide(void)
 {
@@ -139,11 +130,11 @@ decide(void)
 	int			n = 0;
 	int			i;
 
-	for (i = 0; i < zw_gw.ndocs; i++)
-		if (zw_gw.docs[i] != NULL)
-			all[n++] = zw_gw.docs[i];
-	all[n++] = sent_doc;
-	if (!published || !zc_gwait_decide(all, n, zw_gw.for_session, &zw_gw.victim))
+	for (i = 0; i < zw_gw->ndocs; i++)
+		if (zw_gw->docs[i] != NULL)
+			all[n++] = zw_gw->docs[i];
+	all[n++] = zw_gw->sent_doc;
+	if (!zw_gw->published || !zc_gwait_decide(all, n, zw_gw->for_session, &zw_gw->victim))
 		zw_gw_round_over();
 	else
 		zw_gw_claim();				/* the documents stay for break_cycle */
@@ -154,16 +145,16 @@ doc_read(int rc, const char *value, int value_len, const struct Stat *stat, cons
 {
 	uintptr_t	i = (uintptr_t) ctx & 0xFF;
 
-	if (zw_gw.phase != PH_READING || ctx != zw_gw_read_tag((int) i) || i >= (uintptr_t) zw_gw.ndocs)
+	if (zw_gw->phase != PH_READING || ctx != zw_gw_read_tag((int) i) || i >= (uintptr_t) zw_gw->ndocs)
 		return;
 	if (rc == ZOK && value != NULL && value_len > 0 && stat != NULL)
 	{
-		zw_gw.docs[i] = MemoryContextAlloc(TopMemoryContext, value_len + 1);
-		memcpy(zw_gw.docs[i], value, value_len);
-		zw_gw.docs[i][value_len] = '\0';
-		zw_gw.doc_version[i] = stat->version;
+		zw_gw->docs[i] = MemoryContextAlloc(TopMemoryContext, value_len + 1);
+		memcpy(zw_gw->docs[i], value, value_len);
+		zw_gw->docs[i][value_len] = '\0';
+		zw_gw->doc_version[i] = stat->version;
 	}
-	if (--zw_gw.reads_due == 0)
+	if (--zw_gw->reads_due == 0)
 		decide();
 }
 
@@ -174,7 +165,7 @@ listed(int rc, const struct String_vector *names, const void *ctx)
 	char		path[ZKL_PATH_LEN];
 	int			i;
 
-	if (ctx != zw_gw_tag() || zw_gw.phase != PH_READING)
+	if (ctx != zw_gw_tag() || zw_gw->phase != PH_READING)
 		return;
 	if (rc != ZOK || names == NULL)
 	{
@@ -183,24 +174,24 @@ listed(int rc, const struct String_vector *names, const void *ctx)
 	}
 	zw_gw_waits_path(dir);
 	zw_gw_forget_docs();
-	for (i = 0; i < names->count && zw_gw.ndocs < MAX_DOCS; i++)
+	for (i = 0; i < names->count && zw_gw->ndocs < MAX_DOCS; i++)
 	{
 		char	   *end;
 		int64		session = (int64) strtoull(names->data[i], &end, 16);
 
-		if (*end != '\0' || session == 0 || session == zw_gw.for_session)
+		if (*end != '\0' || session == 0 || session == zw_gw->for_session)
 			continue;			/* ours is sent_doc */
-		zw_gw.docs[zw_gw.ndocs] = NULL;
-		zw_gw.doc_session[zw_gw.ndocs] = session;
-		zw_gw.doc_version[zw_gw.ndocs] = -1;
+		zw_gw->docs[zw_gw->ndocs] = NULL;
+		zw_gw->doc_session[zw_gw->ndocs] = session;
+		zw_gw->doc_version[zw_gw->ndocs] = -1;
 		snprintf(path, sizeof(path), "%s/%s", dir, names->data[i]);
-		if (zw_client_get(path, doc_read, zw_gw_read_tag(zw_gw.ndocs)) == ZOK)
+		if (zw_client_get(path, doc_read, zw_gw_read_tag(zw_gw->ndocs)) == ZOK)
 		{
-			zw_gw.ndocs++;
-			zw_gw.reads_due++;
+			zw_gw->ndocs++;
+			zw_gw->reads_due++;
 		}
 	}
-	if (zw_gw.reads_due == 0)
+	if (zw_gw->reads_due == 0)
 		decide();				/* no other cluster waits that long: maybe ours alone */
 }
 
@@ -212,27 +203,27 @@ switch_to(int64 session, const char *root)
 {
 	char		path[ZKL_PATH_LEN];
 
-	if (session == zw_gw.for_session)
+	if (session == zw_gw->for_session)
 	{
 		/* a root reload: ours under the old root go */
-		if (published || doc_may_exist)
+		if (zw_gw->published || zw_gw->doc_may_exist)
 		{
-			zw_gw_doc_path(zw_gw.for_session, path);
+			zw_gw_doc_path(zw_gw->for_session, path);
 			(void) zw_client_delete(path, -1, doc_deleted, zw_gw_tag());
 		}
-		if (zw_gw.claimed)
+		if (zw_gw->claimed)
 			zw_gw_drop_claim();
 	}
 	zw_gwaits_reset();
-	zw_gw.claimed = false;
-	dir_made = false;
-	zw_gw.for_session = session;
-	strlcpy(zw_gw.for_root, root, sizeof(zw_gw.for_root));
+	zw_gw->claimed = false;
+	zw_gw->dir_made = false;
+	zw_gw->for_session = session;
+	strlcpy(zw_gw->for_root, root, sizeof(zw_gw->for_root));
 }
 
 /*
  * Our claim and others': look for one of ours left over, drop ours once its
- * zw_gw.victim's node is gone or its time is up, look for a claim that names us,
+ * the victim's node is gone or its time is up, look for a claim that names us,
  * and write our document for one.
  */
 static void
@@ -241,43 +232,43 @@ tend_claims(ZklCore *core, int64 mono, TimestampTz now)
 	char		path[ZKL_PATH_LEN];
 	int			len;
 
-	if (zw_gw.claim_check)
+	if (zw_gw->claim_check)
 	{
-		zw_gw.claim_check = false;
+		zw_gw->claim_check = false;
 		zw_gw_claim_path(path);
 		(void) zw_client_exists(path, zw_gw_claim_looked, zw_gw_tag());
 	}
 	/*
-	 * The claim goes once the zw_gw.victim's node is gone: any claim that still
+	 * The claim goes once the victim's node is gone: any claim that still
 	 * sees the broken cycle, from documents read before, checks that node
-	 * and fails.  A zw_gw.victim with no node of its own (a hand-over wait)
+	 * and fails.  A victim with no node of its own (a hand-over wait)
 	 * keeps it until every document has been read again.
 	 */
-	if (zw_gw.claimed && zw_gw.phase != PH_CONFIRMING && zw_gw.claimed_victim.node[0] != '\0')
+	if (zw_gw->claimed && zw_gw->phase != PH_CONFIRMING && zw_gw->claimed_victim.node[0] != '\0')
 	{
 		bool		live;
 
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		live = zc_gwait_node_live(&zkl_shared->t, zw_gw.claimed_victim.node);
+		live = zc_gwait_node_live(&zkl_shared->t, zw_gw->claimed_victim.node);
 		LWLockRelease(zkl_shared->lock);
 		if (!live)
 			zw_gw_drop_claim();
 	}
-	if (zw_gw.claimed && mono >= zw_gw.claim_until && zw_gw.phase != PH_CONFIRMING)
+	if (zw_gw->claimed && mono >= zw_gw->claim_until && zw_gw->phase != PH_CONFIRMING)
 		zw_gw_drop_claim();
-	if (published && mono >= next_look)
+	if (zw_gw->published && mono >= zw_gw->next_look)
 	{
-		next_look = mono + CLAIM_LOOK_MS * 1000;
+		zw_gw->next_look = mono + CLAIM_LOOK_MS * 1000;
 		zw_gw_look_for_claim();
 	}
-	if (zw_gw.confirm_due && published)
+	if (zw_gw->confirm_due && zw_gw->published)
 	{
-		zw_gw.confirm_due = false;
+		zw_gw->confirm_due = false;
 		/* written for the claim: the lock manager's waits as they are now, too */
-		zw_gw.nheavy_sent = zw_gw_gather_heavy(now);
-		zw_gw.heavy_changed = false;
+		zw_gw->nheavy_sent = zw_gw_gather_heavy(now);
+		zw_gw->heavy_changed = false;
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		len = zw_gw_format_doc(core, now, zw_gw.nheavy_sent);
+		len = zw_gw_format_doc(core, now, zw_gw->nheavy_sent);
 		LWLockRelease(zkl_shared->lock);
 		publish(len);
 	}
@@ -301,33 +292,33 @@ tend_waits(ZklCore *core, int64 mono, TimestampTz now)
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	due = zc_gwait_next_due(&zkl_shared->t, DeadlockTimeout);
 	/* (nothing published and no long wait: the usual case costs the one scan) */
-	print = (published || (due != 0 && now >= due)) ?
-		zc_gwait_fingerprint(&zkl_shared->t, now, DeadlockTimeout) : sent_print;
+	print = (zw_gw->published || (due != 0 && now >= due)) ?
+		zc_gwait_fingerprint(&zkl_shared->t, now, DeadlockTimeout) : zw_gw->sent_print;
 	LWLockRelease(zkl_shared->lock);
 	/* a lock manager's wait published that ended is a change too, until written */
-	if (zw_gw.nheavy_sent > 0)
+	if (zw_gw->nheavy_sent > 0)
 	{
-		int			kept = zw_gw_keep_heavy(zw_gw.nheavy_sent);
+		int			kept = zw_gw_keep_heavy(zw_gw->nheavy_sent);
 
-		zw_gw.heavy_changed |= kept != zw_gw.nheavy_sent;
-		zw_gw.nheavy_sent = kept;
+		zw_gw->heavy_changed |= kept != zw_gw->nheavy_sent;
+		zw_gw->nheavy_sent = kept;
 	}
-	if (zw_gw.heavy_changed)
+	if (zw_gw->heavy_changed)
 		print ^= 0x9e3779b97f4a7c15ULL;
 	if (due == 0 || now < due)
-		zw_gw.sems_listed = false;	/* no round due: the next one lists them afresh */
-	round = due != 0 && now >= due && mono >= next_round;
+		zw_gw->sems_listed = false;	/* no round due: the next one lists them afresh */
+	round = due != 0 && now >= due && mono >= zw_gw->next_round;
 	/* a round due: first what the semaphores waited for have ahead of them */
-	if (round && !zw_gw.sems_listed && zw_gw_list_sems(now))
+	if (round && !zw_gw->sems_listed && zw_gw_list_sems(now))
 		return RETRY_MS;
-	if (round || (published && print != sent_print && mono >= next_write) ||
-		((published || doc_may_exist) && (due == 0 || now < due)))
+	if (round || (zw_gw->published && print != zw_gw->sent_print && mono >= zw_gw->next_write) ||
+		((zw_gw->published || zw_gw->doc_may_exist) && (due == 0 || now < due)))
 	{
 		/* a round reads the lock manager again; a rewrite drops the waits that ended */
-		zw_gw.nheavy_sent = round ? zw_gw_gather_heavy(now) : zw_gw_keep_heavy(zw_gw.nheavy_sent);
-		zw_gw.heavy_changed = false;
+		zw_gw->nheavy_sent = round ? zw_gw_gather_heavy(now) : zw_gw_keep_heavy(zw_gw->nheavy_sent);
+		zw_gw->heavy_changed = false;
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		len = zw_gw_format_doc(core, now, zw_gw.nheavy_sent);
+		len = zw_gw_format_doc(core, now, zw_gw->nheavy_sent);
 		LWLockRelease(zkl_shared->lock);
 	}
 	/*
@@ -335,29 +326,29 @@ tend_waits(ZklCore *core, int64 mono, TimestampTz now)
 	 * cycle publish theirs about now too (their waits began with ours), so
 	 * read a moment later rather than a deadlock_timeout.
 	 */
-	if (len > 0 && !published && mono >= next_round)
-		next_round = mono + (int64) Min(FIRST_READ_MS, DeadlockTimeout / 4) * 1000;
+	if (len > 0 && !zw_gw->published && mono >= zw_gw->next_round)
+		zw_gw->next_round = mono + (int64) Min(FIRST_READ_MS, DeadlockTimeout / 4) * 1000;
 	if (len >= 0)
 	{
 		publish(len);
-		sent_print = print;
-		next_write = mono + (int64) REWRITE_MS * 1000;
+		zw_gw->sent_print = print;
+		zw_gw->next_write = mono + (int64) REWRITE_MS * 1000;
 	}
-	if (len > 0 && mono >= next_round)
+	if (len > 0 && mono >= zw_gw->next_round)
 	{
-		next_round = mono + (int64) DeadlockTimeout * 1000;
-		zw_gw.sems_listed = false;	/* listed again for the next round */
-		zw_gw.phase = PH_READING;
+		zw_gw->next_round = mono + (int64) DeadlockTimeout * 1000;
+		zw_gw->sems_listed = false;	/* listed again for the next round */
+		zw_gw->phase = PH_READING;
 		zw_gw_waits_path(path);
 		if (zw_client_children(path, listed, zw_gw_tag()) != ZOK)
 			zw_gw_round_over();
 	}
 	if (due == 0)
-		return zw_gw.claimed ? (long) ((zw_gw.claim_until - mono) / 1000 + 1) : -1;
+		return zw_gw->claimed ? (long) ((zw_gw->claim_until - mono) / 1000 + 1) : -1;
 	if (now < due)
 		return Max((long) ((due - now) / 1000) + 1, 1);
 	/* long waits: the next round, and a look for waits that changed meanwhile */
-	return Max(Min((long) ((next_round - mono) / 1000) + 1, REWRITE_MS), 1);
+	return Max(Min((long) ((zw_gw->next_round - mono) / 1000) + 1, REWRITE_MS), 1);
 }
 
 /*
@@ -373,30 +364,30 @@ zw_gwaits_tend(ZklCore *core)
 	int64		mono = zkl_mono_now();
 	TimestampTz now = GetCurrentTimestamp();
 
-	zw_gw.the_core = core;
+	zw_gw->the_core = core;
 	if (zw_client_handle() == NULL || zkl_shared->t.conn_state != ZKC_CONNECTED || session == 0 ||
 		DeadlockTimeout <= 0)
 		return -1;
-	if (zw_gw.doc == NULL)
+	if (zw_gw->doc == NULL)
 	{
-		zw_gw.doc = MemoryContextAlloc(TopMemoryContext, ZGW_DOC_LEN);
-		sent_doc = MemoryContextAllocZero(TopMemoryContext, ZGW_DOC_LEN);
+		zw_gw->doc = MemoryContextAlloc(TopMemoryContext, ZGW_DOC_LEN);
+		zw_gw->sent_doc = MemoryContextAllocZero(TopMemoryContext, ZGW_DOC_LEN);
 	}
-	if (session != zw_gw.for_session || strcmp(root, zw_gw.for_root) != 0)
+	if (session != zw_gw->for_session || strcmp(root, zw_gw->for_root) != 0)
 		switch_to(session, root);
 	tend_claims(core, mono, now);
-	if (zw_gw.phase == PH_CONFIRMING)
+	if (zw_gw->phase == PH_CONFIRMING)
 	{
-		if (mono >= zw_gw.claim_until && zw_gw.reads_due == 0)
+		if (mono >= zw_gw->claim_until && zw_gw->reads_due == 0)
 		{
-			zw_gw.confirm_broken = true;	/* not all in time */
+			zw_gw->confirm_broken = true;	/* not all in time */
 			zw_gw_confirmations_over();
 		}
-		else if (zw_gw.reads_due == 0 && mono >= zw_gw.next_poll)
+		else if (zw_gw->reads_due == 0 && mono >= zw_gw->next_poll)
 			zw_gw_poll_confirmations();
 		return RETRY_MS;
 	}
-	if (zw_gw.phase != PH_IDLE)
+	if (zw_gw->phase != PH_IDLE)
 		return RETRY_MS;		/* the replies move it on */
 	return tend_waits(core, mono, now);
 }
@@ -408,19 +399,19 @@ zw_gwaits_tend(ZklCore *core)
 void
 zw_gwaits_reset(void)
 {
-	zw_gw.gen++;
+	zw_gw->gen++;
 	zw_gw_forget_docs();
-	zw_gw.phase = PH_IDLE;
-	zw_gw.nsems = 0;
-	zw_gw.sems_listed = false;
-	published = false;
-	doc_may_exist = true;
-	zw_gw.claim_check = true;
-	own_version = -1;
-	zw_gw.claim_nonce = 0;
-	zw_gw.confirms = 0;
-	zw_gw.confirm_due = false;
+	zw_gw->phase = PH_IDLE;
+	zw_gw->nsems = 0;
+	zw_gw->sems_listed = false;
+	zw_gw->published = false;
+	zw_gw->doc_may_exist = true;
+	zw_gw->claim_check = true;
+	zw_gw->own_version = -1;
+	zw_gw->claim_nonce = 0;
+	zw_gw->confirms = 0;
+	zw_gw->confirm_due = false;
 	/* a claim that failed nobody: claim_looked deletes it (one that did stays its time) */
-	if (zw_gw.claimed && !zw_gw.victim_failed)
-		zw_gw.claimed = false;
+	if (zw_gw->claimed && !zw_gw->victim_failed)
+		zw_gw->claimed = false;
 }

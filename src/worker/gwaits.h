@@ -7,7 +7,13 @@
 
 #include "core.h"
 
+typedef struct ZklGwState ZklGwState;
+
+/* the worker's (the simulator points it at each cluster's) */
+extern ZklGwState *zw_gw;
+
 extern long zw_gwaits_tend(ZklCore *core);
+extern ZklGwState *zw_gwaits_new(void);
 extern void zw_gwaits_reset(void);
 
 #endif

@@ -10,14 +10,7 @@
 #include "gwait_doc.h"
 
 /* the claim's confirmations: ours to collect, or another's to give */
-static char claim_data[ZGW_CLAIM_LEN];
-static int64 confirm_session[ZGW_MAX_CONFIRMS];	/* those the decision was made on */
-static bool confirmed[ZGW_MAX_CONFIRMS];
-static int	nconfirm = 0;
 /* the claim's multi: checks, then the create (kept until its reply) */
-static zoo_op_t claim_ops[CLAIM_OPS];
-static zoo_op_result_t claim_results[CLAIM_OPS];
-static char claim_paths[CLAIM_OPS][ZKL_PATH_LEN];
 
 /* ---- the claim ---- */
 
@@ -25,7 +18,7 @@ static void
 claim_deleted(int rc, const void *ctx)
 {
 	if (ctx == zw_gw_tag() && rc != ZOK && rc != ZNONODE)
-		zw_gw.claim_check = true;		/* still there, maybe: look again */
+		zw_gw->claim_check = true;		/* still there, maybe: look again */
 }
 
 static void
@@ -41,9 +34,9 @@ delete_claim_node(void)
 void
 zw_gw_drop_claim(void)
 {
-	if (!zw_gw.claimed)
+	if (!zw_gw->claimed)
 		return;
-	zw_gw.claimed = false;
+	zw_gw->claimed = false;
 	delete_claim_node();
 }
 
@@ -53,16 +46,16 @@ zw_gw_claim_looked(int rc, const struct Stat *stat, const void *ctx)
 {
 	if (ctx != zw_gw_tag())
 		return;
-	if (rc == ZOK && stat != NULL && stat->ephemeralOwner == zw_gw.for_session && !zw_gw.claimed)
+	if (rc == ZOK && stat != NULL && stat->ephemeralOwner == zw_gw->for_session && !zw_gw->claimed)
 		delete_claim_node();
 	else if (rc != ZOK && rc != ZNONODE)
-		zw_gw.claim_check = true;
+		zw_gw->claim_check = true;
 }
 
 /*
- * Fail the zw_gw.victim, once the cycle still stands: our waits formatted now,
- * with the others' documents written since the zw_gw_claim (their
- * confirmations), still give this zw_gw.victim.
+ * Fail the victim, once the cycle still stands: our waits formatted now,
+ * with the others' documents written since the claim (their
+ * confirmations), still give this victim.
  */
 static bool
 break_cycle(void)
@@ -74,33 +67,33 @@ break_cycle(void)
 	int			i;
 
 	TimestampTz now = GetCurrentTimestamp();
-	int			nheavy = zw_gw.nheavy_sent = zw_gw_gather_heavy(now);
+	int			nheavy = zw_gw->nheavy_sent = zw_gw_gather_heavy(now);
 
-	zw_gw.heavy_changed = true;		/* what was just read goes into the document next turn */
+	zw_gw->heavy_changed = true;		/* what was just read goes into the document next turn */
 
-	for (i = 0; i < zw_gw.ndocs; i++)
-		if (zw_gw.docs[i] != NULL)
-			all[n++] = zw_gw.docs[i];
+	for (i = 0; i < zw_gw->ndocs; i++)
+		if (zw_gw->docs[i] != NULL)
+			all[n++] = zw_gw->docs[i];
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	if (zw_gw_format_doc(zw_gw.the_core, now, nheavy) > 0)
+	if (zw_gw_format_doc(zw_gw->the_core, now, nheavy) > 0)
 	{
-		all[n++] = zw_gw.doc;
-		if (zc_gwait_decide(all, n, zw_gw.for_session, &again) && again.pid == zw_gw.victim.pid &&
-			strcmp(again.node, zw_gw.victim.node) == 0)
-			failed = zc_core_fail_deadlock(zw_gw.the_core, zw_gw.victim.pid, zw_gw.victim.node,
+		all[n++] = zw_gw->doc;
+		if (zc_gwait_decide(all, n, zw_gw->for_session, &again) && again.pid == zw_gw->victim.pid &&
+			strcmp(again.node, zw_gw->victim.node) == 0)
+			failed = zc_core_fail_deadlock(zw_gw->the_core, zw_gw->victim.pid, zw_gw->victim.node,
 										 "deadlock detected across clusters", again.detail);
 	}
 	if (failed)
 	{
-		zw_gw.victim = again;			/* the cycle as it stands now, for the error and the log */
-		zw_gw.victim_failed = true;
+		zw_gw->victim = again;			/* the cycle as it stands now, for the error and the log */
+		zw_gw->victim_failed = true;
 	}
 	LWLockRelease(zkl_shared->lock);
 	zkl_flush_wakes();
 	if (failed)
 		ereport(LOG,
-				(errmsg("zk_lock: deadlock across clusters: process %d gives way (40P01)", zw_gw.victim.pid),
-				 errdetail_internal("%s", zw_gw.victim.detail)));
+				(errmsg("zk_lock: deadlock across clusters: process %d gives way (40P01)", zw_gw->victim.pid),
+				 errdetail_internal("%s", zw_gw->victim.detail)));
 	return failed;
 }
 
@@ -112,23 +105,23 @@ claim_done(int rc, const void *ctx)
 		return;
 	if (rc == ZOK)
 	{
-		zw_gw.claimed = true;
-		zw_gw.victim_failed = false;
-		zw_gw.claimed_victim = zw_gw.victim;
-		zw_gw.claim_until = zkl_mono_now() + (int64) 2 * DeadlockTimeout * 1000;
-		nconfirm = zc_gwait_claim_sessions(claim_data, strlen(claim_data), confirm_session,
+		zw_gw->claimed = true;
+		zw_gw->victim_failed = false;
+		zw_gw->claimed_victim = zw_gw->victim;
+		zw_gw->claim_until = zkl_mono_now() + (int64) 2 * DeadlockTimeout * 1000;
+		zw_gw->nconfirm = zc_gwait_claim_sessions(zw_gw->claim_data, strlen(zw_gw->claim_data), zw_gw->confirm_session,
 									  ZGW_MAX_CONFIRMS);
-		memset(confirmed, 0, sizeof(confirmed));
-		zw_gw.confirm_broken = false;
-		zw_gw.phase = PH_CONFIRMING;
-		zw_gw.next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
-		if (nconfirm == 0)
+		memset(zw_gw->confirmed, 0, sizeof(zw_gw->confirmed));
+		zw_gw->confirm_broken = false;
+		zw_gw->phase = PH_CONFIRMING;
+		zw_gw->next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
+		if (zw_gw->nconfirm == 0)
 			zw_gw_confirmations_over();	/* a cycle of ours alone: nobody to ask */
 		return;					/* else the documents stay for the confirmations */
 	}
-	else if (claim_results[zw_gw.victim.nchecks + zw_gw.victim.nsessions].err == ZNODEEXISTS ||
+	else if (zw_gw->claim_results[zw_gw->victim.nchecks + zw_gw->victim.nsessions].err == ZNODEEXISTS ||
 			 zc_core_outcome_unknown(rc))
-		zw_gw.claim_check = true;		/* maybe ours: from a reply lost now, or before */
+		zw_gw->claim_check = true;		/* maybe ours: from a reply lost now, or before */
 	/* else a node or document of the cycle changed: the next round sees how */
 	zw_gw_round_over();
 }
@@ -142,38 +135,38 @@ zw_gw_claim(void)
 	int			i;
 	int			d;
 
-	for (i = 0; i < zw_gw.victim.nchecks; i++)
+	for (i = 0; i < zw_gw->victim.nchecks; i++)
 	{
-		snprintf(claim_paths[n], ZKL_PATH_LEN, "%s/%s", zw_gw.for_root, zw_gw.victim.checks[i]);
-		zw_client_op_check(&claim_ops[n], claim_paths[n], -1);
+		snprintf(zw_gw->claim_paths[n], ZKL_PATH_LEN, "%s/%s", zw_gw->for_root, zw_gw->victim.checks[i]);
+		zw_client_op_check(&zw_gw->claim_ops[n], zw_gw->claim_paths[n], -1);
 		n++;
 	}
-	for (i = 0; i < zw_gw.victim.nsessions; i++)
+	for (i = 0; i < zw_gw->victim.nsessions; i++)
 	{
 		int			version = -1;	/* ours: checked again under the lock (break_cycle) */
 
-		for (d = 0; d < zw_gw.ndocs; d++)
-			if (zw_gw.doc_session[d] == zw_gw.victim.sessions[i])
-				version = zw_gw.doc_version[d];
-		zw_gw_doc_path(zw_gw.victim.sessions[i], claim_paths[n]);
-		zw_client_op_check(&claim_ops[n], claim_paths[n], version);
+		for (d = 0; d < zw_gw->ndocs; d++)
+			if (zw_gw->doc_session[d] == zw_gw->victim.sessions[i])
+				version = zw_gw->doc_version[d];
+		zw_gw_doc_path(zw_gw->victim.sessions[i], zw_gw->claim_paths[n]);
+		zw_client_op_check(&zw_gw->claim_ops[n], zw_gw->claim_paths[n], version);
 		n++;
 	}
-	zw_gw_claim_path(claim_paths[n]);
+	zw_gw_claim_path(zw_gw->claim_paths[n]);
 	do
-		zw_gw.claim_nonce = pg_prng_uint64(&pg_global_prng_state);
-	while (zw_gw.claim_nonce == 0);
-	for (d = 0; d < zw_gw.ndocs; d++)
-		if (zw_gw.docs[d] != NULL)
-			read_from[nread++] = zw_gw.doc_session[d];
-	zw_client_op_create(&claim_ops[n], claim_paths[n], claim_data,
-						zc_gwait_claim_format(zw_gw.claim_nonce, read_from, nread, zw_gw.for_session,
-											  claim_data, sizeof(claim_data)),
+		zw_gw->claim_nonce = pg_prng_uint64(&pg_global_prng_state);
+	while (zw_gw->claim_nonce == 0);
+	for (d = 0; d < zw_gw->ndocs; d++)
+		if (zw_gw->docs[d] != NULL)
+			read_from[nread++] = zw_gw->doc_session[d];
+	zw_client_op_create(&zw_gw->claim_ops[n], zw_gw->claim_paths[n], zw_gw->claim_data,
+						zc_gwait_claim_format(zw_gw->claim_nonce, read_from, nread, zw_gw->for_session,
+											  zw_gw->claim_data, sizeof(zw_gw->claim_data)),
 						ZOO_EPHEMERAL, NULL, 0);
 	n++;
-	zw_gw.phase = PH_CLAIMING;
-	memset(claim_results, 0, sizeof(claim_results));
-	if (zw_client_multi(n, claim_ops, claim_results, claim_done, zw_gw_tag()) != ZOK)
+	zw_gw->phase = PH_CLAIMING;
+	memset(zw_gw->claim_results, 0, sizeof(zw_gw->claim_results));
+	if (zw_client_multi(n, zw_gw->claim_ops, zw_gw->claim_results, claim_done, zw_gw_tag()) != ZOK)
 		zw_gw_round_over();
 }
 
@@ -186,25 +179,25 @@ zw_gw_confirmations_over(void)
 	int			i;
 	int			k;
 
-	if (!zw_gw.confirm_broken)
+	if (!zw_gw->confirm_broken)
 	{
 		/* decide on the confirmed documents alone: the others were read before */
-		for (i = 0; i < zw_gw.ndocs; i++)
+		for (i = 0; i < zw_gw->ndocs; i++)
 		{
 			bool		fresh = false;
 
-			for (k = 0; k < nconfirm; k++)
-				fresh |= zw_gw.doc_session[i] == confirm_session[k];
-			if (!fresh && zw_gw.docs[i] != NULL)
+			for (k = 0; k < zw_gw->nconfirm; k++)
+				fresh |= zw_gw->doc_session[i] == zw_gw->confirm_session[k];
+			if (!fresh && zw_gw->docs[i] != NULL)
 			{
-				pfree(zw_gw.docs[i]);
-				zw_gw.docs[i] = NULL;
+				pfree(zw_gw->docs[i]);
+				zw_gw->docs[i] = NULL;
 			}
 		}
 	}
-	if (zw_gw.confirm_broken || !break_cycle())
+	if (zw_gw->confirm_broken || !break_cycle())
 		zw_gw_drop_claim();			/* nobody failed: others need not wait for it */
-	zw_gw.claim_nonce = 0;
+	zw_gw->claim_nonce = 0;
 	zw_gw_round_over();
 }
 
@@ -214,17 +207,17 @@ confirm_read(int rc, const char *value, int value_len, const struct Stat *stat, 
 	uintptr_t	i = (uintptr_t) ctx & 0xFF;
 	int			d;
 
-	if (zw_gw.phase != PH_CONFIRMING || ctx != zw_gw_read_tag((int) i) || i >= (uintptr_t) nconfirm)
+	if (zw_gw->phase != PH_CONFIRMING || ctx != zw_gw_read_tag((int) i) || i >= (uintptr_t) zw_gw->nconfirm)
 		return;
 	if (rc == ZNONODE)
 	{
 		/* no long wait there any more: news as fresh as a confirmation */
-		confirmed[i] = true;
-		for (d = 0; d < zw_gw.ndocs; d++)
-			if (zw_gw.doc_session[d] == confirm_session[i] && zw_gw.docs[d] != NULL)
+		zw_gw->confirmed[i] = true;
+		for (d = 0; d < zw_gw->ndocs; d++)
+			if (zw_gw->doc_session[d] == zw_gw->confirm_session[i] && zw_gw->docs[d] != NULL)
 			{
-				pfree(zw_gw.docs[d]);
-				zw_gw.docs[d] = NULL;
+				pfree(zw_gw->docs[d]);
+				zw_gw->docs[d] = NULL;
 			}
 	}
 	else if (rc == ZOK && value != NULL && value_len > 0)
@@ -233,36 +226,36 @@ confirm_read(int rc, const char *value, int value_len, const struct Stat *stat, 
 
 		memcpy(copy, value, value_len);
 		copy[value_len] = '\0';
-		if (!zc_gwait_confirms(copy, zw_gw.claim_nonce))
+		if (!zc_gwait_confirms(copy, zw_gw->claim_nonce))
 			pfree(copy);		/* not yet */
 		else
 		{
-			confirmed[i] = true;
-			for (d = 0; d < zw_gw.ndocs && zw_gw.doc_session[d] != confirm_session[i]; d++)
+			zw_gw->confirmed[i] = true;
+			for (d = 0; d < zw_gw->ndocs && zw_gw->doc_session[d] != zw_gw->confirm_session[i]; d++)
 				;
-			if (d == zw_gw.ndocs && zw_gw.ndocs < MAX_DOCS)
+			if (d == zw_gw->ndocs && zw_gw->ndocs < MAX_DOCS)
 			{
-				zw_gw.docs[zw_gw.ndocs] = NULL;
-				zw_gw.doc_session[zw_gw.ndocs++] = confirm_session[i];
+				zw_gw->docs[zw_gw->ndocs] = NULL;
+				zw_gw->doc_session[zw_gw->ndocs++] = zw_gw->confirm_session[i];
 			}
-			if (d < zw_gw.ndocs)
+			if (d < zw_gw->ndocs)
 			{
-				if (zw_gw.docs[d] != NULL)
-					pfree(zw_gw.docs[d]);
-				zw_gw.docs[d] = copy;
+				if (zw_gw->docs[d] != NULL)
+					pfree(zw_gw->docs[d]);
+				zw_gw->docs[d] = copy;
 			}
 			else
 				pfree(copy);
 		}
 	}
-	if (--zw_gw.reads_due > 0)
+	if (--zw_gw->reads_due > 0)
 		return;
-	for (d = 0; d < nconfirm && confirmed[d]; d++)
+	for (d = 0; d < zw_gw->nconfirm && zw_gw->confirmed[d]; d++)
 		;
-	if (d == nconfirm)
+	if (d == zw_gw->nconfirm)
 		zw_gw_confirmations_over();
 	else
-		zw_gw.next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
+		zw_gw->next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
 }
 
 /* Read the documents of the claim's sessions. */
@@ -273,19 +266,19 @@ zw_gw_poll_confirmations(void)
 	int			i;
 
 	/* all of them each time: the moment of choice is one poll's */
-	memset(confirmed, 0, sizeof(confirmed));
-	zw_gw.reads_due = 0;
-	for (i = 0; i < nconfirm; i++)
+	memset(zw_gw->confirmed, 0, sizeof(zw_gw->confirmed));
+	zw_gw->reads_due = 0;
+	for (i = 0; i < zw_gw->nconfirm; i++)
 	{
-		zw_gw_doc_path(confirm_session[i], path);
+		zw_gw_doc_path(zw_gw->confirm_session[i], path);
 		if (zw_client_get(path, confirm_read, zw_gw_read_tag(i)) == ZOK)
-			zw_gw.reads_due++;
+			zw_gw->reads_due++;
 	}
-	if (zw_gw.reads_due == 0)
-		zw_gw.next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
+	if (zw_gw->reads_due == 0)
+		zw_gw->next_poll = zkl_mono_now() + CONFIRM_POLL_MS * 1000;
 }
 
-/* Another cluster's zw_gw_claim, read: does it ask us to confirm? */
+/* Another cluster's claim, read: does it ask us to confirm? */
 static void
 claim_read(int rc, const char *value, int value_len, const struct Stat *stat, const void *ctx)
 {
@@ -294,12 +287,12 @@ claim_read(int rc, const char *value, int value_len, const struct Stat *stat, co
 	if (ctx != zw_gw_tag())
 		return;
 	if (rc == ZNONODE)
-		zw_gw.confirms = 0;
+		zw_gw->confirms = 0;
 	else if (rc == ZOK && value != NULL)
 	{
-		asked = zc_gwait_claim_asks(value, value_len, zw_gw.for_session);
-		zw_gw.confirm_due |= asked != 0 && asked != zw_gw.confirms;
-		zw_gw.confirms = asked;
+		asked = zc_gwait_claim_asks(value, value_len, zw_gw->for_session);
+		zw_gw->confirm_due |= asked != 0 && asked != zw_gw->confirms;
+		zw_gw->confirms = asked;
 	}
 }
 
@@ -316,13 +309,13 @@ claim_seen(int rc, const struct Stat *stat, const void *ctx)
 		(void) zw_client_get(path, claim_read, zw_gw_tag());
 	}
 	else if (rc == ZNONODE)
-		zw_gw.confirms = 0;
+		zw_gw->confirms = 0;
 }
 
 /*
  * While we publish, every CLAIM_LOOK_MS: does a claim name us?  (A watch
  * would stay set for the session's life once our waits end.)  The
- * zw_gw.victim's cluster waits up to 2 × deadlock_timeout for us.
+ * the victim's cluster waits up to 2 × deadlock_timeout for us.
  */
 void
 zw_gw_look_for_claim(void)

@@ -7,43 +7,50 @@
 #include "gwaits_int.h"
 #include "gwait_doc.h"
 
-static MemoryContext gw_cxt = NULL;	/* the lock manager's answers, reset each time */
-static ZgwHeavy heavy[MAX_HEAVY];
-static ZgwSemWait sems[MAX_SEMS];	/* as last listed */
-static int	sem_slots[MAX_SEMS];	/* being listed */
-static int	sems_due = 0;		/* listings still on their way */
+static ZklGwState own = {.claim_check = true, .doc_may_exist = true, .own_version = -1};
+ZklGwState *zw_gw = &own;
 
-ZklGwState zw_gw = {.claim_check = true};
+/* A fresh copy of deadlock detection's memory, as a new worker process has it. */
+ZklGwState *
+zw_gwaits_new(void)
+{
+	ZklGwState *g = MemoryContextAllocZero(TopMemoryContext, sizeof(ZklGwState));
+
+	g->claim_check = true;
+	g->doc_may_exist = true;
+	g->own_version = -1;
+	return g;
+}
 
 const void *
 zw_gw_tag(void)
 {
-	return (const void *) (uintptr_t) zw_gw.gen;
+	return (const void *) (uintptr_t) zw_gw->gen;
 }
 
 /* A read's tag: the generation, and which document or listing. */
 const void *
 zw_gw_read_tag(int i)
 {
-	return (const void *) (uintptr_t) ((zw_gw.gen << 8) | (uint64) i);
+	return (const void *) (uintptr_t) ((zw_gw->gen << 8) | (uint64) i);
 }
 
 void
 zw_gw_waits_path(char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/" ZGW_WAITS_DIR, zw_gw.for_root);
+	snprintf(out, ZKL_PATH_LEN, "%s/" ZGW_WAITS_DIR, zw_gw->for_root);
 }
 
 void
 zw_gw_doc_path(int64 session, char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/" ZGW_WAITS_DIR "/%016llx", zw_gw.for_root, (unsigned long long) session);
+	snprintf(out, ZKL_PATH_LEN, "%s/" ZGW_WAITS_DIR "/%016llx", zw_gw->for_root, (unsigned long long) session);
 }
 
 void
 zw_gw_claim_path(char *out)
 {
-	snprintf(out, ZKL_PATH_LEN, "%s/" CLAIM_NODE, zw_gw.for_root);
+	snprintf(out, ZKL_PATH_LEN, "%s/" CLAIM_NODE, zw_gw->for_root);
 }
 
 void
@@ -51,11 +58,11 @@ zw_gw_forget_docs(void)
 {
 	int			i;
 
-	for (i = 0; i < zw_gw.ndocs; i++)
-		if (zw_gw.docs[i] != NULL)
-			pfree(zw_gw.docs[i]);
-	zw_gw.ndocs = 0;
-	zw_gw.reads_due = 0;
+	for (i = 0; i < zw_gw->ndocs; i++)
+		if (zw_gw->docs[i] != NULL)
+			pfree(zw_gw->docs[i]);
+	zw_gw->ndocs = 0;
+	zw_gw->reads_due = 0;
 }
 
 /* A round is over (done, or failed): the next one after deadlock_timeout. */
@@ -63,7 +70,7 @@ void
 zw_gw_round_over(void)
 {
 	zw_gw_forget_docs();
-	zw_gw.phase = PH_IDLE;
+	zw_gw->phase = PH_IDLE;
 }
 
 /* ---- the lock manager's waits ---- */
@@ -83,7 +90,7 @@ heavy_since(int pid)
  * and those in turn when they wait there too: the row and table locks a
  * cycle may go through.  Read without the slot-table lock held; each
  * pg_blocking_pids takes the lock manager's locks, so this runs once per
- * round (and when the zw_gw.victim's cycle is checked again), not per turn.
+ * round (and when the victim's cycle is checked again), not per turn.
  */
 int
 zw_gw_gather_heavy(TimestampTz now)
@@ -95,8 +102,8 @@ zw_gw_gather_heavy(TimestampTz now)
 	int			i;
 	int			j;
 
-	if (gw_cxt == NULL)
-		gw_cxt = AllocSetContextCreate(TopMemoryContext, "zk_lock waits", ALLOCSET_SMALL_SIZES);
+	if (zw_gw->gw_cxt == NULL)
+		zw_gw->gw_cxt = AllocSetContextCreate(TopMemoryContext, "zk_lock waits", ALLOCSET_SMALL_SIZES);
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
 	ntodo = zc_gwait_holders(&zkl_shared->t, todo, lengthof(todo));
 	LWLockRelease(zkl_shared->lock);
@@ -112,32 +119,32 @@ zw_gw_gather_heavy(TimestampTz now)
 		/* a holder's wait as old as deadlock_timeout; those it leads to, any wait */
 		if (since == 0 || (i < nfirst && now - since < (int64) DeadlockTimeout * 1000))
 			continue;
-		old = MemoryContextSwitchTo(gw_cxt);
+		old = MemoryContextSwitchTo(zw_gw->gw_cxt);
 		arr = DatumGetArrayTypeP(DirectFunctionCall1(pg_blocking_pids, Int32GetDatum(todo[i])));
 		MemoryContextSwitchTo(old);
 		nb = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
 		pids = (int32 *) ARR_DATA_PTR(arr);
-		heavy[nh].pid = todo[i];
-		heavy[nh].since = since;
-		heavy[nh].nblockers = 0;
-		for (j = 0; j < nb && heavy[nh].nblockers < ZGW_MAX_BLOCKERS; j++)
+		zw_gw->heavy[nh].pid = todo[i];
+		zw_gw->heavy[nh].since = since;
+		zw_gw->heavy[nh].nblockers = 0;
+		for (j = 0; j < nb && zw_gw->heavy[nh].nblockers < ZGW_MAX_BLOCKERS; j++)
 		{
 			int			k;
 
 			/* each once (a parallel query's workers come as their leader) */
-			for (k = 0; k < heavy[nh].nblockers && heavy[nh].blockers[k] != pids[j]; k++)
+			for (k = 0; k < zw_gw->heavy[nh].nblockers && zw_gw->heavy[nh].blockers[k] != pids[j]; k++)
 				;
-			if (k < heavy[nh].nblockers || pids[j] == 0)
+			if (k < zw_gw->heavy[nh].nblockers || pids[j] == 0)
 				continue;
-			heavy[nh].blockers[heavy[nh].nblockers++] = pids[j];
+			zw_gw->heavy[nh].blockers[zw_gw->heavy[nh].nblockers++] = pids[j];
 			/* a blocker that waits there too: looked at as well */
 			for (k = 0; k < ntodo && todo[k] != pids[j]; k++)
 				;
 			if (k == ntodo && ntodo < lengthof(todo))
 				todo[ntodo++] = pids[j];
 		}
-		MemoryContextReset(gw_cxt);
-		if (heavy[nh].nblockers > 0 && heavy_since(todo[i]) == since)
+		MemoryContextReset(zw_gw->gw_cxt);
+		if (zw_gw->heavy[nh].nblockers > 0 && heavy_since(todo[i]) == since)
 			nh++;				/* (the same wait all along) */
 	}
 	return nh;
@@ -154,12 +161,12 @@ zw_gw_keep_heavy(int nh)
 	int			i;
 
 	for (i = 0; i < nh; i++)
-		if (heavy_since(heavy[i].pid) == heavy[i].since)
-			heavy[kept++] = heavy[i];
+		if (heavy_since(zw_gw->heavy[i].pid) == zw_gw->heavy[i].since)
+			zw_gw->heavy[kept++] = zw_gw->heavy[i];
 	return kept;
 }
 
-/* This cluster's document, into zw_gw.doc (under the slot-table lock, taken by the caller). */
+/* This cluster's document, into zw_gw->doc (under the slot-table lock, taken by the caller). */
 int
 zw_gw_format_doc(ZklCore *core, TimestampTz now, int nheavy)
 {
@@ -169,13 +176,13 @@ zw_gw_format_doc(ZklCore *core, TimestampTz now, int nheavy)
 	in.now = now;
 	in.timeout_ms = DeadlockTimeout;
 	in.cluster = cluster_name;
-	in.session = zw_gw.for_session;
-	in.heavy = heavy;
+	in.session = zw_gw->for_session;
+	in.heavy = zw_gw->heavy;
 	in.nheavy = nheavy;
-	in.sem = sems;
-	in.nsem = zw_gw.nsems;
-	in.confirms = zw_gw.confirms;
-	return zc_gwait_format(&in, zw_gw.doc, ZGW_DOC_LEN);
+	in.sem = zw_gw->sems;
+	in.nsem = zw_gw->nsems;
+	in.confirms = zw_gw->confirms;
+	return zc_gwait_format(&in, zw_gw->doc, ZGW_DOC_LEN);
 }
 
 /* ---- semaphores waited for: which nodes are ahead ---- */
@@ -185,20 +192,20 @@ sem_listed(int rc, const struct String_vector *names, const void *ctx)
 {
 	uintptr_t	i = (uintptr_t) ctx & 0xFF;
 
-	if (zw_gw.phase != PH_SEMS || ctx != zw_gw_read_tag((int) i) || i >= (uintptr_t) MAX_SEMS)
+	if (zw_gw->phase != PH_SEMS || ctx != zw_gw_read_tag((int) i) || i >= (uintptr_t) MAX_SEMS)
 		return;
-	if (rc == ZOK && names != NULL && zw_gw.nsems < MAX_SEMS)
+	if (rc == ZOK && names != NULL && zw_gw->nsems < MAX_SEMS)
 	{
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		if (zc_gwait_sem_wait(&zkl_shared->t, sem_slots[i], (const char *const *) names->data,
-						 names->count, &sems[zw_gw.nsems]))
-			zw_gw.nsems++;
+		if (zc_gwait_sem_wait(&zkl_shared->t, zw_gw->sem_slots[i], (const char *const *) names->data,
+						 names->count, &zw_gw->sems[zw_gw->nsems]))
+			zw_gw->nsems++;
 		LWLockRelease(zkl_shared->lock);
 	}
-	if (--sems_due == 0)
+	if (--zw_gw->sems_due == 0)
 	{
-		zw_gw.sems_listed = true;
-		zw_gw.phase = PH_IDLE;		/* the next turn formats and reads */
+		zw_gw->sems_listed = true;
+		zw_gw->phase = PH_IDLE;		/* the next turn formats and reads */
 	}
 }
 
@@ -211,20 +218,20 @@ zw_gw_list_sems(TimestampTz now)
 	int			i;
 
 	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	n = zc_gwait_sem_waiters(&zkl_shared->t, now, DeadlockTimeout, sem_slots, MAX_SEMS);
+	n = zc_gwait_sem_waiters(&zkl_shared->t, now, DeadlockTimeout, zw_gw->sem_slots, MAX_SEMS);
 	for (i = 0; i < n; i++)
-		zc_core_key_path(&zkl_shared->t, &zkl_shared->t.slots[sem_slots[i]], paths[i]);
+		zc_core_key_path(&zkl_shared->t, &zkl_shared->t.slots[zw_gw->sem_slots[i]], paths[i]);
 	LWLockRelease(zkl_shared->lock);
-	zw_gw.nsems = 0;
-	sems_due = 0;
-	zw_gw.phase = PH_SEMS;
+	zw_gw->nsems = 0;
+	zw_gw->sems_due = 0;
+	zw_gw->phase = PH_SEMS;
 	for (i = 0; i < n; i++)
 		if (zw_client_children(paths[i], sem_listed, zw_gw_read_tag(i)) == ZOK)
-			sems_due++;
-	if (sems_due == 0)
+			zw_gw->sems_due++;
+	if (zw_gw->sems_due == 0)
 	{
-		zw_gw.phase = PH_IDLE;
-		zw_gw.sems_listed = true;
+		zw_gw->phase = PH_IDLE;
+		zw_gw->sems_listed = true;
 	}
-	return sems_due > 0;
+	return zw_gw->sems_due > 0;
 }

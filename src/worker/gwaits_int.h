@@ -19,6 +19,7 @@
 #include "utils/timestamp.h"
 
 #include "core.h"
+#include "gwaits.h"
 #include "shmem.h"
 #include "zk_client.h"
 
@@ -44,8 +45,8 @@ typedef enum Phase
 
 #define CLAIM_OPS	(2 * ZGW_MAX_CHECKS + 1)
 
-/* The state the three files share (the rest is each file's own). */
-typedef struct ZklGwState
+/* The state of deadlock detection in one worker process: shared, then each file's own. */
+struct ZklGwState
 {
 	uint64		gen;				/* tags calls: a new handle, session or root makes replies stale */
 	int64		for_session;
@@ -73,9 +74,35 @@ typedef struct ZklGwState
 	bool		heavy_changed;		/* they changed since: write the document again */
 	int			nsems;
 	bool		sems_listed;		/* for the round due now */
-} ZklGwState;
 
-extern ZklGwState zw_gw;
+	/* gwaits.c's own: publishing and the rounds */
+	int64		next_round;			/* zkl_mono_now: the next reading, at the earliest */
+	int64		next_write;			/* zkl_mono_now: the next rewrite, at the earliest */
+	bool		published;			/* our document exists, as sent_doc */
+	bool		doc_may_exist;		/* an older one may (a restart, a lost reply) */
+	bool		dir_made;			/* <root>/.waits was asked for under this session and root */
+	int			own_version;		/* of our document, from the last write's reply */
+	uint64		sent_print;			/* zc_gwait_fingerprint when it was formatted */
+	char	   *sent_doc;			/* what we published last */
+	int64		next_look;			/* zkl_mono_now: look for a claim then */
+
+	/* gwaits_doc.c's own: the lock manager's waits, the semaphores' queues */
+	MemoryContext gw_cxt;			/* the lock manager's answers, reset each time */
+	ZgwHeavy	heavy[MAX_HEAVY];
+	ZgwSemWait	sems[MAX_SEMS];		/* as last listed */
+	int			sem_slots[MAX_SEMS];	/* being listed */
+	int			sems_due;			/* listings still on their way */
+
+	/* gwaits_claim.c's own: the claim's confirmations, ours to collect or another's to give */
+	char		claim_data[ZGW_CLAIM_LEN];
+	int64		confirm_session[ZGW_MAX_CONFIRMS];	/* those the decision was made on */
+	bool		confirmed[ZGW_MAX_CONFIRMS];
+	int			nconfirm;
+	/* the claim's multi: checks, then the create (kept until its reply) */
+	zoo_op_t	claim_ops[CLAIM_OPS];
+	zoo_op_result_t claim_results[CLAIM_OPS];
+	char		claim_paths[CLAIM_OPS][ZKL_PATH_LEN];
+};
 
 extern const void * zw_gw_tag(void);
 extern const void * zw_gw_read_tag(int i);
