@@ -47,7 +47,7 @@
 #include "session.h"
 #include "requests.h"
 #include "sigterm.h"
-#include "clean_stop.h"
+#include "turn.h"
 #include "zk_result.h"
 
 /* src/core reads ZooKeeper's result codes from its own copy: the library's must be the same */
@@ -397,19 +397,17 @@ set_signals(void)
 }
 
 /*
- * One turn of the worker: the session, the presence list, then plan, send,
- * and wait for replies (at most max_wait_ms, -1: as the plan says).  While
- * draining for a clean stop, settings stay as stop_cleanly set them.
+ * One turn of the worker (turn.c), then wait for replies (at most
+ * max_wait_ms, -1: as the turn says).  While draining for a clean stop,
+ * settings stay as stop_cleanly set them.
  */
 static void
 worker_turn(bool draining, long max_wait_ms)
 {
 	long		wait_ms;
-	long		ghost_ms;
 
 	/* barriers and the like: the worker has a place in the proc array */
 	CHECK_FOR_INTERRUPTS();
-	zw_session_tend();
 	if (!draining)
 	{
 		/* settings a reload may have changed */
@@ -420,33 +418,7 @@ worker_turn(bool draining, long max_wait_ms)
 		core.cohort.handover_limit = zkl_local_handover_limit;
 		core.cohort.linger_ms = zkl_linger;
 	}
-	zw_presence_tend();
-	zw_left_tend();
-	zkl_flush_wakes();			/* owners the session's turn woke */
-
-	wait_ms = zw_requests_plan();
-	if (core.nops > 1)
-	{
-		zw_client_hold_sends(true);
-		zw_requests_send();
-		zw_client_hold_sends(false);
-	}
-	else
-		zw_requests_send();
-	if (core.proof_due)
-		zw_requests_send_proof();
-	ghost_ms = zw_send_looks();
-	if (ghost_ms >= 0)
-		wait_ms = (wait_ms < 0) ? ghost_ms : Min(wait_ms, ghost_ms);
-	if (!draining)
-	{
-		long		gw_ms = zw_gwaits_tend(&core);
-
-		if (gw_ms >= 0)
-			wait_ms = (wait_ms < 0) ? gw_ms : Min(wait_ms, gw_ms);
-	}
-	zw_query_send();
-	wait_ms = zw_session_wait_ms(wait_ms);
+	wait_ms = zw_turn(&core, draining);
 	if (max_wait_ms >= 0)
 		wait_ms = (wait_ms < 0) ? max_wait_ms : Min(wait_ms, max_wait_ms);
 
@@ -455,80 +427,30 @@ worker_turn(bool draining, long max_wait_ms)
 		zkl_shared->last_heard = zkl_mono_now();
 }
 
-/* Whether no slot is in use: every request ended, every node of ours deleted and answered. */
-static bool
-table_empty(void)
-{
-	bool		empty = true;
-	int			i;
-
-	LWLockAcquire(zkl_shared->lock, LW_SHARED);
-	for (i = 0; i < zkl_shared->t.nused && empty; i++)
-		empty = zkl_shared->t.slots[i].zstate == ZKS_FREE;
-	LWLockRelease(zkl_shared->lock);
-	return empty;
-}
-
 /*
  * A clean stop (the postmaster shuts down; its backends exit meanwhile and
  * give their locks up): go on serving until every slot is free, so that
  * every node of our session was deleted while it lived, then leave the
  * tombstone that tells other clusters its end needs no lock-delay
  * (presence.c).  Bounded by CLEAN_STOP_MS: whatever is not done by then,
- * or fails, ends in a plain close, for which the others delay.
+ * or fails, ends in a plain close, for which the others delay.  Its steps
+ * are turn.c's.
  */
 static void
 stop_cleanly(void)
 {
-	int64		deadline = zkl_mono_now() + (int64) CLEAN_STOP_MS * 1000;
-	int64		tag = zkl_shared->t.session_tag;	/* this incarnation: ids come back */
-	ZklMarkState mark = ZKL_MARK_PENDING;
-	bool		marking = false;
+	ZwStop		st;
+	ZklStopStep step;
 
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_cohort_stop_lingering(&core.cohort);
-	LWLockRelease(zkl_shared->lock);
-	for (;;)
+	zw_stop_begin(&st, &core, CLEAN_STOP_MS);
+	while ((step = zw_stop_turn(&st)) != ZKL_STOP_END)
 	{
-		/* the session, not a new one a turn might open once it is lost */
-		bool		session_on = zw_client_handle() != NULL && tag != 0 &&
-			zkl_shared->t.session_tag == tag && zkl_shared->t.conn_state == ZKC_CONNECTED;
-		ZklStopStep step = zc_stop_step(zkl_mono_now() < deadline, session_on,
-										mark != ZKL_MARK_PENDING, marking,
-										!marking && table_empty());
-
-		if (step == ZKL_STOP_END)
-			break;
 		if (step == ZKL_STOP_SERVE)
-		{
 			worker_turn(true, 50);
-			continue;
-		}
-		if (step == ZKL_STOP_BEGIN)
-		{
-			/*
-			 * Nothing is planned from here on: a request that came since
-			 * would get a node after the tombstone, and a holder it denies.
-			 * Nor is the session resumed (a worker that dies now is started
-			 * again if the stop is a smart one): it is over.
-			 */
-			marking = true;
-			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-			zkl_shared->closing_tag = tag;
-			LWLockRelease(zkl_shared->lock);
-		}
-		mark = zw_presence_mark_closed();
-		if (mark == ZKL_MARK_PENDING)
+		else
 			(void) zw_client_wait(zw_client_handle(), 50);
 	}
-	if (zkl_shared->t.session_id == 0)
-		return;					/* no session to close */
-	if (mark == ZKL_MARK_DONE)
-		ereport(LOG, (errmsg("zk_lock: every lock of session 0x%llx given back; other clusters need no lock-delay for its end",
-							 (unsigned long long) zkl_shared->t.session_id)));
-	else
-		ereport(LOG, (errmsg("zk_lock: could not give every lock of session 0x%llx back before the stop; other clusters wait zk_lock.lock_delay after its end",
-							 (unsigned long long) zkl_shared->t.session_id)));
+	zw_stop_report(&st);
 }
 
 void

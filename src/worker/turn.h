@@ -1,0 +1,26 @@
+/*
+ * turn.h — one turn of the worker's loop, and a clean stop's, between two
+ * waits (turn.c).  Worker process only.
+ */
+#ifndef ZK_LOCK_TURN_H
+#define ZK_LOCK_TURN_H
+
+#include "core.h"
+#include "clean_stop.h"
+#include "presence.h"
+
+/* A clean stop under way (zw_stop_*). */
+typedef struct ZwStop
+{
+	int64		deadline;		/* zkl_mono_now: a plain close then */
+	int64		tag;			/* the session's incarnation when it began: ids come back */
+	ZklMarkState mark;			/* the tombstone's */
+	bool		marking;		/* asked for: nothing is planned any more */
+} ZwStop;
+
+extern long zw_turn(ZklCore *core, bool draining);
+extern void zw_stop_begin(ZwStop *st, ZklCore *core, int bound_ms);
+extern ZklStopStep zw_stop_turn(ZwStop *st);
+extern void zw_stop_report(const ZwStop *st);
+
+#endif
