@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=${SIM_SRC:-$here/../../src}
 # the worker files the simulator runs as shipped
-WORKER=(orphans presence requests session left_session)
+WORKER=(orphans presence requests session left_session gwaits gwaits_doc gwaits_claim turn)
 if [ "${1:-}" = --list ]; then
 	echo "${WORKER[@]}"
 	exit 0
@@ -29,6 +29,8 @@ for f in "${WORKER[@]}"; do
 	# the session file's I/O goes to the cluster's simulated data directory (sim_pg.c)
 	io=()
 	[ "$f" = left_session ] && io=(-Dread=simpg_read -Dwrite=simpg_write -Dunlink=simpg_unlink)
+	# a victim failed: the simulator judges the moment of choice first (sim_gw.c)
+	[ "$f" = gwaits_claim ] && io=(-Dzc_core_fail_deadlock=simh_fail_deadlock)
 	cc -std=gnu99 "$@" "${warn[@]}" -Wno-missing-field-initializers -Wno-sign-compare "${io[@]}" \
 		-I"$src/worker" -I"$src" -I"$src/core" -I"$pgsrv" -c "$src/worker/$f.c" -o "$obj/w-$f.o"
 done

@@ -49,6 +49,7 @@ typedef struct Res
 	int64_t		czxid;			/* create (real: with Stat), exists, getData */
 	int64_t		owner;			/* exists, getData: session index + 1, 0: none */
 	char		data[ZKM_DATA];	/* getData */
+	int32_t		version;		/* exists, getData, setData: the node's data version */
 	int32_t		cversion;		/* getChildren */
 	int			n;
 	char	  **kids;			/* getChildren, sorted */
@@ -251,6 +252,7 @@ stat_done(int rc, const struct Stat *st, const void *data)
 	if (rc == ZOK && st)
 	{
 		r->czxid = st->czxid;
+		r->version = st->version;
 		r->owner = real_owner(st->ephemeralOwner);
 	}
 	r->done = true;
@@ -310,6 +312,12 @@ multi_done(int rc, const void *data)
 	m->res->done = true;
 }
 
+static int
+version_of(bool versioned, int version)
+{
+	return versioned ? version : -1;
+}
+
 static void
 real_run(int s, const ZkmReq *q, Res *r)
 {
@@ -322,13 +330,14 @@ real_run(int s, const ZkmReq *q, Res *r)
 	switch (q->kind)
 	{
 		case ZKM_CREATE:
-			rc = zoo_acreate2(zh[s], q->path, q->data, (int) strlen(q->data), &ZOO_OPEN_ACL_UNSAFE,
+			rc = zoo_acreate2(zh[s], q->path, q->data, q->data ? (int) strlen(q->data) : -1,
+							  &ZOO_OPEN_ACL_UNSAFE,
 							  ((q->flags & ZKM_F_EPHEMERAL) ? ZOO_EPHEMERAL : 0) |
 							  ((q->flags & ZKM_F_SEQUENTIAL) ? ZOO_SEQUENCE : 0),
 							  string_done, r);
 			break;
 		case ZKM_DELETE:
-			rc = zoo_adelete(zh[s], q->path, -1, void_done, r);
+			rc = zoo_adelete(zh[s], q->path, version_of(q->versioned, q->version), void_done, r);
 			break;
 		case ZKM_CHILDREN:
 			rc = q->watch ? zoo_awget_children2(zh[s], q->path, real_watch, "child", children_done, r)
@@ -342,7 +351,8 @@ real_run(int s, const ZkmReq *q, Res *r)
 			rc = zoo_aexists(zh[s], q->path, 0, stat_done, r);
 			break;
 		case ZKM_SETDATA:
-			rc = zoo_aset(zh[s], q->path, q->data, (int) strlen(q->data), -1, stat_done, r);
+			rc = zoo_aset(zh[s], q->path, q->data, (int) strlen(q->data), version_of(q->versioned, q->version),
+						  stat_done, r);
 			break;
 		case ZKM_MULTI_OP:
 			memset(&mc, 0, sizeof(mc));
@@ -353,15 +363,15 @@ real_run(int s, const ZkmReq *q, Res *r)
 				const ZkmSub *sub = &q->sub[i];
 
 				if (sub->kind == ZKM_CREATE)
-					zoo_create_op_init(&ops[i], sub->path, sub->data, (int) strlen(sub->data),
+					zoo_create_op_init(&ops[i], sub->path, sub->data, sub->data ? (int) strlen(sub->data) : -1,
 									   &ZOO_OPEN_ACL_UNSAFE,
 									   ((sub->flags & ZKM_F_EPHEMERAL) ? ZOO_EPHEMERAL : 0) |
 									   ((sub->flags & ZKM_F_SEQUENTIAL) ? ZOO_SEQUENCE : 0),
 									   mc.bufs[i], ZKM_PATH);
 				else if (sub->kind == ZKM_DELETE)
-					zoo_delete_op_init(&ops[i], sub->path, -1);
+					zoo_delete_op_init(&ops[i], sub->path, version_of(sub->versioned, sub->version));
 				else
-					zoo_check_op_init(&ops[i], sub->path, -1);
+					zoo_check_op_init(&ops[i], sub->path, version_of(sub->versioned, sub->version));
 			}
 			rc = zoo_amulti(zh[s], q->nsub, ops, mc.results, multi_done, &mc);
 			break;
@@ -462,6 +472,7 @@ model_take(int s, ZkmMsg *msg, uint64_t tag, Res *r)
 		case ZKM_EXISTS:
 		case ZKM_SETDATA:
 			r->czxid = msg->czxid;
+			r->version = msg->version;
 			r->owner = 0;
 			for (i = 0; i < NSESS && msg->owner != 0; i++)
 				if (mcl[i] >= 0 && zkm_session(M, mcl[i]) == msg->owner)
@@ -578,6 +589,12 @@ compare(const ZkmReq *q, Res *a, Res *b)
 	}
 	if (strcmp(a->data, b->data) != 0)
 		differ_at("node data", a->data, b->data);
+	if (a->version != b->version)
+	{
+		snprintf(x, sizeof(x), "version %d", a->version);
+		snprintf(y, sizeof(y), "version %d", b->version);
+		differ_at("data version", x, y);
+	}
 	if (a->owner != b->owner)
 	{
 		snprintf(x, sizeof(x), "owner %" PRId64, a->owner);
@@ -696,9 +713,18 @@ key_path(char *out)
 }
 
 /* One random request of session s. */
+/* One write in four names a version: the node's first three, or another. */
+static void
+draw_version(bool *versioned, int *version)
+{
+	*versioned = rnd_int(4) == 0;
+	*version = rnd_int(4);
+}
+
 static void
 draw(int s, ZkmReq *q, char *line, size_t len)
 {
+	static char datas[MAXSUB][32];	/* the data drawn: valid until the next draw */
 	int			pick = rnd_int(100);
 	int			i;
 
@@ -708,7 +734,10 @@ draw(int s, ZkmReq *q, char *line, size_t len)
 		q->kind = ZKM_CREATE;
 		q->flags = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
 		if (rnd_int(2) == 0)
-			snprintf(q->data, sizeof(q->data), "{\"d\":%d}", rnd_int(1000));
+		{
+			snprintf(datas[0], sizeof(datas[0]), "{\"d\":%d}", rnd_int(1000));
+			q->data = datas[0];
+		}
 		if (rnd_int(8) == 0 && nmade > 0)
 			snprintf(q->path, sizeof(q->path), "%s/e-", made[rnd_int(nmade)]);	/* under an ephemeral */
 		else
@@ -720,6 +749,7 @@ draw(int s, ZkmReq *q, char *line, size_t len)
 	else if (pick < 45)
 	{
 		q->kind = ZKM_DELETE;
+		draw_version(&q->versioned, &q->version);
 		if (rnd_int(10) == 0)
 			key_path(q->path);	/* not empty, or missing */
 		else
@@ -741,7 +771,9 @@ draw(int s, ZkmReq *q, char *line, size_t len)
 	{
 		/* the data a lingering node loses: a data watch fires */
 		q->kind = ZKM_SETDATA;
-		snprintf(q->data, sizeof(q->data), "{\"s\":%d}", rnd_int(1000));
+		snprintf(datas[0], sizeof(datas[0]), "{\"s\":%d}", rnd_int(1000));
+		q->data = datas[0];
+		draw_version(&q->versioned, &q->version);
 		some_node(q->path);
 	}
 	else if (pick < 78)
@@ -762,18 +794,21 @@ draw(int s, ZkmReq *q, char *line, size_t len)
 			{
 				sub->kind = ZKM_CREATE;
 				sub->flags = ZKM_F_EPHEMERAL | ZKM_F_SEQUENTIAL;
-				snprintf(sub->data, sizeof(sub->data), "{\"m\":%d}", i);
+				snprintf(datas[i], sizeof(datas[i]), "{\"m\":%d}", i);
+				sub->data = datas[i];
 				snprintf(sub->path, sizeof(sub->path), "%s/k%d/n-%d-", root,
 						 rnd_int(10) == 0 ? NKEYS : rnd_int(NKEYS), s);
 			}
 			else if (p < 8)
 			{
 				sub->kind = ZKM_DELETE;
+				draw_version(&sub->versioned, &sub->version);
 				some_node(sub->path);
 			}
 			else
 			{
-				sub->kind = ZKM_EXISTS;	/* a check, version -1 */
+				sub->kind = ZKM_EXISTS;	/* a check */
+				draw_version(&sub->versioned, &sub->version);
 				some_node(sub->path);
 			}
 		}

@@ -137,6 +137,8 @@ enter(Cluster *c)
 	zw_requests = c->requests;
 	zw_session = c->session;
 	zw_left = c->left;
+	zw_gw = c->gw;
+	simpg_cluster(c->core.deadlock_timeout, c->id);
 	zkl_test_orphan = S->aim_orphans && c->id == S->orph_cl && zkm_now(S->m) < S->orph_until;
 	return c;
 }
@@ -411,6 +413,7 @@ simh_send(const ZkmReq *req, const SimCall *call)
 		o->watched = true;
 	}
 	send_req(cur_cl, &r);
+	gw_observe(cur_cl, &r);
 	if (S->verbose && (r.kind == ZKM_CREATE || r.kind == ZKM_DELETE || r.kind == ZKM_MULTI_OP))
 		trace("c%d sends %d %s%s", cur_cl->id, r.kind, r.kind == ZKM_MULTI_OP ? r.sub[0].path : r.path,
 			  r.nsub > 1 ? " ..." : "");
@@ -468,6 +471,7 @@ worker_memory(Cluster *c)
 	c->requests = zw_requests_new();
 	c->session = zw_session_new();
 	c->left = zw_left_new();
+	c->gw = zw_gwaits_new();
 	zw_requests = c->requests;
 	zw_requests_init(&c->core, c->t->nslots);	/* as worker.c's main */
 }

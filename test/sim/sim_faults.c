@@ -119,9 +119,6 @@ worker_restart(Cluster *c)
 	c->paused = false;			/* a stopped process killed: the new one runs */
 	worker_memory(c);			/* process memory */
 	zc_core_worker_restarted(&c->core);
-	c->gw_phase = GW_IDLE;		/* a claim of ours may be left: the new worker looks */
-	c->gw_claim_until = 0;
-	c->gw_nsems = 0;
 	c->t->conn_state = ZKC_CONNECTING;
 	trace("c%d worker restarted", c->id);
 	worker_start(c);			/* its first turn resumes the session (session.c), if any */
@@ -183,7 +180,7 @@ crash_restart(Cluster *c)
 		}
 		backend_exit(c, b);
 	}
-	c->marking = false;
+	c->stop.marking = false;
 	zc_cohort_stop_lingering(&c->core.cohort);
 	stop_close(c, STOP_DIED);	/* the new worker finds the session file (left_session.c) */
 }
@@ -197,11 +194,8 @@ begin_stop(Cluster *c)
 	c->stopping = true;			/* its backends exit till the new postmaster starts */
 	for (i = 0; i < c->nb; i++)
 		backend_exit(c, &c->b[i]);
-	c->marking = false;
-	c->stop_mark = ZKL_MARK_PENDING;
-	c->stop_tag = c->t->session_tag;	/* the incarnation it stops */
-	c->stop_deadline = zkm_now(S->m) + 3000000;
-	zc_cohort_stop_lingering(&c->core.cohort);
+	enter(c);
+	zw_stop_begin(&c->stop, &c->core, 3000);	/* worker.c's CLEAN_STOP_MS */
 }
 
 /*

@@ -69,12 +69,7 @@ void env_warn(void *arg, const char *msg);
 void proof_forget(Cluster *c);
 void pres_path(char *out, int64_t id, uint64_t nonce, int kind);
 void worker_start(Cluster *c);
-void session_tend(Cluster *c);
-void presence_tend(Cluster *c);
-void left_tend(Cluster *c);
-void ghosts_tend(Cluster *c);
 void worker_read(Cluster *c, int at_least);
-bool table_empty(const Cluster *c);
 void stop_close(Cluster *c, StopEnd how);
 void stop_turn(Cluster *c);
 void worker_turn(Cluster *c);
@@ -188,19 +183,11 @@ void truth_dump(const Truth *tr);
 void truth_build(Truth *tr);
 
 /* sim_gw.c */
-bool gw_visible(const Cluster *c);
-int gw_format(Cluster *c, char *out);
-void gw_list_sems(Cluster *c);
 int gw_victim_slot(const Cluster *c, const ZgwVictim *v);
 bool gw_cycle_gave_up(const ZgwVictim *v, int64_t since);
 bool gw_cycle_tainted(const ZgwVictim *v);
-void gw_drop_claim(Cluster *c);
-void gw_claim(Cluster *c);
-void gw_judge(Cluster *c);
-void gw_confirm(Cluster *c);
-void gw_break(Cluster *c);
-void gw_round(Cluster *c);
-void gw_tend(Cluster *c);
+void gw_observe(Cluster *c, const ZkmReq *r);
+bool simh_fail_deadlock(ZklCore *core, int pid, const char *node, const char *msg, const char *detail);
 
 /* sim_oracles.c */
 void check_circles(void);

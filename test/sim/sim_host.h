@@ -28,6 +28,7 @@ extern void simpg_shared_free(void *shared);
 extern ZklTable *simpg_table(void *shared);
 extern void simpg_enter(void *shared, void *proc, int session_timeout, void *fs, int pm_pid,
 						int64_t pm_start);
+extern void simpg_cluster(int deadlock_timeout, int id);	/* its settings, its name c<id> */
 extern void *simpg_fs_new(void);	/* a cluster's data directory */
 extern void simpg_fs_free(void *fs);
 extern int64_t *simpg_last_heard(void *shared);

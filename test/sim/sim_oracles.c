@@ -76,9 +76,17 @@ check_circles(void)
 
 					dump_cluster(c);
 					truth_dump(tr);
-					for (k = 0; k < S->ncl; k++)
-						printf("c%d document (session %" PRIx64 "):\n%s\n", k,
-							   S->c[k].gw_doc_session, S->c[k].gw_doc);
+					char	  **names;
+					int			n = zkm_leader_children(S->m, ROOT "/" ZGW_WAITS_DIR, &names);
+
+					for (k = 0; k < n; k++)
+					{
+						char		path[ZKM_PATH];
+
+						snprintf(path, sizeof(path), ROOT "/" ZGW_WAITS_DIR "/%s", names[k]);
+						printf("document %s:\n%s\n", names[k], zkm_leader_data(S->m, path));
+					}
+					zkm_names_free(names, n);
 				}
 			}
 		}
@@ -422,6 +430,21 @@ check_liveness(Cluster *c)
 
 			if (settled && server < 0)
 				settled = false;	/* (the link is down: the worker will hear of it) */
+			if (settled && s->watch[0] != '\0')
+			{
+				char		wpath[ZKM_PATH];
+				int64_t		owner;
+				int64_t		czxid;
+
+				/*
+				 * The node it watches is still there: it hears when that
+				 * goes.  (A placed upgrade whose anchor went first stands
+				 * behind it now; its owner deletes it, on a connection that
+				 * may be slow.  Liveness bounds that wait.)
+				 */
+				snprintf(wpath, sizeof(wpath), "%s/%s", key_path, s->watch);
+				settled = !zkm_leader_node(S->m, wpath, &owner, &czxid);
+			}
 			if (settled)
 			{
 				char	  **snames;

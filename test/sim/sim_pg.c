@@ -23,6 +23,10 @@
 #include "utils/timestamp.h"
 #include "storage/fd.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
+#include "utils/array.h"
+#include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 
 #include "settings.h"
@@ -187,6 +191,11 @@ zw_query_start(void)
 {
 }
 
+void
+zw_query_send(void)
+{
+}
+
 /* ---- the table lock: one process, nothing blocks ---- */
 
 bool
@@ -313,6 +322,93 @@ pfree(void *pointer)
 	b->next->prev = b->prev;
 	b->prev->next = b->next;
 	free(b);
+}
+
+/*
+ * ---- what deadlock detection across clusters (gwaits*.c) takes ----
+ *
+ * The lock manager's waits are not simulated: no backend waits there
+ * (BackendPidGetProc finds none), so pg_blocking_pids and the array and
+ * memory calls around it are never reached.
+ */
+int			DeadlockTimeout = 1000;
+char	   *cluster_name = "";
+pg_prng_state pg_global_prng_state;
+MemoryContext CurrentMemoryContext = NULL;
+
+/* cluster c's deadlock_timeout and name ("c<id>"), as its worker reads them */
+void
+simpg_cluster(int deadlock_timeout, int id)
+{
+	static char *const names[] = {"c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"};
+
+	DeadlockTimeout = deadlock_timeout;
+	cluster_name = names[id % lengthof(names)];
+}
+
+uint64
+pg_prng_uint64(pg_prng_state *state)
+{
+	return simh_nonce();
+}
+
+PGPROC *
+BackendPidGetProc(int pid)
+{
+	return NULL;
+}
+
+static void
+not_simulated(const char *what)
+{
+	elog(ERROR, "%s: the lock manager's waits are not simulated", what);
+	abort();
+}
+
+Datum
+pg_blocking_pids(PG_FUNCTION_ARGS)
+{
+	not_simulated("pg_blocking_pids");
+	return (Datum) 0;
+}
+
+Datum
+DirectFunctionCall1Coll(PGFunction func, Oid collation, Datum arg1)
+{
+	not_simulated("DirectFunctionCall1Coll");
+	return (Datum) 0;
+}
+
+struct varlena *
+pg_detoast_datum(struct varlena *datum)
+{
+	not_simulated("pg_detoast_datum");
+	return NULL;
+}
+
+int
+ArrayGetNItems(int ndim, const int *dims)
+{
+	not_simulated("ArrayGetNItems");
+	return 0;
+}
+
+MemoryContext
+AllocSetContextCreateInternal(MemoryContext parent, const char *name, Size minContextSize,
+							  Size initBlockSize, Size maxBlockSize)
+{
+	return TopMemoryContext;
+}
+
+void
+MemoryContextReset(MemoryContext context)
+{
+}
+
+/* the backends of the simulator look at their slots each step: nobody sleeps on a latch */
+void
+zkl_flush_wakes(void)
+{
 }
 
 /* Cluster c's worker code runs now: its shared memory, its worker process's memory. */
@@ -567,6 +663,7 @@ errmsg(const char *fmt,...)
 
 /* the same text, not translated: one function under both names */
 int			errmsg_internal(const char *fmt,...) __attribute__((alias("errmsg")));
+int			errdetail_internal(const char *fmt,...) __attribute__((alias("errdetail")));
 
 int
 errdetail(const char *fmt,...)

@@ -42,6 +42,7 @@ ev_new_handle(void)
 {
 	zc_core_new_handle(&cur_cl->core);
 	zw_presence_reset();
+	zw_gwaits_reset();
 }
 
 static const ZklSessionEvents sim_events = {
@@ -72,47 +73,6 @@ pres_path(char *out, int64_t id, uint64_t nonce, int kind)
 	snprintf(out, ZKM_PATH, SESSIONS "/%s", leaf);
 }
 
-/* worker.c's loop turn: session.c, as shipped (a reload is a fault of its own) */
-void
-session_tend(Cluster *c)
-{
-	enter(c);
-	zw_session_tend();
-}
-
-/* worker.c's loop turn: presence.c, as shipped */
-void
-presence_tend(Cluster *c)
-{
-	enter(c);
-	zw_presence_tend();
-}
-
-/*
- * worker.c's loop turn: left_session.c, as shipped.  Its close of a session
- * left from before a crash waits on a handle of its own: the worker is busy
- * that long (simh_wait), its own session not served.
- */
-void
-left_tend(Cluster *c)
-{
-	enter(c);
-	zw_left_tend();
-	if (c->block_us > 0)
-	{
-		c->busy_until = zkm_now(S->m) + c->block_us;
-		c->block_us = 0;
-	}
-}
-
-/* worker.c's loop turn: the looks that are due (orphans.c) */
-void
-ghosts_tend(Cluster *c)
-{
-	enter(c);
-	(void) zw_send_looks();
-}
-
 /* ---- sending what core.c planned ---- */
 
 /*
@@ -132,18 +92,6 @@ worker_read(Cluster *c, int at_least)
 		;
 }
 
-/* Whether no slot is in use (worker.c's table_empty). */
-bool
-table_empty(const Cluster *c)
-{
-	int			i;
-
-	for (i = 0; i < c->t->nused; i++)
-		if (c->t->slots[i].zstate != ZKS_FREE)
-			return false;
-	return true;
-}
-
 void
 stop_close(Cluster *c, StopEnd how)
 {
@@ -152,7 +100,7 @@ stop_close(Cluster *c, StopEnd how)
 	trace("c%d stops %s", c->id, how == STOP_TOMBSTONE ? "cleanly: tombstone made" :
 		  how == STOP_PLAIN ? "without a tombstone" : "with its worker dead, the session left");
 	c->stopping = false;
-	c->marking = false;
+	c->stop.marking = false;
 	if (c->client >= 0 && how == STOP_DIED)
 		zkm_abandon(S->m, c->client);
 	else if (c->client >= 0)
@@ -194,40 +142,24 @@ stop_close(Cluster *c, StopEnd how)
 }
 
 /*
- * worker.c's stop_cleanly(), one turn: its steps are clean_stop.c's (run as
- * is), the tombstone presence.c's; bounded.
+ * worker.c's stop_cleanly(), one turn: turn.c's steps, as shipped (their
+ * decisions clean_stop.c's, the tombstone presence.c's); bounded.
  */
 void
 stop_turn(Cluster *c)
 {
 	worker_read(c, 0);
-	while (c->stopping)
+	enter(c);
+	switch (zw_stop_turn(&c->stop))
 	{
-		bool		session_on = c->client >= 0 && c->stop_tag != 0 &&
-			c->t->session_tag == c->stop_tag && c->t->conn_state == ZKC_CONNECTED;
-
-		switch (zc_stop_step(zkm_now(S->m) < c->stop_deadline, session_on,
-							 c->stop_mark != ZKL_MARK_PENDING, c->marking,
-							 !c->marking && table_empty(c)))
-		{
-			case ZKL_STOP_END:
-				stop_close(c, c->stop_mark == ZKL_MARK_DONE ? STOP_TOMBSTONE : STOP_PLAIN);
-				return;
-			case ZKL_STOP_SERVE:
-				plan_turn(c);
-				return;
-			case ZKL_STOP_BEGIN:
-				trace("c%d: every slot free, asks for its tombstone", c->id);
-				c->marking = true;
-				*c->closing_tag = c->stop_tag;	/* not resumed if its worker dies now */
-				/* fall through */
-			case ZKL_STOP_ASK:
-				enter(c);
-				c->stop_mark = zw_presence_mark_closed();
-				if (c->stop_mark == ZKL_MARK_PENDING)
-					return;		/* worker.c waits for its answer on the handle */
-				break;
-		}
+		case ZKL_STOP_END:
+			stop_close(c, c->stop.mark == ZKL_MARK_DONE ? STOP_TOMBSTONE : STOP_PLAIN);
+			break;
+		case ZKL_STOP_SERVE:
+			plan_turn(c);
+			break;
+		default:
+			break;				/* worker.c waits for the tombstone's answer on the handle */
 	}
 }
 
@@ -274,29 +206,24 @@ linger_try_due(Cluster *c, int k)
 		}
 }
 
+/* worker.c's loop turn, between two waits: turn.c's, as shipped */
 void
 plan_turn(Cluster *c)
 {
 	int			i;
 
-	session_tend(c);
-	presence_tend(c);
-	left_tend(c);
-	gw_tend(c);
 	enter(c);
-	(void) zw_requests_plan();
+	(void) zw_turn(&c->core, c->stopping);	/* (its wait: the simulator's turns come often enough) */
+	if (c->block_us > 0)
+	{
+		/* left_session.c's close waited on a handle of its own: the worker was busy that long */
+		c->busy_until = zkm_now(S->m) + c->block_us;
+		c->block_us = 0;
+	}
 	note_grants(c);
 	check_sole_blocker(c);
 	if (c->core.nops > 0 && c->client < 0)
 		fail("c%d planned ops without a session", c->id);
-	if (c->client < 0)
-		return;
-	enter(c);
-	zw_requests_send();
-	if (c->core.proof_due)
-		zw_requests_send_proof();
-	ghosts_tend(c);
-	note_grants(c);
 	/*
 	 * A node starts to linger: the worker is then busy for one to two
 	 * lingers, and the cluster's backends that begin a transaction

@@ -41,6 +41,8 @@
 #include "session.h"
 #include "clean_stop.h"
 #include "left_session.h"
+#include "gwaits.h"
+#include "turn.h"
 #include "zk_client.h"
 
 /* the largest world a seed may draw (Sim.ncl, Cluster.nb, Cluster.t->nslots) */
@@ -62,7 +64,6 @@
 #define TRACE		48
 /* how the uuid of a node zk_lock.test_orphan made starts: no request's does */
 #define ORPHAN_UUID	"ffffffff"
-#define SIM_DOC_LEN	8192		/* a cluster's wait document (gwait.h allows more) */
 
 /* ---- the run ---- */
 
@@ -234,13 +235,10 @@ typedef struct Cluster
 	int64_t		pm_start;
 	/* a wait of its worker on a handle of its own (simh_wait): as its clocks saw it */
 	int64_t		block_us;
-	/* a clean stop (worker.c's stop_cleanly) */
+	/* a clean stop (worker.c's stop_cleanly: turn.c's steps) */
 	bool		stopping;
-	bool		marking;		/* its tombstone asked for: nothing is planned any more */
-	ZklMarkState stop_mark;		/* and how that went */
-	int64_t		stop_tag;		/* the session incarnation the stop began with */
-	int64_t    *closing_tag;	/* in its shared memory: that incarnation, once marking */
-	int64_t		stop_deadline;	/* model time */
+	ZwStop		stop;
+	int64_t    *closing_tag;	/* in its shared memory: the incarnation stopped, once marking */
 	/* its worker process's memory in the shipped worker files it runs */
 	void	   *proc;			/* its memory (sim_pg.c): gone when the process dies */
 	ZwOrphans  *orphans;		/* orphans.c */
@@ -266,31 +264,9 @@ typedef struct Cluster
 	int64_t		mono_off;
 	int64_t		wall_off;		/* how far its wall clock was set from the others' */
 	int64_t		wall_jump;
-	/* deadlocks across clusters (gw_tend: gwaits.c's schedule) */
-	char		gw_doc[SIM_DOC_LEN];	/* published ("": none) */
-	int64_t		gw_doc_session;
-	int			gw_doc_version;
-	uint64_t	gw_print;
-	int64_t		gw_next_write;	/* model time */
-	int64_t		gw_next_round;
-	int			gw_phase;		/* GW_* */
-	int64_t		gw_at;			/* when its next step comes */
-	int64_t		gw_claim_until;	/* a claim of ours lives until (0: none) */
-	ZgwVictim	gw_victim;
-	bool		gw_confirmed[NCLUSTERS];
-	uint64_t	gw_nonce;		/* our claim's, and the sessions it asks */
-	int64_t		gw_asks[NCLUSTERS];
-	int			gw_nasks;
-	uint64_t	gw_victim_attempt;	/* its request, if it waited for ever when confirmed */
-	int64_t		gw_claimed_at;	/* of the claim's sessions, ours to collect */
-	uint64_t	gw_confirms;	/* another's claim that named us, confirmed (0: none) */
-	int64_t		gw_confirm_at;	/* when a look for it is back */
-	int64_t		gw_look_at;		/* the next look for a claim */
-	ZgwSemWait	gw_sems[16];
-	int			gw_nsems;
-	char		gw_read[NCLUSTERS][SIM_DOC_LEN];	/* the others' documents, as read */
-	int			gw_read_version[NCLUSTERS];
-	int64_t		gw_read_session[NCLUSTERS];
+	/* deadlocks across clusters: gwaits*.c's memory, and when its last claim was sent */
+	ZklGwState *gw;
+	int64_t		gw_claimed_at;
 	Backend		b[NBACKENDS];
 } Cluster;
 
@@ -318,10 +294,6 @@ typedef struct Sim
 	char		tainted[64][ZKL_UUID_LEN + 1];
 	int			ntainted;
 	int			nhistory[NALL];
-	int64_t		claim_session;	/* <root>/.deadlock's owner (0: none) */
-	uint64_t	claim_nonce;	/* and its data: the sessions that must confirm */
-	int64_t		claim_asks[NCLUSTERS];
-	int			claim_nasks;
 	int64_t		circles_at;		/* check_circles' next sample */
 	int64_t		lost_at;		/* check_lost_told's next sample */
 	/* a held slot's node missing at the leader: since when (0: there), and for which attempt */
@@ -485,24 +457,11 @@ typedef struct Truth
 
 /* ---- deadlocks across clusters ----
  *
- * gwaits.c's schedule, restated on the model's clock (its I/O is
- * PostgreSQL's and ZooKeeper's); gwait.c's decisions run as they are.
- * The documents live beside the model, whose nodes keep ZKM_DATA bytes:
- * each lives while the session that wrote it does, as an ephemeral node,
- * and a version counts its writes.  A round reads them all at once; the
- * claim (checks of the cycle's nodes and of the documents' versions, one
- * claim at a time in all clusters) reaches the leader a few ms later, and
- * its answer a few ms after that, when the victim's own part is checked
- * again (break_cycle) and the victim fails.  The moment of choice is the
- * claim: the victim must then wait for ever by the ground truth.
+ * gwaits*.c run as shipped: documents, claims and confirmations are nodes
+ * of the model.  When break_cycle fails a victim (the last confirmation
+ * just read: the moment of choice), the victim must wait for ever by the
+ * ground truth, in ZooKeeper's view (sim_gw.c judges it first).
  */
-#define GW_IDLE		0
-
-#define GW_CLAIM	1			/* the claim is on its way to the leader */
-
-#define GW_CONFIRM	2			/* ours: the others' confirmations are awaited */
-
-#define GW_BREAK	3			/* all in: decide again and fail the victim */
 
 /*
  * The faults, each with a weight the seed draws (swarm testing: a seed
@@ -557,11 +516,11 @@ extern void (*watch_fns[16]) (void);
 extern int	nwatch_fns;
 extern int64_t gw_victims;	/* over the run */
 extern int64_t gw_rounds;
-extern int64_t gw_claims_refused;
+extern int64_t gw_claims;	/* claims sent */
 extern int64_t gw_gaveup_victims;	/* of a cycle a wait of which was given up meanwhile */
 extern int64_t gw_tainted_victims;	/* through a request whose node was deleted from outside */	/* chosen through a wait ended, not yet rewritten */
-extern int64_t gw_max_stuck_ms;
-extern int	gw_longest_doc;	/* longest a backend waited for ever, until broken */
+extern int64_t gw_max_stuck_ms;	/* longest a backend waited for ever, until broken */
+extern int	gw_longest_doc;	/* the longest document written */
 
 #include "sim_files.h"
 

@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <zookeeper/proto.h>	/* ZOO_*_OP */
@@ -52,19 +53,36 @@ send_call(ZkmReq *r, SimCallKind ck, void (*fn) (void), const void *ctx, watcher
 	return simh_send(r, &c) ? ZOK : ZINVALIDSTATE;
 }
 
+/* The library sends len bytes; the model takes a string. */
+static char *
+terminated(const char *value, int len)
+{
+	char	   *s = malloc(len + 1);
+
+	if (s == NULL)
+		abort();
+	memcpy(s, value, len);
+	s[len] = '\0';
+	return s;
+}
+
 static int
-path_call(ZkmReqKind kind, const char *path, const char *value, int len, int flags,
+path_call(ZkmReqKind kind, const char *path, const char *value, int len, int flags, int version,
 		  SimCallKind ck, void (*fn) (void), const void *ctx, watcher_fn w, void *wctx)
 {
 	ZkmReq		r;
+	int			rc;
 
 	memset(&r, 0, sizeof(r));
 	r.kind = kind;
 	r.flags = flags;
+	r.versioned = version != -1;
+	r.version = version;
 	snprintf(r.path, sizeof(r.path), "%s", path);
-	if (value != NULL && len > 0)
-		snprintf(r.data, sizeof(r.data), "%.*s", len, value);
-	return send_call(&r, ck, fn, ctx, w, wctx);
+	r.data = value == NULL || len <= 0 ? NULL : terminated(value, len);
+	rc = send_call(&r, ck, fn, ctx, w, wctx);
+	free((char *) r.data);		/* (the model copied it) */
+	return rc;
 }
 
 /* ---- handles: a model client's index, plus one (never looked into) ---- */
@@ -178,7 +196,7 @@ int
 zw_client_create(const char *path, const char *value, int len, int flags,
 				 string_completion_t done, const void *ctx)
 {
-	return path_call(ZKM_CREATE, path, value, len, flags, SC_STRING, (void (*) (void)) done, ctx,
+	return path_call(ZKM_CREATE, path, value, len, flags, -1, SC_STRING, (void (*) (void)) done, ctx,
 					 NULL, NULL);
 }
 
@@ -186,14 +204,14 @@ int
 zw_client_create_stat(const char *path, const char *value, int len, int flags,
 					  string_stat_completion_t done, const void *ctx)
 {
-	return path_call(ZKM_CREATE, path, value, len, flags, SC_STRING_STAT, (void (*) (void)) done,
+	return path_call(ZKM_CREATE, path, value, len, flags, -1, SC_STRING_STAT, (void (*) (void)) done,
 					 ctx, NULL, NULL);
 }
 
 int
 zw_client_children_stat(const char *path, strings_stat_completion_t done, const void *ctx)
 {
-	return path_call(ZKM_CHILDREN, path, NULL, 0, 0, SC_STRINGS_STAT, (void (*) (void)) done, ctx,
+	return path_call(ZKM_CHILDREN, path, NULL, 0, 0, -1, SC_STRINGS_STAT, (void (*) (void)) done, ctx,
 					 NULL, NULL);
 }
 
@@ -201,16 +219,21 @@ int
 zw_client_get_watched(const char *path, watcher_fn watcher, void *watcher_ctx,
 					  data_completion_t done, const void *ctx)
 {
-	return path_call(ZKM_GETDATA, path, NULL, 0, 0, SC_DATA, (void (*) (void)) done, ctx,
+	return path_call(ZKM_GETDATA, path, NULL, 0, 0, -1, SC_DATA, (void (*) (void)) done, ctx,
 					 watcher, watcher_ctx);
+}
+
+int
+zw_client_get(const char *path, data_completion_t done, const void *ctx)
+{
+	return path_call(ZKM_GETDATA, path, NULL, 0, 0, -1, SC_DATA, (void (*) (void)) done, ctx, NULL, NULL);
 }
 
 int
 zw_client_set(const char *path, const char *value, int len, int version,
 			  stat_completion_t done, const void *ctx)
 {
-	/* the model sets any version: the worker's setData all say -1 */
-	return path_call(ZKM_SETDATA, path, value, len, 0, SC_STAT, (void (*) (void)) done, ctx,
+	return path_call(ZKM_SETDATA, path, value, len, 0, version, SC_STAT, (void (*) (void)) done, ctx,
 					 NULL, NULL);
 }
 
@@ -254,6 +277,7 @@ zw_client_multi(int count, const zoo_op_t *ops, zoo_op_result_t *results,
 {
 	ZkmReq		r;
 	SimCall		c;
+	bool		sent;
 	int			i;
 
 	if (count > ZKM_MULTI)
@@ -282,22 +306,36 @@ zw_client_multi(int count, const zoo_op_t *ops, zoo_op_result_t *results,
 				c.buflens[i] = op->create_op.buflen;
 				snprintf(sub->path, sizeof(sub->path), "%s", op->create_op.path);
 				if (op->create_op.data != NULL && op->create_op.datalen > 0)
-					snprintf(sub->data, sizeof(sub->data), "%.*s", op->create_op.datalen,
-							 op->create_op.data);
+					sub->data = terminated(op->create_op.data, op->create_op.datalen);
 				break;
 			case ZOO_DELETE_OP:
 				sub->kind = ZKM_DELETE;
+				sub->versioned = op->delete_op.version != -1;
+				sub->version = op->delete_op.version;
 				snprintf(sub->path, sizeof(sub->path), "%s", op->delete_op.path);
 				break;
 			case ZOO_CHECK_OP:
 				sub->kind = ZKM_EXISTS;
+				sub->versioned = op->check_op.version != -1;
+				sub->version = op->check_op.version;
 				snprintf(sub->path, sizeof(sub->path), "%s", op->check_op.path);
 				break;
 			default:
+				while (--i >= 0)
+					free((char *) r.sub[i].data);
 				return ZBADARGUMENTS;	/* setData in a multi: the worker sends none */
 		}
 	}
-	return simh_send(&r, &c) ? ZOK : ZINVALIDSTATE;
+	sent = simh_send(&r, &c);
+	for (i = 0; i < count; i++)
+		free((char *) r.sub[i].data);	/* (the model copied them) */
+	return sent ? ZOK : ZINVALIDSTATE;
+}
+
+/* Sends held for one write to the socket: the model takes each request as it comes. */
+void
+zw_client_hold_sends(bool hold)
+{
 }
 
 /* Every component of an absolute path, as a persistent node, no reply read (as zk_client.c). */
@@ -323,34 +361,33 @@ int
 zw_client_children_watched(const char *path, watcher_fn watcher, void *watcher_ctx,
 						   strings_stat_completion_t done, const void *ctx)
 {
-	return path_call(ZKM_CHILDREN, path, NULL, 0, 0, SC_STRINGS_STAT, (void (*) (void)) done, ctx,
+	return path_call(ZKM_CHILDREN, path, NULL, 0, 0, -1, SC_STRINGS_STAT, (void (*) (void)) done, ctx,
 					 watcher, watcher_ctx);
 }
 
 int
 zw_client_children(const char *path, strings_completion_t done, const void *ctx)
 {
-	return path_call(ZKM_CHILDREN, path, NULL, 0, 0, SC_STRINGS, (void (*) (void)) done, ctx,
+	return path_call(ZKM_CHILDREN, path, NULL, 0, 0, -1, SC_STRINGS, (void (*) (void)) done, ctx,
 					 NULL, NULL);
 }
 
 int
 zw_client_exists(const char *path, stat_completion_t done, const void *ctx)
 {
-	return path_call(ZKM_EXISTS, path, NULL, 0, 0, SC_STAT, (void (*) (void)) done, ctx, NULL, NULL);
+	return path_call(ZKM_EXISTS, path, NULL, 0, 0, -1, SC_STAT, (void (*) (void)) done, ctx, NULL, NULL);
 }
 
 int
 zw_client_delete(const char *path, int version, void_completion_t done, const void *ctx)
 {
-	/* the model deletes any version: the worker's deletes all say -1 */
-	return path_call(ZKM_DELETE, path, NULL, 0, 0, SC_VOID, (void (*) (void)) done, ctx, NULL, NULL);
+	return path_call(ZKM_DELETE, path, NULL, 0, 0, version, SC_VOID, (void (*) (void)) done, ctx, NULL, NULL);
 }
 
 int
 zw_client_sync(const char *path, string_completion_t done, const void *ctx)
 {
-	return path_call(ZKM_SYNC, path, NULL, 0, 0, SC_STRING, (void (*) (void)) done, ctx, NULL, NULL);
+	return path_call(ZKM_SYNC, path, NULL, 0, 0, -1, SC_STRING, (void (*) (void)) done, ctx, NULL, NULL);
 }
 
 bool
@@ -394,6 +431,7 @@ simzk_answer(const SimCall *c, const ZkmMsg *msg, int rc)
 		st.ephemeralOwner = msg->owner;
 		st.czxid = msg->czxid;
 		st.cversion = msg->cversion;
+		st.version = msg->version;
 		st.numChildren = msg->nchildren;
 		sv.count = msg->nchildren;
 		sv.data = msg->children;

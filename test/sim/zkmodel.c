@@ -23,7 +23,8 @@ typedef struct Node
 	int64_t		czxid;
 	int64_t		mzxid;			/* last data change */
 	int64_t		pzxid;			/* last child change */
-	char		data[ZKM_DATA];
+	const char *data;			/* kept by the model (keep_data): nodes copy freely */
+	int32_t		version;		/* data changes */
 	int32_t		cversion;
 	int32_t		seq;			/* next sequential child's number: counts creates only */
 } Node;
@@ -42,7 +43,7 @@ typedef struct Prim
 	bool		container;
 	int64_t		owner;
 	char		path[ZKM_PATH];
-	char		data[ZKM_DATA];
+	const char *data;			/* keep_data's */
 } Prim;
 
 /* A reply that waits until the client's server applied a transaction. */
@@ -192,7 +193,35 @@ struct Zkm
 	int64_t		noauth;			/* answers ZNOAUTH given */
 	int64_t		garbled;		/* answers ZMARSHALLINGERROR given */
 	void		(*logf) (const char *line);
+	char	  **datas;			/* every node data written: immutable, freed with the model */
+	int			ndatas;
+	int			capdatas;
 };
+
+static void *xalloc(size_t n);
+
+/* Data as the model keeps it: immutable until zkm_free, so trees copy nodes as they are. */
+static const char *
+keep_data(Zkm *m, const char *data)
+{
+	size_t		len = data == NULL ? 0 : strlen(data);
+
+	if (len == 0)
+		return "";
+	if (m->ndatas > 0 && strncmp(m->datas[m->ndatas - 1], data, len) == 0 &&
+		m->datas[m->ndatas - 1][len] == '\0')
+		return m->datas[m->ndatas - 1];
+	if (m->ndatas == m->capdatas)
+	{
+		m->capdatas = m->capdatas ? 2 * m->capdatas : 64;
+		m->datas = realloc(m->datas, m->capdatas * sizeof(char *));
+		if (m->datas == NULL)
+			abort();
+	}
+	m->datas[m->ndatas] = xalloc(len + 1);
+	memcpy(m->datas[m->ndatas], data, len);
+	return m->datas[m->ndatas++];
+}
 
 void
 zkm_set_log(Zkm *m, void (*log) (const char *line))
@@ -301,7 +330,8 @@ apply_prim(Zkm *m, Tree *t, const Prim *p, int64_t zxid)
 
 		if (n)
 		{
-			memcpy(n->data, p->data, sizeof(n->data));
+			n->data = p->data ? p->data : "";
+			n->version++;
 			n->mzxid = zxid;
 		}
 		return;					/* no child change */
@@ -317,7 +347,8 @@ apply_prim(Zkm *m, Tree *t, const Prim *p, int64_t zxid)
 		n->czxid = zxid;
 		n->mzxid = zxid;
 		n->pzxid = zxid;
-		memcpy(n->data, p->data, sizeof(n->data));
+		n->data = p->data ? p->data : "";
+		n->version = 0;
 		n->cversion = p->container ? m->cversion_start : 0;
 		n->seq = n->cversion;
 	}
@@ -362,6 +393,7 @@ new_msg(ZkmMsgKind kind)
 	ZkmMsg	   *msg = xalloc(sizeof(ZkmMsg));
 
 	msg->kind = kind;
+	msg->data = "";
 	return msg;
 }
 
@@ -491,6 +523,9 @@ zkm_free(Zkm *m)
 			zkm_msg_free(m->log[i].route.msg);
 	}
 	free(m->log);
+	for (i = 0; i < m->ndatas; i++)
+		free(m->datas[i]);
+	free(m->datas);
 	while (m->fwd)
 	{
 		ReqNode    *next = m->fwd->next;
@@ -1153,6 +1188,7 @@ zkm_send(Zkm *m, int client, const ZkmReq *req)
 	Client	   *c = &m->clients[client];
 	ReqNode    *r;
 	ReqNode   **tail;
+	int			i;
 
 	if (c->state != CS_CONNECTED)
 	{
@@ -1162,6 +1198,10 @@ zkm_send(Zkm *m, int client, const ZkmReq *req)
 	}
 	r = xalloc(sizeof(ReqNode));
 	r->req = *req;
+	/* the caller's data is the model's now */
+	r->req.data = keep_data(m, req->data);
+	for (i = 0; i < req->nsub && req->kind == ZKM_MULTI_OP; i++)
+		r->req.sub[i].data = keep_data(m, req->sub[i].data);
 	r->client = client;
 	r->sess = c->sess;
 	r->gen = c->gen;
@@ -1235,7 +1275,7 @@ garble_reply(ZkmMsg *msg)
 	msg->path[0] = '\0';
 	msg->czxid = 0;
 	msg->owner = 0;
-	msg->data[0] = '\0';
+	msg->data = "";
 	if (msg->children)
 	{
 		for (i = 0; i < msg->nchildren; i++)
@@ -1282,8 +1322,9 @@ read_reply(Zkm *m, int s, const ReqNode *r)
 	msg->rc = ZOK;
 	msg->owner = n->owner;
 	msg->czxid = n->czxid;
+	msg->version = n->version;
 	if (r->req.kind == ZKM_GETDATA)
-		memcpy(msg->data, n->data, sizeof(msg->data));
+		msg->data = n->data;
 	if (r->req.kind == ZKM_CHILDREN)
 	{
 		msg->children = list_children(t, r->req.path, &msg->nchildren);
@@ -1404,28 +1445,37 @@ check_sub(Zkm *m, Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
 {
 	char		parent[ZKM_PATH];
 	Node	   *par;
+	const Node *n;
+	const char *data;
 
 	parent_of(sub->path, parent);
 	memset(out, 0, sizeof(*out));
+	n = find(t, sub->path);
+	data = sub->data;
+	/* a version that does not match: after the node's own checks, as the server does */
 	if (sub->kind == ZKM_EXISTS)
-		return find(t, sub->path) ? ZOK : ZNONODE;
+		return n == NULL ? ZNONODE : sub->versioned && sub->version != n->version ? ZBADVERSION : ZOK;
 	if (sub->kind == ZKM_SETDATA)
 	{
-		if (find(t, sub->path) == NULL)
+		if (n == NULL)
 			return ZNONODE;
 		if (acl_refuses(m, sub->path))
 			return ZNOAUTH;
+		if (sub->versioned && sub->version != n->version)
+			return ZBADVERSION;
 		out->setdata = true;
 		snprintf(out->path, sizeof(out->path), "%s", sub->path);
-		memcpy(out->data, sub->data, sizeof(out->data));
+		out->data = data;
 		return ZOK;
 	}
 	if (sub->kind == ZKM_DELETE)
 	{
 		if (find(t, parent) != NULL && acl_refuses(m, parent))
 			return ZNOAUTH;
-		if (find(t, sub->path) == NULL)
+		if (n == NULL)
 			return ZNONODE;
+		if (sub->versioned && sub->version != n->version)
+			return ZBADVERSION;
 		if (count_children(t, sub->path) > 0)
 			return ZNOTEMPTY;
 		out->create = false;
@@ -1440,7 +1490,7 @@ check_sub(Zkm *m, Tree *t, const ZkmSub *sub, int64_t owner, Prim *out)
 	if (par->owner != 0)
 		return ZNOCHILDRENFOREPHEMERALS;
 	out->create = true;
-	memcpy(out->data, sub->data, sizeof(out->data));
+	out->data = data;
 	out->container = (sub->flags & ZKM_F_CONTAINER) != 0;
 	out->owner = (sub->flags & ZKM_F_EPHEMERAL) ? owner : 0;
 	if (sub->flags & ZKM_F_SEQUENTIAL)
@@ -1511,8 +1561,10 @@ zkm_step_leader(Zkm *m)
 	{
 		single.kind = r->req.kind;
 		single.flags = r->req.flags;
+		single.versioned = r->req.versioned;
+		single.version = r->req.version;
+		single.data = r->req.data;
 		memcpy(single.path, r->req.path, sizeof(single.path));
-		memcpy(single.data, r->req.data, sizeof(single.data));
 		subs = &single;
 		nsub = 1;
 	}
@@ -1578,6 +1630,7 @@ zkm_step_leader(Zkm *m)
 	{
 		snprintf(msg->path, sizeof(msg->path), "%s", prim[0].path);
 		msg->czxid = m->zxid + 1;
+		msg->version = 0;
 	}
 	if (r->req.kind == ZKM_SETDATA && rc == ZOK)
 	{
@@ -1586,6 +1639,7 @@ zkm_step_leader(Zkm *m)
 
 		msg->czxid = n->czxid;
 		msg->owner = n->owner;
+		msg->version = n->version;
 	}
 	if (r->garble == 2 && rc == ZOK)
 	{
@@ -2081,4 +2135,12 @@ zkm_debug(const Zkm *m, int client)
 		   c->inbox != NULL);
 	for (i = 0; i < m->nservers; i++)
 		printf("  server %d: applied %d/%d cut %d\n", i, m->servers[i].applied, m->nlog, m->servers[i].cut);
+}
+
+const char *
+zkm_leader_data(const Zkm *m, const char *path)
+{
+	const Node *n = find(&m->servers[0].tree, path);
+
+	return n == NULL ? "" : n->data;
 }

@@ -27,7 +27,9 @@
  *     change, ahead of any later reply on that connection; set again by
  *     the client library on reconnect (fired at once if the node changed
  *     since the client's last seen zxid);
- *   - node data, set at create and by setData (a data watch fires);
+ *   - node data, set at create and by setData (a data watch fires), its
+ *     version (Stat.version) checked by a multi's check, a delete or a
+ *     setData (ZBADVERSION);
  *   - multi all-or-nothing with the real per-op results;
  *   - connection resets that lose replies (a write may still be applied
  *     after the reset, even after a read on the next connection), session
@@ -50,7 +52,7 @@
 #define ZKM_SERVERS	3
 #define ZKM_CLIENTS	8
 #define ZKM_MULTI	32
-#define ZKM_DATA	64			/* node data kept (longer data is cut) */
+#define ZKM_DATA	8192		/* node data a reader's buffer takes (conform.c) */
 
 typedef enum ZkmReqKind
 {
@@ -72,20 +74,24 @@ typedef struct ZkmSub
 {
 	ZkmReqKind	kind;			/* ZKM_CREATE, ZKM_DELETE, or ZKM_EXISTS for a check */
 	int			flags;
+	bool		versioned;		/* a check, delete or setData of version only (else any) */
+	int			version;
 	char		path[ZKM_PATH];
-	char		data[ZKM_DATA];	/* create */
+	const char *data;			/* create: NUL-terminated (NULL: none); zkm_send copies it */
 } ZkmSub;
 
 typedef struct ZkmReq
 {
 	ZkmReqKind	kind;
 	int			flags;			/* create */
+	bool		versioned;		/* a delete or setData of version only (else any) */
+	int			version;
 	bool		watch;
 	uint64_t	tag;			/* the caller's, returned with the reply */
 	uint64_t	wtag;			/* returned with the watch event */
 	int			nsub;			/* multi */
 	char		path[ZKM_PATH];
-	char		data[ZKM_DATA];	/* create, setData */
+	const char *data;			/* create, setData: as ZkmSub's */
 	ZkmSub		sub[ZKM_MULTI];
 } ZkmReq;
 
@@ -114,7 +120,8 @@ typedef struct ZkmMsg
 	char		path[ZKM_PATH]; /* created path; event's path */
 	int64_t		owner;			/* exists: ephemeralOwner */
 	int64_t		czxid;
-	char		data[ZKM_DATA];	/* getData */
+	const char *data;			/* getData ("" otherwise; the model's, until zkm_free) */
+	int32_t		version;		/* the node's data version (Stat.version) */
 	int64_t		zxid;			/* the server's, when it answered (clients track the last seen);
 								 * EVENT: the change that fired it */
 	int32_t		cversion;		/* getChildren: the parent's */
@@ -206,6 +213,7 @@ extern void zkm_names_free(char **names, int n);
 extern int	zkm_client_server(const Zkm *m, int client);
 extern int	zkm_server_children(const Zkm *m, int server, const char *path, char ***names);
 extern bool zkm_leader_node(const Zkm *m, const char *path, int64_t *owner, int64_t *czxid);
+extern const char *zkm_leader_data(const Zkm *m, const char *path);	/* "" when none */
 extern bool zkm_session_alive(const Zkm *m, int64_t session);
 
 #endif
