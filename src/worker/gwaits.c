@@ -223,7 +223,7 @@ switch_to(int64 session, const char *root)
 
 /*
  * Our claim and others': look for one of ours left over, drop ours once its
- * the victim's node is gone or its time is up, look for a claim that names us,
+ * victim's node is gone or its time is up, look for a claim that names us,
  * and write our document for one.
  */
 static void

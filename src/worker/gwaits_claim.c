@@ -315,7 +315,7 @@ claim_seen(int rc, const struct Stat *stat, const void *ctx)
 /*
  * While we publish, every CLAIM_LOOK_MS: does a claim name us?  (A watch
  * would stay set for the session's life once our waits end.)  The
- * the victim's cluster waits up to 2 × deadlock_timeout for us.
+ * victim's cluster waits up to 2 × deadlock_timeout for us.
  */
 void
 zw_gw_look_for_claim(void)

@@ -31,14 +31,18 @@ sooner(long a, long b)
 /*
  * The session, the presence list, then plan and send.  Returns how long
  * the worker may wait for news (ms, -1: until a request comes).  While
- * draining for a clean stop, no deadlock round starts.
+ * draining for a clean stop, settings stay as they are and no deadlock
+ * round starts; otherwise take_settings (if any) copies them into core
+ * once the session's turn has read a reload.
  */
 long
-zw_turn(ZklCore *core, bool draining)
+zw_turn(ZklCore *core, bool draining, void (*take_settings) (ZklCore *core))
 {
 	long		wait_ms;
 
 	zw_session_tend();
+	if (!draining && take_settings != NULL)
+		take_settings(core);
 	zw_presence_tend();
 	zw_left_tend();
 	zkl_flush_wakes();			/* owners the session's turn woke */

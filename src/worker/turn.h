@@ -18,7 +18,7 @@ typedef struct ZwStop
 	bool		marking;		/* asked for: nothing is planned any more */
 } ZwStop;
 
-extern long zw_turn(ZklCore *core, bool draining);
+extern long zw_turn(ZklCore *core, bool draining, void (*take_settings) (ZklCore *core));
 extern void zw_stop_begin(ZwStop *st, ZklCore *core, int bound_ms);
 extern ZklStopStep zw_stop_turn(ZwStop *st);
 extern void zw_stop_report(const ZwStop *st);

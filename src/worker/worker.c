@@ -396,6 +396,18 @@ set_signals(void)
 	BackgroundWorkerUnblockSignals();
 }
 
+/* Settings a reload may have changed (session.c's turn reads a reload). */
+static void
+take_settings(ZklCore *c)
+{
+	c->connect_timeout = zkl_connect_timeout;
+	c->proof_bound = zkl_proof_bound;
+	c->deadlock_timeout = DeadlockTimeout;
+	c->cohort.handover = zkl_local_handover;
+	c->cohort.handover_limit = zkl_local_handover_limit;
+	c->cohort.linger_ms = zkl_linger;
+}
+
 /*
  * One turn of the worker (turn.c), then wait for replies (at most
  * max_wait_ms, -1: as the turn says).  While draining for a clean stop,
@@ -408,17 +420,7 @@ worker_turn(bool draining, long max_wait_ms)
 
 	/* barriers and the like: the worker has a place in the proc array */
 	CHECK_FOR_INTERRUPTS();
-	if (!draining)
-	{
-		/* settings a reload may have changed */
-		core.connect_timeout = zkl_connect_timeout;
-		core.proof_bound = zkl_proof_bound;
-		core.deadlock_timeout = DeadlockTimeout;
-		core.cohort.handover = zkl_local_handover;
-		core.cohort.handover_limit = zkl_local_handover_limit;
-		core.cohort.linger_ms = zkl_linger;
-	}
-	wait_ms = zw_turn(&core, draining);
+	wait_ms = zw_turn(&core, draining, take_settings);
 	if (max_wait_ms >= 0)
 		wait_ms = (wait_ms < 0) ? max_wait_ms : Min(wait_ms, max_wait_ms);
 

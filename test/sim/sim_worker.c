@@ -213,7 +213,8 @@ plan_turn(Cluster *c)
 	int			i;
 
 	enter(c);
-	(void) zw_turn(&c->core, c->stopping);	/* (its wait: the simulator's turns come often enough) */
+	/* (settings are each cluster's, set in its core; its wait: the simulator's turns come often enough) */
+	(void) zw_turn(&c->core, c->stopping, NULL);
 	if (c->block_us > 0)
 	{
 		/* left_session.c's close waited on a handle of its own: the worker was busy that long */
