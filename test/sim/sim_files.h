@@ -172,6 +172,7 @@ int64_t leader_czxid(const Cluster *c, const ZklSlot *s);
 void check_group(const Cluster *c, int idx);
 void note_grants(Cluster *c);
 void check_peek_out(const Cluster *c);
+void check_tombstone_asked(Cluster *c, const ZkmReq *r);
 
 /* sim_truth.c */
 int backend_of_pid(const Cluster *c, int pid);

@@ -313,3 +313,55 @@ check_peek_out(const Cluster *c)
 				 "and none is on its way", c->id, j, s->req.owner_pid, s->zstate, s->key);
 	}
 }
+
+/*
+ * A clean stop's tombstone says its session holds nothing: other clusters
+ * skip lock-delay at its end.  So when cluster c asks for one, no lock
+ * node of that session may live at the leader (every delete was answered
+ * before the stop began to mark).
+ */
+void
+check_tombstone_asked(Cluster *c, const ZkmReq *r)
+{
+	int			i;
+
+	for (i = 0; i < (r->kind == ZKM_MULTI_OP ? r->nsub : 1); i++)
+	{
+		const char *path = r->kind == ZKM_MULTI_OP ? r->sub[i].path : r->path;
+		ZklSessionName n;
+		char	  **keys;
+		int			nkeys;
+		int			k;
+
+		if ((r->kind == ZKM_MULTI_OP ? r->sub[i].kind : r->kind) != ZKM_CREATE ||
+			strncmp(path, SESSIONS "/", strlen(SESSIONS "/")) != 0 ||
+			!zc_delay_parse_name(path + strlen(SESSIONS "/"), &n) || n.kind != ZKL_NAME_CLOSED)
+			continue;
+		nkeys = zkm_leader_children(S->m, ROOT, &keys);
+		for (k = 0; k < nkeys; k++)
+		{
+			char		key_path[ZKM_PATH];
+			char	  **names;
+			int			nn;
+			int			j;
+
+			if (keys[k][0] == '.')
+				continue;
+			snprintf(key_path, sizeof(key_path), ROOT "/%s", keys[k]);
+			nn = zkm_leader_children(S->m, key_path, &names);
+			for (j = 0; j < nn; j++)
+			{
+				char		node[ZKM_PATH];
+				int64_t		owner;
+				int64_t		czxid;
+
+				snprintf(node, sizeof(node), "%s/%s", key_path, names[j]);
+				if (zkm_leader_node(S->m, node, &owner, &czxid) && owner == n.id)
+					fail("c%d asks for the tombstone of session %" PRIx64 " while its node %s lives",
+						 c->id, n.id, node);
+			}
+			zkm_names_free(names, nn);
+		}
+		zkm_names_free(keys, nkeys);
+	}
+}
