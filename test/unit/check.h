@@ -6,8 +6,9 @@
 
 #include <stdio.h>
 
-static int	passed;
-static int	failed;
+/* defined once per program, beside its main() */
+extern int	passed;
+extern int	failed;
 
 #define CHECK(cond, what) \
 	do { \

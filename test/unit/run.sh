@@ -7,6 +7,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$here/../../src/core
 flags=(-std=c99 -Wall -Wextra -Werror -Wno-unused-parameter -O1 -DZC_ASSERTS -I"$src" -I"$here")
 cc "${flags[@]}" -o "$here/test_pure" "$here/test_pure.c" "$src/keys.c" "$src/recipe.c" "$src/kinds.c" "$src/invariant.c"
-cc "${flags[@]}" -o "$here/test_core" "$here/test_core.c" "$src"/*.c
+# test_core: its main (test_core.c), the host core.c runs in (unit_host.c), the tests by theme
+core_tests=(test_core unit_host test_requests test_book test_presence test_semaphores test_cohort
+	test_deadlock test_riders)
+cc "${flags[@]}" -o "$here/test_core" $(printf "$here/%s.c " "${core_tests[@]}") "$src"/*.c
 "$here/test_pure"
 "$here/test_core"

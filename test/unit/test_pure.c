@@ -11,6 +11,9 @@
 #include "recipe.h"
 #include "check.h"
 
+int			passed;
+int			failed;
+
 /* ZKL_NODE_BUFLEN of slot.h, which this test does not include */
 #define ZKR_TEST_NODE_BUFLEN 96
 
