@@ -576,6 +576,16 @@ invariant_broken(const char *cond, const char *file, int line)
 	fflush(stdout);
 }
 
+/* A slot moved where its state machine forbids (slot_state.c): the seed fails with its last steps. */
+static void
+slot_illegal(const ZklSlot *s, ZklZkState to)
+{
+	fail("illegal slot transition %s -> %s of %s %s", zc_slot_name(s->zstate), zc_slot_name(to), s->key,
+		 s->node);
+	fflush(stdout);
+	abort();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -593,6 +603,7 @@ main(int argc, char **argv)
 	int			i;
 
 	zc_invariant_broken = invariant_broken;
+	zc_slot_illegal = slot_illegal;
 
 	for (i = 1; i < argc; i++)
 	{

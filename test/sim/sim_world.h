@@ -28,6 +28,7 @@
 #include "looks.h"
 #include "resume.h"
 #include "table.h"
+#include "slot_state.h"
 #include "zkmodel.h"
 #include "core_batch.h"
 #include "core_grant.h"
