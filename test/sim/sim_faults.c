@@ -191,11 +191,12 @@ begin_stop(Cluster *c)
 	int			i;
 
 	trace("fault: c%d stops (fast shutdown)", c->id);
+	/* the stop begins before its backends' exits wake the worker (which then takes its steps) */
+	enter(c);
+	zw_stop_begin(&c->stop, &c->core, 3000);	/* worker.c's CLEAN_STOP_MS */
 	c->stopping = true;			/* its backends exit till the new postmaster starts */
 	for (i = 0; i < c->nb; i++)
 		backend_exit(c, &c->b[i]);
-	enter(c);
-	zw_stop_begin(&c->stop, &c->core, 3000);	/* worker.c's CLEAN_STOP_MS */
 }
 
 /*

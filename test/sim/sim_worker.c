@@ -153,6 +153,7 @@ stop_turn(Cluster *c)
 	switch (zw_stop_turn(&c->stop))
 	{
 		case ZKL_STOP_END:
+			zw_stop_report(&c->stop);	/* (its LOG line goes to the trace) */
 			stop_close(c, c->stop.mark == ZKL_MARK_DONE ? STOP_TOMBSTONE : STOP_PLAIN);
 			break;
 		case ZKL_STOP_SERVE:
