@@ -379,6 +379,7 @@ check_liveness(Cluster *c)
 		char		key_path[ZKL_PATH_LEN];
 		char	  **names;
 		ZkrChild	kids[128];
+		int			nk;
 		int			nn;
 		int			own;
 		int			watch;
@@ -414,8 +415,8 @@ check_liveness(Cluster *c)
 		zc_core_backend_of(&c->core, s, &b);
 		zc_core_key_path(c->t, s, key_path);
 		nn = zkm_leader_children(S->m, key_path, &names);
-		v = zc_recipe_decide(kids, zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids),
-					   s->uuid, &b, &own, &watch);
+		nk = zc_recipe_collect((const char *const *) names, nn < 128 ? nn : 128, kids);
+		v = zc_recipe_decide(kids, nk, s->uuid, &b, &own, &watch);
 		/*
 		 * Promptness: nothing blocks it at the leader, its own server shows
 		 * the same queue, and nothing is on its way to or from the worker:
@@ -430,21 +431,14 @@ check_liveness(Cluster *c)
 
 			if (settled && server < 0)
 				settled = false;	/* (the link is down: the worker will hear of it) */
-			if (settled && s->watch[0] != '\0')
-			{
-				char		wpath[ZKM_PATH];
-				int64_t		owner;
-				int64_t		czxid;
-
-				/*
-				 * The node it watches is still there: it hears when that
-				 * goes.  (A placed upgrade whose anchor went first stands
-				 * behind it now; its owner deletes it, on a connection that
-				 * may be slow.  Liveness bounds that wait.)
-				 */
-				snprintf(wpath, sizeof(wpath), "%s/%s", key_path, s->watch);
-				settled = !zkm_leader_node(S->m, wpath, &owner, &czxid);
-			}
+			/*
+			 * An upgrade it watches, of another backend, whose anchor went
+			 * first: the upgrade stood ahead of it when it listed, and stands
+			 * behind it now; it hears when its owner deletes it, on a
+			 * connection that may be slow (liveness bounds that wait).
+			 */
+			for (i = 0; settled && i < nk; i++)
+				settled = !(strcmp(kids[i].name, s->watch) == 0 && kids[i].upgrade && !kids[i].placed);
 			if (settled)
 			{
 				char	  **snames;
