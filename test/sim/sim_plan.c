@@ -255,6 +255,8 @@ plan_xact(Backend *b)
 	int			pattern = rnd_int(100);
 	int			i;
 
+	if (S->circle_sem_pct > 50 && chance(20))
+		pattern = 10 + rnd_int(6);	/* (those seeds draw circles of two keys more often too) */
 	b->nacts = 0;
 	b->next_act = 0;
 	b->subid = b->next_subid = 1;	/* the top transaction's */
@@ -350,7 +352,7 @@ plan_plain(Backend *b, int k, int pattern)
 		int			second = (first + 1 + rnd_int(NKEYS - 1)) % NKEYS;
 		int			i;
 
-		if (chance(25))
+		if (chance(S->circle_sem_pct))
 		{
 			/* a semaphore and a lock, in either order: circles through the semaphore */
 			if (chance(50))

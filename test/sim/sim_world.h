@@ -314,6 +314,7 @@ typedef struct Sim
 	/* the workload: every third seed leans on the semaphore */
 	int			sem_pct;		/* transactions that are a semaphore's */
 	int			mismatch_pct;	/* of those, with another holders number */
+	int			circle_sem_pct;	/* of the circles of two keys, those through the semaphore */
 	int			multi_pct;		/* transactions that are a multi-key request (the swarm's) */
 	int64_t		commit_pause_us;	/* longest pause between a commit's check and its record */
 	int			fault_weight[17];	/* per FaultKind (the seed's mix) */
