@@ -1,7 +1,9 @@
 /*
  * turn.c — one turn of the worker's loop between two waits, and one of a
  * clean stop's: the session, the presence list, then plan and send what
- * core.c decided, the looks, deadlock detection and the live reads.
+ * core.c decided, the looks, deadlock detection and the live reads; and
+ * what the worker does when session.c says its session ended, came back
+ * or got a new handle.
  * worker.c owns the process (signals, settings, the wait itself); the
  * simulator calls these as they are, between the replies it delivers.
  * Part of the worker: runs in its process only.
@@ -9,6 +11,7 @@
 #include "postgres.h"
 
 #include "storage/lwlock.h"
+#include "utils/timestamp.h"
 
 #include "turn.h"
 #include "shmem.h"
@@ -19,6 +22,53 @@
 #include "queue_read.h"
 #include "session.h"
 #include "requests.h"
+
+ZklCore    *zw_turn_core = NULL;
+
+/* ---- session events (session.c) ---- */
+
+/*
+ * Connected again (the same session, perhaps through another server).
+ * Caller holds the lock.
+ */
+static void
+session_reconnected(void)
+{
+	zc_core_reconnected(zw_turn_core);
+	zw_presence_reconnected();
+}
+
+/*
+ * The session that held our nodes is gone (expired, or closed by us): every
+ * node is gone with it, and nothing it proved counts any more.
+ */
+static void
+session_lost(void)
+{
+	zkl_proof_forget();
+	zw_left_forget();			/* a later worker must not mistake it for a crash's leftover */
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zc_core_session_lost(zw_turn_core);
+	zkl_shared->state_since = GetCurrentTimestamp();
+	LWLockRelease(zkl_shared->lock);
+}
+
+/* A new handle has nothing in flight. */
+static void
+session_new_handle(void)
+{
+	zc_core_new_handle(zw_turn_core);
+	zw_presence_reset();
+	zw_gwaits_reset();
+}
+
+const ZklSessionEvents zw_session_events = {
+	.lost = session_lost,
+	.reconnected = session_reconnected,
+	.new_handle = session_new_handle,
+};
+
+/* ---- a turn ---- */
 
 static long
 sooner(long a, long b)

@@ -8,6 +8,7 @@
 #include "core.h"
 #include "clean_stop.h"
 #include "presence.h"
+#include "session.h"
 
 /* A clean stop under way (zw_stop_*). */
 typedef struct ZwStop
@@ -17,6 +18,10 @@ typedef struct ZwStop
 	ZklMarkState mark;			/* the tombstone's */
 	bool		marking;		/* asked for: nothing is planned any more */
 } ZwStop;
+
+/* the worker's core, which the session's events act on (the simulator points it at each cluster's) */
+extern ZklCore *zw_turn_core;
+extern const ZklSessionEvents zw_session_events;
 
 extern long zw_turn(ZklCore *core, bool draining, void (*take_settings) (ZklCore *core));
 extern void zw_stop_begin(ZwStop *st, ZklCore *core, int bound_ms);

@@ -160,49 +160,6 @@ static const ZklCoreEnv core_env = {
 	.warn = env_warn,
 };
 
-/* ---- session events (session.c) ---- */
-
-/*
- * Connected again (the same session, perhaps through another server).
- * Caller holds the lock.
- */
-static void
-session_reconnected(void)
-{
-	zc_core_reconnected(&core);
-	zw_presence_reconnected();
-}
-
-/*
- * The session that held our nodes is gone (expired, or closed by us): every
- * node is gone with it, and nothing it proved counts any more.
- */
-static void
-session_lost(void)
-{
-	zkl_proof_forget();
-	zw_left_forget();			/* a later worker must not mistake it for a crash's leftover */
-	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-	zc_core_session_lost(&core);
-	zkl_shared->state_since = GetCurrentTimestamp();
-	LWLockRelease(zkl_shared->lock);
-}
-
-/* A new handle has nothing in flight. */
-static void
-session_new_handle(void)
-{
-	zc_core_new_handle(&core);
-	zw_presence_reset();
-	zw_gwaits_reset();
-}
-
-static const ZklSessionEvents session_events = {
-	.lost = session_lost,
-	.reconnected = session_reconnected,
-	.new_handle = session_new_handle,
-};
-
 /* ---- the worker process ---- */
 
 static bool
@@ -476,7 +433,8 @@ zw_worker_main(Datum arg)
 	LWLockRelease(zkl_shared->lock);
 	zw_query_restarted();
 	ereport(LOG, (errmsg("zk_lock worker started")));
-	zw_session_begin(&session_events);
+	zw_turn_core = &core;
+	zw_session_begin(&zw_session_events);
 
 	for (;;)
 	{

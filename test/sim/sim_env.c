@@ -138,6 +138,7 @@ enter(Cluster *c)
 	zw_session = c->session;
 	zw_left = c->left;
 	zw_gw = c->gw;
+	zw_turn_core = &c->core;
 	simpg_cluster(c->core.deadlock_timeout, c->id);
 	zkl_test_orphan = S->aim_orphans && c->id == S->orph_cl && zkm_now(S->m) < S->orph_until;
 	return c;
@@ -245,6 +246,12 @@ simh_proof_read(int64_t *session)
 {
 	*session = cur_cl->proof_session;
 	return cur_cl->proof_at;
+}
+
+void
+simh_proof_forget(void)
+{
+	proof_forget(cur_cl);
 }
 
 /* zkl_new_uuid: requests.c asks one only for zk_lock.test_orphan's node, marked so (ORPHAN_UUID) */

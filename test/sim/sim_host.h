@@ -46,6 +46,7 @@ extern bool simh_connected(void);
 extern bool simh_has_handle(void);
 extern int	simh_lock_delay_ms(void);	/* zkl_effective_lock_delay */
 extern int64_t simh_proof_read(int64_t *session);	/* zkl_proof_read */
+extern void simh_proof_forget(void);	/* zkl_proof_forget */
 extern void simh_new_uuid(char *out);	/* zkl_new_uuid */
 extern uint64_t simh_nonce(void);		/* pg_strong_random */
 extern bool zkl_test_orphan;	/* settings.h: before each lock node, one no request owns */

@@ -174,6 +174,12 @@ zkl_proof_read(int64 *session)
 }
 
 void
+zkl_proof_forget(void)
+{
+	simh_proof_forget();
+}
+
+void
 zkl_new_uuid(char out[ZKL_UUID_LEN + 1])
 {
 	simh_new_uuid(out);

@@ -1,9 +1,7 @@
 /*
- * sim_worker.c — the worker's turn: the parts of src/worker restated here
- * (session.c's session, left_session.c's close, worker.c's loop and clean
- * stop), the shipped files' tends, and each message handed to them: a
- * reply to its completion, a watch event to its watcher, a state change to
- * the session.
+ * sim_worker.c — the worker's turn and its clean stop (turn.c, as shipped),
+ * and each message handed to the shipped files: a reply to its completion,
+ * a watch event to its watcher, a state change to the session.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -18,45 +16,12 @@ proof_forget(Cluster *c)
 	c->proof_session = 0;
 }
 
-/*
- * worker.c's session events (ZklSessionEvents), for the cluster whose
- * worker runs: the session ended, the connection is made again, a new handle.
- */
-static void
-ev_lost(void)
-{
-	proof_forget(cur_cl);
-	zw_left_forget();			/* a later worker must not mistake it for a crash's leftover */
-	zc_core_session_lost(&cur_cl->core);
-}
-
-static void
-ev_reconnected(void)
-{
-	zc_core_reconnected(&cur_cl->core);
-	zw_presence_reconnected();
-}
-
-static void
-ev_new_handle(void)
-{
-	zc_core_new_handle(&cur_cl->core);
-	zw_presence_reset();
-	zw_gwaits_reset();
-}
-
-static const ZklSessionEvents sim_events = {
-	.lost = ev_lost,
-	.reconnected = ev_reconnected,
-	.new_handle = ev_new_handle
-};
-
 /* A worker process starts (worker.c's main, after its core is set up): session.c begins. */
 void
 worker_start(Cluster *c)
 {
 	enter(c);
-	zw_session_begin(&sim_events);
+	zw_session_begin(&zw_session_events);	/* its events are turn.c's */
 }
 
 /* One of the sessions' names: its path. */
