@@ -274,11 +274,13 @@ zkl_mono_now(void)
 {
 	struct timespec ts;
 
+	/* a kernel without CLOCK_BOOTTIME says EINVAL: the monotonic clock then (an unset ts is no time) */
 #ifdef CLOCK_BOOTTIME
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-#else
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) == 0)
+		return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 #endif
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		elog(ERROR, "zk_lock: no monotonic clock: %m");
 	return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
