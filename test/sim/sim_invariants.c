@@ -317,9 +317,24 @@ check_peek_out(const Cluster *c)
 /*
  * A clean stop's tombstone says its session holds nothing: other clusters
  * skip lock-delay at its end.  So when cluster c asks for one, no lock
- * node of that session may live at the leader (every delete was answered
- * before the stop began to mark).
+ * node of that session that a request of c owns may live at the leader
+ * (every delete was answered before the stop began to mark).  A node no
+ * request owns (a stray, zk_lock.test_orphan's) holds nothing: it goes
+ * with the session.
  */
+/* Whether a slot of c in use is the request of node `name` (by its uuid). */
+static bool
+owned_here(const Cluster *c, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+		if (c->t->slots[i].zstate != ZKS_FREE && c->t->slots[i].uuid[0] != '\0' &&
+			zc_recipe_name_has_uuid(name, c->t->slots[i].uuid))
+			return true;
+	return false;
+}
+
 void
 check_tombstone_asked(Cluster *c, const ZkmReq *r)
 {
@@ -356,7 +371,7 @@ check_tombstone_asked(Cluster *c, const ZkmReq *r)
 				int64_t		czxid;
 
 				snprintf(node, sizeof(node), "%s/%s", key_path, names[j]);
-				if (zkm_leader_node(S->m, node, &owner, &czxid) && owner == n.id)
+				if (zkm_leader_node(S->m, node, &owner, &czxid) && owner == n.id && owned_here(c, names[j]))
 					fail("c%d asks for the tombstone of session %" PRIx64 " while its node %s lives",
 						 c->id, n.id, node);
 			}
