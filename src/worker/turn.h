@@ -10,6 +10,8 @@
 #include "presence.h"
 #include "session.h"
 
+#define ZW_CLEAN_STOP_MS	3000	/* a clean stop's wait for every lock to be given back */
+
 /* A clean stop under way (zw_stop_*). */
 typedef struct ZwStop
 {

@@ -55,7 +55,6 @@
 	StaticAssertDecl(name == (value), #name " differs from src/core/zk_result.h");
 ZKL_ZK_RESULTS(ZKL_SAME_RESULT)
 
-#define CLEAN_STOP_MS	3000	/* a clean stop's wait for every lock to be given back */
 #define HELD_TERM_POLL_MS	200	/* how often a held SIGTERM looks for client backends */
 
 static ZklCore core;
@@ -391,7 +390,7 @@ worker_turn(bool draining, long max_wait_ms)
  * give their locks up): go on serving until every slot is free, so that
  * every node of our session was deleted while it lived, then leave the
  * tombstone that tells other clusters its end needs no lock-delay
- * (presence.c).  Bounded by CLEAN_STOP_MS: whatever is not done by then,
+ * (presence.c).  Bounded by ZW_CLEAN_STOP_MS: whatever is not done by then,
  * or fails, ends in a plain close, for which the others delay.  Its steps
  * are turn.c's.
  */
@@ -401,7 +400,7 @@ stop_cleanly(void)
 	ZwStop		st;
 	ZklStopStep step;
 
-	zw_stop_begin(&st, &core, CLEAN_STOP_MS);
+	zw_stop_begin(&st, &core, ZW_CLEAN_STOP_MS);
 	while ((step = zw_stop_turn(&st)) != ZKL_STOP_END)
 	{
 		if (step == ZKL_STOP_SERVE)

@@ -209,8 +209,9 @@ tick(int64_t us)
 			if (c->b[j].st == B_PUBLISH && zkm_now(S->m) >= c->b[j].next_at)
 				publish(c, &c->b[j], ZKH_COMMIT);
 
-		if (!c->paused && c->client >= 0 && zkm_connected(S->m, c->client))
-			*c->last_heard = c_mono(c);	/* pings answered (worker.c: on its monotonic clock) */
+		/* pings answered: the socket is readable and the connection stays up (worker.c) */
+		if (!c->paused && c->client >= 0 && zkm_answering(S->m, c->client))
+			*c->last_heard = c_mono(c);
 		worker_turn(c);
 	}
 }

@@ -410,7 +410,9 @@ handle_next(Cluster *c)
 
 	if (c->client < 0 || c->paused || (msg = zkm_pop(S->m, c->client)) == NULL)
 		return false;
-	*c->last_heard = c_mono(c);	/* worker.c: data read, on its monotonic clock */
+	/* worker.c: data read from the server, the connection up after it (not the library's own news) */
+	if (!msg->local && zkm_connected(S->m, c->client))
+		*c->last_heard = c_mono(c);
 	if (msg->kind == ZKM_STATE)
 		on_state(c, msg);
 	else if (msg->kind == ZKM_EVENT)
@@ -430,6 +432,9 @@ deliver(Cluster *c)
 	if (c->client < 0 || c->paused || !zkm_has_message(S->m, c->client))
 		return false;
 	worker_read(c, 1);
-	plan_turn(c);
+	if (c->stopping)
+		stop_turn(c);			/* worker.c's stop: a turn only when its step says so */
+	else
+		plan_turn(c);
 	return true;
 }

@@ -115,10 +115,11 @@ worker_restart(Cluster *c)
 	c->core.held = keep.held;
 	c->core.cohort.handover = keep.cohort.handover;
 	c->core.cohort.handover_limit = keep.cohort.handover_limit;
-	c->core.cohort.linger_ms = keep.cohort.linger_ms;
+	c->core.cohort.linger_ms = S->linger_ms;	/* the setting, read afresh (a stop set the core's to 0) */
 	c->paused = false;			/* a stopped process killed: the new one runs */
 	worker_memory(c);			/* process memory */
 	zc_core_worker_restarted(&c->core);
+	c->t->writes_held = false;	/* worker.c's worker_exit */
 	c->t->conn_state = ZKC_CONNECTING;
 	trace("c%d worker restarted", c->id);
 	worker_start(c);			/* its first turn resumes the session (session.c), if any */
@@ -193,7 +194,7 @@ begin_stop(Cluster *c)
 	trace("fault: c%d stops (fast shutdown)", c->id);
 	/* the stop begins before its backends' exits wake the worker (which then takes its steps) */
 	enter(c);
-	zw_stop_begin(&c->stop, &c->core, 3000);	/* worker.c's CLEAN_STOP_MS */
+	zw_stop_begin(&c->stop, &c->core, ZW_CLEAN_STOP_MS);
 	c->stopping = true;			/* its backends exit till the new postmaster starts */
 	for (i = 0; i < c->nb; i++)
 		backend_exit(c, &c->b[i]);
@@ -404,7 +405,7 @@ fault(void)
 		c->wall_jump += (int64_t) (rnd_int(20001) - 10000) * 1000;
 		trace("fault: c%d wall clock steps to %+.3f s", ci, c->wall_jump / 1e6);
 	}
-	else if (what == F_RELOAD && S->handover)
+	else if (what == F_RELOAD && S->handover && !c->stopping)
 	{
 		/* a reload turns local hand-over off, or back on */
 		c->core.cohort.handover = !c->core.cohort.handover;

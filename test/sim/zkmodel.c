@@ -2144,3 +2144,9 @@ zkm_leader_data(const Zkm *m, const char *path)
 
 	return n == NULL ? "" : n->data;
 }
+
+bool
+zkm_answering(const Zkm *m, int client)
+{
+	return m->clients[client].state == CS_CONNECTED && m->clients[client].silent_since == 0;
+}

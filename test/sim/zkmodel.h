@@ -166,6 +166,7 @@ extern void zkm_abandon(Zkm *m, int client);	/* the handle's process dies: the s
 extern int64_t zkm_session(const Zkm *m, int client);
 extern int	zkm_timeout(const Zkm *m, int client);
 extern bool zkm_connected(const Zkm *m, int client);
+extern bool zkm_answering(const Zkm *m, int client);	/* connected, and its link carries pings */
 extern void zkm_send(Zkm *m, int client, const ZkmReq *req);
 extern ZkmMsg *zkm_pop(Zkm *m, int client);	/* next message for the client, or NULL */
 extern void zkm_msg_free(ZkmMsg *msg);
