@@ -48,10 +48,11 @@
  * library's part is played here too: completions in order, ZCLOSING when a
  * handle closes, watchers kept once a read is answered ZOK, one-shot, and
  * told of session events.
- * What is re-stated here rather than run: the worker's loop and the clean
- * stop's loop (worker.c; the stop's steps are clean_stop.c, run as is),
- * following that file.  A backend's bookkeeping of its locks is book.c,
- * run as is.
+ * The worker's turn, its clean stop's steps and its session events are
+ * turn.c's, run as is.  Nothing of the worker's decisions is re-stated
+ * here: worker.c keeps the process (signals, settings, the waits between
+ * turns), whose place the scheduler takes.  A backend's bookkeeping of its
+ * locks is book.c, run as is.
  *
  * Usage: sim [--seed N] [--seeds A-B] [--seconds S] [--steps N] [--first-failure]
  *            [--verbose]
