@@ -152,6 +152,9 @@ simh_fail_deadlock(ZklCore *core, int pid, const char *node, const char *msg, co
 	}
 	if (!zc_core_fail_deadlock(core, pid, node, msg, detail))
 		return false;
+	if (s < 0 || bi < 0)
+		fail("c%d: pid %d's wait (%s) failed as a deadlock's victim, but the simulator finds no such "
+			 "request to judge", c->id, pid, node);
 	if (!forever && !excused)
 		fail("c%d: pid %d chosen as a deadlock's victim, but its wait (%s) is not one that never "
 			 "ends when the confirmations are in:\n%s", c->id, pid, node, detail);
