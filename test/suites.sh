@@ -54,7 +54,7 @@ run_suite bites-apply bash test/sim/bites_apply.sh
 # the worker's decisions against the model ZooKeeper: a fixed set of seeds (~30 s)
 run_suite sim bash test/sim/run.sh --seeds 1-8000 --seconds 35
 # the clock-rate rule: its gap passes within the rule and fails just outside it
-run_suite sim-clock-rule env SIM_BIN=test/sim/sim-gap bash test/sim/clock_rule.sh 8
+run_suite sim-clock-rule env SIM_BIN=test/sim/sim-gap bash test/sim/clock_rule.sh 8 30
 # the same code under AddressSanitizer and UBSan, on other seeds
 run_suite sim-asan env SIM_SANITIZE=1 SIM_BIN=test/sim/sim-asan bash test/sim/run.sh --seeds 100001-100400 --seconds 30
 # the model ZooKeeper against this real server: the same scripts, compared (~10 s)
