@@ -293,6 +293,8 @@ simh_log(bool error, const char *line)
 		left_alone++;			/* left_session.c: a crash's left session whose id is another's now */
 	if (strstr(line, "is not ours any more") != NULL)
 		resumes_refused++;		/* session.c: a resumed session's presence node was gone */
+	if (strstr(line, "cut off from ZooKeeper past the session timeout") != NULL)
+		check_cutoff_early(cur_cl);
 	if (error)
 		fail("c%d worker: ERROR %s", cur_cl->id, line);
 	else
@@ -488,6 +490,7 @@ void
 env_ghost(void *arg, const ZklSlot *s)
 {
 	enter(arg);
+	check_lookup_missed(arg, s);
 	zw_remember_ghost(s);
 }
 

@@ -412,7 +412,7 @@ handle_next(Cluster *c)
 		return false;
 	/* worker.c: data read from the server, the connection up after it (not the library's own news) */
 	if (!msg->local && zkm_connected(S->m, c->client))
-		*c->last_heard = c_mono(c);
+		*c->last_heard = c->heard_at = c_mono(c);
 	if (msg->kind == ZKM_STATE)
 		on_state(c, msg);
 	else if (msg->kind == ZKM_EVENT)

@@ -173,6 +173,8 @@ void check_group(const Cluster *c, int idx);
 void note_grants(Cluster *c);
 void check_peek_out(const Cluster *c);
 void check_tombstone_asked(Cluster *c, const ZkmReq *r);
+void check_cutoff_early(const Cluster *c);
+void check_lookup_missed(const Cluster *c, const ZklSlot *s);
 
 /* sim_truth.c */
 int backend_of_pid(const Cluster *c, int pid);

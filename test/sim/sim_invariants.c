@@ -7,6 +7,9 @@
 
 #include "sim_world.h"
 
+int64_t cutoffs_declared;	/* sessions a worker gave up as cut off (check_cutoff_early) */
+int64_t lookups_empty;	/* lookups of a lost create that found nothing (check_lookup_missed) */
+
 /* ---- invariants ---- */
 
 /* Which backend of which cluster owns the node of this name (-1: none). */
@@ -236,6 +239,29 @@ check_group(const Cluster *c, int idx)
  * worker handles and each plan (a grant decided with news still unread
  * must be judged before that news is read).
  */
+/*
+ * Inside one cluster two backends never hold conflicting modes of a key at
+ * once, whether or not both get to commit: a grant beside another backend's
+ * held lock is wrong when it is made (an upgrade that went ahead of a local
+ * waiter, a hand-over whose giver still holds).
+ */
+static void
+check_local_exclusion(const Cluster *c, const ZklSlot *s)
+{
+	int			j;
+
+	for (j = 0; j < c->t->nused; j++)
+	{
+		const ZklSlot *o = &c->t->slots[j];
+
+		if (o != s && o->zstate == ZKS_HELD && o->ans.result == ZKL_RESULT_GRANTED && !o->own.abandoned &&
+			o->req.owner_pid != s->req.owner_pid && strcmp(o->key, s->key) == 0 &&
+			conflict(o->req.mode, s->req.mode))
+			fail("c%d b%d granted %s %c beside b%d's %c (node %s)", c->id, s->req.owner_pid, s->key,
+				 s->req.mode, o->req.owner_pid, o->req.mode, o->node);
+	}
+}
+
 void
 note_grants(Cluster *c)
 {
@@ -265,6 +291,7 @@ note_grants(Cluster *c)
 			if (s->zk.handed > 0)
 				check_handover(c, s);
 			check_fifo(c, s);
+			check_local_exclusion(c, s);
 		}
 		/*
 		 * A wait that ended without a grant (a 40P01 of deadlock.c, a
@@ -379,4 +406,57 @@ check_tombstone_asked(Cluster *c, const ZkmReq *r)
 		}
 		zkm_names_free(keys, nkeys);
 	}
+}
+
+/*
+ * A cluster that hears nothing from ZooKeeper gives its locks up on its own
+ * clock, but not before 11/12 of the session timeout since it last heard
+ * from the server (docs/failure-semantics.md): a shorter outage, a leader
+ * change say, costs no lock.  Earlier is safe and still a bug: it fails
+ * holders whose sessions live.
+ */
+void
+check_cutoff_early(const Cluster *c)
+{
+	int64_t		silent = c_mono(c) - c->heard_at;
+	int64_t		rule = (int64_t) (c->t->negotiated_timeout * 11 / 12) * 1000;
+
+	cutoffs_declared++;
+	if (silent < rule)
+		fail("c%d declares itself cut off %.3f s after it last heard from the server, before 11/12 of its %d ms timeout",
+			 c->id, silent / 1e6, c->t->negotiated_timeout);
+}
+
+/*
+ * A lookup by uuid after a lost create's reply (requests.c's OP_RECOVER)
+ * that finds nothing sends the request to the back of the line.  It may
+ * miss only a create the leader applied after this handle connected (a
+ * write still under way on the old connection: a "ghost", orphans.c); one
+ * applied before had to be seen, or the request gives up its place for
+ * nothing and leaves a node of its own in front of itself.
+ */
+void
+check_lookup_missed(const Cluster *c, const ZklSlot *s)
+{
+	char		parent[ZKM_PATH];
+	char	  **names;
+	int			nn;
+	int			j;
+
+	lookups_empty++;
+	zc_core_key_path(c->t, s, parent);
+	nn = zkm_leader_children(S->m, parent, &names);
+	for (j = 0; j < nn; j++)
+	{
+		char		node[ZKM_PATH];
+		int64_t		owner;
+		int64_t		czxid;
+
+		snprintf(node, sizeof(node), "%s/%s", parent, names[j]);
+		if (zc_recipe_name_has_uuid(names[j], s->uuid) && zkm_leader_node(S->m, node, &owner, &czxid) &&
+			czxid <= c->connect_zxid)
+			fail("c%d found no node of request %s, though the leader applied %s before the handle connected",
+				 c->id, s->uuid, node);
+	}
+	zkm_names_free(names, nn);
 }

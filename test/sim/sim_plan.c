@@ -339,6 +339,16 @@ plan_plain(Backend *b, int k, int pattern)
 		/* an upgrade: shared, then exclusive; two upgraders wait for each other, so never for ever */
 		add_act(b, false, k, ZKL_MODE_SHARED, 1);
 		add_act(b, false, k, ZKL_MODE_EXCLUSIVE, chance(50) ? 1 : 2);
+		/*
+		 * The shared lock given up under the upgrade: a local writer that the
+		 * upgrade went ahead of is first in line now, and must still wait
+		 * for the upgrade's node (core.c's grant).
+		 */
+		if (chance(40))
+		{
+			add_act(b, true, k, ZKL_MODE_SHARED, 0);
+			add_pause(b);
+		}
 	}
 	else if (pattern < 16)
 	{

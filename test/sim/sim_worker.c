@@ -229,6 +229,11 @@ on_state(Cluster *c, const ZkmMsg *msg)
 		((watcher_fn) client_watchers[c->client]) (zw_client_handle(), ZOO_SESSION_EVENT, msg->type, "",
 													NULL);
 	watchers_session_event(c, msg->type);
+	if (msg->type == ZKM_ST_CONNECTED)
+	{
+		c->heard_at = c_mono(c);	/* session.c: a handshake is news from the server */
+		c->connect_zxid = zkm_leader_zxid(S->m);
+	}
 	if (msg->type == ZKM_ST_CONNECTING)
 		trace("c%d connection lost", c->id);
 }

@@ -208,6 +208,8 @@ typedef struct Cluster
 	bool		held[NSLOTS];
 	int			client;			/* model handle, -1: none (session.c's, through sim_zk.c) */
 	int64_t    *last_heard;		/* in its shared memory: the last reply from the server */
+	int64_t		heard_at;		/* the oracle's own copy of it (check_cutoff_early) */
+	int64_t		connect_zxid;	/* the leader's last write when the handle last connected */
 	bool		paused;
 	int64_t		paused_until;
 	int64_t		busy_until;		/* model time: the worker sees its latch only then */
@@ -505,6 +507,8 @@ extern int64_t ids_reused;		/* sessions that took an ended session's id */
 extern void (*client_watchers[ZKM_CLIENTS]) (void);
 extern int64_t left_alone;		/* a crash's left session whose id another session had */
 extern int64_t ids_reissued;	/* reconnects that came back to another session of the id */
+extern int64_t lookups_empty;	/* lookups of a lost create that found nothing */
+extern int64_t cutoffs_declared;	/* sessions a worker gave up as cut off */
 extern int64_t resumes_refused;	/* resumed sessions whose presence node was gone: expired */
 extern int64_t rides_seen;	/* of them, readers joining a local reader's node */
 extern int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */

@@ -141,6 +141,7 @@ typedef struct Client
 	int			pending_cap;
 	CWatch	   *watches;		/* as the client library keeps them */
 	bool		lose_write_reply;	/* the next write's reply is lost: the connection drops */
+	bool		behind_next;	/* after that: reconnect to the server furthest behind */
 	bool		garble_next;	/* the next request sent fails inside its server */
 } Client;
 
@@ -803,6 +804,8 @@ apply_next(Zkm *m, int s)
 		{
 			/* applied, but the connection drops before the reply gets through */
 			c->lose_write_reply = false;
+			/* the library's next server is drawn: often enough, one that lacks the write */
+			c->behind_next = rnd(m) % 2 == 0;
 			zkm_msg_free(t->route.msg);
 			t->route.msg = NULL;
 			zkm_reset(m, t->route.client);
@@ -1851,6 +1854,11 @@ zkm_step_reconnect(Zkm *m, int client)
 	if (n == 0)
 		return false;
 	s = cand[rnd(m) % n];
+	if (c->behind_next)
+		for (i = 0; i < n; i++)
+			if (server_zxid(m, cand[i]) < server_zxid(m, s))
+				s = cand[i];
+	c->behind_next = false;
 	state = new_msg(ZKM_STATE);
 	state->local = true;
 	if (!m->sessions[c->sess].alive)
@@ -2103,6 +2111,12 @@ zkm_server_children(const Zkm *m, int server, const char *path, char ***names)
 
 	*names = list_children(&m->servers[server].tree, path, &n);
 	return n;
+}
+
+int64_t
+zkm_leader_zxid(const Zkm *m)
+{
+	return server_zxid(m, 0);
 }
 
 bool

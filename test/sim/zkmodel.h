@@ -32,7 +32,8 @@
  *     setData (ZBADVERSION);
  *   - multi all-or-nothing with the real per-op results;
  *   - connection resets that lose replies (a write may still be applied
- *     after the reset, even after a read on the next connection), session
+ *     after the reset, even after a read on the next connection; after a
+ *     write's lost reply the next server is often the one furthest behind), session
  *     expiry at the leader from missed pings, a follower cut off from the
  *     leader that keeps answering pings and reads;
  *   - ACLs an operator sets on a node for a while: creates and deletes of
@@ -216,5 +217,6 @@ extern int	zkm_server_children(const Zkm *m, int server, const char *path, char 
 extern bool zkm_leader_node(const Zkm *m, const char *path, int64_t *owner, int64_t *czxid);
 extern const char *zkm_leader_data(const Zkm *m, const char *path);	/* "" when none */
 extern bool zkm_session_alive(const Zkm *m, int64_t session);
+extern int64_t zkm_leader_zxid(const Zkm *m);	/* the last write the leader applied */
 
 #endif
