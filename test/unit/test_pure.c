@@ -1,6 +1,6 @@
 /*
- * Unit tests for the I/O-free parts of zk_lock: key encoding (keys.c) and
- * the lock recipe's decisions (recipe.c).  Prints "N passed, M failed".
+ * Unit tests for the I/O-free parts of zk_lock: key encoding (keys.c),
+ * the lock recipe's decisions (recipe.c), and zk_once's rules (test_once.c).  Prints "N passed, M failed".
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -13,6 +13,8 @@
 
 int			passed;
 int			failed;
+
+void		test_once(void);	/* test_once.c */
 
 /* ZKL_NODE_BUFLEN of slot.h, which this test does not include */
 #define ZKR_TEST_NODE_BUFLEN 96
@@ -659,6 +661,7 @@ main(void)
 	test_upgrade_recipe();
 	test_semaphore_recipe();
 	test_kinds();
+	test_once();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }
