@@ -2,7 +2,7 @@
  * sim.c — deterministic simulation of zk_lock: several clusters, each
  * running the real worker decisions (src/core/core.c) and the real slot table
  * (src/core/table.c) for several backends, against the model ZooKeeper
- * (zkmodel.c), under a seeded scheduler that also injects faults:
+ * (zkmodel*.c), under a seeded scheduler that also injects faults:
  * connection resets, a write applied whose reply is lost, a follower cut
  * off from the leader, a worker paused past its session timeout, a session
  * killed at the leader, a waiter's node deleted behind its back (that
