@@ -286,6 +286,7 @@ request(Cluster *c, Backend *b, const Act *a)
 	b->st = B_WAIT;
 	trace("c%d b%d asks %s %c%s (slot %d)", c->id, b->pid, r.key, r.mode,
 		  r.nowait ? " try" : (b->deadline ? " timed" : ""), idx);
+	wall_step_behind(c, idx);
 	worker_turn(c);
 }
 

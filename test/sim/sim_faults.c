@@ -313,6 +313,35 @@ orphans_tend(void)
 		  (S->orph_until - now) / 1e6);
 }
 
+/*
+ * A local writer that will wait for a hand-over (another backend of c holds
+ * the key exclusive): now and then the wall clock steps back right after it
+ * asked, so that the next local writer asks "earlier" by the wall clock
+ * though later in truth.  Local order must not follow the wall clock.
+ */
+void
+wall_step_behind(Cluster *c, int idx)
+{
+	const ZklSlot *s = &c->t->slots[idx];
+	int			j;
+
+	if (s->req.mode != ZKL_MODE_EXCLUSIVE || !chance(25))
+		return;
+	for (j = 0; j < c->t->nused; j++)
+	{
+		const ZklSlot *o = &c->t->slots[j];
+
+		if (j != idx && o->zstate == ZKS_HELD && o->req.mode == ZKL_MODE_EXCLUSIVE &&
+			o->req.owner_pid != s->req.owner_pid && strcmp(o->key, s->key) == 0)
+		{
+			c->wall_jump -= 1000000 + rnd_int(2000000);
+			trace("fault: c%d wall clock steps back to %+.3f s behind slot %d's request", c->id,
+				  c->wall_jump / 1e6, idx);
+			return;
+		}
+	}
+}
+
 void
 fault(void)
 {

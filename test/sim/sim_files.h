@@ -214,6 +214,7 @@ void crash_restart(Cluster *c);
 void begin_stop(Cluster *c);
 bool gap_aimed(void);
 void first_listing_tend(void);
+void wall_step_behind(Cluster *c, int idx);
 void orphans_tend(void);
 void fault(void);
 void heal(bool all);

@@ -243,7 +243,10 @@ check_group(const Cluster *c, int idx)
  * Inside one cluster two backends never hold conflicting modes of a key at
  * once, whether or not both get to commit: a grant beside another backend's
  * held lock is wrong when it is made (an upgrade that went ahead of a local
- * waiter, a hand-over whose giver still holds).
+ * waiter, a hand-over whose giver still holds).  And a reader that rides
+ * another's shared node (no node, no place of its own in ZooKeeper's queue)
+ * passes no local writer that asked before it, which FIFO would break: the
+ * writer waits for that node, which riders could keep alive for ever.
  */
 static void
 check_local_exclusion(const Cluster *c, const ZklSlot *s)
@@ -254,11 +257,16 @@ check_local_exclusion(const Cluster *c, const ZklSlot *s)
 	{
 		const ZklSlot *o = &c->t->slots[j];
 
-		if (o != s && o->zstate == ZKS_HELD && o->ans.result == ZKL_RESULT_GRANTED && !o->own.abandoned &&
-			o->req.owner_pid != s->req.owner_pid && strcmp(o->key, s->key) == 0 &&
-			conflict(o->req.mode, s->req.mode))
+		if (o == s || o->own.abandoned || o->req.owner_pid == s->req.owner_pid ||
+			strcmp(o->key, s->key) != 0 || !conflict(o->req.mode, s->req.mode))
+			continue;
+		if (o->zstate == ZKS_HELD && o->ans.result == ZKL_RESULT_GRANTED)
 			fail("c%d b%d granted %s %c beside b%d's %c (node %s)", c->id, s->req.owner_pid, s->key,
 				 s->req.mode, o->req.owner_pid, o->req.mode, o->node);
+		if (s->zk.rides && o->ans.result == ZKL_RESULT_PENDING && o->zstate != ZKS_FREE &&
+			o->zstate != ZKS_GONE && o->req.ticket < s->req.ticket)
+			fail("c%d b%d rides %s's node %s past b%d's %c, which asked before it", c->id,
+				 s->req.owner_pid, s->key, s->node, o->req.owner_pid, o->req.mode);
 	}
 }
 
