@@ -10,18 +10,18 @@ MODULE_big = zk_lock
 CORE_OBJS = src/core/core.o src/core/core_reply.o src/core/core_grant.o src/core/core_plan.o \
             src/core/core_batch.o src/core/cohort.o src/core/cohort_ride.o src/core/cohort_plan.o src/core/table.o src/core/book.o src/core/holds.o \
             src/core/lock_delay.o src/core/recipe.o src/core/kinds.o src/core/keys.o src/core/cutoff.o src/core/sigterm.o src/core/clean_stop.o \
-            src/core/resume.o src/core/deadlock.o src/core/gwait.o src/core/gwait_doc.o src/core/gwait_edges.o src/core/slot_state.o src/core/looks.o \
+            src/core/resume.o src/core/deadlock.o src/core/gwait.o src/core/gwait_doc.o src/core/gwait_edges.o src/core/slot_state.o src/core/looks.o src/core/once.o \
             src/core/invariant.o
 WORKER_OBJS = src/worker/worker.o src/worker/session.o src/worker/left_session.o \
               src/worker/presence.o src/worker/orphans.o src/worker/auth.o src/worker/zk_client.o \
               src/worker/queue_read.o src/worker/gwaits.o src/worker/gwaits_doc.o src/worker/gwaits_claim.o src/worker/requests.o \
-              src/worker/turn.o
+              src/worker/turn.o src/worker/once_io.o
 BACKEND_OBJS = src/backend/lockfuncs.o src/backend/request.o src/backend/xact.o src/backend/held.o src/backend/commit.o src/backend/stmt.o src/backend/views.o \
-               src/backend/key_text.o
+               src/backend/key_text.o src/backend/once.o src/backend/once_call.o
 OBJS = src/zk_lock.o src/settings.o src/shmem.o $(CORE_OBJS) $(WORKER_OBJS) $(BACKEND_OBJS)
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(srcdir)/src/worker -I$(srcdir)/src/backend
 EXTENSION = zk_lock
-DATA = zk_lock--1.0.sql zk_lock--1.0--1.1.sql zk_lock--1.1--1.2.sql
+DATA = zk_lock--1.0.sql zk_lock--1.0--1.1.sql zk_lock--1.1--1.2.sql zk_lock--1.2--1.3.sql
 PGFILEDESC = "zk_lock - advisory locks shared by PostgreSQL clusters through ZooKeeper"
 
 # Single-threaded client only: the _mt library runs callbacks on its own threads.

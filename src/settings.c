@@ -25,6 +25,7 @@ int			zkl_local_handover_limit = 16;
 int			zkl_linger = 0;
 bool		zkl_test_fail_worker = false;
 bool		zkl_test_orphan = false;
+int			zkl_test_seal_delay_ms = 0;
 
 static bool
 valid_host_port(const char *e, size_t len)
@@ -212,4 +213,9 @@ zkl_define_settings(void)
 							 NULL,
 							 &zkl_test_orphan, false, PGC_SIGHUP,
 							 GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL, NULL, NULL, NULL);
+	DefineCustomIntVariable("zk_lock.test_seal_delay_ms",
+							"For tests: a committing zk_once transaction waits this long before it records its period.",
+							"It holds the window between the local commit and the record open, for a fault to fall in.",
+							&zkl_test_seal_delay_ms, 0, 0, 60000, PGC_SUSET,
+							GUC_NOT_IN_SAMPLE | GUC_NO_SHOW_ALL | GUC_UNIT_MS, NULL, NULL, NULL);
 }

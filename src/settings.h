@@ -18,6 +18,7 @@ extern int	zkl_linger;
 extern int	zkl_lock_delay;
 extern bool zkl_test_fail_worker;
 extern bool zkl_test_orphan;
+extern int	zkl_test_seal_delay_ms;
 
 extern void zkl_define_settings(void);
 

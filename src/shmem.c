@@ -23,6 +23,7 @@
 
 ZklShared  *zkl_shared = NULL;
 ZklQuery   *zkl_query = NULL;
+ZklOnceArea *zkl_once = NULL;
 
 static Size
 zkl_shmem_size(void)
@@ -34,7 +35,7 @@ zkl_shmem_size(void)
 void
 zkl_shmem_request(void)
 {
-	RequestAddinShmemSpace(add_size(zkl_shmem_size(), sizeof(ZklQuery)));
+	RequestAddinShmemSpace(add_size(add_size(zkl_shmem_size(), sizeof(ZklQuery)), sizeof(ZklOnceArea)));
 	RequestNamedLWLockTranche("zk_lock", 1);
 }
 
@@ -61,6 +62,12 @@ zkl_shmem_startup(void)
 	{
 		memset(zkl_query, 0, sizeof(ZklQuery));
 		ConditionVariableInit(&zkl_query->cv);
+	}
+	zkl_once = ShmemInitStruct("zk_lock once", sizeof(ZklOnceArea), &found);
+	if (!found)
+	{
+		memset(zkl_once, 0, sizeof(ZklOnceArea));
+		ConditionVariableInit(&zkl_once->cv);
 	}
 	LWLockRelease(AddinShmemInitLock);
 }

@@ -110,8 +110,54 @@ typedef struct ZklQuery
 	char		text[ZKL_WAITS_TEXT];	/* the documents of a read of waits, NUL-ended */
 } ZklQuery;
 
+/*
+ * zk_once's calls to ZooKeeper (backend/once.c asks, worker/once_io.c
+ * sends), one at a time per cluster as the query area's: IDLE -> ASKED
+ * (backend) -> RUNNING -> DONE (worker) -> IDLE (backend).  A call whose
+ * outcome is unknown (the connection dropped) is sent again once
+ * connected: each is safe to repeat (once_io.c says why).
+ */
+typedef enum ZklOnceOp
+{
+	ZKL_ONCE_READ,				/* getData of the job's record */
+	ZKL_ONCE_MAKE,				/* create it (and <root>/.once) with `data` */
+	ZKL_ONCE_SEAL				/* multi: the claim's node still there, setData at `version` */
+} ZklOnceOp;
+
+#define ZKL_ONCE_DATA_LEN	512		/* a record's text (once.h: ZKO_RECORD_LEN) */
+
+/* What ZooKeeper answered a zk_once call (of a SEAL's multi, the failing op). */
+typedef enum ZklOnceResult
+{
+	ZKL_ONCE_OK = 0,
+	ZKL_ONCE_NONODE,			/* no record (READ); the claim's node or the record gone (SEAL) */
+	ZKL_ONCE_EXISTS,			/* MAKE: there is one */
+	ZKL_ONCE_BADVERSION,		/* SEAL: the record changed since it was read */
+	ZKL_ONCE_FAILED				/* anything else: sqlstate, errmsg */
+} ZklOnceResult;
+
+typedef struct ZklOnceArea
+{
+	ConditionVariable cv;
+	ZklQueryState state;
+	int			asker_pid;
+	uint64		attempt;		/* tags the worker's calls for this one */
+	ZklOnceOp	op;
+	char		name[ZKL_KEY_BUFLEN];	/* the record's node name: the job's text key */
+	int			claim_slot;		/* SEAL: the claim's slot, whose node must be there */
+	int32		version;		/* SEAL: the version read; READ: the version found */
+	ZklOnceResult result;
+	bool		claim_gone;		/* SEAL: refused because the claim's node is gone */
+	int			sqlstate;		/* FAILED: ZooKeeper's error, as SQL reports it */
+	char		errmsg[ZKL_ERRMSG_LEN];
+	int64		mtime;			/* READ: when ZooKeeper last wrote it (ms since the epoch) */
+	int			len;
+	char		data[ZKL_ONCE_DATA_LEN];	/* MAKE, SEAL: to write; READ: what was read */
+} ZklOnceArea;
+
 extern ZklShared *zkl_shared;
 extern ZklQuery *zkl_query;
+extern ZklOnceArea *zkl_once;
 extern void zkl_shmem_request(void);
 extern void zkl_shmem_startup(void);
 extern void zkl_require_shared(void);

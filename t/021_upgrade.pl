@@ -1,6 +1,6 @@
-# ALTER EXTENSION zk_lock UPDATE from 1.0 (to 1.2, through 1.1) while a lock
-# is held keeps it held and working, adds the (int, int) functions and the
-# counters view, and leaves the same objects, comments and privileges as a
+# ALTER EXTENSION zk_lock UPDATE from 1.0 (to 1.3, through 1.1 and 1.2) while
+# a lock is held keeps it held and working, adds the (int, int) functions, the
+# counters view and zk_once, and leaves the same objects, comments and privileges as a
 # fresh install.
 use strict;
 use warnings;
@@ -18,8 +18,8 @@ my $b = new_zk_cluster('ub', $zk);
 $a->safe_psql('postgres', "DROP EXTENSION zk_lock; CREATE EXTENSION zk_lock VERSION '1.0'");
 is($a->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zk_lock'"), '1.0',
 	'A runs version 1.0 of the extension');
-is($b->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zk_lock'"), '1.2',
-	'a fresh install is 1.2');
+is($b->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zk_lock'"), '1.3',
+	'a fresh install is 1.3');
 my ($ret) = $a->psql('postgres', 'BEGIN; SELECT zk_lock(1, 2)');
 isnt($ret, 0, 'the (int, int) functions do not exist in 1.0');
 
@@ -35,8 +35,8 @@ is($a->safe_psql('postgres', "SELECT string_agg(cluster || ':' || granted, ',') 
 	'ua:true', 'and so does the 1.0 zk_lock_queue');
 
 $a->safe_psql('postgres', 'ALTER EXTENSION zk_lock UPDATE', timeout => 60);
-is($a->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zk_lock'"), '1.2',
-	'ALTER EXTENSION zk_lock UPDATE brings A to 1.2, through 1.1');
+is($a->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'zk_lock'"), '1.3',
+	'ALTER EXTENSION zk_lock UPDATE brings A to 1.3, through 1.1 and 1.2');
 is($b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('upgrade-key', 0); COMMIT"), 'f',
 	'the lock taken under 1.0 is still held');
 is($h->query_safe("SELECT zk_lock_token('upgrade-key')"), $token, 'its token is unchanged');
@@ -86,12 +86,13 @@ $a->safe_psql('restricted', q{
 	ALTER EXTENSION zk_lock UPDATE;});
 my $privs = q{SELECT string_agg(format('%s:%s', f, has_function_privilege('ROLE', f::regprocedure, 'EXECUTE')), ' ' ORDER BY f)
 	FROM unnest(ARRAY['zk_session_lock(text)', 'zk_session_try_lock_shared(integer,integer,integer)',
-					  'zk_lock(integer,integer)', 'zk_session_unlock(text)']) f};
+					  'zk_lock(integer,integer)', 'zk_session_unlock(text)',
+					  'zk_once(text,interval,timestamptz,boolean)']) f};
 is($a->safe_psql('restricted', $privs =~ s/ROLE/outsider/r),
-	'zk_lock(integer,integer):f zk_session_lock(text):f zk_session_try_lock_shared(integer,integer,integer):f zk_session_unlock(text):t',
-	'after the update, a role outside the granted ones cannot call the new lock functions (unlocking stays open)');
+	'zk_lock(integer,integer):f zk_once(text,interval,timestamptz,boolean):f zk_session_lock(text):f zk_session_try_lock_shared(integer,integer,integer):f zk_session_unlock(text):t',
+	'after the update, a role outside the granted ones cannot call the new lock functions nor zk_once (unlocking stays open)');
 is($a->safe_psql('restricted', $privs =~ s/ROLE/member/r),
-	'zk_lock(integer,integer):t zk_session_lock(text):t zk_session_try_lock_shared(integer,integer,integer):t zk_session_unlock(text):t',
+	'zk_lock(integer,integer):t zk_once(text,interval,timestamptz,boolean):t zk_session_lock(text):t zk_session_try_lock_shared(integer,integer,integer):t zk_session_unlock(text):t',
 	'a member of the granted role can');
 
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left');

@@ -25,8 +25,8 @@ zb_display_key(const char *encoded)
 	StringInfoData out;
 	const unsigned char *p;
 
-	/* a semaphore's key reads as the key it was given as */
-	if (zc_keys_is_semaphore_key(encoded))
+	/* a semaphore's key reads as the key it was given as, a zk_once claim's as its job's name */
+	if (zc_keys_is_semaphore_key(encoded) || zc_keys_is_once_key(encoded))
 		encoded++;
 	if (zc_keys_decode_key(encoded, &kind, buf, sizeof(buf)) < 0)
 		return pstrdup(encoded);

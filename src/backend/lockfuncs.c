@@ -145,7 +145,7 @@ static bool
 acquire(FunctionCallInfo fcinfo, char keykind, char mode, ZklWaitKind kind, bool session)
 {
 	char		key[1][ZKL_KEY_BUFLEN];
-	ZklAsk		ask = {mode, kind, -1, session, 0};
+	ZklAsk		ask = {mode, kind, -1, session, 0, false};
 
 	zb_check_usable();
 	zb_key_arg(fcinfo, keykind, key[0]);
@@ -218,7 +218,7 @@ static bool
 acquire_array(FunctionCallInfo fcinfo, char keykind, char mode, ZklWaitKind kind, bool session)
 {
 	char		(*keys)[ZKL_KEY_BUFLEN] = palloc(ZKL_MULTI_KEYS * ZKL_KEY_BUFLEN);
-	ZklAsk		ask = {mode, kind, -1, session, 0};
+	ZklAsk		ask = {mode, kind, -1, session, 0, false};
 	int			n;
 
 	zb_check_usable();

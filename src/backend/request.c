@@ -401,7 +401,7 @@ zb_request_locks(FunctionCallInfo fcinfo, char (*keys)[ZKL_KEY_BUFLEN], int n, c
 
 	zb_xact_init();
 	zb_check_losses();
-	if (!ask->session)
+	if (!ask->session && !ask->one_statement)
 		warn_if_autocommit(fcinfo);
 	for (i = 0; i < n; i++)
 	{

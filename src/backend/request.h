@@ -24,6 +24,7 @@ typedef struct ZklAsk
 	int			timeout_ms;		/* ZKL_WAIT_BOUNDED */
 	bool		session;		/* session-level */
 	int			holders;		/* a semaphore's; 0 for a lock */
+	bool		one_statement;	/* a transaction of one statement is meant (zk_once): no warning */
 } ZklAsk;
 
 /*

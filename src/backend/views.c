@@ -159,7 +159,8 @@ zk_lock_requests(PG_FUNCTION_ARGS)
 		else
 			nulls[0] = true;
 		values[1] = CStringGetTextDatum(zb_display_key(s->key));
-		values[2] = CStringGetTextDatum(s->key[semaphore] == ZKL_KEY_BIGINT ? "bigint" :
+		values[2] = CStringGetTextDatum(zc_keys_is_once_key(s->key) ? "once" :
+										s->key[semaphore] == ZKL_KEY_BIGINT ? "bigint" :
 										s->key[semaphore] == ZKL_KEY_PAIR ? "integer pair" : "text");
 		values[3] = CStringGetTextDatum(mode_name(s->req.mode));
 		values[4] = CStringGetTextDatum(slot_state(s));

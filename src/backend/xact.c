@@ -1,7 +1,8 @@
 /*
  * xact.c — binds this backend's locks (held.c) to its transactions: the
  * transaction callback as one switch (the commit check at pre-commit and
- * pre-prepare, commit.c; every transaction-level lock released at the end),
+ * pre-prepare, commit.c; zk_once's periods recorded at commit, once.c;
+ * every transaction-level lock released at the end),
  * savepoints, backend exit, and keeping the commit check first among the
  * transaction callbacks.
  */
@@ -15,6 +16,7 @@
 #include "book.h"
 #include "commit.h"
 #include "held.h"
+#include "once_call.h"
 #include "shmem.h"
 
 static void
@@ -37,10 +39,14 @@ xact_callback(XactEvent event, void *arg)
 			ConditionVariableCancelSleep();
 			break;
 		case XACT_EVENT_COMMIT:
+			/* zk_once's periods are recorded while their claims are still held */
+			zb_once_at_commit();
+			/* FALLTHROUGH */
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PREPARE:
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_PARALLEL_ABORT:
+			zb_once_forget();
 			(void) zb_held_committing(false);
 			zc_book_xact_end(zb_held_book());
 			break;
@@ -55,7 +61,10 @@ subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 {
 	/* a savepoint rolled back gives up what was taken in it; a released one passes it up */
 	if (event == SUBXACT_EVENT_ABORT_SUB)
+	{
 		zc_book_subxact_abort(zb_held_book(), mySubid);
+		zb_once_subxact_abort();	/* a zk_once claim given up with it: its period too */
+	}
 	else if (event == SUBXACT_EVENT_COMMIT_SUB)
 		zc_book_subxact_commit(zb_held_book(), mySubid, parentSubid);
 }

@@ -279,7 +279,17 @@ zc_book_unlock_all(ZklBook *b, bool session_level)
 
 	if (!session_level)
 	{
-		zc_book_release_level(b, false);
+		abandon_pending(b);
+		for (i = 0; i < b->n; i++)
+		{
+			/* a zk_once claim stays till the transaction ends: its period is recorded then */
+			if (zc_keys_is_once_key(b->h[i].key))
+				continue;
+			b->h[i].nxact = 0;
+			b->x[i].ndepth = 0;
+		}
+		release_empty(b);
+		book_check(b);
 		return;
 	}
 	for (i = 0; i < b->n; i++)

@@ -126,20 +126,39 @@ hexval(char c)
 	return -1;
 }
 
-int
-zc_keys_semaphore_key(char *encoded)
+/* The key behind a letter that names its key space (a semaphore's, a zk_once claim's). */
+static int
+prefix_key(char *encoded, char letter)
 {
 	size_t		len = strlen(encoded);
 
 	memmove(encoded + 1, encoded, len + 1);
-	encoded[0] = ZKL_KEY_SEMAPHORE;
+	encoded[0] = letter;
 	return (int) len + 1;
+}
+
+int
+zc_keys_semaphore_key(char *encoded)
+{
+	return prefix_key(encoded, ZKL_KEY_SEMAPHORE);
 }
 
 int
 zc_keys_is_semaphore_key(const char *encoded)
 {
 	return encoded[0] == ZKL_KEY_SEMAPHORE;
+}
+
+int
+zc_keys_once_key(char *encoded)
+{
+	return prefix_key(encoded, ZKL_KEY_ONCE);
+}
+
+int
+zc_keys_is_once_key(const char *encoded)
+{
+	return encoded[0] == ZKL_KEY_ONCE && encoded[1] == ZKL_KEY_TEXT;
 }
 
 int

@@ -16,6 +16,8 @@
 #define ZKL_KEY_PAIR	'p'			/* (key1 int, key2 int) */
 /* A semaphore's key: this letter before a text or bigint key's encoding. */
 #define ZKL_KEY_SEMAPHORE	'm'
+/* A zk_once job's claim: this letter before its name's text encoding (once.h). */
+#define ZKL_KEY_ONCE	'o'
 
 /* Longest text key, in bytes of its UTF-8 form. */
 #define ZKL_MAX_KEY_BYTES	256
@@ -44,9 +46,16 @@ extern int	zc_keys_semaphore_key(char *encoded);
 /* Whether an encoded key is a semaphore's. */
 extern int	zc_keys_is_semaphore_key(const char *encoded);
 
+/* The claim key of a zk_once job named by an encoded text key (in place, as above). */
+extern int	zc_keys_once_key(char *encoded);
+
+/* Whether an encoded key is a zk_once claim's. */
+extern int	zc_keys_is_once_key(const char *encoded);
+
 /*
  * Decode a node name made by the encoders above (a lock's; a semaphore's
- * key is ZKL_KEY_SEMAPHORE and then one of these).  A pair decodes to
+ * key is ZKL_KEY_SEMAPHORE and then one of these, a zk_once claim's
+ * ZKL_KEY_ONCE and then a text key's).  A pair decodes to
  * "<key1>,<key2>".  Sets *kind, writes the raw
  * text key (or the number's decimal form) NUL-terminated into out and returns
  * its length; -1 when name is not one of ours or out is too small.

@@ -17,6 +17,7 @@
 #include "zk_client.h"
 #include "orphans.h"
 #include "queue_read.h"
+#include "once_io.h"
 #include "requests.h"
 #include "core_batch.h"
 #include "core_grant.h"
@@ -299,7 +300,10 @@ zw_requests_plan(void)
 		proof_at = 0;
 	next_ms = zc_core_plan(zw_requests->core, connected, proof_at);
 	if (connected)
+	{
 		zw_query_start();
+		zw_once_start();
+	}
 	LWLockRelease(zkl_shared->lock);
 	return next_ms;
 }

@@ -20,6 +20,7 @@
 #include "orphans.h"
 #include "gwaits.h"
 #include "queue_read.h"
+#include "once_io.h"
 #include "session.h"
 #include "requests.h"
 
@@ -112,6 +113,7 @@ zw_turn(ZklCore *core, bool draining, void (*take_settings) (ZklCore *core))
 	if (!draining)
 		wait_ms = sooner(wait_ms, zw_gwaits_tend(core));
 	zw_query_send();
+	zw_once_send();
 	return zw_session_wait_ms(wait_ms);
 }
 

@@ -44,6 +44,7 @@
 #include "presence.h"
 #include "gwaits.h"
 #include "queue_read.h"
+#include "once_io.h"
 #include "session.h"
 #include "requests.h"
 #include "sigterm.h"
@@ -431,6 +432,7 @@ zw_worker_main(Datum arg)
 	zc_core_worker_restarted(&core);
 	LWLockRelease(zkl_shared->lock);
 	zw_query_restarted();
+	zw_once_restarted();
 	ereport(LOG, (errmsg("zk_lock worker started")));
 	zw_turn_core = &core;
 	zw_session_begin(&zw_session_events);

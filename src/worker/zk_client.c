@@ -195,6 +195,12 @@ zw_client_op_delete(zoo_op_t *op, const char *path, int version)
 	zoo_delete_op_init(op, path, version);
 }
 
+void
+zw_client_op_set(zoo_op_t *op, const char *path, const char *value, int len, int version)
+{
+	zoo_set_op_init(op, path, value, len, version, NULL);
+}
+
 /* The library's text for a result code, for messages. */
 const char *
 zw_client_strerror(int rc)

@@ -53,6 +53,8 @@ extern void zw_client_op_check(zoo_op_t *op, const char *path, int version);
 extern void zw_client_op_create(zoo_op_t *op, const char *path, const char *value, int len,
 								int flags, char *name, int namelen);
 extern void zw_client_op_delete(zoo_op_t *op, const char *path, int version);
+extern void zw_client_op_set(zoo_op_t *op, const char *path, const char *value, int len,
+							 int version);
 extern const char *zw_client_strerror(int rc);
 extern const clientid_t *zw_client_session(zhandle_t *zh);
 extern int	zw_client_timeout(zhandle_t *zh);

@@ -34,11 +34,13 @@ for f in "${WORKER[@]}"; do
 	cc -std=gnu99 "$@" "${warn[@]}" -Wno-missing-field-initializers -Wno-sign-compare "${io[@]}" \
 		-I"$src/worker" -I"$src" -I"$src/core" -I"$pgsrv" -c "$src/worker/$f.c" -o "$obj/w-$f.o"
 done
-cc -std=gnu99 "$@" "${warn[@]}" -Wno-missing-field-initializers -Wno-sign-compare \
-	-I"$here" -I"$src" -I"$src/core" -I"$src/worker" -I"$pgsrv" -c "$here/sim_pg.c" -o "$obj/sim_pg.o"
-# the simulator's own files: every sim*.c but sim_pg.c (the PostgreSQL side, above),
+for f in "$here"/sim_pg*.c; do
+	cc -std=gnu99 "$@" "${warn[@]}" -Wno-missing-field-initializers -Wno-sign-compare \
+		-I"$here" -I"$src" -I"$src/core" -I"$src/worker" -I"$pgsrv" -c "$f" -o "$obj/$(basename "$f" .c).o"
+done
+# the simulator's own files: every sim*.c but sim_pg*.c (the PostgreSQL side, above),
 # and the model ZooKeeper (every zkmodel*.c)
 sims=()
-for f in "$here"/sim*.c; do [ "$(basename "$f")" = sim_pg.c ] || sims+=("$f"); done
+for f in "$here"/sim*.c; do case "$(basename "$f")" in sim_pg*) ;; *) sims+=("$f") ;; esac; done
 cc -std=c99 "$@" -DZC_ASSERTS "${warn[@]}" -I"$src/core" -I"$src/worker" -I"$here" -o "$out" \
 	"${sims[@]}" "$here"/zkmodel*.c "$src"/core/*.c "$obj"/*.o

@@ -1,8 +1,8 @@
 /*
  * sim_pg.c — what the shipped worker files take from PostgreSQL, for the
  * simulator: each simulated cluster's shared memory (a ZklShared, as
- * shmem.c lays it out), its clocks and system identifier, memory, logging
- * and the table lock.  Compiled with PostgreSQL's server headers, like the
+ * shmem.c lays it out), its clocks and system identifier, memory and the
+ * table lock (strings and logging: sim_pg_text.c).  Compiled with PostgreSQL's server headers, like the
  * worker files it serves; the simulator (sim.c) reaches it through
  * sim_host.h only.
  *
@@ -189,8 +189,9 @@ zkl_new_uuid(char out[ZKL_UUID_LEN + 1])
 bool		zkl_test_orphan = false;
 
 /*
- * The live read of zk_lock_queue and zk_lock_waits (queue_read.c) serves a
- * backend's view: not simulated, and never asked.
+ * The live read of zk_lock_queue and zk_lock_waits (queue_read.c) and
+ * zk_once's calls on a job's record (once_io.c) serve a backend's view and
+ * jobs that the simulator does not run: never asked.
  */
 void
 zw_query_start(void)
@@ -199,6 +200,16 @@ zw_query_start(void)
 
 void
 zw_query_send(void)
+{
+}
+
+void
+zw_once_start(void)
+{
+}
+
+void
+zw_once_send(void)
 {
 }
 
@@ -586,112 +597,4 @@ int
 errcode_for_file_access(void)
 {
 	return 0;
-}
-
-/* ---- strings (libpgport's, which the simulator does not link) ---- */
-
-#undef vsnprintf
-
-int
-pg_vsnprintf(char *str, size_t count, const char *fmt, va_list args)
-{
-	return vsnprintf(str, count, fmt, args);
-}
-
-int
-pg_snprintf(char *str, size_t count, const char *fmt,...)
-{
-	va_list		ap;
-	int			n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(str, count, fmt, ap);
-	va_end(ap);
-	return n;
-}
-
-size_t
-strlcpy(char *dst, const char *src, size_t siz)
-{
-	size_t		n = strlen(src);
-
-	if (siz > 0)
-	{
-		size_t		k = n < siz - 1 ? n : siz - 1;
-
-		memcpy(dst, src, k);
-		dst[k] = '\0';
-	}
-	return n;
-}
-
-/* ---- logging: a LOG line goes to the seed's trace, an ERROR fails it ---- */
-
-static int	log_level;
-static char log_line[512];
-
-bool
-errstart(int elevel, const char *domain)
-{
-	log_level = elevel;
-	log_line[0] = '\0';
-	return elevel >= LOG;
-}
-
-bool
-errstart_cold(int elevel, const char *domain)
-{
-	return errstart(elevel, domain);
-}
-
-static int
-add_text(const char *prefix, const char *fmt, va_list ap)
-{
-	size_t		n = strlen(log_line);
-
-	if (n < sizeof(log_line))
-		n += snprintf(log_line + n, sizeof(log_line) - n, "%s", prefix);
-	if (n < sizeof(log_line))
-		vsnprintf(log_line + n, sizeof(log_line) - n, fmt, ap);
-	return 0;
-}
-
-int
-errmsg(const char *fmt,...)
-{
-	va_list		ap;
-
-	va_start(ap, fmt);
-	add_text("", fmt, ap);
-	va_end(ap);
-	return 0;
-}
-
-/* the same text, not translated: one function under both names */
-int			errmsg_internal(const char *fmt,...) __attribute__((alias("errmsg")));
-int			errdetail_internal(const char *fmt,...) __attribute__((alias("errdetail")));
-
-int
-errdetail(const char *fmt,...)
-{
-	va_list		ap;
-
-	va_start(ap, fmt);
-	add_text("; ", fmt, ap);
-	va_end(ap);
-	return 0;
-}
-
-int
-errcode(int sqlerrcode)
-{
-	return 0;
-}
-
-void
-errfinish(const char *filename, int lineno, const char *funcname)
-{
-	simh_log(log_level >= ERROR, log_line);
-	if (log_level >= ERROR)
-		exit(1);				/* the worker process would exit: the seed has failed */
 }

@@ -198,6 +198,15 @@ test_book(void)
 		  "DISCARD ALL, alone: everything goes, nothing to prove");
 	book_lost_slot[3] = false;
 
+	/* zk_unlock_all leaves a zk_once claim to the transaction's end, where its period is recorded */
+	book_ngiven_up = 0;
+	zc_book_add(&b, 4, "otjob", 'x', 8, false, 1);
+	zc_book_add(&b, 5, "tplain", 'x', 8, false, 1);
+	zc_book_unlock_all(&b, false);
+	CHECK(b.n == 1 && given_up(5) && !given_up(4), "zk_unlock_all: the plain lock goes, the claim stays");
+	zc_book_xact_end(&b);
+	CHECK(b.n == 0 && given_up(4), "the claim goes at the transaction's end");
+
 	/* many locks: the book grows, and gives them up in batches */
 	book_ngiven_up = 0;
 	{

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "keys.h"
 #include "once.h"
 #include "check.h"
 
@@ -33,6 +34,22 @@ test_args(void)
 	CHECK(zc_once_check_args(3, 0, INT32_MAX, INT64_MAX - 1, true, &p) == ZKO_PERIOD_TOO_LONG,
 		  "a period past 64 bits");
 	CHECK(zc_once_check_args(3, 0, 0, S, false, &p) == ZKO_ANCHOR_NOT_FINITE, "infinite anchor");
+}
+
+static void
+test_claim_key(void)
+{
+	char		key[ZKL_KEY_BUFLEN];
+	char		raw[ZKL_KEY_BUFLEN];
+	char		kind = 0;
+
+	CHECK(zc_keys_encode_text_key("night ly", 8, key, sizeof(key)) > 0 && zc_keys_once_key(key) > 0 &&
+		  key[0] == ZKL_KEY_ONCE && key[1] == ZKL_KEY_TEXT, "a job's claim key: 'o' before its name's text key");
+	CHECK(zc_keys_is_once_key(key) && !zc_keys_is_semaphore_key(key), "told apart from a semaphore's");
+	CHECK(zc_keys_decode_key(key, &kind, raw, sizeof(raw)) < 0, "no lock's key decodes as a claim");
+	CHECK(zc_keys_decode_key(key + 1, &kind, raw, sizeof(raw)) == 8 && strcmp(raw, "night ly") == 0,
+		  "behind its letter, the job's name");
+	CHECK(!zc_keys_is_once_key("tonce") && !zc_keys_is_once_key("o"), "a text key starting with o is no claim");
 }
 
 static void
@@ -223,6 +240,7 @@ void
 test_once(void)
 {
 	test_args();
+	test_claim_key();
 	test_grid();
 	test_decide();
 	test_record();

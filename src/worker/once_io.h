@@ -1,0 +1,12 @@
+/*
+ * once_io.h — zk_once's calls on a job's record (once_io.c).
+ * Worker process only.
+ */
+#ifndef ZK_LOCK_ONCE_IO_H
+#define ZK_LOCK_ONCE_IO_H
+
+extern void zw_once_start(void);
+extern void zw_once_restarted(void);
+extern void zw_once_send(void);
+
+#endif
