@@ -17,7 +17,7 @@ WORKER_OBJS = src/worker/worker.o src/worker/session.o src/worker/left_session.o
               src/worker/queue_read.o src/worker/gwaits.o src/worker/gwaits_doc.o src/worker/gwaits_claim.o src/worker/requests.o \
               src/worker/turn.o src/worker/once_io.o
 BACKEND_OBJS = src/backend/lockfuncs.o src/backend/request.o src/backend/xact.o src/backend/held.o src/backend/commit.o src/backend/stmt.o src/backend/views.o \
-               src/backend/key_text.o src/backend/once.o src/backend/once_call.o
+               src/backend/key_text.o src/backend/once.o src/backend/once_call.o src/backend/once_seal.o
 OBJS = src/zk_lock.o src/settings.o src/shmem.o $(CORE_OBJS) $(WORKER_OBJS) $(BACKEND_OBJS)
 PG_CPPFLAGS = -I$(srcdir)/src -I$(srcdir)/src/core -I$(srcdir)/src/worker -I$(srcdir)/src/backend
 EXTENSION = zk_lock

@@ -10,12 +10,8 @@
  * node is still there and the record is the version it read.  So the next
  * holder of the claim, here or in another cluster, sees the seal.
  *
- * The one corner: a seal that does not land (the server crashes, the
- * session ends, ZooKeeper does not answer in time) leaves a committed
- * period owed, and another call does it again: at least once, never lost.
- * A job keyed on the period start it is given is safe there
- * (docs/failure-semantics.md).  The calls to ZooKeeper go through the
- * worker (worker/once_io.c), one at a time per cluster.
+ * The seal is once_seal.c's; the calls to ZooKeeper go through the worker
+ * (once_call.c, worker/once_io.c), one at a time per cluster.
  */
 #include "postgres.h"
 
@@ -36,6 +32,7 @@
 
 #include "once.h"
 #include "once_call.h"
+#include "once_seal.h"
 #include "held.h"
 #include "lockfuncs.h"
 #include "request.h"
@@ -43,47 +40,6 @@
 #include "shmem.h"
 
 PG_FUNCTION_INFO_V1(zk_once);
-
-/* Microseconds from the Unix epoch to PostgreSQL's. */
-#define UNIX_TO_PG_US ((int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY)
-
-/* A period this transaction must do: sealed at its commit, forgotten at its end. */
-typedef struct OncePending
-{
-	char		name[ZKL_KEY_BUFLEN];	/* the job's text key: its record's name */
-	char		claim[ZKL_KEY_BUFLEN];	/* its claim's key */
-	char	   *shown;			/* the job's name, for messages */
-	int32		version;		/* of the record read (or made) */
-	int64		period;			/* as the call gave them */
-	int64		anchor;
-	ZkoRecord	rec;
-	int64		start;			/* the period owed (Unix us) */
-	int64		skipped;
-} OncePending;
-
-static List *pending = NIL;		/* in TopMemoryContext */
-
-static OncePending *
-find_pending(const char *name)
-{
-	ListCell   *lc;
-
-	foreach(lc, pending)
-	{
-		OncePending *p = lfirst(lc);
-
-		if (strcmp(p->name, name) == 0)
-			return p;
-	}
-	return NULL;
-}
-
-static void
-free_pending(OncePending *p)
-{
-	pfree(p->shown);
-	pfree(p);
-}
 
 /* The arguments, checked: the job's text key, its period and anchor in us. */
 static void
@@ -246,13 +202,13 @@ zk_once(PG_FUNCTION_ARGS)
 	int64		skipped = 0;
 	int			slot;
 	OncePending *p;
-	MemoryContext old;
+	OncePending p_new;
 
 	once_args(fcinfo, name, &shown, &period, &anchor);
 	latest = PG_GETARG_BOOL(3);
 	zb_check_usable();
 	/* a repeat call in the transaction that does the period: the same answer */
-	if ((p = find_pending(name)) != NULL)
+	if ((p = zb_once_pending(name)) != NULL)
 	{
 		if (p->period != period || p->anchor != anchor)
 			ereport(ERROR,
@@ -312,137 +268,17 @@ zk_once(PG_FUNCTION_ARGS)
 	 * synchronous_commit says, now or later in the transaction).
 	 */
 	ForceSyncCommit();
-	old = MemoryContextSwitchTo(TopMemoryContext);
-	p = palloc0(sizeof(OncePending));
-	strlcpy(p->name, name, sizeof(p->name));
-	strlcpy(p->claim, claim[0], sizeof(p->claim));
-	p->shown = pstrdup(shown);
-	p->version = version;
-	p->period = period;
-	p->anchor = anchor;
-	p->rec = rec;
-	p->start = start;
-	p->skipped = skipped;
-	pending = lappend(pending, p);
-	MemoryContextSwitchTo(old);
+	memset(&p_new, 0, sizeof(p_new));
+	strlcpy(p_new.name, name, sizeof(p_new.name));
+	strlcpy(p_new.claim, claim[0], sizeof(p_new.claim));
+	p_new.shown = shown;
+	p_new.version = version;
+	p_new.period = period;
+	p_new.anchor = anchor;
+	p_new.rec = rec;
+	p_new.start = start;
+	p_new.skipped = skipped;
+	zb_once_remember(&p_new);
 	PG_RETURN_DATUM(period_datum(start));
 }
 
-/* The record names this very commit as the one that did p's period. */
-static bool
-names_us(const OncePending *p, int slot, const ZkoBy *by, TimestampTz deadline)
-{
-	ZklOnceCall call;
-	ZkoRecord	r;
-
-	zb_once_call(ZKL_ONCE_READ, p->name, slot, 0, NULL, 0, false, deadline, &call);
-	return call.result == ZKL_ONCE_OK && call.len > 0 &&
-		zc_once_parse(call.data, call.len, &r) == ZKO_PARSE_OK && r.has_done && r.done == p->start &&
-		r.has_by && r.by.sysid == by->sysid && r.by.pid == by->pid && r.by.at == by->at;
-}
-
-/* Seal p's period; never raises an error (the transaction has committed). */
-static void
-seal(const OncePending *p)
-{
-	ZklOnceCall call;
-	ZkoBy		by;
-	ZkoRecord	done;
-	char		text[ZKO_RECORD_LEN];
-	int			len;
-	int			slot = zb_local_slot(p->claim, ZKL_MODE_EXCLUSIVE);
-	TimestampTz deadline;
-
-	memset(&by, 0, sizeof(by));
-	by.sysid = GetSystemIdentifier();
-	by.pid = MyProcPid;
-	by.xid = GetTopTransactionIdIfAny();
-	strlcpy(by.cluster, cluster_name ? cluster_name : "", sizeof(by.cluster));
-	by.at = GetCurrentTimestamp() + UNIX_TO_PG_US;
-	if (zkl_test_seal_delay_ms > 0)
-		pg_usleep((long) zkl_test_seal_delay_ms * 1000L);
-	/* one bound for the whole of it: the commit waits no longer */
-	deadline = zb_once_deadline(true);
-	if (slot >= 0)
-	{
-		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		strlcpy(by.uuid, zkl_shared->t.slots[slot].uuid, sizeof(by.uuid));
-		LWLockRelease(zkl_shared->lock);
-	}
-	if (slot < 0 || !zc_once_sealed(&p->rec, p->start, p->skipped, &by, &done) ||
-		(len = zc_once_format(&done, text, sizeof(text))) < 0)
-	{
-		memset(&call, 0, sizeof(call));
-		call.result = ZKL_ONCE_FAILED;
-		strlcpy(call.errmsg, "its claim is not held", sizeof(call.errmsg));
-	}
-	else
-	{
-		zb_once_call(ZKL_ONCE_SEAL, p->name, slot, p->version, text, len, false, deadline, &call);
-
-		/*
-		 * Refused, or no answer: a try whose answer was lost may have landed
-		 * (a repeat is then refused as changed, or finds the claim gone once
-		 * the session ended).  The record says whether it names this commit.
-		 */
-		if (call.result != ZKL_ONCE_OK && !ProcDiePending && names_us(p, slot, &by, deadline))
-			call.result = ZKL_ONCE_OK;
-	}
-	if (call.result == ZKL_ONCE_OK)
-	{
-		ereport(DEBUG1, (errmsg_internal("zk_once job \"%s\": period %s recorded", p->shown,
-										  timestamptz_to_str(p->start - UNIX_TO_PG_US))));
-		return;
-	}
-	ereport(LOG,
-			(errmsg("zk_once job \"%s\": period %s was done here but could not be recorded in ZooKeeper: %s",
-					p->shown, timestamptz_to_str(p->start - UNIX_TO_PG_US),
-					call.claim_gone ? "the claim was lost" :
-					call.result == ZKL_ONCE_BADVERSION ? "the record changed" : call.errmsg),
-			 errdetail("Another call may do this period again."),
-			 errhint("Key the job's effects on the period start it was given, so that a repeat does no harm.")));
-}
-
-void
-zb_once_at_commit(void)
-{
-	ListCell   *lc;
-
-	if (pending == NIL)
-		return;
-	/* committed: nothing may raise an error now, and a cancel waits */
-	HOLD_INTERRUPTS();
-	foreach(lc, pending)
-		seal(lfirst(lc));
-	RESUME_INTERRUPTS();
-	zb_once_forget();
-}
-
-void
-zb_once_forget(void)
-{
-	ListCell   *lc;
-
-	foreach(lc, pending)
-		free_pending(lfirst(lc));
-	list_free(pending);
-	pending = NIL;
-}
-
-void
-zb_once_subxact_abort(void)
-{
-	ListCell   *lc;
-
-	/* a period whose claim went with the savepoint is no longer this transaction's */
-	foreach(lc, pending)
-	{
-		OncePending *p = lfirst(lc);
-
-		if (zb_local_slot(p->claim, ZKL_MODE_EXCLUSIVE) < 0)
-		{
-			pending = foreach_delete_current(pending, lc);
-			free_pending(p);
-		}
-	}
-}

@@ -33,12 +33,4 @@ extern void zb_once_call(ZklOnceOp op, const char *name, int slot, int32 version
 /* How long a call may take: past it, the connection is not coming back soon. */
 extern TimestampTz zb_once_deadline(bool at_commit);
 
-/*
- * At commit: seal this transaction's periods (once.c).  At any end: forget
- * them.  A savepoint rolled back: forget those whose claim went with it.
- */
-extern void zb_once_at_commit(void);
-extern void zb_once_forget(void);
-extern void zb_once_subxact_abort(void);
-
 #endif

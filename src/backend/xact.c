@@ -16,7 +16,7 @@
 #include "book.h"
 #include "commit.h"
 #include "held.h"
-#include "once_call.h"
+#include "once_seal.h"
 #include "shmem.h"
 
 static void
