@@ -52,7 +52,7 @@ ifneq ($(shell grep -s '^\#define USE_ASSERT_CHECKING 1' "$$($(PG_CONFIG) --incl
 PG_CPPFLAGS += -DZC_ASSERTS
 endif
 
-.PHONY: test demo bench soak deb unit fuzz sim sim-bites sim-coverage core-pure installcheck-regress installcheck-isolation installcheck-tap
+.PHONY: test test-long demo bench soak deb unit fuzz sim sim-bites sim-coverage core-pure installcheck-regress installcheck-isolation installcheck-tap
 
 ifneq ($(PGXS),)
 include $(PGXS)
@@ -112,6 +112,10 @@ sim-coverage:
 # the locks protect (test/soak); SOAK_SEED replays a run's faults.
 soak:
 	bash test/soak.sh
+
+# Tests too long for `make test` (test/long): zk_once with real pg_cron, ten minutes.
+test-long:
+	bash test/long.sh
 
 # A long libFuzzer run of the key encoding (make test runs a short one).
 FUZZ_SECONDS ?= 600

@@ -67,8 +67,9 @@ typedef struct ZklShared
 } ZklShared;
 
 /*
- * One live read of a key's queue in ZooKeeper (zk_lock_queue), or of every
- * cluster's published waits (zk_lock_waits, gwait.h), asked by one
+ * One live read of a key's queue in ZooKeeper (zk_lock_queue), or of the
+ * documents of a folder under the root (every cluster's published waits,
+ * zk_lock_waits, gwait.h; zk_once's records, zk_once_jobs), asked by one
  * backend at a time: IDLE -> ASKED (backend) -> RUNNING -> DONE (worker) ->
  * IDLE (backend).  Waiters for the area or the answer sleep on `cv`.
  */
@@ -104,7 +105,8 @@ typedef struct ZklQuery
 	int			sqlstate;		/* non-zero: failed, see errmsg */
 	char		errmsg[ZKL_ERRMSG_LEN];
 	char		key[ZKL_KEY_BUFLEN];
-	bool		waits;			/* read <root>/.waits (zk_lock_waits), not a key's queue */
+	bool		docs;			/* read a folder's documents (dir), not a key's queue */
+	char		dir[16];		/* its name under the root: .waits (zk_lock_waits), .once */
 	int			text_used;
 	ZklQueueEntry entries[ZKL_QUEUE_MAX];
 	char		text[ZKL_WAITS_TEXT];	/* the documents of a read of waits, NUL-ended */

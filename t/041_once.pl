@@ -29,6 +29,10 @@ is($b->safe_psql('postgres', "BEGIN; SELECT $call IS NOT NULL; COMMIT"), 't',
 is($a->safe_psql('postgres', "BEGIN; SELECT $call IS NULL; COMMIT"), 't', 'then A finds nothing owed');
 is($b->safe_psql('postgres', "BEGIN; SELECT $call IS NULL; COMMIT"), 't', 'nor does B');
 
+is($b->safe_psql('postgres',
+	"SELECT period || ' ' || (last_done = first_period) || ' ' || done_by_cluster || ' ' || (running_cluster IS NULL)
+	 FROM zk_once_jobs WHERE name = 'nightly'"), '01:00:00 true ob true',
+	'zk_once_jobs: the period, the one done, by B, nobody running it now');
 my $rec = zk_cli($zk, 'get /zk_lock/.once/tnightly');
 like($rec, qr/^zk_once 1$/m, 'the record is in ZooKeeper, under the root');
 like($rec, qr/^done \d+$/m, 'it names the period done');
@@ -45,6 +49,11 @@ is($b->safe_psql('postgres', "BEGIN; SELECT $job IS NULL; COMMIT"), 't', 'B gets
 cmp_ok(time() - $t0, '<', 5, 'at once');
 like($a->safe_psql('postgres', "SELECT key || ' ' || key_type FROM zk_locks"), qr/^hourly once$/m,
 	'zk_locks shows the claim as a once key');
+is($b->safe_psql('postgres', "SELECT running_cluster || ' ' || (last_done IS NULL) FROM zk_once_jobs WHERE name = 'hourly'"),
+	'oa true', 'zk_once_jobs, read in B: A runs the job\'s first period');
+$b->safe_psql('postgres', 'CREATE ROLE reader LOGIN');
+is($b->safe_psql('postgres', 'SELECT count(*) FROM zk_once_jobs', extra_params => [ '-U', 'reader' ]), '2',
+	'any role may read it');
 $h->query_safe('SELECT zk_unlock_all()');
 is($b->safe_psql('postgres', "BEGIN; SELECT $job IS NULL; COMMIT"), 't',
 	'zk_unlock_all() does not give the claim up before the commit');

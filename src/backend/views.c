@@ -20,11 +20,15 @@
 #include "lockfuncs.h"
 #include "key_text.h"
 #include "gwait_edges.h"
+#include "once.h"
+#include "once_seal.h"
 
 PG_FUNCTION_INFO_V1(zk_lock_requests);
 PG_FUNCTION_INFO_V1(zk_lock_status);
 PG_FUNCTION_INFO_V1(zk_lock_counters);
 PG_FUNCTION_INFO_V1(zk_lock_wait_rows);
+PG_FUNCTION_INFO_V1(zk_once_claim_raw);
+PG_FUNCTION_INFO_V1(zk_once_records);
 
 /* Every counter the worker keeps, as rows of the zk_lock_counters view. */
 typedef struct CounterRow
@@ -294,12 +298,12 @@ sleep_until(TimestampTz deadline, const char *what)
 }
 
 /*
- * Have the worker read the queue of an encoded key (or, key NULL, every
- * cluster's published waits, their text into *text); returns its nodes, in
- * queue order, and how many in *n.
+ * Have the worker read the queue of an encoded key (or, key NULL, the
+ * documents of folder `dir` under the root, their text into *text);
+ * returns its nodes, in queue order, and how many in *n.
  */
 static ZklQueueEntry *
-read_query(const char *key, int *n, char **text)
+read_query(const char *key, const char *dir, int *n, char **text)
 {
 	TimestampTz deadline;
 	ZklQueueEntry *entries;
@@ -320,7 +324,8 @@ read_query(const char *key, int *n, char **text)
 		{
 			zkl_query->state = ZKQ_ASKED;
 			zkl_query->asker_pid = MyProcPid;
-			zkl_query->waits = key == NULL;
+			zkl_query->docs = key == NULL;
+			strlcpy(zkl_query->dir, dir ? dir : "", sizeof(zkl_query->dir));
 			strlcpy(zkl_query->key, key ? key : "", sizeof(zkl_query->key));
 			mine = true;
 		}
@@ -363,7 +368,8 @@ read_query(const char *key, int *n, char **text)
 	if (zkl_query->truncated)
 		ereport(NOTICE,
 				(key ? errmsg("zk_lock_queue shows the first %d contenders only", ZKL_QUEUE_MAX) :
-				 errmsg("zk_lock_waits shows the waits of some clusters only: more than fit")));
+				 errmsg("%s shows some only: more than fit",
+						strcmp(dir, ZGW_WAITS_DIR) == 0 ? "zk_lock_waits" : "zk_once_jobs")));
 	LWLockRelease(zkl_shared->lock);
 	release_query(0, (Datum) 0);
 
@@ -410,7 +416,7 @@ lock_entry_granted(const ZklQueueEntry *entries, const ZkrChild *kids, int n, in
  * granted (by the recipe's own rule), node name, the node's data, and a
  * semaphore's holders (the 1.0 lock queue's row type has no such column:
  * the tuple takes the columns it has).  `what` is the semaphore mode for a
- * semaphore's queue.
+ * semaphore's queue, ZKL_KEY_ONCE for a zk_once job's claim.
  */
 static Datum
 queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
@@ -429,8 +435,10 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
 	zb_key_arg(fcinfo, keykind, key);
 	if (semaphore)
 		(void) zc_keys_semaphore_key(key);
+	else if (what == ZKL_KEY_ONCE)
+		(void) zc_keys_once_key(key);	/* a zk_once job's claim, by the job's name */
 	InitMaterializedSRF(fcinfo, 0);
-	entries = read_query(key, &n, NULL);
+	entries = read_query(key, NULL, &n, NULL);
 
 	kids = palloc(Max(n, 1) * sizeof(ZkrChild));
 	granted = palloc0(Max(n, 1) * sizeof(bool));
@@ -469,6 +477,72 @@ queue_raw(FunctionCallInfo fcinfo, char keykind, char what)
 
 ZKL_KEYED_ENTRIES(zk_lock_queue_raw, queue_raw, 0)
 ZKL_TEXT_INT8_ENTRIES(zk_semaphore_queue_raw, queue_raw, ZKL_MODE_SEMAPHORE)
+
+Datum
+zk_once_claim_raw(PG_FUNCTION_ARGS)
+{
+	return queue_raw(fcinfo, ZKL_KEY_TEXT, ZKL_KEY_ONCE);
+}
+
+/* ---- zk_once_jobs: every job's record (once.h) ---- */
+
+static Datum
+us_interval(int64 us)
+{
+	Interval   *iv = palloc0(sizeof(Interval));
+
+	iv->time = us;
+	return IntervalPGetDatum(iv);
+}
+
+/*
+ * One row per record under <root>/.once: the job's name, period and
+ * anchor, the first period owed, the last done, by whom and when (on the
+ * committer's clock), and the periods `latest` passed over.  A record this
+ * version cannot read shows its name only.
+ */
+Datum
+zk_once_records(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ZklQueueEntry *entries;
+	char	   *text;
+	int			n;
+	int			i;
+
+	zb_check_usable();
+	InitMaterializedSRF(fcinfo, 0);
+	entries = read_query(NULL, ZKO_DIR, &n, &text);
+	for (i = 0; i < n; i++)
+	{
+		Datum		values[9];
+		bool		nulls[9];
+		ZkoRecord	r;
+		bool		ok;
+
+		memset(nulls, true, sizeof(nulls));
+		values[0] = CStringGetTextDatum(zb_display_key(entries[i].node));
+		nulls[0] = false;
+		ok = entries[i].have_data &&
+			zc_once_parse(text + entries[i].text_at, strlen(text + entries[i].text_at), &r) == ZKO_PARSE_OK;
+		if (ok)
+		{
+			values[1] = us_interval(r.period);
+			values[2] = TimestampTzGetDatum(r.anchor - UNIX_TO_PG_US);
+			values[3] = TimestampTzGetDatum(r.first - UNIX_TO_PG_US);
+			values[4] = TimestampTzGetDatum(r.done - UNIX_TO_PG_US);
+			values[5] = Int64GetDatum(r.skipped);
+			values[6] = CStringGetTextDatum(r.by.cluster);
+			values[7] = Int32GetDatum(r.by.pid);
+			values[8] = TimestampTzGetDatum(r.by.at - UNIX_TO_PG_US);
+			nulls[1] = nulls[2] = nulls[3] = nulls[5] = false;
+			nulls[4] = !r.has_done;
+			nulls[6] = nulls[7] = nulls[8] = !r.has_by;
+		}
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
 
 /* ---- zk_lock_waits: every cluster's published waits (gwait.h) ---- */
 
@@ -543,7 +617,7 @@ zk_lock_wait_rows(PG_FUNCTION_ARGS)
 
 	zb_check_usable();
 	InitMaterializedSRF(fcinfo, 0);
-	entries = read_query(NULL, &n, &text);
+	entries = read_query(NULL, ZGW_WAITS_DIR, &n, &text);
 	docs = palloc(Max(n, 1) * sizeof(char *));
 	for (i = 0; i < n; i++)
 		if (entries[i].have_data)

@@ -13,6 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The records' folder under the root (a leading '.' never meets a key). */
+#define ZKO_DIR			".once"
+
 /* The record's format version this code writes and reads. */
 #define ZKO_VERSION		1
 

@@ -21,8 +21,7 @@
 #include "shmem.h"
 #include "zk_client.h"
 #include "once_io.h"
-
-#define ONCE_DIR ".once"
+#include "once.h"
 
 /* The call under way, copied out of the area when it started (sent without the lock). */
 static bool once_to_send = false;
@@ -131,7 +130,7 @@ zw_once_start(void)
 		zc_core_child_path(t, s, s->node, claim_path);
 		root = s->zk.root_id;
 	}
-	snprintf(record_path, sizeof(record_path), "%s/" ONCE_DIR "/%s", t->roots[root], zkl_once->name);
+	snprintf(record_path, sizeof(record_path), "%s/" ZKO_DIR "/%s", t->roots[root], zkl_once->name);
 	once_to_send = true;
 }
 

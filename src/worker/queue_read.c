@@ -1,7 +1,8 @@
 /*
- * queue_read.c — the worker's side of zk_lock_queue() and zk_lock_waits:
- * one live read of a key's queue in ZooKeeper (or of <root>/.waits, every
- * cluster's published waits: gwaits.c), its children and then each one's
+ * queue_read.c — the worker's side of zk_lock_queue(), zk_lock_waits and
+ * zk_once_jobs: one live read of a key's queue in ZooKeeper (or of a folder
+ * of documents: <root>/.waits, every cluster's published waits, gwaits.c;
+ * <root>/.once, zk_once's records), its children and then each one's
  * data, for the backend that asked through the shared query area (views.c).
  * Part of the worker: runs in its process only.
  */
@@ -75,7 +76,7 @@ query_data_done(int rc, const char *value, int value_len, const struct Stat *sta
 		if (zc_core_outcome_unknown(rc) ||
 			rc == ZSESSIONEXPIRED || rc == ZCLOSING)
 			zkl_query->state = ZKQ_ASKED;	/* read it all again once connected */
-		else if (zkl_query->waits)
+		else if (zkl_query->docs)
 		{
 			/* a cluster's document, whole, while there is room for it */
 			e->have_data = rc == ZOK && value != NULL && value_len > 0 &&
@@ -137,9 +138,9 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 		LWLockRelease(zkl_shared->lock);
 		return;
 	}
-	if (rc == ZOK && zkl_query->waits)
+	if (rc == ZOK && zkl_query->docs)
 	{
-		/* one document per session that has long waits */
+		/* one document per child: a session that has long waits, a job */
 		for (i = 0; i < strings->count && n < ZKL_QUEUE_MAX; i++)
 		{
 			strlcpy(zkl_query->entries[n].node, strings->data[i], ZKL_NODE_BUFLEN);
@@ -181,7 +182,7 @@ query_children_done(int rc, const struct String_vector *strings, const struct St
 	}
 	finished = zkl_query->state == ZKQ_DONE;
 	snprintf(parent, sizeof(parent), "%s/%s", zkl_shared->t.roots[zkl_shared->t.cur_root],
-			 zkl_query->waits ? ZGW_WAITS_DIR : zkl_query->key);
+			 zkl_query->docs ? zkl_query->dir : zkl_query->key);
 	LWLockRelease(zkl_shared->lock);
 
 	if (finished)
@@ -233,7 +234,7 @@ zw_query_send(void)
 		return;
 	query_to_send = false;
 	snprintf(path, sizeof(path), "%s/%s", zkl_shared->t.roots[zkl_shared->t.cur_root],
-			 zkl_query->waits ? ZGW_WAITS_DIR : zkl_query->key);
+			 zkl_query->docs ? zkl_query->dir : zkl_query->key);
 	zw_client_children_stat(path, query_children_done,
 							(void *) (uintptr_t) zc_core_tag(0, zkl_query->attempt));
 }
