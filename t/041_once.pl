@@ -112,6 +112,11 @@ like($err, qr/zk_once anchor must be finite/, 'an infinite anchor');
 ($ret, $out, $err) = $a->psql('postgres', "SELECT zk_once('x', NULL)");
 like($err, qr/zk_once period must not be NULL/, 'a NULL period');
 
+my $prep = "zk_once('prepared', interval '1 hour', '$anchor')";
+($ret, $out, $err) = $a->psql('postgres', "BEGIN; SELECT $prep IS NOT NULL; PREPARE TRANSACTION 'p'");
+like($err, qr/cannot PREPARE a transaction that does a zk_once period/, 'PREPARE is refused with a period pending');
+is($b->safe_psql('postgres', "BEGIN; SELECT $prep IS NOT NULL; COMMIT"), 't', 'and the period stays owed');
+
 ok(wait_for(sub { scalar(zk_lock_nodes($zk)) == 0 }, 10), 'no lock node left');
 $a->stop;
 $b->stop;

@@ -153,6 +153,12 @@ zb_once_at_commit(void)
 	zb_once_forget();
 }
 
+bool
+zb_once_any(void)
+{
+	return pending != NIL;
+}
+
 void
 zb_once_forget(void)
 {

@@ -37,6 +37,7 @@ extern void zb_once_remember(const OncePending *p);
  * At commit: record this transaction's periods.  At any end: forget them.
  * A savepoint rolled back: forget those whose claim went with it.
  */
+extern bool zb_once_any(void);	/* a period pending: no PREPARE */
 extern void zb_once_at_commit(void);
 extern void zb_once_forget(void);
 extern void zb_once_subxact_abort(void);

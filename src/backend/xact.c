@@ -29,6 +29,11 @@ xact_callback(XactEvent event, void *arg)
 			ConditionVariableCancelSleep();	/* on error, the abort does it */
 			break;
 		case XACT_EVENT_PRE_PREPARE:
+			if (zb_once_any())
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot PREPARE a transaction that does a zk_once period"),
+						 errhint("A period is recorded when its transaction commits: do the job in a transaction that commits.")));
 			if (zc_book_holds_xact_locks(zb_held_book()))
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
