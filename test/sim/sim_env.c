@@ -421,6 +421,8 @@ simh_send(const ZkmReq *req, const SimCall *call)
 		r.wtag = o->wtag = watch_tag(call);
 		o->watched = true;
 	}
+	if (r.kind == ZKM_CREATE || r.kind == ZKM_DELETE || r.kind == ZKM_MULTI_OP || r.kind == ZKM_SETDATA)
+		cur_cl->write_sent_at = c_mono(cur_cl);
 	send_req(cur_cl, &r);
 	gw_observe(cur_cl, &r);
 	check_tombstone_asked(cur_cl, &r);
@@ -499,6 +501,10 @@ env_proof_note(void *arg, int64_t sent_at, int64_t session)
 {
 	Cluster    *c = arg;
 
+	/* a proof dates from when its write went out, never from when its answer came */
+	if (sent_at > c->write_sent_at)
+		fail("c%d takes a proof at %.3f s, after the last write it sent (%.3f s)", c->id, sent_at / 1e6,
+			 c->write_sent_at / 1e6);
 	/* the rule shmem.c's zkl_proof_note applies */
 	switch (zc_holds_proof_step(c->proof_at, c->proof_session, sent_at, session))
 	{

@@ -210,6 +210,7 @@ typedef struct Cluster
 	int64_t    *last_heard;		/* in its shared memory: the last reply from the server */
 	int64_t		heard_at;		/* the oracle's own copy of it (check_cutoff_early) */
 	int64_t		connect_zxid;	/* the leader's last write when the handle last connected */
+	int64_t		write_sent_at;	/* its clock when the worker last sent a write (env_proof_note) */
 	bool		paused;
 	int64_t		paused_until;
 	int64_t		busy_until;		/* model time: the worker sees its latch only then */
