@@ -55,7 +55,7 @@ $node->safe_psql('app', "$block\nGRANT zk_lock_users TO locker;");
 for my $call ("zk_try_lock('shelf')", "zk_lock_shared('shelf')", 'zk_lock(1, 2)',
 	'zk_try_lock_shared(1, 2, 0)', "zk_session_lock('shelf')", 'zk_session_try_lock_shared(7, 0)',
 	"zk_try_semaphore('shelf', 2)", "zk_semaphore(7, 1)", "zk_try_lock(array['shelf', 'rack'])",
-	'zk_session_lock_shared(array[7, 8]::bigint[])')
+	'zk_session_lock_shared(array[7, 8]::bigint[])', "zk_once('shelf', interval '1 hour')")
 {
 	($code) = as_role('app_user', "SELECT zk.$call");
 	is($code, '42501', "after it, a role outside zk_lock_users cannot call $call");
