@@ -157,6 +157,28 @@ typedef struct ZklOnceArea
 	char		data[ZKL_ONCE_DATA_LEN];	/* MAKE, SEAL: to write; READ: what was read */
 } ZklOnceArea;
 
+/*
+ * A backend takes the once area, if it is free, and asks its call there
+ * (once_call.c; the simulator's backends too).  Caller holds the lock.
+ */
+static inline bool
+zkl_once_take(ZklOnceArea *a, int pid, ZklOnceOp op, const char *name, int slot, int32 version,
+			  const char *data, int len)
+{
+	if (a->state != ZKQ_IDLE)
+		return false;
+	a->state = ZKQ_ASKED;
+	a->asker_pid = pid;
+	a->op = op;
+	strlcpy(a->name, name, sizeof(a->name));
+	a->claim_slot = slot;
+	a->version = version;
+	a->len = len;
+	if (len > 0)
+		memcpy(a->data, data, len);
+	return true;
+}
+
 extern ZklShared *zkl_shared;
 extern ZklQuery *zkl_query;
 extern ZklOnceArea *zkl_once;

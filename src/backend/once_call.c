@@ -73,22 +73,10 @@ ask(ZklOnceOp op, const char *name, int slot, int32 version, const char *data, i
 {
 	for (;;)
 	{
-		bool		mine = false;
+		bool		mine;
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		if (zkl_once->state == ZKQ_IDLE)
-		{
-			zkl_once->state = ZKQ_ASKED;
-			zkl_once->asker_pid = MyProcPid;
-			zkl_once->op = op;
-			strlcpy(zkl_once->name, name, sizeof(zkl_once->name));
-			zkl_once->claim_slot = slot;
-			zkl_once->version = version;
-			zkl_once->len = len;
-			if (len > 0)
-				memcpy(zkl_once->data, data, len);
-			mine = true;
-		}
+		mine = zkl_once_take(zkl_once, MyProcPid, op, name, slot, version, data, len);
 		LWLockRelease(zkl_shared->lock);
 		if (mine)
 			return true;

@@ -17,24 +17,41 @@
 #include "postgres.h"
 
 #include "storage/condition_variable.h"
+#include "utils/memutils.h"
 
 #include "shmem.h"
 #include "zk_client.h"
 #include "once_io.h"
 #include "once.h"
 
-/* The call under way, copied out of the area when it started (sent without the lock). */
-static bool once_to_send = false;
-static ZklOnceOp once_op;
-static uint64 once_tag;
-static char record_path[ZKL_PATH_LEN];
-static char claim_path[ZKL_PATH_LEN];
-static char once_data[ZKL_ONCE_DATA_LEN];
-static int	once_len;
-static int32 once_version;
-static bool claim_missing;		/* SEAL: the claim's slot holds no node here */
-static zoo_op_t seal_ops[2];
-static zoo_op_result_t seal_results[2];
+/*
+ * The call under way, copied out of the area when it started (sent without
+ * the lock): this file's process memory.  The worker has one copy, the
+ * simulator one per simulated cluster (it points zw_once_io at each).
+ */
+struct ZwOnceIo
+{
+	bool		to_send;
+	ZklOnceOp	op;
+	uint64		tag;
+	char		record_path[ZKL_PATH_LEN];
+	char		claim_path[ZKL_PATH_LEN];
+	char		data[ZKL_ONCE_DATA_LEN];
+	int			len;
+	int32		version;
+	bool		claim_missing;	/* SEAL: the claim's slot holds no node here */
+	zoo_op_t	seal_ops[2];
+	zoo_op_result_t seal_results[2];	/* alive until the multi's reply */
+};
+
+static ZwOnceIo own;
+ZwOnceIo   *zw_once_io = &own;
+
+ZwOnceIo *
+zw_once_io_new(void)
+{
+	return MemoryContextAllocZero(TopMemoryContext, sizeof(ZwOnceIo));
+}
 
 /*
  * The call's answer, if it is the one under way: one whose connection
@@ -98,10 +115,10 @@ seal_done(int rc, const void *ctx)
 	 * The failing op's answer (the other reads "not run"); a failure of the
 	 * whole request (the client copies it into every op) stays as it is.
 	 */
-	if (rc == ZNONODE && seal_results[0].err == ZNONODE)
+	if (rc == ZNONODE && zw_once_io->seal_results[0].err == ZNONODE)
 		claim_gone = true;
 	else if (rc == ZBADVERSION || rc == ZNONODE)
-		rc = seal_results[1].err;
+		rc = zw_once_io->seal_results[1].err;
 	answer((uint64) (uintptr_t) ctx, rc, claim_gone, NULL, 0, NULL);
 }
 
@@ -110,6 +127,7 @@ void
 zw_once_start(void)
 {
 	const ZklTable *t = &zkl_shared->t;
+	ZwOnceIo   *io = zw_once_io;
 	int			root = t->cur_root;
 	const ZklSlot *s;
 
@@ -117,21 +135,21 @@ zw_once_start(void)
 		return;
 	zkl_once->state = ZKQ_RUNNING;
 	zkl_once->attempt = ++zkl_shared->t.next_attempt;
-	once_tag = zkl_once->attempt;
-	once_op = zkl_once->op;
-	once_len = Min(zkl_once->len, ZKL_ONCE_DATA_LEN);
-	memcpy(once_data, zkl_once->data, once_len);
-	once_version = zkl_once->version;
+	io->tag = zkl_once->attempt;
+	io->op = zkl_once->op;
+	io->len = Min(zkl_once->len, ZKL_ONCE_DATA_LEN);
+	memcpy(io->data, zkl_once->data, io->len);
+	io->version = zkl_once->version;
 	/* the record is beside the claim, under the root the claim was made in */
 	s = zkl_once->claim_slot >= 0 ? &t->slots[zkl_once->claim_slot] : NULL;
-	claim_missing = s == NULL || s->zstate != ZKS_HELD || s->node[0] == '\0';
-	if (!claim_missing)
+	io->claim_missing = s == NULL || s->zstate != ZKS_HELD || s->node[0] == '\0';
+	if (!io->claim_missing)
 	{
-		zc_core_child_path(t, s, s->node, claim_path);
+		zc_core_child_path(t, s, s->node, io->claim_path);
 		root = s->zk.root_id;
 	}
-	snprintf(record_path, sizeof(record_path), "%s/" ZKO_DIR "/%s", t->roots[root], zkl_once->name);
-	once_to_send = true;
+	snprintf(io->record_path, sizeof(io->record_path), "%s/" ZKO_DIR "/%s", t->roots[root], zkl_once->name);
+	io->to_send = true;
 }
 
 /* A new worker: a call the previous one had under way is sent again. */
@@ -148,38 +166,39 @@ zw_once_restarted(void)
 void
 zw_once_send(void)
 {
-	void	   *ctx = (void *) (uintptr_t) once_tag;
+	ZwOnceIo   *io = zw_once_io;
+	void	   *ctx = (void *) (uintptr_t) io->tag;
 	char		dir[ZKL_PATH_LEN];
 	int			rc = ZOK;
 
-	if (!once_to_send)
+	if (!io->to_send)
 		return;
-	once_to_send = false;
-	switch (once_op)
+	io->to_send = false;
+	switch (io->op)
 	{
 		case ZKL_ONCE_READ:
-			rc = zw_client_get(record_path, read_done, ctx);
+			rc = zw_client_get(io->record_path, read_done, ctx);
 			break;
 		case ZKL_ONCE_MAKE:
 			/* the records' folder, made as the root's parts are (same ACL), ahead of it */
-			strlcpy(dir, record_path, sizeof(dir));
+			strlcpy(dir, io->record_path, sizeof(dir));
 			*strrchr(dir, '/') = '\0';
 			zw_client_create_persistent(dir);
-			rc = zw_client_create(record_path, once_data, once_len, ZOO_PERSISTENT, make_done, ctx);
+			rc = zw_client_create(io->record_path, io->data, io->len, ZOO_PERSISTENT, make_done, ctx);
 			break;
 		case ZKL_ONCE_SEAL:
 			/* (read and make need no claim here: the backend's commit check covers them) */
-			if (claim_missing)
+			if (io->claim_missing)
 			{
-				answer(once_tag, ZNONODE, true, NULL, 0, NULL);
+				answer(io->tag, ZNONODE, true, NULL, 0, NULL);
 				return;
 			}
-			zw_client_op_check(&seal_ops[0], claim_path, -1);
-			zw_client_op_set(&seal_ops[1], record_path, once_data, once_len, once_version);
-			rc = zw_client_multi(2, seal_ops, seal_results, seal_done, ctx);
+			zw_client_op_check(&io->seal_ops[0], io->claim_path, -1);
+			zw_client_op_set(&io->seal_ops[1], io->record_path, io->data, io->len, io->version);
+			rc = zw_client_multi(2, io->seal_ops, io->seal_results, seal_done, ctx);
 			break;
 	}
 	/* not sent (the handle is closing): asked again once connected */
 	if (rc != ZOK)
-		answer(once_tag, ZCONNECTIONLOSS, false, NULL, 0, NULL);
+		answer(io->tag, ZCONNECTIONLOSS, false, NULL, 0, NULL);
 }

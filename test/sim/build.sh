@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=${SIM_SRC:-$here/../../src}
 # the worker files the simulator runs as shipped
-WORKER=(orphans presence requests session left_session gwaits gwaits_doc gwaits_claim turn)
+WORKER=(orphans presence requests session left_session gwaits gwaits_doc gwaits_claim turn once_io)
 if [ "${1:-}" = --list ]; then
 	echo "${WORKER[@]}"
 	exit 0

@@ -324,6 +324,8 @@ next_act(Cluster *c, Backend *b)
 		}
 		else if (a->sp)
 			do_savepoint(c, b, a);
+		else if (a->once)
+			once_act(c, b, a);
 		else if (a->unlock)
 			do_unlock(c, b, a);
 		else if (a->nkeys > 0)
@@ -604,6 +606,8 @@ settle(Cluster *c, Backend *b, ZklCommitVerdict v)
 		check_commit(b);
 		b->commits++;
 		S->commits++;
+		if (once_committed(c, b))
+			return;				/* it seals its period first */
 		end_xact(c, b, "commits");
 	}
 	else
@@ -652,6 +656,10 @@ backend_step(Cluster *c, Backend *b)
 			if (now < b->next_at)
 				return false;
 			publish(c, b, ZKH_COMMIT);
+			return true;
+		case B_ONCE:
+		case B_SEAL:
+			once_step(c, b);
 			return true;
 		case B_DOWN:
 		case B_DONE:

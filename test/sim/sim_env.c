@@ -138,6 +138,7 @@ enter(Cluster *c)
 	zw_session = c->session;
 	zw_left = c->left;
 	zw_gw = c->gw;
+	zw_once_io = c->once_io;
 	zw_turn_core = &c->core;
 	simpg_cluster(c->core.deadlock_timeout, c->id);
 	zkl_test_orphan = S->aim_orphans && c->id == S->orph_cl && zkm_now(S->m) < S->orph_until;
@@ -421,8 +422,9 @@ simh_send(const ZkmReq *req, const SimCall *call)
 		r.wtag = o->wtag = watch_tag(call);
 		o->watched = true;
 	}
+	/* on the worker's clock as it reads it (a wait on a handle of its own included) */
 	if (r.kind == ZKM_CREATE || r.kind == ZKM_DELETE || r.kind == ZKM_MULTI_OP || r.kind == ZKM_SETDATA)
-		cur_cl->write_sent_at = c_mono(cur_cl);
+		cur_cl->write_sent_at = simh_mono();
 	send_req(cur_cl, &r);
 	gw_observe(cur_cl, &r);
 	check_tombstone_asked(cur_cl, &r);
@@ -484,6 +486,7 @@ worker_memory(Cluster *c)
 	c->session = zw_session_new();
 	c->left = zw_left_new();
 	c->gw = zw_gwaits_new();
+	c->once_io = zw_once_io_new();
 	zw_requests = c->requests;
 	zw_requests_init(&c->core, c->t->nslots);	/* as worker.c's main */
 }

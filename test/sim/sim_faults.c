@@ -118,6 +118,7 @@ worker_restart(Cluster *c)
 	c->core.cohort.linger_ms = S->linger_ms;	/* the setting, read afresh (a stop set the core's to 0) */
 	c->paused = false;			/* a stopped process killed: the new one runs */
 	worker_memory(c);			/* process memory */
+	simpg_once_worker_restarted();	/* worker.c's start: a once call under way is sent again */
 	zc_core_worker_restarted(&c->core);
 	c->t->writes_held = false;	/* worker.c's worker_exit */
 	c->t->conn_state = ZKC_CONNECTING;
@@ -135,7 +136,9 @@ backend_exit(Cluster *c, Backend *b)
 {
 	if (b->st == B_PUBLISH || b->st == B_DONE || b->st == B_DOWN)
 		return;
-	if (b->st != B_IDLE)
+	if (b->st == B_SEAL)
+		end_xact(c, b, "commits: its period's record cut short");
+	else if (b->st != B_IDLE)
 	{
 		b->txns_left--;
 		end_xact(c, b, "aborts: its cluster stops");
@@ -168,6 +171,7 @@ crash_restart(Cluster *c)
 
 	trace("fault: c%d a backend crashes: the postmaster restarts the cluster", c->id);
 	c->paused = true;			/* the worker is killed with them: it sends nothing more */
+	c->crashing = true;
 	for (i = 0; i < c->nb; i++)
 	{
 		Backend    *b = &c->b[i];
@@ -181,6 +185,7 @@ crash_restart(Cluster *c)
 		}
 		backend_exit(c, b);
 	}
+	c->crashing = false;
 	c->stop.marking = false;
 	zc_cohort_stop_lingering(&c->core.cohort);
 	stop_close(c, STOP_DIED);	/* the new worker finds the session file (left_session.c) */

@@ -65,6 +65,15 @@ const char * env_rc_text(int rc);
 int env_rc_sqlstate(int rc);
 void env_warn(void *arg, const char *msg);
 
+/* sim_once.c */
+void once_draw(uint64_t seed);
+bool plan_once(Backend *b);
+void once_act(Cluster *c, Backend *b, const Act *a);
+void once_step(Cluster *c, Backend *b);
+bool once_committed(Cluster *c, Backend *b);
+void once_end(Cluster *c, Backend *b);
+void once_final(void);
+
 /* sim_worker.c */
 void proof_forget(Cluster *c);
 void pres_path(char *out, int64_t id, uint64_t nonce, int kind);

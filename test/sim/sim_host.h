@@ -37,6 +37,44 @@ extern void *simpg_proc_new(void);	/* a worker process's memory */
 extern void simpg_proc_end(void *proc);	/* it exits: its memory goes */
 extern uint64_t *simpg_session_nonce(void *shared);
 
+/*
+ * sim_pg_once.c: a cluster's once area (shmem.h's ZklOnceArea), as a
+ * backend takes it, asks and reads the answer (backend/once_call.c).
+ */
+typedef enum SimOnceOp
+{
+	SIMO_READ,
+	SIMO_MAKE,
+	SIMO_SEAL
+} SimOnceOp;
+
+typedef enum SimOnceResult
+{
+	SIMO_OK,
+	SIMO_NONODE,
+	SIMO_EXISTS,
+	SIMO_BADVERSION,
+	SIMO_FAILED
+} SimOnceResult;
+
+#define SIMO_DATA_LEN	512
+
+typedef struct SimOnceAnswer
+{
+	SimOnceResult result;
+	bool		claim_gone;
+	int32_t		version;
+	int			len;			/* -1: a record too long for the area */
+	char		data[SIMO_DATA_LEN];
+} SimOnceAnswer;
+
+extern bool simpg_once_ask(void *shared, int pid, SimOnceOp op, const char *name, int slot,
+						   int32_t version, const char *data, int len);
+extern bool simpg_once_answered(void *shared, SimOnceAnswer *out);
+extern void simpg_once_release(void *shared, int pid);
+extern void simpg_once_reset(void *shared);	/* new shared memory */
+extern void simpg_once_worker_restarted(void);	/* worker.c's start: once_io.c's zw_once_restarted */
+
 /* sim.c: the current cluster's clocks, system identifier, log and connection */
 extern int64_t simh_mono(void);
 extern int64_t simh_wall(void);

@@ -563,6 +563,7 @@ check_end(void)
 		}
 		zkm_names_free(names, n);
 	}
+	once_final();
 }
 
 /* The node of slot s at the leader, found by its uuid, deleted as by another client. */

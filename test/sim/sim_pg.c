@@ -37,19 +37,45 @@
 #include "sim_host.h"
 
 ZklShared  *zkl_shared = NULL;
+ZklOnceArea *zkl_once = NULL;
 static struct SimFs *cur_fs = NULL;	/* the current cluster's data directory */
 pid_t		PostmasterPid;
 TimestampTz PgStartTime;
 MemoryContext TopMemoryContext = NULL;
 
+/* A cluster's shared memory: the table and the rest (ZklShared) first, its once area beside. */
+typedef struct SimShared
+{
+	ZklShared	sh;
+	ZklOnceArea once;
+} SimShared;
+
 void *
 simpg_shared_new(void)
 {
-	ZklShared  *sh = calloc(1, sizeof(ZklShared));
+	SimShared  *sh = calloc(1, sizeof(SimShared));
 
 	if (sh == NULL)
 		abort();
 	return sh;
+}
+
+ZklOnceArea *
+simpg_once_area(void *shared)
+{
+	return &((SimShared *) shared)->once;
+}
+
+/* nobody sleeps on the area: the simulator's backends look at it each step */
+void
+ConditionVariableBroadcast(ConditionVariable *cv)
+{
+}
+
+int
+zw_client_sqlstate(int zrc)
+{
+	return ERRCODE_CONNECTION_FAILURE;
 }
 
 void
@@ -189,9 +215,8 @@ zkl_new_uuid(char out[ZKL_UUID_LEN + 1])
 bool		zkl_test_orphan = false;
 
 /*
- * The live read of zk_lock_queue and zk_lock_waits (queue_read.c) and
- * zk_once's calls on a job's record (once_io.c) serve a backend's view and
- * jobs that the simulator does not run: never asked.
+ * The live read of zk_lock_queue and zk_lock_waits (queue_read.c) serves
+ * a backend's view that the simulator does not run: never asked.
  */
 void
 zw_query_start(void)
@@ -200,16 +225,6 @@ zw_query_start(void)
 
 void
 zw_query_send(void)
-{
-}
-
-void
-zw_once_start(void)
-{
-}
-
-void
-zw_once_send(void)
 {
 }
 
@@ -433,6 +448,7 @@ void
 simpg_enter(void *shared, void *proc, int session_timeout, void *fs, int pm_pid, int64_t pm_start)
 {
 	zkl_shared = shared;
+	zkl_once = simpg_once_area(shared);
 	cur_proc = proc;
 	zkl_session_timeout = session_timeout;
 	cur_fs = fs;

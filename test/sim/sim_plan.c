@@ -19,17 +19,11 @@ add_act(Backend *b, bool unlock, int key, char mode, int kind)
 {
 	Act		   *a = &b->acts[b->nacts++];
 
-	a->pause = false;
-	a->sp = 0;
-	a->session = false;
-	a->all = false;
-	a->discard = false;
+	memset(a, 0, sizeof(*a));
 	a->unlock = unlock;
 	a->key = key;
 	a->mode = mode;
 	a->kind = kind;
-	a->holders = 0;
-	a->nkeys = 0;
 }
 
 void
@@ -282,6 +276,8 @@ plan_xact(Backend *b)
 		}
 		return;
 	}
+	if (plan_once(b))
+		return;
 	if (plan_session(b, k))
 	{
 		plan_savepoints(b);

@@ -44,6 +44,8 @@
 #include "left_session.h"
 #include "gwaits.h"
 #include "turn.h"
+#include "once.h"
+#include "once_io.h"
 #include "zk_client.h"
 
 /* the largest world a seed may draw (Sim.ncl, Cluster.nb, Cluster.t->nslots) */
@@ -51,7 +53,8 @@
 #define NBACKENDS	12
 #define NKEYS		3			/* lock keys */
 #define SEM_KEY		NKEYS		/* one semaphore key besides */
-#define NALL		(NKEYS + 1)
+#define ONCE_KEY	(NKEYS + 1)	/* and a zk_once job's claim (sim_once.c) */
+#define NALL		(NKEYS + 2)
 #define SEM_HOLDERS	3
 #define NSLOTS		48
 #define MAXHOLD		4
@@ -95,6 +98,8 @@ typedef enum BState
 	B_HOLD,
 	B_COMMIT,
 	B_PUBLISH,					/* past its commit check: the commit record becomes visible */
+	B_ONCE,						/* zk_once: a call on the job's record (sim_once.c) */
+	B_SEAL,						/* committed: the period's record (sim_once.c) */
 	B_DOWN,						/* its cluster stopped: back when it runs again */
 	B_DONE
 } BState;
@@ -114,6 +119,8 @@ typedef struct Act
 	int			holders;		/* a semaphore's (mode 'c') */
 	int			nkeys;			/* a multi-key request's keys[] (0: just `key`) */
 	int			keys[NKEYS];
+	bool		once;			/* zk_once on the job, its claim taken by the act before */
+	bool		latest;			/* zk_once's `latest` */
 } Act;
 
 #define MAXACTS	8
@@ -192,6 +199,21 @@ typedef struct Backend
 	int			commits;
 	int64_t		stuck_since;	/* waits for ever by the ground truth since (0: not) */
 	int64_t		gave_up_at;		/* a wait of its last ended with no grant then (model time) */
+	/* zk_once (sim_once.c): the call on the record under way, the period owed */
+	struct
+	{
+		int			phase;		/* OncePhase */
+		bool		asked;		/* it holds the cluster's once area */
+		int64_t		deadline;	/* of the call (model time) */
+		bool		latest;
+		bool		pending;	/* the transaction does period `start` */
+		int64_t		start;
+		int64_t		skipped;
+		int32_t		version;	/* of the record read */
+		ZkoRecord	rec;
+		ZkoBy		by;			/* its commit, as the seal names it */
+		int			doer;		/* its entry in S->once.doers */
+	}			once;
 } Backend;
 
 typedef struct Cluster
@@ -250,6 +272,8 @@ typedef struct Cluster
 	ZwRequests *requests;		/* requests.c */
 	ZwSession  *session;		/* session.c */
 	ZwLeft	   *left;			/* left_session.c */
+	ZwOnceIo   *once_io;		/* once_io.c */
+	bool		crashing;		/* its processes are killed now (crash_restart) */
 	/* the watchers the client library keeps for them: set by a read's ZOK, one-shot */
 	struct Watch
 	{
@@ -335,6 +359,21 @@ typedef struct Sim
 	int64_t		orph_at;		/* model time: the next window */
 	int64_t		orph_until;		/* model time: the window's end */
 	int64_t		fault_every;	/* us between faults, on average */
+	/*
+	 * zk_once (sim_once.c): one job, called by once_pct of transactions,
+	 * and every committed transaction that did a period of it.
+	 */
+	int			once_pct;
+	int64_t		once_period;	/* us */
+	int			ndoers;
+	struct OnceDoer
+	{
+		int64_t		start;
+		int			cluster;
+		int			pid;
+		int			outcome;	/* OnceOutcome */
+		bool		contested;	/* another commit of it came while it sealed */
+	}			doers[1024];
 	/* local hand-over (cohort.c): settings of the seed */
 	bool		handover;
 	int			handover_limit;
@@ -515,7 +554,8 @@ extern int64_t rides_seen;	/* of them, readers joining a local reader's node */
 extern int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */
 extern int64_t upgrades_across;	/* upgrades granted past other clusters' requests (counters) */
 extern int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */
-extern int64_t calls_sent[ZKM_SETDATA + 1];	/* by the shipped worker files, by kind */
+extern int64_t calls_sent[ZKM_SETDATA + 1];
+extern int64_t once_counts[7];	/* sim_once.c's */	/* by the shipped worker files, by kind */
 extern Sim *S;
 extern bool verbose_run;
 extern Cluster *cur_cl;

@@ -300,6 +300,7 @@ end_xact(Cluster *c, Backend *b, const char *how)
 {
 	int			i;
 
+	once_end(c, b);
 	if (b->st == B_WAIT)
 		b->gave_up_at = zkm_now(S->m);
 	/* a request still waited for is the book's pending one: the abort gives it up */

@@ -271,6 +271,17 @@ zw_client_op_delete(zoo_op_t *op, const char *path, int version)
 	op->delete_op.version = version;
 }
 
+void
+zw_client_op_set(zoo_op_t *op, const char *path, const char *value, int len, int version)
+{
+	memset(op, 0, sizeof(*op));
+	op->type = ZOO_SETDATA_OP;
+	op->set_op.path = path;
+	op->set_op.data = value;
+	op->set_op.datalen = len;
+	op->set_op.version = version;
+}
+
 int
 zw_client_multi(int count, const zoo_op_t *ops, zoo_op_result_t *results,
 				void_completion_t done, const void *ctx)
@@ -320,10 +331,18 @@ zw_client_multi(int count, const zoo_op_t *ops, zoo_op_result_t *results,
 				sub->version = op->check_op.version;
 				snprintf(sub->path, sizeof(sub->path), "%s", op->check_op.path);
 				break;
+			case ZOO_SETDATA_OP:
+				sub->kind = ZKM_SETDATA;
+				sub->versioned = op->set_op.version != -1;
+				sub->version = op->set_op.version;
+				snprintf(sub->path, sizeof(sub->path), "%s", op->set_op.path);
+				if (op->set_op.data != NULL && op->set_op.datalen > 0)
+					sub->data = terminated(op->set_op.data, op->set_op.datalen);
+				break;
 			default:
 				while (--i >= 0)
 					free((char *) r.sub[i].data);
-				return ZBADARGUMENTS;	/* setData in a multi: the worker sends none */
+				return ZBADARGUMENTS;
 		}
 	}
 	sent = simh_send(&r, &c);
