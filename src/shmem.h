@@ -155,6 +155,9 @@ typedef struct ZklOnceArea
 	int64		mtime;			/* READ: when ZooKeeper last wrote it (ms since the epoch) */
 	int			len;
 	char		data[ZKL_ONCE_DATA_LEN];	/* MAKE, SEAL: to write; READ: what was read */
+	/* commits waiting to take the area, which goes to them first until (zkl_mono_now) */
+	int			commits_waiting;
+	int64		commits_until;
 } ZklOnceArea;
 
 /*

@@ -92,6 +92,22 @@ like(zk_cli($zk, 'get /zk_lock/.once/tfast'), qr/^skipped $skipped$/m,
 my $after = $a->safe_psql('postgres', "BEGIN; SELECT extract(epoch FROM $fast))::bigint; COMMIT");
 ok($after eq '' || $after > $late, 'and nothing before it is owed any more (NULL, or a period begun since)');
 
+# Calls in one cluster share its once area, one at a time.  Eight clients
+# commit periods of jobs of their own at once (a new job each time: a read, a
+# make, and the seal at commit): every seal gets the area and lands in time,
+# none waits out its deadline (7 s here) and none is logged as not recorded.
+my $log_at = -s $a->logfile;
+my ($busy) = run_counter_load([$a], 8, 12,
+	"\\set j random(1, 1000000000)\nBEGIN;\n" .
+	"SELECT zk_once('busy-' || :client_id || '-' || :j, interval '1 hour', '$anchor') IS NOT NULL;\nCOMMIT;\n",
+	pgbench_args => [ '--latency-limit=3000' ]);
+is($busy->[0], 0, 'eight clients commit periods of their own jobs at once') or diag($busy->[2]);
+like($busy->[1], qr/above the 3000\.0 ms latency limit: 0\//, 'no commit waits seconds for the once area');
+unlike(slurp_file($a->logfile, $log_at), qr/could not be recorded/, 'every period is recorded');
+is($a->safe_psql('postgres',
+	"SELECT count(*) FILTER (WHERE last_done IS NOT NULL) || ' ' || count(*) FROM zk_once_jobs WHERE name LIKE 'busy-%'"),
+	'96 96', 'each of the 96 jobs has its period done');
+
 # errors
 my ($ret, $out, $err) = $a->psql('postgres', "SELECT zk_once('nightly', interval '30 minutes', '$anchor')");
 like($err, qr/zk_once job "nightly" has another period or anchor/, 'another period: an error');

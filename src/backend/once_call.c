@@ -2,6 +2,8 @@
  * once_call.c — a backend's zk_once call on a job's record: it takes the
  * cluster's once area (shmem.h), asks the worker (worker/once_io.c), waits
  * for the answer within zk_lock.connect_timeout and gives the area back.
+ * Deadlines are on zkl_mono_now's clock: a step of the wall clock must not
+ * stretch a wait at commit.
  * Used by once.c, also at commit, where it must not raise an error.
  */
 #include "postgres.h"
@@ -20,6 +22,9 @@
 
 StaticAssertDecl(ZKL_ONCE_DATA_LEN == ZKO_RECORD_LEN, "a record fits the once area");
 
+/* A committing backend's longest sleep between two looks at the area (ms). */
+#define COMMIT_POLL_MS	100
+
 /* Give the area back (also on ERROR or FATAL while we hold it). */
 static void
 release_area(int code, Datum arg)
@@ -35,16 +40,31 @@ release_area(int code, Datum arg)
 	ConditionVariableBroadcast(&zkl_once->cv);
 }
 
+/* Milliseconds left until deadline (zkl_mono_now's clock), 0 past it. */
+static long
+ms_left(int64 deadline)
+{
+	int64		left = deadline - zkl_mono_now();
+
+	return left <= 0 ? 0 : (long) Min((left + 999) / 1000, (int64) INT_MAX);
+}
+
 /*
- * Sleep on the area until deadline; false past it.  At commit the
+ * Sleep on the area until it changes or deadline passes; false past it.
+ *
+ * A broadcast takes each sleeper off the area's list as it wakes it, and
+ * ConditionVariableTimedSleep puts it back.  At commit, where the
  * postmaster's death must not exit from inside the committed transaction
- * (its abort would PANIC): as core's wait for a synchronous standby, leave
- * the wait with the backend's exit pending instead.
+ * (its abort would PANIC), the backend waits on its latch instead, as
+ * core's wait for a synchronous standby does, so it puts itself back on the
+ * list after each wake: the next broadcast (the worker's answer, another
+ * backend giving the area back) must reach it too.  Each of those sleeps is
+ * short besides, so that a wake-up missed for any reason costs little.
  */
 static bool
-sleep_until(TimestampTz deadline, bool may_error)
+sleep_until(int64 deadline, bool may_error)
 {
-	long		left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+	long		left = ms_left(deadline);
 
 	if (left <= 0)
 		return false;
@@ -52,9 +72,8 @@ sleep_until(TimestampTz deadline, bool may_error)
 		(void) ConditionVariableTimedSleep(&zkl_once->cv, left, PG_WAIT_EXTENSION);
 	else
 	{
-		/* the area's broadcast sets our latch: we are on its wait list */
-		int			rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_POSTMASTER_DEATH, left,
-								   PG_WAIT_EXTENSION);
+		int			rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_POSTMASTER_DEATH,
+								   Min(left, COMMIT_POLL_MS), PG_WAIT_EXTENSION);
 
 		ResetLatch(MyLatch);
 		if (rc & WL_POSTMASTER_DEATH)
@@ -62,32 +81,59 @@ sleep_until(TimestampTz deadline, bool may_error)
 			ProcDiePending = true;
 			return false;
 		}
+		ConditionVariablePrepareToSleep(&zkl_once->cv);
 	}
-	return GetCurrentTimestamp() < deadline;
+	return ms_left(deadline) > 0;
 }
 
-/* Take the area and ask; false if it stayed another backend's till the deadline. */
+/*
+ * Take the area and ask; false if it stayed another backend's till the
+ * deadline.  A commit's call (may_error false) goes first: while one waits
+ * for the area, calls that may fail (a transaction's reads and makes) leave
+ * it to it, so that a committed period is recorded before its deadline
+ * rather than done again.
+ */
 static bool
 ask(ZklOnceOp op, const char *name, int slot, int32 version, const char *data, int len,
-	TimestampTz deadline, bool may_error)
+	int64 deadline, bool may_error)
 {
+	bool		waiting = false;
+
 	for (;;)
 	{
 		bool		mine;
+		bool		gone = false;
 
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
-		mine = zkl_once_take(zkl_once, MyProcPid, op, name, slot, version, data, len);
+		mine = (!may_error || zkl_once->commits_waiting == 0 ||
+				zkl_mono_now() >= zkl_once->commits_until) &&
+			zkl_once_take(zkl_once, MyProcPid, op, name, slot, version, data, len);
+		if (!may_error && !mine && !waiting)
+		{
+			waiting = true;
+			zkl_once->commits_waiting++;
+		}
+		if (!may_error && waiting)
+			zkl_once->commits_until = Max(zkl_once->commits_until, deadline);
 		LWLockRelease(zkl_shared->lock);
+		if (!mine && !sleep_until(deadline, may_error))
+			gone = true;
+		if ((mine || gone) && waiting)
+		{
+			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+			zkl_once->commits_waiting--;
+			LWLockRelease(zkl_shared->lock);
+		}
 		if (mine)
 			return true;
-		if (!sleep_until(deadline, may_error))
+		if (gone)
 			return false;
 	}
 }
 
 /* Wait for the worker's answer and copy it out; false if none came by the deadline. */
 static bool
-answered(TimestampTz deadline, bool may_error, ZklOnceCall *out)
+answered(int64 deadline, bool may_error, ZklOnceCall *out)
 {
 	zkl_wake_worker();
 	for (;;)
@@ -95,7 +141,7 @@ answered(TimestampTz deadline, bool may_error, ZklOnceCall *out)
 		bool		done;
 
 		LWLockAcquire(zkl_shared->lock, LW_SHARED);
-		done = zkl_once->state == ZKQ_DONE;
+		done = zkl_once->state == ZKQ_DONE && zkl_once->asker_pid == MyProcPid;
 		if (done)
 		{
 			out->result = zkl_once->result;
@@ -115,18 +161,18 @@ answered(TimestampTz deadline, bool may_error, ZklOnceCall *out)
 	}
 }
 
-TimestampTz
+int64
 zb_once_deadline(bool at_commit)
 {
 	/* at commit, no longer than the session lives unheard: by then the claim may be gone */
 	int			ms = at_commit ? Min(zkl_connect_timeout, zkl_session_timeout) : zkl_connect_timeout;
 
-	return TimestampTzPlusMilliseconds(GetCurrentTimestamp(), ms + WORKER_GRACE_MS);
+	return zkl_mono_now() + (int64) (ms + WORKER_GRACE_MS) * 1000;
 }
 
 void
 zb_once_call(ZklOnceOp op, const char *name, int slot, int32 version, const char *data, int len,
-			 bool may_error, TimestampTz deadline, ZklOnceCall *out)
+			 bool may_error, int64 deadline, ZklOnceCall *out)
 {
 	bool		ok;
 

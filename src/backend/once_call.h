@@ -28,9 +28,12 @@ typedef struct ZklOnceCall
  * error (08006).
  */
 extern void zb_once_call(ZklOnceOp op, const char *name, int slot, int32 version, const char *data,
-						 int len, bool may_error, TimestampTz deadline, ZklOnceCall *out);
+						 int len, bool may_error, int64 deadline, ZklOnceCall *out);
 
-/* How long a call may take: past it, the connection is not coming back soon. */
-extern TimestampTz zb_once_deadline(bool at_commit);
+/*
+ * How long a call may take, on zkl_mono_now's clock: past it, the
+ * connection is not coming back soon.
+ */
+extern int64 zb_once_deadline(bool at_commit);
 
 #endif

@@ -65,7 +65,7 @@ zb_once_remember(const OncePending *p)
 
 /* The record names this very commit as the one that did p's period. */
 static bool
-names_us(const OncePending *p, int slot, const ZkoBy *by, TimestampTz deadline)
+names_us(const OncePending *p, int slot, const ZkoBy *by, int64 deadline)
 {
 	ZklOnceCall call;
 	ZkoRecord	r;
@@ -86,7 +86,7 @@ seal(const OncePending *p)
 	char		text[ZKO_RECORD_LEN];
 	int			len;
 	int			slot = zb_local_slot(p->claim, ZKL_MODE_EXCLUSIVE);
-	TimestampTz deadline;
+	int64		deadline;
 
 	memset(&by, 0, sizeof(by));
 	by.sysid = GetSystemIdentifier();

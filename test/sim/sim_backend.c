@@ -331,7 +331,11 @@ next_act(Cluster *c, Backend *b)
 		else if (a->nkeys > 0)
 			request_group(c, b, a);
 		else
+		{
+			if (a->once_claim)
+				once_clock(c, b);
 			request(c, b, a);
+		}
 		return;
 	}
 	b->st = B_HOLD;

@@ -68,6 +68,7 @@ void env_warn(void *arg, const char *msg);
 /* sim_once.c */
 void once_draw(uint64_t seed);
 bool plan_once(Backend *b);
+void once_clock(Cluster *c, Backend *b);
 void once_act(Cluster *c, Backend *b, const Act *a);
 void once_step(Cluster *c, Backend *b);
 bool once_committed(Cluster *c, Backend *b);

@@ -120,6 +120,7 @@ typedef struct Act
 	int			nkeys;			/* a multi-key request's keys[] (0: just `key`) */
 	int			keys[NKEYS];
 	bool		once;			/* zk_once on the job, its claim taken by the act before */
+	bool		once_claim;		/* that claim: zk_once reads the clock before it */
 	bool		latest;			/* zk_once's `latest` */
 } Act;
 
@@ -206,6 +207,7 @@ typedef struct Backend
 		bool		asked;		/* it holds the cluster's once area */
 		int64_t		deadline;	/* of the call (model time) */
 		bool		latest;
+		int64_t		now;		/* the call's clock (Unix us), read before its claim */
 		bool		pending;	/* the transaction does period `start` */
 		int64_t		start;
 		int64_t		skipped;
