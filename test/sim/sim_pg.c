@@ -230,15 +230,27 @@ zw_query_send(void)
 
 /* ---- the table lock: one process, nothing blocks ---- */
 
+/*
+ * Nothing waits, but an LWLock is not reentrant: a worker file that takes
+ * the lock it holds would wait for itself for ever in a server.
+ */
+static bool lock_held = false;
+
 bool
 LWLockAcquire(LWLock *lock, LWLockMode mode)
 {
+	if (lock_held)
+		elog(ERROR, "the table lock is taken by the process that holds it: it would wait for itself");
+	lock_held = true;
 	return true;
 }
 
 void
 LWLockRelease(LWLock *lock)
 {
+	if (!lock_held)
+		elog(ERROR, "the table lock is released by a process that does not hold it");
+	lock_held = false;
 }
 
 /*
