@@ -188,11 +188,11 @@ zc_delay_init(ZldPresence *p, const ZldHost *host)
 static void
 pause_until(ZldPresence *p, int64_t until, int64_t now)
 {
-	if (until <= p->paused_until)
+	if (until <= p->pause.paused_until)
 		return;
-	if (p->paused_until <= now)
+	if (p->pause.paused_until <= now)
 		p->host->new_pause(p->host->arg);
-	p->paused_until = until;
+	p->pause.paused_until = until;
 }
 
 static void
@@ -216,8 +216,8 @@ zc_delay_tend(ZldPresence *p, int64_t session, uint64_t nonce, bool new_root, in
 		p->gen++;
 		p->for_session = session;
 		p->for_nonce = nonce;
-		p->listed = false;
-		p->stale = false;
+		p->pause.listed = false;
+		p->pause.stale = false;
 		p->list_in_flight = false;
 		p->presence_due = true;
 		p->next_try = 0;
@@ -368,7 +368,7 @@ zc_delay_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names, 
 	ZklListing	after;
 	ZklSessionName self;
 	bool		died;
-	bool		was_listed = p->listed;
+	bool		was_listed = p->pause.listed;
 	size_t		room = n > 0 ? n : 1;
 
 	if (gen != p->gen)
@@ -410,8 +410,8 @@ zc_delay_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names, 
 	p->present = sorted_has(p->live, p->nlive, &self);
 	if (p->present)
 	{
-		p->listed = true;
-		p->stale = p->list_due; /* the watch may have fired meanwhile */
+		p->pause.listed = true;
+		p->pause.stale = p->list_due; /* the watch may have fired meanwhile */
 	}
 	else
 	{
@@ -420,7 +420,7 @@ zc_delay_listed(ZldPresence *p, uint64_t gen, int rc, const char *const *names, 
 		 * again.  Meanwhile no grant: our session's death would go unseen.
 		 */
 		p->presence_due = true;
-		p->stale = true;
+		p->pause.stale = true;
 		p->next_try = now + ZLD_RETRY_US;
 	}
 	return died && was_listed ? ZLD_DIED : ZLD_LISTED;
@@ -443,7 +443,7 @@ zc_delay_watch_fired(ZldPresence *p, uint64_t gen)
 	if (gen != p->gen)
 		return;
 	p->list_due = true;
-	p->stale = true;
+	p->pause.stale = true;
 }
 
 /*
@@ -453,7 +453,7 @@ zc_delay_watch_fired(ZldPresence *p, uint64_t gen)
 void
 zc_delay_reconnected(ZldPresence *p)
 {
-	p->stale = true;
+	p->pause.stale = true;
 	p->list_due = true;
 }
 
@@ -463,7 +463,7 @@ zc_delay_reset(ZldPresence *p)
 {
 	p->gen++;
 	p->for_session = 0;
-	p->listed = false;
+	p->pause.listed = false;
 	p->list_in_flight = false;
 }
 
@@ -474,7 +474,13 @@ zc_delay_reset(ZldPresence *p)
 bool
 zc_delay_grants_paused(const ZldPresence *p, int64_t now, int64_t *until)
 {
-	return zc_delay_paused(p->listed, p->stale, p->paused_until, now, ZLD_STALE_POLL_US, until);
+	return zc_delay_pause_holds(&p->pause, now, until);
+}
+
+bool
+zc_delay_pause_holds(const ZldPause *z, int64_t now, int64_t *until)
+{
+	return zc_delay_paused(z->listed, z->stale, z->paused_until, now, ZLD_STALE_POLL_US, until);
 }
 
 /*

@@ -73,6 +73,21 @@ extern bool zc_delay_paused(bool listed, bool stale, int64_t paused_until, int64
 					   int64_t poll_us, int64_t *until);
 
 /*
+ * Lock-delay's pause: what decides whether grants wait (zc_delay_paused).
+ * The worker keeps it in its ZldPresence and publishes a copy in the slot
+ * table (ZklTable.pause), under the table's lock, after each change.
+ */
+typedef struct ZldPause
+{
+	bool		listed;			/* a listing with our presence node in it arrived */
+	bool		stale;			/* the watch fired: the listing is out of date */
+	int64_t		paused_until;
+} ZldPause;
+
+/* Whether grants are paused at `now` by z, and until when (zc_delay_paused). */
+extern bool zc_delay_pause_holds(const ZldPause *z, int64_t now, int64_t *until);
+
+/*
  * What a worker knows of <root>/.sessions while its session lives: its own
  * presence node, the last listing (sorted ids), and the pause.  presence.c
  * keeps one and does the I/O it asks for; the simulator runs the same.
@@ -94,14 +109,12 @@ typedef struct ZldPresence
 	int64_t		for_session;	/* the session whose presence is set up (0: none) */
 	uint64_t	for_nonce;		/* and its nonce */
 	uint64_t	gen;			/* tags calls: a new session or handle makes replies stale */
-	bool		listed;			/* a listing with our presence node in it arrived */
+	ZldPause	pause;			/* listed, stale, paused_until */
 	bool		present;		/* and the last listing had it */
-	bool		stale;			/* the watch fired: the listing is out of date */
 	bool		presence_due;	/* (re)create our presence node */
 	bool		list_due;		/* (re)list the sessions, with a watch */
 	bool		list_in_flight;
 	int64_t		next_try;		/* no retry before */
-	int64_t		paused_until;
 	int64_t		sweep_at;		/* list again then (0: no tombstone waits) */
 	int32_t		last_cversion;	/* the sessions node's, at the last listing */
 	ZklSessionName *live;		/* presence nodes of the last listing, sorted */

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "keys.h"
+#include "lock_delay.h"
 #include "recipe.h"
 
 /* ZooKeeper-side progress of a slot. */
@@ -246,6 +247,7 @@ typedef struct ZklTable
 	char		roots[ZKL_ROOTS][ZKL_MAX_ROOT_LEN + 1];
 	uint64_t	next_attempt;
 	ZklCounters counters;
+	ZldPause	pause;			/* lock-delay's, as the worker last published it (presence.c) */
 	int			nused;			/* slots at and above this index are free */
 	int			nslots;
 	ZklSlot    *slots;			/* nslots of them */

@@ -75,6 +75,21 @@ host_release(void *arg, void *p)
 	pfree(p);
 }
 
+/*
+ * Publish the pause in the slot table, where the worker's core reads it
+ * (zw_grants_paused).  Called after each call into lock_delay.c that may
+ * change it; `locked`: the caller holds the table lock.
+ */
+static void
+publish(bool locked)
+{
+	if (!locked)
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	zkl_shared->t.pause = zw_presence->pres.pause;
+	if (!locked)
+		LWLockRelease(zkl_shared->lock);
+}
+
 static int64_t
 host_delay_us(void *arg)
 {
@@ -108,6 +123,16 @@ zw_presence_new(void)
 	return p;
 }
 
+/*
+ * A new worker: nothing listed yet, so grants wait.  Its pause replaces
+ * whatever an earlier worker of the cluster left published.
+ */
+void
+zw_presence_start(void)
+{
+	publish(false);
+}
+
 static void
 sessions_path(char *out)
 {
@@ -134,7 +159,10 @@ static void
 sessions_watch(zhandle_t *h, int type, int state, const char *path, void *ctx)
 {
 	if (type != ZOO_SESSION_EVENT)
+	{
 		zc_delay_watch_fired(&zw_presence->pres, (uintptr_t) ctx);
+		publish(false);
+	}
 }
 
 /* Another cluster may have swept it first; one not allowed to says so, once. */
@@ -178,6 +206,7 @@ sessions_listed(int rc, const struct String_vector *children, const struct Stat 
 								  rc == ZOK ? children->count : 0,
 								  rc == ZOK ? stat->cversion : 0, zkl_mono_now());
 
+	publish(false);
 	if (what == ZLD_LIST_FAILED)
 		failed(rc, "list the sessions");
 	if (what == ZLD_DIED)
@@ -194,6 +223,7 @@ presence_created(int rc, const char *value, const void *ctx)
 	if (rc == ZOK || rc == ZNODEEXISTS)
 		return;
 	zc_delay_presence_failed(&zw_presence->pres, (uintptr_t) ctx, zkl_mono_now());
+	publish(false);
 	if ((uintptr_t) ctx == zw_presence->pres.gen)
 		failed(rc, "create the session's presence node");
 }
@@ -234,6 +264,7 @@ zw_presence_tend(void)
 	strlcpy(zw_presence->for_root, root, sizeof(zw_presence->for_root));
 	send = zc_delay_tend(&zw_presence->pres, session, zkl_shared->session_nonce, new_root,
 						 zkl_mono_now());
+	publish(false);
 	if (send & ZLD_SEND_PRESENCE)
 		send_presence();
 	if (send & ZLD_SEND_LIST)
@@ -241,23 +272,29 @@ zw_presence_tend(void)
 		sessions_path(dir);
 		if (zw_client_children_watched(dir, sessions_watch, (void *) (uintptr_t) zw_presence->pres.gen,
 									   sessions_listed, (const void *) (uintptr_t) zw_presence->pres.gen) != ZOK)
+		{
 			zc_delay_list_not_sent(&zw_presence->pres);
+			publish(false);
+		}
 	}
 }
 
-/* A new handle: calls in flight on the old one will not be answered. */
+/* A new handle: calls in flight on the old one will not be answered.  Caller holds the lock. */
 void
 zw_presence_reset(void)
 {
 	zc_delay_reset(&zw_presence->pres);
+	publish(true);
 	if (zw_presence->mark == ZKL_MARK_PENDING && zw_presence->mark_name.id != 0)
 		zw_presence->mark = ZKL_MARK_FAILED;
 }
 
+/* Caller holds the lock. */
 void
 zw_presence_reconnected(void)
 {
 	zc_delay_reconnected(&zw_presence->pres);
+	publish(true);
 }
 
 /*
@@ -300,7 +337,7 @@ zw_presence_confirm(int64 session, uint64 nonce, stat_completion_t done, const v
 bool
 zw_presence_listed(void)
 {
-	return zw_presence->pres.listed;
+	return zw_presence->pres.pause.listed;
 }
 
 /* The reply to the tombstone asked for last (ctx: its mark_gen), or to an older one. */
@@ -356,7 +393,7 @@ zw_presence_incarnation_listed(int64 session, uint64 nonce)
 ZklMarkState
 zw_presence_mark_closed(void)
 {
-	if (!zw_presence->pres.listed)
+	if (!zw_presence->pres.pause.listed)
 		return ZKL_MARK_FAILED;	/* the root of our presence node is not known to be set up */
 	return send_mark(zw_presence->pres.for_session, zw_presence->pres.for_nonce, ZKL_NAME_CLOSED,
 					 ZOO_PERSISTENT);
@@ -369,5 +406,5 @@ zw_presence_mark_closed(void)
 bool
 zw_grants_paused(int64 now, int64 *until)
 {
-	return zc_delay_grants_paused(&zw_presence->pres, now, until);
+	return zc_delay_pause_holds(&zkl_shared->t.pause, now, until);
 }

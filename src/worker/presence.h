@@ -39,6 +39,7 @@ typedef struct ZwPresence
 extern ZwPresence *zw_presence;
 extern ZwPresence *zw_presence_new(void);
 
+extern void zw_presence_start(void);
 extern void zw_presence_tend(void);
 extern void zw_presence_reset(void);
 extern void zw_presence_reconnected(void);

@@ -218,6 +218,7 @@ core_init(void)
 	core.mine = MemoryContextAlloc(TopMemoryContext, nslots * sizeof(char *));
 	core.held = MemoryContextAlloc(TopMemoryContext, nslots * sizeof(bool));
 	zw_requests_init(&core, nslots);
+	zw_presence_start();
 }
 
 /*

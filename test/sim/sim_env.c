@@ -488,7 +488,9 @@ worker_memory(Cluster *c)
 	c->gw = zw_gwaits_new();
 	c->once_io = zw_once_io_new();
 	zw_requests = c->requests;
+	zw_presence = c->presence;
 	zw_requests_init(&c->core, c->t->nslots);	/* as worker.c's main */
+	zw_presence_start();
 }
 
 void

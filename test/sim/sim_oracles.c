@@ -486,8 +486,8 @@ dump_cluster(const Cluster *c)
 	int			j;
 
 	printf("c%d: client %d conn %d session %" PRIx64 " listed %d stale %d paused_until %.3f outs %d\n",
-		   c->id, c->client, c->t->conn_state, c->t->session_id, c->presence->pres.listed, c->presence->pres.stale,
-		   c->presence->pres.paused_until / 1e6, c->nouts);
+		   c->id, c->client, c->t->conn_state, c->t->session_id, c->t->pause.listed, c->t->pause.stale,
+		   c->t->pause.paused_until / 1e6, c->nouts);
 	if (c->client >= 0)
 		zkm_debug(S->m, c->client);
 	printf("  writes in flight %d, outs:", c->core.writes_in_flight);

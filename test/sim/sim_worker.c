@@ -98,6 +98,7 @@ stop_close(Cluster *c, StopEnd how)
 		if (c->t->slots[i].zstate != ZKS_FREE)
 			zc_table_free(c->t, &c->t->slots[i]);
 	simpg_once_reset(c->shared);
+	memset(&c->t->pause, 0, sizeof(c->t->pause));
 	worker_restart(c);
 	for (i = 0; i < c->nb; i++)
 		if (c->b[i].st == B_DOWN)

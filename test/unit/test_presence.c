@@ -248,13 +248,13 @@ test_presence(void)
 	zc_delay_init(&p, &host);
 	CHECK(zc_delay_tend(&p, 0xb, 0xbb, false, t) == (ZLD_SEND_PRESENCE | ZLD_SEND_LIST),
 		  "a new session: its presence node, then a listing");
-	CHECK(pres_pauses == 1 && p.paused_until == t + 1000, "paused from the session's start");
+	CHECK(pres_pauses == 1 && p.pause.paused_until == t + 1000, "paused from the session's start");
 	CHECK(zc_delay_grants_paused(&p, t + 5000, &until), "not listed yet: paused");
 	CHECK(zc_delay_tend(&p, 0xb, 0xbb, false, t) == 0, "nothing twice");
 	gen = p.gen;
-	CHECK(zc_delay_listed(&p, gen + 1, ZOK, first, 3, 3, t) == ZLD_STALE_REPLY && !p.listed,
+	CHECK(zc_delay_listed(&p, gen + 1, ZOK, first, 3, 3, t) == ZLD_STALE_REPLY && !p.pause.listed,
 		  "a reply for an older handle is ignored");
-	CHECK(zc_delay_listed(&p, gen, ZOK, first, 3, 3, t) == ZLD_LISTED && p.listed && p.nlive == 2 &&
+	CHECK(zc_delay_listed(&p, gen, ZOK, first, 3, 3, t) == ZLD_LISTED && p.pause.listed && p.nlive == 2 &&
 		  p.live[0].id == 0xa && p.ndead == 1, "listed, sorted");
 	CHECK(!zc_delay_grants_paused(&p, t + 5000, &until), "listed, the pause over: grants");
 	CHECK(pres_nswept == 0 && p.sweep_at >= t + ZLD_KEEP_US, "a tombstone is kept a while");
@@ -267,7 +267,7 @@ test_presence(void)
 	zc_delay_watch_fired(&p, gen);
 	CHECK(zc_delay_tend(&p, 0xb, 0xbb, false, t + 20) == ZLD_SEND_LIST, "listed again");
 	CHECK(zc_delay_listed(&p, gen, ZOK, no_b, 2, 6, t + 20) == ZLD_DIED && pres_pauses == 1 &&
-		  p.paused_until == t + 1020 && p.presence_due,
+		  p.pause.paused_until == t + 1020 && p.presence_due,
 		  "our own node gone: the pause is longer, and the node is made again");
 	CHECK(!p.present && zc_delay_grants_paused(&p, t + 5000, &until),
 		  "no grant until a listing shows it again");
@@ -288,7 +288,7 @@ test_presence(void)
 	CHECK(zc_delay_listed(&p, gen, ZOK, other, 2, 9, t + ZLD_KEEP_US + 60) == ZLD_DIED,
 		  "a name it cannot read counts as a change");
 	zc_delay_reset(&p);
-	CHECK(!p.listed && zc_delay_tend(&p, 0xb, 0xbb, false, t + ZLD_KEEP_US + 70) != 0 &&
+	CHECK(!p.pause.listed && zc_delay_tend(&p, 0xb, 0xbb, false, t + ZLD_KEEP_US + 70) != 0 &&
 		  p.gen != gen, "a new handle: set up again");
 	gen = p.gen;
 	CHECK(zc_delay_tend(&p, 0xb, 0xbb, true, t + ZLD_KEEP_US + 80) != 0 && p.gen != gen,
@@ -302,7 +302,7 @@ test_presence(void)
 	CHECK(zc_delay_tend(&p, 0xb, 0xbb, false, t + ZLD_KEEP_US + 90 + ZLD_RETRY_US) ==
 		  (ZLD_SEND_PRESENCE | ZLD_SEND_LIST), "a listing not sent is asked for again");
 	CHECK(zc_delay_tend(&p, 0xb, 0xbc, false, t + ZLD_KEEP_US + 200000) != 0 && p.for_nonce == 0xbc &&
-		  !p.listed, "the same id with another nonce is another session: set up again");
+		  !p.pause.listed, "the same id with another nonce is another session: set up again");
 	zc_delay_free(&p);
 	CHECK(p.live == NULL && p.cap == 0, "freed");
 }
