@@ -34,7 +34,7 @@
  *
  * Backends run transactions, and now and then a session-level lock episode:
  * one transaction takes it, the next ones run under it, the last gives it up.
- * In half the seeds some transactions call zk_once on one job (sim_once.c):
+ * In a third of the seeds some transactions call zk_once on one job (sim_once.c):
  * its claim, the calls on its record through the cluster's once area and
  * the worker's once_io.c, the seal after the commit; the record's rule is
  * checked from the ground truth (one commit per period, none lost).
@@ -411,6 +411,8 @@ run_seed(uint64_t seed, int64_t max_steps)
 	sim->linger_ms = seed % 8 < 4 ? 0 : 50 * (int) (1 + seed / 8 % 5);
 	sim->hot_pct = sim->handover && seed % 2 == 0 ? 60 : 0;
 	sim->hot_read_pct = seed % 3 == 0 ? 90 : 30;
+	/* hot readers that upgrade: more of them in one seed of five (readers between a writer and its successor) */
+	sim->hot_upgrade_pct = seed % 5 == 1 ? 35 : 10;
 	sim->m = zkm_new(seed, 3, cstart);
 	zkm_set_log(sim->m, model_log);
 	/* ids handed out again (lock-delay's tombstones speak for one incarnation) */

@@ -48,13 +48,13 @@ typedef enum OnceOutcome
 /* due, not due, claims refused, recorded, not recorded, done again, left owed */
 int64_t once_counts[7];
 
-/* The job in half the seeds, by the seed's number (other seeds draw as before). */
+/* The job in a third of the seeds, by the seed's number (other seeds draw as before). */
 void
 once_draw(uint64_t seed)
 {
 	uint64_t	h = seed * UINT64_C(0x9E3779B97F4A7C15);
 
-	S->once_pct = h >> 63 ? 5 + (int) (h >> 40) % 25 : 0;
+	S->once_pct = (h >> 32) % 3 == 0 ? 4 + (int) (h >> 40) % 16 : 0;
 	S->once_period = (300 + (int64_t) (h >> 20) % 2700) * INT64_C(1000);
 	S->ndoers = 0;
 }

@@ -305,7 +305,7 @@ plan_xact(Backend *b)
 			add_act(b, true, 0, ZKL_MODE_EXCLUSIVE, 0);
 			add_act(b, false, 0, ZKL_MODE_SHARED, chance(50) ? 0 : 1);
 		}
-		if (reads && chance(10))
+		if (reads && chance(S->hot_upgrade_pct))
 			add_act(b, false, 0, ZKL_MODE_EXCLUSIVE, chance(50) ? 1 : 2);
 	}
 	else if (pattern >= 100 - S->sem_pct)

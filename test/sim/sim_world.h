@@ -382,6 +382,7 @@ typedef struct Sim
 	int			linger_ms;
 	int			hot_pct;		/* transactions that take just key 0 */
 	int			hot_read_pct;	/* of them, readers (the others write) */
+	int			hot_upgrade_pct;	/* of those, readers that upgrade */
 	/*
 	 * The fairness bound, from what each cluster was told: once a listing
 	 * or a child event reached cluster c showing `waiter` queued behind its
