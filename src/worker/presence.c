@@ -77,12 +77,16 @@ host_release(void *arg, void *p)
 
 /*
  * Publish the pause in the slot table, where the worker's core reads it
- * (zw_grants_paused).  Called after each call into lock_delay.c that may
- * change it; `locked`: the caller holds the table lock.
+ * (zw_grants_paused), if it changed: called after each call into
+ * lock_delay.c that may change it (each turn: no lock taken for nothing);
+ * `locked`: the caller holds the table lock.
  */
 static void
 publish(bool locked)
 {
+	/* the worker is its only writer: its last copy may be read without the lock */
+	if (memcmp(&zkl_shared->t.pause, &zw_presence->pres.pause, sizeof(ZldPause)) == 0)
+		return;
 	if (!locked)
 		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	zkl_shared->t.pause = zw_presence->pres.pause;
