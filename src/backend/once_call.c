@@ -23,7 +23,7 @@
 StaticAssertDecl(ZKL_ONCE_DATA_LEN == ZKO_RECORD_LEN, "a record fits the once area");
 
 /* A committing backend's longest sleep between two looks at the area (ms). */
-#define COMMIT_POLL_MS	100
+#define COMMIT_POLL_MS	10
 
 /* Give the area back (also on ERROR or FATAL while we hold it). */
 static void
@@ -56,10 +56,11 @@ ms_left(int64 deadline)
  * ConditionVariableTimedSleep puts it back.  At commit, where the
  * postmaster's death must not exit from inside the committed transaction
  * (its abort would PANIC), the backend waits on its latch instead, as
- * core's wait for a synchronous standby does, so it puts itself back on the
- * list after each wake: the next broadcast (the worker's answer, another
- * backend giving the area back) must reach it too.  Each of those sleeps is
- * short besides, so that a wake-up missed for any reason costs little.
+ * core's wait for a synchronous standby does: the first broadcast wakes it,
+ * and after that it looks every COMMIT_POLL_MS, so that no later one (the
+ * worker's answer, another backend giving the area back) is waited for in
+ * vain.  (Preparing to sleep again would pass each wake it had on to
+ * another sleeper: two committing backends would wake each other in turn.)
  */
 static bool
 sleep_until(int64 deadline, bool may_error)
@@ -81,7 +82,6 @@ sleep_until(int64 deadline, bool may_error)
 			ProcDiePending = true;
 			return false;
 		}
-		ConditionVariablePrepareToSleep(&zkl_once->cv);
 	}
 	return ms_left(deadline) > 0;
 }
