@@ -102,7 +102,9 @@ ok(catch_up('a') && catch_up('b') && catch_up('c'), 'after the loops, nothing is
 my $periods = rows("count(DISTINCT period) || ' ' || count(DISTINCT cluster)");
 my ($np, $nc) = split / /, $periods;
 cmp_ok($np, '>=', 8, "the loops did $np periods");
-is($nc, 3, 'in all three clusters');
+# who does a period is a race (the first call after it begins): with A down for
+# a while and B cut off, a cluster may win none, so two at least, not three
+cmp_ok($nc, '>=', 2, "in $nc clusters");
 
 # phase 2: a job that fails after its write: rolled back on the fourth server
 # too, and another cluster does the period
