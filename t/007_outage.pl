@@ -20,9 +20,10 @@ chomp $zkpid;
 my $zk_frozen = 0;
 END { kill 'CONT', $zkpid if $zk_frozen; }
 
-# 6 s: the client notices the silence after 4 s and declares the session
-# lost 2 s later, which leaves time to act in between.
-my $conf = "zk_lock.session_timeout = '6s'\nzk_lock.connect_timeout = '20s'\n";
+# 12 s: the client notices the silence after 8 s and declares the session
+# lost 3 s later (11/12 of it), which leaves time to act in between, even on
+# a slow machine (6 s left 1.5 s for a COMMIT and two psql runs).
+my $conf = "zk_lock.session_timeout = '12s'\nzk_lock.connect_timeout = '20s'\n";
 my $a = new_zk_cluster('oa', $zk, conf => $conf);
 my $b = new_zk_cluster('ob', $zk, conf => $conf);
 
@@ -96,7 +97,7 @@ my $t0 = time();
 freeze();
 ok(wait_for(sub { log_count($b, qr/treating session 0x[0-9a-f]+ as expired/) > $expired_before }, 20),
 	'B treats its session as lost on its own');
-note(sprintf('B declared the session lost %.1f s after ZooKeeper froze (timeout 6 s)', time() - $t0));
+note(sprintf('B declared the session lost %.1f s after ZooKeeper froze (timeout 12 s)', time() - $t0));
 is($b->safe_psql('postgres', "SELECT state FROM zk_locks WHERE key = 'long'"), 'lost',
 	'zk_locks shows the holder\'s lock as lost');
 $hb->query_safe('\set VERBOSITY verbose');

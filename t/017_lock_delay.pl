@@ -49,8 +49,10 @@ ok(wait_for(sub { $b->safe_psql('postgres', "SELECT zk_try_lock('warm', 0)") eq 
 # (the loop may hold nothing at the instant of the cut; 'held' is held for sure)
 my $held_a = $a->background_psql('postgres', on_error_stop => 0);
 $held_a->query_safe("BEGIN; SELECT zk_lock('held')");
+my $g0 = zk_status($a, 'grants');
 my $loop = start_commit_loop($a, 'k', 40);
-usleep(1_000_000);
+# a slow machine's loop may need more than a second for its first commits
+ok(wait_for(sub { zk_status($a, 'grants') >= $g0 + 20 }, 10), 'A\'s loop commits under k');
 proxy_do($proxy, 'blackhole');
 my $cut = time();
 

@@ -78,8 +78,10 @@ ok(wait_for(sub { $a->safe_psql('postgres', "SELECT zk_try_lock('warm', 0)") eq 
 	'A works again, in a new session');
 
 # --- A commits under 'k' in a loop across the cut; B asks for 'k' after it ---
+my $g0 = zk_status($a, 'grants');
 my $loop = start_commit_loop($a, 'k', 15);
-usleep(1_000_000);
+# a slow machine's loop may need more than a second for its first commits
+ok(wait_for(sub { zk_status($a, 'grants') >= $g0 + 20 }, 10), 'A\'s loop commits under k');
 proxy_do($_, 'blackhole') for @$proxies;
 $cut = time();
 my $kb = $b->background_psql('postgres', on_error_stop => 0);

@@ -87,8 +87,8 @@ my @ta = foreign_writer_rounds($ca, $cb, 'rf', 'zk_lock_shared', $limit, 4);
 my %nodes = map { (token_node($_) => 1) } @ta;
 # without joins every grant has a node of its own; how many join depends on
 # how soon each node's listing arms it (30% nodes on a quiet machine, 54%
-# seen under a loaded CI run)
-cmp_ok(scalar(keys %nodes), '<', scalar(@ta) * 3 / 4,
+# seen under a loaded CI run: without joins it is 100%)
+cmp_ok(scalar(keys %nodes), '<', scalar(@ta) * 9 / 10,
 	'A\'s readers mostly rode a node (' . scalar(keys %nodes) . ' nodes for ' . scalar(@ta) . ' grants)');
 
 # --- the bound, one reader at a time: exactly $limit join past B's writer ---

@@ -33,6 +33,14 @@ sub b_can_take
 	return $b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('$key'); COMMIT");
 }
 
+# A release is asynchronous (its node is deleted after the COMMIT returns):
+# a key just released is free within a moment, so B's try waits up to 5 s.
+sub b_gets
+{
+	my ($key) = @_;
+	return $b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock('$key', 5000); COMMIT");
+}
+
 # --- PgBouncer in front of A: one server connection per pool ---
 my $dir = "${ZkLockTest::scratch}/pgbouncer";
 mkdir $dir;
@@ -78,14 +86,14 @@ my $pid1 = $c1->query_safe("BEGIN; SELECT zk_lock('t-key'); SELECT pg_backend_pi
 $pid1 =~ s/.*\n//s;
 is(b_can_take('t-key'), 'f', 'transaction pooling: the lock is held inside the transaction');
 $c1->query_safe('COMMIT');
-is(b_can_take('t-key'), 't', 'and released at COMMIT');
+is(b_gets('t-key'), 't', 'and released at COMMIT');
 my $c2 = $a->background_psql('postgres', on_error_stop => 0, extra_params => [ '-d', via('txn') ]);
 is($c2->query_safe("SELECT pg_backend_pid()"), $pid1, 'the next client gets the same server connection');
 is($c2->query_safe("SELECT count(*) FROM zk_locks WHERE pid = pg_backend_pid()"), '0', 'holding nothing');
 $c2->query_safe("BEGIN; SELECT zk_lock('t-key')");
 is(b_can_take('t-key'), 'f', 'and takes the key in its own transaction');
 $c2->query_safe('ROLLBACK');
-is(b_can_take('t-key'), 't', 'until its ROLLBACK');
+is(b_gets('t-key'), 't', 'until its ROLLBACK');
 $_->quit for ($c1, $c2);
 
 # --- session pooling, DISCARD ALL as the reset query ---
