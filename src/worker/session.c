@@ -422,9 +422,10 @@ open_session(void)
 	memcpy(resume.passwd, zkl_shared->session_passwd, sizeof(resume.passwd));
 	zkl_shared->t.conn_state = ZKC_CONNECTING;
 	zkl_shared->state_since = GetCurrentTimestamp();
+	/* under the lock: presence.c publishes lock-delay's pause, which backends read under it */
+	zw_session->events->new_handle();
 	LWLockRelease(zkl_shared->lock);
 
-	zw_session->events->new_handle();
 	zw_session->fresh_handle = !have_resume;
 	zw_session->confirming = false;
 	zw_client_set_handle(zw_client_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,

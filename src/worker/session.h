@@ -10,7 +10,7 @@ typedef struct ZklSessionEvents
 {
 	void		(*lost) (void);	/* every node of the session is gone */
 	void		(*reconnected) (void);	/* same session, new connection; lock held */
-	void		(*new_handle) (void);	/* nothing is in flight any more */
+	void		(*new_handle) (void);	/* nothing is in flight any more (under the lock) */
 } ZklSessionEvents;
 
 /*

@@ -54,7 +54,7 @@ session_lost(void)
 	LWLockRelease(zkl_shared->lock);
 }
 
-/* A new handle has nothing in flight. */
+/* A new handle has nothing in flight.  Caller holds the lock. */
 static void
 session_new_handle(void)
 {
