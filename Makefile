@@ -8,7 +8,7 @@ MODULE_big = zk_lock
 # src/ itself holds the module's start-up (zk_lock.c, on top), its shared
 # memory (shmem.c) and its settings (settings.c).
 CORE_OBJS = src/core/core.o src/core/core_reply.o src/core/core_grant.o src/core/core_plan.o \
-            src/core/core_batch.o src/core/cohort.o src/core/cohort_ride.o src/core/cohort_plan.o src/core/table.o src/core/book.o src/core/holds.o \
+            src/core/core_batch.o src/core/cohort.o src/core/cohort_ride.o src/core/cohort_plan.o src/core/table.o src/core/take_here.o src/core/book.o src/core/holds.o \
             src/core/lock_delay.o src/core/recipe.o src/core/kinds.o src/core/keys.o src/core/cutoff.o src/core/sigterm.o src/core/clean_stop.o \
             src/core/resume.o src/core/deadlock.o src/core/gwait.o src/core/gwait_doc.o src/core/gwait_edges.o src/core/slot_state.o src/core/looks.o src/core/once.o \
             src/core/invariant.o

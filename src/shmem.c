@@ -20,6 +20,7 @@
 #include "settings.h"
 #include "holds.h"
 #include "table.h"
+#include "take_here.h"
 
 ZklShared  *zkl_shared = NULL;
 ZklQuery   *zkl_query = NULL;
@@ -159,6 +160,7 @@ zkl_claim_slots(const char *const *keys, int n, char mode, int holders, bool now
 {
 	ZklRequest	r;
 	char		uuids[ZKL_MULTI_KEYS][ZKL_UUID_LEN + 1];
+	int64		mono = zkl_mono_now();	/* may fail: before the lock */
 	bool		wake;
 	int			i;
 
@@ -197,6 +199,9 @@ zkl_claim_slots(const char *const *keys, int n, char mode, int holders, bool now
 		zc_table_claim(&zkl_shared->t, idx[i], &r);
 	}
 	wake = !zkl_shared->t.writes_held;
+	/* a node kept here for the key (zk_lock.linger) is taken at once, with no worker turn */
+	if (n == 1 && zc_take_here(&zkl_shared->t, &zkl_shared->t.slots[idx[0]], mono, r.now))
+		wake = zkl_shared->t.slots[idx[0]].zk.todo != 0;	/* a call still owed for the node */
 	LWLockRelease(zkl_shared->lock);
 
 	if (wake)

@@ -456,6 +456,35 @@ zc_cohort_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	zc_slot_move(s, ZKS_COHORT);
 }
 
+bool
+zc_cohort_take_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
+{
+	ZklSlot    *o = NULL;
+	int			i;
+
+	if (c->linger_ms <= 0 || s->zstate != ZKS_NEW || s->own.abandoned || !zc_cohort_eligible_x(c, s))
+		return false;
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *x = &c->t->slots[i];
+
+		if (x == s || x->zstate == ZKS_FREE || !zc_cohort_same_key(x, s))
+			continue;
+		if (x->zstate != ZKS_LINGER || o != NULL)
+			return false;		/* anything else of the key: the worker decides */
+		o = x;
+	}
+	if (o == NULL)
+		return false;
+	/* a node lingers only with the mark and no other cluster's seen behind it (release, listed) */
+	ZC_ASSERT(o->coh.may_linger && !o->coh.foreign);
+	if (!zc_cohort_eligible_x(c, o) || !o->coh.may_linger || o->coh.foreign ||
+		mono >= o->coh.linger_until || !zc_cohort_may_pass(c, o, connected, mono))
+		return false;
+	pass(c, o, s);
+	return true;
+}
+
 /* A released holder's node: pass it, keep it for a moment, or let it go. */
 void
 zc_cohort_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)

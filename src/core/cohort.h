@@ -53,4 +53,13 @@ extern void zc_cohort_stop_lingering(ZklCohort *c);
 /* Whether a listing of s's key sets a child watch (see zc_core_listing_watches). */
 extern bool zc_cohort_listing_watches(const ZklCohort *c, const ZklSlot *s);
 
+/*
+ * A backend's new request s takes the node lingering for its key by itself,
+ * with no worker turn (take_here.c): only where the worker's own join would
+ * pass that node to s at once, and where nothing else of the key is in the
+ * table (no holder, waiter, rider or earlier request here).  Returns
+ * whether it did: s is granted then, through c's host.
+ */
+extern bool zc_cohort_take_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono);
+
 #endif

@@ -533,18 +533,8 @@ zc_core_grant(ZklCore *c, ZklSlot *s)
 		s->zk.delayed_until = until;
 		return;
 	}
-	zc_slot_move(s, ZKS_HELD);
-	/* a grant is of a node, made in the session that grants it */
-	ZC_ASSERT(s->node[0] != '\0' && c->t->session_id != 0);
-	if (s->ans.result == ZKL_RESULT_PENDING)
-	{
-		s->ans.session_id = c->t->session_tag;
-		__atomic_thread_fence(__ATOMIC_RELEASE);	/* the owner reads it after the result, unlocked */
-		s->ans.result = ZKL_RESULT_GRANTED;
-		s->ans.granted_at = zc_core_wall(c);
-		c->t->counters.grants++;
+	if (zc_table_grant(c->t, s, zc_core_wall(c)))
 		zc_core_wake(c, s);
-	}
 }
 
 /* ---- local hand-over (cohort.c): the steps of ours that it takes ---- */

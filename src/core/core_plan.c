@@ -574,6 +574,17 @@ zc_core_plan(ZklCore *c, bool connected, int64_t proof_at)
 	}
 	if (connected)
 		turn.next_ms = plan_proof(c, held, turn.mono, proof_at, turn.next_ms);
+	/* for a backend's own take (take_here.c): the settings this plan ran with */
+	c->t->cohort.handover = c->cohort.handover;
+	c->t->cohort.handover_limit = c->cohort.handover_limit;
+	c->t->cohort.linger_ms = c->cohort.linger_ms;
+	/*
+	 * The worker reads these ops' slots without the lock while it sends them,
+	 * and a backend may meanwhile free a lingering slot (take_here.c): none
+	 * is for one.
+	 */
+	for (i = 0; i < c->nops; i++)
+		ZC_ASSERT(c->t->slots[c->ops[i].idx].zstate != ZKS_LINGER);
 	return turn.next_ms;
 }
 

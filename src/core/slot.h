@@ -14,7 +14,11 @@
  *     watch (core.c, cohort.c); an owner only asks for two reads of its
  *     own slot through table.c (zc_table_ask_stat, zc_table_ask_verify: bits of
  *     zk.todo, and own.verify);
- *   - a backend that commits sets proof_wanted and reads the rest.
+ *   - a backend that commits sets proof_wanted and reads the rest;
+ *   - as it claims a slot, a backend may take its cluster's lingering node
+ *     for the key into it, by the worker's own rules (take_here.c): the new
+ *     slot's worker fields and answer, the lingering slot freed, the
+ *     counters; what those rules read of the worker's is in ZklTable.
  * A slot returns to FREE only when its owner has abandoned it and no node or
  * create is left in ZooKeeper, so nothing is ever orphaned by a backend
  * giving up early.  Backends read `ans.result` without the lock: the worker
@@ -225,7 +229,19 @@ typedef struct ZklCounters
 	int64_t		held_for_local; /* turns in ZooKeeper's queue held for a local conflicting holder */
 	int64_t		upgrades_across;	/* upgrades granted past other clusters' requests made before them */
 	int64_t		committed_past_loss;	/* commits that went on past their check, a lock lost meanwhile */
+	int64_t		taken_here;		/* of the hand-overs, lingering nodes a backend took itself */
 } ZklCounters;
+
+/*
+ * The worker's hand-over settings, as its last plan had them (core_plan.c),
+ * for a backend that takes a lingering node by itself (take_here.c).
+ */
+typedef struct ZklTableCohort
+{
+	bool		handover;		/* zk_lock.local_handover */
+	int			handover_limit; /* zk_lock.local_handover_limit */
+	int			linger_ms;		/* zk_lock.linger */
+} ZklTableCohort;
 
 /*
  * The table and what the worker tells backends about its session.  All of it
@@ -248,6 +264,7 @@ typedef struct ZklTable
 	uint64_t	next_attempt;
 	ZklCounters counters;
 	ZldPause	pause;			/* lock-delay's, as the worker last published it (presence.c) */
+	ZklTableCohort cohort;		/* its hand-over settings, for a backend's own take */
 	int			nused;			/* slots at and above this index are free */
 	int			nslots;
 	ZklSlot    *slots;			/* nslots of them */

@@ -72,6 +72,22 @@ zc_table_deadlock_detail(const ZklTable *t, const ZklSlot *s)
 	return t->deadlock_attempt == s->req.attempt ? t->deadlock_detail : NULL;
 }
 
+bool
+zc_table_grant(ZklTable *t, ZklSlot *s, int64_t wall)
+{
+	zc_slot_move(s, ZKS_HELD);
+	/* a grant is of a node, made in the session that grants it */
+	ZC_ASSERT(s->node[0] != '\0' && t->session_id != 0);
+	if (s->ans.result != ZKL_RESULT_PENDING)
+		return false;
+	s->ans.session_id = t->session_tag;
+	__atomic_thread_fence(__ATOMIC_RELEASE);	/* the owner reads it after the result, unlocked */
+	s->ans.result = ZKL_RESULT_GRANTED;
+	s->ans.granted_at = wall;
+	t->counters.grants++;
+	return true;
+}
+
 void
 zc_table_free(ZklTable *t, ZklSlot *s)
 {

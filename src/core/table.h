@@ -97,6 +97,14 @@ extern const char *zc_table_deadlock_detail(const ZklTable *t, const ZklSlot *s)
  */
 extern int64_t zc_table_session_tag(int64_t session_id, uint64_t nonce);
 
+/*
+ * s's node is first in line and nothing holds s back: s is held, and its
+ * owner told so unless it was already (the session that grants it before
+ * the result, which the owner reads unlocked).  Returns whether the owner
+ * was told now: its wake-up is the caller's.
+ */
+extern bool zc_table_grant(ZklTable *t, ZklSlot *s, int64_t wall);
+
 /* Back to FREE; nused shrinks past trailing free slots. */
 extern void zc_table_free(ZklTable *t, ZklSlot *s);
 

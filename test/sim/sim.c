@@ -82,6 +82,7 @@ int64_t resumes_refused;	/* resumed sessions whose presence node was gone: expir
 int64_t rides_seen = 0;	/* of them, readers joining a local reader's node */
 int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */
 int64_t upgrades_across;	/* upgrades granted past other clusters' requests (counters) */
+int64_t taken_here;	/* lingering nodes taken by a backend itself (take_here.c) */
 int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */
 int64_t calls_sent[ZKM_SETDATA + 1];	/* by the shipped worker files, by kind */
 Sim *S;
@@ -600,8 +601,8 @@ main(int argc, char **argv)
 	}
 	printf("%.0f steps/s over %" PRId64 " steps in %.1f s\n",
 		   total_steps / (wall_seconds() - t0 + 1e-9), total_steps, wall_seconds() - t0);
-	printf("%" PRId64 " local hand-overs (%" PRId64 " of them readers joining a reader's node)\n",
-		   handovers_seen, rides_seen);
+	printf("%" PRId64 " local hand-overs (%" PRId64 " of them readers joining a reader's node; %" PRId64
+		   " lingering nodes a backend took itself)\n", handovers_seen, rides_seen, taken_here);
 	printf("%" PRId64 " upgrades granted ahead of local waiters they held up, %" PRId64
 		   " past other clusters' requests behind the writers they held up; %" PRId64
 		   " turns held for a local holder past which an upgrade went\n", upgrades_ahead, upgrades_across,

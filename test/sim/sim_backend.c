@@ -276,6 +276,17 @@ request(Cluster *c, Backend *b, const Act *a)
 	r.now = c_wall(c);
 	r.uuid = uuid;
 	zc_table_claim(c->t, idx, &r);
+	/* shmem.c's claim: a lingering node taken at once, under the same lock hold */
+	if (zc_take_here(c->t, &c->t->slots[idx], c_mono(c), r.now))
+	{
+		int64_t		until;
+
+		taken_here++;
+		trace("c%d b%d takes %s's lingering node itself (slot %d)", c->id, b->pid, r.key, idx);
+		/* as the worker's grants: never while lock-delay pauses them (the pause it published) */
+		if (env_grants_paused(c, c_mono(c), &until))
+			fail("c%d b%d took %s's lingering node during a lock-delay pause", c->id, b->pid, r.key);
+	}
 	zc_book_set_pending(&b->book, &idx, 1);
 	b->waiting = idx;
 	b->wait_session = a->session;
@@ -616,6 +627,24 @@ settle(Cluster *c, Backend *b, ZklCommitVerdict v)
 	}
 	else
 		end_xact(c, b, v == ZKH_WAIT ? "commit fails: no proof in time" : "commit fails: lost or ended");
+}
+
+/*
+ * An idle backend of c whose next transaction is due begins it now: called
+ * between the worker's read of a reply and its plan, so that a backend's own
+ * take (take_here.c) meets what a reply left before the worker planned on it.
+ */
+void
+backend_begins_now(Cluster *c)
+{
+	int			i;
+
+	for (i = 0; i < c->nb; i++)
+		if (c->b[i].st == B_IDLE && c->b[i].next_at <= zkm_now(S->m))
+		{
+			(void) backend_step(c, &c->b[i]);
+			return;
+		}
 }
 
 bool

@@ -288,7 +288,10 @@ check_handover_truth(Cluster *c, const ZklSlot *s)
 
 /*
  * A writer's hand-over goes to the local writer waiting longest for the
- * key (in the model's time: a cluster's wall clock may step).
+ * key (in the model's time: a cluster's wall clock may step): one waiting
+ * for it (COHORT), or one that asked and is not planned yet (NEW, a lock
+ * of one key: a lingering node goes to the one that asked first, whether
+ * the worker passes it or a backend takes it itself).
  */
 void
 check_local_fifo(Cluster *c, const ZklSlot *s)
@@ -302,7 +305,9 @@ check_local_fifo(Cluster *c, const ZklSlot *s)
 	{
 		const ZklSlot *o = &c->t->slots[j];
 
-		if (j != me && o->zstate == ZKS_COHORT && !o->own.abandoned && o->req.mode == ZKL_MODE_EXCLUSIVE &&
+		if (j != me && !o->own.abandoned && o->req.mode == ZKL_MODE_EXCLUSIVE &&
+			(o->zstate == ZKS_COHORT || (o->zstate == ZKS_NEW && o->req.group == 0 &&
+										 o->req.owner_pid != s->req.owner_pid)) &&
 			o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0 &&
 			S->queued_model[c->id][j] < S->queued_model[c->id][me])
 			fail("local FIFO: c%d handed %s to slot %d (b%d, waiting since %.3f) past slot %d (b%d, since %.3f)",
@@ -432,6 +437,9 @@ deliver(Cluster *c)
 	if (c->client < 0 || c->paused || !zkm_has_message(S->m, c->client))
 		return false;
 	worker_read(c, 1);
+	/* a backend may claim between the worker's read and its plan (take_here.c) */
+	if (S->linger_ms > 0 && chance(30))
+		backend_begins_now(c);
 	if (c->stopping)
 		stop_turn(c);			/* worker.c's stop: a turn only when its step says so */
 	else

@@ -171,6 +171,7 @@ void commit_step(Cluster *c, Backend *b);
 void publish(Cluster *c, Backend *b, ZklCommitVerdict v);
 void settle(Cluster *c, Backend *b, ZklCommitVerdict v);
 bool backend_step(Cluster *c, Backend *b);
+void backend_begins_now(Cluster *c);
 
 /* sim_invariants.c */
 bool node_owner(const char *name, int *ci, int *pid, int *slot);

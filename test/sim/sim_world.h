@@ -28,6 +28,7 @@
 #include "looks.h"
 #include "resume.h"
 #include "table.h"
+#include "take_here.h"
 #include "slot_state.h"
 #include "zkmodel.h"
 #include "core_batch.h"
@@ -556,6 +557,7 @@ extern int64_t resumes_refused;	/* resumed sessions whose presence node was gone
 extern int64_t rides_seen;	/* of them, readers joining a local reader's node */
 extern int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */
 extern int64_t upgrades_across;	/* upgrades granted past other clusters' requests (counters) */
+extern int64_t taken_here;	/* lingering nodes taken by a backend itself (take_here.c) */
 extern int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */
 extern int64_t calls_sent[ZKM_SETDATA + 1];
 extern int64_t once_counts[7];	/* sim_once.c's */	/* by the shipped worker files, by kind */

@@ -3,6 +3,7 @@
  * meeting a lingering node.
  */
 #include "unit_core.h"
+#include "take_here.h"
 
 /*
  * Local hand-over: a local waiter gets the holder's node with no round trip
@@ -273,6 +274,74 @@ test_linger(void)
 	now_us += 100001;
 	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(h, OP_DELETE) != 0, "and so does its time");
+}
+
+/*
+ * A backend takes its cluster's lingering node by itself (take_here.c), on
+ * what the worker published, only where the worker's pass would give it at
+ * once and nothing else of the key is here; anything else is the worker's.
+ */
+void
+test_take_here(void)
+{
+	int			h;
+	int			n;
+	int			o;
+
+	h = lingering(0);
+	table.pause.listed = true;	/* the presence list read: no pause */
+	CHECK(table.cohort.handover && table.cohort.linger_ms == 100, "the plan published its settings");
+	n = claim(ZKL_MODE_EXCLUSIVE, 2);
+	table.pause.paused_until = now_us + 1;
+	CHECK(!zc_take_here(&table, &slots[n], now_us, now_us), "not during a lock-delay pause");
+	table.pause.paused_until = 0;
+	table.pause.stale = true;
+	CHECK(!zc_take_here(&table, &slots[n], now_us, now_us), "nor while the presence list is out of date");
+	table.pause.stale = false;
+	table.conn_state = ZKC_CONNECTING;
+	CHECK(!zc_take_here(&table, &slots[n], now_us, now_us), "not while disconnected");
+	table.conn_state = ZKC_CONNECTED;
+	CHECK(!zc_take_here(&table, &slots[n], slots[h].coh.linger_until, now_us), "not once its time is over");
+	slots[h].coh.peek = COH_PEEK_ASKED;
+	CHECK(!zc_take_here(&table, &slots[n], now_us, now_us), "not while the child watch is not armed");
+	slots[h].coh.peek = COH_PEEK_ARMED;
+	slots[h].ans.session_id++;
+	CHECK(!zc_take_here(&table, &slots[n], now_us, now_us), "not a node of another session");
+	slots[h].ans.session_id--;
+	CHECK(zc_take_here(&table, &slots[n], now_us, now_us + 7) && slots[n].zstate == ZKS_HELD &&
+		  slots[n].ans.result == ZKL_RESULT_GRANTED && slots[n].ans.granted_at == now_us + 7 &&
+		  slots[n].ans.session_id == table.session_tag && slots[n].zk.handed == 1 &&
+		  slots[h].zstate == ZKS_FREE && slots[n].zk.todo == 0,
+		  "taken: granted in this session, handed over once, the lingering slot freed, nothing owed");
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(core.nops == 0, "the worker's next plan has nothing to send for it");
+
+	/* with another request of the key here, the worker decides (who asked first) */
+	(void) zc_table_abandon(&table, &slots[n]);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[n].zstate == ZKS_LINGER, "released, it lingers again");
+	o = claim(ZKL_MODE_EXCLUSIVE, 3);
+	h = claim(ZKL_MODE_EXCLUSIVE, 4);
+	CHECK(!zc_take_here(&table, &slots[h], now_us, now_us), "another request of the key here: no take");
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[o].ans.result == ZKL_RESULT_GRANTED && slots[h].zstate == ZKS_COHORT,
+		  "the worker gives it to the one that asked first");
+
+	/* a try takes it as a wait does (the worker's join); a reader, a multi-key request: the worker's */
+	(void) lingering(0);
+	table.pause.listed = true;
+	n = claim(ZKL_MODE_SHARED, 2);
+	CHECK(!zc_take_here(&table, &slots[n], now_us, now_us), "a reader: no take");
+	slots[n].req.mode = ZKL_MODE_EXCLUSIVE;
+	slots[n].req.group = 9;
+	CHECK(!zc_take_here(&table, &slots[n], now_us, now_us), "a key of a multi-key request: no take");
+	slots[n].req.group = 0;
+	table.cohort.linger_ms = 0;
+	CHECK(!zc_take_here(&table, &slots[n], now_us, now_us), "linger turned off: no take");
+	table.cohort.linger_ms = 100;
+	slots[n].req.nowait = true;
+	CHECK(zc_take_here(&table, &slots[n], now_us, now_us) && slots[n].ans.result == ZKL_RESULT_GRANTED,
+		  "a try-lock takes it");
 }
 
 /* Answer the listing of tag with these names (watched: it set the child watch). */
