@@ -209,9 +209,10 @@ zkl_claim_slots(const char *const *keys, int n, char mode, int holders, bool now
 }
 
 static bool
-abandon_locked(ZklSlot *slot)
+abandon_locked(ZklSlot *slot, int64 mono)
 {
-	return zc_table_abandon(&zkl_shared->t, slot);
+	/* a released node lingers here when it may (zk_lock.linger): the worker is woken only if it must be */
+	return zc_release_here(&zkl_shared->t, slot, mono);
 }
 
 /*
@@ -223,12 +224,13 @@ ZklResult
 zkl_abandon_slot(int idx)
 {
 	ZklSlot    *slot = &zkl_shared->t.slots[idx];
+	int64		mono = zkl_mono_now();	/* may fail: before the lock */
 	ZklResult	result;
 	bool		wake;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	result = slot->ans.result;
-	wake = abandon_locked(slot);
+	wake = abandon_locked(slot, mono);
 	LWLockRelease(zkl_shared->lock);
 	if (wake)
 		zkl_wake_worker();
@@ -239,12 +241,13 @@ zkl_abandon_slot(int idx)
 void
 zkl_abandon_slots(const int *idx, int n)
 {
+	int64		mono = zkl_mono_now();	/* may fail: before the lock */
 	bool		wake = false;
 	int			i;
 
 	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 	for (i = 0; i < n; i++)
-		wake |= abandon_locked(&zkl_shared->t.slots[idx[i]]);
+		wake |= abandon_locked(&zkl_shared->t.slots[idx[i]], mono);
 	LWLockRelease(zkl_shared->lock);
 	if (wake)
 		zkl_wake_worker();
@@ -259,6 +262,7 @@ zkl_abandon_slots(const int *idx, int n)
 bool
 zkl_cancel_slots(const int *idx, int n)
 {
+	int64		mono = zkl_mono_now();	/* may fail: before the lock */
 	bool		all = true;
 	bool		wake = false;
 	int			i;
@@ -267,7 +271,7 @@ zkl_cancel_slots(const int *idx, int n)
 	for (i = 0; i < n; i++)
 		all &= zkl_shared->t.slots[idx[i]].ans.result == ZKL_RESULT_GRANTED;
 	for (i = 0; i < n && !all; i++)
-		wake |= abandon_locked(&zkl_shared->t.slots[idx[i]]);
+		wake |= abandon_locked(&zkl_shared->t.slots[idx[i]], mono);
 	LWLockRelease(zkl_shared->lock);
 	if (wake)
 		zkl_wake_worker();

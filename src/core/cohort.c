@@ -485,6 +485,38 @@ zc_cohort_take_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	return true;
 }
 
+/* Released, with no local waiter: o's node stays for the cluster's next request. */
+static void
+linger(ZklCohort *c, ZklSlot *o, int64_t mono)
+{
+	zc_slot_move(o, ZKS_LINGER);
+	c->t->counters.lingers++;
+	o->coh.linger_until = mono + (int64_t) c->linger_ms * 1000;
+	o->req.owner_procno = -1;	/* nobody's: no backend counts it as its own */
+	o->req.owner_pid = 0;
+}
+
+bool
+zc_cohort_linger_here(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
+{
+	int			i;
+
+	if (c->linger_ms <= 0 || o->zstate != ZKS_HELD || !o->own.abandoned || !zc_cohort_eligible_x(c, o) ||
+		!o->coh.may_linger || o->coh.foreign || o->coh.kept || o->zk.todo != 0)
+		return false;
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *x = &c->t->slots[i];
+
+		if (x != o && x->zstate != ZKS_FREE && zc_cohort_same_key(x, o))
+			return false;		/* anything else of the key: the worker decides */
+	}
+	if (!zc_cohort_may_pass(c, o, connected, mono))
+		return false;
+	linger(c, o, mono);
+	return true;
+}
+
 /* A released holder's node: pass it, keep it for a moment, or let it go. */
 void
 zc_cohort_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
@@ -500,13 +532,7 @@ zc_cohort_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 		if (w != NULL)
 			pass(c, o, w);
 		else if (c->linger_ms > 0 && o->coh.may_linger && !o->coh.foreign)
-		{
-			zc_slot_move(o, ZKS_LINGER);
-			c->t->counters.lingers++;
-			o->coh.linger_until = mono + (int64_t) c->linger_ms * 1000;
-			o->req.owner_procno = -1;	/* nobody's: no backend counts it as its own */
-			o->req.owner_pid = 0;
-		}
+			linger(c, o, mono);
 		return;
 	}
 	if (w != NULL && may_pass_but_peek(c, o, connected, mono))

@@ -62,4 +62,12 @@ extern bool zc_cohort_listing_watches(const ZklCohort *c, const ZklSlot *s);
  */
 extern bool zc_cohort_take_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono);
 
+/*
+ * A backend is done with its held slot o (abandoned): o's node lingers at
+ * once, with no worker turn (take_here.c), only where the worker's release
+ * would let it linger and nothing else of the key is in the table, with no
+ * call owed for it.  Returns whether it did.
+ */
+extern bool zc_cohort_linger_here(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono);
+
 #endif

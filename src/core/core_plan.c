@@ -579,10 +579,11 @@ zc_core_plan(ZklCore *c, bool connected, int64_t proof_at)
 	c->t->cohort.handover_limit = c->cohort.handover_limit;
 	c->t->cohort.linger_ms = c->cohort.linger_ms;
 	/*
-	 * The worker reads these ops' slots without the lock while it sends them,
-	 * and a backend may meanwhile free a lingering slot (take_here.c): none
-	 * is for one.
+	 * The worker reads these ops' slots without the lock while it sends
+	 * them: a backend lets none linger meanwhile, nor takes a lingering one
+	 * (take_here.c), and none is for one.
 	 */
+	c->t->cohort.sending = c->nops > 0;
 	for (i = 0; i < c->nops; i++)
 		ZC_ASSERT(c->t->slots[c->ops[i].idx].zstate != ZKS_LINGER);
 	return turn.next_ms;

@@ -241,6 +241,8 @@ typedef struct ZklTableCohort
 	bool		handover;		/* zk_lock.local_handover */
 	int			handover_limit; /* zk_lock.local_handover_limit */
 	int			linger_ms;		/* zk_lock.linger */
+	bool		sending;		/* the plan's calls are on their way: the worker reads
+								 * their slots without the lock (requests.c clears it) */
 } ZklTableCohort;
 
 /*
@@ -265,6 +267,8 @@ typedef struct ZklTable
 	ZklCounters counters;
 	ZldPause	pause;			/* lock-delay's, as the worker last published it (presence.c) */
 	ZklTableCohort cohort;		/* its hand-over settings, for a backend's own take */
+	int64_t		worker_due;		/* mono: the worker's next turn at the latest, as it went to
+								 * sleep (0: none set; take_here.c) */
 	int			nused;			/* slots at and above this index are free */
 	int			nslots;
 	ZklSlot    *slots;			/* nslots of them */

@@ -3,10 +3,11 @@
  * request takes the node its cluster keeps for the key, under the
  * slot-table lock, with the worker's rules (cohort.c) run on the copy the
  * worker keeps in the table of what they read: its settings, its session
- * and connection, and lock-delay's pause.  The worker still sends every
- * ZooKeeper call.  It reads the slots of its planned calls without the lock
- * while it sends them: none is a lingering one (core_plan.c checks), and a
- * take frees only that one and fills a slot that was free.
+ * and connection, and lock-delay's pause; and a release lets the node
+ * linger without the worker, which is woken only if it would sleep past
+ * the linger's end.  The worker still sends every ZooKeeper call.  It reads
+ * the slots of its planned calls without the lock while it sends them
+ * (ZklTableCohort.sending): nothing is taken or lingers here meanwhile.
  */
 #include "take_here.h"
 
@@ -49,6 +50,25 @@ here_paused(void *arg, int64_t mono)
 	return zc_delay_pause_holds(&((Here *) arg)->t->pause, mono, &until);
 }
 
+/* The worker's rules (cohort.c) on the table's copy of what they read. */
+static void
+here_cohort(ZklTable *t, Here *h, ZklCohortHost *host, ZklCohort *c, int64_t wall)
+{
+	h->t = t;
+	h->wall = wall;
+	host->arg = h;
+	host->grant = here_grant;
+	host->lose = here_never;
+	host->requeue = here_never;
+	host->wake = here_wake;
+	host->grants_paused = here_paused;
+	c->handover = t->cohort.handover;
+	c->handover_limit = t->cohort.handover_limit;
+	c->linger_ms = t->cohort.linger_ms;
+	c->t = t;
+	c->host = host;
+}
+
 bool
 zc_take_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall)
 {
@@ -56,21 +76,49 @@ zc_take_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall)
 	ZklCohortHost host;
 	ZklCohort	c;
 
-	h.t = t;
-	h.wall = wall;
-	host.arg = &h;
-	host.grant = here_grant;
-	host.lose = here_never;
-	host.requeue = here_never;
-	host.wake = here_wake;
-	host.grants_paused = here_paused;
-	c.handover = t->cohort.handover;
-	c.handover_limit = t->cohort.handover_limit;
-	c.linger_ms = t->cohort.linger_ms;
-	c.t = t;
-	c.host = &host;
+	if (t->cohort.sending)
+		return false;
+	here_cohort(t, &h, &host, &c, wall);
 	if (!zc_cohort_take_here(&c, s, t->conn_state == ZKC_CONNECTED, mono))
 		return false;
 	t->counters.taken_here++;
 	return true;
+}
+
+bool
+zc_release_here(ZklTable *t, ZklSlot *s, int64_t mono)
+{
+	Here		h;
+	ZklCohortHost host;
+	ZklCohort	c;
+
+	if (!zc_table_abandon(t, s))
+		return false;
+	if (t->cohort.sending)
+		return true;
+	here_cohort(t, &h, &host, &c, 0);
+	if (!zc_cohort_linger_here(&c, s, t->conn_state == ZKC_CONNECTED, mono))
+		return true;
+	/* the worker ends the linger: woken only if it would sleep past its end */
+	return t->worker_due == 0 || s->coh.linger_until < t->worker_due;
+}
+
+long
+zc_take_here_sleep(ZklTable *t, int64_t mono, long wait_ms)
+{
+	int			i;
+
+	for (i = 0; i < t->nused; i++)
+	{
+		const ZklSlot *o = &t->slots[i];
+		long		ms;
+
+		if (o->zstate != ZKS_LINGER)
+			continue;
+		ms = o->coh.linger_until <= mono ? 0 : (long) ((o->coh.linger_until - mono + 999) / 1000);
+		if (wait_ms < 0 || ms < wait_ms)
+			wait_ms = ms;
+	}
+	t->worker_due = wait_ms < 0 ? 0 : mono + (int64_t) wait_ms * 1000;
+	return wait_ms;
 }

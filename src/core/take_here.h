@@ -1,5 +1,6 @@
 /*
- * take_here.h — a backend takes its cluster's lingering node by itself.
+ * take_here.h — a backend takes its cluster's lingering node by itself, and
+ * lets a released one linger by itself.
  * Pure: the caller holds the slot-table lock and gives the clocks.
  */
 #ifndef ZK_LOCK_TAKE_HERE_H
@@ -15,5 +16,20 @@
  * the grant's time.
  */
 extern bool zc_take_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall);
+
+/*
+ * The owner is done with slot s (zc_table_abandon): its node lingers at
+ * once where the worker's release would let it (zc_cohort_linger_here).
+ * Returns whether the worker must be woken: for the release, or because it
+ * would sleep past the linger's end (ZklTable.worker_due).
+ */
+extern bool zc_release_here(ZklTable *t, ZklSlot *s, int64_t mono);
+
+/*
+ * The worker goes to sleep for wait_ms (-1: until woken): returns that wait
+ * shortened to the end of every linger (one a backend began since the
+ * worker's plan too), and publishes when it is due (ZklTable.worker_due).
+ */
+extern long zc_take_here_sleep(ZklTable *t, int64_t mono, long wait_ms);
 
 #endif

@@ -549,6 +549,13 @@ zw_requests_send(void)
 		if (rc != ZOK && rc != ZINVALIDSTATE)
 			elog(ERROR, "zk_lock: could not send a ZooKeeper request: %s", zw_client_strerror(rc));
 	}
+	/* the slots are read: backends may take and let linger by themselves again (take_here.c) */
+	if (zkl_shared->t.cohort.sending)
+	{
+		LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+		zkl_shared->t.cohort.sending = false;
+		LWLockRelease(zkl_shared->lock);
+	}
 }
 
 /* A fresh copy of this file's memory, as a new worker process has it. */

@@ -49,6 +49,7 @@
 #include "requests.h"
 #include "sigterm.h"
 #include "turn.h"
+#include "take_here.h"
 #include "zk_result.h"
 
 /* src/core reads ZooKeeper's result codes from its own copy: the library's must be the same */
@@ -381,6 +382,10 @@ worker_turn(bool draining, long max_wait_ms)
 	wait_ms = zw_turn(&core, draining, take_settings);
 	if (max_wait_ms >= 0)
 		wait_ms = (wait_ms < 0) ? max_wait_ms : Min(wait_ms, max_wait_ms);
+	/* lingers a backend began since the plan end in time; backends see when to wake us */
+	LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
+	wait_ms = zc_take_here_sleep(&zkl_shared->t, zkl_mono_now(), wait_ms);
+	LWLockRelease(zkl_shared->lock);
 
 	/* data read on a connection that stays up came from the server */
 	if ((zw_client_wait(zw_client_handle(), wait_ms) & WL_SOCKET_READABLE) && zw_client_connected())

@@ -480,7 +480,7 @@ wait_step(Cluster *c, Backend *b)
 	{
 		/* zkl_cancel_slots: give up only if still unanswered */
 		zc_book_set_pending(&b->book, NULL, 0);
-		(void) zc_table_abandon(c->t, s);
+		(void) zc_release_here(c->t, s, c_mono(c));
 		b->waiting = -1;
 		b->txns_left--;
 		end_xact(c, b, "times out");
@@ -499,7 +499,7 @@ wait_step(Cluster *c, Backend *b)
 	else if (res == ZKL_RESULT_NOT_GRANTED)
 	{
 		zc_book_set_pending(&b->book, NULL, 0);
-		(void) zc_table_abandon(c->t, s);
+		(void) zc_release_here(c->t, s, c_mono(c));
 		trace("c%d b%d try-lock refused %s", c->id, b->pid, s->key);
 		next_act(c, b);
 	}

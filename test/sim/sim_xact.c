@@ -256,7 +256,7 @@ book_abandon(void *arg, const int *slots, int n)
 	for (i = 0; i < n; i++)
 	{
 		end_span(b, &b->cl->t->slots[slots[i]]);
-		(void) zc_table_abandon(b->cl->t, &b->cl->t->slots[slots[i]]);
+		(void) zc_release_here(b->cl->t, &b->cl->t->slots[slots[i]], c_mono(b->cl));	/* shmem.c's */
 	}
 }
 
@@ -279,7 +279,7 @@ abandon_group(Cluster *c, Backend *b)
 
 	zc_book_set_pending(&b->book, NULL, 0);	/* lockfuncs.c's abandon_all */
 	for (i = 0; i < b->ngroup; i++)
-		(void) zc_table_abandon(c->t, &c->t->slots[b->group[i]]);
+		(void) zc_release_here(c->t, &c->t->slots[b->group[i]], c_mono(c));
 	b->ngroup = 0;
 }
 

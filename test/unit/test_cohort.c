@@ -316,9 +316,35 @@ test_take_here(void)
 	(void) zc_core_plan(&core, true, now_us);
 	CHECK(core.nops == 0, "the worker's next plan has nothing to send for it");
 
-	/* with another request of the key here, the worker decides (who asked first) */
+	/* its release lingers at once; the worker is woken only if it would sleep past the end */
+	table.worker_due = now_us + 50000;
+	CHECK(!zc_release_here(&table, &slots[n], now_us) && slots[n].zstate == ZKS_LINGER &&
+		  slots[n].coh.linger_until == now_us + 100000 && slots[n].req.owner_pid == 0,
+		  "released: it lingers, nobody's; the worker, due before its end, is not woken");
+	CHECK(zc_take_here_sleep(&table, now_us, 5000) == 100 && table.worker_due == now_us + 100000,
+		  "the worker's sleep ends with the linger");
+	CHECK(zc_take_here_sleep(&table, now_us, -1) == 100, "a sleep with no end too");
+	o = claim(ZKL_MODE_EXCLUSIVE, 3);
+	CHECK(zc_take_here(&table, &slots[o], now_us, now_us), "taken again");
+	table.worker_due = now_us + 100001;
+	CHECK(zc_release_here(&table, &slots[o], now_us) && slots[o].zstate == ZKS_LINGER,
+		  "the worker due after the linger's end is woken");
+	n = claim(ZKL_MODE_EXCLUSIVE, 4);
+	CHECK(zc_take_here(&table, &slots[n], now_us, now_us), "and taken again");
+	table.cohort.sending = true;
+	CHECK(zc_release_here(&table, &slots[n], now_us) && slots[n].zstate == ZKS_HELD && slots[n].own.abandoned,
+		  "no release lingers while the worker sends its plan's calls: the worker is woken for it");
+	o = claim(ZKL_MODE_EXCLUSIVE, 5);
+	CHECK(!zc_take_here(&table, &slots[o], now_us, now_us), "nor is anything taken");
+	table.cohort.sending = false;
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[o].zstate == ZKS_HELD && slots[o].ans.result == ZKL_RESULT_GRANTED,
+		  "the worker hands the node to the request waiting here");
+	n = o;
 	(void) zc_table_abandon(&table, &slots[n]);
 	(void) zc_core_plan(&core, true, now_us);
+
+	/* with another request of the key here, the worker decides (who asked first) */
 	CHECK(slots[n].zstate == ZKS_LINGER, "released, it lingers again");
 	o = claim(ZKL_MODE_EXCLUSIVE, 3);
 	h = claim(ZKL_MODE_EXCLUSIVE, 4);
