@@ -170,7 +170,9 @@ echo "measuring (about $((SECONDS_EACH * 57 / 60 + 1)) minutes) ..."
 # the references
 floor_8=$(floor_rate 8000 8)
 floor_32=$(floor_rate 12000 32)
-core_1=$(pgbench_tps "$port_a" 1 "$core_cycle")
+# (one client: where its cycle spends its time, by process, as S1 with linger's)
+cpu_core1=$(cpu_run pgbench_run "$port_a" 1 "$core_cycle")
+core_1=$(echo "$cpu_core1" | field rate)
 core_8=$(pgbench_tps "$port_a" 8 "$core_cycle")
 core_8one=$(pgbench_tps "$port_a" 8 "$core_one")
 core_8shared=$(pgbench_tps "$port_a" 8 "$core_one_shared")
@@ -202,7 +204,8 @@ curator_1=$(median "${curator_r[@]}")
 floor_serial=$(median "${floor_r[@]}")
 # S1 again with zk_lock.linger: the released node stays for the next cycle
 set_both linger 100ms
-s1_linger=$(pgbench_tps "$port_a" 1 "$(zk_cycle "'s1l'")")
+cpu_s1l=$(cpu_run pgbench_run "$port_a" 1 "$(zk_cycle "'s1l'")")
+s1_linger=$(echo "$cpu_s1l" | field rate)
 set_both linger DEFAULT
 s2_8=$(pgbench_tps "$port_a" 8 "$(zk_cycle ':client_id::bigint')")
 # S2 and its references, likewise in three interleaved rounds (the CPU
@@ -394,11 +397,13 @@ cpu_line() {
 	cpu_row "$1" "$(echo "$l" | field zk)" "$(echo "$l" | field worker)" "$(echo "$l" | field backends)" \
 		"$(echo "$l" | field client)" "$(echo "$l" | field total)" "$(echo "$l" | field idle)%"
 }
-echo "CPU per lock cycle, 32 in flight (microseconds; $(nproc) cores):"
+echo "CPU per lock cycle, 32 in flight unless said (microseconds; $(nproc) cores):"
 cpu_row "" "ZooKeeper" "worker" "backends" "client" "total" "idle"
 cpu_line "batched floor (client: floor)" "$cpu_floor"
 cpu_line "zk_lock S2 (client: pgbench)" "$cpu_s2"
 cpu_line "core advisory locks (client: pgbench)" "$cpu_core"
+cpu_line "zk_lock S1 with linger, 1 client (pgbench)" "$cpu_s1l"
+cpu_line "core advisory locks, 1 client (pgbench)" "$cpu_core1"
 cpu_line "SQL + latch sleep, no lock, $(echo "$cpu_sleep" | field rate)/s (pgbench)" "$cpu_sleep"
 # S2's ceiling on this machine: the cores, as busy as S2 keeps them, over the
 # least a cycle can cost here: ZooKeeper's and the client library's share at

@@ -208,10 +208,18 @@ zkl_claim_slots(const char *const *keys, int n, char mode, int holders, bool now
 		zkl_wake_worker();
 }
 
+static int64 mono_read(void);
+
 static bool
 abandon_locked(ZklSlot *slot, int64 mono)
 {
-	/* a released node lingers here when it may (zk_lock.linger): the worker is woken only if it must be */
+	/*
+	 * A released node lingers here when it may (zk_lock.linger): the worker
+	 * is woken only if it must be.  Without a clock (mono 0: a release at
+	 * commit or abort must not fail) the worker decides.
+	 */
+	if (mono == 0)
+		return zc_table_abandon(&zkl_shared->t, slot);
 	return zc_release_here(&zkl_shared->t, slot, mono);
 }
 
@@ -224,7 +232,7 @@ ZklResult
 zkl_abandon_slot(int idx)
 {
 	ZklSlot    *slot = &zkl_shared->t.slots[idx];
-	int64		mono = zkl_mono_now();	/* may fail: before the lock */
+	int64		mono = mono_read();
 	ZklResult	result;
 	bool		wake;
 
@@ -241,7 +249,7 @@ zkl_abandon_slot(int idx)
 void
 zkl_abandon_slots(const int *idx, int n)
 {
-	int64		mono = zkl_mono_now();	/* may fail: before the lock */
+	int64		mono = mono_read();
 	bool		wake = false;
 	int			i;
 
@@ -262,7 +270,7 @@ zkl_abandon_slots(const int *idx, int n)
 bool
 zkl_cancel_slots(const int *idx, int n)
 {
-	int64		mono = zkl_mono_now();	/* may fail: before the lock */
+	int64		mono = mono_read();
 	bool		all = true;
 	bool		wake = false;
 	int			i;
@@ -285,8 +293,9 @@ zkl_cancel_slots(const int *idx, int n)
  * CLOCK_BOOTTIME also counts time the machine spent suspended, which
  * CLOCK_MONOTONIC skips: a proof must age while the host sleeps.
  */
-int64
-zkl_mono_now(void)
+/* The clock of zkl_mono_now, or 0 if there is none (a release must not fail on it). */
+static int64
+mono_read(void)
 {
 	struct timespec ts;
 
@@ -296,8 +305,18 @@ zkl_mono_now(void)
 		return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 #endif
 	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-		elog(ERROR, "zk_lock: no monotonic clock: %m");
+		return 0;
 	return (int64) ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64
+zkl_mono_now(void)
+{
+	int64		now = mono_read();
+
+	if (now == 0)
+		elog(ERROR, "zk_lock: no monotonic clock: %m");
+	return now;
 }
 
 /*

@@ -13,7 +13,8 @@
  * (holds.h): till then every commit and every zk_* call fails.
  *
  * Releasing only marks the slots abandoned and wakes the worker, which
- * deletes the nodes: the commit path never waits for ZooKeeper.
+ * deletes the nodes (or lets a node linger itself, zk_lock.linger, and wakes
+ * nobody: take_here.c): the commit path never waits for ZooKeeper.
  *
  * This file: the book of held locks (book.c, pure) and its host, and the
  * errors of a lost lock.  The transaction callbacks are xact.c's, the

@@ -361,6 +361,7 @@ zc_cohort_stop_lingering(ZklCohort *c)
 	int			i;
 
 	c->linger_ms = 0;
+	c->t->cohort.linger_ms = 0;	/* nor does a backend let one linger (take_here.c) */
 	for (i = 0; i < c->t->nused; i++)
 		if (c->t->slots[i].zstate == ZKS_LINGER)
 			zc_cohort_end_linger(&c->t->slots[i]);

@@ -92,7 +92,9 @@ tend_carrier(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 {
 	if (o->zstate == ZKS_LINGER)
 	{
-		if (mono >= o->coh.linger_until || o->coh.foreign || !zc_cohort_may_pass(c, o, connected, mono))
+		/* (linger off: a backend's release may have begun it on the setting the table still had) */
+		if (mono >= o->coh.linger_until || o->coh.foreign || c->linger_ms <= 0 ||
+			!zc_cohort_may_pass(c, o, connected, mono))
 			zc_cohort_end_linger(o);
 		else
 			return (long) ((o->coh.linger_until - mono + 999) / 1000);

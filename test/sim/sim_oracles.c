@@ -109,8 +109,13 @@ check_step(void)
 		check_liveness(c);
 		check_peek_out(c);
 		for (j = 0; j < c->t->nused; j++)
+		{
 			if (c->t->slots[j].req.group != 0 && !c->t->slots[j].own.abandoned)
 				check_group(c, j);
+			/* a clean stop ended every linger, and no release begins one after (its tombstone waits for it) */
+			if (c->stopping && c->t->slots[j].zstate == ZKS_LINGER)
+				fail("c%d: slot %d (%s) lingers during a clean stop", c->id, j, c->t->slots[j].key);
+		}
 		check_one_owner(c);
 		for (j = 0; j < S->c[i].nb; j++)
 		{

@@ -89,6 +89,11 @@ sub run
 	$sum->{seed} = $seed;
 	$sum->{seconds} = $seconds;
 	$sum->{figures}{progress_gap_s} = progress_gaps(\@hist);
+	# lingering nodes a backend took itself (odd clusters linger), since each cluster's last restart
+	$sum->{figures}{taken_here} = {
+		map {
+			($_->name => $_->safe_psql('postgres', "SELECT value FROM zk_lock_counters WHERE counter = 'taken_here'"))
+		} $topo->clusters };
 
 	for my $line (sort keys %{ $sum->{violations} })
 	{

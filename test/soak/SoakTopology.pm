@@ -193,10 +193,14 @@ SQL
 	$self->{store} = $store;
 }
 
-# Settings of every zk_lock cluster; the hosts line is each one's own.
+# Settings of zk_lock cluster $c; the hosts line is each one's own.  Odd
+# clusters keep released nodes (zk_lock.linger): their backends take and
+# release those nodes themselves, without the worker, under the faults too.
 sub cluster_conf
 {
+	my ($c) = @_;
 	return join("\n",
+		"zk_lock.linger = '" . ($c % 2 ? 100 : 0) . "ms'",
 		"zk_lock.session_timeout = '${session_timeout_s}s'",
 		"zk_lock.lock_delay = '${lock_delay_s}s'",
 		"zk_lock.connect_timeout = '30s'",
@@ -215,7 +219,7 @@ sub start_clusters
 		my $name = "$self->{name}_c$c";
 		my @links = map { start_proxy("${name}_to$_", $self->{members}{$_}{client}) } 1 .. 3;
 		$self->{links}{$c} = \@links;
-		my $node = new_zk_cluster($name, undef, hosts => $self->hosts_of($c, 1 .. 3), conf => cluster_conf());
+		my $node = new_zk_cluster($name, undef, hosts => $self->hosts_of($c, 1 .. 3), conf => cluster_conf($c));
 		$node->safe_psql('postgres', <<"SQL");
 CREATE EXTENSION postgres_fdw;
 CREATE SERVER store FOREIGN DATA WRAPPER postgres_fdw
