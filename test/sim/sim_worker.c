@@ -179,10 +179,13 @@ void
 plan_turn(Cluster *c)
 {
 	int			i;
+	long		wait_ms;
 
 	enter(c);
 	/* (settings are each cluster's, set in its core; its wait: the simulator's turns come often enough) */
-	(void) zw_turn(&c->core, c->stopping, NULL);
+	wait_ms = zw_turn(&c->core, c->stopping, NULL);
+	/* worker.c's: when it is due, for a backend's release that lingers (take_here.c) */
+	(void) zc_take_here_sleep(c->t, c_mono(c), wait_ms);
 	if (c->block_us > 0)
 	{
 		/* left_session.c's close waited on a handle of its own: the worker was busy that long */

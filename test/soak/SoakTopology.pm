@@ -187,20 +187,20 @@ CREATE TABLE pair (key text PRIMARY KEY, a bigint NOT NULL DEFAULT 0, b bigint N
 -- before its commit.
 CREATE TABLE intervals (op bigint NOT NULL, key text NOT NULL, kind text NOT NULL,
                         t1 timestamptz NOT NULL, t2 timestamptz NOT NULL, PRIMARY KEY (op, key));
-INSERT INTO lists (key) VALUES ('L0'), ('L1'), ('L2');
+INSERT INTO lists (key) VALUES ('L0'), ('L1'), ('L2'), ('S1'), ('S2'), ('S3'), ('S4'), ('S5');
 INSERT INTO pair (key) VALUES ('P');
 SQL
 	$self->{store} = $store;
 }
 
 # Settings of zk_lock cluster $c; the hosts line is each one's own.  Odd
-# clusters keep released nodes (zk_lock.linger): their backends take and
+# clusters keep released nodes for 1 s (zk_lock.linger): their backends take and
 # release those nodes themselves, without the worker, under the faults too.
 sub cluster_conf
 {
 	my ($c) = @_;
 	return join("\n",
-		"zk_lock.linger = '" . ($c % 2 ? 100 : 0) . "ms'",
+		"zk_lock.linger = '" . ($c % 2 ? 1000 : 0) . "ms'",
 		"zk_lock.session_timeout = '${session_timeout_s}s'",
 		"zk_lock.lock_delay = '${lock_delay_s}s'",
 		"zk_lock.connect_timeout = '30s'",
