@@ -182,12 +182,36 @@ curator_8d=$(curator_rate 8 distinct)
 curator_8same=$(curator_rate 8 same)
 
 # S5 from the server's own packet counter, with nothing else talking to it
-pkts0=$(mntr zk_packets_received)
-grants0=$(psql_a -c 'SELECT grants FROM zk_lock_status()')
-SECONDS_EACH=$((SECONDS_EACH / 2)) pgbench_tps "$port_a" 1 "$(zk_cycle "'s5'")" >/dev/null
-pkts1=$(mntr zk_packets_received)
-grants1=$(psql_a -c 'SELECT grants FROM zk_lock_status()')
-s5=$(awk -v p=$((pkts1 - pkts0)) -v g=$((grants1 - grants0)) 'BEGIN { printf "%.2f", p / g }')
+s5_measure() {
+	local pkts0 grants0 pkts1 grants1
+	pkts0=$(mntr zk_packets_received)
+	grants0=$(psql_a -c 'SELECT grants FROM zk_lock_status()')
+	SECONDS_EACH=$((SECONDS_EACH / 2)) pgbench_tps "$port_a" 1 "$(zk_cycle "'$1'")" >/dev/null
+	pkts1=$(mntr zk_packets_received)
+	grants1=$(psql_a -c 'SELECT grants FROM zk_lock_status()')
+	awk -v p=$((pkts1 - pkts0)) -v g=$((grants1 - grants0)) 'BEGIN { printf "%.2f", p / g }'
+}
+s5=$(s5_measure s5)
+
+# What zk_lock.linger costs and saves (the default is 0): S5 with it, and S10,
+# another cluster's first grant on a key A has just released (a fresh key each
+# time, B's BEGIN to its grant, a client round trip included), while A's node
+# lingers and with linger off.  (Its cost in ZooKeeper's nodes needs no run: one
+# node per key the cluster used within the last linger period.)
+s10_measure() {	# prints: p50 p99 (ms) of B's grant after A's release, 200 fresh keys
+	local i
+	for i in $(seq 1 200); do
+		psql_a -c "BEGIN; SELECT zk_lock('s10-$1-$i'); COMMIT" >/dev/null
+		"$bin/psql" -X -q -At -h "$work" -p "$port_b" -d postgres -v ON_ERROR_STOP=1 \
+			-c "BEGIN" -c "SELECT round(1000 * extract(epoch FROM clock_timestamp() - now())::numeric, 3)
+			    FROM (SELECT zk_lock('s10-$1-$i') OFFSET 0) l" -c "COMMIT"
+	done | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f %.2f\n", v[int(NR / 2) + 1], v[int(NR * 0.99)] }'
+}
+read -r s10_off_p50 s10_off_p99 < <(s10_measure off)
+set_both linger 100ms
+s5_linger=$(s5_measure s5l)
+read -r s10_p50 s10_p99 < <(s10_measure on)
+set_both linger DEFAULT
 
 # S1 and its references are bound by ZooKeeper's fsync latency, which drifts
 # from minute to minute: interleave three short rounds and take medians.
@@ -381,6 +405,8 @@ row "" "" "local hand-over off $s4_off_p50 / $s4_off_p99" "$(ratio "$s4_p50" "$s
 row "S7 A: 8 clients + B: 1, 1 key: A's rate" "$s7_a" "local hand-over off $s7_off_a" "$(ratio "$s7_a" "$s7_off_a")" ">= 3" "$(meets "$(ratio "$s7_a" "$s7_off_a")" 3)"
 row "   B's p99 cycle (ms, n=$s7_bn / $s7_off_bn)" "$s7_b99" "local hand-over off $s7_off_b99" "$(ratio "$s7_b99" "$s7_off_b99")" "<= 2" "$(awk -v r="$(ratio "$s7_b99" "$s7_off_b99")" 'BEGIN { print (r <= 2) ? "yes" : "NO" }')"
 row "S5 ZooKeeper requests per cycle (S1)" "$s5" "" "" "<= 3" "$(awk -v r="$s5" 'BEGIN { print (r <= 3) ? "yes" : "NO" }')"
+row "   the same with zk_lock.linger = 100ms" "$s5_linger" "" "" "" ""
+row "S10 B's grant, A's node lingering (p50/p99 ms)" "$s10_p50 / $s10_p99" "A's linger off $s10_off_p50 / $s10_off_p99" "$(ratio "$s10_p50" "$s10_off_p50")" "" ""
 row "S8 semaphore of 3, 8 clients, 2 clusters" "$s8" "Curator SemaphoreV2 $curator_sem" "$(ratio "$s8" "$curator_sem")" "" ""
 row "S9 2 of 8 keys at once, 8 clients, 2 clusters" "$s9" "Curator MultiLock $curator_multi" "$(ratio "$s9" "$curator_multi")" "" ""
 growth() { awk -v a="$1" -v b="$2" -v u="$3" 'BEGIN {
