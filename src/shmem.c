@@ -214,13 +214,14 @@ static bool
 abandon_locked(ZklSlot *slot, int64 mono)
 {
 	/*
-	 * A released node lingers here when it may (zk_lock.linger): the worker
-	 * is woken only if it must be.  Without a clock (mono 0: a release at
+	 * A released node passes to the next local waiter, or lingers
+	 * (zk_lock.linger), here when the worker's release would: the worker is
+	 * woken only if it must be.  Without a clock (mono 0: a release at
 	 * commit or abort must not fail) the worker decides.
 	 */
 	if (mono == 0)
 		return zc_table_abandon(&zkl_shared->t, slot);
-	return zc_release_here(&zkl_shared->t, slot, mono);
+	return zc_release_here(&zkl_shared->t, slot, mono, GetCurrentTimestamp(), zkl_wake_owner);
 }
 
 /*

@@ -518,6 +518,22 @@ zc_cohort_linger_here(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 	return true;
 }
 
+ZklSlot *
+zc_cohort_pass_here(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
+{
+	ZklSlot    *w;
+
+	if (o->zstate != ZKS_HELD || !o->own.abandoned || !zc_cohort_eligible_x(c, o) || o->coh.kept ||
+		o->zk.todo != 0)
+		return NULL;
+	/* zc_cohort_release's first rule: the first local waiter behind this very node */
+	w = zc_cohort_first_waiter(c, o);
+	if (w == NULL || zc_cohort_carrier_of(c, w) != o || !zc_cohort_may_pass(c, o, connected, mono))
+		return NULL;
+	pass(c, o, w);
+	return w;
+}
+
 /* A released holder's node: pass it, keep it for a moment, or let it go. */
 void
 zc_cohort_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)

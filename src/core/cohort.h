@@ -70,4 +70,12 @@ extern bool zc_cohort_take_here(ZklCohort *c, ZklSlot *s, bool connected, int64_
  */
 extern bool zc_cohort_linger_here(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono);
 
+/*
+ * The same release: o's node passes at once to the first local writer
+ * waiting behind it, where the worker's release would pass it
+ * (zc_cohort_release's first rule), with nothing owed for it.  Returns that
+ * waiter (granted through c's host, which wakes its owner), or NULL.
+ */
+extern ZklSlot *zc_cohort_pass_here(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono);
+
 #endif

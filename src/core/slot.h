@@ -229,7 +229,7 @@ typedef struct ZklCounters
 	int64_t		held_for_local; /* turns in ZooKeeper's queue held for a local conflicting holder */
 	int64_t		upgrades_across;	/* upgrades granted past other clusters' requests made before them */
 	int64_t		committed_past_loss;	/* commits that went on past their check, a lock lost meanwhile */
-	int64_t		taken_here;		/* of the hand-overs, lingering nodes a backend took itself */
+	int64_t		taken_here;		/* of the hand-overs, those backends made themselves (take_here.c) */
 } ZklCounters;
 
 /*

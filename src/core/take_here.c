@@ -3,9 +3,9 @@
  * request takes the node its cluster keeps for the key, under the
  * slot-table lock, with the worker's rules (cohort.c) run on the copy the
  * worker keeps in the table of what they read: its settings, its session
- * and connection, and lock-delay's pause; and a release lets the node
- * linger without the worker, which is woken only if it would sleep past
- * the linger's end.  The worker still sends every ZooKeeper call.  It reads
+ * and connection, and lock-delay's pause; and a release passes the node
+ * to the next local waiter, or lets it linger, without the worker, which
+ * is woken only if it would sleep past the linger's end.  The worker still sends every ZooKeeper call.  It reads
  * the slots of its planned calls without the lock while it sends them
  * (ZklTableCohort.sending): nothing is taken or lingers here meanwhile.
  */
@@ -19,20 +19,23 @@ typedef struct Here
 {
 	ZklTable   *t;
 	int64_t		wall;
+	void		(*wake_owner) (ZklSlot *s);	/* NULL: the owner is the caller */
 } Here;
+
+static void
+here_wake(void *arg, ZklSlot *s)
+{
+	Here	   *h = arg;
+
+	if (h->wake_owner != NULL)
+		h->wake_owner(s);
+}
 
 static void
 here_grant(void *arg, ZklSlot *s)
 {
-	Here	   *h = arg;
-
-	(void) zc_table_grant(h->t, s, h->wall);
-}
-
-/* The owner is the caller, and nobody else asks for the key here: nobody to wake. */
-static void
-here_wake(void *arg, ZklSlot *s)
-{
+	if (zc_table_grant(((Here *) arg)->t, s, ((Here *) arg)->wall))
+		here_wake(arg, s);
 }
 
 /* A pass neither loses nor queues again. */
@@ -52,10 +55,12 @@ here_paused(void *arg, int64_t mono)
 
 /* The worker's rules (cohort.c) on the table's copy of what they read. */
 static void
-here_cohort(ZklTable *t, Here *h, ZklCohortHost *host, ZklCohort *c, int64_t wall)
+here_cohort(ZklTable *t, Here *h, ZklCohortHost *host, ZklCohort *c, int64_t wall,
+			void (*wake_owner) (ZklSlot *s))
 {
 	h->t = t;
 	h->wall = wall;
+	h->wake_owner = wake_owner;
 	host->arg = h;
 	host->grant = here_grant;
 	host->lose = here_never;
@@ -78,7 +83,7 @@ zc_take_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall)
 
 	if (t->cohort.sending)
 		return false;
-	here_cohort(t, &h, &host, &c, wall);
+	here_cohort(t, &h, &host, &c, wall, NULL);
 	if (!zc_cohort_take_here(&c, s, t->conn_state == ZKC_CONNECTED, mono))
 		return false;
 	t->counters.taken_here++;
@@ -86,18 +91,24 @@ zc_take_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall)
 }
 
 bool
-zc_release_here(ZklTable *t, ZklSlot *s, int64_t mono)
+zc_release_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall, void (*wake_owner) (ZklSlot *s))
 {
 	Here		h;
 	ZklCohortHost host;
 	ZklCohort	c;
+	bool		connected = t->conn_state == ZKC_CONNECTED;
 
 	if (!zc_table_abandon(t, s))
 		return false;
 	if (t->cohort.sending)
 		return true;
-	here_cohort(t, &h, &host, &c, 0);
-	if (!zc_cohort_linger_here(&c, s, t->conn_state == ZKC_CONNECTED, mono))
+	here_cohort(t, &h, &host, &c, wall, wake_owner);
+	if (zc_cohort_pass_here(&c, s, connected, mono) != NULL)
+	{
+		t->counters.taken_here++;
+		return false;			/* the waiter holds the node now: nothing is owed for it */
+	}
+	if (!zc_cohort_linger_here(&c, s, connected, mono))
 		return true;
 	/* the worker ends the linger: woken only if it would sleep past its end */
 	return t->worker_due == 0 || s->coh.linger_until < t->worker_due;

@@ -18,12 +18,15 @@
 extern bool zc_take_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall);
 
 /*
- * The owner is done with slot s (zc_table_abandon): its node lingers at
- * once where the worker's release would let it (zc_cohort_linger_here).
- * Returns whether the worker must be woken: for the release, or because it
- * would sleep past the linger's end (ZklTable.worker_due).
+ * The owner is done with slot s (zc_table_abandon): where the worker's
+ * release would, its node passes at once to the first local writer waiting
+ * behind it (zc_cohort_pass_here: granted at `wall`, its owner woken by
+ * wake_owner), or lingers (zc_cohort_linger_here).  Returns whether the
+ * worker must be woken: for the release, or because it would sleep past the
+ * linger's end (ZklTable.worker_due).
  */
-extern bool zc_release_here(ZklTable *t, ZklSlot *s, int64_t mono);
+extern bool zc_release_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall,
+							void (*wake_owner) (ZklSlot *s));
 
 /*
  * The worker goes to sleep for wait_ms (-1: until woken): returns that wait

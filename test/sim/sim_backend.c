@@ -480,7 +480,8 @@ wait_step(Cluster *c, Backend *b)
 	{
 		/* zkl_cancel_slots: give up only if still unanswered */
 		zc_book_set_pending(&b->book, NULL, 0);
-		(void) zc_release_here(c->t, s, c_mono(c));
+		(void) zc_release_here(c->t, s, c_mono(c), c_wall(c), NULL);
+		note_grants(c);		/* a hand-over it made, judged as it is made */
 		b->waiting = -1;
 		b->txns_left--;
 		end_xact(c, b, "times out");
@@ -499,7 +500,8 @@ wait_step(Cluster *c, Backend *b)
 	else if (res == ZKL_RESULT_NOT_GRANTED)
 	{
 		zc_book_set_pending(&b->book, NULL, 0);
-		(void) zc_release_here(c->t, s, c_mono(c));
+		(void) zc_release_here(c->t, s, c_mono(c), c_wall(c), NULL);
+		note_grants(c);		/* a hand-over it made, judged as it is made */
 		trace("c%d b%d try-lock refused %s", c->id, b->pid, s->key);
 		next_act(c, b);
 	}

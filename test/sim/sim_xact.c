@@ -256,7 +256,8 @@ book_abandon(void *arg, const int *slots, int n)
 	for (i = 0; i < n; i++)
 	{
 		end_span(b, &b->cl->t->slots[slots[i]]);
-		(void) zc_release_here(b->cl->t, &b->cl->t->slots[slots[i]], c_mono(b->cl));	/* shmem.c's */
+		(void) zc_release_here(b->cl->t, &b->cl->t->slots[slots[i]], c_mono(b->cl), c_wall(b->cl), NULL);	/* shmem.c's */
+		note_grants(b->cl);		/* a hand-over it made, judged as it is made */
 	}
 }
 
@@ -279,7 +280,8 @@ abandon_group(Cluster *c, Backend *b)
 
 	zc_book_set_pending(&b->book, NULL, 0);	/* lockfuncs.c's abandon_all */
 	for (i = 0; i < b->ngroup; i++)
-		(void) zc_release_here(c->t, &c->t->slots[b->group[i]], c_mono(c));
+		(void) zc_release_here(c->t, &c->t->slots[b->group[i]], c_mono(c), c_wall(c), NULL);
+	note_grants(c);				/* a hand-over it made, judged as it is made */
 	b->ngroup = 0;
 }
 

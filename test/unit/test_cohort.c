@@ -318,7 +318,7 @@ test_take_here(void)
 
 	/* its release lingers at once; the worker is woken only if it would sleep past the end */
 	table.worker_due = now_us + 50000;
-	CHECK(!zc_release_here(&table, &slots[n], now_us) && slots[n].zstate == ZKS_LINGER &&
+	CHECK(!zc_release_here(&table, &slots[n], now_us, now_us, NULL) && slots[n].zstate == ZKS_LINGER &&
 		  slots[n].coh.linger_until == now_us + 100000 && slots[n].req.owner_pid == 0,
 		  "released: it lingers, nobody's; the worker, due before its end, is not woken");
 	CHECK(zc_take_here_sleep(&table, now_us, 5000) == 100 && table.worker_due == now_us + 100000,
@@ -327,12 +327,12 @@ test_take_here(void)
 	o = claim(ZKL_MODE_EXCLUSIVE, 3);
 	CHECK(zc_take_here(&table, &slots[o], now_us, now_us), "taken again");
 	table.worker_due = now_us + 100001;
-	CHECK(zc_release_here(&table, &slots[o], now_us) && slots[o].zstate == ZKS_LINGER,
+	CHECK(zc_release_here(&table, &slots[o], now_us, now_us, NULL) && slots[o].zstate == ZKS_LINGER,
 		  "the worker due after the linger's end is woken");
 	n = claim(ZKL_MODE_EXCLUSIVE, 4);
 	CHECK(zc_take_here(&table, &slots[n], now_us, now_us), "and taken again");
 	table.cohort.sending = true;
-	CHECK(zc_release_here(&table, &slots[n], now_us) && slots[n].zstate == ZKS_HELD && slots[n].own.abandoned,
+	CHECK(zc_release_here(&table, &slots[n], now_us, now_us, NULL) && slots[n].zstate == ZKS_HELD && slots[n].own.abandoned,
 		  "no release lingers while the worker sends its plan's calls: the worker is woken for it");
 	o = claim(ZKL_MODE_EXCLUSIVE, 5);
 	CHECK(!zc_take_here(&table, &slots[o], now_us, now_us), "nor is anything taken");
@@ -368,6 +368,50 @@ test_take_here(void)
 	slots[n].req.nowait = true;
 	CHECK(zc_take_here(&table, &slots[n], now_us, now_us) && slots[n].ans.result == ZKL_RESULT_GRANTED,
 		  "a try-lock takes it");
+}
+
+static int	woken;
+
+static void
+count_wake(ZklSlot *s)
+{
+	woken = s->req.owner_pid;
+}
+
+/*
+ * A release passes its node to the first local writer waiting behind it
+ * itself (zc_cohort_pass_here), where the worker's release would, and wakes
+ * that waiter's owner; with nothing the worker must do.
+ */
+void
+test_pass_here(void)
+{
+	int			h;
+	int			w;
+	int			x;
+
+	holder_and_local_waiter(&h, &w);
+	x = ask(3, false);
+	table.pause.listed = true;
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[w].zstate == ZKS_COHORT && slots[x].zstate == ZKS_COHORT && slots[h].coh.peek == COH_PEEK_ARMED &&
+		  !table.cohort.sending, "two local writers wait behind the holder, its child watch armed");
+	woken = 0;
+	CHECK(!zc_release_here(&table, &slots[h], now_us, now_us + 5, count_wake) &&
+		  slots[w].zstate == ZKS_HELD && slots[w].ans.result == ZKL_RESULT_GRANTED &&
+		  slots[w].ans.granted_at == now_us + 5 && slots[w].zk.handed == 1 && slots[h].zstate == ZKS_FREE &&
+		  woken == 2 && slots[x].zstate == ZKS_COHORT && table.counters.taken_here == 1,
+		  "released: the first waiter holds the node, woken, the worker not; the next still waits");
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(core.nops == 0, "the worker's next plan has nothing to send");
+	slots[w].coh.peek = COH_PEEK_ASKED;
+	woken = 0;
+	CHECK(zc_release_here(&table, &slots[w], now_us, now_us, count_wake) && woken == 0 &&
+		  slots[w].zstate == ZKS_HELD && slots[w].own.abandoned,
+		  "the child watch not armed: the worker decides (woken)");
+	slots[w].coh.peek = COH_PEEK_ARMED;
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[x].ans.result == ZKL_RESULT_GRANTED, "and passes it once it may");
 }
 
 /* Answer the listing of tag with these names (watched: it set the child watch). */

@@ -49,6 +49,7 @@ main(void)
 	test_try_after_release();
 	test_linger();
 	test_take_here();
+	test_pass_here();
 	test_linger_and_foreign_try();
 	test_linger_and_foreign_multi_try();
 	test_try_not_parked_behind_handover();
