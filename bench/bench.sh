@@ -165,7 +165,9 @@ worker_in_use() {
 		t && /^in use bytes/ { print $NF; found = 1; exit } END { if (!found) print "n/a" }'
 }
 
-echo "measuring (about $((SECONDS_EACH * 57 / 60 + 1)) minutes) ..."
+echo "measuring (about $((SECONDS_EACH * 59 / 60 + 1)) minutes) ..."
+# rows measure zk_lock.linger off unless they say so (comparable across defaults)
+set_both linger 0
 
 # the references
 floor_8=$(floor_rate 8000 8)
@@ -211,7 +213,7 @@ read -r s10_off_p50 s10_off_p99 < <(s10_measure off)
 set_both linger 100ms
 s5_linger=$(s5_measure s5l)
 read -r s10_p50 s10_p99 < <(s10_measure on)
-set_both linger DEFAULT
+set_both linger 0
 
 # S1 and its references are bound by ZooKeeper's fsync latency, which drifts
 # from minute to minute: interleave three short rounds and take medians.
@@ -230,7 +232,7 @@ floor_serial=$(median "${floor_r[@]}")
 set_both linger 100ms
 cpu_s1l=$(cpu_run pgbench_run "$port_a" 1 "$(zk_cycle "'s1l'")")
 s1_linger=$(echo "$cpu_s1l" | field rate)
-set_both linger DEFAULT
+set_both linger 0
 s2_8=$(pgbench_tps "$port_a" 8 "$(zk_cycle ':client_id::bigint')")
 # S2 and its references, likewise in three interleaved rounds (the CPU
 # accounting is the last round's)
@@ -254,6 +256,10 @@ s3=$(pgbench_tps "$port_a" 8 "$(zk_cycle "'s3'")")
 # or each make and delete a node of their own (off)
 read_cycle() { printf 'BEGIN;\nSELECT zk_lock_shared(%s);\nCOMMIT;' "$1"; }
 s3r=$(pgbench_tps "$port_a" 8 "$(read_cycle "'s3r'")")
+# and with zk_lock.linger: the last reader's node stays for the next one
+set_both linger 100ms
+s3r_linger=$(pgbench_tps "$port_a" 8 "$(read_cycle "'s3rl'")")
+set_both linger 0
 set_both local_handover off
 s3r_off=$(pgbench_tps "$port_a" 8 "$(read_cycle "'s3r'")")
 set_both local_handover DEFAULT
@@ -396,9 +402,11 @@ row "" "" "Curator 32 threads $curator_32" "$(ratio "$s2" "$curator_32")" ">= 2"
 row "S1 with zk_lock.linger = 100ms" "$s1_linger" "Curator 1 thread $curator_1" "$(ratio "$s1_linger" "$curator_1")" ">= 3" "$(meets "$(ratio "$s1_linger" "$curator_1")" 3)"
 row "" "" "core 1 client $core_1" "$(ratio "$s1_linger" "$core_1")" ">= 0.5" "$(meets "$(ratio "$s1_linger" "$core_1")" 0.5)"
 row "S3 8 clients, 1 key" "$s3" "Curator 8 on 1 key $curator_8same" "$(ratio "$s3" "$curator_8same")" ">= 5" "$(meets "$(ratio "$s3" "$curator_8same")" 5)"
-row "" "" "core 8 clients, 1 key $core_8one" "$(ratio "$s3" "$core_8one")" "" ""
+row "" "" "core 8 clients, 1 key $core_8one" "$(ratio "$s3" "$core_8one")" ">= 1.0" "$(meets "$(ratio "$s3" "$core_8one")" 1.0)"
 row "S3r 8 readers, 1 key (shared)" "$s3r" "local hand-over off $s3r_off" "$(ratio "$s3r" "$s3r_off")" "" ""
 row "" "" "core 8 readers, 1 key $core_8shared" "$(ratio "$s3r" "$core_8shared")" "" ""
+row "   the same with zk_lock.linger = 100ms" "$s3r_linger" "core 8 readers, 1 key $core_8shared" "$(ratio "$s3r_linger" "$core_8shared")" ">= 1.0" "$(meets "$(ratio "$s3r_linger" "$core_8shared")" 1.0)"
+row "" "" "local hand-over off $s3r_off" "$(ratio "$s3r_linger" "$s3r_off")" ">= 3" "$(meets "$(ratio "$s3r_linger" "$s3r_off")" 3)"
 s4_ref=$(awk -v f="$write_ms" -v r="$read_ms" 'BEGIN { printf "%.2f", f + r }')
 row "S4 hand-over A->B p50 / p99 (ms, n=$s4_n)" "$s4_p50 / $s4_p99" "2 writes + 1 read $s4_ref ms" "$(ratio "$s4_p50" "$s4_ref")" "<= 1.0" "$(awk -v r="$(ratio "$s4_p50" "$s4_ref")" 'BEGIN { print (r <= 1.0) ? "yes" : "NO" }')"
 row "" "" "local hand-over off $s4_off_p50 / $s4_off_p99" "$(ratio "$s4_p50" "$s4_off_p50")" "<= 1.2" "$(awk -v r="$(ratio "$s4_p50" "$s4_off_p50")" 'BEGIN { print (r <= 1.2) ? "yes" : "NO" }')"

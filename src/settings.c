@@ -199,7 +199,7 @@ zkl_define_settings(void)
 							&zkl_local_handover_limit, 16, 0, 1000,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("zk_lock.linger",
-							"How long a released exclusive lock's node stays for a repeat request of this cluster (0: not at all).",
+							"How long a released lock's node (a writer's, or the last reader's) stays for a repeat request of this cluster (0: not at all).",
 							"Ends at once when a request of another cluster queues for the key.",
 							&zkl_linger, 0, 0, 60000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);

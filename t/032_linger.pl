@@ -1,6 +1,7 @@
-# zk_lock.linger: a released exclusive lock's node stays for the cluster's
-# next request of the key.  zk_locks shows it with no backend (pid NULL)
-# while it lingers, and a new request of the cluster takes it over.
+# zk_lock.linger: a released lock's node (a writer's or a reader's) stays
+# for the cluster's next request of the key in that mode.  zk_locks shows
+# it with no backend (pid NULL) while it lingers, and a new request of the
+# cluster takes it over.
 #
 # A lingering node never refuses a free key to another cluster: B's
 # try-locks (timeout 0, every 100 ms) while A reuses the key (50 ms held,
@@ -100,6 +101,31 @@ cmp_ok($ms, '<', 1000, "at once ($ms ms; linger is 5000 ms)");
 ($r, $ms) = split ' ', $b->safe_psql('postgres', "SELECT timed('zk_try_lock(array[''held'', ''held-free''])')");
 is($r, 'false', 'a multi-key try with a key held in another cluster is false');
 cmp_ok($ms, '<', 1000, "at once ($ms ms)");
+$hold->query_safe('COMMIT');
+$hold->quit;
+
+# Readers' nodes linger too: A's next reader takes one, B's exclusive try
+# waits for it and wins; a key A's reader holds answers B's writer false at
+# once (the mark comes off when A sees B's node) and its reader true.
+$a->safe_psql('postgres', "BEGIN; SELECT zk_lock_shared('rd'); SELECT pg_sleep(0.3); COMMIT");
+ok(wait_for(sub { $a->safe_psql('postgres', "SELECT pid IS NULL, state, mode FROM zk_locks WHERE key = 'rd'") eq 't|lingering|shared' }, 5),
+	"a reader's released node lingers too")
+  or diag($a->safe_psql('postgres', 'SELECT * FROM zk_locks'));
+$node = $a->safe_psql('postgres', "SELECT node FROM zk_locks WHERE key = 'rd'");
+is($a->safe_psql('postgres',
+		"BEGIN; SELECT zk_lock_shared('rd'); SELECT state, node FROM zk_locks WHERE key = 'rd' AND pid = pg_backend_pid(); COMMIT"),
+	"\ngranted|$node", "A's next reader takes that node over");
+ok(wait_for(sub { $a->safe_psql('postgres', "SELECT state FROM zk_locks WHERE key = 'rd'") eq 'lingering' }, 5),
+	'and it lingers again');
+($r, $ms) = split ' ', $b->safe_psql('postgres', "SELECT timed_try('rd')");
+is($r, 'true', "B's exclusive try on a key whose reader's node only lingers in A: true");
+cmp_ok($ms, '<', 1000, "within the bound ($ms ms; linger is 5000 ms)");
+$hold = $a->background_psql('postgres');
+$hold->query_safe("BEGIN; SELECT zk_lock_shared('rdh')");
+($r, $ms) = split ' ', $b->safe_psql('postgres', "SELECT timed_try('rdh')");
+is($r, 'false', "a key A's reader holds: B's exclusive try is false");
+cmp_ok($ms, '<', 1000, "soon ($ms ms; linger is 5000 ms)");
+is($b->safe_psql('postgres', "BEGIN; SELECT zk_try_lock_shared('rdh'); COMMIT"), 't', "and B's shared try is true");
 $hold->query_safe('COMMIT');
 $hold->quit;
 

@@ -58,7 +58,7 @@ static const CounterRow counter_rows[] = {
 	COUNTER(held_for_local, "held_for_local", "turns in ZooKeeper's queue held while a local backend holds the key in a conflicting mode"),
 	COUNTER(upgrades_across, "upgrades_across", "upgrades granted past requests of other clusters made before them, which wait behind the writers the upgrade held up"),
 	COUNTER(committed_past_loss, "committed_past_loss", "commits that went on because their commit check had passed, though a lock was lost before they ended (the commit window: fencing tokens guard other systems there)"),
-	COUNTER(taken_here, "taken_here", "of the handovers, those backends made themselves, with no turn of the worker: a lingering node taken (zk_lock.linger), a released node passed to the next local waiter"),
+	COUNTER(taken_here, "taken_here", "of the handovers, those backends made themselves, with no turn of the worker: a lingering node taken (zk_lock.linger), a released node passed to the next local waiter, a reader joining a local reader's node"),
 };
 
 /* Each counter with its meaning; every one that ZklCounters has. */

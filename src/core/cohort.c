@@ -63,10 +63,11 @@ zc_cohort_eligible_x(const ZklCohort *c, const ZklSlot *s)
 	return zc_cohort_eligible(c, s) && zc_kind_hands_over(s->req.mode);
 }
 
+/* A writer's node and a reader's own node (not a ride) linger alike. */
 bool
 zc_cohort_marks_linger(const ZklCohort *c, const ZklSlot *s)
 {
-	return c->linger_ms > 0 && zc_cohort_eligible_x(c, s);
+	return c->linger_ms > 0 && zc_cohort_eligible(c, s);
 }
 
 bool
@@ -191,24 +192,38 @@ budget_left(const ZklCohort *c, const ZklSlot *o)
 		(!o->coh.foreign || o->coh.since_foreign < c->handover_limit);
 }
 
+/*
+ * o's node stands where nothing conflicts ahead of it: a writer's at the
+ * very head, a reader's with no writer ahead (`clear`; no writer can come
+ * ahead of a node that exists, and an upgrade placed ahead waits for it).
+ */
+bool
+zc_cohort_heads(const ZklSlot *o)
+{
+	return zc_kind_rides(o->req.mode) ? o->zk.clear : o->zk.first;
+}
+
 /* Everything but the child watch allows o's node to pass. */
-static bool
-may_pass_but_peek(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono)
+bool
+zc_cohort_may_pass_but_peek(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono)
 {
 	/*
 	 * The releasing backend's other live request on the key may have decided
 	 * with this node as its own: it must not become another backend's while
-	 * that decision stands.
+	 * that decision stands.  A writer's node passes while no other local
+	 * request holds the key; a reader's while no local writer asks it
+	 * (other readers may hold it beside, on nodes of their own).
 	 */
-	return connected && o->zk.first && o->ans.session_id == c->t->session_tag &&
-		budget_left(c, o) && !other_holder(c, o) && !zc_cohort_owner_other(c, o, true) &&
+	return connected && zc_cohort_heads(o) && o->ans.session_id == c->t->session_tag && budget_left(c, o) &&
+		(zc_kind_rides(o->req.mode) ? !zc_cohort_writer_here(c, o) : !other_holder(c, o)) &&
+		!zc_cohort_owner_other(c, o, true) &&
 		!c->host->grants_paused(c->host->arg, mono);
 }
 
 bool
 zc_cohort_may_pass(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono)
 {
-	return o->coh.peek == COH_PEEK_ARMED && may_pass_but_peek(c, o, connected, mono);
+	return o->coh.peek == COH_PEEK_ARMED && zc_cohort_may_pass_but_peek(c, o, connected, mono);
 }
 
 /* The local waiter first in line for o's node. */
@@ -261,15 +276,21 @@ pass(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
 	int			i;
 
-	/* one key, a kind whose node passes, and a token that still fits (zc_recipe_fencing_token) */
-	ZC_ASSERT(zc_cohort_same_key(from, to) && zc_kind_hands_over(to->req.mode));
+	/*
+	 * one key, one mode (a writer's node, or a lingering reader's), and a
+	 * token that still fits (zc_recipe_fencing_token)
+	 */
+	ZC_ASSERT(zc_cohort_same_key(from, to) && to->req.mode == from->req.mode &&
+			  (zc_kind_hands_over(to->req.mode) || from->zstate == ZKS_LINGER));
 	ZC_ASSERT(from->coh.node_handed + 1 < ZKL_HANDOVER_MAX);
 	to->zk.handed = from->coh.node_handed + 1;
 	to->coh.node_handed = to->zk.handed;
 	to->coh.since_foreign = from->coh.since_foreign + (from->coh.foreign ? 1 : 0);
 	to->coh.peek = from->coh.peek;
-	to->zk.at_head = true;
-	to->zk.first = true;
+	/* a writer's node is at the head; a reader's keeps what was known of its place */
+	to->zk.at_head = zc_kind_rides(to->req.mode) ? from->zk.at_head : true;
+	to->zk.first = zc_kind_rides(to->req.mode) ? from->zk.first : true;
+	to->zk.clear = zc_kind_rides(to->req.mode) ? from->zk.clear : to->zk.clear;
 	to->coh.linger_until = 0;
 	to->zk.todo = from->zk.todo & ZKT_UNMARK;	/* owed for the node */
 	take_node(c, from, to);		/* QUEUED until the grant, as after a listing */
@@ -391,7 +412,9 @@ zc_cohort_turn_off(ZklCohort *c)
 const ZklSlot *
 zc_cohort_waits_behind(ZklCohort *c, const ZklSlot *s)
 {
-	return s->zstate == ZKS_COHORT && zc_kind_hands_over(s->req.mode) ? zc_cohort_carrier_of(c, s) : NULL;
+	if (s->zstate != ZKS_COHORT)
+		return NULL;
+	return zc_kind_hands_over(s->req.mode) ? zc_cohort_carrier_of(c, s) : zc_cohort_reader_coming(c, s);
 }
 
 /*
@@ -457,13 +480,35 @@ zc_cohort_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	zc_slot_move(s, ZKS_COHORT);
 }
 
+/*
+ * Whether new request s may take lingering node o now, as its own: one
+ * mode, the mark and no other cluster's node seen behind it (a node
+ * lingers only so: release, listed), its time not over, and the rules of
+ * any hand-over.
+ */
+bool
+zc_cohort_may_take(ZklCohort *c, const ZklSlot *s, const ZklSlot *o, bool connected, int64_t mono)
+{
+	ZC_ASSERT(o->zstate != ZKS_LINGER || (o->coh.may_linger && !o->coh.foreign));
+	return o->zstate == ZKS_LINGER && zc_cohort_eligible(c, o) && o->req.mode == s->req.mode &&
+		o->coh.may_linger && !o->coh.foreign && mono < o->coh.linger_until &&
+		zc_cohort_may_pass(c, o, connected, mono);
+}
+
+/* s takes lingering node o (zc_cohort_may_take): granted through c's host. */
+void
+zc_cohort_take(ZklCohort *c, ZklSlot *o, ZklSlot *s)
+{
+	pass(c, o, s);
+}
+
 bool
 zc_cohort_take_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 {
 	ZklSlot    *o = NULL;
 	int			i;
 
-	if (c->linger_ms <= 0 || s->zstate != ZKS_NEW || s->own.abandoned || !zc_cohort_eligible_x(c, s))
+	if (c->linger_ms <= 0 || s->zstate != ZKS_NEW || s->own.abandoned || !zc_cohort_eligible(c, s))
 		return false;
 	for (i = 0; i < c->t->nused; i++)
 	{
@@ -475,12 +520,7 @@ zc_cohort_take_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 			return false;		/* anything else of the key: the worker decides */
 		o = x;
 	}
-	if (o == NULL)
-		return false;
-	/* a node lingers only with the mark and no other cluster's seen behind it (release, listed) */
-	ZC_ASSERT(o->coh.may_linger && !o->coh.foreign);
-	if (!zc_cohort_eligible_x(c, o) || !o->coh.may_linger || o->coh.foreign ||
-		mono >= o->coh.linger_until || !zc_cohort_may_pass(c, o, connected, mono))
+	if (o == NULL || !zc_cohort_may_take(c, s, o, connected, mono))
 		return false;
 	pass(c, o, s);
 	return true;
@@ -497,14 +537,29 @@ linger(ZklCohort *c, ZklSlot *o, int64_t mono)
 	o->req.owner_pid = 0;
 }
 
+/*
+ * o, just released, may linger now, but for the child watch: what any
+ * release asks (zc_cohort_release), and no call owed for it but a listing.
+ */
+static bool
+may_linger_but_peek(ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono)
+{
+	return c->linger_ms > 0 && o->zstate == ZKS_HELD && o->own.abandoned && zc_cohort_eligible(c, o) &&
+		o->coh.may_linger && !o->coh.foreign && !o->coh.kept && (o->zk.todo & ~ZKT_CHILDREN) == 0 &&
+		zc_cohort_may_pass_but_peek(c, o, connected, mono);
+}
+
+static bool
+may_linger_now(ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono)
+{
+	return may_linger_but_peek(c, o, connected, mono) && o->zk.todo == 0 && o->coh.peek == COH_PEEK_ARMED;
+}
+
 bool
 zc_cohort_linger_here(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 {
 	int			i;
 
-	if (c->linger_ms <= 0 || o->zstate != ZKS_HELD || !o->own.abandoned || !zc_cohort_eligible_x(c, o) ||
-		!o->coh.may_linger || o->coh.foreign || o->coh.kept || o->zk.todo != 0)
-		return false;
 	for (i = 0; i < c->t->nused; i++)
 	{
 		const ZklSlot *x = &c->t->slots[i];
@@ -512,10 +567,56 @@ zc_cohort_linger_here(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 		if (x != o && x->zstate != ZKS_FREE && zc_cohort_same_key(x, o))
 			return false;		/* anything else of the key: the worker decides */
 	}
-	if (!zc_cohort_may_pass(c, o, connected, mono))
+	if (!may_linger_now(c, o, connected, mono))
 		return false;
 	linger(c, o, mono);
 	return true;
+}
+
+/*
+ * Another node of this cluster for o's key, made, on its way or going: a
+ * node lingers only alone, so that another cluster's try-lock, which waits
+ * for one lingering node ahead of it (core_grant.c), is not refused for two.
+ */
+static bool
+other_node(const ZklCohort *c, const ZklSlot *o)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *x = &c->t->slots[i];
+
+		if (x != o && !x->zk.rides && zc_cohort_same_key(x, o) &&
+			(x->zstate == ZKS_HELD || x->zstate == ZKS_QUEUED || x->zstate == ZKS_CREATING ||
+			 x->zstate == ZKS_RECOVER || x->zstate == ZKS_RECOVERING || x->zstate == ZKS_LINGER ||
+			 x->zstate == ZKS_DELETING))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The worker's release of a reader's node with no rider (other readers of
+ * the key may be here, with no node of their own): it lingers; or, with a local reader waiting and
+ * only the child watch missing, it is kept for the listing that arms it
+ * (zc_cohort_keeps), as a writer's is for a waiter, and lingers then.
+ */
+void
+zc_cohort_linger_reader(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono, bool reader_waits)
+{
+	if (!zc_kind_rides(o->req.mode) || o->zk.rides)
+		return;
+	o->coh.kept = false;
+	if (!may_linger_but_peek(c, o, connected, mono) || other_node(c, o))
+		return;
+	if (may_linger_now(c, o, connected, mono))
+		linger(c, o, mono);
+	else if (reader_waits)
+	{
+		zc_cohort_ask_peek(o, connected);
+		o->coh.kept = true;
+	}
 }
 
 ZklSlot *
@@ -552,7 +653,7 @@ zc_cohort_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 			linger(c, o, mono);
 		return;
 	}
-	if (w != NULL && may_pass_but_peek(c, o, connected, mono))
+	if (w != NULL && zc_cohort_may_pass_but_peek(c, o, connected, mono))
 	{
 		zc_cohort_ask_peek(o, connected);	/* the waiter gets it once the listing is back */
 		o->coh.kept = true;

@@ -32,6 +32,15 @@ extern void zc_cohort_readers_learn(ZklCohort *c, ZklSlot *s, const ZkrChild *ki
 extern void zc_cohort_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono);
 extern void zc_cohort_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono);
 extern bool zc_cohort_same_key(const ZklSlot *a, const ZklSlot *b);
+extern bool zc_cohort_heads(const ZklSlot *o);
+extern bool zc_cohort_may_take(ZklCohort *c, const ZklSlot *s, const ZklSlot *o, bool connected, int64_t mono);
+extern void zc_cohort_take(ZklCohort *c, ZklSlot *o, ZklSlot *s);
+extern bool zc_cohort_writer_here(const ZklCohort *c, const ZklSlot *o);
+extern const ZklSlot *zc_cohort_reader_coming(ZklCohort *c, const ZklSlot *s);
+extern void zc_cohort_linger_reader(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono, bool reader_waits);
+extern bool zc_cohort_may_pass_but_peek(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono);
+extern void zc_cohort_linger_readers(ZklCohort *c, bool connected, int64_t mono);
+extern void zc_cohort_readers_keep_place(ZklCohort *c);
 extern void zc_cohort_tend_riders(ZklCohort *c);
 extern void zc_cohort_turn_off(ZklCohort *c);
 extern void zc_cohort_unmark(ZklSlot *s);

@@ -55,6 +55,7 @@ place_requests(ZklCohort *c, bool connected, int64_t mono)
 				 zc_kind_rides(s->req.mode) && zc_cohort_eligible(c, s))
 			zc_cohort_ride(c, s, connected, mono);
 	}
+	zc_cohort_readers_keep_place(c);
 	/* before waiters look for their request: a queued node whose owner gave up stays theirs */
 	for (i = 0; i < c->t->nused; i++)
 	{
@@ -93,8 +94,10 @@ tend_carrier(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 	if (o->zstate == ZKS_LINGER)
 	{
 		/* (linger off: a backend's release may have begun it on the setting the table still had) */
+		/* (a reader's: a local writer would wait behind it) */
 		if (mono >= o->coh.linger_until || o->coh.foreign || c->linger_ms <= 0 ||
-			!zc_cohort_may_pass(c, o, connected, mono))
+			!zc_cohort_may_pass(c, o, connected, mono) ||
+			(zc_kind_rides(o->req.mode) && zc_cohort_writer_here(c, o)))
 			zc_cohort_end_linger(o);
 		else
 			return (long) ((o->coh.linger_until - mono + 999) / 1000);
@@ -132,13 +135,22 @@ zc_cohort_plan(ZklCohort *c, bool connected, int64_t now, int64_t mono)
 		zc_cohort_turn_off(c);
 		return -1;
 	}
+	zc_cohort_linger_readers(c, connected, mono);	/* before new readers are placed: they take them */
 	place_requests(c, connected, mono);
 	for (i = 0; i < c->t->nused; i++)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 		long		ms;
 
-		if (!zc_cohort_carries(c, o) &&
+		/*
+		 * a reader's held node may linger later: its listing is kept
+		 * fresh, so that the mark comes off once another cluster's
+		 * writer queues behind it (a try-lock there is told at once)
+		 */
+		if (c->linger_ms > 0 && o->zstate == ZKS_HELD && !o->own.abandoned && !o->zk.rides &&
+			o->coh.may_linger && zc_kind_rides(o->req.mode) && zc_cohort_eligible(c, o))
+			zc_cohort_ask_peek(o, connected);
+		if (!zc_cohort_carries(c, o) && !(o->zstate == ZKS_LINGER && zc_cohort_eligible(c, o)) &&
 			!(o->zstate == ZKS_QUEUED && zc_cohort_eligible_x(c, o) && !o->own.abandoned))
 			continue;
 		ms = tend_carrier(c, o, connected, mono);
@@ -153,10 +165,10 @@ bool
 zc_cohort_keeps(const ZklCohort *c, const ZklSlot *s)
 {
 	/*
-	 * zc_cohort_release() decided so just now, in this turn's
-	 * zc_cohort_plan(); a rider's node is not its own
+	 * zc_cohort_release() or zc_cohort_linger_reader() decided so just now,
+	 * in this turn's zc_cohort_plan(); a rider's node is not its own
 	 */
-	return (s->coh.kept && s->zstate == ZKS_HELD && zc_cohort_carries(c, s)) ||
+	return (s->coh.kept && s->zstate == ZKS_HELD && (zc_cohort_carries(c, s) || zc_cohort_eligible(c, s))) ||
 		(s->zk.rides && s->zstate == ZKS_HELD);
 }
 
@@ -221,6 +233,8 @@ zc_cohort_listing_failed(ZklCohort *c, ZklSlot *s, int rc, bool transient)
 		/* a queue we cannot read (say, access refused): no more hand-overs of this node */
 		s->coh.foreign = true;
 		s->coh.since_foreign = UINT16_MAX;
+		if (s->zstate == ZKS_LINGER)
+			zc_cohort_end_linger(s);	/* nor does it linger: nothing is known of who waits */
 	}
 	if (s->coh.peek == COH_PEEK_ASKED)
 		s->coh.peek = COH_PEEK_NONE;	/* asked again while needed */

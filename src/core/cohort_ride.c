@@ -35,8 +35,8 @@ rider_of(ZklCohort *c, const ZklSlot *o)
  * readers must not join past it (it would wait for ever), nor beside it
  * (a backend's exclusive lock granted past its own shared node).
  */
-static bool
-writer_here(const ZklCohort *c, const ZklSlot *o)
+bool
+zc_cohort_writer_here(const ZklCohort *c, const ZklSlot *o)
 {
 	int			i;
 
@@ -137,6 +137,17 @@ zc_cohort_readers_learn(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n)
 		share_bound(c, s, key_since_foreign(c, s, &foreign));
 }
 
+/* Whether a reader may join a local reader's node now, whichever: the key's bound and state. */
+static bool
+ride_may(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
+{
+	bool		foreign;
+	uint16_t	since = key_since_foreign(c, s, &foreign);
+
+	return connected && !zc_cohort_writer_here(c, s) && !c->host->grants_paused(c->host->arg, mono) &&
+		!(foreign && since >= c->handover_limit);
+}
+
 /*
  * The cluster's shared holder of s's key whose node a reader could join,
  * but for the child watch: granted with no exclusive node ahead at all
@@ -146,12 +157,9 @@ zc_cohort_readers_learn(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n)
 static ZklSlot *
 ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 {
-	bool		foreign;
-	uint16_t	since = key_since_foreign(c, s, &foreign);
 	int			i;
 
-	if (!connected || writer_here(c, s) || c->host->grants_paused(c->host->arg, mono) ||
-		(foreign && since >= c->handover_limit))
+	if (!ride_may(c, s, connected, mono))
 		return NULL;
 	for (i = 0; i < c->t->nused; i++)
 	{
@@ -165,44 +173,117 @@ ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 }
 
 /*
- * A shared request joins a local shared holder's node: granted at once, no
- * node of its own.  Only once that holder's child watch is armed (it knows
- * who queues behind its node); until then the request waits here for the
- * one listing that arms it, and if that does not, queues in ZooKeeper as
- * usual.  A try-lock does not wait for it.
+ * With no local reader's node to join, the one on its way into ZooKeeper's
+ * queue (its owner's slot), or one kept to linger: a reader waits for it
+ * to be granted (or to linger) rather than queue a node of its own beside
+ * it (one node per cluster, as for writers), and waits for what that node
+ * waits for (deadlock.c).
+ */
+const ZklSlot *
+zc_cohort_reader_coming(ZklCohort *c, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o != s && reader_node(c, o, s) && o->zstate == ZKS_HELD && !o->own.abandoned)
+			return NULL;		/* one to join: s waits for its listing, not for a grant */
+	}
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		/* one being made, or one released and kept for the listing that lets it linger */
+		if (o != s && reader_node(c, o, s) &&
+			((o->zstate != ZKS_HELD && !o->own.abandoned && !o->req.nowait &&
+			  o->ans.result == ZKL_RESULT_PENDING) ||
+			 (o->zstate == ZKS_HELD && o->own.abandoned && o->coh.kept)))
+			return o;
+	}
+	return NULL;
+}
+
+/* s rides o's node: granted at once, no node of its own.  False: grants paused after all. */
+static bool
+ride(ZklCohort *c, ZklSlot *s, ZklSlot *o)
+{
+	bool		foreign;
+	uint16_t	since;
+
+	s->req.attempt = ++c->t->next_attempt;	/* replies for its own queue place are stale */
+	s->zk.rides = true;
+	s->zk.handed = o->coh.node_handed + 1;
+	s->zk.czxid = o->zk.czxid;
+	s->zk.root_id = o->zk.root_id;
+	memcpy(s->node, o->node, sizeof(s->node));
+	s->zk.first = o->zk.first;
+	s->zk.at_head = o->zk.at_head;
+	s->zk.clear = true;
+	s->zk.todo = 0;
+	zc_slot_move(s, ZKS_QUEUED); /* until the grant */
+	c->host->grant(c->host->arg, s);
+	if (s->zstate != ZKS_HELD)
+		return false;
+	o->coh.node_handed = s->zk.handed;
+	since = key_since_foreign(c, o, &foreign);
+	if (foreign)
+		share_bound(c, o, since + 1);
+	c->t->counters.handovers++;
+	return true;
+}
+
+/*
+ * A reader's node lingering for s's key that s may take now (cohort.c's
+ * rules), with no local writer for the key: it would wait behind it.
+ */
+static ZklSlot *
+lingering_reader(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
+{
+	int			i;
+
+	if (zc_cohort_writer_here(c, s))
+		return NULL;
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (o->zstate == ZKS_LINGER && zc_cohort_same_key(o, s) && zc_cohort_may_take(c, s, o, connected, mono))
+			return o;
+	}
+	return NULL;
+}
+
+/*
+ * A shared request takes a reader's node lingering here, or joins a local
+ * shared holder's node: granted at once, no node of its own.  Only once
+ * that holder's child watch is armed (it knows who queues behind its
+ * node); until then the request waits here for the one listing that arms
+ * it, and if that does not, queues in ZooKeeper as usual.  A try-lock does
+ * not wait for it.
  */
 void
 zc_cohort_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 {
-	ZklSlot    *o = ride_host(c, s, connected, mono);
-	bool		foreign;
-	uint16_t	since;
+	ZklSlot    *o = lingering_reader(c, s, connected, mono);
 
+	if (o != NULL)
+	{
+		zc_cohort_take(c, o, s);
+		return;
+	}
+	o = ride_host(c, s, connected, mono);
 	if (o != NULL && o->coh.peek == COH_PEEK_ARMED)
 	{
-		s->req.attempt = ++c->t->next_attempt;	/* replies for its own queue place are stale */
-		s->zk.rides = true;
-		s->zk.handed = o->coh.node_handed + 1;
-		s->zk.czxid = o->zk.czxid;
-		s->zk.root_id = o->zk.root_id;
-		memcpy(s->node, o->node, sizeof(s->node));
-		s->zk.first = o->zk.first;
-		s->zk.at_head = o->zk.at_head;
-		s->zk.clear = true;
-		s->zk.todo = 0;
-		zc_slot_move(s, ZKS_QUEUED); /* until the grant */
-		c->host->grant(c->host->arg, s);
-		if (s->zstate != ZKS_HELD)
-		{
-			/* grants paused after all: no node to wait on, so queue as usual */
-			c->host->requeue(c->host->arg, s);
-			return;
-		}
-		o->coh.node_handed = s->zk.handed;
-		since = key_since_foreign(c, o, &foreign);
-		if (foreign)
-			share_bound(c, o, since + 1);
-		c->t->counters.handovers++;
+		if (!ride(c, s, o))
+			c->host->requeue(c->host->arg, s); /* no node to wait on: queue as usual */
+	}
+	else if (o == NULL && !s->req.nowait && ride_may(c, s, connected, mono) &&
+			 zc_cohort_reader_coming(c, s) != NULL)
+	{
+		if (s->zstate == ZKS_NEW)
+			zc_slot_move(s, ZKS_COHORT);	/* it joins that node once granted (its listing arms it) */
 	}
 	else if (s->zstate == ZKS_COHORT && (o == NULL || o->coh.peek == COH_PEEK_NONE))
 		c->host->requeue(c->host->arg, s);	/* that listing did not arm it */
@@ -215,6 +296,17 @@ zc_cohort_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 		zc_cohort_ask_peek(o, connected);	/* for the readers after it */
 }
 
+bool
+zc_cohort_ride_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
+{
+	ZklSlot    *o;
+
+	if (s->zstate != ZKS_NEW || s->own.abandoned || !zc_kind_rides(s->req.mode) || !zc_cohort_eligible(c, s))
+		return false;
+	o = ride_host(c, s, connected, mono);
+	return o != NULL && o->coh.peek == COH_PEEK_ARMED && ride(c, s, o);
+}
+
 /*
  * Who uses a shared node changed (a rider left, or the node passed to one):
  * a local request for the key may now count the node as its backend's own
@@ -223,9 +315,10 @@ zc_cohort_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
  * So every local waiter on the key reads its queue again: a change of
  * users is rare next to the grants it saves.
  */
-static void
+static int
 users_changed(ZklCohort *c, const ZklSlot *o)
 {
+	int			told = 0;
 	int			i;
 
 	for (i = 0; i < c->t->nused; i++)
@@ -234,8 +327,12 @@ users_changed(ZklCohort *c, const ZklSlot *o)
 
 		if (w->zstate == ZKS_QUEUED && !w->own.abandoned && w->zk.root_id == o->zk.root_id &&
 			zc_cohort_same_key(w, o))
+		{
 			w->zk.todo |= ZKT_CHILDREN;
+			told++;
+		}
 	}
+	return told;
 }
 
 /*
@@ -243,7 +340,7 @@ users_changed(ZklCohort *c, const ZklSlot *o)
  * the node becomes rider `to`'s, already granted, with what is known of
  * its place; what was asked of it in flight is stale.
  */
-static void
+static int
 pass_to_rider(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 {
 	memcpy(to->uuid, from->uuid, sizeof(to->uuid));
@@ -253,11 +350,24 @@ pass_to_rider(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	to->coh.node_handed = from->coh.node_handed;
 	to->coh.foreign = from->coh.foreign;
 	to->coh.since_foreign = from->coh.since_foreign;
+	to->coh.may_linger = from->coh.may_linger;	/* the node's data: its mark */
+	to->zk.todo |= from->zk.todo & ZKT_UNMARK;	/* and its removal, if owed */
 	to->coh.peek = from->coh.peek == COH_PEEK_ARMED ? COH_PEEK_ARMED : COH_PEEK_NONE;
 	to->coh.kept = false;
 	zc_slot_move(from, ZKS_GONE);
 	zc_table_free(c->t, from);
-	users_changed(c, to);
+	return users_changed(c, to) + (to->zk.todo != 0);	/* the mark's removal may be owed */
+}
+
+/* Rider r is done: it goes (its node is not its own). */
+static int
+rider_leaves(ZklCohort *c, ZklSlot *r)
+{
+	int			told = users_changed(c, r);
+
+	zc_slot_move(r, ZKS_GONE);
+	zc_table_free(c->t, r);
+	return told;
 }
 
 /*
@@ -275,11 +385,7 @@ zc_cohort_tend_riders(ZklCohort *c)
 		ZklSlot    *r = &c->t->slots[i];
 
 		if (r->zk.rides && r->zstate == ZKS_HELD && r->own.abandoned)
-		{
-			users_changed(c, r);
-			zc_slot_move(r, ZKS_GONE);
-			zc_table_free(c->t, r);
-		}
+			(void) rider_leaves(c, r);
 	}
 	for (i = 0; i < c->t->nused; i++)
 	{
@@ -288,8 +394,95 @@ zc_cohort_tend_riders(ZklCohort *c)
 
 		if (o->zstate == ZKS_HELD && o->own.abandoned && !o->zk.rides && zc_kind_rides(o->req.mode) &&
 			(r = rider_of(c, o)) != NULL)
-			pass_to_rider(c, o, r);
+			(void) pass_to_rider(c, o, r);
 	}
+}
+
+/* A local reader not yet granted waits for o's key (it would join a node). */
+static bool
+reader_waits(const ZklCohort *c, const ZklSlot *o)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *w = &c->t->slots[i];
+
+		if ((w->zstate == ZKS_NEW || w->zstate == ZKS_COHORT) && !w->own.abandoned && !w->req.nowait &&
+			zc_kind_rides(w->req.mode) && zc_cohort_eligible(c, w) && zc_cohort_same_key(w, o))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A reader's node whose owner is done, with no rider: it lingers
+ * (zk_lock.linger), as a backend's release lets it (zc_cohort_linger_here),
+ * unless a local writer would wait behind it; the worker's pass, before new
+ * requests are placed, so that a reader asking meanwhile takes it.
+ */
+void
+zc_cohort_linger_readers(ZklCohort *c, bool connected, int64_t mono)
+{
+	int			i;
+
+	/* (every turn, linger on or off: a node kept for it is let go once it is off) */
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (o->zstate == ZKS_HELD && o->own.abandoned)
+			zc_cohort_linger_reader(c, o, connected, mono, reader_waits(c, o));
+	}
+}
+
+/*
+ * A reader's queued node whose owner gave up, with local readers parked
+ * behind it (zc_cohort_reader_coming): its place in ZooKeeper's queue goes
+ * to the one that asked first, as a writer's does (zc_cohort_move_place).
+ */
+void
+zc_cohort_readers_keep_place(ZklCohort *c)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+		ZklSlot    *first = NULL;
+
+		if (o->zstate != ZKS_QUEUED || !o->own.abandoned || o->zk.rides || !zc_kind_rides(o->req.mode) ||
+			!zc_cohort_eligible(c, o) || zc_cohort_owner_other(c, o, false))
+			continue;
+		for (j = 0; j < c->t->nused; j++)
+		{
+			ZklSlot    *w = &c->t->slots[j];
+
+			if (w->zstate == ZKS_COHORT && !w->own.abandoned && zc_kind_rides(w->req.mode) &&
+				zc_cohort_same_key(w, o) && (first == NULL || w->req.ticket < first->req.ticket))
+				first = w;
+		}
+		if (first != NULL)
+			zc_cohort_move_place(c, o, first);
+	}
+}
+
+bool
+zc_cohort_riders_release_here(ZklCohort *c, ZklSlot *s, bool *told)
+{
+	ZklSlot    *r;
+
+	*told = false;
+	if (s->zstate != ZKS_HELD || !s->own.abandoned || !zc_kind_rides(s->req.mode))
+		return false;
+	if (s->zk.rides)
+		*told = rider_leaves(c, s) > 0;
+	else if ((r = rider_of(c, s)) != NULL)
+		*told = pass_to_rider(c, s, r) > 0;
+	else
+		return false;
+	return true;
 }
 
 bool

@@ -102,8 +102,9 @@ zc_core_data_lingers(const char *data, int len)
 }
 
 /*
- * A try-lock whose only blocker is an exclusive node of another backend at
- * the head of the queue: that node may be lingering (no holder).  Then it
+ * A try-lock whose only blocker is a node of another backend at the head
+ * of the queue, a writer's or a reader's: that node may be lingering (no
+ * holder).  Then it
  * waits, reading the node's data with a watch (wait_behind), until the node
  * goes (granted), its data says it is held (zc_core_watch_set_reply), or
  * try_until: LINGER_WAIT_RTTS of the round trip of the listing that found
@@ -118,7 +119,8 @@ linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, int own, int wa
 	int64_t		now = zc_core_mono(c);
 	int64_t		rtt = CORE_MAX(zc_core_wall(c) - s->zk.checked_at, 0);
 
-	if (zc_kind_counted(s->req.mode) || !zc_kind_alone(kids[watch].mode) ||
+	/* (a reader's node lingers too: an exclusive try may have one ahead) */
+	if (zc_kind_counted(s->req.mode) || !(zc_kind_alone(kids[watch].mode) || zc_kind_rides(kids[watch].mode)) ||
 		!zc_recipe_sole_blocker(kids, own, watch, b) ||
 		zc_recipe_foreign_ahead(kids, n, own, b) != 1)
 		return false;

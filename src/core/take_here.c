@@ -1,17 +1,20 @@
 /*
- * take_here.c — zk_lock.linger without a worker turn: a backend's new
- * request takes the node its cluster keeps for the key, under the
- * slot-table lock, with the worker's rules (cohort.c) run on the copy the
- * worker keeps in the table of what they read: its settings, its session
- * and connection, and lock-delay's pause; and a release passes the node
- * to the next local waiter, or lets it linger, without the worker, which
- * is woken only if it would sleep past the linger's end.  The worker still sends every ZooKeeper call.  It reads
+ * take_here.c — local hand-over without a worker turn: a backend's new
+ * request takes the node its cluster keeps for the key (zk_lock.linger),
+ * or rides a local reader's node, under the slot-table lock, with the
+ * worker's rules (cohort.c, cohort_ride.c) run on the copy the worker
+ * keeps in the table of what they read: its settings, its session and
+ * connection, and lock-delay's pause; and a release lets a rider go,
+ * passes the node to a rider or the next local writer, or lets it linger,
+ * without the worker, which is woken only if it must act (a waiter owes a
+ * listing) or would sleep past the linger's end.  The worker still sends every ZooKeeper call.  It reads
  * the slots of its planned calls without the lock while it sends them
  * (ZklTableCohort.sending): nothing is taken or lingers here meanwhile.
  */
 #include "take_here.h"
 
 #include "cohort.h"
+#include "cohort_ride.h"
 #include "table.h"
 #include "invariant.h"
 
@@ -84,7 +87,8 @@ zc_take_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall)
 	if (t->cohort.sending)
 		return false;
 	here_cohort(t, &h, &host, &c, wall, NULL);
-	if (!zc_cohort_take_here(&c, s, t->conn_state == ZKC_CONNECTED, mono))
+	if (!zc_cohort_take_here(&c, s, t->conn_state == ZKC_CONNECTED, mono) &&
+		!zc_cohort_ride_here(&c, s, t->conn_state == ZKC_CONNECTED, mono))
 		return false;
 	t->counters.taken_here++;
 	return true;
@@ -97,12 +101,15 @@ zc_release_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall, void (*wake
 	ZklCohortHost host;
 	ZklCohort	c;
 	bool		connected = t->conn_state == ZKC_CONNECTED;
+	bool		told;
 
 	if (!zc_table_abandon(t, s))
 		return false;
 	if (t->cohort.sending)
 		return true;
 	here_cohort(t, &h, &host, &c, wall, wake_owner);
+	if (zc_cohort_riders_release_here(&c, s, &told))
+		return told;			/* a rider went, or the node passed to one */
 	if (zc_cohort_pass_here(&c, s, connected, mono) != NULL)
 	{
 		t->counters.taken_here++;

@@ -11,15 +11,17 @@
 /*
  * Right after claiming slot s (one key, not yet seen by the worker): take
  * the node lingering for s's key if the worker's own rules would pass it to
- * s at once (zc_cohort_take_here), judged on what the worker last published
- * in t.  Returns whether s is granted; mono is zkl_mono_now()'s clock, wall
+ * s at once (zc_cohort_take_here), or ride a local reader's node where they
+ * would let s ride at once (zc_cohort_ride_here), judged on what the worker
+ * last published in t.  Returns whether s is granted; mono is zkl_mono_now()'s clock, wall
  * the grant's time.
  */
 extern bool zc_take_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall);
 
 /*
  * The owner is done with slot s (zc_table_abandon): where the worker's
- * release would, its node passes at once to the first local writer waiting
+ * release would, a rider goes, a reader's node passes to a rider, or a
+ * node passes at once to the first local writer waiting
  * behind it (zc_cohort_pass_here: granted at `wall`, its owner woken by
  * wake_owner), or lingers (zc_cohort_linger_here).  Returns whether the
  * worker must be woken: for the release, or because it would sleep past the

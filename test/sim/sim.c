@@ -82,7 +82,9 @@ int64_t resumes_refused;	/* resumed sessions whose presence node was gone: expir
 int64_t rides_seen = 0;	/* of them, readers joining a local reader's node */
 int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */
 int64_t upgrades_across;	/* upgrades granted past other clusters' requests (counters) */
-int64_t taken_here;	/* lingering nodes taken by a backend itself (take_here.c) */
+int64_t taken_here;	/* nodes a backend took itself (take_here.c): lingering, or to ride */
+int64_t rides_here;	/* of them, rides on a local reader's node */
+int64_t reader_takes_here;	/* of them, readers' lingering nodes */
 int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */
 int64_t calls_sent[ZKM_SETDATA + 1];	/* by the shipped worker files, by kind */
 Sim *S;
@@ -414,6 +416,8 @@ run_seed(uint64_t seed, int64_t max_steps)
 	sim->hot_read_pct = seed % 3 == 0 ? 90 : 30;
 	/* hot readers that upgrade: more of them in one seed of five (readers between a writer and its successor) */
 	sim->hot_upgrade_pct = seed % 5 == 1 ? 35 : 10;
+	/* a key one cluster's readers use alone: its readers' nodes linger and are taken */
+	sim->hot_home = sim->linger_ms > 0 && sim->hot_pct > 0 && seed % 8 == 4;
 	sim->m = zkm_new(seed, 3, cstart);
 	zkm_set_log(sim->m, model_log);
 	/* ids handed out again (lock-delay's tombstones speak for one incarnation) */
@@ -602,7 +606,8 @@ main(int argc, char **argv)
 	printf("%.0f steps/s over %" PRId64 " steps in %.1f s\n",
 		   total_steps / (wall_seconds() - t0 + 1e-9), total_steps, wall_seconds() - t0);
 	printf("%" PRId64 " local hand-overs (%" PRId64 " of them readers joining a reader's node; %" PRId64
-		   " lingering nodes a backend took itself)\n", handovers_seen, rides_seen, taken_here);
+		   " nodes a backend took itself: %" PRId64 " rides, %" PRId64 " readers' lingering nodes)\n",
+		   handovers_seen, rides_seen, taken_here, rides_here, reader_takes_here);
 	printf("%" PRId64 " upgrades granted ahead of local waiters they held up, %" PRId64
 		   " past other clusters' requests behind the writers they held up; %" PRId64
 		   " turns held for a local holder past which an upgrade went\n", upgrades_ahead, upgrades_across,

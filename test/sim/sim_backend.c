@@ -281,11 +281,17 @@ request(Cluster *c, Backend *b, const Act *a)
 	{
 		int64_t		until;
 
+		const ZklSlot *t = &c->t->slots[idx];
+
 		taken_here++;
-		trace("c%d b%d takes %s's lingering node itself (slot %d)", c->id, b->pid, r.key, idx);
+		rides_here += t->zk.rides;
+		reader_takes_here += !t->zk.rides && t->req.mode == ZKL_MODE_SHARED;
+		trace("c%d b%d %s %s's node itself (slot %d)", c->id, b->pid,
+			  t->zk.rides ? "rides a local reader's" : "takes the lingering", r.key, idx);
 		/* as the worker's grants: never while lock-delay pauses them (the pause it published) */
 		if (env_grants_paused(c, c_mono(c), &until))
-			fail("c%d b%d took %s's lingering node during a lock-delay pause", c->id, b->pid, r.key);
+			fail("c%d b%d took %s's node itself during a lock-delay pause", c->id, b->pid, r.key);
+		note_grants(c);			/* judged as it is made */
 	}
 	zc_book_set_pending(&b->book, &idx, 1);
 	b->waiting = idx;

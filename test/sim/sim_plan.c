@@ -259,7 +259,7 @@ plan_xact(Backend *b)
 	if (zkm_now(S->m) < b->cl->burst_until && b->sess_key < 0)
 	{
 		/* one of a burst for a lingering node (plan_turn) */
-		add_act(b, false, b->cl->burst_key, ZKL_MODE_EXCLUSIVE, chance(40) ? 1 : 0);
+		add_act(b, false, b->cl->burst_key, b->cl->burst_mode, chance(40) ? 1 : 0);
 		b->hasty = b->acts[0].kind == 1 && chance(50);
 		return;
 	}
@@ -291,8 +291,9 @@ plan_xact(Backend *b)
 		 * them all.
 		 */
 		bool		reads = chance(S->hot_read_pct);
+		int			hk = reads && S->hot_home && chance(70) ? b->cl->id % NKEYS : 0;
 
-		add_act(b, false, 0, reads ? ZKL_MODE_SHARED : ZKL_MODE_EXCLUSIVE,
+		add_act(b, false, hk, reads ? ZKL_MODE_SHARED : ZKL_MODE_EXCLUSIVE,
 				chance(50) ? 0 : (chance(70) ? 1 : 2));
 		/*
 		 * A writer that gives the key up and asks it shared at once: its
@@ -306,7 +307,7 @@ plan_xact(Backend *b)
 			add_act(b, false, 0, ZKL_MODE_SHARED, chance(50) ? 0 : 1);
 		}
 		if (reads && chance(S->hot_upgrade_pct))
-			add_act(b, false, 0, ZKL_MODE_EXCLUSIVE, chance(50) ? 1 : 2);
+			add_act(b, false, hk, ZKL_MODE_EXCLUSIVE, chance(50) ? 1 : 2);
 	}
 	else if (pattern >= 100 - S->sem_pct)
 	{

@@ -216,6 +216,7 @@ plan_turn(Cluster *c)
 		busy = (int64_t) (S->linger_ms + rnd_int(S->linger_ms + 1)) * 1000;
 		c->busy_until = c->burst_until = zkm_now(S->m) + busy;
 		c->burst_key = key_index(l->key);
+		c->burst_mode = l->req.mode;
 		for (j = 0; j < c->nb; j++)
 			if (c->b[j].st == B_IDLE && c->b[j].next_at > c->busy_until)
 				c->b[j].next_at = zkm_now(S->m) + rnd_int((int) busy + 1);

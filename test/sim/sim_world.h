@@ -241,6 +241,7 @@ typedef struct Cluster
 	int64_t		busy_until;		/* model time: the worker sees its latch only then */
 	uint64_t	linger_seen[NSLOTS];	/* attempt of a slot seen lingering */
 	int			burst_key;		/* while busy: transactions begun are writers of it */
+	char		burst_mode;		/* in the lingering node's mode (readers for a reader's) */
 	int64_t		burst_until;	/* model time: busy for a lingering node until then */
 	int			linger_try_key;	/* another cluster's node of it lingers: one backend tries it */
 	int64_t		linger_try_until;	/* model time: that try is begun until then (0: none due) */
@@ -384,6 +385,7 @@ typedef struct Sim
 	int			hot_pct;		/* transactions that take just key 0 */
 	int			hot_read_pct;	/* of them, readers (the others write) */
 	int			hot_upgrade_pct;	/* of those, readers that upgrade */
+	bool		hot_home;		/* readers mostly read their cluster's own key: nodes linger */
 	/*
 	 * The fairness bound, from what each cluster was told: once a listing
 	 * or a child event reached cluster c showing `waiter` queued behind its
@@ -557,7 +559,9 @@ extern int64_t resumes_refused;	/* resumed sessions whose presence node was gone
 extern int64_t rides_seen;	/* of them, readers joining a local reader's node */
 extern int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */
 extern int64_t upgrades_across;	/* upgrades granted past other clusters' requests (counters) */
-extern int64_t taken_here;	/* lingering nodes taken by a backend itself (take_here.c) */
+extern int64_t taken_here;	/* nodes a backend took itself (take_here.c) */
+extern int64_t rides_here;
+extern int64_t reader_takes_here;
 extern int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */
 extern int64_t calls_sent[ZKM_SETDATA + 1];
 extern int64_t once_counts[7];	/* sim_once.c's */	/* by the shipped worker files, by kind */

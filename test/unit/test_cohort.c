@@ -357,7 +357,7 @@ test_take_here(void)
 	(void) lingering(0);
 	table.pause.listed = true;
 	n = claim(ZKL_MODE_SHARED, 2);
-	CHECK(!zc_take_here(&table, &slots[n], now_us, now_us), "a reader: no take");
+	CHECK(!zc_take_here(&table, &slots[n], now_us, now_us), "a reader: not a writer's node");
 	slots[n].req.mode = ZKL_MODE_EXCLUSIVE;
 	slots[n].req.group = 9;
 	CHECK(!zc_take_here(&table, &slots[n], now_us, now_us), "a key of a multi-key request: no take");

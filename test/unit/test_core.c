@@ -66,6 +66,8 @@ main(void)
 	test_riders_bound_per_key();
 	test_riders_count_outlives_node();
 	test_riders_count_resets();
+	test_readers_here();
+	test_readers_kept();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }

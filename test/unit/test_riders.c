@@ -3,6 +3,7 @@
  * upgrades.
  */
 #include "unit_core.h"
+#include "take_here.h"
 
 /* A shared request of pid: claimed and planned once (a try-lock if nowait). */
 static int
@@ -499,4 +500,147 @@ test_upgrade_passes_only_waiters(void)
 	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED && slots[xa].ans.result == ZKL_RESULT_PENDING,
 		  "a try decided during a lock-delay pause is not passed: granted after it, the upgrade waits");
+}
+
+/*
+ * Hand-over on, with this linger (ms): pid 1 holds the key shared, alone
+ * in its queue, its own listing behind its create armed the child watch
+ * (a reader's does), and the plan published what backends read: its slot.
+ */
+static int
+lone_reader_armed(int linger_ms)
+{
+	static char n0[ZKL_NODE_BUFLEN];
+	const char *list[1];
+	ZkrChild	kids[1];
+	uint64_t	tag;
+	int			s;
+
+	setup_handover(linger_ms);
+	core.cohort.handover_limit = 8;
+	table.pause.listed = true;	/* the presence list read: no pause */
+	s = claim(ZKL_MODE_SHARED, 1);
+	(void) zc_core_plan(&core, true, now_us);
+	tag = planned(s, OP_CREATE);
+	(void) zc_core_create_reply(&core, tag, ZOK, node_of(s, 0, n0), true, 10);
+	list[0] = n0;
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(list, 1, kids), true);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[s].ans.result == ZKL_RESULT_GRANTED && slots[s].zk.clear && slots[s].coh.peek == COH_PEEK_ARMED &&
+		  slots[s].coh.may_linger == (linger_ms > 0), "a lone reader holds, armed; its node marked if linger is on");
+	return s;
+}
+
+/*
+ * Readers with no worker turn (take_here.c): a new reader rides a local
+ * reader's armed node itself; a rider's release goes, an owner's passes
+ * the node to a rider, the last one's lingers (zk_lock.linger) and the
+ * next reader takes it; a local writer, a pause or an unarmed watch leave
+ * it to the worker, which takes a reader's lingering node the same way.
+ */
+void
+test_readers_here(void)
+{
+	char		node[ZKL_NODE_BUFLEN];
+	int			h = lone_reader_armed(100);
+	int			r1;
+	int			r2;
+	int			x;
+
+	snprintf(node, sizeof(node), "%s", slots[h].node);
+	r1 = claim(ZKL_MODE_SHARED, 2);
+	table.pause.paused_until = now_us + 1;
+	CHECK(!zc_take_here(&table, &slots[r1], now_us, now_us), "no ride during a lock-delay pause");
+	table.pause.paused_until = 0;
+	table.conn_state = ZKC_CONNECTING;
+	CHECK(!zc_take_here(&table, &slots[r1], now_us, now_us), "nor while disconnected");
+	table.conn_state = ZKC_CONNECTED;
+	slots[h].coh.peek = COH_PEEK_ASKED;
+	CHECK(!zc_take_here(&table, &slots[r1], now_us, now_us), "nor while the holder's child watch is not armed");
+	slots[h].coh.peek = COH_PEEK_ARMED;
+	x = claim(ZKL_MODE_EXCLUSIVE, 9);
+	CHECK(!zc_take_here(&table, &slots[r1], now_us, now_us), "nor past a local writer's request");
+	(void) zc_table_abandon(&table, &slots[x]);
+	CHECK(zc_take_here(&table, &slots[r1], now_us, now_us + 3) && slots[r1].zk.rides &&
+		  slots[r1].ans.result == ZKL_RESULT_GRANTED && slots[r1].ans.granted_at == now_us + 3 &&
+		  strcmp(slots[r1].node, node) == 0 && slots[r1].zk.handed == 1 && slots[r1].zk.todo == 0,
+		  "rides the node itself: granted, a greater token, nothing owed");
+	r2 = claim(ZKL_MODE_SHARED, 3);
+	CHECK(zc_take_here(&table, &slots[r2], now_us, now_us) && slots[r2].zk.handed == 2, "so does the next reader");
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(core.nops == 0, "the worker's next plan has nothing to send");
+
+	CHECK(!zc_release_here(&table, &slots[r2], now_us, now_us, NULL) && slots[r2].zstate == ZKS_FREE,
+		  "a rider's release: it goes, the worker not woken");
+	CHECK(!zc_release_here(&table, &slots[h], now_us, now_us, NULL) && slots[h].zstate == ZKS_FREE &&
+		  slots[r1].zstate == ZKS_HELD && !slots[r1].zk.rides && zc_recipe_name_has_uuid(node, slots[r1].uuid),
+		  "the owner's: its node passes to the rider");
+	table.worker_due = now_us + 50000;
+	CHECK(!zc_release_here(&table, &slots[r1], now_us, now_us, NULL) && slots[r1].zstate == ZKS_LINGER &&
+		  slots[r1].req.owner_pid == 0, "the last reader's: its node lingers, nobody's");
+	h = claim(ZKL_MODE_EXCLUSIVE, 4);
+	CHECK(!zc_take_here(&table, &slots[h], now_us, now_us), "a writer does not take a reader's node");
+	(void) zc_table_abandon(&table, &slots[h]);
+	h = claim(ZKL_MODE_SHARED, 4);
+	CHECK(zc_take_here(&table, &slots[h], now_us, now_us) && slots[h].zstate == ZKS_HELD && !slots[h].zk.rides &&
+		  slots[h].zk.clear && slots[h].zk.handed == 3 && zc_recipe_name_has_uuid(node, slots[h].uuid),
+		  "the next reader takes it as its own");
+
+	/* the worker takes it alike for a reader the backend could not (it was sending) */
+	CHECK(!zc_release_here(&table, &slots[h], now_us, now_us, NULL) && slots[h].zstate == ZKS_LINGER, "lingers again");
+	table.cohort.sending = true;
+	r1 = claim(ZKL_MODE_SHARED, 5);
+	CHECK(!zc_take_here(&table, &slots[r1], now_us, now_us), "nothing taken while the worker sends");
+	table.cohort.sending = false;
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[r1].ans.result == ZKL_RESULT_GRANTED && !slots[r1].zk.rides && slots[r1].zk.handed == 4 &&
+		  core.nops == 0, "the worker's plan takes it: no round trip");
+
+	/* a local writer ends a reader's linger: it would wait behind the node */
+	CHECK(!zc_release_here(&table, &slots[r1], now_us, now_us, NULL) && slots[r1].zstate == ZKS_LINGER, "lingers");
+	x = claim(ZKL_MODE_EXCLUSIVE, 6);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(planned(r1, OP_DELETE) != 0 && slots[x].zstate == ZKS_CREATING,
+		  "a local writer: the worker ends the linger, the writer queues in ZooKeeper");
+}
+
+/*
+ * A reader's node released while its child watch is off and a local
+ * reader waits: kept for the listing that arms it (the reader waits for it,
+ * with no node of its own), then it lingers and the reader takes it; kept
+ * again, and let go once linger is turned off meanwhile.
+ */
+void
+test_readers_kept(void)
+{
+	const char *list[1];
+	ZkrChild	kids[1];
+	uint64_t	tag;
+	int			h = lone_reader_armed(100);
+	int			w;
+
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	CHECK(slots[h].coh.peek == COH_PEEK_NONE, "someone came or went: the watch is off");
+	(void) zc_table_abandon(&table, &slots[h]);
+	w = claim(ZKL_MODE_SHARED, 2);
+	(void) zc_core_plan(&core, true, now_us);
+	tag = planned(h, OP_CHILDREN);
+	CHECK(slots[h].zstate == ZKS_HELD && slots[h].coh.kept && tag != 0 && planned(h, OP_DELETE) == 0 &&
+		  slots[w].zstate == ZKS_COHORT && planned(w, OP_CREATE) == 0,
+		  "released, a reader waiting: the node is kept for its listing, and the reader waits for it");
+	list[0] = slots[h].node;
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(list, 1, kids), true);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[w].ans.result == ZKL_RESULT_GRANTED && !slots[w].zk.rides && slots[h].zstate == ZKS_FREE &&
+		  core.nops == 0, "armed: it lingers, and the reader takes it with no round trip");
+
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	(void) zc_table_abandon(&table, &slots[w]);
+	h = claim(ZKL_MODE_SHARED, 3);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[w].coh.kept && slots[h].zstate == ZKS_COHORT, "kept again, a reader waiting for it");
+	core.cohort.linger_ms = 0;
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(!slots[w].coh.kept && planned(w, OP_DELETE) != 0 && planned(h, OP_CREATE) != 0,
+		  "linger turned off meanwhile: the node goes, and the reader queues in ZooKeeper");
 }

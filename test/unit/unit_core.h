@@ -120,6 +120,8 @@ void test_local_deadlock(void);
 void test_gwait(void);
 void test_try_not_parked_behind_handover(void);
 void test_riders(void);
+void test_readers_here(void);
+void test_readers_kept(void);
 void test_riders_lost(void);
 void test_riders_turned_off(void);
 void test_riders_upgrade_past_writer(void);
