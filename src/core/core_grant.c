@@ -120,8 +120,13 @@ linger_wait(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, int own, int wa
 	int64_t		rtt = CORE_MAX(zc_core_wall(c) - s->zk.checked_at, 0);
 
 	/* (a reader's node lingers too: an exclusive try may have one ahead) */
+	/*
+	 * (an upgrade's place was passed to it, and what it passed may change,
+	 * but with one node of another backend made before it, that node is
+	 * the one it waits for: a reader's may linger)
+	 */
 	if (zc_kind_counted(s->req.mode) || !(zc_kind_alone(kids[watch].mode) || zc_kind_rides(kids[watch].mode)) ||
-		!zc_recipe_sole_blocker(kids, own, watch, b) ||
+		!(kids[own].placed || zc_recipe_sole_blocker(kids, own, watch, b)) ||
 		zc_recipe_foreign_ahead(kids, n, own, b) != 1)
 		return false;
 	if (s->zk.try_until == 0)

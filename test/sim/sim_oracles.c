@@ -339,7 +339,7 @@ check_try_refusal(Cluster *c, const ZklSlot *s, const ZkrChild *kids, int n)
 
 	zc_core_backend_of(&c->core, s, &b);
 	if (zc_recipe_decide(kids, n, s->uuid, &b, &own, &watch) != ZKR_WAIT ||
-		!zc_recipe_sole_blocker(kids, own, watch, &b) ||
+		!(kids[own].placed || zc_recipe_sole_blocker(kids, own, watch, &b)) ||
 		zc_recipe_foreign_ahead(kids, n, own, &b) != 1 ||
 		!node_owner(kids[watch].name, &ci, &pid, &slot))
 		return;
