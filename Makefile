@@ -35,7 +35,7 @@ SHLIB_LINK = -lzookeeper_st
 REGRESS = zk_lock_api zk_lock_xact zk_lock_pairs zk_lock_session zk_lock_semaphore zk_lock_multi
 ISOLATION = trylock timeouts shared kinds
 ifndef EXISTING
-REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=test/tmp/zk_lock.conf
+REGRESS_OPTS = --temp-instance=tmp_regress --temp-config=test/tmp/zk_lock_regress.conf
 ISOLATION_OPTS = --temp-instance=tmp_isolation --temp-config=test/tmp/zk_lock.conf
 endif
 TAP_TESTS = 1

@@ -195,7 +195,7 @@ s5_measure() {
 }
 s5=$(s5_measure s5)
 
-# What zk_lock.linger costs and saves (the default is 0): S5 with it, and S10,
+# What zk_lock.linger costs and saves (the default is 100ms): S5 with it, and S10,
 # another cluster's first grant on a key A has just released (a fresh key each
 # time, B's BEGIN to its grant, a client round trip included), while A's node
 # lingers and with linger off.  (Its cost in ZooKeeper's nodes needs no run: one

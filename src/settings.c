@@ -22,7 +22,7 @@ int			zkl_proof_bound = 1000;
 int			zkl_lock_delay = 2000;
 bool		zkl_local_handover = true;
 int			zkl_local_handover_limit = 16;
-int			zkl_linger = 0;
+int			zkl_linger = 100;
 bool		zkl_test_fail_worker = false;
 bool		zkl_test_orphan = false;
 int			zkl_test_seal_delay_ms = 0;
@@ -201,7 +201,7 @@ zkl_define_settings(void)
 	DefineCustomIntVariable("zk_lock.linger",
 							"How long a released lock's node (a writer's, or the last reader's) stays for a repeat request of this cluster (0: not at all).",
 							"Ends at once when a request of another cluster queues for the key.",
-							&zkl_linger, 0, 0, 60000,
+							&zkl_linger, 100, 0, 60000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomBoolVariable("zk_lock.test_fail_worker",
 							 "For tests: the worker raises an ERROR when this turns on (at reload).",

@@ -38,7 +38,8 @@ work=$1
 trap 'zkl_stop_clusters "$work"; bash "$work/test/zk.sh" stop "$work/zk"' EXIT
 zk_port=$(bash "$work/test/zk.sh" start "$work/zk")
 port=$(zkl_free_port)
-zkl_start_cluster "$work" deb "$port" "$zk_port" "max_prepared_transactions = 2"
+zkl_start_cluster "$work" deb "$port" "$zk_port" "max_prepared_transactions = 2
+zk_lock.linger = 0"	# as suites.sh's regression instance
 cd "$work"
 PGHOST=$work PGPORT=$port make -s PG_CONFIG="$PG_CONFIG" with_llvm=no installcheck-regress EXISTING=1 || {
 	cat regression.diffs 2>/dev/null | head -n 200
