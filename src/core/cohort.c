@@ -168,6 +168,28 @@ zc_cohort_owner_other(const ZklCohort *c, const ZklSlot *o, bool decided)
 	return false;
 }
 
+/*
+ * A local request for o's key that conflicts with it (an exclusive one, o
+ * being a reader's) and is not done, in any state:
+ * readers must not join past it (it would wait for ever), nor beside it
+ * (a backend's exclusive lock granted past its own shared node).
+ */
+bool
+zc_cohort_writer_here(const ZklCohort *c, const ZklSlot *o)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *w = &c->t->slots[i];
+
+		if (zc_kind_conflict(w->req.mode, o->req.mode) && !w->own.abandoned && w->zstate != ZKS_FREE &&
+			w->zstate != ZKS_GONE && zc_cohort_same_key(w, o))
+			return true;
+	}
+	return false;
+}
+
 /* A local request other than o holds o's key (in either mode) and is not done with it. */
 static bool
 other_holder(const ZklCohort *c, const ZklSlot *o)
@@ -407,14 +429,6 @@ zc_cohort_turn_off(ZklCohort *c)
 		else if (s->zstate == ZKS_LINGER)
 			zc_cohort_end_linger(s);
 	}
-}
-
-const ZklSlot *
-zc_cohort_waits_behind(ZklCohort *c, const ZklSlot *s)
-{
-	if (s->zstate != ZKS_COHORT)
-		return NULL;
-	return zc_kind_hands_over(s->req.mode) ? zc_cohort_carrier_of(c, s) : zc_cohort_reader_coming(c, s);
 }
 
 /*

@@ -29,28 +29,6 @@ rider_of(ZklCohort *c, const ZklSlot *o)
 	return NULL;
 }
 
-/*
- * A local request for o's key that conflicts with it (an exclusive one, o
- * being a reader's) and is not done, in any state:
- * readers must not join past it (it would wait for ever), nor beside it
- * (a backend's exclusive lock granted past its own shared node).
- */
-bool
-zc_cohort_writer_here(const ZklCohort *c, const ZklSlot *o)
-{
-	int			i;
-
-	for (i = 0; i < c->t->nused; i++)
-	{
-		const ZklSlot *w = &c->t->slots[i];
-
-		if (zc_kind_conflict(w->req.mode, o->req.mode) && !w->own.abandoned && w->zstate != ZKS_FREE &&
-			w->zstate != ZKS_GONE && zc_cohort_same_key(w, o))
-			return true;
-	}
-	return false;
-}
-
 /* A shared node of this cluster on s's key, made or on its way (its owner's slot). */
 static bool
 reader_node(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
@@ -203,6 +181,14 @@ zc_cohort_reader_coming(ZklCohort *c, const ZklSlot *s)
 			return o;
 	}
 	return NULL;
+}
+
+const ZklSlot *
+zc_cohort_waits_behind(ZklCohort *c, const ZklSlot *s)
+{
+	if (s->zstate != ZKS_COHORT)
+		return NULL;
+	return zc_kind_hands_over(s->req.mode) ? zc_cohort_carrier_of(c, s) : zc_cohort_reader_coming(c, s);
 }
 
 /* s rides o's node: granted at once, no node of its own.  False: grants paused after all. */
