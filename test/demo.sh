@@ -143,7 +143,7 @@ for s in zk core; do
 	lat=$("$bin/pgbench" -n -M prepared -t 500 -f "$work/$s.sql" -h "$work" -p "$port_a" postgres 2>/dev/null |
 		awk '/latency average/ { print $4 }')
 	case $s in
-		zk) echo "zk_lock (ZooKeeper round trips):     $lat ms per cycle" ;;
+		zk) echo "zk_lock (the key's node lingers here: zk_lock.linger, no round trip): $lat ms per cycle" ;;
 		core) echo "pg_advisory_xact_lock (one cluster): $lat ms per cycle" ;;
 	esac
 done
