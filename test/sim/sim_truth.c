@@ -58,15 +58,22 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 	r->nahead = 0;
 	if (s->zstate == ZKS_COHORT)
 	{
-		/* a local hand-over: the holders of the key, and the request with the cluster's node */
+		/*
+		 * A local hand-over: the holders of the key, and the request with
+		 * the cluster's node; a parked reader also waits for a reader's node
+		 * of its cluster that is not granted yet, the one it will join
+		 * (cohort_ride.c: zc_cohort_reader_coming).
+		 */
 		for (i = 0; i < c->t->nused && r->nahead < TR_AHEAD; i++)
 		{
 			const ZklSlot *o = &c->t->slots[i];
 			int			ob = backend_of_pid(c, o->req.owner_pid);
+			bool		queued = o->zstate == ZKS_QUEUED && o->node[0] != '\0';
+			bool		joins = queued && s->req.mode == ZKL_MODE_SHARED && o->req.mode == ZKL_MODE_SHARED;
 
 			if (o->req.owner_pid == pid || ob < 0 || strcmp(o->key, s->key) != 0 ||
-				!(o->zstate == ZKS_HELD || (o->zstate == ZKS_QUEUED && o->node[0] != '\0')) ||
-				(s->req.mode != ZKL_MODE_SEMAPHORE && !conflict(o->req.mode, s->req.mode)))
+				!(o->zstate == ZKS_HELD || queued) ||
+				(s->req.mode != ZKL_MODE_SEMAPHORE && !conflict(o->req.mode, s->req.mode) && !joins))
 				continue;
 			r->ahead[r->nahead].nowners = 1;
 			r->ahead[r->nahead].oc[0] = (int8_t) ci;
