@@ -162,6 +162,7 @@ zkl_claim_slots(const char *const *keys, int n, char mode, int holders, bool now
 	char		uuids[ZKL_MULTI_KEYS][ZKL_UUID_LEN + 1];
 	int64		mono = zkl_mono_now();	/* may fail: before the lock */
 	bool		wake;
+	bool		join_wake;
 	int			i;
 
 	Assert(n >= 1 && n <= ZKL_MULTI_KEYS);
@@ -202,6 +203,9 @@ zkl_claim_slots(const char *const *keys, int n, char mode, int holders, bool now
 	/* a node kept here for the key (zk_lock.linger) is taken at once, with no worker turn */
 	if (n == 1 && zc_take_here(&zkl_shared->t, &zkl_shared->t.slots[idx[0]], mono, r.now))
 		wake = zkl_shared->t.slots[idx[0]].zk.todo != 0;	/* a call still owed for the node */
+	/* or it waits behind this cluster's holder of the key, with no worker turn */
+	else if (n == 1 && zc_join_here(&zkl_shared->t, &zkl_shared->t.slots[idx[0]], mono, r.now, &join_wake))
+		wake = wake && join_wake;
 	LWLockRelease(zkl_shared->lock);
 
 	if (wake)

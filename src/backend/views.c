@@ -59,6 +59,7 @@ static const CounterRow counter_rows[] = {
 	COUNTER(upgrades_across, "upgrades_across", "upgrades granted past requests of other clusters made before them, which wait behind the writers the upgrade held up"),
 	COUNTER(committed_past_loss, "committed_past_loss", "commits that went on because their commit check had passed, though a lock was lost before they ended (the commit window: fencing tokens guard other systems there)"),
 	COUNTER(taken_here, "taken_here", "of the handovers, those backends made themselves, with no turn of the worker: a lingering node taken (zk_lock.linger), a released node passed to the next local waiter, a reader joining a local reader's node"),
+	COUNTER(joined_here, "joined_here", "requests that began to wait behind this cluster's holder of the key (or were refused, a try) at once, with no turn of the worker"),
 };
 
 /* Each counter with its meaning; every one that ZklCounters has. */

@@ -63,6 +63,16 @@ extern bool zc_cohort_listing_watches(const ZklCohort *c, const ZklSlot *s);
 extern bool zc_cohort_take_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono);
 
 /*
+ * A backend's new writer s behind a node a local backend holds (and is not
+ * done with): zc_cohort_join's rule, applied at the claim with no worker
+ * turn (take_here.c): s waits here for the node (ZKS_COHORT), or a
+ * try-lock is refused.  Returns the holder's slot, or NULL where the
+ * worker decides (anything else: a lingering node, a request on its way,
+ * an upgrade, a reader).
+ */
+extern ZklSlot *zc_cohort_join_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono);
+
+/*
  * A backend is done with its held slot o (abandoned): o's node lingers at
  * once, with no worker turn (take_here.c), only where the worker's release
  * would let it linger and nothing else of the key is in the table, with no

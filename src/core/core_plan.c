@@ -578,6 +578,7 @@ zc_core_plan(ZklCore *c, bool connected, int64_t proof_at)
 	c->t->cohort.handover = c->cohort.handover;
 	c->t->cohort.handover_limit = c->cohort.handover_limit;
 	c->t->cohort.linger_ms = c->cohort.linger_ms;
+	c->t->cohort.deadlock_ms = c->deadlock_timeout;
 	/*
 	 * The worker reads these ops' slots without the lock while it sends
 	 * them: a backend lets none linger meanwhile, nor takes a lingering one

@@ -230,6 +230,7 @@ typedef struct ZklCounters
 	int64_t		upgrades_across;	/* upgrades granted past other clusters' requests made before them */
 	int64_t		committed_past_loss;	/* commits that went on past their check, a lock lost meanwhile */
 	int64_t		taken_here;		/* of the hand-overs, those backends made themselves (take_here.c) */
+	int64_t		joined_here;	/* requests that began to wait behind a local holder at their claim */
 } ZklCounters;
 
 /*
@@ -241,6 +242,7 @@ typedef struct ZklTableCohort
 	bool		handover;		/* zk_lock.local_handover */
 	int			handover_limit; /* zk_lock.local_handover_limit */
 	int			linger_ms;		/* zk_lock.linger */
+	int			deadlock_ms;	/* deadlock_timeout: a wait joined here is checked in time */
 	bool		sending;		/* the plan's calls are on their way: the worker reads
 								 * their slots without the lock (requests.c clears it) */
 } ZklTableCohort;

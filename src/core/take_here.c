@@ -1,14 +1,16 @@
 /*
  * take_here.c — local hand-over without a worker turn: a backend's new
  * request takes the node its cluster keeps for the key (zk_lock.linger),
- * or rides a local reader's node, under the slot-table lock, with the
+ * or rides a local reader's node, or waits behind a local holder's node
+ * (a try-lock is refused there), under the slot-table lock, with the
  * worker's rules (cohort.c, cohort_ride.c) run on the copy the worker
  * keeps in the table of what they read: its settings, its session and
  * connection, and lock-delay's pause; and a release lets a rider go,
  * passes the node to a rider or the next local writer, or lets it linger,
  * without the worker, which is woken only if it must act (a waiter owes a
- * listing) or would sleep past the linger's end.  The worker still sends every ZooKeeper call.  It reads
- * the slots of its planned calls without the lock while it sends them
+ * listing) or would sleep past the linger's end or a waiter's deadlock
+ * check.  The worker still sends every ZooKeeper call.  It reads the
+ * slots of its planned calls without the lock while it sends them
  * (ZklTableCohort.sending): nothing is taken or lingers here meanwhile.
  */
 #include "take_here.h"
@@ -95,6 +97,33 @@ zc_take_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall)
 }
 
 bool
+zc_join_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall, bool *wake)
+{
+	Here		h;
+	ZklCohortHost host;
+	ZklCohort	c;
+	ZklSlot    *o;
+	int64_t		check_by;
+
+	here_cohort(t, &h, &host, &c, wall, NULL);
+	o = zc_cohort_join_here(&c, s, t->conn_state == ZKC_CONNECTED, mono);
+	if (o == NULL)
+		return false;
+	t->counters.joined_here++;
+	/*
+	 * A waiter needs the holder's child watch armed before the release (the
+	 * worker lists for it), and a deadlock check within deadlock_timeout:
+	 * the worker's next turn must come by then (a sleep it began before
+	 * this claim is published in worker_due; one it begins later sees s).
+	 */
+	check_by = mono + (int64_t) t->cohort.deadlock_ms * 1000;
+	*wake = s->zstate == ZKS_COHORT &&
+		(o->coh.peek != COH_PEEK_ARMED ||
+		 (t->cohort.deadlock_ms > 0 && (t->worker_due == 0 || t->worker_due > check_by)));
+	return true;
+}
+
+bool
 zc_release_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall, void (*wake_owner) (ZklSlot *s))
 {
 	Here		h;
@@ -137,6 +166,11 @@ zc_take_here_sleep(ZklTable *t, int64_t mono, long wait_ms)
 		if (wait_ms < 0 || ms < wait_ms)
 			wait_ms = ms;
 	}
+	/* a waiter a backend joined here since the plan: its deadlock check in time */
+	for (i = 0; i < t->nused && t->cohort.deadlock_ms > 0; i++)
+		if (t->slots[i].zstate == ZKS_COHORT && !t->slots[i].own.abandoned &&
+			(wait_ms < 0 || wait_ms > t->cohort.deadlock_ms))
+			wait_ms = t->cohort.deadlock_ms;
 	t->worker_due = wait_ms < 0 ? 0 : mono + (int64_t) wait_ms * 1000;
 	return wait_ms;
 }

@@ -27,13 +27,24 @@ extern bool zc_take_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall);
  * worker must be woken: for the release, or because it would sleep past the
  * linger's end (ZklTable.worker_due).
  */
+/*
+ * Right after claiming writer s (one key) when zc_take_here did not grant
+ * it: where a local backend holds s's key, s waits behind it here
+ * (zc_cohort_join_here), or a try-lock is refused, with no worker turn.
+ * Returns whether it did; *wake: whether the worker must be woken (to arm
+ * the holder's child watch, or to check deadlocks in time).
+ */
+extern bool zc_join_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall, bool *wake);
+
 extern bool zc_release_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall,
 							void (*wake_owner) (ZklSlot *s));
 
 /*
  * The worker goes to sleep for wait_ms (-1: until woken): returns that wait
  * shortened to the end of every linger (one a backend began since the
- * worker's plan too), and publishes when it is due (ZklTable.worker_due).
+ * worker's plan too) and to deadlock_timeout while a local waiter waits
+ * (one a backend joined, zc_join_here), and publishes when it is due
+ * (ZklTable.worker_due).
  */
 extern long zc_take_here_sleep(ZklTable *t, int64_t mono, long wait_ms);
 

@@ -237,6 +237,7 @@ request(Cluster *c, Backend *b, const Act *a)
 	char		uuid[ZKL_UUID_LEN + 1];
 	int			held = find_hold(b, a->key, a->mode);
 	int			idx;
+	bool		wake = true;
 
 	if (refused_for_loss(c, b))
 		return;
@@ -293,6 +294,13 @@ request(Cluster *c, Backend *b, const Act *a)
 			fail("c%d b%d took %s's node itself during a lock-delay pause", c->id, b->pid, r.key);
 		note_grants(c);			/* judged as it is made */
 	}
+	/* or it waits behind a local holder (a try is refused), the worker woken only if it must be */
+	else if (zc_join_here(c->t, &c->t->slots[idx], c_mono(c), r.now, &wake))
+	{
+		joined_here++;
+		trace("c%d b%d %s behind a local holder of %s itself (slot %d)", c->id, b->pid,
+			  c->t->slots[idx].zstate == ZKS_COHORT ? "waits" : "is refused", r.key, idx);
+	}
 	zc_book_set_pending(&b->book, &idx, 1);
 	b->waiting = idx;
 	b->wait_session = a->session;
@@ -304,7 +312,8 @@ request(Cluster *c, Backend *b, const Act *a)
 	trace("c%d b%d asks %s %c%s (slot %d)", c->id, b->pid, r.key, r.mode,
 		  r.nowait ? " try" : (b->deadline ? " timed" : ""), idx);
 	wall_step_behind(c, idx);
-	worker_turn(c);
+	if (wake)
+		worker_turn(c);
 }
 
 /* A multi-key request granted: its keys held already stack now (xact.c's add_hold). */

@@ -560,6 +560,7 @@ extern int64_t rides_seen;	/* of them, readers joining a local reader's node */
 extern int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */
 extern int64_t upgrades_across;	/* upgrades granted past other clusters' requests (counters) */
 extern int64_t taken_here;	/* nodes a backend took itself (take_here.c) */
+extern int64_t joined_here;	/* requests that waited behind a local holder from their claim */
 extern int64_t rides_here;
 extern int64_t reader_takes_here;
 extern int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */

@@ -414,6 +414,78 @@ test_pass_here(void)
 	CHECK(slots[x].ans.result == ZKL_RESULT_GRANTED, "and passes it once it may");
 }
 
+/*
+ * A new writer behind a local holder waits there from its claim
+ * (zc_join_here), and a try-lock is refused there, with no worker turn;
+ * the worker is woken only to arm the holder's child watch, or when its
+ * sleep would outlast the waiter's deadlock check.  Anything else is the
+ * worker's: a holder done with the key, the holder's own backend asking
+ * again, a reader.
+ */
+void
+test_join_here(void)
+{
+	int			h;
+	int			w;
+	int			x;
+	int			y;
+	bool		wake = false;
+
+	holder_and_local_waiter(&h, &w);
+	core.deadlock_timeout = 1000;
+	table.pause.listed = true;	/* lock-delay has nothing to wait for */
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(table.cohort.deadlock_ms == 1000 && slots[h].coh.peek == COH_PEEK_ARMED,
+		  "the plan publishes deadlock_timeout; the holder's watch is armed");
+	table.worker_due = now_us + 500 * 1000;
+	x = claim(ZKL_MODE_EXCLUSIVE, 3);
+	CHECK(zc_join_here(&table, &slots[x], now_us, now_us, &wake) && slots[x].zstate == ZKS_COHORT &&
+		  !wake && table.counters.joined_here == 1,
+		  "a writer waits behind the local holder at its claim, the worker not woken");
+	y = claim(ZKL_MODE_EXCLUSIVE, 4);
+	table.worker_due = now_us + 1500 * 1000;
+	CHECK(zc_join_here(&table, &slots[y], now_us, now_us, &wake) && slots[y].zstate == ZKS_COHORT && wake,
+		  "the worker would sleep past deadlock_timeout: woken");
+	(void) zc_table_abandon(&table, &slots[y]);
+	CHECK(slots[y].zstate == ZKS_FREE, "a waiter that gives up leaves nothing");
+	table.worker_due = 0;
+	y = claim(ZKL_MODE_EXCLUSIVE, 4);
+	CHECK(zc_join_here(&table, &slots[y], now_us, now_us, &wake) && wake, "the worker sleeping for good: woken");
+	(void) zc_table_abandon(&table, &slots[y]);
+	CHECK(zc_take_here_sleep(&table, now_us, -1) == 1000 && table.worker_due == now_us + 1000 * 1000,
+		  "while a local writer waits, the worker sleeps at most deadlock_timeout");
+	y = claim(ZKL_MODE_EXCLUSIVE, 4);
+	slots[y].req.nowait = true;
+	CHECK(zc_join_here(&table, &slots[y], now_us, now_us, &wake) && slots[y].zstate == ZKS_GONE &&
+		  slots[y].ans.result == ZKL_RESULT_NOT_GRANTED && !wake, "a try-lock is refused at once");
+	(void) zc_table_abandon(&table, &slots[y]);
+	slots[h].coh.peek = COH_PEEK_NONE;
+	y = claim(ZKL_MODE_EXCLUSIVE, 4);
+	CHECK(zc_join_here(&table, &slots[y], now_us, now_us, &wake) && wake,
+		  "the holder's watch not armed: woken, to list");
+	(void) zc_table_abandon(&table, &slots[y]);
+	slots[h].coh.peek = COH_PEEK_ARMED;
+	y = claim(ZKL_MODE_EXCLUSIVE, 1);
+	CHECK(!zc_join_here(&table, &slots[y], now_us, now_us, &wake) && slots[y].zstate == ZKS_NEW,
+		  "the holder's own backend asking again: the worker decides");
+	(void) zc_table_abandon(&table, &slots[y]);
+	y = claim(ZKL_MODE_SHARED, 4);
+	CHECK(!zc_join_here(&table, &slots[y], now_us, now_us, &wake) && slots[y].zstate == ZKS_NEW,
+		  "a reader: the worker decides");
+	(void) zc_table_abandon(&table, &slots[y]);
+	(void) zc_table_abandon(&table, &slots[w]);
+	slots[h].own.abandoned = true;
+	y = claim(ZKL_MODE_EXCLUSIVE, 4);
+	CHECK(!zc_join_here(&table, &slots[y], now_us, now_us, &wake) && slots[y].zstate == ZKS_NEW,
+		  "a holder done with the key: the worker decides");
+	slots[h].own.abandoned = false;
+	(void) zc_table_abandon(&table, &slots[y]);
+	woken = 0;
+	CHECK(!zc_release_here(&table, &slots[h], now_us, now_us, count_wake) &&
+		  slots[x].ans.result == ZKL_RESULT_GRANTED && woken == 3,
+		  "the holder's release passes the node to the writer that joined here");
+}
+
 /* Answer the listing of tag with these names (watched: it set the child watch). */
 void
 listed(uint64_t tag, const char *const *names, int n, bool watched)

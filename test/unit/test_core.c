@@ -50,6 +50,7 @@ main(void)
 	test_linger();
 	test_take_here();
 	test_pass_here();
+	test_join_here();
 	test_linger_and_foreign_try();
 	test_linger_and_foreign_multi_try();
 	test_try_not_parked_behind_handover();

@@ -112,6 +112,7 @@ void test_linger_goes_to_first_asker(void);
 void test_linger(void);
 void test_take_here(void);
 void test_pass_here(void);
+void test_join_here(void);
 void listed(uint64_t tag, const char *const *names, int n, bool watched);
 void test_linger_and_foreign_try(void);
 void test_linger_and_foreign_multi_try(void);
