@@ -153,8 +153,6 @@ void told_of_session_loss(Cluster *c, Backend *b, const char *how);
 bool refused_for_loss(Cluster *c, Backend *b);
 bool acknowledge(Cluster *c, Backend *b, const Act *a);
 void do_unlock(Cluster *c, Backend *b, const Act *a);
-void request_group(Cluster *c, Backend *b, const Act *a);
-void request(Cluster *c, Backend *b, const Act *a);
 void apply_stacks(Cluster *c, Backend *b);
 void next_act(Cluster *c, Backend *b);
 void fill_span(Cluster *c, Backend *b, const ZklSlot *s, Span *sp);
@@ -172,6 +170,10 @@ void publish(Cluster *c, Backend *b, ZklCommitVerdict v);
 void settle(Cluster *c, Backend *b, ZklCommitVerdict v);
 bool backend_step(Cluster *c, Backend *b);
 void backend_begins_now(Cluster *c);
+
+/* sim_request.c */
+void request_group(Cluster *c, Backend *b, const Act *a);
+void request(Cluster *c, Backend *b, const Act *a);
 
 /* sim_invariants.c */
 bool node_owner(const char *name, int *ci, int *pid, int *slot);
