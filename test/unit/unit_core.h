@@ -113,6 +113,9 @@ void test_linger(void);
 void test_take_here(void);
 void test_pass_here(void);
 void test_join_here(void);
+/* test_cohort.c's, for test_here.c */
+void holder_and_local_waiter(int *h, int *w);
+int lingering(int gaps);
 void listed(uint64_t tag, const char *const *names, int n, bool watched);
 void test_linger_and_foreign_try(void);
 void test_linger_and_foreign_multi_try(void);
