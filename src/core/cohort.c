@@ -540,21 +540,6 @@ zc_cohort_take_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	return true;
 }
 
-ZklSlot *
-zc_cohort_join_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
-{
-	ZklSlot    *o;
-
-	if (s->zstate != ZKS_NEW || s->own.abandoned || !zc_cohort_eligible_x(c, s))
-		return NULL;
-	o = zc_cohort_carrier_of(c, s);
-	if (o == NULL || o->zstate != ZKS_HELD || o->own.abandoned || zc_cohort_owner_other(c, s, false))
-		return NULL;
-	zc_cohort_join(c, s, connected, mono);
-	ZC_ASSERT(s->zstate == ZKS_COHORT || s->zstate == ZKS_GONE);
-	return o;
-}
-
 /* Released, with no local waiter: o's node stays for the cluster's next request. */
 static void
 linger(ZklCohort *c, ZklSlot *o, int64_t mono)

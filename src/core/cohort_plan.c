@@ -1,9 +1,11 @@
 /*
- * cohort_plan.c — local hand-over each turn (cohort.h): the plan, and
- * what a listing, a failed one, a watch event or a lost node means.
+ * cohort_plan.c — local hand-over each turn (cohort.h): the plan (and its
+ * join of a new writer, as a backend applies it at its claim), and what a
+ * listing, a failed one, a watch event or a lost node means.
  */
 #include "cohort_int.h"
 #include "cohort_plan.h"
+#include "invariant.h"
 
 void
 zc_cohort_node_lost(ZklCohort *c, const ZklSlot *s)
@@ -81,6 +83,22 @@ place_requests(ZklCohort *c, bool connected, int64_t mono)
 				c->host->requeue(c->host->arg, s);
 		}
 	}
+}
+
+/* zc_cohort_join at a backend's claim (take_here.c): see cohort.h */
+ZklSlot *
+zc_cohort_join_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
+{
+	ZklSlot    *o;
+
+	if (s->zstate != ZKS_NEW || s->own.abandoned || !zc_cohort_eligible_x(c, s))
+		return NULL;
+	o = zc_cohort_carrier_of(c, s);
+	if (o == NULL || o->zstate != ZKS_HELD || o->own.abandoned || zc_cohort_owner_other(c, s, false))
+		return NULL;
+	zc_cohort_join(c, s, connected, mono);
+	ZC_ASSERT(s->zstate == ZKS_COHORT || s->zstate == ZKS_GONE);
+	return o;
 }
 
 /*
