@@ -436,8 +436,8 @@ zc_cohort_turn_off(ZklCohort *c)
  * joins this turn: the lingering node is its, in the order they asked,
  * not in the order of the table.
  */
-static bool
-older_joiner(ZklCohort *c, const ZklSlot *s, ZklSlot *o)
+bool
+zc_cohort_older_joiner(ZklCohort *c, const ZklSlot *s, ZklSlot *o)
 {
 	int			i;
 
@@ -473,12 +473,15 @@ zc_cohort_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	{
 		if (!zc_cohort_may_pass(c, o, connected, mono))
 			return;
-		if (!older_joiner(c, s, o))
+		if (!zc_cohort_older_joiner(c, s, o))
 			pass(c, o, s);
 		else if (s->req.nowait)
 			refuse(c, s);		/* the one that asked first takes it: the key is held here */
 		else
+		{
 			zc_slot_move(s, ZKS_COHORT); /* it waits behind the one that asked first */
+			s->zk.root_id = o->zk.root_id;
+		}
 		return;
 	}
 	/*
@@ -492,6 +495,7 @@ zc_cohort_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 		return;
 	}
 	zc_slot_move(s, ZKS_COHORT);
+	s->zk.root_id = o->zk.root_id;	/* its wait is in o's root (gwait_doc.c counts it so) */
 }
 
 /*

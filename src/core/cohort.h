@@ -68,7 +68,7 @@ extern bool zc_cohort_take_here(ZklCohort *c, ZklSlot *s, bool connected, int64_
  * turn (take_here.c): s waits here for the node (ZKS_COHORT), or a
  * try-lock is refused.  Returns the holder's slot, or NULL where the
  * worker decides (anything else: a lingering node, a request on its way,
- * an upgrade, a reader).
+ * an upgrade, a reader, an older new writer of the key not placed yet).
  */
 extern ZklSlot *zc_cohort_join_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono);
 

@@ -25,6 +25,7 @@ extern bool zc_cohort_eligible_x(const ZklCohort *c, const ZklSlot *s);
 extern void zc_cohort_end_linger(ZklSlot *o);
 extern ZklSlot * zc_cohort_first_waiter(ZklCohort *c, const ZklSlot *o);
 extern void zc_cohort_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono);
+extern bool zc_cohort_older_joiner(ZklCohort *c, const ZklSlot *s, ZklSlot *o);
 extern bool zc_cohort_may_pass(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono);
 extern void zc_cohort_move_place(ZklCohort *c, ZklSlot *from, ZklSlot *to);
 extern bool zc_cohort_owner_other(const ZklCohort *c, const ZklSlot *o, bool decided);

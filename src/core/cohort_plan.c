@@ -94,7 +94,13 @@ zc_cohort_join_here(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	if (s->zstate != ZKS_NEW || s->own.abandoned || !zc_cohort_eligible_x(c, s))
 		return NULL;
 	o = zc_cohort_carrier_of(c, s);
-	if (o == NULL || o->zstate != ZKS_HELD || o->own.abandoned || zc_cohort_owner_other(c, s, false))
+	/*
+	 * An older new writer of the key, not placed yet, goes first: it joins
+	 * in the worker's plan, where tickets decide (a release passes only to
+	 * a waiter already placed).
+	 */
+	if (o == NULL || o->zstate != ZKS_HELD || o->own.abandoned || zc_cohort_owner_other(c, s, false) ||
+		zc_cohort_older_joiner(c, s, o))
 		return NULL;
 	zc_cohort_join(c, s, connected, mono);
 	ZC_ASSERT(s->zstate == ZKS_COHORT || s->zstate == ZKS_GONE);

@@ -105,6 +105,9 @@ zc_join_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall, bool *wake)
 	ZklSlot    *o;
 	int64_t		check_by;
 
+	/* no worker: the request stays unsent, and fails as one no worker serves (request.c) */
+	if (t->conn_state == ZKC_STOPPED)
+		return false;
 	here_cohort(t, &h, &host, &c, wall, NULL);
 	o = zc_cohort_join_here(&c, s, t->conn_state == ZKC_CONNECTED, mono);
 	if (o == NULL)

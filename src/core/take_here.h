@@ -29,7 +29,8 @@ extern bool zc_take_here(ZklTable *t, ZklSlot *s, int64_t mono, int64_t wall);
  */
 /*
  * Right after claiming writer s (one key) when zc_take_here did not grant
- * it: where a local backend holds s's key, s waits behind it here
+ * it, while a worker runs: where a local backend holds s's key, s waits
+ * behind it here
  * (zc_cohort_join_here), or a try-lock is refused, with no worker turn.
  * Returns whether it did; *wake: whether the worker must be woken (to arm
  * the holder's child watch, or to check deadlocks in time).

@@ -159,6 +159,7 @@ test_join_here(void)
 	int			w;
 	int			x;
 	int			y;
+	int			z;
 	bool		wake = false;
 
 	holder_and_local_waiter(&h, &w);
@@ -182,8 +183,28 @@ test_join_here(void)
 	y = claim(ZKL_MODE_EXCLUSIVE, 4);
 	CHECK(zc_join_here(&table, &slots[y], now_us, now_us, &wake) && wake, "the worker sleeping for good: woken");
 	(void) zc_table_abandon(&table, &slots[y]);
+	table.cohort.deadlock_ms = 0;
+	y = claim(ZKL_MODE_EXCLUSIVE, 4);
+	CHECK(zc_join_here(&table, &slots[y], now_us, now_us, &wake) && !wake,
+		  "no deadlock search (deadlock_timeout 0): not woken for one");
+	(void) zc_table_abandon(&table, &slots[y]);
+	table.cohort.deadlock_ms = 1000;
+	table.conn_state = ZKC_STOPPED;
+	y = claim(ZKL_MODE_EXCLUSIVE, 4);
+	CHECK(!zc_join_here(&table, &slots[y], now_us, now_us, &wake) && slots[y].zstate == ZKS_NEW,
+		  "no worker running: the request stays unsent (it fails as one no worker serves)");
+	(void) zc_table_abandon(&table, &slots[y]);
+	table.conn_state = ZKC_CONNECTED;
+	y = claim(ZKL_MODE_EXCLUSIVE, 4);
+	z = claim(ZKL_MODE_EXCLUSIVE, 5);
+	CHECK(!zc_join_here(&table, &slots[z], now_us, now_us, &wake) && slots[z].zstate == ZKS_NEW,
+		  "an older new writer of the key not placed yet: the worker decides, in the order they asked");
+	(void) zc_table_abandon(&table, &slots[z]);
+	(void) zc_table_abandon(&table, &slots[y]);
+	(void) zc_table_abandon(&table, &slots[w]);
 	CHECK(zc_take_here_sleep(&table, now_us, -1) == 1000 && table.worker_due == now_us + 1000 * 1000,
-		  "while a local writer waits, the worker sleeps at most deadlock_timeout");
+		  "while a writer that joined here waits, the worker sleeps at most deadlock_timeout");
+	CHECK(zc_take_here_sleep(&table, now_us, 300) == 300, "or less, as its turn asked");
 	y = claim(ZKL_MODE_EXCLUSIVE, 4);
 	slots[y].req.nowait = true;
 	CHECK(zc_join_here(&table, &slots[y], now_us, now_us, &wake) && slots[y].zstate == ZKS_GONE &&
@@ -203,7 +224,6 @@ test_join_here(void)
 	CHECK(!zc_join_here(&table, &slots[y], now_us, now_us, &wake) && slots[y].zstate == ZKS_NEW,
 		  "a reader: the worker decides");
 	(void) zc_table_abandon(&table, &slots[y]);
-	(void) zc_table_abandon(&table, &slots[w]);
 	slots[h].own.abandoned = true;
 	y = claim(ZKL_MODE_EXCLUSIVE, 4);
 	CHECK(!zc_join_here(&table, &slots[y], now_us, now_us, &wake) && slots[y].zstate == ZKS_NEW,
