@@ -230,7 +230,9 @@ floor_serial=$(median "${floor_r[@]}")
 # each pair in three interleaved rounds, medians (the CPU accounting of one
 # client is the last round's).
 half() { SECONDS_EACH=$((SECONDS_EACH / 2)) "$@"; }
+warm() { SECONDS_EACH=2 pgbench_tps "$@" >/dev/null; }	# a first round after a reload is slow
 set_both linger 100ms
+warm "$port_a" 1 "$(zk_cycle "'s1l'")"
 s1l_r=() core1_r=()
 for r in 1 2 3; do
 	if [ "$r" = 3 ]; then
@@ -277,6 +279,7 @@ read_cycle() { printf 'BEGIN;\nSELECT zk_lock_shared(%s);\nCOMMIT;' "$1"; }
 s3r=$(pgbench_tps "$port_a" 8 "$(read_cycle "'s3r'")")
 # and with zk_lock.linger: the last reader's node stays for the next one
 set_both linger 100ms
+warm "$port_a" 8 "$(read_cycle "'s3rl'")"
 s3rl_r=() core8shared_r=()
 for _ in 1 2 3; do
 	s3rl_r+=("$(half pgbench_tps "$port_a" 8 "$(read_cycle "'s3rl'")")")
