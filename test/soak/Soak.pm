@@ -89,12 +89,12 @@ sub run
 	$sum->{seed} = $seed;
 	$sum->{seconds} = $seconds;
 	$sum->{figures}{progress_gap_s} = progress_gaps(\@hist);
-	# hand-overs, lingers and lingering nodes a backend took itself (odd clusters linger),
+	# hand-overs, lingers, nodes a backend took itself (odd clusters linger) and writers that joined a local holder at their claim,
 	# since each cluster's last restart
 	$sum->{figures}{lingering} = {
 		map {
 			($_->name => $_->safe_psql('postgres', "SELECT string_agg(counter || ' ' || value, ', ' ORDER BY counter) "
-				  . "FROM zk_lock_counters WHERE counter IN ('handovers', 'lingers', 'taken_here')"))
+				  . "FROM zk_lock_counters WHERE counter IN ('handovers', 'lingers', 'taken_here', 'joined_here')"))
 		} $topo->clusters };
 
 	for my $line (sort keys %{ $sum->{violations} })
