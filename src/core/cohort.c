@@ -461,6 +461,15 @@ refuse(ZklCohort *c, ZklSlot *s)
 	c->host->wake(c->host->arg, s);
 }
 
+/* s waits here behind o: in o's root once o has one (gwait_doc.c counts the wait there) */
+static void
+wait_behind(ZklSlot *s, const ZklSlot *o)
+{
+	zc_slot_move(s, ZKS_COHORT);
+	if (o->zstate != ZKS_NEW)
+		s->zk.root_id = o->zk.root_id;
+}
+
 /* A new request: take a lingering node, wait for a local holder's, or queue in ZooKeeper. */
 void
 zc_cohort_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
@@ -478,10 +487,7 @@ zc_cohort_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 		else if (s->req.nowait)
 			refuse(c, s);		/* the one that asked first takes it: the key is held here */
 		else
-		{
-			zc_slot_move(s, ZKS_COHORT); /* it waits behind the one that asked first */
-			s->zk.root_id = o->zk.root_id;
-		}
+			wait_behind(s, o);	/* behind the one that asked first */
 		return;
 	}
 	/*
@@ -494,8 +500,7 @@ zc_cohort_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 		refuse(c, s);
 		return;
 	}
-	zc_slot_move(s, ZKS_COHORT);
-	s->zk.root_id = o->zk.root_id;	/* its wait is in o's root (gwait_doc.c counts it so) */
+	wait_behind(s, o);
 }
 
 /*
@@ -647,7 +652,9 @@ zc_cohort_pass_here(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 		return NULL;
 	/* zc_cohort_release's first rule: the first local waiter behind this very node */
 	w = zc_cohort_first_waiter(c, o);
-	if (w == NULL || zc_cohort_carrier_of(c, w) != o || !zc_cohort_may_pass(c, o, connected, mono))
+	/* an older writer of the key back among the new (a failed create keeps its ticket): the worker places it */
+	if (w == NULL || zc_cohort_carrier_of(c, w) != o || !zc_cohort_may_pass(c, o, connected, mono) ||
+		zc_cohort_older_joiner(c, w, o))
 		return NULL;
 	pass(c, o, w);
 	return w;

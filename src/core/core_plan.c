@@ -138,11 +138,11 @@ plan_proof(ZklCore *c, bool keep_fresh, int64_t now_mono, int64_t at, long next_
 	return next_ms;
 }
 
-/* Whether the slot has, or may have, a node in ZooKeeper. */
+/* Whether the slot has, or may have, a node in ZooKeeper (a local waiter has none of its own). */
 static bool
 has_node(const ZklSlot *s)
 {
-	return s->zstate != ZKS_FREE && s->zstate != ZKS_NEW && s->zstate != ZKS_GONE;
+	return s->zstate != ZKS_FREE && s->zstate != ZKS_NEW && s->zstate != ZKS_GONE && s->zstate != ZKS_COHORT;
 }
 
 /*

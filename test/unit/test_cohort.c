@@ -502,3 +502,48 @@ test_linger_and_foreign_multi_try(void)
 	CHECK(slots[a].ans.result == ZKL_RESULT_NOT_GRANTED && planned(a, OP_DELETE) != 0,
 		  "false once the bound is over, and that key's node is deleted");
 }
+
+/*
+ * After a reload of zk_lock.root, a new request goes under the new root
+ * unless its key still has a node of this cluster under an older one.  A
+ * local waiter has no node: it must not send a request of its key under
+ * the old root (there other clusters, already on the new one, would never
+ * see it), and it waits in its carrier's root once that has one.
+ */
+void
+test_cohort_root_reload(void)
+{
+	int			b;
+	int			a;
+	int			h;
+	int			w;
+
+	setup();
+	core.cohort.handover = true;
+	core.cohort.handover_limit = 8;
+	strcpy(table.roots[1], "/r2");
+	table.cur_root = 1;
+	b = claim(ZKL_MODE_EXCLUSIVE, 1);
+	a = claim(ZKL_MODE_EXCLUSIVE, 2);
+	(void) zc_core_plan(&core, false, now_us);	/* not connected: one waits, the other is not sent */
+	(void) zc_core_plan(&core, true, now_us);
+	if (slots[b].zstate == ZKS_COHORT)
+	{
+		int			x = a;			/* the table's order decides which one waits */
+
+		a = b;
+		b = x;
+	}
+	CHECK(slots[a].zstate == ZKS_COHORT && planned(b, OP_CREATE) != 0 && slots[b].zk.root_id == 1,
+		  "a waiter behind a request not sent yet: that request goes under the new root");
+
+	setup();
+	core.cohort.handover = true;
+	core.cohort.handover_limit = 8;
+	h = lone_holder();
+	strcpy(table.roots[1], "/r2");
+	table.cur_root = 1;
+	w = ask(2, false);
+	CHECK(slots[w].zstate == ZKS_COHORT && slots[w].zk.root_id == 0 && slots[h].zk.root_id == 0,
+		  "a waiter behind a holder under the old root waits in that root");
+}

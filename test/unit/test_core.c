@@ -51,6 +51,8 @@ main(void)
 	test_take_here();
 	test_pass_here();
 	test_join_here();
+	test_pass_here_older();
+	test_cohort_root_reload();
 	test_linger_and_foreign_try();
 	test_linger_and_foreign_multi_try();
 	test_try_not_parked_behind_handover();

@@ -235,3 +235,29 @@ test_join_here(void)
 		  slots[x].ans.result == ZKL_RESULT_GRANTED && woken == 3,
 		  "the holder's release passes the node to the writer that joined here");
 }
+
+/*
+ * A writer back among the new requests with its old ticket (a failed create
+ * keeps it) asked before the local waiter: a release does not pass the node
+ * to the waiter past it, but leaves that to the worker, whose plan places
+ * it first and passes in the order they asked.
+ */
+void
+test_pass_here_older(void)
+{
+	int			h;
+	int			w;
+	int			x;
+
+	holder_and_local_waiter(&h, &w);
+	table.pause.listed = true;
+	(void) zc_core_plan(&core, true, now_us);
+	x = claim(ZKL_MODE_EXCLUSIVE, 3);
+	slots[x].req.ticket = slots[w].req.ticket - 1;
+	woken = 0;
+	CHECK(zc_release_here(&table, &slots[h], now_us, now_us, count_wake) && woken == 0 &&
+		  slots[w].zstate == ZKS_COHORT, "the release leaves it to the worker (woken)");
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[x].ans.result == ZKL_RESULT_GRANTED && slots[w].zstate == ZKS_COHORT,
+		  "which gives the node to the one that asked first");
+}

@@ -113,6 +113,8 @@ void test_linger(void);
 void test_take_here(void);
 void test_pass_here(void);
 void test_join_here(void);
+void test_pass_here_older(void);
+void test_cohort_root_reload(void);
 /* test_cohort.c's, for test_here.c */
 void holder_and_local_waiter(int *h, int *w);
 int lingering(int gaps);
