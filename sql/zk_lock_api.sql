@@ -138,7 +138,7 @@ SELECT txid_current() > 0 AS has_xid;
 SELECT zk_lock_shared('q'), zk_lock('q');
 SELECT position, mode, granted, pid = pg_backend_pid() AS mine, database = current_database() AS db,
        xid = txid_current() AS xid, sysid = (SELECT system_identifier::text FROM pg_control_system()) AS sysid,
-       since <= clock_timestamp() AS since,
+       since BETWEEN clock_timestamp() - interval '1 minute' AND clock_timestamp() AS since,
        left(node, 2) = CASE mode WHEN 'shared' THEN 's-' ELSE 'x-' END AS node
 FROM zk_lock_queue('q');
 COMMIT;

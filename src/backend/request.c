@@ -23,6 +23,7 @@
 #include "catalog/pg_type_d.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datetime.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
@@ -65,22 +66,84 @@ node_data_head(bool names)
 	return data_head[names];
 }
 
+/* v in d digits, zero-padded, at p: returns their end */
+static char *
+put_digits(char *p, int v, int d)
+{
+	int			i;
+
+	for (i = d - 1; i >= 0; i--, v /= 10)
+		p[i] = (char) ('0' + v % 10);
+	return p + d;
+}
+
+/*
+ * A request's time as a JSON string in UTC ("2026-11-30 10:55:04.123456+00"),
+ * which zk_lock_queue's `since` reads back as a timestamptz: every claim
+ * builds it, and timestamptz_to_str's time-zone work was a visible share of a
+ * cycle that takes a lingering node (bench/README.md).
+ */
+static void
+append_since(StringInfo buf, TimestampTz ts)
+{
+	char		s[40];
+	char	   *p = s;
+	int64		days = ts / USECS_PER_DAY;
+	int64		us = ts % USECS_PER_DAY;
+	int			y;
+	int			m;
+	int			d;
+
+	if (us < 0)
+	{
+		us += USECS_PER_DAY;
+		days--;
+	}
+	j2date((int) (days + POSTGRES_EPOCH_JDATE), &y, &m, &d);
+	if (y < 1 || y > 9999)
+	{
+		escape_json(buf, timestamptz_to_str(ts));
+		return;
+	}
+	*p++ = '"';
+	p = put_digits(p, y, 4);
+	*p++ = '-';
+	p = put_digits(p, m, 2);
+	*p++ = '-';
+	p = put_digits(p, d, 2);
+	*p++ = ' ';
+	p = put_digits(p, (int) (us / USECS_PER_HOUR), 2);
+	*p++ = ':';
+	p = put_digits(p, (int) (us / USECS_PER_MINUTE % MINS_PER_HOUR), 2);
+	*p++ = ':';
+	p = put_digits(p, (int) (us / USECS_PER_SEC % SECS_PER_MINUTE), 2);
+	*p++ = '.';
+	p = put_digits(p, (int) (us % USECS_PER_SEC), 6);
+	memcpy(p, "+00\"", 4);
+	appendBinaryStringInfo(buf, s, (int) (p + 4 - s));
+}
+
 /* Node data: who asked, as JSON, for humans and tools reading ZooKeeper. */
 static char *
 node_data(char mode, bool session)
 {
 	StringInfoData buf;
 	bool		names = true;
+	char		xid[12];
+	int			xid_len = pg_ultoa_n(XidFromFullTransactionId(GetTopFullTransactionIdIfAny()), xid);
+	TimestampTz now = GetCurrentTimestamp();
 
 	initStringInfo(&buf);
 	for (;;)
 	{
 		resetStringInfo(&buf);
 		appendStringInfoString(&buf, node_data_head(names));
-		appendStringInfo(&buf, ",\"xid\":%u,\"mode\":\"%c\",%s\"since\":",
-						 XidFromFullTransactionId(GetTopFullTransactionIdIfAny()), mode,
-						 session ? "\"scope\":\"session\"," : "");
-		escape_json(&buf, timestamptz_to_str(GetCurrentTimestamp()));
+		appendStringInfoString(&buf, ",\"xid\":");
+		appendBinaryStringInfo(&buf, xid, xid_len);
+		appendStringInfoString(&buf, ",\"mode\":\"");
+		appendStringInfoChar(&buf, mode);
+		appendStringInfoString(&buf, session ? "\",\"scope\":\"session\",\"since\":" : "\",\"since\":");
+		append_since(&buf, now);
 		appendStringInfoChar(&buf, '}');
 		/* never cut JSON short: long names are left out instead */
 		if (buf.len < ZKL_DATA_LEN - ZKL_DATA_ROOM || !names)
