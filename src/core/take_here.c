@@ -169,7 +169,7 @@ zc_take_here_sleep(ZklTable *t, int64_t mono, long wait_ms)
 		if (wait_ms < 0 || ms < wait_ms)
 			wait_ms = ms;
 	}
-	/* a waiter a backend joined here since the plan: its deadlock check in time */
+	/* a local waiter (one a backend joined at its claim since the plan too): its deadlock check in time */
 	for (i = 0; i < t->nused && t->cohort.deadlock_ms > 0; i++)
 		if (t->slots[i].zstate == ZKS_COHORT && !t->slots[i].own.abandoned &&
 			(wait_ms < 0 || wait_ms > t->cohort.deadlock_ms))
