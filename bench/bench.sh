@@ -266,11 +266,17 @@ sleep_s=$(awk -v r="$s2" 'BEGIN { printf "%.4f", 0.85 * 32 / r }')
 cpu_sleep=$(cpu_run pgbench_run "$port_a" 32 "$(sleep_cycle "$sleep_s")")
 floor_batched=$(median "${floor_batched_r[@]}")
 curator_32=$(median "${curator_32_r[@]}")
+# pair_rounds A B SQL_A SQL_B: 8 clients, three interleaved rounds of each, rates into arrays A and B
+pair_rounds() {
+	local -n ra=$1 rb=$2
+	local r
+	for r in 1 2 3; do
+		ra+=("$(half pgbench_tps "$port_a" 8 "$3")")
+		rb+=("$(half pgbench_tps "$port_a" 8 "$4")")
+	done
+}
 s3_r=() core8one_r=()
-for _ in 1 2 3; do
-	s3_r+=("$(half pgbench_tps "$port_a" 8 "$(zk_cycle "'s3'")")")
-	core8one_r+=("$(half pgbench_tps "$port_a" 8 "$core_one")")
-done
+pair_rounds s3_r core8one_r "$(zk_cycle "'s3'")" "$core_one"
 s3=$(median "${s3_r[@]}")
 core_8one=$(median "${core8one_r[@]}")
 # S3r: the same with readers, who join one local reader's node (hand-over on)
@@ -281,10 +287,7 @@ s3r=$(pgbench_tps "$port_a" 8 "$(read_cycle "'s3r'")")
 set_both linger 100ms
 warm "$port_a" 8 "$(read_cycle "'s3rl'")"
 s3rl_r=() core8shared_r=()
-for _ in 1 2 3; do
-	s3rl_r+=("$(half pgbench_tps "$port_a" 8 "$(read_cycle "'s3rl'")")")
-	core8shared_r+=("$(half pgbench_tps "$port_a" 8 "$core_one_shared")")
-done
+pair_rounds s3rl_r core8shared_r "$(read_cycle "'s3rl'")" "$core_one_shared"
 s3r_linger=$(median "${s3rl_r[@]}")
 core_8shared=$(median "${core8shared_r[@]}")
 set_both linger 0
