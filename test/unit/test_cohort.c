@@ -510,6 +510,13 @@ test_linger_and_foreign_multi_try(void)
  * the old root (there other clusters, already on the new one, would never
  * see it), and it waits in its carrier's root once that has one.
  */
+static void
+reload_root(void)
+{
+	strcpy(table.roots[1], "/r2");
+	table.cur_root = 1;
+}
+
 void
 test_cohort_root_reload(void)
 {
@@ -518,11 +525,9 @@ test_cohort_root_reload(void)
 	int			h;
 	int			w;
 
-	setup();
-	core.cohort.handover = true;
+	setup_handover(0);
 	core.cohort.handover_limit = 8;
-	strcpy(table.roots[1], "/r2");
-	table.cur_root = 1;
+	reload_root();
 	b = claim(ZKL_MODE_EXCLUSIVE, 1);
 	a = claim(ZKL_MODE_EXCLUSIVE, 2);
 	(void) zc_core_plan(&core, false, now_us);	/* not connected: one waits, the other is not sent */
@@ -537,12 +542,10 @@ test_cohort_root_reload(void)
 	CHECK(slots[a].zstate == ZKS_COHORT && planned(b, OP_CREATE) != 0 && slots[b].zk.root_id == 1,
 		  "a waiter behind a request not sent yet: that request goes under the new root");
 
-	setup();
-	core.cohort.handover = true;
+	setup_handover(0);
 	core.cohort.handover_limit = 8;
 	h = lone_holder();
-	strcpy(table.roots[1], "/r2");
-	table.cur_root = 1;
+	reload_root();
 	w = ask(2, false);
 	CHECK(slots[w].zstate == ZKS_COHORT && slots[w].zk.root_id == 0 && slots[h].zk.root_id == 0,
 		  "a waiter behind a holder under the old root waits in that root");
