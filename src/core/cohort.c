@@ -601,8 +601,8 @@ zc_cohort_linger_here(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
  * node lingers only alone, so that another cluster's try-lock, which waits
  * for one lingering node ahead of it (core_grant.c), is not refused for two.
  */
-static bool
-other_node(const ZklCohort *c, const ZklSlot *o)
+bool
+zc_cohort_other_node(const ZklCohort *c, const ZklSlot *o)
 {
 	int			i;
 
@@ -624,6 +624,9 @@ other_node(const ZklCohort *c, const ZklSlot *o)
  * the key may be here, with no node of their own): it lingers; or, with a local reader waiting and
  * only the child watch missing, it is kept for the listing that arms it
  * (zc_cohort_keeps), as a writer's is for a waiter, and lingers then.
+ * Beside another node of the key it lingers only for a reader waiting,
+ * who takes it in this turn's plan (the plan ends it otherwise): a
+ * reader let go there would queue a node of its own.
  */
 void
 zc_cohort_linger_reader(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono, bool reader_waits)
@@ -631,7 +634,7 @@ zc_cohort_linger_reader(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono, 
 	if (!zc_kind_rides(o->req.mode) || o->zk.rides)
 		return;
 	o->coh.kept = false;
-	if (!may_linger_but_peek(c, o, connected, mono) || other_node(c, o))
+	if (!may_linger_but_peek(c, o, connected, mono) || (!reader_waits && zc_cohort_other_node(c, o)))
 		return;
 	if (may_linger_now(c, o, connected, mono))
 		linger(c, o, mono);

@@ -38,6 +38,7 @@ extern bool zc_cohort_may_take(ZklCohort *c, const ZklSlot *s, const ZklSlot *o,
 extern void zc_cohort_take(ZklCohort *c, ZklSlot *o, ZklSlot *s);
 extern bool zc_cohort_writer_here(const ZklCohort *c, const ZklSlot *o);
 extern const ZklSlot *zc_cohort_reader_coming(ZklCohort *c, const ZklSlot *s);
+extern bool zc_cohort_other_node(const ZklCohort *c, const ZklSlot *o);
 extern void zc_cohort_linger_reader(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono, bool reader_waits);
 extern bool zc_cohort_may_pass_but_peek(const ZklCohort *c, const ZklSlot *o, bool connected, int64_t mono);
 extern void zc_cohort_linger_readers(ZklCohort *c, bool connected, int64_t mono);

@@ -118,10 +118,13 @@ tend_carrier(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 	if (o->zstate == ZKS_LINGER)
 	{
 		/* (linger off: a backend's release may have begun it on the setting the table still had) */
-		/* (a reader's: a local writer would wait behind it) */
+		/*
+		 * (a reader's: a local writer would wait behind it; or it lingered
+		 * beside another node for a reader who did not take it)
+		 */
 		if (mono >= o->coh.linger_until || o->coh.foreign || c->linger_ms <= 0 ||
 			!zc_cohort_may_pass(c, o, connected, mono) ||
-			(zc_kind_rides(o->req.mode) && zc_cohort_writer_here(c, o)))
+			(zc_kind_rides(o->req.mode) && (zc_cohort_writer_here(c, o) || zc_cohort_other_node(c, o))))
 			zc_cohort_end_linger(o);
 		else
 			return (long) ((o->coh.linger_until - mono + 999) / 1000);

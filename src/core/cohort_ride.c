@@ -151,17 +151,44 @@ ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 }
 
 /*
+ * A new reader of s's key whose node this plan queues (one that asked
+ * before s, or any while s waits already): readers that come together
+ * queue one node, not one each.  Each node's coming and going would end
+ * the others' child watches, and so the readers after them would queue
+ * nodes of their own again, and so on.
+ */
+static const ZklSlot *
+reader_queueing(const ZklCohort *c, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o != s && o->zstate == ZKS_NEW && !o->own.abandoned && !o->req.nowait &&
+			(s->zstate != ZKS_NEW || o->req.ticket < s->req.ticket) && zc_kind_rides(o->req.mode) &&
+			zc_cohort_eligible(c, o) && zc_cohort_same_key(o, s))
+			return o;
+	}
+	return NULL;
+}
+
+/*
  * With no local reader's node to join, the one on its way into ZooKeeper's
- * queue (its owner's slot), or one kept to linger: a reader waits for it
- * to be granted (or to linger) rather than queue a node of its own beside
- * it (one node per cluster, as for writers), and waits for what that node
- * waits for (deadlock.c).
+ * queue (its owner's slot, or a new reader's: reader_queueing), or one
+ * kept to linger: a reader waits for it to be granted (or to linger)
+ * rather than queue a node of its own beside it (one node per cluster, as
+ * for writers), and waits for what that node waits for (deadlock.c).
  */
 const ZklSlot *
 zc_cohort_reader_coming(ZklCohort *c, const ZklSlot *s)
 {
+	const ZklSlot *q = reader_queueing(c, s);
 	int			i;
 
+	if (q != NULL)
+		return q;
 	for (i = 0; i < c->t->nused; i++)
 	{
 		const ZklSlot *o = &c->t->slots[i];
@@ -271,8 +298,9 @@ zc_cohort_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 		if (s->zstate == ZKS_NEW)
 			zc_slot_move(s, ZKS_COHORT);	/* it joins that node once granted (its listing arms it) */
 	}
-	else if (s->zstate == ZKS_COHORT && (o == NULL || o->coh.peek == COH_PEEK_NONE))
-		c->host->requeue(c->host->arg, s);	/* that listing did not arm it */
+	else if (s->zstate == ZKS_COHORT &&
+			 (o == NULL || (o->coh.peek == COH_PEEK_NONE && reader_queueing(c, s) == NULL)))
+		c->host->requeue(c->host->arg, s);	/* that listing did not arm it (nor will a node come) */
 	else if (o != NULL && !(s->zstate == ZKS_NEW && s->req.nowait))
 	{
 		zc_cohort_ask_peek(o, connected);	/* again if that read was dropped unsent */

@@ -71,6 +71,8 @@ main(void)
 	test_riders_count_resets();
 	test_readers_here();
 	test_readers_kept();
+	test_readers_together();
+	test_readers_beside();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }

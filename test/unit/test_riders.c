@@ -4,6 +4,7 @@
  */
 #include "unit_core.h"
 #include "take_here.h"
+#include "slot_state.h"
 
 /* A shared request of pid: claimed and planned once (a try-lock if nowait). */
 static int
@@ -643,4 +644,114 @@ test_readers_kept(void)
 	(void) zc_core_plan(&core, true, now_us);
 	CHECK(!slots[w].coh.kept && planned(w, OP_DELETE) != 0 && planned(h, OP_CREATE) != 0,
 		  "linger turned off meanwhile: the node goes, and the reader queues in ZooKeeper");
+}
+
+/* Plan; slot s's create, answered with node seq and listed with names (armed). */
+static void
+made_and_listed(int s, int seq, const char *const *names, int n)
+{
+	char		name[ZKL_NODE_BUFLEN];
+	ZkrChild	kids[4];
+	uint64_t	tag;
+
+	(void) zc_core_plan(&core, true, now_us);
+	tag = planned(s, OP_CREATE);
+	CHECK(tag != 0, "its create is planned");
+	(void) zc_core_create_reply(&core, tag, ZOK, node_of(s, seq, name), true, 10 + seq);
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(names, n, kids), true);
+}
+
+/*
+ * Readers that come together with no node to join queue one node, the
+ * first asker's, wherever it sits in the table, and join it once it is
+ * granted with its child watch; so do readers whose node's watch went
+ * off while they waited for it.
+ */
+void
+test_readers_together(void)
+{
+	char		a[ZKL_NODE_BUFLEN];
+	const char *list[1];
+	int			r[3];
+	int			i;
+
+	setup_handover(100);
+	core.cohort.handover_limit = 8;
+	table.pause.listed = true;
+	for (i = 0; i < 3; i++)
+		r[i] = claim(ZKL_MODE_SHARED, i + 1);
+	slots[r[2]].req.ticket = 0;	/* the last in the table asked first */
+	list[0] = node_of(r[2], 0, a);
+	made_and_listed(r[2], 0, list, 1);
+	CHECK(planned(r[0], OP_CREATE) == 0 && planned(r[1], OP_CREATE) == 0 && slots[r[0]].zstate == ZKS_COHORT &&
+		  slots[r[1]].zstate == ZKS_COHORT, "three readers, no node: only the first asker's is made, the others wait");
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[r[2]].ans.result == ZKL_RESULT_GRANTED && slots[r[0]].zk.rides && slots[r[1]].zk.rides &&
+		  slots[r[0]].ans.result == ZKL_RESULT_GRANTED && core.nops == 0, "granted and armed: both join it");
+
+	for (i = 0; i < 2; i++)
+		(void) zc_table_abandon(&table, &slots[r[i]]);
+	(void) zc_core_plan(&core, true, now_us);
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	r[0] = claim(ZKL_MODE_SHARED, 4);
+	r[1] = claim(ZKL_MODE_SHARED, 5);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[r[0]].zstate == ZKS_COHORT && slots[r[1]].zstate == ZKS_COHORT && planned(r[2], OP_CHILDREN) != 0,
+		  "the watch went off: both wait for the holder's listing");
+	listed(planned(r[2], OP_CHILDREN), list, 1, true);
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK((planned(r[0], OP_CREATE) != 0) + (planned(r[1], OP_CREATE) != 0) == 1,
+		  "off again before they joined: one of them queues a node, the other waits for it");
+}
+
+/*
+ * A reader's node released beside another node of the key (its own had
+ * no hand-over left) lingers only for a reader waiting, who takes it in
+ * the same plan; with none waiting it goes, and one found lingering there
+ * ends.
+ */
+void
+test_readers_beside(void)
+{
+	char		a[ZKL_NODE_BUFLEN];
+	char		b[ZKL_NODE_BUFLEN];
+	const char *list[2];
+	int			h;
+	int			r;
+	int			w;
+
+	setup_handover(100);
+	core.cohort.handover_limit = 8;
+	table.pause.listed = true;
+	h = claim(ZKL_MODE_SHARED, 1);
+	list[0] = node_of(h, 0, a);
+	made_and_listed(h, 0, list, 1);
+	(void) zc_core_plan(&core, true, now_us);
+	slots[h].coh.node_handed = ZKL_HANDOVER_MAX - 1;
+	r = claim(ZKL_MODE_SHARED, 2);
+	list[1] = node_of(r, 1, b);
+	made_and_listed(r, 1, list, 2);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[h].ans.result == ZKL_RESULT_GRANTED && slots[r].ans.result == ZKL_RESULT_GRANTED &&
+		  !slots[r].zk.rides && slots[r].coh.peek == COH_PEEK_ARMED, "a node with no hand-over left: a second node");
+
+	(void) zc_table_abandon(&table, &slots[r]);
+	w = claim(ZKL_MODE_SHARED, 3);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[w].ans.result == ZKL_RESULT_GRANTED && !slots[w].zk.rides && strcmp(slots[w].node, b) == 0 &&
+		  slots[w].zk.handed == 1 && core.nops == 0, "released, a reader waiting: it takes the node, no round trip");
+
+	(void) zc_table_abandon(&table, &slots[w]);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(planned(w, OP_DELETE) != 0, "released beside another node, nobody waiting: it goes");
+
+	r = claim(ZKL_MODE_SHARED, 4);
+	list[1] = node_of(r, 2, b);
+	made_and_listed(r, 2, list, 2);
+	(void) zc_core_plan(&core, true, now_us);
+	zc_slot_move(&slots[r], ZKS_LINGER);
+	slots[r].coh.linger_until = now_us + 100000;
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(planned(r, OP_DELETE) != 0, "one found lingering beside another node ends");
 }

@@ -128,6 +128,8 @@ void test_try_not_parked_behind_handover(void);
 void test_riders(void);
 void test_readers_here(void);
 void test_readers_kept(void);
+void test_readers_together(void);
+void test_readers_beside(void);
 void test_riders_lost(void);
 void test_riders_turned_off(void);
 void test_riders_upgrade_past_writer(void);
