@@ -132,6 +132,13 @@ ride_may(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
  * (`clear`: so nothing it holds beside conflicts), in this session, within
  * the bound, and with no local writer for the key.
  */
+static bool
+joinable(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
+{
+	return reader_node(c, o, s) && o->zstate == ZKS_HELD && !o->own.abandoned && o->zk.clear &&
+		o->ans.session_id == c->t->session_tag && o->coh.node_handed + 1 < ZKL_HANDOVER_MAX;
+}
+
 static ZklSlot *
 ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 {
@@ -143,19 +150,19 @@ ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (reader_node(c, o, s) && o->zstate == ZKS_HELD && !o->own.abandoned && o->zk.clear &&
-			o->ans.session_id == c->t->session_tag && o->coh.node_handed + 1 < ZKL_HANDOVER_MAX)
+		if (joinable(c, o, s))
 			return o;
 	}
 	return NULL;
 }
 
 /*
- * A new reader of s's key whose node this plan queues (one that asked
- * before s, or any while s waits already): readers that come together
- * queue one node, not one each.  Each node's coming and going would end
- * the others' child watches, and so the readers after them would queue
- * nodes of their own again, and so on.
+ * A new reader of s's key that this plan places before s or has placed
+ * (one that asked before s, or any while s waits already): it queues a
+ * node unless it joins one too, so readers that come together queue one
+ * node, not one each.  Each node's coming and going would end the others'
+ * child watches, and so the readers after them would queue nodes of their
+ * own again, and so on.
  */
 static const ZklSlot *
 reader_queueing(const ZklCohort *c, const ZklSlot *s)
@@ -176,24 +183,22 @@ reader_queueing(const ZklCohort *c, const ZklSlot *s)
 
 /*
  * With no local reader's node to join, the one on its way into ZooKeeper's
- * queue (its owner's slot, or a new reader's: reader_queueing), or one
- * kept to linger: a reader waits for it to be granted (or to linger)
- * rather than queue a node of its own beside it (one node per cluster, as
- * for writers), and waits for what that node waits for (deadlock.c).
+ * queue (its owner's slot), or one kept to linger, or a new reader's about
+ * to be (reader_queueing): a reader waits for it to be granted (or to
+ * linger) rather than queue a node of its own beside it (one node per
+ * cluster, as for writers), and waits for what that node waits for
+ * (deadlock.c).
  */
 const ZklSlot *
 zc_cohort_reader_coming(ZklCohort *c, const ZklSlot *s)
 {
-	const ZklSlot *q = reader_queueing(c, s);
 	int			i;
 
-	if (q != NULL)
-		return q;
 	for (i = 0; i < c->t->nused; i++)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o != s && reader_node(c, o, s) && o->zstate == ZKS_HELD && !o->own.abandoned)
+		if (o != s && joinable(c, o, s))
 			return NULL;		/* one to join: s waits for its listing, not for a grant */
 	}
 	for (i = 0; i < c->t->nused; i++)
@@ -207,7 +212,45 @@ zc_cohort_reader_coming(ZklCohort *c, const ZklSlot *s)
 			 (o->zstate == ZKS_HELD && o->own.abandoned && o->coh.kept)))
 			return o;
 	}
-	return NULL;
+	return reader_queueing(c, s);
+}
+
+/*
+ * A reader parked behind o (a node to join, or one on its way): in o's
+ * root once o has one, as a writer (gwait_doc.c counts the wait there).
+ */
+static void
+park(ZklSlot *s, const ZklSlot *o)
+{
+	if (s->zstate == ZKS_NEW)
+		zc_slot_move(s, ZKS_COHORT);
+	if (o->zstate != ZKS_NEW)
+		s->zk.root_id = o->zk.root_id;
+}
+
+/*
+ * Another reader of s's key, parked or new, that asked before s: when the
+ * child watch of the node they wait to join went off, the first of them
+ * queues a node of its own (it waited a listing for nothing; it keeps its
+ * ticket, so that the others see it so in the same plan), the others wait
+ * for that node.  Only the first: new readers, who come later, never hold
+ * it back.
+ */
+static bool
+older_reader(const ZklCohort *c, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o != s && (o->zstate == ZKS_COHORT || o->zstate == ZKS_NEW) && !o->own.abandoned &&
+			!o->req.nowait && o->req.ticket < s->req.ticket && zc_kind_rides(o->req.mode) &&
+			zc_cohort_eligible(c, o) && zc_cohort_same_key(o, s))
+			return true;
+	}
+	return false;
 }
 
 const ZklSlot *
@@ -280,6 +323,7 @@ void
 zc_cohort_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 {
 	ZklSlot    *o = lingering_reader(c, s, connected, mono);
+	const ZklSlot *q;
 
 	if (o != NULL)
 	{
@@ -293,18 +337,19 @@ zc_cohort_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 			c->host->requeue(c->host->arg, s); /* no node to wait on: queue as usual */
 	}
 	else if (o == NULL && !s->req.nowait && ride_may(c, s, connected, mono) &&
-			 zc_cohort_reader_coming(c, s) != NULL)
+			 (q = zc_cohort_reader_coming(c, s)) != NULL)
+		park(s, q);				/* it joins that node once granted (its listing arms it) */
+	else if (s->zstate == ZKS_COHORT && (o == NULL || (o->coh.peek == COH_PEEK_NONE && !older_reader(c, s))))
 	{
-		if (s->zstate == ZKS_NEW)
-			zc_slot_move(s, ZKS_COHORT);	/* it joins that node once granted (its listing arms it) */
+		uint64_t	ticket = s->req.ticket;
+
+		c->host->requeue(c->host->arg, s);	/* that listing did not arm it */
+		s->req.ticket = ticket;
 	}
-	else if (s->zstate == ZKS_COHORT &&
-			 (o == NULL || (o->coh.peek == COH_PEEK_NONE && reader_queueing(c, s) == NULL)))
-		c->host->requeue(c->host->arg, s);	/* that listing did not arm it (nor will a node come) */
 	else if (o != NULL && !(s->zstate == ZKS_NEW && s->req.nowait))
 	{
 		zc_cohort_ask_peek(o, connected);	/* again if that read was dropped unsent */
-		zc_slot_move(s, ZKS_COHORT);
+		park(s, o);
 	}
 	else if (o != NULL)
 		zc_cohort_ask_peek(o, connected);	/* for the readers after it */

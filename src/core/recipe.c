@@ -603,13 +603,22 @@ zc_recipe_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1])
 {
 	unsigned char b[16];
 
+	static const char hex[] = "0123456789abcdef";
+	char	   *p = out;
+	int			i;
+
 	memcpy(b, bytes, 16);
 	b[6] = (unsigned char) ((b[6] & 0x0F) | 0x40);	/* version 4 */
 	b[8] = (unsigned char) ((b[8] & 0x3F) | 0x80);	/* RFC 4122 variant */
-	snprintf(out, ZKL_UUID_LEN + 1,
-			 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-			 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-			 b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+	/* by hand: every request makes one, and snprintf's 16 conversions showed in a cycle's profile */
+	for (i = 0; i < 16; i++)
+	{
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*p++ = '-';
+		*p++ = hex[b[i] >> 4];
+		*p++ = hex[b[i] & 0x0F];
+	}
+	*p = '\0';
 }
 
 int64_t

@@ -73,6 +73,7 @@ main(void)
 	test_readers_kept();
 	test_readers_together();
 	test_readers_beside();
+	test_readers_parked();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }

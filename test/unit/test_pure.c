@@ -348,6 +348,23 @@ test_recipe(void)
 
 	zc_recipe_format_uuid(bytes, uuid);
 	CHECK(strlen(uuid) == ZKL_UUID_LEN && uuid[14] == '4', "uuid v4 format");
+	{
+		char		want[ZKL_UUID_LEN + 1];
+		char		got[ZKL_UUID_LEN + 1];
+		unsigned char w[16];
+		unsigned char v[16];
+		int			i;
+
+		for (i = 0; i < 16; i++)
+			w[i] = (unsigned char) (i * 37 + 11);	/* every nibble value, both halves */
+		zc_recipe_format_uuid(w, got);
+		memcpy(v, w, 16);
+		v[6] = (unsigned char) ((v[6] & 0x0F) | 0x40);
+		v[8] = (unsigned char) ((v[8] & 0x3F) | 0x80);
+		snprintf(want, sizeof(want), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+				 v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15]);
+		CHECK(strcmp(got, want) == 0, "the uuid's hex digits are the bytes', as printf writes them");
+	}
 	CHECK(zc_recipe_node_prefix('x', uuid, 7300000000000000001ULL, 4242, 0, NULL, prefix, sizeof(prefix)) > 0,
 		  "prefix fits");
 	snprintf(names[7], sizeof(names[7]), "%s0000000003", prefix);

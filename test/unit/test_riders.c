@@ -755,3 +755,44 @@ test_readers_beside(void)
 	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(r, OP_DELETE) != 0, "one found lingering beside another node ends");
 }
+
+/*
+ * A parked reader waits in the root of the node it waits for (gwait_doc.c
+ * counts its wait under the current root only); and when the child watch
+ * of the node readers wait to join goes off, the first of them queues a
+ * node of its own however many new readers come meanwhile.
+ */
+void
+test_readers_parked(void)
+{
+	const char *list[1];
+	int			h;
+	int			r1;
+	int			r2;
+
+	setup_handover(100);
+	core.cohort.handover_limit = 8;
+	table.pause.listed = true;
+	strcpy(table.roots[1], "/r2");
+	table.cur_root = 1;
+	h = claim(ZKL_MODE_SHARED, 1);
+	r1 = claim(ZKL_MODE_SHARED, 2);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(planned(h, OP_CREATE) != 0 && slots[h].zk.root_id == 1 && slots[r1].zstate == ZKS_COHORT,
+		  "a root reloaded: the first reader's node goes under the new root, the second waits for it");
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[r1].zk.root_id == 1, "in that root");
+
+	h = lone_reader_armed(100);
+	list[0] = slots[h].node;
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	r1 = claim(ZKL_MODE_SHARED, 2);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[r1].zstate == ZKS_COHORT && planned(h, OP_CHILDREN) != 0, "a reader waits for the node's listing");
+	listed(planned(h, OP_CHILDREN), list, 1, true);
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	r2 = claim(ZKL_MODE_SHARED, 3);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(planned(r1, OP_CREATE) != 0 && slots[r2].zstate == ZKS_COHORT,
+		  "the watch off again: it queues a node of its own though a new reader came, who waits");
+}
