@@ -10,7 +10,7 @@ cc "${flags[@]}" -o "$here/test_pure" "$here/test_pure.c" "$here/test_once.c" "$
 	"$src/kinds.c" "$src/invariant.c" "$src/once.c"
 # test_core: its main (test_core.c), the host core.c runs in (unit_host.c), the tests by theme
 core_tests=(test_core unit_host test_requests test_book test_presence test_semaphores test_cohort
-	test_here test_deadlock test_riders)
+	test_here test_deadlock test_riders test_readers)
 cc "${flags[@]}" -o "$here/test_core" $(printf "$here/%s.c " "${core_tests[@]}") "$src"/*.c
 "$here/test_pure"
 "$here/test_core"
