@@ -165,7 +165,7 @@ worker_in_use() {
 		t && /^in use bytes/ { print $NF; found = 1; exit } END { if (!found) print "n/a" }'
 }
 
-echo "measuring (about $((SECONDS_EACH * 59 / 60 + 1)) minutes) ..."
+echo "measuring (about $((SECONDS_EACH * 65 / 60 + 1)) minutes) ..."
 # rows measure zk_lock.linger off unless they say so (comparable across defaults)
 set_both linger 0
 
@@ -227,22 +227,25 @@ curator_1=$(median "${curator_r[@]}")
 floor_serial=$(median "${floor_r[@]}")
 # S1 again with zk_lock.linger: the released node stays for the next cycle.
 # It and S3, S3r with linger are held against core's lock in the same load:
-# each pair in three interleaved rounds, medians (the CPU accounting of one
-# client is the last round's).
+# each pair in five interleaved rounds, which goes first taking turns,
+# medians (the CPU accounting of one client is the last round's).
 half() { SECONDS_EACH=$((SECONDS_EACH / 2)) "$@"; }
 warm() { SECONDS_EACH=2 pgbench_tps "$@" >/dev/null; }	# a first round after a reload is slow
 set_both linger 100ms
 warm "$port_a" 1 "$(zk_cycle "'s1l'")"
 s1l_r=() core1_r=()
-for r in 1 2 3; do
-	if [ "$r" = 3 ]; then
+for r in 1 2 3 4 5; do
+	if [ "$r" = 5 ]; then
 		cpu_s1l=$(half cpu_run pgbench_run "$port_a" 1 "$(zk_cycle "'s1l'")")
 		cpu_core1=$(half cpu_run pgbench_run "$port_a" 1 "$core_cycle")
 		s1l_r+=("$(echo "$cpu_s1l" | field rate)")
 		core1_r+=("$(echo "$cpu_core1" | field rate)")
-	else
+	elif [ $((r % 2)) = 1 ]; then
 		s1l_r+=("$(half pgbench_tps "$port_a" 1 "$(zk_cycle "'s1l'")")")
 		core1_r+=("$(half pgbench_tps "$port_a" 1 "$core_cycle")")
+	else
+		core1_r+=("$(half pgbench_tps "$port_a" 1 "$core_cycle")")
+		s1l_r+=("$(half pgbench_tps "$port_a" 1 "$(zk_cycle "'s1l'")")")
 	fi
 done
 s1_linger=$(median "${s1l_r[@]}")
@@ -266,13 +269,20 @@ sleep_s=$(awk -v r="$s2" 'BEGIN { printf "%.4f", 0.85 * 32 / r }')
 cpu_sleep=$(cpu_run pgbench_run "$port_a" 32 "$(sleep_cycle "$sleep_s")")
 floor_batched=$(median "${floor_batched_r[@]}")
 curator_32=$(median "${curator_32_r[@]}")
-# pair_rounds A B SQL_A SQL_B: 8 clients, three interleaved rounds of each, rates into arrays A and B
+# pair_rounds A B SQL_A SQL_B: 8 clients, five interleaved rounds of each, which
+# goes first taking turns (this machine's speed drifts by a third within a
+# minute), rates into arrays A and B
 pair_rounds() {
 	local -n ra=$1 rb=$2
 	local r
-	for r in 1 2 3; do
-		ra+=("$(half pgbench_tps "$port_a" 8 "$3")")
-		rb+=("$(half pgbench_tps "$port_a" 8 "$4")")
+	for r in 1 2 3 4 5; do
+		if [ $((r % 2)) = 1 ]; then
+			ra+=("$(half pgbench_tps "$port_a" 8 "$3")")
+			rb+=("$(half pgbench_tps "$port_a" 8 "$4")")
+		else
+			rb+=("$(half pgbench_tps "$port_a" 8 "$4")")
+			ra+=("$(half pgbench_tps "$port_a" 8 "$3")")
+		fi
 	done
 }
 s3_r=() core8one_r=()

@@ -142,6 +142,7 @@ joinable(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
 static ZklSlot *
 ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 {
+	ZklSlot    *first = NULL;
 	int			i;
 
 	if (!ride_may(c, s, connected, mono))
@@ -150,10 +151,14 @@ ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (joinable(c, o, s))
-			return o;
+		if (!joinable(c, o, s))
+			continue;
+		if (o->coh.peek == COH_PEEK_ARMED)
+			return o;			/* one that can be joined now, before one that waits for a listing */
+		if (first == NULL)
+			first = o;
 	}
-	return NULL;
+	return first;
 }
 
 /*
@@ -339,7 +344,9 @@ zc_cohort_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	else if (o == NULL && !s->req.nowait && ride_may(c, s, connected, mono) &&
 			 (q = zc_cohort_reader_coming(c, s)) != NULL)
 		park(s, q);				/* it joins that node once granted (its listing arms it) */
-	else if (s->zstate == ZKS_COHORT && (o == NULL || (o->coh.peek == COH_PEEK_NONE && !older_reader(c, s))))
+	/* (WANTED: a younger reader before it in the table asked this plan for the listing it waited for) */
+	else if (s->zstate == ZKS_COHORT &&
+			 (o == NULL || ((o->coh.peek == COH_PEEK_NONE || o->coh.peek == COH_PEEK_WANTED) && !older_reader(c, s))))
 	{
 		uint64_t	ticket = s->req.ticket;
 

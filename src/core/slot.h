@@ -112,7 +112,8 @@ typedef struct ZklSlotRequest
 	int			owner_procno;
 	int			owner_pid;
 	uint64_t	attempt;		/* tags ZooKeeper calls; stale replies differ */
-	uint64_t	ticket;			/* its attempt when it last became NEW: local FIFO order (a
+	uint64_t	ticket;			/* its attempt when it last became NEW (a reader queued again
+								 * from waiting to join keeps it): local FIFO order (a
 								 * counter, since a wall clock may step back) */
 	int64_t		requested_at;	/* wall: when the owner asked */
 	int64_t		queued_at;		/* wall: when it last became NEW: connect deadlines */

@@ -74,6 +74,7 @@ main(void)
 	test_readers_together();
 	test_readers_beside();
 	test_readers_parked();
+	test_readers_parked_order();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed == 0 ? 0 : 1;
 }

@@ -299,3 +299,34 @@ test_readers_parked(void)
 	CHECK(planned(r1, OP_CREATE) != 0 && slots[r2].zstate == ZKS_COHORT,
 		  "the watch off again: it queues a node of its own though a new reader came, who waits");
 }
+
+/*
+ * The first reader to queue a node when the watch went off is the one that
+ * asked first, wherever it sits in the table: a younger reader placed
+ * before it in the same plan asks for the listing again, which must not
+ * keep the older one waiting for it.
+ */
+void
+test_readers_parked_order(void)
+{
+	const char *list[1];
+	int			h = lone_reader_armed(100);
+	int			d;
+	int			x;
+	int			s;
+
+	list[0] = slots[h].node;
+	d = claim(ZKL_MODE_SHARED, 9);
+	x = claim(ZKL_MODE_SHARED, 2);
+	zc_table_free(&table, &slots[d]);	/* a free slot below x */
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[x].zstate == ZKS_COHORT && planned(h, OP_CHILDREN) != 0, "a reader waits for the node's listing");
+	listed(planned(h, OP_CHILDREN), list, 1, true);
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	s = claim(ZKL_MODE_SHARED, 3);
+	CHECK(s < x, "a new reader sits before it in the table");
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(planned(x, OP_CREATE) != 0 && slots[s].zstate == ZKS_COHORT,
+		  "the watch off again: the first reader queues a node all the same, the new one waits");
+}

@@ -131,6 +131,7 @@ void test_readers_kept(void);
 void test_readers_together(void);
 void test_readers_beside(void);
 void test_readers_parked(void);
+void test_readers_parked_order(void);
 void test_riders_lost(void);
 void test_riders_turned_off(void);
 void test_riders_upgrade_past_writer(void);
