@@ -344,18 +344,24 @@ zc_cohort_ride(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono)
 	else if (o == NULL && !s->req.nowait && ride_may(c, s, connected, mono) &&
 			 (q = zc_cohort_reader_coming(c, s)) != NULL)
 		park(s, q);				/* it joins that node once granted (its listing arms it) */
-	/* (WANTED: a younger reader before it in the table asked this plan for the listing it waited for) */
-	else if (s->zstate == ZKS_COHORT &&
-			 (o == NULL || ((o->coh.peek == COH_PEEK_NONE || o->coh.peek == COH_PEEK_WANTED) && !older_reader(c, s))))
+	else if (s->zstate == ZKS_COHORT && (o == NULL || (o->coh.peek == COH_PEEK_NONE && !older_reader(c, s))))
 	{
 		uint64_t	ticket = s->req.ticket;
 
 		c->host->requeue(c->host->arg, s);	/* that listing did not arm it */
 		s->req.ticket = ticket;
+		if (o != NULL)
+			zc_cohort_ask_peek(o, connected);	/* for the readers after it */
 	}
 	else if (o != NULL && !(s->zstate == ZKS_NEW && s->req.nowait))
 	{
-		zc_cohort_ask_peek(o, connected);	/* again if that read was dropped unsent */
+		/*
+		 * again if that read was dropped unsent; but a watch gone off is
+		 * the first reader's to see (it queues a node, and asks then), so
+		 * that a younger one placed before it does not hide that
+		 */
+		if (o->coh.peek != COH_PEEK_NONE || !older_reader(c, s))
+			zc_cohort_ask_peek(o, connected);
 		park(s, o);
 	}
 	else if (o != NULL)
