@@ -533,79 +533,38 @@ slot_illegal(const ZklSlot *s, ZklZkState to)
 	abort();
 }
 
-int
-main(int argc, char **argv)
+/* Seeds first, first + stride, ... up to last, within the time bound from t0. */
+void
+sim_run_range(const SimRange *r, SimTotals *tot)
 {
-	uint64_t	first = 1;
-	uint64_t	last = 0;
-	double		seconds = 0;
-	int64_t		max_steps = 20000000;
-	bool		verbose = false;
-	bool		first_failure = false;
-	int			passed = 0;
-	int			failed = 0;
-	int64_t		total_steps = 0;
-	double		t0 = wall_seconds();
 	uint64_t	seed;
-	int			i;
 
-	zc_invariant_broken = invariant_broken;
-	zc_slot_illegal = slot_illegal;
-
-	for (i = 1; i < argc; i++)
-	{
-		if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
-			first = last = strtoull(argv[++i], NULL, 10);
-		else if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
-		{
-			char	   *dash;
-
-			first = strtoull(argv[++i], &dash, 10);
-			last = *dash == '-' ? strtoull(dash + 1, NULL, 10) : first;
-		}
-		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
-			seconds = atof(argv[++i]);
-		else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
-			max_steps = strtoll(argv[++i], NULL, 10);
-		else if (strcmp(argv[i], "--first-failure") == 0)
-			first_failure = true;
-		else if (strcmp(argv[i], "--verbose") == 0)
-			verbose = verbose_run = true;
-		else
-		{
-			fprintf(stderr, "usage: sim [--seed N | --seeds A-B | --seconds S] [--steps N] [--verbose]\n");
-			return 2;
-		}
-	}
-	if (seconds > 0 && last == 0)
-	{
-		/* random seeds, as many as fit */
-		first = (uint64_t) time(NULL) * 1000 + (uint64_t) getpid() % 1000;
-		last = UINT64_MAX;
-	}
-	else if (last == 0)
-		last = first;
-	for (seed = first; seed <= last; seed++)
+	memset(tot, 0, sizeof(*tot));
+	for (seed = r->first; seed <= r->last; seed += (uint64_t) r->stride)
 	{
 		int64_t		steps;
 
-		if (seconds > 0 && wall_seconds() - t0 >= seconds)
+		if (r->seconds > 0 && wall_seconds() - r->t0 >= r->seconds)
 			break;
-		if (verbose)
+		if (r->verbose)
 			printf("seed %" PRIu64 "\n", seed);
-		steps = run_seed(seed, max_steps);
-		total_steps += steps < 0 ? -steps : steps;
+		steps = run_seed(seed, r->max_steps);
+		tot->steps += steps < 0 ? -steps : steps;
 		if (steps < 0)
-			failed++;
+			tot->failed++;
 		else
-			passed++;
-		if (steps < 0 && first_failure)
+			tot->passed++;
+		if (steps < 0 && r->first_failure)
 			break;
-		if (seed == UINT64_MAX)
+		if (seed > UINT64_MAX - (uint64_t) r->stride)
 			break;
 	}
-	printf("%.0f steps/s over %" PRId64 " steps in %.1f s\n",
-		   total_steps / (wall_seconds() - t0 + 1e-9), total_steps, wall_seconds() - t0);
+}
+
+/* What the run met, summed over its seeds. */
+void
+sim_print_stats(void)
+{
 	printf("%" PRId64 " local hand-overs (%" PRId64 " of them readers joining a reader's node; %" PRId64
 		   " nodes a backend took itself: %" PRId64 " rides, %" PRId64 " readers' lingering nodes); %" PRId64
 		   " requests waited behind a local holder from their claim, or were refused there\n",
@@ -645,6 +604,63 @@ main(int argc, char **argv)
 		   " not (%" PRId64 " done again); %" PRId64 " left owed by an abort or a refused commit\n",
 		   once_counts[0], once_counts[1], once_counts[2], once_counts[3], once_counts[4], once_counts[5],
 		   once_counts[6]);
-	printf("%d passed, %d failed\n", passed, failed);
-	return failed ? 1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	SimRange	r = {.first = 1, .last = 0, .stride = 1, .max_steps = 20000000};
+	SimTotals	tot;
+	long		jobs = sysconf(_SC_NPROCESSORS_ONLN);
+	int			i;
+
+	r.t0 = wall_seconds();
+	zc_invariant_broken = invariant_broken;
+	zc_slot_illegal = slot_illegal;
+
+	for (i = 1; i < argc; i++)
+	{
+		if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+			r.first = r.last = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc)
+		{
+			char	   *dash;
+
+			r.first = strtoull(argv[++i], &dash, 10);
+			r.last = *dash == '-' ? strtoull(dash + 1, NULL, 10) : r.first;
+		}
+		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+			r.seconds = atof(argv[++i]);
+		else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc)
+			r.max_steps = strtoll(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc)
+			jobs = atol(argv[++i]);
+		else if (strcmp(argv[i], "--first-failure") == 0)
+			r.first_failure = true;
+		else if (strcmp(argv[i], "--verbose") == 0)
+			r.verbose = verbose_run = true;
+		else
+		{
+			fprintf(stderr, "usage: sim [--seed N | --seeds A-B | --seconds S] [--steps N] [--jobs N] "
+					"[--first-failure] [--verbose]\n");
+			return 2;
+		}
+	}
+	if (r.seconds > 0 && r.last == 0)
+	{
+		/* random seeds, as many as fit */
+		r.first = (uint64_t) time(NULL) * 1000 + (uint64_t) getpid() % 1000;
+		r.last = UINT64_MAX;
+	}
+	else if (r.last == 0)
+		r.last = r.first;
+	/* several processes, one core each, take turns at the seeds (sim_jobs.c) */
+	if (jobs > 1 && r.last > r.first && !r.verbose)
+		return sim_jobs(&r, (int) (jobs < SIM_MAX_JOBS ? jobs : SIM_MAX_JOBS));
+	sim_run_range(&r, &tot);
+	printf("%.0f steps/s over %" PRId64 " steps in %.1f s\n",
+		   tot.steps / (wall_seconds() - r.t0 + 1e-9), tot.steps, wall_seconds() - r.t0);
+	sim_print_stats();
+	printf("%d passed, %d failed\n", tot.passed, tot.failed);
+	return tot.failed ? 1 : 0;
 }

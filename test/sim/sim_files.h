@@ -24,6 +24,11 @@ int draw_rates(Sim *sim);
 void draw_world(Sim *sim);
 int64_t run_seed(uint64_t seed, int64_t max_steps);
 double wall_seconds(void);
+void sim_run_range(const SimRange *r, SimTotals *tot);
+void sim_print_stats(void);
+
+/* sim_jobs.c */
+int sim_jobs(const SimRange *r, int jobs);
 
 /* sim_env.c */
 Out * out_new(Cluster *c, Purpose p, uint64_t tag);

@@ -568,6 +568,28 @@ extern int64_t calls_sent[ZKM_SETDATA + 1];
 extern int64_t once_counts[7];	/* sim_once.c's */	/* by the shipped worker files, by kind */
 extern Sim *S;
 extern bool verbose_run;
+
+/* A run's seeds (sim.c), and what it made of them. */
+#define SIM_MAX_JOBS 16
+typedef struct SimRange
+{
+	uint64_t	first;
+	uint64_t	last;
+	int			stride;			/* every stride-th seed from first */
+	double		seconds;		/* 0: no time bound */
+	double		t0;				/* wall_seconds() at the start */
+	int64_t		max_steps;
+	bool		first_failure;
+	bool		verbose;
+} SimRange;
+
+typedef struct SimTotals
+{
+	int			passed;
+	int			failed;
+	int64_t		steps;
+} SimTotals;
+
 extern Cluster *cur_cl;
 extern void (*watch_fns[16]) (void);
 extern int	nwatch_fns;
