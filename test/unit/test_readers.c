@@ -260,6 +260,24 @@ test_readers_beside(void)
 }
 
 /*
+ * Reader r waits for the listing of h's node after its watch went off;
+ * the listing comes back armed, and the watch goes off again before r
+ * joins.
+ */
+static void
+listing_for_nothing(int h, int r)
+{
+	const char *list[1];
+
+	list[0] = slots[h].node;
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[r].zstate == ZKS_COHORT && planned(h, OP_CHILDREN) != 0, "a reader waits for the node's listing");
+	listed(planned(h, OP_CHILDREN), list, 1, true);
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+}
+
+/*
  * A parked reader waits in the root of the node it waits for (gwait_doc.c
  * counts its wait under the current root only); and when the child watch
  * of the node readers wait to join goes off, the first of them queues a
@@ -268,7 +286,6 @@ test_readers_beside(void)
 void
 test_readers_parked(void)
 {
-	const char *list[1];
 	int			h;
 	int			r1;
 	int			r2;
@@ -287,13 +304,8 @@ test_readers_parked(void)
 	CHECK(slots[r1].zk.root_id == 1, "in that root");
 
 	h = lone_reader_armed(100);
-	list[0] = slots[h].node;
-	zc_core_watch_event(&core, 0, false, "/r/tk");
 	r1 = claim(ZKL_MODE_SHARED, 2);
-	(void) zc_core_plan(&core, true, now_us);
-	CHECK(slots[r1].zstate == ZKS_COHORT && planned(h, OP_CHILDREN) != 0, "a reader waits for the node's listing");
-	listed(planned(h, OP_CHILDREN), list, 1, true);
-	zc_core_watch_event(&core, 0, false, "/r/tk");
+	listing_for_nothing(h, r1);
 	r2 = claim(ZKL_MODE_SHARED, 3);
 	(void) zc_core_plan(&core, true, now_us);
 	CHECK(planned(r1, OP_CREATE) != 0 && slots[r2].zstate == ZKS_COHORT,
@@ -309,21 +321,15 @@ test_readers_parked(void)
 void
 test_readers_parked_order(void)
 {
-	const char *list[1];
 	int			h = lone_reader_armed(100);
 	int			d;
 	int			x;
 	int			s;
 
-	list[0] = slots[h].node;
 	d = claim(ZKL_MODE_SHARED, 9);
 	x = claim(ZKL_MODE_SHARED, 2);
 	zc_table_free(&table, &slots[d]);	/* a free slot below x */
-	zc_core_watch_event(&core, 0, false, "/r/tk");
-	(void) zc_core_plan(&core, true, now_us);
-	CHECK(slots[x].zstate == ZKS_COHORT && planned(h, OP_CHILDREN) != 0, "a reader waits for the node's listing");
-	listed(planned(h, OP_CHILDREN), list, 1, true);
-	zc_core_watch_event(&core, 0, false, "/r/tk");
+	listing_for_nothing(h, x);
 	s = claim(ZKL_MODE_SHARED, 3);
 	CHECK(s < x, "a new reader sits before it in the table");
 	(void) zc_core_plan(&core, true, now_us);
