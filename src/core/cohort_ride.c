@@ -127,10 +127,9 @@ ride_may(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 }
 
 /*
- * The cluster's shared holder of s's key whose node a reader could join,
- * but for the child watch: granted with no exclusive node ahead at all
- * (`clear`: so nothing it holds beside conflicts), in this session, within
- * the bound, and with no local writer for the key.
+ * o's node a reader of s's key could join, but for the child watch and the
+ * key's bound: granted with no exclusive node ahead at all (`clear`: so
+ * nothing it holds beside conflicts), in this session, with hand-overs left.
  */
 static bool
 joinable(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
@@ -139,6 +138,11 @@ joinable(const ZklCohort *c, const ZklSlot *o, const ZklSlot *s)
 		o->ans.session_id == c->t->session_tag && o->coh.node_handed + 1 < ZKL_HANDOVER_MAX;
 }
 
+/*
+ * The cluster's shared holder of s's key whose node a reader could join,
+ * but for the child watch (an armed one first), with no local writer for
+ * the key and within the key's bound.
+ */
 static ZklSlot *
 ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 {
@@ -161,6 +165,14 @@ ride_host(ZklCohort *c, const ZklSlot *s, bool connected, int64_t mono)
 	return first;
 }
 
+/* w: a live reader's request for o's key, new or parked (not granted yet), not a try */
+static bool
+reader_asking(const ZklCohort *c, const ZklSlot *w, const ZklSlot *o)
+{
+	return (w->zstate == ZKS_NEW || w->zstate == ZKS_COHORT) && !w->own.abandoned && !w->req.nowait &&
+		zc_kind_rides(w->req.mode) && zc_cohort_eligible(c, w) && zc_cohort_same_key(w, o);
+}
+
 /*
  * A new reader of s's key that this plan places before s or has placed
  * (one that asked before s, or any while s waits already): it queues a
@@ -178,9 +190,8 @@ reader_queueing(const ZklCohort *c, const ZklSlot *s)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o != s && o->zstate == ZKS_NEW && !o->own.abandoned && !o->req.nowait &&
-			(s->zstate != ZKS_NEW || o->req.ticket < s->req.ticket) && zc_kind_rides(o->req.mode) &&
-			zc_cohort_eligible(c, o) && zc_cohort_same_key(o, s))
+		if (o != s && o->zstate == ZKS_NEW && reader_asking(c, o, s) &&
+			(s->zstate != ZKS_NEW || o->req.ticket < s->req.ticket))
 			return o;
 	}
 	return NULL;
@@ -250,9 +261,7 @@ older_reader(const ZklCohort *c, const ZklSlot *s)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
-		if (o != s && (o->zstate == ZKS_COHORT || o->zstate == ZKS_NEW) && !o->own.abandoned &&
-			!o->req.nowait && o->req.ticket < s->req.ticket && zc_kind_rides(o->req.mode) &&
-			zc_cohort_eligible(c, o) && zc_cohort_same_key(o, s))
+		if (o != s && reader_asking(c, o, s) && o->req.ticket < s->req.ticket)
 			return true;
 	}
 	return false;
@@ -480,8 +489,7 @@ reader_waits(const ZklCohort *c, const ZklSlot *o)
 	{
 		const ZklSlot *w = &c->t->slots[i];
 
-		if ((w->zstate == ZKS_NEW || w->zstate == ZKS_COHORT) && !w->own.abandoned && !w->req.nowait &&
-			zc_kind_rides(w->req.mode) && zc_cohort_eligible(c, w) && zc_cohort_same_key(w, o))
+		if (reader_asking(c, w, o))
 			return true;
 	}
 	return false;

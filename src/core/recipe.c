@@ -601,9 +601,8 @@ zc_recipe_decide_semaphore(const ZkrChild *children, int n, const char *own_uuid
 void
 zc_recipe_format_uuid(const unsigned char bytes[16], char out[ZKL_UUID_LEN + 1])
 {
-	unsigned char b[16];
-
 	static const char hex[] = "0123456789abcdef";
+	unsigned char b[16];
 	char	   *p = out;
 	int			i;
 
