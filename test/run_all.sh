@@ -25,6 +25,7 @@ fi
 if [ "$status" = 0 ]; then
 	rm -rf "$work"
 else
+	[ -f "$work/test/tmp/failures" ] && cat "$work/test/tmp/failures"
 	echo "test files kept in $work"
 fi
 echo "suites: $passed passed, $failed failed"

@@ -33,13 +33,20 @@ run_suite() {
 	local name=$1
 	shift
 	local t0=$SECONDS
+	local log=test/tmp/suite-$name.log
 	echo "=== $name ==="
-	if timeout --kill-after=30 "${SUITE_LIMIT:-600}" "$@"; then
+	# the suite's output is kept too: a failure is told again at the very end
+	# of the run, where a reader of only its last lines still sees it
+	if timeout --kill-after=30 "${SUITE_LIMIT:-600}" "$@" 2>&1 | tee "$log"; then
 		echo "--- $name: $((SECONDS - t0)) s"
 		passed=$((passed + 1))
 	else
 		failed=$((failed + 1))
 		echo "*** suite $name FAILED"
+		{
+			echo "*** suite $name FAILED after $((SECONDS - t0)) s; its last lines:"
+			grep -v '^ok ' "$log" | tail -n 40
+		} >>test/tmp/failures
 		for f in regression.diffs output_iso/regression.diffs; do
 			[ -f "$f" ] && head -n 200 "$f"
 		done
