@@ -77,6 +77,7 @@ int64_t elections_held;	/* the model's elections */
 int64_t proposals_lost;	/* and the writes they lost */
 int64_t ids_reused;		/* sessions that took an ended session's id */
 int64_t left_alone;		/* a crash's left session whose id another session had */
+int64_t held_deleted[2];	/* held nodes deleted from outside: not listed, listed since */
 int64_t ids_reissued;	/* reconnects that came back to another session of the id */
 int64_t resumes_refused;	/* resumed sessions whose presence node was gone: expired */
 int64_t rides_seen = 0;	/* of them, readers joining a local reader's node */
@@ -322,8 +323,8 @@ draw_world(Sim *sim)
 {
 	static const int ncl[] = {1, 2, 2, 3, 3, 3, 3, 4, 4, 5};
 	static const int multi[] = {0, 6, 12, 12, 30, 50};
-	/* the last kind's weight is set by the seed's number after draw_world: other seeds draw as before */
-	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6, 3, 3, 6, 3, 2, 0};
+	/* the last kinds' weights are set by the seed's number after draw_world: other seeds draw as before */
+	static const int weights[NFAULTS] = {20, 15, 20, 15, 7, 11, 3, 2, 2, 5, 6, 3, 3, 6, 3, 2, 0, 0};
 	int			base_pb;
 	int			sum_timeout = 0;
 	int			margin;
@@ -430,6 +431,8 @@ run_seed(uint64_t seed, int64_t max_steps)
 	draw_world(sim);
 	/* presence nodes deleted from outside in one seed of five (by its number: other seeds draw as before) */
 	sim->fault_weight[F_DELETE_PRESENCE] = seed % 5 == 4 ? 8 : 0;
+	/* held nodes deleted from outside in one seed of six */
+	sim->fault_weight[F_DELETE_HOLDER] = seed % 6 == 5 ? 6 : 0;
 	sim->aim_first = seed % 5 == 3 && sim->ncl > 1;	/* first_listing_tend */
 	/*
 	 * orphans_tend, in one cluster: another cluster's waiter blocked by such a
@@ -498,6 +501,8 @@ run_seed(uint64_t seed, int64_t max_steps)
 		proposals_lost += lost;
 		ids_reused += zkm_reused_ids(sim->m);
 		ids_reissued += zkm_reissued(sim->m);
+		for (i = 0; i < sim->ngone_held; i++)
+			held_deleted[sim->gone_held[i].listed_at != 0]++;
 	}
 	zkm_free(sim->m);
 	i = sim->failed;
@@ -591,6 +596,9 @@ sim_print_stats(void)
 	printf("%" PRId64 " reconnects came back to another session of their id; %" PRId64
 		   " resumed sessions found without their presence node, taken as expired\n",
 		   ids_reissued, resumes_refused);
+	printf("%" PRId64 " held or lingering nodes deleted from outside; %" PRId64 " of them listed "
+		   "without them by a request of their cluster's, none then held past the bound\n",
+		   held_deleted[0] + held_deleted[1], held_deleted[1]);
 	printf("%" PRId64 " sessions given up as cut off, none too soon; %" PRId64 " lookups of a lost create "
 		   "found nothing, none missing a node the leader had before\n", cutoffs_declared, lookups_empty);
 	printf("calls of the shipped worker files: %" PRId64 " creates, %" PRId64 " deletes, %" PRId64

@@ -428,6 +428,7 @@ simh_send(const ZkmReq *req, const SimCall *call)
 	send_req(cur_cl, &r);
 	gw_observe(cur_cl, &r);
 	check_tombstone_asked(cur_cl, &r);
+	check_group_whole(cur_cl, &r);
 	if (S->verbose && (r.kind == ZKM_CREATE || r.kind == ZKM_DELETE || r.kind == ZKM_MULTI_OP))
 		trace("c%d sends %d %s%s", cur_cl->id, r.kind, r.kind == ZKM_MULTI_OP ? r.sub[0].path : r.path,
 			  r.nsub > 1 ? " ..." : "");

@@ -389,6 +389,10 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 		may_wait = s->zstate == ZKS_QUEUED && s->req.nowait && s->ans.result == ZKL_RESULT_PENDING &&
 			(s->zk.try_until == 0 || c_mono(c) < s->zk.try_until);
 	}
+	/* a listing the worker reads for a request still placed on the key */
+	if (s != NULL && msg->rc == ZOK &&
+		(s->zstate == ZKS_QUEUED || s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER))
+		note_gone_held(c, o.path, msg);
 	if (o.watched && msg->rc == ZOK)
 		watch_keep(c, &o);
 	enter(c);

@@ -347,6 +347,39 @@ wall_step_behind(Cluster *c, int idx)
 	}
 }
 
+/*
+ * Someone deletes a held or lingering node behind its cluster's back.  Its
+ * holders are promised nothing (tainted, by the node's uuid: riders and a
+ * hand-over's taker hold through it too), except that the cluster, once it
+ * reads the key's listing without the node, learns it is lost.
+ */
+static void
+delete_holder(Cluster *c)
+{
+	int			j;
+
+	for (j = 0; j < c->t->nused && S->ntainted < 64 && S->ngone_held < 16; j++)
+	{
+		const ZklSlot *s = &c->t->slots[j];
+		char		uuid[ZKL_UUID_LEN + 1];
+		char		path[ZKL_PATH_LEN];
+
+		if (!(s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED) && s->zstate != ZKS_LINGER)
+			continue;
+		if (s->node[0] == '\0' || !zc_recipe_uuid_of(s->node, uuid))
+			continue;
+		snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", uuid);
+		S->gone_held[S->ngone_held].cl = c->id;
+		zc_core_key_path(c->t, s, S->gone_held[S->ngone_held].key_path);
+		snprintf(S->gone_held[S->ngone_held].node, ZKL_NODE_BUFLEN, "%s", s->node);
+		S->gone_held[S->ngone_held++].listed_at = 0;
+		zc_core_child_path(c->t, s, s->node, path);
+		trace("fault: %s (%s) deleted behind its owner's back", path, s->zstate == ZKS_LINGER ? "lingering" : "held");
+		zkm_admin_delete(S->m, path);
+		return;
+	}
+}
+
 void
 fault(void)
 {
@@ -483,6 +516,8 @@ fault(void)
 			zkm_refuse(S->m, SESSIONS, us);
 		}
 	}
+	else if (what == F_DELETE_HOLDER)
+		delete_holder(c);
 	else if (what == F_CUT_LEADER)
 	{
 		trace("fault: the leader is cut off from every follower");

@@ -191,6 +191,7 @@ void check_group(const Cluster *c, int idx);
 void note_grants(Cluster *c);
 void check_peek_out(const Cluster *c);
 void check_tombstone_asked(Cluster *c, const ZkmReq *r);
+void check_group_whole(Cluster *c, const ZkmReq *r);
 void check_cutoff_early(const Cluster *c);
 void check_lookup_missed(const Cluster *c, const ZklSlot *s);
 
@@ -214,6 +215,7 @@ bool simh_fail_deadlock(ZklCore *core, int pid, const char *node, const char *ms
 void check_circles(void);
 void check_step(void);
 void check_lost_told(void);
+void note_gone_held(Cluster *c, const char *key_path, const ZkmMsg *msg);
 bool key_event(const ZkmMsg *msg, void *arg);
 bool key_news(Cluster *c, const ZklSlot *s, const char *key_path);
 void check_sole_blocker(Cluster *c);

@@ -416,6 +416,63 @@ check_tombstone_asked(Cluster *c, const ZkmReq *r)
 	}
 }
 
+/* The slot of c whose request a lock node's create (its path, no sequence yet) is for; -1: none. */
+static int
+create_slot(const Cluster *c, const char *path)
+{
+	const char *name = strrchr(path, '/');
+	int			i;
+
+	if (name == NULL || strlen(++name) < 2 + ZKL_UUID_LEN)
+		return -1;
+	for (i = 0; i < c->t->nused; i++)
+		if (c->t->slots[i].zstate != ZKS_FREE && c->t->slots[i].uuid[0] != '\0' &&
+			memcmp(name + 2, c->t->slots[i].uuid, ZKL_UUID_LEN) == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * A multi-key request's nodes are created in one multi with every member
+ * of its group still in the table (docs/design: its place is then the same
+ * on every key): a member created alone, or beside a sibling left out (one
+ * failed or given up, whose owner ends the whole request), stands apart.
+ */
+void
+check_group_whole(Cluster *c, const ZkmReq *r)
+{
+	int			created[ZKM_MULTI];
+	int			n = 0;
+	int			i;
+	int			j;
+
+	for (i = 0; i < (r->kind == ZKM_MULTI_OP ? r->nsub : 1); i++)
+		if ((r->kind == ZKM_MULTI_OP ? r->sub[i].kind : r->kind) == ZKM_CREATE &&
+			(created[n] = create_slot(c, r->kind == ZKM_MULTI_OP ? r->sub[i].path : r->path)) >= 0)
+			n++;
+	for (i = 0; i < n; i++)
+	{
+		const ZklSlot *s = &c->t->slots[created[i]];
+
+		if (s->req.group == 0)
+			continue;
+		for (j = 0; j < c->t->nused; j++)
+		{
+			const ZklSlot *o = &c->t->slots[j];
+			int			k;
+
+			if (o->zstate == ZKS_FREE || o->req.group != s->req.group)
+				continue;
+			for (k = 0; k < n && created[k] != j; k++)
+				;
+			if (k == n)
+				fail("c%d creates %s's node for slot %d without its group's slot %d "
+					 "(state %d, result %d, given up %d)", c->id, s->key, created[i], j,
+					 (int) o->zstate, (int) o->ans.result, (int) o->own.abandoned);
+		}
+	}
+}
+
 /*
  * A cluster that hears nothing from ZooKeeper gives its locks up on its own
  * clock, but not before 11/12 of the session timeout since it last heard

@@ -158,6 +158,58 @@ check_step(void)
 	check_lost_told();
 }
 
+/* A listing of key_path read by c: the held nodes deleted from outside it no longer shows. */
+void
+note_gone_held(Cluster *c, const char *key_path, const ZkmMsg *msg)
+{
+	int			g;
+	int			i;
+
+	for (g = 0; g < S->ngone_held; g++)
+	{
+		if (S->gone_held[g].cl != c->id || S->gone_held[g].listed_at != 0 ||
+			strcmp(S->gone_held[g].key_path, key_path) != 0)
+			continue;
+		for (i = 0; i < msg->nchildren && strcmp(msg->children[i], S->gone_held[g].node) != 0; i++)
+			;
+		if (i == msg->nchildren)
+			S->gone_held[g].listed_at = zkm_now(S->m);
+	}
+}
+
+/*
+ * A held node deleted from outside and listed without it by its cluster:
+ * nothing may hold the key through it after the bound of a loss.
+ */
+static void
+check_gone_held(int64_t now)
+{
+	int			g;
+	int			j;
+
+	for (g = 0; g < S->ngone_held; g++)
+	{
+		Cluster    *c = &S->c[S->gone_held[g].cl];
+		/* one read: it may wait for the cut-off (11/12 of the timeout) and a new connection */
+		int64_t		bound = (int64_t) (c->session_timeout + CONNECT_TIMEOUT) * 1000;
+
+		if (S->gone_held[g].listed_at == 0)
+			continue;
+		if (c->paused)
+			S->gone_held[g].listed_at = now;	/* a worker stopped does not count the time */
+		for (j = 0; j < c->t->nused; j++)
+		{
+			const ZklSlot *s = &c->t->slots[j];
+
+			if (s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED &&
+				strcmp(s->node, S->gone_held[g].node) == 0 && now - S->gone_held[g].listed_at > bound)
+				fail("c%d slot %d (pid %d) holds %s by node %s, deleted from outside and listed "
+					 "without it at %.3f s, and is not told it is lost", c->id, j, s->req.owner_pid,
+					 s->key, s->node, S->gone_held[g].listed_at / 1e6);
+		}
+	}
+}
+
 /*
  * Lost locks judged from the model, not from the core's flags: a lock the
  * core holds (granted, HELD) whose node the leader no longer has (its
@@ -176,6 +228,7 @@ check_lost_told(void)
 	if (now < S->lost_at)
 		return;
 	S->lost_at = now + 50000;
+	check_gone_held(now);
 	for (i = 0; i < S->ncl; i++)
 	{
 		Cluster    *c = &S->c[i];

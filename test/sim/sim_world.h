@@ -302,6 +302,34 @@ typedef struct Cluster
 	Backend		b[NBACKENDS];
 } Cluster;
 
+/*
+ * The faults, each with a weight the seed draws (swarm testing: a seed
+ * that leaves some out meets the others more often, and in combinations
+ * an even mix rarely makes).
+ */
+typedef enum FaultKind
+{
+	F_RESET,					/* a connection reset */
+	F_LOSE_REPLY,				/* a write applied, its reply lost */
+	F_CUT_FOLLOWER,				/* a follower cut off from the leader */
+	F_KILL_SESSION,				/* a session ended at the leader */
+	F_DELETE_WAITER,			/* someone deletes a waiter's node */
+	F_PAUSE,					/* a worker stopped, maybe past its session timeout */
+	F_CRASH,					/* a worker dies and another resumes its session */
+	F_WALL,						/* a wall clock steps */
+	F_RELOAD,					/* a reload turns local hand-over off or on */
+	F_REAP,						/* the server reaps an empty container */
+	F_SILENT,					/* a link that drops every packet, with no reset */
+	F_STOP,						/* a clean stop (fast shutdown) and a start */
+	F_ACL,						/* an operator's ACL refuses us on a key node or the root a while */
+	F_GARBLE,					/* a server fails inside on a request (ZMARSHALLINGERROR) */
+	F_CRASH_RESTART,			/* a backend crashes: the postmaster restarts the whole cluster */
+	F_CUT_LEADER,				/* the leader cut off from every follower: an election */
+	F_DELETE_PRESENCE,			/* someone deletes a session's presence node, its create refused a while */
+	F_DELETE_HOLDER,			/* someone deletes a held (or lingering) node */
+	NFAULTS
+} FaultKind;
+
 typedef struct Sim
 {
 	uint64_t	seed;
@@ -325,6 +353,19 @@ typedef struct Sim
 	 */
 	char		tainted[64][ZKL_UUID_LEN + 1];
 	int			ntainted;
+	/*
+	 * Held nodes deleted from outside (F_DELETE_HOLDER): once their cluster
+	 * has read a listing of the key without one, its holder must learn it
+	 * lost within a bound (check_lost_told), not hold a phantom.
+	 */
+	struct
+	{
+		int			cl;
+		char		key_path[ZKL_PATH_LEN];
+		char		node[ZKL_NODE_BUFLEN];
+		int64_t		listed_at;	/* 0: no such listing read yet */
+	}			gone_held[16];
+	int			ngone_held;
 	int			nhistory[NALL];
 	int64_t		circles_at;		/* check_circles' next sample */
 	int64_t		lost_at;		/* check_lost_told's next sample */
@@ -348,7 +389,7 @@ typedef struct Sim
 	int			circle_sem_pct;	/* of the circles of two keys, those through the semaphore */
 	int			multi_pct;		/* transactions that are a multi-key request (the swarm's) */
 	int64_t		commit_pause_us;	/* longest pause between a commit's check and its record */
-	int			fault_weight[17];	/* per FaultKind (the seed's mix) */
+	int			fault_weight[NFAULTS];	/* per FaultKind (the seed's mix) */
 	bool		gap;			/* SIM_GAP: aim session kills at the gap (fault()) */
 	/* a new session's first listing, aimed (first_listing_tend) */
 	bool		aim_first;
@@ -513,32 +554,6 @@ typedef struct Truth
  * ground truth, in ZooKeeper's view (sim_gw.c judges it first).
  */
 
-/*
- * The faults, each with a weight the seed draws (swarm testing: a seed
- * that leaves some out meets the others more often, and in combinations
- * an even mix rarely makes).
- */
-typedef enum FaultKind
-{
-	F_RESET,					/* a connection reset */
-	F_LOSE_REPLY,				/* a write applied, its reply lost */
-	F_CUT_FOLLOWER,				/* a follower cut off from the leader */
-	F_KILL_SESSION,				/* a session ended at the leader */
-	F_DELETE_WAITER,			/* someone deletes a waiter's node */
-	F_PAUSE,					/* a worker stopped, maybe past its session timeout */
-	F_CRASH,					/* a worker dies and another resumes its session */
-	F_WALL,						/* a wall clock steps */
-	F_RELOAD,					/* a reload turns local hand-over off or on */
-	F_REAP,						/* the server reaps an empty container */
-	F_SILENT,					/* a link that drops every packet, with no reset */
-	F_STOP,						/* a clean stop (fast shutdown) and a start */
-	F_ACL,						/* an operator's ACL refuses us on a key node or the root a while */
-	F_GARBLE,					/* a server fails inside on a request (ZMARSHALLINGERROR) */
-	F_CRASH_RESTART,			/* a backend crashes: the postmaster restarts the whole cluster */
-	F_CUT_LEADER,				/* the leader cut off from every follower: an election */
-	F_DELETE_PRESENCE,			/* someone deletes a session's presence node, its create refused a while */
-	NFAULTS
-} FaultKind;
 
 /* ---- the run's state and counters (sim.c) ---- */
 
@@ -552,6 +567,7 @@ extern int64_t proposals_lost;	/* and the writes they lost */
 extern int64_t ids_reused;		/* sessions that took an ended session's id */
 extern void (*client_watchers[ZKM_CLIENTS]) (void);
 extern int64_t left_alone;		/* a crash's left session whose id another session had */
+extern int64_t held_deleted[2];	/* held nodes deleted from outside: not listed, listed since */
 extern int64_t ids_reissued;	/* reconnects that came back to another session of the id */
 extern int64_t lookups_empty;	/* lookups of a lost create that found nothing */
 extern int64_t cutoffs_declared;	/* sessions a worker gave up as cut off */
