@@ -200,6 +200,8 @@ tick(int64_t us)
 		first_listing_tend();
 	if (S->aim_orphans)
 		orphans_tend();
+	if (S->aim_reused)
+		reused_tend();
 	/* time stops at the next commit record due to become visible */
 	for (i = 0; i < S->ncl; i++)
 	{
@@ -425,6 +427,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 	/* ids handed out again (lock-delay's tombstones speak for one incarnation) */
 	zkm_set_id_reuse(sim->m, getenv("SIM_REUSE_IDS") ? atoi(getenv("SIM_REUSE_IDS")) :
 					 seed % 8 == 7 ? 100 : 0);
+	sim->aim_reused = seed % 8 == 7 || getenv("SIM_REUSE_IDS") != NULL;	/* reused_tend */
 	/* and, in one seed of four, an expired session's id given out before its client is back */
 	zkm_set_reissue(sim->m, getenv("SIM_REISSUE") ? atoi(getenv("SIM_REISSUE")) :
 					seed % 4 == 2 ? 50 : 0);

@@ -297,6 +297,67 @@ first_listing_tend(void)
 	}
 }
 
+/* Whether the leader has a tombstone of session id under another nonce than `nonce`. */
+static bool
+old_tombstone(int64_t id, uint64_t nonce)
+{
+	char	  **names;
+	bool		found = false;
+	int			n = zkm_leader_children(S->m, SESSIONS, &names);
+	int			i;
+
+	for (i = 0; i < n && !found; i++)
+	{
+		ZklSessionName t;
+
+		found = zc_delay_parse_name(names[i], &t) && t.kind != ZKL_NAME_PRESENCE && t.id == id &&
+			t.nonce != nonce;
+	}
+	zkm_names_free(names, n);
+	return found;
+}
+
+/*
+ * In the seeds that hand ended sessions' ids out again: a cluster whose
+ * session took an id whose earlier session's tombstone is still listed,
+ * and that holds a lock in a transaction, goes silent and its session
+ * ends at the leader.  The tombstone speaks for the earlier session only
+ * (its nonce): the others must pause for lock-delay, or one grants while
+ * the silent holder may still commit.
+ */
+void
+reused_tend(void)
+{
+	int64_t		now = zkm_now(S->m);
+	int			i;
+	int			k;
+
+	if (S->quiet || now < S->reused_at)
+		return;
+	S->reused_at = now + 20000;
+	for (k = 0; k < 3 && S->reused_killed[k] != 0; k++)
+		;
+	for (i = 0; k < 3 && i < S->ncl; i++)
+	{
+		Cluster    *c = &S->c[i];
+		int			j;
+
+		if (c->client < 0 || c->t->session_id == 0 || c->t->conn_state != ZKC_CONNECTED ||
+			(k > 0 && S->reused_killed[k - 1] == c->t->session_id))
+			continue;
+		for (j = 0; j < c->nb && !(c->b[j].st == B_HOLD && c->b[j].book.n > 0); j++)
+			;
+		if (j == c->nb || !old_tombstone(c->t->session_id, *c->session_nonce))
+			continue;
+		trace("fault (aimed): c%d, on reused id %" PRIx64 " beside its old tombstone, goes silent and "
+			  "its session is killed at the leader", i, (uint64_t) c->t->session_id);
+		S->reused_killed[k] = c->t->session_id;
+		zkm_silence(S->m, c->client);
+		zkm_kill(S->m, c->client);
+		return;
+	}
+}
+
 /*
  * zk_lock.test_orphan on for 0.3-1.5 s in one cluster now and then (one
  * seed in seven, by its number): before each lock node, requests.c makes

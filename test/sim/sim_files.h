@@ -192,6 +192,7 @@ void note_grants(Cluster *c);
 void check_peek_out(const Cluster *c);
 void check_tombstone_asked(Cluster *c, const ZkmReq *r);
 void check_group_whole(Cluster *c, const ZkmReq *r);
+void reused_tend(void);
 void check_cutoff_early(const Cluster *c);
 void check_lookup_missed(const Cluster *c, const ZklSlot *s);
 

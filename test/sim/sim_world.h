@@ -398,6 +398,10 @@ typedef struct Sim
 	int64_t		fl_session;		/* its session that ended */
 	int64_t		fl_at;			/* model time: the next move */
 	int			fl_count;
+	/* a session of a reused id killed beside its id's old tombstone (reused_tend) */
+	bool		aim_reused;
+	int64_t		reused_at;		/* model time: the next look */
+	int64_t		reused_killed[3];	/* the sessions so ended */
 	/* zk_lock.test_orphan turned on a while in one cluster (orphans_tend), in one seed of seven */
 	bool		aim_orphans;
 	int			orph_cl;
