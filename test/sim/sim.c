@@ -6,11 +6,15 @@
  * connection resets, a write applied whose reply is lost, a follower cut
  * off from the leader, a worker paused past its session timeout, a session
  * killed at the leader, a waiter's node deleted behind its back (that
- * request is left out of the checks until it queues again), containers
+ * request is left out of the checks until it queues again), a held or
+ * lingering node deleted so (its holders too; but once a listing the worker
+ * reads shows it gone, they must learn it lost within a read's bound), containers
  * reaped, an operator's ACL refusing us on a key node or the root for a
  * while, a server failing inside on a request, a backend crash (the whole
  * cluster restarts with fresh shared memory); in one seed of eight, session
- * ids of ended sessions handed out again (SIM_REUSE_IDS=P: in every seed),
+ * ids of ended sessions handed out again (SIM_REUSE_IDS=P: in every seed;
+ * a session on such an id beside its id's old tombstone is then killed
+ * while it holds a lock),
  * and in one of four, an expired session's id handed out before its client
  * reconnects, which then lands in that other session (SIM_REISSUE=P).
  * After every step it checks:
@@ -28,6 +32,8 @@
  *     lock's grant to its commit;
  *   - a session-level lock is released only by its unlock or the backend's
  *     exit, never by a transaction's end;
+ *   - a multi-key request's nodes are created in one multi with every
+ *     member of its group still in the table (check_group_whole);
  *   - at the end, after a fault-free quiet phase: every request ended, no
  *     slot in use, no lock node left.
  * A failing seed prints the last steps and replays exactly.

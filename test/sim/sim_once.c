@@ -334,6 +334,13 @@ once_committed(Cluster *c, Backend *b)
 
 	if (!b->once.pending)
 		return false;
+	if (claim_slot(b) >= 0 && slot_tainted(&c->t->slots[claim_slot(b)]))
+	{
+		/* its claim's node was deleted from outside: zk_lock promised it nothing */
+		b->once.pending = false;
+		once_counts[4]++;
+		return false;
+	}
 	/*
 	 * Another commit of p whose seal is still on its way is judged when it
 	 * ends (finish_seal): its claim is gone, so its record must not land.
