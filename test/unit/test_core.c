@@ -18,6 +18,7 @@ main(void)
 	test_upgrade_passes_only_waiters();
 	test_stale_watch();
 	test_local_handover();
+	test_reader_behind_writer_reads();
 	test_lock_delay();
 	test_session_lost();
 	test_proof();

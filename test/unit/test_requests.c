@@ -302,6 +302,43 @@ test_local_handover(void)
 	CHECK(slots[d].zstate == ZKS_FREE, "the released slot is free");
 }
 
+/*
+ * A local reader behind a local writer at the head, with another
+ * cluster's reader between them: the writer's delete must not grant the
+ * reader by itself, for that other reader may upgrade, and its exclusive
+ * node then stands ahead of ours (recipe.h).  The reader reads its queue.
+ */
+void
+test_reader_behind_writer_reads(void)
+{
+	char		fn[ZKL_NODE_BUFLEN];
+	char		wn[ZKL_NODE_BUFLEN];
+	const char *list[3];
+	int			d;
+	int			w;
+	uint64_t	tag;
+
+	setup();
+	d = claim(ZKL_MODE_EXCLUSIVE, 1);
+	queue[0] = node_of(d, 0, made[0]);
+	create_and_list(d, 0, queue, 1);
+	CHECK(slots[d].ans.result == ZKL_RESULT_GRANTED && slots[d].zk.at_head, "the writer holds, at the head");
+	w = claim(ZKL_MODE_SHARED, 2);
+	list[0] = queue[0];
+	snprintf(fn, sizeof(fn), "s-00000000-0000-4000-8000-0000000000ff-9-9.r-%010d", 1);
+	list[1] = fn;
+	list[2] = node_of(w, 2, wn);
+	create_and_list(w, 2, list, 3);
+	CHECK(slots[w].ans.result == ZKL_RESULT_PENDING && strcmp(slots[w].watch, queue[0]) == 0,
+		  "the reader waits for the writer");
+	(void) zc_table_abandon(&table, &slots[d]);
+	(void) zc_core_plan(&core, true, now_us);
+	tag = planned(d, OP_DELETE);
+	CHECK(planned(w, OP_CHILDREN) != 0, "the reader reads its queue right behind the delete");
+	zc_core_delete_reply(&core, tag, ZOK);
+	CHECK(slots[w].ans.result == ZKL_RESULT_PENDING, "the writer's delete grants no reader past another reader");
+}
+
 /* A grant during a lock-delay waits; the queue is read again once it ends. */
 void
 test_lock_delay(void)

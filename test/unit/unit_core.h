@@ -73,6 +73,7 @@ void test_recheck_looks_at_own_node(void);
 void test_refusals(void);
 void test_stale_watch(void);
 void test_local_handover(void);
+void test_reader_behind_writer_reads(void);
 void test_lock_delay(void);
 void test_session_lost(void);
 void test_session_lost_past_commit_check(void);
