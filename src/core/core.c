@@ -458,6 +458,12 @@ zc_core_worker_restarted(ZklCore *c)
 				/* a commit waits for this answer: the old worker's may be lost */
 				if (s->own.verify == ZKV_ASKED)
 					s->zk.todo |= ZKT_VERIFY;
+				/*
+				 * so may a lookup of the node (a listing showed it gone,
+				 * zc_core_look_up_unlisted): one look costs little
+				 */
+				if (s->node[0] != '\0' && !s->zk.rides)
+					s->zk.todo |= ZKT_STAT;
 				break;
 			default:
 				break;

@@ -24,6 +24,7 @@ main(void)
 	test_proof();
 	test_resume();
 	test_restart_verify();
+	test_restart_lookup();
 	test_unlisted_hold_lost();
 	test_holds();
 	test_book();

@@ -472,6 +472,30 @@ test_restart_verify(void)
 	CHECK(planned(s, OP_VERIFY) != 0, "a restarted worker sends it again");
 }
 
+/*
+ * A held node missing from a listing is looked up; the worker restarts
+ * before the answer: the new one looks again, and a node gone is lost
+ * (not held through a phantom until the owner's commit).
+ */
+void
+test_restart_lookup(void)
+{
+	int			s;
+	uint64_t	tag;
+
+	setup();
+	s = lone_holder();
+	slots[s].zk.todo |= ZKT_STAT;	/* as zc_core_look_up_unlisted asks */
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(planned(s, OP_STAT) != 0, "the lookup is sent");
+	zc_core_worker_restarted(&core);
+	(void) zc_core_plan(&core, true, now_us);
+	tag = planned(s, OP_STAT);
+	CHECK(tag != 0, "a restarted worker looks again");
+	(void) zc_core_stat_reply(&core, tag, ZNONODE, 0, 0, NULL);
+	CHECK(slots[s].ans.result == ZKL_RESULT_LOST, "the node is gone: the lock is lost");
+}
+
 /* While locks are held, a commit proof is kept fresh; its reply notes the send time. */
 void
 test_proof(void)

@@ -80,6 +80,7 @@ void test_session_lost_past_commit_check(void);
 int lone_holder(void);
 void test_unlisted_hold_lost(void);
 void test_restart_verify(void);
+void test_restart_lookup(void);
 void test_proof(void);
 void test_resume(void);
 void test_holds(void);
