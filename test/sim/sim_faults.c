@@ -410,9 +410,10 @@ wall_step_behind(Cluster *c, int idx)
 
 /*
  * Someone deletes a held or lingering node behind its cluster's back.  Its
- * holders are promised nothing (tainted, by the node's uuid: riders and a
- * hand-over's taker hold through it too), except that the cluster, once it
- * reads the key's listing without the node, learns it is lost.
+ * holders are promised nothing (tainted, by the node's uuid: riders hold
+ * through it too, and a hand-over's taker takes its giver's uuid), except
+ * that the cluster, once it reads the key's listing without the node,
+ * learns it is lost.
  */
 static void
 delete_holder(Cluster *c)

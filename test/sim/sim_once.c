@@ -336,7 +336,10 @@ once_committed(Cluster *c, Backend *b)
 		return false;
 	if (claim_slot(b) >= 0 && slot_tainted(&c->t->slots[claim_slot(b)]))
 	{
-		/* its claim's node was deleted from outside: zk_lock promised it nothing */
+		/*
+		 * its claim's node was deleted from outside (a waiter's granted on a
+		 * listing read before, or a holder's): zk_lock promised it nothing
+		 */
 		b->once.pending = false;
 		once_counts[4]++;
 		return false;

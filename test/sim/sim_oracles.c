@@ -195,8 +195,9 @@ check_gone_held(int64_t now)
 
 		if (S->gone_held[g].listed_at == 0)
 			continue;
-		if (c->paused)
-			S->gone_held[g].listed_at = now;	/* a worker stopped does not count the time */
+		/* a worker stopped, or a lookup lost with its connection (sent again once back), starts it over */
+		if (c->paused || c->t->conn_state != ZKC_CONNECTED)
+			S->gone_held[g].listed_at = now;
 		for (j = 0; j < c->t->nused; j++)
 		{
 			const ZklSlot *s = &c->t->slots[j];

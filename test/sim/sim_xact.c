@@ -93,14 +93,11 @@ tainted(const char *uuid)
 	return false;
 }
 
-/*
- * The request uuid of the node a slot holds through: a rider's is its
- * host's (cohort.c), a hand-over's taker's its giver's.
- */
+/* The request uuid of the node a slot holds through: a rider's is its host's (cohort.c). */
 void
 slot_uuid(const ZklSlot *s, char out[ZKL_UUID_LEN + 1])
 {
-	if (s->node[0] == '\0' || !zc_recipe_uuid_of(s->node, out))
+	if (!s->zk.rides || !zc_recipe_uuid_of(s->node, out))
 		snprintf(out, ZKL_UUID_LEN + 1, "%s", s->uuid);
 }
 
