@@ -59,12 +59,17 @@ $ha->query_safe("\\set VERBOSITY verbose\nBEGIN; SELECT zk_lock('idle')");
 my $wb = $b->background_psql('postgres', on_error_stop => 0);
 $wb->query_until(qr/asked/, "\\echo asked\nBEGIN;\nSELECT zk_lock('idle');\n\\echo idle granted\n");
 ok(wait_for(sub { key_queue_len(leader_port(), 'idle') == 2 }, 10), 'A holds idle, B waits');
+# the cut isolates member 1 only: members 2 and 3 keep a leader, and B its session
+ok(wait_for(sub { (grep { zk_member('part', $_)->{mode} eq 'leader' } 2, 3) && zk_status($b, 'state') eq 'connected' },
+		20), 'a leader among members 2 and 3, B connected, before the cut');
 
 proxy_do($_, 'blackhole') for @$proxies;
 my $cut = time();
-ok(wait_for(sub { $wb->{run}->pump_nb; $wb->{stdout} =~ /idle granted/ }, 20),
+# about 6 s (A's session timeout, then B's lock_delay); the bound only keeps a slow machine from failing it
+ok(wait_for(sub { $wb->{run}->pump_nb; $wb->{stdout} =~ /idle granted/ }, 40),
 	'B is granted idle once the leader expired A\'s session');
-note(sprintf('B granted idle %.1f s after the cut; A\'s worker: %s', time() - $cut, zk_status($a, 'state')));
+note(sprintf('B granted idle %.1f s after the cut; A\'s worker: %s; B\'s: %s; modes %s', time() - $cut,
+		zk_status($a, 'state'), zk_status($b, 'state'), join(' ', map { zk_member('part', $_)->{mode} } 1 .. 3)));
 my $t = time();
 $ha->query('COMMIT');
 like($ha->{stderr}, qr/ERROR:  40001: (could not prove the zk_lock session alive before commit|zk_lock lock on key "idle" was lost)/,
