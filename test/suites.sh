@@ -46,6 +46,8 @@ run_suite() {
 		{
 			echo "*** suite $name FAILED after $((SECONDS - t0)) s; its last lines:"
 			grep -v '^ok ' "$log" | tail -n 40
+			# a TAP file's failed assertions, with the lines that say where
+			grep -h -A2 '^\[[0-9:.]*\]([0-9.]*s) not ok' tmp_check/log/regress_log_* 2>/dev/null | head -n 30
 		} >>test/tmp/failures
 		for f in regression.diffs output_iso/regression.diffs; do
 			[ -f "$f" ] && head -n 200 "$f"
