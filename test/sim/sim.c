@@ -91,6 +91,7 @@ int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (counters) */
 int64_t upgrades_across;	/* upgrades granted past other clusters' requests (counters) */
 int64_t taken_here;	/* nodes a backend took itself (take_here.c): lingering, or to ride */
 int64_t joined_here;	/* requests that waited behind a local holder (or were refused) at their claim */
+int64_t began_sending;	/* transactions begun while their worker sent its plan's calls */
 int64_t rides_here;	/* of them, rides on a local reader's node */
 int64_t reader_takes_here;	/* of them, readers' lingering nodes */
 int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */
@@ -581,8 +582,9 @@ sim_print_stats(void)
 {
 	printf("%" PRId64 " local hand-overs (%" PRId64 " of them readers joining a reader's node; %" PRId64
 		   " nodes a backend took itself: %" PRId64 " rides, %" PRId64 " readers' lingering nodes); %" PRId64
-		   " requests waited behind a local holder from their claim, or were refused there\n",
-		   handovers_seen, rides_seen, taken_here, rides_here, reader_takes_here, joined_here);
+		   " requests waited behind a local holder from their claim, or were refused there; %" PRId64
+		   " transactions began while their worker sent its plan's calls\n",
+		   handovers_seen, rides_seen, taken_here, rides_here, reader_takes_here, joined_here, began_sending);
 	printf("%" PRId64 " upgrades granted ahead of local waiters they held up, %" PRId64
 		   " past other clusters' requests behind the writers they held up; %" PRId64
 		   " turns held for a local holder past which an upgrade went\n", upgrades_ahead, upgrades_across,

@@ -476,21 +476,20 @@ settle(Cluster *c, Backend *b, ZklCommitVerdict v)
 }
 
 /*
- * An idle backend of c whose next transaction is due begins it now: called
- * between the worker's read of a reply and its plan, so that a backend's own
- * take (take_here.c) meets what a reply left before the worker planned on it.
+ * An idle backend of c whose next transaction is due begins it now (whether
+ * one did): called between the worker's read of a reply and its plan, while
+ * it sends the plan's calls, and after them, so that a backend's own take
+ * (take_here.c) meets what a reply or another claim left unplanned.
  */
-void
+bool
 backend_begins_now(Cluster *c)
 {
 	int			i;
 
 	for (i = 0; i < c->nb; i++)
 		if (c->b[i].st == B_IDLE && c->b[i].next_at <= zkm_now(S->m))
-		{
-			(void) backend_step(c, &c->b[i]);
-			return;
-		}
+			return backend_step(c, &c->b[i]);
+	return false;
 }
 
 bool

@@ -429,6 +429,15 @@ simh_send(const ZkmReq *req, const SimCall *call)
 	gw_observe(cur_cl, &r);
 	check_tombstone_asked(cur_cl, &r);
 	check_group_whole(cur_cl, &r);
+	if (r.kind == ZKM_EXISTS)
+		note_gone_lookup(cur_cl, r.path, NULL);
+	/*
+	 * The worker sends its plan's calls without the table lock
+	 * (ZklTableCohort.sending): a backend may claim meanwhile, and then
+	 * takes nothing by itself (take_here.c) and waits for the next plan.
+	 */
+	if (cur_cl->t->cohort.sending && S->linger_ms > 0 && chance(15) && backend_begins_now(cur_cl))
+		began_sending++;
 	if (S->verbose && (r.kind == ZKM_CREATE || r.kind == ZKM_DELETE || r.kind == ZKM_MULTI_OP))
 		trace("c%d sends %d %s%s", cur_cl->id, r.kind, r.kind == ZKM_MULTI_OP ? r.sub[0].path : r.path,
 			  r.nsub > 1 ? " ..." : "");

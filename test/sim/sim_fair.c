@@ -397,6 +397,8 @@ on_reply(Cluster *c, const ZkmMsg *msg)
 		watch_keep(c, &o);
 	enter(c);
 	simzk_answer(&o.call, msg, 0);
+	if (o.kind == ZKM_EXISTS)
+		note_gone_lookup(c, o.path, msg);
 	if (may_wait && msg->rc == ZOK && s->ans.result == ZKL_RESULT_NOT_GRANTED)
 		check_try_refusal(c, s, kids, n);
 }
@@ -438,7 +440,7 @@ handle_next(Cluster *c)
 bool
 deliver(Cluster *c)
 {
-	if (c->client < 0 || c->paused || !zkm_has_message(S->m, c->client))
+	if (c->client < 0 || c->paused || c->in_turn || !zkm_has_message(S->m, c->client))
 		return false;
 	worker_read(c, 1);
 	/* a backend may claim between the worker's read and its plan (take_here.c) */

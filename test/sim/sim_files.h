@@ -174,7 +174,7 @@ void commit_step(Cluster *c, Backend *b);
 void publish(Cluster *c, Backend *b, ZklCommitVerdict v);
 void settle(Cluster *c, Backend *b, ZklCommitVerdict v);
 bool backend_step(Cluster *c, Backend *b);
-void backend_begins_now(Cluster *c);
+bool backend_begins_now(Cluster *c);
 
 /* sim_request.c */
 void request_group(Cluster *c, Backend *b, const Act *a);
@@ -217,6 +217,7 @@ void check_circles(void);
 void check_step(void);
 void check_lost_told(void);
 void note_gone_held(Cluster *c, const char *key_path, const ZkmMsg *msg);
+void note_gone_lookup(Cluster *c, const char *path, const ZkmMsg *reply);
 bool key_event(const ZkmMsg *msg, void *arg);
 bool key_news(Cluster *c, const ZklSlot *s, const char *key_path);
 void check_sole_blocker(Cluster *c);

@@ -178,8 +178,35 @@ note_gone_held(Cluster *c, const char *key_path, const ZkmMsg *msg)
 }
 
 /*
+ * The worker c looks up path (sent: reply NULL), or reads the answer: a
+ * held node deleted from outside, once listed without it, is looked up.
+ */
+void
+note_gone_lookup(Cluster *c, const char *path, const ZkmMsg *reply)
+{
+	int			g;
+
+	for (g = 0; g < S->ngone_held; g++)
+	{
+		char		node_path[ZKL_PATH_LEN + ZKL_NODE_BUFLEN];
+
+		if (S->gone_held[g].cl != c->id || S->gone_held[g].listed_at == 0)
+			continue;
+		snprintf(node_path, sizeof(node_path), "%s/%s", S->gone_held[g].key_path, S->gone_held[g].node);
+		if (strcmp(node_path, path) != 0)
+			continue;
+		S->gone_held[g].looking = reply == NULL;
+		if (reply != NULL && reply->rc == ZNONODE)
+			S->gone_held[g].seen_gone = true;
+	}
+}
+
+/*
  * A held node deleted from outside and listed without it by its cluster:
- * nothing may hold the key through it after the bound of a loss.
+ * it is looked up within the bound of one read, and nothing holds the key
+ * through it once the answer said it is gone.  While the lookup is on its
+ * way the clock waits: the answer comes at its server's pace, behind
+ * whatever the worker sent before it.
  */
 static void
 check_gone_held(int64_t now)
@@ -197,16 +224,20 @@ check_gone_held(int64_t now)
 			continue;
 		/* a worker stopped, or a lookup lost with its connection (sent again once back), starts it over */
 		if (c->paused || c->t->conn_state != ZKC_CONNECTED)
+			S->gone_held[g].looking = false;
+		if (c->paused || c->t->conn_state != ZKC_CONNECTED || S->gone_held[g].looking)
 			S->gone_held[g].listed_at = now;
 		for (j = 0; j < c->t->nused; j++)
 		{
 			const ZklSlot *s = &c->t->slots[j];
 
 			if (s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED &&
-				strcmp(s->node, S->gone_held[g].node) == 0 && now - S->gone_held[g].listed_at > bound)
+				strcmp(s->node, S->gone_held[g].node) == 0 &&
+				(S->gone_held[g].seen_gone || now - S->gone_held[g].listed_at > bound))
 				fail("c%d slot %d (pid %d) holds %s by node %s, deleted from outside and listed "
-					 "without it at %.3f s, and is not told it is lost", c->id, j, s->req.owner_pid,
-					 s->key, s->node, S->gone_held[g].listed_at / 1e6);
+					 "without it at %.3f s, and is not told it is lost%s", c->id, j, s->req.owner_pid,
+					 s->key, s->node, S->gone_held[g].listed_at / 1e6,
+					 S->gone_held[g].seen_gone ? " (a lookup's answer said it is gone)" : "");
 		}
 	}
 }

@@ -134,7 +134,7 @@ stop_turn(Cluster *c)
 void
 worker_turn(Cluster *c)
 {
-	if (c->paused || zkm_now(S->m) < c->busy_until)
+	if (c->paused || zkm_now(S->m) < c->busy_until || c->in_turn)
 		return;
 	if (c->stopping)
 	{
@@ -183,7 +183,9 @@ plan_turn(Cluster *c)
 
 	enter(c);
 	/* (settings are each cluster's, set in its core; its wait: the simulator's turns come often enough) */
+	c->in_turn = true;
 	wait_ms = zw_turn(&c->core, c->stopping, NULL);
+	c->in_turn = false;
 	/* worker.c's: when it is due, for a backend's release that lingers (take_here.c) */
 	(void) zc_take_here_sleep(c->t, c_mono(c), wait_ms);
 	if (c->block_us > 0)
@@ -196,6 +198,12 @@ plan_turn(Cluster *c)
 	check_sole_blocker(c);
 	if (c->core.nops > 0 && c->client < 0)
 		fail("c%d planned ops without a session", c->id);
+	/*
+	 * A backend may claim once the sends are over and before the next
+	 * plan: it meets what a claim made during the sends left unplanned.
+	 */
+	if (S->linger_ms > 0 && chance(30))
+		backend_begins_now(c);
 	/*
 	 * A node starts to linger: the worker is then busy for one to two
 	 * lingers, and the cluster's backends that begin a transaction

@@ -239,6 +239,7 @@ typedef struct Cluster
 	bool		paused;
 	int64_t		paused_until;
 	int64_t		busy_until;		/* model time: the worker sees its latch only then */
+	bool		in_turn;		/* the worker plans and sends: a wake waits for its next turn */
 	uint64_t	linger_seen[NSLOTS];	/* attempt of a slot seen lingering */
 	int			burst_key;		/* while busy: transactions begun are writers of it */
 	char		burst_mode;		/* in the lingering node's mode (readers for a reader's) */
@@ -364,6 +365,8 @@ typedef struct Sim
 		char		key_path[ZKL_PATH_LEN];
 		char		node[ZKL_NODE_BUFLEN];
 		int64_t		listed_at;	/* 0: no such listing read yet */
+		bool		looking;	/* a lookup of it is on its way: its server's pace, not the worker's */
+		bool		seen_gone;	/* a lookup's answer said it is gone: the holder is lost at once */
 	}			gone_held[16];
 	int			ngone_held;
 	int			nhistory[NALL];
@@ -581,6 +584,7 @@ extern int64_t upgrades_ahead;	/* upgrades granted ahead of local waiters (count
 extern int64_t upgrades_across;	/* upgrades granted past other clusters' requests (counters) */
 extern int64_t taken_here;	/* nodes a backend took itself (take_here.c) */
 extern int64_t joined_here;	/* requests that waited behind a local holder from their claim */
+extern int64_t began_sending;	/* transactions begun while their worker sent its plan's calls */
 extern int64_t rides_here;
 extern int64_t reader_takes_here;
 extern int64_t held_for_local;	/* turns held for a local conflicting holder (counters) */
