@@ -270,6 +270,30 @@ check_local_exclusion(const Cluster *c, const ZklSlot *s)
 	}
 }
 
+/*
+ * A grant beside the backend's own lock of the key held through a node
+ * deleted from outside may rest on it (core's same-backend rule: a writer
+ * takes the key shared at once), so it is promised nothing either.
+ */
+static void
+taint_beside(Cluster *c, const ZklSlot *s)
+{
+	int			j;
+
+	for (j = 0; j < c->t->nused && !s->zk.rides && S->ntainted < 64; j++)
+	{
+		const ZklSlot *o = &c->t->slots[j];
+
+		if (o != s && o->zstate == ZKS_HELD && o->req.owner_pid == s->req.owner_pid &&
+			strcmp(o->key, s->key) == 0 && slot_tainted(o) && !slot_tainted(s))
+		{
+			snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", s->uuid);
+			trace("c%d b%d granted %s beside its lock through a node deleted from outside: promised nothing",
+				  c->id, s->req.owner_pid, s->key);
+		}
+	}
+}
+
 void
 note_grants(Cluster *c)
 {
@@ -296,6 +320,7 @@ note_grants(Cluster *c)
 			S->seen_attempt[c->id][j] = s->req.attempt;
 			S->granted_at[c->id][j] = zkm_now(S->m);
 			S->grants++;
+			taint_beside(c, s);
 			if (s->zk.handed > 0)
 				check_handover(c, s);
 			check_fifo(c, s);
