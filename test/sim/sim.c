@@ -426,7 +426,14 @@ run_seed(uint64_t seed, int64_t max_steps)
 	sim->hot_pct = sim->handover && seed % 2 == 0 ? 60 : 0;
 	sim->hot_read_pct = seed % 3 == 0 ? 90 : 30;
 	/* hot readers that upgrade: more of them in one seed of five (readers between a writer and its successor) */
-	sim->hot_upgrade_pct = seed % 5 == 1 ? 35 : 10;
+	sim->hot_upgrade_pct = seed % 5 == 1 || seed % 7 == 3 ? 35 : 10;
+	/* in one seed of seven, upgrading readers come in pairs of one cluster (they ride one node) */
+	sim->pair_upgrades = seed % 7 == 3;
+	if (sim->pair_upgrades)
+	{
+		sim->hot_read_pct = 90;	/* (readers of other clusters queued around the pair) */
+		sim->hot_upgrade_pct = 70;
+	}
 	/* a key one cluster's readers use alone: its readers' nodes linger and are taken */
 	sim->hot_home = sim->linger_ms > 0 && sim->hot_pct > 0 && seed % 8 == 4;
 	sim->m = zkm_new(seed, 3, cstart);

@@ -241,6 +241,29 @@ plan_semaphore(Backend *b)
 		add_act(b, true, SEM_KEY, ZKL_MODE_SEMAPHORE, 0);
 }
 
+/*
+ * A reader of key k that will upgrade: another idle backend of its cluster
+ * begins within a few milliseconds and does the same, so that two readers
+ * of one cluster, often on one node (one rides the other's), both ask it
+ * exclusive, with other clusters' readers and writers queued around them.
+ */
+static bool
+pair_due(Backend *b, int k)
+{
+	Cluster    *c = b->cl;
+	int			j;
+
+	for (j = 0; j < c->nb; j++)
+		if (&c->b[j] != b && c->b[j].st == B_IDLE && c->b[j].sess_key < 0)
+		{
+			c->pair_key = k;
+			c->pair_until = zkm_now(S->m) + 50000;
+			c->b[j].next_at = zkm_now(S->m) + rnd_int(20000);
+			return true;
+		}
+	return false;
+}
+
 /* A transaction's script: which locks it takes and gives up, in order. */
 void
 plan_xact(Backend *b)
@@ -276,6 +299,14 @@ plan_xact(Backend *b)
 		}
 		return;
 	}
+	if (zkm_now(S->m) < b->cl->pair_until && b->sess_key < 0)
+	{
+		/* another reader of this cluster upgrades the key (pair_due): this one too */
+		b->cl->pair_until = 0;
+		add_act(b, false, b->cl->pair_key, ZKL_MODE_SHARED, 1);
+		add_act(b, false, b->cl->pair_key, ZKL_MODE_EXCLUSIVE, 1);
+		return;
+	}
 	if (plan_once(b))
 		return;
 	if (plan_session(b, k))
@@ -307,7 +338,12 @@ plan_xact(Backend *b)
 			add_act(b, false, 0, ZKL_MODE_SHARED, chance(50) ? 0 : 1);
 		}
 		if (reads && chance(S->hot_upgrade_pct))
+		{
+			/* (the first of a pair waits a little: the second asks first, riding its node) */
+			if (S->pair_upgrades && pair_due(b, hk))
+				add_pause(b);
 			add_act(b, false, hk, ZKL_MODE_EXCLUSIVE, chance(50) ? 1 : 2);
+		}
 	}
 	else if (pattern >= 100 - S->sem_pct)
 	{

@@ -246,6 +246,8 @@ typedef struct Cluster
 	int64_t		burst_until;	/* model time: busy for a lingering node until then */
 	int			linger_try_key;	/* another cluster's node of it lingers: one backend tries it */
 	int64_t		linger_try_until;	/* model time: that try is begun until then (0: none due) */
+	int			pair_key;		/* a reader of it upgrades: another backend here does too */
+	int64_t		pair_until;		/* model time: that one is begun until then (0: none due) */
 	int64_t		proof_at;
 	int64_t		proof_session;
 	Out		   *outs;
@@ -433,6 +435,7 @@ typedef struct Sim
 	int			hot_pct;		/* transactions that take just key 0 */
 	int			hot_read_pct;	/* of them, readers (the others write) */
 	int			hot_upgrade_pct;	/* of those, readers that upgrade */
+	bool		pair_upgrades;	/* and another reader of their cluster with them (plan_xact) */
 	bool		hot_home;		/* readers mostly read their cluster's own key: nodes linger */
 	/*
 	 * The fairness bound, from what each cluster was told: once a listing
