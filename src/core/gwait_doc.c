@@ -16,8 +16,6 @@
 #include "gwait_int.h"
 #include "gwait_doc.h"
 
-#include "cohort_ride.h"
-
 /* ---- this cluster's document ---- */
 
 /* A wait this detector follows: a lock's or a semaphore's, under the current root. */
@@ -139,33 +137,6 @@ watch_behind_own(const ZklTable *t, const ZklSlot *s)
 	return false;
 }
 
-/*
- * Whether s's backend holds s's key through a node other local backends
- * hold too (it rides one, or others ride its own).  Its upgrade then waits
- * for those readers (P edges): the recipe gives it no anchor of its own
- * (core_grant.c), so the node its listing watches may be one that waits
- * for our node in truth (a reader behind a writer behind it), and an edge
- * to it would close a cycle that is none.  Once the others are gone the
- * node is its backend's alone, and its watch an edge again.
- */
-static bool
-holds_ridden(const ZklCohort *coh, const ZklSlot *s)
-{
-	const ZklTable *t = coh->t;
-	int			i;
-
-	for (i = 0; i < t->nused; i++)
-	{
-		const ZklSlot *h = &t->slots[i];
-
-		if (h != s && h->zstate == ZKS_HELD && !h->own.abandoned && h->req.owner_pid == s->req.owner_pid &&
-			h->zk.root_id == s->zk.root_id && strcmp(h->key, s->key) == 0 &&
-			(h->zk.rides || zc_cohort_ridden_by_others(coh, h, s)))
-			return true;
-	}
-	return false;
-}
-
 static bool put_holds(const ZklTable *t, int pid, char *out, size_t len, size_t *n);
 
 /*
@@ -233,11 +204,10 @@ put_backend(const ZgwLocal *in, const ZklSlot *w, char *out, size_t len, size_t 
 				return false;
 		/*
 		 * another cluster's node (one of ours is an edge above; a lingering
-		 * one is nobody's; one behind our own holds up nothing; nor does it
-		 * while other local readers hold our node with us)
+		 * one is nobody's; one behind our own holds up nothing)
 		 */
 		if (s->zstate == ZKS_QUEUED && s->watch[0] != '\0' &&
-			((o = local_node(t, s, s->watch)) == NULL) && !watch_behind_own(t, s) && !holds_ridden(coh, s) &&
+			((o = local_node(t, s, s->watch)) == NULL) && !watch_behind_own(t, s) &&
 			!zc_gwait_put(out, len, n, "E %s/%s\n", s->key, s->watch))
 			return false;
 	}

@@ -3,7 +3,6 @@
  * upgrades.
  */
 #include "unit_core.h"
-#include "gwait.h"
 
 /* A shared request of pid: claimed and planned once (a try-lock if nowait). */
 static int
@@ -501,52 +500,4 @@ test_upgrade_passes_only_waiters(void)
 	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED && slots[xa].ans.result == ZKL_RESULT_PENDING,
 		  "a try decided during a lock-delay pause is not passed: granted after it, the upgrade waits");
-}
-
-/*
- * A rider's upgrade waits for the node's other readers (its own backend's
- * node it is not: no anchor of its own in the recipe), so the node its
- * listing watches, another cluster's reader queued behind a writer that
- * waits for our node, is no wait of it: the document of waits across
- * clusters names the readers it waits for, not that node (a false edge
- * made a cycle with the writer, and a victim of a deadlock that was none).
- */
-void
-test_rider_upgrade_edges(void)
-{
-	static const char writer[] = "x-00000000-0000-4000-8000-0000000000fe-9-9-0000000001";
-	static const char reader[] = "s-00000000-0000-4000-8000-0000000000fd-9-9-0000000002";
-	static char doc[ZGW_DOC_LEN];
-	char		node[ZKL_NODE_BUFLEN];
-	char		xname[ZKL_NODE_BUFLEN];
-	const char *list[4];
-	int			h = lone_reader();
-	int			r1;
-	int			x;
-	ZgwLocal	in;
-
-	snprintf(node, sizeof(node), "%s", slots[h].node);
-	r1 = ask_shared(2, false);
-	peek_alone(h);
-	(void) zc_core_plan(&core, true, now_us);
-	CHECK(slots[r1].zk.rides, "pid 2 rides pid 1's node");
-	x = claim(ZKL_MODE_EXCLUSIVE, 2);
-	list[0] = node;
-	list[1] = writer;
-	list[2] = reader;
-	list[3] = node_of(x, 3, xname);
-	create_and_list(x, 3, list, 4);
-	CHECK(slots[x].ans.result == ZKL_RESULT_PENDING && slots[x].watch[0] != '\0',
-		  "the rider's upgrade waits, its listing watching a node");
-	memset(&in, 0, sizeof(in));
-	in.coh = &core.cohort;
-	now_us += 1100000;
-	in.now = now_us;
-	in.timeout_ms = 1000;
-	in.cluster = "a";
-	in.session = 0x1f;
-	CHECK(zc_gwait_format(&in, doc, sizeof(doc)) > 0 && strstr(doc, "\nV 2 ") != NULL &&
-		  strstr(doc, "\nP 1\n") != NULL, "past deadlock_timeout it is published, waiting for pid 1");
-	CHECK(strstr(doc, "\nE ") == NULL,
-		  "and for no node of another cluster: the reader behind the writer waits for us");
 }
