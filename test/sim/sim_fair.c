@@ -433,6 +433,7 @@ handle_next(Cluster *c)
 	zkm_msg_free(msg);
 	note_grants(c);
 	check_sole_blocker(c);
+	check_pair_upgrades(c);
 	return true;
 }
 

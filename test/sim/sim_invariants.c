@@ -550,3 +550,36 @@ check_lookup_missed(const Cluster *c, const ZklSlot *s)
 	}
 	zkm_names_free(names, nn);
 }
+
+/*
+ * Two backends of one cluster that both hold a key shared and both wait to
+ * make it exclusive (core_grant.c's upgrade deadlock): the second to read
+ * its queue fails at once, as core fails one of two such upgraders, not
+ * after deadlock_timeout by the general search.  Judged once both have
+ * read their queue (a watch set) and neither is a try.
+ */
+void
+check_pair_upgrades(const Cluster *c)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *a = &c->t->slots[i];
+
+		if (a->zstate != ZKS_QUEUED || a->ans.result != ZKL_RESULT_PENDING || a->own.abandoned ||
+			a->req.nowait || a->watch[0] == '\0' || zc_table_upgraded(c->t, a) < 0)
+			continue;
+		for (j = i + 1; j < c->t->nused; j++)
+		{
+			const ZklSlot *b = &c->t->slots[j];
+
+			if (b->zstate == ZKS_QUEUED && b->ans.result == ZKL_RESULT_PENDING && !b->own.abandoned &&
+				!b->req.nowait && b->watch[0] != '\0' && b->req.owner_pid != a->req.owner_pid &&
+				strcmp(b->key, a->key) == 0 && zc_table_upgraded(c->t, b) >= 0)
+				fail("c%d b%d and b%d both hold %s shared and wait to make it exclusive, and neither failed at once",
+					 c->id, a->req.owner_pid, b->req.owner_pid, a->key);
+		}
+	}
+}

@@ -196,6 +196,7 @@ plan_turn(Cluster *c)
 	}
 	note_grants(c);
 	check_sole_blocker(c);
+	check_pair_upgrades(c);
 	if (c->core.nops > 0 && c->client < 0)
 		fail("c%d planned ops without a session", c->id);
 	/*
