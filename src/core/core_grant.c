@@ -143,6 +143,8 @@ zc_core_listing_watches(const ZklCore *c, const ZklSlot *s)
 	return zc_cohort_listing_watches(&c->cohort, s);
 }
 
+static void edge_of_shared(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n);
+
 /* Queue behind children[watch]: set the watch, unless it is an upgrade deadlock or a try. */
 static void
 wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, int own, int watch, const ZkrBackend *b)
@@ -185,6 +187,7 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, int own, int wa
 	tell_upgrades(c, s);
 	if (zc_core_wall(c) - s->req.requested_at >= (int64_t) zc_core_recheck_ms(c) * 1000)
 		c->env->suspect(c->env->arg, s, s->watch);
+	edge_of_shared(c, s, kids, n);	/* (b's arrays are the core's: last) */
 }
 
 /*
@@ -274,8 +277,33 @@ local_pending(void *arg, const char *name)
 	return o != NULL && o->zstate != ZKS_HELD;
 }
 
-void
-zc_core_backend_of(ZklCore *c, const ZklSlot *s, ZkrBackend *b)
+/*
+ * The node that rider slot o rides: its owner's slot's request id, which
+ * the node's name carries (NULL: none here).
+ */
+static const char *
+ridden_uuid(const ZklCore *c, const ZklSlot *o)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *h = &c->t->slots[i];
+
+		if (h != o && !h->zk.rides && h->zstate != ZKS_FREE && strcmp(h->node, o->node) == 0 &&
+			strcmp(h->key, o->key) == 0)
+			return h->uuid;
+	}
+	return NULL;
+}
+
+/*
+ * s's backend's nodes on s's key, into b.  shared_own: a node other local
+ * readers hold with it counts as its own too (edge_of_shared), as it never
+ * does for a grant: nothing is granted past them.
+ */
+static void
+backend_fill(ZklCore *c, const ZklSlot *s, ZkrBackend *b, bool shared_own)
 {
 	bool		holds = false;
 	int			i;
@@ -296,15 +324,19 @@ zc_core_backend_of(ZklCore *c, const ZklSlot *s, ZkrBackend *b)
 	for (i = 0; i < c->t->nused; i++)
 	{
 		const ZklSlot *o = &c->t->slots[i];
+		const char *uuid = o->uuid;
 
+		if (!zc_core_same_key_owner(o, s))
+			continue;
 		/* a node local readers ride with (cohort.c) is not one backend's */
-		if (zc_core_same_key_owner(o, s) && !zc_cohort_ridden_by_others(zc_core_cohort_of(c), o, s))
-		{
-			/* one given up no longer holds (a node kept for a hand-over: cohort.c) */
-			c->held[b->nmine] = o->zstate == ZKS_HELD && !o->own.abandoned;
-			holds |= c->held[b->nmine];
-			c->mine[b->nmine++] = o->uuid;
-		}
+		if (!shared_own && zc_cohort_ridden_by_others(zc_core_cohort_of(c), o, s))
+			continue;
+		if (shared_own && o->zk.rides && (uuid = ridden_uuid(c, o)) == NULL)
+			continue;
+		/* one given up no longer holds (a node kept for a hand-over: cohort.c) */
+		c->held[b->nmine] = o->zstate == ZKS_HELD && !o->own.abandoned;
+		holds |= c->held[b->nmine];
+		c->mine[b->nmine++] = uuid;
 	}
 	/*
 	 * A try goes ahead of no waiter, as core's (a request that may not wait
@@ -318,6 +350,54 @@ zc_core_backend_of(ZklCore *c, const ZklSlot *s, ZkrBackend *b)
 		b->waits = c->mine + b->nmine;
 		b->nwaits = local_waits(c, s, b->nmine);
 	}
+}
+
+void
+zc_core_backend_of(ZklCore *c, const ZklSlot *s, ZkrBackend *b)
+{
+	backend_fill(c, s, b, false);
+}
+
+/* Whether s's backend holds s's key through a node other local readers hold too. */
+static bool
+holds_shared_node(ZklCore *c, const ZklSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (zc_core_same_key_owner(o, s) && o->zstate == ZKS_HELD && !o->own.abandoned &&
+			(o->zk.rides || zc_cohort_ridden_by_others(zc_core_cohort_of(c), o, s)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * s waits, its backend holding the key through a node other local readers
+ * hold too: the recipe gave it no anchor (that node is not its own), so
+ * its watch may be a node that waits for ours (a reader behind a writer
+ * behind it), and as an edge across clusters it would close a cycle that
+ * is none.  Its wait across clusters is what the recipe watches were that
+ * node its own: those readers it waits for are edges of deadlock.c's.
+ */
+static void
+edge_of_shared(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n)
+{
+	ZkrBackend	b;
+	int			own;
+	int			watch;
+
+	s->zk.edge_for = 0;
+	if (s->req.nowait || !holds_shared_node(c, s))
+		return;
+	backend_fill(c, s, &b, true);
+	s->zk.edge[0] = '\0';
+	if (zc_recipe_decide(kids, n, s->uuid, &b, &own, &watch) == ZKR_WAIT)
+		zc_core_copy_name(s->zk.edge, sizeof(s->zk.edge), kids[watch].name);
+	s->zk.edge_for = zc_table_name_tag(s->watch);
 }
 
 /*

@@ -16,6 +16,8 @@
 #include "gwait_int.h"
 #include "gwait_doc.h"
 
+#include "table.h"
+
 /* ---- this cluster's document ---- */
 
 /* A wait this detector follows: a lock's or a semaphore's, under the current root. */
@@ -113,16 +115,16 @@ own_node(const ZklTable *t, const ZklSlot *o, int pid)
  * hold up our upgrade.
  */
 static bool
-watch_behind_own(const ZklTable *t, const ZklSlot *s)
+watch_behind_own(const ZklTable *t, const ZklSlot *s, const char *watch)
 {
-	const ZklSlot *l = local_node(t, s, s->watch);
+	const ZklSlot *l = local_node(t, s, watch);
 	bool		waits = l != NULL && l->zstate == ZKS_QUEUED && !l->own.abandoned &&
 		l->req.owner_pid != s->req.owner_pid;
 	ZkrChild	w;
 	ZkrChild	o;
 	int			i;
 
-	if (!zc_recipe_parse_child(s->watch, &w))
+	if (!zc_recipe_parse_child(watch, &w))
 		return false;
 	for (i = 0; i < t->nused; i++)
 	{
@@ -185,6 +187,7 @@ put_backend(const ZgwLocal *in, const ZklSlot *w, char *out, size_t len, size_t 
 	for (i = 0; i < t->nused; i++)
 	{
 		const ZklSlot *s = &t->slots[i];
+		const char *edge = zc_table_wait_edge(s);
 		const ZklSlot *o;
 		int			pids[64];
 		int			np;
@@ -204,11 +207,12 @@ put_backend(const ZgwLocal *in, const ZklSlot *w, char *out, size_t len, size_t 
 				return false;
 		/*
 		 * another cluster's node (one of ours is an edge above; a lingering
-		 * one is nobody's; one behind our own holds up nothing)
+		 * one is nobody's; one behind our own holds up nothing; an upgrade
+		 * over a node other local readers hold too: core_grant.c's edge)
 		 */
-		if (s->zstate == ZKS_QUEUED && s->watch[0] != '\0' &&
-			((o = local_node(t, s, s->watch)) == NULL) && !watch_behind_own(t, s) &&
-			!zc_gwait_put(out, len, n, "E %s/%s\n", s->key, s->watch))
+		if (s->zstate == ZKS_QUEUED && edge[0] != '\0' &&
+			((o = local_node(t, s, edge)) == NULL) && !watch_behind_own(t, s, edge) &&
+			!zc_gwait_put(out, len, n, "E %s/%s\n", s->key, edge))
 			return false;
 	}
 	return put_holds(t, pid, out, len, n);
@@ -478,6 +482,7 @@ zc_gwait_fingerprint(const ZklTable *t, int64_t now, int timeout_ms)
 		h = (h ^ (uint64_t) s->zstate) * 1099511628211ULL;
 		for (j = 0; s->watch[j]; j++)
 			h = (h ^ (uint64_t) (unsigned char) s->watch[j]) * 1099511628211ULL;
+		h = (h ^ zc_table_name_tag(zc_table_wait_edge(s))) * 1099511628211ULL;
 	}
 	return h;
 }

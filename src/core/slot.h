@@ -166,6 +166,16 @@ typedef struct ZklSlotWorker
 	int64_t		delayed_until;	/* mono: its grant waits for lock-delay */
 	int64_t		try_until;		/* mono: a try-lock waits for a lingering node no longer
 								 * (0: it has not met one) */
+	/*
+	 * An upgrade whose backend holds the key through a node other local
+	 * readers hold too (it rides one, or they ride its own) waits for them
+	 * and for what the recipe would watch were that node its own: that
+	 * node ("": nothing of another cluster), its wait across clusters
+	 * (gwait_doc.c), while `watch` is what it was decided with
+	 * (edge_for: zc_table_name_tag of it; 0: no such upgrade).
+	 */
+	uint64_t	edge_for;
+	char		edge[ZKL_NODE_BUFLEN];
 } ZklSlotWorker;
 
 /* The worker's too: its node's local hand-over (cohort.c), passed on with the node. */

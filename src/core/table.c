@@ -198,6 +198,22 @@ zc_table_upgraded(const ZklTable *t, const ZklSlot *s)
 	return -1;
 }
 
+uint64_t
+zc_table_name_tag(const char *name)
+{
+	uint64_t	h = 1469598103934665603ULL;	/* FNV-1a */
+
+	for (; *name; name++)
+		h = (h ^ (uint64_t) (unsigned char) *name) * 1099511628211ULL;
+	return h != 0 ? h : 1;
+}
+
+const char *
+zc_table_wait_edge(const ZklSlot *s)
+{
+	return s->zk.edge_for != 0 && s->zk.edge_for == zc_table_name_tag(s->watch) ? s->zk.edge : s->watch;
+}
+
 int
 zc_table_node_prefix(const ZklTable *t, const ZklSlot *s, const char *uuid, uint64_t sysid,
 					 char *out, size_t outlen)

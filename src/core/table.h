@@ -62,6 +62,16 @@ extern bool zc_table_ask_verify(ZklSlot *s);
  */
 extern int	zc_table_upgraded(const ZklTable *t, const ZklSlot *s);
 
+/* A tag of a node name (never 0), to tell whether a slot's watch changed. */
+extern uint64_t zc_table_name_tag(const char *name);
+
+/*
+ * The node of s's wait across clusters (gwait_doc.c): its `edge` while it
+ * was decided with its present watch (an upgrade over a node other local
+ * readers hold too), else its watch.  "": none.
+ */
+extern const char *zc_table_wait_edge(const ZklSlot *s);
+
 /*
  * The name prefix of s's create (recipe.h), uuid its request's: an
  * upgrade's names the sequence of the node of zc_table_upgraded.  Returns

@@ -201,6 +201,7 @@ int backend_of_pid(const Cluster *c, int pid);
 void truth_owners(const char *key, const char *name, TruthEntry *e);
 bool truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r);
 bool upgrade_ahead(const Cluster *c, const ZkrChild *kids, int own, int i);
+bool behind_writer(const ZkrChild *kids, int n, int own, int32_t s_seq, int i);
 bool local_waiter(const Cluster *c, const char *name);
 void truth_dump(const Truth *tr);
 void truth_build(Truth *tr);

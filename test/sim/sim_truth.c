@@ -112,14 +112,20 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 			int			j;
 			bool		held = false;
 
+			bool		among = false;
+
 			if (i == own || zc_recipe_seq_cmp(kids[i].seq, kids[own].seq) > 0)
 				continue;
 			truth_owners(s->key, kids[i].name, &e);
-			if (e.nowners != 1 || e.oc[0] != ci || e.ob[0] != bi)
+			for (j = 0; j < e.nowners; j++)
+				among |= e.oc[j] == ci && e.ob[j] == bi;
+			/* a shared node it holds with other local readers counts too (they block it: below) */
+			if (!among || (e.nowners != 1 && kids[i].mode != ZKL_MODE_SHARED))
 				continue;
 			for (j = 0; j < c->t->nused; j++)
 				held |= c->t->slots[j].zstate == ZKS_HELD && c->t->slots[j].req.owner_pid == pid &&
-					zc_recipe_name_has_uuid(kids[i].name, c->t->slots[j].uuid);
+					(zc_recipe_name_has_uuid(kids[i].name, c->t->slots[j].uuid) ||
+					 strcmp(c->t->slots[j].node, kids[i].name) == 0);
 			if (held && kids[i].mode == ZKL_MODE_EXCLUSIVE &&
 				(!first_x || zc_recipe_seq_cmp(kids[i].seq, x_seq) < 0))
 			{
@@ -144,7 +150,8 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 				(s->req.mode != ZKL_MODE_SEMAPHORE && !conflict(kids[i].mode, s->req.mode)) ||
 				(s->req.mode != ZKL_MODE_SEMAPHORE && first_x && zc_recipe_seq_cmp(x_seq, kids[i].seq) < 0) ||
 				(s->req.mode != ZKL_MODE_SEMAPHORE && first_s && zc_recipe_seq_cmp(s_seq, kids[i].seq) < 0 &&
-				 (kids[i].mode == ZKL_MODE_EXCLUSIVE || local_waiter(c, kids[i].name))))
+				 (kids[i].mode == ZKL_MODE_EXCLUSIVE || local_waiter(c, kids[i].name) ||
+				  behind_writer(kids, n, own, s_seq, i))))
 				continue;
 			truth_owners(s->key, kids[i].name, e);
 			/*
@@ -175,6 +182,28 @@ truth_request(int ci, int bi, const ZklSlot *s, TruthReq *r)
 		}
 		return own >= 0;
 	}
+}
+
+/*
+ * Whether reader kids[i], behind the shared node at s_seq that the backend
+ * of kids[own] holds, waits behind a writer of someone else between them:
+ * it is not granted while that writer waits for our node, so it holds up
+ * nothing of ours (as core's upgrade goes before the waiters it holds up).
+ * A writer named for the reader's own backend does not count: it may be
+ * one it holds, then its reader is granted (recipe.c judges by names, and
+ * a node handed over keeps its maker's).
+ */
+bool
+behind_writer(const ZkrChild *kids, int n, int own, int32_t s_seq, int i)
+{
+	int			j;
+
+	for (j = 0; j < n && kids[i].mode == ZKL_MODE_SHARED; j++)
+		if (j != own && j != i && kids[j].mode == ZKL_MODE_EXCLUSIVE && !kids[j].placed &&
+			zc_recipe_seq_cmp(s_seq, kids[j].seq) < 0 && zc_recipe_seq_cmp(kids[j].seq, kids[i].seq) < 0 &&
+			!zc_recipe_same_owner(kids[j].name, kids[i].name))
+			return true;
+	return false;
 }
 
 /*

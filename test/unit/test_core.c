@@ -66,6 +66,7 @@ main(void)
 	test_linger_goes_to_first_asker();
 	test_riders();
 	test_riders_lost();
+	test_rider_upgrade_edges();
 	test_riders_turned_off();
 	test_riders_upgrade_past_writer();
 	test_riders_bound_per_key();

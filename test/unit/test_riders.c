@@ -3,6 +3,7 @@
  * upgrades.
  */
 #include "unit_core.h"
+#include "gwait.h"
 
 /* A shared request of pid: claimed and planned once (a try-lock if nowait). */
 static int
@@ -500,4 +501,78 @@ test_upgrade_passes_only_waiters(void)
 	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED && slots[xa].ans.result == ZKL_RESULT_PENDING,
 		  "a try decided during a lock-delay pause is not passed: granted after it, the upgrade waits");
+}
+
+/*
+ * pid 1 holds the key shared, pid 2 rides its node; `upgrader` asks it
+ * exclusive, with another cluster's nodes foreign[] queued after the
+ * shared node: the document of waits across clusters once it waited past
+ * deadlock_timeout.
+ */
+static const char *
+upgrade_over_shared(int upgrader, const char *const *foreign, int nforeign)
+{
+	static char doc[ZGW_DOC_LEN];
+	char		node[ZKL_NODE_BUFLEN];
+	char		xname[ZKL_NODE_BUFLEN];
+	const char *list[8];
+	int			h = lone_reader();
+	int			r1;
+	int			x;
+	int			i;
+	ZgwLocal	in;
+
+	snprintf(node, sizeof(node), "%s", slots[h].node);
+	r1 = ask_shared(2, false);
+	peek_alone(h);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[r1].zk.rides, "pid 2 rides pid 1's node");
+	x = claim(ZKL_MODE_EXCLUSIVE, upgrader);
+	list[0] = node;
+	for (i = 0; i < nforeign; i++)
+		list[1 + i] = foreign[i];
+	list[1 + nforeign] = node_of(x, 1 + nforeign, xname);
+	create_and_list(x, 1 + nforeign, list, 2 + nforeign);
+	CHECK(slots[x].ans.result == ZKL_RESULT_PENDING && slots[x].watch[0] != '\0',
+		  "the upgrade waits, its listing watching a node");
+	memset(&in, 0, sizeof(in));
+	in.coh = &core.cohort;
+	now_us += 1100000;
+	in.now = now_us;
+	in.timeout_ms = 1000;
+	in.cluster = "a";
+	in.session = 0x1f;
+	CHECK(zc_gwait_format(&in, doc, sizeof(doc)) > 0, "past deadlock_timeout its wait is published");
+	return doc;
+}
+
+/*
+ * An upgrade over a node other local readers hold too waits for them (P
+ * lines) and, across clusters, for what the recipe would watch were that
+ * node its own: not a reader of another cluster queued behind a writer
+ * behind our node (that reader waits for us: a false edge made a cycle,
+ * and a victim of a deadlock that was none), but a reader granted right
+ * behind our node, which does hold it up.
+ */
+void
+test_rider_upgrade_edges(void)
+{
+	static const char writer[] = "x-00000000-0000-4000-8000-0000000000fe-9-8.r-0000000001";
+	static const char behind[] = "s-00000000-0000-4000-8000-0000000000fd-9-9.r-0000000002";
+	static const char granted[] = "s-00000000-0000-4000-8000-0000000000fc-9-9.r-0000000001";
+	const char *const past[2] = {writer, behind};
+	const char *const right[1] = {granted};
+	const char *doc;
+
+	doc = upgrade_over_shared(2, past, 2);
+	CHECK(strstr(doc, "\nV 2 ") != NULL && strstr(doc, "\nP 1\n") != NULL,
+		  "a rider's upgrade waits for the node's owner");
+	CHECK(strstr(doc, "\nE ") == NULL,
+		  "and for no node of another cluster: the reader behind the writer waits for us");
+	doc = upgrade_over_shared(1, past, 2);
+	CHECK(strstr(doc, "\nV 1 ") != NULL && strstr(doc, "\nP 2\n") != NULL && strstr(doc, "\nE ") == NULL,
+		  "the owner's upgrade likewise waits for its rider, and for no node of another cluster");
+	doc = upgrade_over_shared(2, right, 1);
+	CHECK(strstr(doc, "\nE tk/") != NULL && strstr(doc, granted) != NULL,
+		  "another cluster's reader granted right behind our node holds it up: an edge");
 }

@@ -128,6 +128,7 @@ void test_local_deadlock(void);
 void test_gwait(void);
 void test_try_not_parked_behind_handover(void);
 void test_riders(void);
+void test_rider_upgrade_edges(void);
 void test_readers_here(void);
 void test_readers_kept(void);
 void test_readers_together(void);
