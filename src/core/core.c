@@ -529,6 +529,7 @@ zc_core_grant(ZklCore *c, ZklSlot *s)
 			return;
 		}
 		zc_core_copy_name(s->watch, sizeof(s->watch), c->t->slots[held_by].node);
+		s->zk.edge_for = 0;		/* (a local node: no edge across clusters) */
 		s->zk.watch_sole = false;
 		s->zk.at_head = false;
 		s->zk.todo |= ZKT_WATCH;

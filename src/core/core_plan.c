@@ -362,8 +362,14 @@ plan_recheck(ZklCore *c, ZklSlot *s, Turn *turn)
 		zc_core_sem_delay_over(c, s);
 	else
 	{
+		/*
+		 * (an upgrade over a node other local readers hold too: its edge
+		 * across clusters is not what it watches, so nothing tells it when
+		 * that node goes: core_grant.c's edge_of_shared)
+		 */
 		bool		recheck_all = s->zk.delayed_until != 0 || s->watch[0] == '\0' ||
-			c->env->may_be_orphan(c->env->arg, s->watch);
+			c->env->may_be_orphan(c->env->arg, s->watch) ||
+			strcmp(zc_table_wait_edge(s), s->watch) != 0;
 
 		s->zk.delayed_until = 0;
 		s->zk.own_check = !recheck_all && ++s->zk.rechecks % 4 == 0;

@@ -510,7 +510,7 @@ test_upgrade_passes_only_waiters(void)
  * deadlock_timeout.
  */
 static const char *
-upgrade_over_shared(int upgrader, const char *const *foreign, int nforeign)
+upgrade_over_shared(int upgrader, const char *const *foreign, int nforeign, int *xp)
 {
 	static char doc[ZGW_DOC_LEN];
 	char		node[ZKL_NODE_BUFLEN];
@@ -543,6 +543,7 @@ upgrade_over_shared(int upgrader, const char *const *foreign, int nforeign)
 	in.cluster = "a";
 	in.session = 0x1f;
 	CHECK(zc_gwait_format(&in, doc, sizeof(doc)) > 0, "past deadlock_timeout its wait is published");
+	*xp = x;
 	return doc;
 }
 
@@ -563,16 +564,24 @@ test_rider_upgrade_edges(void)
 	const char *const past[2] = {writer, behind};
 	const char *const right[1] = {granted};
 	const char *doc;
+	int			x;
 
-	doc = upgrade_over_shared(2, past, 2);
+	doc = upgrade_over_shared(2, past, 2, &x);
 	CHECK(strstr(doc, "\nV 2 ") != NULL && strstr(doc, "\nP 1\n") != NULL,
 		  "a rider's upgrade waits for the node's owner");
 	CHECK(strstr(doc, "\nE ") == NULL,
 		  "and for no node of another cluster: the reader behind the writer waits for us");
-	doc = upgrade_over_shared(1, past, 2);
+	(void) zc_core_plan(&core, true, now_us);
+	if (planned(x, OP_WATCH) != 0)
+		zc_core_watch_set_reply(&core, planned(x, OP_WATCH), ZOK, "{}", 2);
+	now_us += 2001000;			/* recheck_ms */
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(planned(x, OP_CHILDREN) != 0,
+		  "its re-check reads the queue again: nothing tells it when the node of its edge goes");
+	doc = upgrade_over_shared(1, past, 2, &x);
 	CHECK(strstr(doc, "\nV 1 ") != NULL && strstr(doc, "\nP 2\n") != NULL && strstr(doc, "\nE ") == NULL,
 		  "the owner's upgrade likewise waits for its rider, and for no node of another cluster");
-	doc = upgrade_over_shared(2, right, 1);
+	doc = upgrade_over_shared(2, right, 1, &x);
 	CHECK(strstr(doc, "\nE tk/") != NULL && strstr(doc, granted) != NULL,
 		  "another cluster's reader granted right behind our node holds it up: an edge");
 }
