@@ -469,7 +469,6 @@ zc_gwait_fingerprint(const ZklTable *t, int64_t now, int timeout_ms)
 {
 	uint64_t	h = 1469598103934665603ULL;	/* FNV-1a */
 	int			i;
-	int			j;
 
 	for (i = 0; i < t->nused; i++)
 	{
@@ -480,8 +479,7 @@ zc_gwait_fingerprint(const ZklTable *t, int64_t now, int timeout_ms)
 		h = (h ^ (uint64_t) i) * 1099511628211ULL;
 		h = (h ^ s->req.attempt) * 1099511628211ULL;
 		h = (h ^ (uint64_t) s->zstate) * 1099511628211ULL;
-		for (j = 0; s->watch[j]; j++)
-			h = (h ^ (uint64_t) (unsigned char) s->watch[j]) * 1099511628211ULL;
+		h = (h ^ zc_table_name_tag(s->watch)) * 1099511628211ULL;
 		h = (h ^ zc_table_name_tag(zc_table_wait_edge(s))) * 1099511628211ULL;
 	}
 	return h;
