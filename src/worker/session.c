@@ -42,6 +42,7 @@ struct ZwSession
 	char	   *open_hosts;
 	TimestampTz next_failure_log;	/* failed connects: one LOG line per CONNECT_LOG_MS */
 	bool		session_ended;	/* expired or refused: open a new one */
+	bool		session_foreign;	/* and its id is another's now: let go, never close it */
 	bool		fresh_handle;	/* opened for a new session, not connected yet */
 	int64		next_open;		/* zkl_mono_now: a wall clock stepped back would delay it */
 	char		session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
@@ -119,8 +120,9 @@ confirm_done(int rc, const struct Stat *stat, const void *data)
 			ereport(LOG,
 					(errmsg("zk_lock: resumed ZooKeeper session 0x%llx is not ours any more: its presence node is gone; treating it as expired",
 							(unsigned long long) zkl_shared->t.session_id),
-					 errdetail("The session ended while the connection was down, and ZooKeeper gave its id to a new session.")));
+					 errdetail("The session ended while the connection was down, and ZooKeeper gave its id to a new session, which is left open for its owner.")));
 			zw_session->session_ended = true;
+			zw_session->session_foreign = true;
 			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 			zkl_shared->t.counters.expirations++;
 			LWLockRelease(zkl_shared->lock);
@@ -572,7 +574,12 @@ zw_session_tend(void)
 	{
 		zw_session->session_ended = false;
 		zw_session->events->lost();
-		zw_client_close(zw_client_handle());
+		/* closing a session whose id is another's now would end that one */
+		if (zw_session->session_foreign)
+			zw_client_abandon(zw_client_handle());
+		else
+			zw_client_close(zw_client_handle());
+		zw_session->session_foreign = false;
 		zw_client_set_handle(NULL);
 		/* refused authentication would otherwise be retried in a tight loop */
 		zw_session->next_open = zkl_mono_now() + (int64) ZKC_REOPEN_DELAY_MS * 1000;
@@ -599,12 +606,20 @@ zw_session_wait_ms(long wait_ms)
 	return wait_ms;
 }
 
-/* The worker stops: close the session for good. */
+/*
+ * The worker stops: close the session for good, unless it is not known to be
+ * ours yet (a resumed one whose presence node is not confirmed: its id may be
+ * another's now).  Then it is let go; if ours, it ends by its timeout, and
+ * the next start closes it (left_session.c).
+ */
 void
 zw_session_end(void)
 {
 	zw_session->events->lost();
-	zw_client_close(zw_client_handle());
+	if (zw_session->confirming)
+		zw_client_abandon(zw_client_handle());
+	else
+		zw_client_close(zw_client_handle());
 	zw_client_set_handle(NULL);
 	zw_left_forget();
 }

@@ -21,6 +21,7 @@
 #include "utils/memutils.h"
 
 #include "zk_client.h"
+#include "zk_drop.h"
 
 #define RESOLVE_DELAY_MS	30000
 /* bound on replies read in one wake-up, so the plan still runs often */
@@ -341,6 +342,12 @@ zw_client_close(zhandle_t *zh)
 {
 	if (zh != NULL)
 		zookeeper_close(zh);
+}
+
+void
+zw_client_abandon(zhandle_t *zh)
+{
+	zk_drop_handle(zh);
 }
 
 /*

@@ -70,6 +70,8 @@ extern void zw_client_create_persistent(const char *path);
 extern zhandle_t *zw_client_open(const char *hosts, int session_timeout_ms,
 						   const clientid_t *resume, watcher_fn watcher);
 extern void zw_client_close(zhandle_t *zh);
+/* the same without ending its session, which is another's (zk_drop.c) */
+extern void zw_client_abandon(zhandle_t *zh);
 extern int	zw_client_wait(zhandle_t *zh, long max_wait_ms);
 extern void zw_client_set_settle(void (*settle) (void));
 extern void zw_client_hold_sends(bool hold);

@@ -393,7 +393,8 @@ main(int argc, char **argv)
 		run_script(sc, nops, sc <= expiries);
 	}
 	cf_cleanup(scripts);
-	printf("conformance: %ld operations and event checks over %d scripts\n", cf_compared, scripts);
+	cf_check_sessions();
+	printf("conformance: %ld operations, event and session checks over %d scripts\n", cf_compared, scripts);
 	printf("%ld passed, %ld failed\n", cf_compared - cf_differ, cf_differ);
 	return cf_differ == 0 ? 0 : 1;
 }

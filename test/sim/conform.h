@@ -76,6 +76,9 @@ extern void cf_real_settle(void);
 extern void cf_real_open(int s, int timeout);
 extern void cf_cleanup(int scripts);
 
+/* conform_session.c: sessions, not operations (a late answer, a handle let go) */
+extern void cf_check_sessions(void);
+
 /* conform_model.c: the model, and comparing the two */
 extern void cf_model_settle(int s, uint64_t tag, Res *r);
 extern void cf_model_run(int s, ZkmReq *q, Res *r);

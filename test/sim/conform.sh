@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Build the conformance test (conform*.c: the model ZooKeeper, zkmodel*.c,
-# against a real server) and run it against the ZooKeeper at 127.0.0.1:PORT:
-# `conform.sh PORT [conform options]`.
+# and the worker's zk_drop.c, against a real server) and run it against the
+# ZooKeeper at 127.0.0.1:PORT: `conform.sh PORT [conform options]`.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 port=${1:?usage: conform.sh PORT [options]}
 shift
 out=${CONFORM_BIN:-$here/conform}
 cc -std=c99 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation \
-	-I"$here" -o "$out" "$here"/conform*.c "$here"/zkmodel*.c -lzookeeper_st
+	-I"$here" -I"$here/../../src/worker" -o "$out" "$here"/conform*.c "$here"/zkmodel*.c \
+	"$here/../../src/worker/zk_drop.c" -lzookeeper_st
 exec "$out" "127.0.0.1:$port" "$@"

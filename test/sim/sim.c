@@ -82,6 +82,7 @@ int64_t garbled_answers;	/* its ZMARSHALLINGERROR answers (a failure inside a se
 int64_t elections_held;	/* the model's elections */
 int64_t proposals_lost;	/* and the writes they lost */
 int64_t ids_reused;		/* sessions that took an ended session's id */
+int64_t late_answers;		/* new sessions whose answer was read after they ended */
 int64_t left_alone;		/* a crash's left session whose id another session had */
 int64_t held_deleted[2];	/* held nodes deleted from outside: not listed, listed since */
 int64_t ids_reissued;	/* reconnects that came back to another session of the id */
@@ -518,6 +519,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 		proposals_lost += lost;
 		ids_reused += zkm_reused_ids(sim->m);
 		ids_reissued += zkm_reissued(sim->m);
+		late_answers += zkm_late_answers(sim->m);
 		for (i = 0; i < sim->ngone_held; i++)
 			held_deleted[sim->gone_held[i].listed_at != 0]++;
 	}
@@ -612,8 +614,9 @@ sim_print_stats(void)
 	printf("%" PRId64 " sessions took an ended session's id; %" PRId64
 		   " crash-restarts left such an id alone\n", ids_reused, left_alone);
 	printf("%" PRId64 " reconnects came back to another session of their id; %" PRId64
-		   " resumed sessions found without their presence node, taken as expired\n",
-		   ids_reissued, resumes_refused);
+		   " resumed sessions found without their presence node, taken as expired; %" PRId64
+		   " new sessions' answers read after they ended\n",
+		   ids_reissued, resumes_refused, late_answers);
 	printf("%" PRId64 " held or lingering nodes deleted from outside; %" PRId64 " of them listed "
 		   "without them by a request of their cluster's, none then held past the bound\n",
 		   held_deleted[0] + held_deleted[1], held_deleted[1]);

@@ -178,7 +178,10 @@ simh_open(int timeout_ms, int64_t resume, void (*watcher) (void))
 		trace("c%d opens a session", cur_cl->id);
 	}
 	if (client >= 0)
+	{
 		client_watchers[client] = watcher;
+		zkm_set_owner(S->m, client, cur_cl->id + 1);
+	}
 	return client;
 }
 
@@ -187,8 +190,28 @@ void
 simh_close(int client)
 {
 	Cluster    *c = cur_cl;
+	int64_t		foreign = zkm_foreign_closes(S->m);
+	int64_t		id = zkm_session(S->m, client);
 
 	zkm_close(S->m, client);
+	/* a session whose id another was given is that one's: closing it ends another's locks */
+	if (zkm_foreign_closes(S->m) > foreign)
+		fail("c%d closed a session it did not open (%" PRIx64 "): another's, given the id again",
+			 c->id, id);
+	if (client == c->client)
+	{
+		c->client = -1;
+		drop_outs(c, false);
+	}
+}
+
+/* zk_drop_handle: the connection ends, the session goes on for whoever has it */
+void
+simh_abandon(int client)
+{
+	Cluster    *c = cur_cl;
+
+	zkm_abandon(S->m, client);
 	if (client == c->client)
 	{
 		c->client = -1;

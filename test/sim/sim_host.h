@@ -91,6 +91,7 @@ extern bool zkl_test_orphan;	/* settings.h: before each lock node, one no reques
 /* a handle of the client library: open (-1: none) and close, and the session watcher it was given */
 extern int	simh_open(int timeout_ms, int64_t resume, void (*watcher) (void));
 extern void simh_close(int client);
+extern void simh_abandon(int client);	/* let go of it, its session not ended */
 extern int	simh_wait(int client, long max_wait_ms);	/* zw_client_wait on a handle of its own */
 extern void simh_set_client(int client);
 extern int	simh_client(void);

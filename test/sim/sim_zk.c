@@ -127,6 +127,13 @@ zw_client_close(zhandle_t *zh)
 		simh_close(as_client(zh));
 }
 
+void
+zw_client_abandon(zhandle_t *zh)
+{
+	if (zh != NULL)
+		simh_abandon(as_client(zh));
+}
+
 int
 zw_client_wait(zhandle_t *zh, long max_wait_ms)
 {

@@ -164,6 +164,10 @@ extern int64_t zkm_reused_ids(const Zkm *m);	/* sessions that took an ended one'
 extern void zkm_set_reissue(Zkm *m, int percent);
 extern int64_t zkm_reissued(const Zkm *m);	/* reconnects that came back to another session */
 extern void zkm_abandon(Zkm *m, int client);	/* the handle's process dies: the session lives on */
+/* who opened a handle's session (a tag > 0), so that closing someone else's is counted */
+extern void zkm_set_owner(Zkm *m, int client, int owner);
+extern int64_t zkm_foreign_closes(const Zkm *m);	/* closes of a session another opened */
+extern int64_t zkm_late_answers(const Zkm *m);	/* new sessions told their id after they ended */
 extern int64_t zkm_session(const Zkm *m, int client);
 extern int	zkm_timeout(const Zkm *m, int client);
 extern bool zkm_connected(const Zkm *m, int client);

@@ -120,10 +120,18 @@ zkm_step_reconnect(Zkm *m, int client)
 	 * A session whose creation an election lost never existed: the server
 	 * tells a client its id only once the createSession is committed, so the
 	 * client still has none and asks for a new session, never by an id that
-	 * may be another's by now.
+	 * may be another's by now.  So does a client whose new session ended
+	 * before it read the server's answer (it was paused), when the library's
+	 * own receive timeout, checked before it reads, drops that connection
+	 * unread (or it reads the answer first: below).
 	 */
+	if (!m->sessions[c->sess].alive && !c->told && zki_rnd(m) % 2 == 0)
+		m->sessions[c->sess].never = true;
 	if (m->sessions[c->sess].never)
+	{
 		c->sess = zki_add_session(m, zki_new_session_id(m, NULL, 0), m->sessions[c->sess].timeout);
+		m->sessions[c->sess].owner = c->owner;
+	}
 	/* a new session is a proposal of the leader's: the client is connected once it is committed */
 	if (m->sessions[c->sess].created == 0 && m->sessions[c->sess].alive)
 	{
@@ -148,6 +156,25 @@ zkm_step_reconnect(Zkm *m, int client)
 	c->behind_next = false;
 	state = zki_new_msg(ZKM_STATE);
 	state->local = true;
+	if (!m->sessions[c->sess].alive && !c->told)
+	{
+		ZkmMsg	   *closed = zki_new_msg(ZKM_STATE);
+
+		/*
+		 * Or the client reads that answer, its id with it, and then the
+		 * connection the server closed at the expiry.  It resumes by that
+		 * id next, as ZooKeeper's C library does, and may find the id
+		 * another's by then.
+		 */
+		c->told = true;
+		m->late_answers++;
+		state->type = ZKM_ST_CONNECTED;
+		zki_push(c, state);
+		closed->type = ZKM_ST_CONNECTING;
+		closed->local = true;
+		zki_push(c, closed);
+		return true;
+	}
 	if (!m->sessions[c->sess].alive)
 	{
 		int			si = zki_resume_by_id(m, c->sess);
@@ -165,6 +192,7 @@ zkm_step_reconnect(Zkm *m, int client)
 		return true;
 	}
 	c->state = CS_CONNECTED;
+	c->told = true;
 	c->server = s;
 	c->gen = ++m->gens;	/* unique across handles: a reused client slot must not match old routes */
 	m->sessions[c->sess].last_heard = m->now;

@@ -110,6 +110,7 @@ typedef struct Session
 	bool		closed;			/* a client's close request ended it (not an expiry) */
 	int			created;		/* log entries up to its createSession (0: not proposed yet) */
 	bool		never;			/* its createSession was lost in an election: no client ever learned its id */
+	int			owner;			/* the simulator's tag of who opened it (0: none given; -1: a stranger) */
 } Session;
 
 typedef enum CState
@@ -141,6 +142,8 @@ typedef struct Client
 	bool		lose_write_reply;	/* the next write's reply is lost: the connection drops */
 	bool		behind_next;	/* after that: reconnect to the server furthest behind */
 	bool		garble_next;	/* the next request sent fails inside its server */
+	bool		told;			/* it knows its session's id (resumed, or connected once) */
+	int			owner;			/* the simulator's tag of the handle's owner */
 } Client;
 
 /* An ACL an operator set on a node that refuses our clients every permission, for a while. */
@@ -172,6 +175,8 @@ struct Zkm
 	int64_t		reused;			/* sessions that did */
 	int			reissue_pct;	/* of reconnects to an expired session that find its id reissued */
 	int64_t		reissued;		/* reconnects that came back to another session of the id */
+	int64_t		late_answers;	/* new sessions whose answer was read after they ended */
+	int64_t		foreign_closes; /* close requests of a handle for a session another opened */
 	Client		clients[ZKM_CLIENTS];
 	Refusal		refusals[ZKM_REFUSALS];
 	/*

@@ -157,7 +157,9 @@ zki_resume_by_id(Zkm *m, int si)
 	m->reissued++;
 	if (m->logf)
 		m->logf("model: an expired session's id was handed out again; the client reconnecting to it gets the new session");
-	return zki_add_session(m, id, m->sessions[si].timeout);
+	i = zki_add_session(m, id, m->sessions[si].timeout);
+	m->sessions[i].owner = -1;	/* a stranger's */
+	return i;
 }
 
 int
@@ -207,7 +209,28 @@ zkm_resume(Zkm *m, int64_t session)
 	m->clients[i].state = CS_CONNECTING;
 	m->clients[i].gen = ++m->gens;
 	m->clients[i].sess = si;
+	m->clients[i].told = true;
 	return i;
+}
+
+void
+zkm_set_owner(Zkm *m, int client, int owner)
+{
+	m->clients[client].owner = owner;
+	if (m->sessions[m->clients[client].sess].owner == 0)
+		m->sessions[m->clients[client].sess].owner = owner;
+}
+
+int64_t
+zkm_foreign_closes(const Zkm *m)
+{
+	return m->foreign_closes;
+}
+
+int64_t
+zkm_late_answers(const Zkm *m)
+{
+	return m->late_answers;
 }
 
 void
@@ -256,6 +279,8 @@ zkm_close(Zkm *m, int client)
 	if (c->state == CS_CONNECTED && !m->servers[c->server].cut &&
 		m->sessions[c->sess].alive)
 	{
+		if (m->sessions[c->sess].owner != c->owner)
+			m->foreign_closes++;
 		expire(m, c->sess);
 		m->sessions[c->sess].closed = true;
 	}

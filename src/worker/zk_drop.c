@@ -1,0 +1,33 @@
+/*
+ * zk_drop.c — let go of a ZooKeeper handle without ending its session.
+ *
+ * ZooKeeper may give a session's id again after a member's host restarts
+ * (the id comes from the member's id and clock), and the password comes from
+ * the id: a handle resuming our ended session can find itself in another
+ * client's (session.c).  zookeeper_close() would then send the close request
+ * that ends that client's session and every lock it holds.  The library
+ * sends that request only on a connection it thinks up, so the connection is
+ * shut first: the request fails to leave, the server sees a connection lost,
+ * and the session goes on for its owner.
+ *
+ * No PostgreSQL in this file: the conformance test runs it against a real
+ * server (test/sim/conform_real.c).
+ */
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "zk_drop.h"
+
+void
+zk_drop_handle(zhandle_t *zh)
+{
+	int			fd = -1;
+	int			interest = 0;
+	struct timeval tv = {0, 0};
+
+	if (zh == NULL)
+		return;
+	if (zookeeper_interest(zh, &fd, &interest, &tv) == ZOK && fd >= 0)
+		(void) shutdown(fd, SHUT_RDWR);
+	(void) zookeeper_close(zh);
+}
