@@ -12,9 +12,12 @@
  * clusters grant its locks without a lock-delay.  The tombstone names the
  * session's nonce, kept in the file too: ZooKeeper may hand the id out
  * again, and it speaks for that incarnation only.  ZooKeeper derives a
- * session's password from its id, so reattaching would take over another
- * cluster's session that got the id again: the sessions' list showing the
- * id with another nonce, the worker leaves the id alone.
+ * session's password from its id, so reattaching takes whatever session has
+ * the id by then, maybe another cluster's that got the id again: the worker
+ * closes the reattached handle only once a look on its own session, made
+ * while that handle holds the session, finds the incarnation's presence
+ * node (which went with the session if it ended); otherwise it lets the
+ * handle go without closing it (zk_drop.c).
  *
  * The file is stamped with the postmaster that wrote it (its pid and start
  * time, which a crash-restart keeps and no other server shares).  A copy of
@@ -40,6 +43,7 @@
 #include "zk_client.h"
 #include "left_session.h"
 #include "presence.h"
+#include "resume.h"
 
 #define SESSION_FILE		"pg_zk_lock.session"
 #define SESSION_FILE_MAGIC	0x5a4b4c33	/* "ZKL3": with the nonce */
@@ -64,6 +68,10 @@ struct ZwLeft
 	uint64		left_nonce;
 	bool		left_pending;
 	int			left_state;		/* ZOO_*_STATE seen by left_session_watcher */
+	zhandle_t  *attached;		/* reattached to it, until the look's answer */
+	int64		look_by;		/* zkl_mono_now: no answer by then counts as none */
+	ZklConfirm	look;			/* the answer (ZKL_CONFIRM_WAIT: none yet) */
+	uintptr_t	look_gen;		/* tells its answer from an older look's */
 };
 
 static ZwLeft own;
@@ -146,9 +154,41 @@ left_session_watcher(zhandle_t *h, int type, int state, const char *path, void *
 		zw_left->left_state = state;
 }
 
-/* Reattach to the left-over session just to close it: its nodes go at once. */
+/* The look at the incarnation's presence node, on our own session (presence.c). */
 static void
-close_left_session(void)
+left_looked(int rc, const struct Stat *stat, const void *data)
+{
+	if ((uintptr_t) data != zw_left->look_gen || zw_left->attached == NULL)
+		return;					/* an older look's */
+	zw_left->look = zc_resume_confirmed(rc, rc == ZOK ? stat->ephemeralOwner : 0,
+										zw_left->left.client_id);
+	if (zw_left->look == ZKL_CONFIRM_WAIT)
+		zw_left->look = ZKL_CONFIRM_AGAIN;	/* our own session ended: no answer */
+}
+
+static void
+send_look(void)
+{
+	zw_left->look = ZKL_CONFIRM_WAIT;
+	if (zw_presence_look_left(zw_left->left.client_id, zw_left->left_nonce, left_looked,
+							  (const void *) ++zw_left->look_gen) != ZOK)
+		zw_left->look = ZKL_CONFIRM_AGAIN;
+}
+
+static void
+left_done(void)
+{
+	zw_left->attached = NULL;
+	explicit_bzero(&zw_left->left, sizeof(zw_left->left));
+}
+
+/*
+ * Reattach to the left-over session to close it, so that its nodes go at
+ * once; the close waits for the look (left_finish), as the id may be
+ * another session's by now.
+ */
+static void
+attach_left_session(void)
 {
 	zhandle_t  *h;
 	int64		deadline;		/* zkl_mono_now */
@@ -171,17 +211,62 @@ close_left_session(void)
 		zw_client_wait(h, ms);
 		CHECK_FOR_INTERRUPTS();	/* barriers (DROP DATABASE) wait for us */
 	}
-	zw_client_close(h);
 	if (zw_left->left_state == ZOO_CONNECTED_STATE)
-		ereport(LOG, (errmsg("zk_lock: closed session 0x%llx left over from before a restart",
-							 (unsigned long long) zw_left->left.client_id)));
-	else if (zw_left->left_state == ZOO_EXPIRED_SESSION_STATE)
+	{
+		/* held by this handle, the session it reached cannot end or change meanwhile */
+		zw_left->attached = h;
+		zw_left->look_by = zkl_mono_now() + (int64) zkl_connect_timeout * 1000;
+		send_look();
+		return;
+	}
+	/* not connected: the library sends no close request */
+	zw_client_close(h);
+	if (zw_left->left_state == ZOO_EXPIRED_SESSION_STATE)
 		ereport(LOG, (errmsg("zk_lock: session 0x%llx left over from before a restart had expired",
 							 (unsigned long long) zw_left->left.client_id)));
 	else
 		ereport(LOG, (errmsg("zk_lock: could not reach ZooKeeper to close session 0x%llx left over from before a restart; it ends by timeout",
 							 (unsigned long long) zw_left->left.client_id)));
-	explicit_bzero(&zw_left->left, sizeof(zw_left->left));
+	left_done();
+}
+
+/* The look's answer: close the reattached session if it is the left-over one, else let it go. */
+static void
+left_finish(void)
+{
+	if (zkl_mono_now() < zw_left->look_by)
+	{
+		/* no answer (our connection was lost, say): asked again once connected */
+		if (zw_left->look == ZKL_CONFIRM_AGAIN && zw_client_connected())
+			send_look();
+		if (zw_left->look == ZKL_CONFIRM_WAIT || zw_left->look == ZKL_CONFIRM_AGAIN)
+			return;
+	}
+	if (zw_left->look == ZKL_CONFIRM_OURS)
+	{
+		zw_client_close(zw_left->attached);
+		ereport(LOG, (errmsg("zk_lock: closed session 0x%llx left over from before a restart",
+							 (unsigned long long) zw_left->left.client_id)));
+	}
+	else
+	{
+		zw_client_abandon(zw_left->attached);
+		ereport(LOG, (errmsg("zk_lock: not closing session 0x%llx left over from before a restart: %s",
+							 (unsigned long long) zw_left->left.client_id,
+							 zw_left->look == ZKL_CONFIRM_ENDED ?
+							 "it ended, and its id is another session's now" :
+							 "no answer to whether it is still ours; it ends by timeout")));
+	}
+	left_done();
+}
+
+/* The worker exits: a reattached session still being looked at is let go, as the exit would. */
+void
+zw_left_end(void)
+{
+	if (zw_left->attached != NULL)
+		zw_client_abandon(zw_left->attached);
+	left_done();
 }
 
 /*
@@ -191,6 +276,8 @@ close_left_session(void)
 void
 zw_left_tend(void)
 {
+	if (zw_left->attached != NULL)
+		left_finish();
 	if (!zw_left->left_pending || !zw_presence_listed())
 		return;
 	/*
@@ -218,7 +305,7 @@ zw_left_tend(void)
 		case ZKL_MARK_DONE:
 			break;
 	}
-	close_left_session();
+	attach_left_session();
 }
 
 /*

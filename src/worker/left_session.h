@@ -19,5 +19,6 @@ extern void zw_left_save(const clientid_t *id, uint64 nonce);
 extern void zw_left_begin(void);
 extern void zw_left_tend(void);
 extern void zw_left_forget(void);
+extern void zw_left_end(void);
 
 #endif

@@ -309,32 +309,49 @@ zw_presence_reconnected(void)
  * could still show the node of a session the leader has closed.  exists
  * reads no ACL, so an identity changed since it was made does not matter.
  * Under the root it was made under (this process's presence), else the
- * current one (a restarted worker's).  One look at a time (session.c).
+ * current one (a restarted worker's).  One look of each kind at a time.
  */
 
 static void
-confirm_synced(int rc, const char *value, const void *data)
+look_synced(int rc, const char *value, const void *data)
 {
+	const ZwPresenceLook *l = (const ZwPresenceLook *) data;
+
 	if (rc == ZOK)
-		rc = zw_client_exists(zw_presence->confirm.path, zw_presence->confirm.done,
-							  zw_presence->confirm.ctx);
+		rc = zw_client_exists(l->path, l->done, l->ctx);
 	if (rc != ZOK)
-		zw_presence->confirm.done(rc, NULL, zw_presence->confirm.ctx);
+		l->done(rc, NULL, l->ctx);
 }
 
-int
-zw_presence_confirm(int64 session, uint64 nonce, stat_completion_t done, const void *ctx)
+static int
+look(ZwPresenceLook *l, int64 session, uint64 nonce, stat_completion_t done, const void *ctx)
 {
 	ZklSessionName self = {session, nonce, ZKL_NAME_PRESENCE};
 	char		leaf[ZLD_NAME_LEN];
 
 	zc_delay_format_name(leaf, sizeof(leaf), &self);
-	snprintf(zw_presence->confirm.path, sizeof(zw_presence->confirm.path), "%s/" SESSIONS_DIR "/%s",
+	snprintf(l->path, sizeof(l->path), "%s/" SESSIONS_DIR "/%s",
 			 zw_presence->for_root[0] != '\0' ? zw_presence->for_root :
 			 zkl_shared->t.roots[zkl_shared->t.cur_root], leaf);
-	zw_presence->confirm.done = done;
-	zw_presence->confirm.ctx = ctx;
-	return zw_client_sync(zw_presence->confirm.path, confirm_synced, NULL);
+	l->done = done;
+	l->ctx = ctx;
+	return zw_client_sync(l->path, look_synced, l);
+}
+
+int
+zw_presence_confirm(int64 session, uint64 nonce, stat_completion_t done, const void *ctx)
+{
+	return look(&zw_presence->confirm, session, nonce, done, ctx);
+}
+
+/*
+ * The same look at a crash's left-over session (left_session.c), on our own
+ * session, while a handle of its own holds the one that has the id now.
+ */
+int
+zw_presence_look_left(int64 session, uint64 nonce, stat_completion_t done, const void *ctx)
+{
+	return look(&zw_presence->left, session, nonce, done, ctx);
 }
 
 /* This session's presence node exists and the sessions were listed. */

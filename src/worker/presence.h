@@ -15,6 +15,14 @@ typedef enum ZklMarkState
 	ZKL_MARK_FAILED
 } ZklMarkState;
 
+/* A look at one incarnation's presence node, behind a sync: one at a time each. */
+typedef struct ZwPresenceLook
+{
+	char		path[ZKL_PATH_LEN];
+	stat_completion_t done;
+	const void *ctx;
+} ZwPresenceLook;
+
 /*
  * presence.c's process memory: the worker has one copy, the simulator one
  * per simulated cluster (it points zw_presence at each).
@@ -28,12 +36,8 @@ typedef struct ZwPresence
 	uintptr_t	mark_gen;		/* tells its reply from an older one's */
 	int			sweep_logged;
 	ZldPresence pres;			/* the list's state (lock_delay.c) */
-	struct
-	{
-		char		path[ZKL_PATH_LEN];
-		stat_completion_t done;
-		const void *ctx;
-	}			confirm;		/* a resumed session's look (zw_presence_confirm) */
+	ZwPresenceLook confirm;		/* a resumed session's (zw_presence_confirm) */
+	ZwPresenceLook left;		/* a crash's left-over session's (zw_presence_look_left) */
 } ZwPresence;
 
 extern ZwPresence *zw_presence;
@@ -44,6 +48,7 @@ extern void zw_presence_tend(void);
 extern void zw_presence_reset(void);
 extern void zw_presence_reconnected(void);
 extern int	zw_presence_confirm(int64 session, uint64 nonce, stat_completion_t done, const void *ctx);
+extern int	zw_presence_look_left(int64 session, uint64 nonce, stat_completion_t done, const void *ctx);
 extern bool zw_presence_listed(void);
 extern ZklMarkState zw_presence_mark_dead(int64 session, uint64 nonce);
 extern bool zw_presence_incarnation_listed(int64 session, uint64 nonce);

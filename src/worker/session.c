@@ -42,7 +42,7 @@ struct ZwSession
 	char	   *open_hosts;
 	TimestampTz next_failure_log;	/* failed connects: one LOG line per CONNECT_LOG_MS */
 	bool		session_ended;	/* expired or refused: open a new one */
-	bool		session_foreign;	/* and its id is another's now: let go, never close it */
+	bool		session_ours;	/* the handle's session is known ours: new, or confirmed */
 	bool		fresh_handle;	/* opened for a new session, not connected yet */
 	int64		next_open;		/* zkl_mono_now: a wall clock stepped back would delay it */
 	char		session_cred[ZKL_ERRMSG_LEN];	/* identity last added to the session */
@@ -109,6 +109,7 @@ confirm_done(int rc, const struct Stat *stat, const void *data)
 	{
 		case ZKL_CONFIRM_OURS:
 			zw_session->confirming = false;
+			zw_session->session_ours = true;
 			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 			zkl_shared->t.conn_state = ZKC_CONNECTED;
 			zkl_shared->state_since = GetCurrentTimestamp();
@@ -122,7 +123,6 @@ confirm_done(int rc, const struct Stat *stat, const void *data)
 							(unsigned long long) zkl_shared->t.session_id),
 					 errdetail("The session ended while the connection was down, and ZooKeeper gave its id to a new session, which is left open for its owner.")));
 			zw_session->session_ended = true;
-			zw_session->session_foreign = true;
 			LWLockAcquire(zkl_shared->lock, LW_EXCLUSIVE);
 			zkl_shared->t.counters.expirations++;
 			LWLockRelease(zkl_shared->lock);
@@ -170,6 +170,7 @@ session_watcher(zhandle_t *h, int type, int state, const char *path, void *ctx)
 		zkl_shared->t.counters.reconnects++;
 		zkl_shared->conn_error[0] = '\0';
 		zw_session->confirming = what == ZKL_CONN_CONFIRM;
+		zw_session->session_ours = what == ZKL_CONN_NEW;
 		zw_session->confirm_gen++;
 		if (!zw_session->confirming)
 		{
@@ -430,6 +431,7 @@ open_session(void)
 
 	zw_session->fresh_handle = !have_resume;
 	zw_session->confirming = false;
+	zw_session->session_ours = false;
 	zw_client_set_handle(zw_client_open(zkl_hosts, zkl_session_timeout, have_resume ? &resume : NULL,
 				  session_watcher));
 	if (zw_client_handle() == NULL)
@@ -558,6 +560,24 @@ zw_session_begin(const ZklSessionEvents *ev)
 		zw_left_begin();
 }
 
+/*
+ * Close the handle, and its session with it, only if that session is known
+ * ours: a new one, or a resumed one whose presence node was seen.  Else the
+ * id may be another's by now (ZooKeeper gives an id again, and a resumed
+ * handle takes whatever session has it), and closing would end that one:
+ * the handle is let go (zk_drop.c).  If the session was ours after all, it
+ * ends by its timeout, and other clusters wait that long for its nodes.
+ */
+static void
+end_handle(void)
+{
+	if (zw_session->session_ours)
+		zw_client_close(zw_client_handle());
+	else
+		zw_client_abandon(zw_client_handle());
+	zw_session->session_ours = false;
+}
+
 /* Each loop turn: a reload, a session that ended, a session to open. */
 void
 zw_session_tend(void)
@@ -574,12 +594,7 @@ zw_session_tend(void)
 	{
 		zw_session->session_ended = false;
 		zw_session->events->lost();
-		/* closing a session whose id is another's now would end that one */
-		if (zw_session->session_foreign)
-			zw_client_abandon(zw_client_handle());
-		else
-			zw_client_close(zw_client_handle());
-		zw_session->session_foreign = false;
+		end_handle();
 		zw_client_set_handle(NULL);
 		/* refused authentication would otherwise be retried in a tight loop */
 		zw_session->next_open = zkl_mono_now() + (int64) ZKC_REOPEN_DELAY_MS * 1000;
@@ -606,20 +621,13 @@ zw_session_wait_ms(long wait_ms)
 	return wait_ms;
 }
 
-/*
- * The worker stops: close the session for good, unless it is not known to be
- * ours yet (a resumed one whose presence node is not confirmed: its id may be
- * another's now).  Then it is let go; if ours, it ends by its timeout, and
- * the next start closes it (left_session.c).
- */
+/* The worker stops: close the session for good (end_handle). */
 void
 zw_session_end(void)
 {
 	zw_session->events->lost();
-	if (zw_session->confirming)
-		zw_client_abandon(zw_client_handle());
-	else
-		zw_client_close(zw_client_handle());
+	end_handle();
 	zw_client_set_handle(NULL);
 	zw_left_forget();
+	zw_left_end();
 }

@@ -27,7 +27,17 @@ zk_drop_handle(zhandle_t *zh)
 
 	if (zh == NULL)
 		return;
-	if (zookeeper_interest(zh, &fd, &interest, &tv) == ZOK && fd >= 0)
-		(void) shutdown(fd, SHUT_RDWR);
+	/*
+	 * The socket comes from zookeeper_interest, which with a connection up
+	 * only reports it (and may queue a ping); told not to resolve names, it
+	 * cannot fail on a DNS outage before it does.  Without a connection the
+	 * library sends no close request, and must not be asked to connect.
+	 */
+	if (zoo_state(zh) == ZOO_CONNECTED_STATE || zoo_state(zh) == ZOO_READONLY_STATE)
+	{
+		(void) zoo_set_servers_resolution_delay(zh, -1);
+		if (zookeeper_interest(zh, &fd, &interest, &tv) == ZOK && fd >= 0)
+			(void) shutdown(fd, SHUT_RDWR);
+	}
 	(void) zookeeper_close(zh);
 }

@@ -446,6 +446,8 @@ run_seed(uint64_t seed, int64_t max_steps)
 	/* and, in one seed of four, an expired session's id given out before its client is back */
 	zkm_set_reissue(sim->m, getenv("SIM_REISSUE") ? atoi(getenv("SIM_REISSUE")) :
 					seed % 4 == 2 ? 50 : 0);
+	/* where its id may then go to a stranger: a left-over session ends just before its close */
+	sim->aim_left_end = seed % 4 == 2;
 	draw_world(sim);
 	/* presence nodes deleted from outside in one seed of five (by its number: other seeds draw as before) */
 	sim->fault_weight[F_DELETE_PRESENCE] = seed % 5 == 4 ? 8 : 0;

@@ -169,6 +169,15 @@ simh_open(int timeout_ms, int64_t resume, void (*watcher) (void))
 
 	if (resume != 0)
 	{
+		/*
+		 * A crash's left-over session (an id not the cluster's own) may end
+		 * between the list that showed it and this reattach to close it:
+		 * the id may then be another's (left_session.c must look first).
+		 */
+		if (resume != cur_cl->t->session_id && S->aim_left_end && chance(50) &&
+			zkm_end_session(S->m, resume, true))
+			trace("fault (aimed): left-over session %" PRIx64 " ends at the leader, and a stranger's "
+				  "takes its id, just before c%d reattaches to close it", resume, cur_cl->id);
 		client = zkm_resume(S->m, resume);
 		trace("c%d resumes session %" PRIx64 "%s", cur_cl->id, resume, client < 0 ? ": none" : "");
 	}
@@ -460,7 +469,10 @@ simh_send(const ZkmReq *req, const SimCall *call)
 	 * takes nothing by itself (take_here.c) and waits for the next plan.
 	 */
 	if (cur_cl->t->cohort.sending && S->linger_ms > 0 && chance(15) && backend_begins_now(cur_cl))
+	{
 		began_sending++;
+		cur_cl->began_in_send = true;
+	}
 	if (S->verbose && (r.kind == ZKM_CREATE || r.kind == ZKM_DELETE || r.kind == ZKM_MULTI_OP))
 		trace("c%d sends %d %s%s", cur_cl->id, r.kind, r.kind == ZKM_MULTI_OP ? r.sub[0].path : r.path,
 			  r.nsub > 1 ? " ..." : "");
@@ -509,6 +521,12 @@ env_may_be_orphan(void *arg, const char *name)
 void
 worker_memory(Cluster *c)
 {
+	/* the old process's connections close with it: no close request sent */
+	if (c->left != NULL)
+	{
+		enter(c);
+		zw_left_end();
+	}
 	if (c->proc != NULL)
 		simpg_proc_end(c->proc);
 	c->proc = simpg_proc_new();

@@ -201,10 +201,13 @@ plan_turn(Cluster *c)
 		fail("c%d planned ops without a session", c->id);
 	/*
 	 * A backend may claim once the sends are over and before the next
-	 * plan: it meets what a claim made during the sends left unplanned.
+	 * plan: it meets what a claim made during the sends left unplanned
+	 * (always after such a claim: two requests of a key then wait for one
+	 * plan, the later one maybe first in the table).
 	 */
-	if (S->linger_ms > 0 && chance(30))
+	if (S->linger_ms > 0 && (c->began_in_send || chance(30)))
 		backend_begins_now(c);
+	c->began_in_send = false;
 	/*
 	 * A node starts to linger: the worker is then busy for one to two
 	 * lingers, and the cluster's backends that begin a transaction

@@ -240,6 +240,7 @@ typedef struct Cluster
 	int64_t		paused_until;
 	int64_t		busy_until;		/* model time: the worker sees its latch only then */
 	bool		in_turn;		/* the worker plans and sends: a wake waits for its next turn */
+	bool		began_in_send;	/* a backend claimed during this turn's sends */
 	uint64_t	linger_seen[NSLOTS];	/* attempt of a slot seen lingering */
 	int			burst_key;		/* while busy: transactions begun are writers of it */
 	char		burst_mode;		/* in the lingering node's mode (readers for a reader's) */
@@ -405,6 +406,7 @@ typedef struct Sim
 	int			fl_count;
 	/* a session of a reused id killed beside its id's old tombstone (reused_tend) */
 	bool		aim_reused;
+	bool		aim_left_end;	/* a crash's left-over session ends just before its reattach */
 	int64_t		reused_at;		/* model time: the next look */
 	int64_t		reused_killed[3];	/* the sessions so ended */
 	/* zk_lock.test_orphan turned on a while in one cluster (orphans_tend), in one seed of seven */

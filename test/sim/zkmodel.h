@@ -177,6 +177,8 @@ extern ZkmMsg *zkm_pop(Zkm *m, int client);	/* next message for the client, or N
 extern void zkm_msg_free(ZkmMsg *msg);
 extern void zkm_set_paused(Zkm *m, int client, bool paused);	/* no pings while paused */
 extern void zkm_kill(Zkm *m, int client);	/* the session ends at the leader */
+/* the live session of that id ends at the leader (give_again: a stranger's new one takes the id) */
+extern bool zkm_end_session(Zkm *m, int64_t session, bool give_again);
 extern void zkm_lose_write_reply(Zkm *m, int client);
 extern void zkm_silence(Zkm *m, int client);	/* the link drops every packet until the library gives up */	/* the next write is applied, its reply lost */
 extern void zkm_admin_delete(Zkm *m, const char *path);	/* someone else deletes a node */

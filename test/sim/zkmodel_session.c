@@ -342,6 +342,30 @@ zkm_kill(Zkm *m, int client)
 		expire(m, m->clients[client].sess);
 }
 
+bool
+zkm_end_session(Zkm *m, int64_t session, bool give_again)
+{
+	int			i;
+
+	for (i = 0; i < m->nsessions; i++)
+		if (m->sessions[i].id == session && m->sessions[i].alive)
+		{
+			int			timeout = m->sessions[i].timeout;
+
+			expire(m, i);
+			if (give_again)
+			{
+				/* a stranger's new session of the id (a member's host restarted), idle */
+				i = zki_add_session(m, session, timeout);
+				m->sessions[i].owner = -1;
+				m->sessions[i].created = m->committed > 0 ? m->committed : 1;	/* made a while ago */
+				m->reissued++;
+			}
+			return true;
+		}
+	return false;
+}
+
 void
 zkm_set_paused(Zkm *m, int client, bool paused)
 {
