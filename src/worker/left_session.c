@@ -70,7 +70,9 @@ struct ZwLeft
 	int			left_state;		/* ZOO_*_STATE seen by left_session_watcher */
 	zhandle_t  *attached;		/* reattached to it, until the look's answer */
 	int64		look_by;		/* zkl_mono_now: no answer by then counts as none */
-	ZklConfirm	look;			/* the answer (ZKL_CONFIRM_WAIT: none yet) */
+	bool		looked_ours;	/* the look found its presence node: close it */
+	bool		look_answered;	/* the look found it there, or not */
+	bool		look_again;		/* the look got no answer: ask again once connected */
 	uintptr_t	look_gen;		/* tells its answer from an older look's */
 };
 
@@ -154,31 +156,73 @@ left_session_watcher(zhandle_t *h, int type, int state, const char *path, void *
 		zw_left->left_state = state;
 }
 
-/* The look at the incarnation's presence node, on our own session (presence.c). */
+/*
+ * The look at the incarnation's presence node, on our own session
+ * (presence.c).  Only an answer that the node is there, owned by the id,
+ * sets looked_ours: every other state of this memory, a fresh one's
+ * included, lets the handle go.
+ */
 static void
 left_looked(int rc, const struct Stat *stat, const void *data)
 {
 	if ((uintptr_t) data != zw_left->look_gen || zw_left->attached == NULL)
 		return;					/* an older look's */
-	zw_left->look = zc_resume_confirmed(rc, rc == ZOK ? stat->ephemeralOwner : 0,
-										zw_left->left.client_id);
-	if (zw_left->look == ZKL_CONFIRM_WAIT)
-		zw_left->look = ZKL_CONFIRM_AGAIN;	/* our own session ended: no answer */
+	switch (zc_resume_confirmed(rc, rc == ZOK ? stat->ephemeralOwner : 0, zw_left->left.client_id))
+	{
+		case ZKL_CONFIRM_OURS:
+			zw_left->looked_ours = true;
+			zw_left->look_answered = true;
+			break;
+		case ZKL_CONFIRM_ENDED:
+			zw_left->look_answered = true;
+			break;
+		default:
+			zw_left->look_again = true;	/* no answer: asked again once connected */
+			break;
+	}
 }
 
 static void
 send_look(void)
 {
-	zw_left->look = ZKL_CONFIRM_WAIT;
+	zw_left->look_again = false;
 	if (zw_presence_look_left(zw_left->left.client_id, zw_left->left_nonce, left_looked,
 							  (const void *) ++zw_left->look_gen) != ZOK)
-		zw_left->look = ZKL_CONFIRM_AGAIN;
+		zw_left->look_again = true;
 }
 
+/*
+ * Close the reattached handle if the look found the left-over incarnation's
+ * presence node, else let it go (zk_drop.c).  The look's sync went out after
+ * the reattach: a node there, owned by the id, means the id was not given
+ * to another session meanwhile, and had the session ended since, the server
+ * would have shut this connection, so the close would go nowhere.
+ */
 static void
-left_done(void)
+left_let_go(void)
 {
+	unsigned long long id = (unsigned long long) zw_left->left.client_id;
+
+	if (zw_left->attached == NULL)
+		;
+	else if (zw_left->looked_ours)
+	{
+		zw_client_close(zw_left->attached);
+		ereport(LOG, (errmsg("zk_lock: closed session 0x%llx left over from before a restart", id)));
+	}
+	else
+	{
+		zw_client_abandon(zw_left->attached);
+		if (zw_left->look_answered)
+			ereport(LOG, (errmsg("zk_lock: not closing session 0x%llx left over from before a restart: it ended, and its id may be another session's now", id)));
+		else
+			ereport(LOG, (errmsg("zk_lock: not closing session 0x%llx left over from before a restart: no answer whether it is still the same session", id),
+						  errdetail("It ends by its timeout.")));
+	}
 	zw_left->attached = NULL;
+	zw_left->looked_ours = false;
+	zw_left->look_answered = false;
+	zw_left->look_again = false;
 	explicit_bzero(&zw_left->left, sizeof(zw_left->left));
 }
 
@@ -198,7 +242,7 @@ attach_left_session(void)
 	h = zw_client_open(zkl_hosts, zkl_session_timeout, &zw_left->left, left_session_watcher);
 	if (h == NULL)
 		return;
-	/* our own session is not served meanwhile: stay well inside its pings */
+	/* our own session is not served while we wait here: stay well inside its pings */
 	bound = Min(zkl_connect_timeout, Max(zkl_shared->t.negotiated_timeout / 3, 100));
 	deadline = zkl_mono_now() + (int64) bound * 1000;
 	zw_left->left_state = 0;
@@ -213,9 +257,14 @@ attach_left_session(void)
 	}
 	if (zw_left->left_state == ZOO_CONNECTED_STATE)
 	{
-		/* held by this handle, the session it reached cannot end or change meanwhile */
+		/*
+		 * The handle is not driven while the look runs: answered within a
+		 * third of the session's timeout, or let go, the library neither
+		 * pings for it (which would keep it alive longer) nor times it out.
+		 */
 		zw_left->attached = h;
-		zw_left->look_by = zkl_mono_now() + (int64) zkl_connect_timeout * 1000;
+		zw_left->look_by = zkl_mono_now() +
+			(int64) Min(zkl_connect_timeout, Max(zw_client_timeout(h) / 3, 100)) * 1000;
 		send_look();
 		return;
 	}
@@ -227,51 +276,37 @@ attach_left_session(void)
 	else
 		ereport(LOG, (errmsg("zk_lock: could not reach ZooKeeper to close session 0x%llx left over from before a restart; it ends by timeout",
 							 (unsigned long long) zw_left->left.client_id)));
-	left_done();
+	explicit_bzero(&zw_left->left, sizeof(zw_left->left));
 }
 
-/* The look's answer: close the reattached session if it is the left-over one, else let it go. */
+/* Each turn while reattached: the look's answer, or its time is up. */
 static void
 left_finish(void)
 {
-	if (zkl_mono_now() < zw_left->look_by)
+	if (!zw_left->look_answered && zkl_mono_now() < zw_left->look_by)
 	{
-		/* no answer (our connection was lost, say): asked again once connected */
-		if (zw_left->look == ZKL_CONFIRM_AGAIN && zw_client_connected())
+		if (zw_left->look_again && zw_client_connected())
 			send_look();
-		if (zw_left->look == ZKL_CONFIRM_WAIT || zw_left->look == ZKL_CONFIRM_AGAIN)
-			return;
+		return;
 	}
-	if (zw_left->look == ZKL_CONFIRM_OURS)
-	{
-		zw_client_close(zw_left->attached);
-		ereport(LOG, (errmsg("zk_lock: closed session 0x%llx left over from before a restart",
-							 (unsigned long long) zw_left->left.client_id)));
-	}
-	else
-	{
-		zw_client_abandon(zw_left->attached);
-		ereport(LOG, (errmsg("zk_lock: not closing session 0x%llx left over from before a restart: %s",
-							 (unsigned long long) zw_left->left.client_id,
-							 zw_left->look == ZKL_CONFIRM_ENDED ?
-							 "it ended, and its id is another session's now" :
-							 "no answer to whether it is still ours; it ends by timeout")));
-	}
-	left_done();
+	left_let_go();
 }
 
-/* The worker exits: a reattached session still being looked at is let go, as the exit would. */
+/*
+ * The worker exits: a reattached session is closed if the look has found it
+ * the left-over one already, else let go, as the exit would.  Before the
+ * worker's own handle ends (which would answer the look ZCLOSING).
+ */
 void
 zw_left_end(void)
 {
-	if (zw_left->attached != NULL)
-		zw_client_abandon(zw_left->attached);
-	left_done();
+	left_let_go();
 }
 
 /*
  * Each loop turn: once the new session is up and listed, mark the left-over
- * one dead (its holders are), then close it.
+ * one dead (its holders are), then reattach to it and close it once a look
+ * shows it is still the left-over one.
  */
 void
 zw_left_tend(void)
@@ -282,9 +317,10 @@ zw_left_tend(void)
 		return;
 	/*
 	 * Reattaching takes the id alone (ZooKeeper derives the password from
-	 * it): only while our incarnation's presence node is listed is the id
-	 * still ours.  Otherwise it ended, or belongs to another session now
-	 * (perhaps under another root, or another client's): it is left alone.
+	 * it): unless our incarnation's presence node is listed, the id ended,
+	 * or belongs to another session now (perhaps under another root, or
+	 * another client's), and it is left alone.  Listed, it may still have
+	 * ended since: the look after the reattach decides (left_let_go).
 	 */
 	if (!zw_presence_incarnation_listed(zw_left->left.client_id, zw_left->left_nonce))
 	{

@@ -626,8 +626,8 @@ void
 zw_session_end(void)
 {
 	zw_session->events->lost();
+	zw_left_end();				/* before our handle ends: its look's answer may be in */
 	end_handle();
 	zw_client_set_handle(NULL);
 	zw_left_forget();
-	zw_left_end();
 }

@@ -3,8 +3,9 @@
  *
  * ZooKeeper may give a session's id again after a member's host restarts
  * (the id comes from the member's id and clock), and the password comes from
- * the id: a handle resuming our ended session can find itself in another
- * client's (session.c).  zookeeper_close() would then send the close request
+ * the id: a handle resuming our ended session (session.c), or a crash's
+ * left-over one (left_session.c), can find itself in another client's.
+ * zookeeper_close() would then send the close request
  * that ends that client's session and every lock it holds.  The library
  * sends that request only on a connection it thinks up, so the connection is
  * shut first: the request fails to leave, the server sees a connection lost,
