@@ -70,6 +70,7 @@ extern bool cf_verbose;
 extern int	cf_cmp_str(const void *a, const void *b);
 
 /* conform_real.c: the real server */
+extern int64_t cf_now_ms(void);	/* a monotonic clock, milliseconds */
 extern void cf_pump(const bool *done, int max_ms);
 extern void cf_real_run(int s, const ZkmReq *q, Res *r);
 extern void cf_real_settle(void);

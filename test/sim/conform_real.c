@@ -16,8 +16,8 @@
 
 #include "conform.h"
 
-static int64_t
-now_ms(void)
+int64_t
+cf_now_ms(void)
 {
 	struct timespec ts;
 
@@ -48,9 +48,9 @@ global_watch(zhandle_t *h, int type, int state, const char *path, void *ctx)
 void
 cf_pump(const bool *done, int max_ms)
 {
-	int64_t		end = now_ms() + max_ms;
+	int64_t		end = cf_now_ms() + max_ms;
 
-	while ((done == NULL || !*done) && now_ms() < end)
+	while ((done == NULL || !*done) && cf_now_ms() < end)
 	{
 		struct pollfd pfd[NSESS];
 		zhandle_t  *h[NSESS];
@@ -286,7 +286,7 @@ void
 cf_real_open(int s, int timeout)
 {
 	bool		never = false;
-	int64_t		until = now_ms() + 10000;
+	int64_t		until = cf_now_ms() + 10000;
 
 	cf_zh[s] = zookeeper_init(getenv("ZK_HOSTS"), global_watch, timeout, NULL,
 						   (void *) (intptr_t) s, 0);
@@ -297,7 +297,7 @@ cf_real_open(int s, int timeout)
 	}
 	while (zoo_state(cf_zh[s]) != ZOO_CONNECTED_STATE)
 	{
-		if (now_ms() > until)
+		if (cf_now_ms() > until)
 		{
 			fprintf(stderr, "conform: could not connect to %s\n", getenv("ZK_HOSTS"));
 			exit(2);

@@ -41,15 +41,6 @@ sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static void
 note_state(States *s, int state)
 {
@@ -112,14 +103,14 @@ real_late(bool read_first, States *out)
 		perror("zookeeper_init");
 		exit(2);
 	}
-	for (until = now_ms() + 5000; zoo_state(zh) != ZOO_ASSOCIATING_STATE && now_ms() < until;)
+	for (until = cf_now_ms() + 5000; zoo_state(zh) != ZOO_ASSOCIATING_STATE && cf_now_ms() < until;)
 		drive(zh, ZOOKEEPER_WRITE);
 	/* the server answers, ends the session at its timeout and closes the connection */
 	sleep_ms(TIMEOUT_MS * 4);
 	if (read_first)
 		zookeeper_process(zh, ZOOKEEPER_READ);
 	/* until it is told the session expired, or has kept one a while */
-	for (until = now_ms() + TIMEOUT_MS * 3; !expired(out) && now_ms() < until;)
+	for (until = cf_now_ms() + TIMEOUT_MS * 3; !expired(out) && cf_now_ms() < until;)
 		drive(zh, ZOOKEEPER_READ | ZOOKEEPER_WRITE);
 	zookeeper_close(zh);
 }
@@ -203,21 +194,22 @@ typedef struct Done
 } Done;
 
 static void
+mark_done(const void *data, int rc)
+{
+	((Done *) data)->rc = rc;
+	((Done *) data)->done = true;
+}
+
+static void
 create_done(int rc, const char *name, const void *data)
 {
-	Done	   *d = (Done *) data;
-
-	d->rc = rc;
-	d->done = true;
+	mark_done(data, rc);
 }
 
 static void
 exists_done(int rc, const struct Stat *st, const void *data)
 {
-	Done	   *d = (Done *) data;
-
-	d->rc = rc;
-	d->done = true;
+	mark_done(data, rc);
 }
 
 static void
@@ -225,7 +217,7 @@ pump(zhandle_t *zh, const Done *d)
 {
 	int64_t		until;
 
-	for (until = now_ms() + 5000; !d->done && now_ms() < until;)
+	for (until = cf_now_ms() + 5000; !d->done && cf_now_ms() < until;)
 		drive(zh, ZOOKEEPER_READ | ZOOKEEPER_WRITE);
 }
 
@@ -240,7 +232,7 @@ connected_handle(int timeout, States *st)
 		perror("zookeeper_init");
 		exit(2);
 	}
-	for (until = now_ms() + 5000; zoo_state(zh) != ZOO_CONNECTED_STATE && now_ms() < until;)
+	for (until = cf_now_ms() + 5000; zoo_state(zh) != ZOO_CONNECTED_STATE && cf_now_ms() < until;)
 		drive(zh, ZOOKEEPER_READ | ZOOKEEPER_WRITE);
 	return zh;
 }
@@ -281,12 +273,12 @@ check_let_go(bool drop)
 	snprintf(path, sizeof(path), "/conform-%d-%s", (int) getpid(), drop ? "drop" : "close");
 	if (zoo_acreate(a, path, "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, create_done, &d) == ZOK)
 		pump(a, &d);
-	t0 = now_ms();
+	t0 = cf_now_ms();
 	if (drop)
 		zk_drop_handle(a);
 	else
 		zookeeper_close(a);
-	took = now_ms() - t0;
+	took = cf_now_ms() - t0;
 	real_rc = real_exists(b, path);
 	zookeeper_close(b);
 
