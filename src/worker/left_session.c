@@ -15,9 +15,9 @@
  * session's password from its id, so reattaching takes whatever session has
  * the id by then, maybe another cluster's that got the id again: the worker
  * closes the reattached handle only once a look on its own session, made
- * while that handle holds the session, finds the incarnation's presence
- * node (which went with the session if it ended); otherwise it lets the
- * handle go without closing it (zk_drop.c).
+ * after the reattach, finds the incarnation's presence node (which went with
+ * the session if it ended); otherwise it lets the handle go without closing
+ * it (zk_drop.c).
  *
  * The file is stamped with the postmaster that wrote it (its pid and start
  * time, which a crash-restart keeps and no other server shares).  A copy of
@@ -196,21 +196,21 @@ send_look(void)
  * presence node, else let it go (zk_drop.c).  The look's sync went out after
  * the reattach: a node there, owned by the id, means the id was not given
  * to another session meanwhile, and had the session ended since, the server
- * would have shut this connection, so the close would go nowhere.
+ * would have shut this connection, so the close would go nowhere.  Also when
+ * the worker exits (as the exit would let it go), before its own handle ends
+ * (which would answer the look ZCLOSING).
  */
-static void
-left_let_go(void)
+void
+zw_left_end(void)
 {
 	unsigned long long id = (unsigned long long) zw_left->left.client_id;
 
-	if (zw_left->attached == NULL)
-		;
-	else if (zw_left->looked_ours)
+	if (zw_left->attached != NULL && zw_left->looked_ours)
 	{
 		zw_client_close(zw_left->attached);
 		ereport(LOG, (errmsg("zk_lock: closed session 0x%llx left over from before a restart", id)));
 	}
-	else
+	else if (zw_left->attached != NULL)
 	{
 		zw_client_abandon(zw_left->attached);
 		if (zw_left->look_answered)
@@ -289,18 +289,7 @@ left_finish(void)
 			send_look();
 		return;
 	}
-	left_let_go();
-}
-
-/*
- * The worker exits: a reattached session is closed if the look has found it
- * the left-over one already, else let go, as the exit would.  Before the
- * worker's own handle ends (which would answer the look ZCLOSING).
- */
-void
-zw_left_end(void)
-{
-	left_let_go();
+	zw_left_end();
 }
 
 /*
@@ -320,7 +309,7 @@ zw_left_tend(void)
 	 * it): unless our incarnation's presence node is listed, the id ended,
 	 * or belongs to another session now (perhaps under another root, or
 	 * another client's), and it is left alone.  Listed, it may still have
-	 * ended since: the look after the reattach decides (left_let_go).
+	 * ended since: the look after the reattach decides (zw_left_end).
 	 */
 	if (!zw_presence_incarnation_listed(zw_left->left.client_id, zw_left->left_nonce))
 	{
