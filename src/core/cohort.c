@@ -621,9 +621,10 @@ zc_cohort_other_node(const ZklCohort *c, const ZklSlot *o)
 
 /*
  * The worker's release of a reader's node with no rider (other readers of
- * the key may be here, with no node of their own): it lingers; or, with a local reader waiting and
+ * the key may be here, with no node of their own): it lingers; or, with
  * only the child watch missing, it is kept for the listing that arms it
- * (zc_cohort_keeps), as a writer's is for a waiter, and lingers then.
+ * (zc_cohort_keeps), as a writer's is, and lingers then (or a local reader
+ * waiting takes it).
  * Beside another node of the key it lingers only for a reader waiting,
  * who takes it in this turn's plan (the plan ends it otherwise): a
  * reader let go there would queue a node of its own.
@@ -638,8 +639,9 @@ zc_cohort_linger_reader(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono, 
 		return;
 	if (may_linger_now(c, o, connected, mono))
 		linger(c, o, mono);
-	else if (reader_waits)
+	else
 	{
+		/* a reader waiting takes it then; else it lingers then (zc_cohort_release) */
 		zc_cohort_ask_peek(o, connected);
 		o->coh.kept = true;
 	}
@@ -681,9 +683,17 @@ zc_cohort_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 			linger(c, o, mono);
 		return;
 	}
-	if (w != NULL && zc_cohort_may_pass_but_peek(c, o, connected, mono))
+	/*
+	 * Only the child watch missing: the waiter gets the node once the
+	 * listing is back, or it lingers then.  A node made for a short
+	 * transaction is released before its first watched listing returns;
+	 * let go there, every next request would make a node of its own, and
+	 * race its listing again (bench/README.md).
+	 */
+	if ((w != NULL || (c->linger_ms > 0 && o->coh.may_linger && !o->coh.foreign)) &&
+		zc_cohort_may_pass_but_peek(c, o, connected, mono))
 	{
-		zc_cohort_ask_peek(o, connected);	/* the waiter gets it once the listing is back */
+		zc_cohort_ask_peek(o, connected);
 		o->coh.kept = true;
 		return;
 	}

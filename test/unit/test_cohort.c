@@ -195,6 +195,73 @@ lingering(int gaps)
 }
 
 /*
+ * A short transaction releases its new node before the node's first
+ * watched listing is back, with nobody waiting: the node is kept for that
+ * listing (no delete), then lingers; a request meanwhile waits for it with
+ * no node of its own and is handed it.  A listing that shows another
+ * cluster's node behind lets the node go instead.
+ */
+void
+test_kept_to_linger(void)
+{
+	char		fn[ZKL_NODE_BUFLEN];
+	const char *list[2];
+	ZkrChild	kids[2];
+	uint64_t	tag;
+	int			h;
+	int			n;
+
+	setup_handover(100);
+	h = lone_holder();
+	(void) zc_core_plan(&core, true, now_us);
+	tag = planned(h, OP_CHILDREN);
+	CHECK(tag != 0 && slots[h].coh.peek == COH_PEEK_ASKED, "granted; its watched listing is out");
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[h].zstate == ZKS_HELD && slots[h].coh.kept && planned(h, OP_DELETE) == 0,
+		  "released before that listing is back: kept for it, not deleted");
+	n = claim(ZKL_MODE_EXCLUSIVE, 2);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[n].zstate == ZKS_COHORT && planned(n, OP_CREATE) == 0,
+		  "a request meanwhile waits for the kept node, with no node of its own");
+	list[0] = slots[h].node;
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(list, 1, kids), true);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[n].ans.result == ZKL_RESULT_GRANTED && slots[n].zk.handed == 1 && core.nops == 0,
+		  "armed: handed over, no round trip");
+
+	(void) zc_table_abandon(&table, &slots[n]);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[n].zstate == ZKS_LINGER, "released with the watch armed: it lingers");
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	CHECK(slots[n].zstate == ZKS_DELETING, "a child event ends the linger");
+
+	/* kept again, and another cluster's node seen behind: it goes */
+	setup_handover(100);
+	h = lone_holder();
+	(void) zc_core_plan(&core, true, now_us);
+	tag = planned(h, OP_CHILDREN);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[h].coh.kept, "kept for the listing");
+	list[0] = slots[h].node;
+	snprintf(fn, sizeof(fn), "x-00000000-0000-4000-8000-0000000000ff-9-9-%010d", 1);
+	list[1] = fn;
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(list, 2, kids), true);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[h].coh.foreign && !slots[h].coh.kept && planned(h, OP_DELETE) != 0,
+		  "another cluster's node behind: no linger, the node goes");
+
+	/* linger off: a released node with the watch not armed goes at once, as before */
+	setup_handover(0);
+	h = lone_holder();
+	(void) zc_core_plan(&core, true, now_us);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(!slots[h].coh.kept && planned(h, OP_DELETE) != 0, "linger off: not kept, deleted");
+}
+
+/*
  * A lingering node goes to the writer that asked first, not to the one
  * that happens to sit first in the slot table (the simulator found a
  * worker that resumed from a pause handing it to the newest request).

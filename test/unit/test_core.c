@@ -64,6 +64,7 @@ main(void)
 	test_listing_behind();
 	test_refusals();
 	test_linger_goes_to_first_asker();
+	test_kept_to_linger();
 	test_riders();
 	test_riders_lost();
 	test_rider_upgrade_edges();

@@ -147,6 +147,19 @@ test_readers_kept(void)
 	(void) zc_core_plan(&core, true, now_us);
 	CHECK(!slots[w].coh.kept && planned(w, OP_DELETE) != 0 && planned(h, OP_CREATE) != 0,
 		  "linger turned off meanwhile: the node goes, and the reader queues in ZooKeeper");
+
+	/* with nobody waiting too: kept for the listing, then it lingers */
+	h = lone_reader_armed(100);
+	zc_core_watch_event(&core, 0, false, "/r/tk");
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
+	tag = planned(h, OP_CHILDREN);
+	CHECK(slots[h].zstate == ZKS_HELD && slots[h].coh.kept && tag != 0 && planned(h, OP_DELETE) == 0,
+		  "released, nobody waiting: kept for its listing");
+	list[0] = slots[h].node;
+	zc_core_children_reply(&core, tag, ZOK, kids, zc_recipe_collect(list, 1, kids), true);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[h].zstate == ZKS_LINGER && core.nops == 0, "armed: it lingers");
 }
 
 /* Plan; slot s's create, answered with node seq and listed with names (armed). */

@@ -111,6 +111,7 @@ void test_cohort_session_lost(void);
 void test_kept_node_not_held(void);
 void test_try_after_release(void);
 void test_linger_goes_to_first_asker(void);
+void test_kept_to_linger(void);
 void test_linger(void);
 void test_take_here(void);
 void test_pass_here(void);
