@@ -146,8 +146,9 @@ zc_cohort_carrier_of(ZklCohort *c, const ZklSlot *s)
  * last transaction's being released, does not count: the backend no longer
  * holds it).  With `decided`, only one that has decided (or will, on a
  * reply under way) with o's node counted as its own, by core's same-backend
- * rule: a request not sent yet decides only once o is gone, and one
- * waiting here for a hand-over decides nothing.
+ * rule: a request not sent yet has decided nothing (it decides once sent,
+ * and o may still be there then: a released node kept for its listing),
+ * and one waiting here for a hand-over decides nothing.
  */
 bool
 zc_cohort_owner_other(const ZklCohort *c, const ZklSlot *o, bool decided)

@@ -418,7 +418,7 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 
 	if (s->own.abandoned && zc_cohort_keeps(zc_core_cohort_of(c), s))
 	{
-		/* a local waiter gets its node once the listing asked for is back */
+		/* a local waiter gets its node once the listing asked for is back, or it lingers then */
 		if (turn->connected)
 			(void) plan_followup(c, idx, turn->now);
 		return false;
