@@ -15,7 +15,7 @@ CORE_OBJS = src/core/core.o src/core/core_reply.o src/core/core_grant.o src/core
 WORKER_OBJS = src/worker/worker.o src/worker/session.o src/worker/left_session.o \
               src/worker/presence.o src/worker/orphans.o src/worker/auth.o src/worker/zk_client.o \
               src/worker/queue_read.o src/worker/gwaits.o src/worker/gwaits_doc.o src/worker/gwaits_claim.o src/worker/requests.o \
-              src/worker/turn.o src/worker/once_io.o src/worker/zk_drop.o
+              src/worker/turn.o src/worker/once_io.o src/worker/zk_drop.o src/worker/zk_resolve.o
 BACKEND_OBJS = src/backend/lockfuncs.o src/backend/request.o src/backend/xact.o src/backend/held.o src/backend/commit.o src/backend/stmt.o src/backend/views.o \
                src/backend/key_text.o src/backend/once.o src/backend/once_call.o src/backend/once_seal.o
 OBJS = src/zk_lock.o src/settings.o src/shmem.o $(CORE_OBJS) $(WORKER_OBJS) $(BACKEND_OBJS)

@@ -19,14 +19,15 @@ for h in $(grep -ho '#include "[a-z_]*\.h"' "$core"/*.[ch] | sort -u | sed 's/.*
 	[ -f "$core/$h" ] || { echo "src/core includes $h, which is not in src/core" >&2; exit 1; }
 done
 # the worker's ZooKeeper client is the only caller of the library (zk_client.c, and
-# zk_drop.c, its one piece without PostgreSQL that the conformance test runs too),
+# zk_drop.c and zk_resolve.c, its pieces without PostgreSQL that the conformance
+# test runs too),
 # and no backend file includes it
 src=$(dirname "$core")
 # (any use of a library function, called or taken as a pointer; its types may be named)
 calls=$(grep -HnoE '\b(zoo_[a-z0-9_]+|zookeeper_[a-z0-9_]+|zerror)\b' "$src"/*.c "$src"/*/*.c |
-	grep -vE "^$src/worker/zk_(client|drop)\.c:" | grep -vE ':(zoo_op_t|zoo_op_result_t)$' || true)
+	grep -vE "^$src/worker/zk_(client|drop|resolve)\.c:" | grep -vE ':(zoo_op_t|zoo_op_result_t)$' || true)
 if [ -n "$calls" ]; then
-	echo "libzookeeper is called outside src/worker/zk_client.c and zk_drop.c:" >&2
+	echo "libzookeeper is called outside src/worker/zk_client.c, zk_drop.c and zk_resolve.c:" >&2
 	echo "$calls" >&2
 	exit 1
 fi
@@ -34,4 +35,4 @@ if grep -Hn 'zookeeper\.h\|worker/' "$src"/backend/*.[ch] | grep '#include'; the
 	echo "src/backend includes the ZooKeeper library or the worker's headers" >&2
 	exit 1
 fi
-echo "src/core: pure ($(ls "$core"/*.c | wc -l) files); libzookeeper called by src/worker/zk_client.c and zk_drop.c only"
+echo "src/core: pure ($(ls "$core"/*.c | wc -l) files); libzookeeper called by src/worker/zk_client.c, zk_drop.c and zk_resolve.c only"

@@ -22,8 +22,8 @@
 
 #include "zk_client.h"
 #include "zk_drop.h"
+#include "zk_resolve.h"
 
-#define RESOLVE_DELAY_MS	30000
 /* bound on replies read in one wake-up, so the plan still runs often */
 #define MAX_REPLIES_PER_WAKE 256
 
@@ -327,12 +327,11 @@ zw_client_open(const char *hosts, int session_timeout_ms, const clientid_t *resu
 	else
 	{
 		/*
-		 * By default the library resolves the host list again on every
-		 * zookeeper_interest() call, i.e. every turn of our loop: a
-		 * getaddrinfo() with its sockets and netlink dump each time.  It
-		 * still resolves on every reconnection.
+		 * Not at every zookeeper_interest() call, the library's default
+		 * (a getaddrinfo() with its sockets and netlink dump each turn of
+		 * our loop), nor at all while connected (zk_resolve.c).
 		 */
-		zoo_set_servers_resolution_delay(zh, RESOLVE_DELAY_MS);
+		zk_resolve_only_to_connect(zh);
 	}
 	return zh;
 }

@@ -394,6 +394,7 @@ main(int argc, char **argv)
 	}
 	cf_cleanup(scripts);
 	cf_check_sessions();
+	cf_check_dns_outage();
 	printf("conformance: %ld operations, event and session checks over %d scripts\n", cf_compared, scripts);
 	printf("%ld passed, %ld failed\n", cf_compared - cf_differ, cf_differ);
 	return cf_differ == 0 ? 0 : 1;

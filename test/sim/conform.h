@@ -80,6 +80,9 @@ extern void cf_cleanup(int scripts);
 /* conform_session.c: sessions, not operations (a late answer, a handle let go) */
 extern void cf_check_sessions(void);
 
+/* conform_dns.c: a DNS outage under a connected handle */
+extern void cf_check_dns_outage(void);
+
 /* conform_model.c: the model, and comparing the two */
 extern void cf_model_settle(int s, uint64_t tag, Res *r);
 extern void cf_model_run(int s, ZkmReq *q, Res *r);
