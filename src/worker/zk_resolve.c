@@ -10,7 +10,7 @@
  * handle still says connected, and the worker's cut-off clock, which runs
  * only while the handle says it is connecting, would not start.  No
  * PostgreSQL here, so that the conformance test checks this very setting
- * against the real library and server (conform_session.c).
+ * against the real library and server (test/sim/conform_dns.c).
  */
 #include "zk_resolve.h"
 
