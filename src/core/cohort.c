@@ -666,6 +666,13 @@ zc_cohort_pass_here(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 	return w;
 }
 
+/* o's node may linger once its owner is done: linger on, its mark, no other cluster's node seen */
+static bool
+lingerable(const ZklCohort *c, const ZklSlot *o)
+{
+	return c->linger_ms > 0 && o->coh.may_linger && !o->coh.foreign;
+}
+
 /* A released holder's node: pass it, keep it for a moment, or let it go. */
 void
 zc_cohort_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
@@ -680,7 +687,7 @@ zc_cohort_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 	{
 		if (w != NULL)
 			pass(c, o, w);
-		else if (c->linger_ms > 0 && o->coh.may_linger && !o->coh.foreign)
+		else if (lingerable(c, o))
 			linger(c, o, mono);
 		return;
 	}
@@ -691,8 +698,7 @@ zc_cohort_release(ZklCohort *c, ZklSlot *o, bool connected, int64_t mono)
 	 * let go there, every next request would make a node of its own, and
 	 * race its listing again (bench/README.md).
 	 */
-	if ((w != NULL || (c->linger_ms > 0 && o->coh.may_linger && !o->coh.foreign)) &&
-		zc_cohort_may_pass_but_peek(c, o, connected, mono))
+	if ((w != NULL || lingerable(c, o)) && zc_cohort_may_pass_but_peek(c, o, connected, mono))
 	{
 		zc_cohort_ask_peek(o, connected);
 		o->coh.kept = true;
