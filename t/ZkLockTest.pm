@@ -179,6 +179,7 @@ sub counter_reached
 # Stop what we started even when a test dies.
 END
 {
+	local $?;    # waitpid and system would replace the test's exit status
 	for my $pid (@proxy_pids)
 	{
 		kill 'TERM', $pid;

@@ -40,9 +40,9 @@ zkl_workdir() {
 	echo "$work"
 }
 
-# A free TCP port on 127.0.0.1.
+# A free TCP port on 127.0.0.1 (test/free_port.pl says why not port 0's).
 zkl_free_port() {
-	perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(LocalAddr=>"127.0.0.1",LocalPort=>0,Listen=>1)->sockport'
+	perl "$ZKL_SRC/test/free_port.pl"
 }
 
 # zkl_start_cluster WORK NAME PORT ZK_PORT [EXTRA_CONF]: a cluster in

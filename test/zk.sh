@@ -24,8 +24,7 @@ cmd=${1:?usage: zk.sh start|ensemble|prepare|start-all|restart|launch|stop|port|
 dir=${2:?usage: zk.sh start|ensemble|prepare|start-all|restart|launch|stop|port|mode DIR ...}
 
 free_port() {
-	perl -MIO::Socket::INET -e \
-		'my $s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0, Listen => 1) or die; print $s->sockport, "\n";'
+	perl "$(dirname "${BASH_SOURCE[0]}")/free_port.pl"
 }
 
 four_letter() {  # four_letter PORT WORD -> server's answer
