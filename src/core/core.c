@@ -161,10 +161,33 @@ void
 zc_core_lose_slot(ZklCore *c, ZklSlot *s)
 {
 	bool		held = s->zstate == ZKS_HELD;
+	int			i;
 
 	zc_slot_move(s, ZKS_GONE);
 	if (held)
 		zc_cohort_node_lost(zc_core_cohort_of(c), s);	/* every local holder through that node */
+	/*
+	 * The owner's other locks on the key go with it: one granted past other
+	 * backends' waiters passed them because they wait for the owner's nodes,
+	 * and an upgrade stands where this node stood (recipe.h); with it gone
+	 * those waiters may wait for nothing and be granted beside them.  So
+	 * those locks are lost too, and their nodes go.  (Once a lock is
+	 * released, holds.c keeps its node while the others are held: only a
+	 * node deleted from outside, refused, or a session's end comes here so.)
+	 */
+	for (i = 0; held && i < c->t->nused; i++)
+	{
+		ZklSlot    *o = &c->t->slots[i];
+
+		if (o->zstate != ZKS_HELD || !zc_core_same_key_owner(o, s))
+			continue;
+		if (o->own.abandoned)
+			zc_cohort_node_lost(zc_core_cohort_of(c), o);	/* (held for its riders) */
+		else
+			zc_core_lose_slot(c, o);
+		zc_slot_move(o, ZKS_DELETING);
+		o->zk.todo = ZKT_DELETE;
+	}
 	if (s->own.abandoned)
 	{
 		zc_core_free_slot(c, s);
@@ -532,6 +555,7 @@ zc_core_grant(ZklCore *c, ZklSlot *s)
 		s->zk.edge_for = 0;		/* (a local node: no edge across clusters) */
 		s->zk.watch_sole = false;
 		s->zk.at_head = false;
+		s->zk.upgrade_falls = true;	/* not read from a listing: assume it may */
 		s->zk.todo |= ZKT_WATCH;
 		return;
 	}

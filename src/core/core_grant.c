@@ -181,6 +181,7 @@ wait_behind(ZklCore *c, ZklSlot *s, const ZkrChild *kids, int n, int own, int wa
 		!zc_recipe_upgrade_may_come(kids, own, watch, b);
 	/* granted when the watched node goes: alone at the head only if it was the one other */
 	s->zk.at_head = s->zk.watch_sole && zc_recipe_foreign_ahead(kids, n, own, b) == 1;
+	s->zk.upgrade_falls = zc_recipe_upgrade_may_fall(kids, own, watch, b);
 	s->zk.first = own == 1;		/* likewise, with the backend's own nodes counted */
 	s->zk.clear = zc_recipe_alone_ahead(kids, n, own) == zc_kind_alone(kids[watch].mode);
 	s->zk.todo |= ZKT_WATCH;

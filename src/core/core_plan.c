@@ -93,12 +93,15 @@ zc_core_tell_successor(ZklCore *c, const ZklSlot *d)
 	 * node: recipe.c), has none ahead, and none can come later; so once it
 	 * goes, nothing blocks the waiter right behind it, unless the holder's
 	 * backend has another node on the key (it may be ahead, and it blocks
-	 * the waiter).  A waiter that shares may have readers between, and an
+	 * the waiter), or the waiter's listing showed an upgrade placed ahead
+	 * that falls between the two once its shared node goes (one whose
+	 * request is gone, or one nobody owns: made by a create applied after
+	 * its lookup).  A waiter that shares may have readers between, and an
 	 * upgrade of one of them may come to stand ahead of it (recipe.h): it
 	 * reads its queue.
 	 */
 	if (d->ans.result == ZKL_RESULT_GRANTED && zc_kind_alone(d->req.mode) && d->zk.at_head &&
-		zc_kind_alone(w->req.mode))
+		zc_kind_alone(w->req.mode) && !w->zk.upgrade_falls)
 	{
 		bool		sibling = false;
 

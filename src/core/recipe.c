@@ -531,6 +531,19 @@ zc_recipe_upgrade_may_come(const ZkrChild *children, int own, int watch, const Z
 	return false;
 }
 
+bool
+zc_recipe_upgrade_may_fall(const ZkrChild *children, int own, int watch, const ZkrBackend *b)
+{
+	int			i;
+
+	for (i = 0; i < watch; i++)
+		if (children[i].placed && zc_recipe_seq_cmp(children[i].seq, children[watch].seq) > 0 &&
+			zc_recipe_seq_cmp(children[i].seq, children[own].seq) < 0 &&
+			mine_index(&children[i], b->mine, b->nmine) < 0)
+			return true;
+	return false;
+}
+
 int
 zc_recipe_foreign_ahead(const ZkrChild *children, int n, int own, const ZkrBackend *b)
 {

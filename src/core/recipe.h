@@ -172,6 +172,15 @@ extern bool zc_recipe_upgrade_may_come(const ZkrChild *children, int own, int wa
 									   const ZkrBackend *b);
 
 /*
+ * Whether an upgrade placed ahead of children[watch] (behind its shared
+ * node) was made after the watched node and before ours: once its shared
+ * node goes, it stands by its own sequence, between the two, though
+ * nothing new was made.  Not the backend's own (they never block it).
+ */
+extern bool zc_recipe_upgrade_may_fall(const ZkrChild *children, int own, int watch,
+									   const ZkrBackend *b);
+
+/*
  * Whether children[i] stands ahead of children[own] in own's queue: before
  * it in the sorted order, or, for a placed upgrade (which waits for what
  * was made before it), made before it.

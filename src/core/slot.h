@@ -152,6 +152,8 @@ typedef struct ZklSlotWorker
 	uint16_t	handed;			/* hand-overs of its node before this holder: the low part */
 	bool		watch_sole;		/* `watch` is the only node ahead that blocks us */
 	bool		at_head;		/* once granted, no other backend's node is ahead */
+	bool		upgrade_falls;	/* an upgrade may come between `watch` and us
+								 * (zc_recipe_upgrade_may_fall) */
 	bool		first;			/* once granted, no node at all is ahead */
 	bool		clear;			/* once granted, no node of a kind that holds alone is ahead */
 	bool		rides;			/* holds shared through a local node of another slot

@@ -17,6 +17,8 @@ main(void)
 	test_upgrade_held_turn_deadlock();
 	test_upgrade_passes_only_waiters();
 	test_stale_watch();
+	test_fallen_upgrade();
+	test_lost_with_other_lock();
 	test_local_handover();
 	test_reader_behind_writer_reads();
 	test_lock_delay();

@@ -668,6 +668,40 @@ test_upgrade_recipe(void)
 	list[1] = node_v(1, 's', U1, 11, -1, 5);
 	n = zc_recipe_collect(list, 2, kids);
 	CHECK(!kids[0].placed && kids[0].seq == 1, "nor is a node made after the upgrade");
+
+	/*
+	 * An upgrade placed ahead of the node a writer watches, made after that
+	 * node: once its read goes, it stands by its own sequence, between them
+	 * (a seed's orphan: an upgrade created after its lookup left).
+	 */
+	list[0] = node_v(0, 's', U1, 11, -1, 1);	/* the read */
+	list[1] = node_v(1, 'x', U2, 22, -1, 2);	/* the watched writer */
+	list[2] = node_v(2, 'x', U3, 11, 1, 3);		/* the upgrade, placed behind the read */
+	list[3] = node_v(3, 'x', U4, 33, -1, 4);	/* the waiter */
+	n = zc_recipe_collect(list, 4, kids);
+	CHECK(zc_recipe_decide(kids, n, U4, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT &&
+		  strcmp(kids[watch].name, list[1]) == 0 && zc_recipe_upgrade_may_fall(kids, own, watch, BK(NULL, NULL, 0)),
+		  "a waiter behind a writer, with an upgrade placed ahead of it made later: it may fall between");
+	n = zc_recipe_collect((const char *const[]) {list[1], list[2], list[3]}, 3, kids);
+	CHECK(zc_recipe_decide(kids, n, U4, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT &&
+		  strcmp(kids[watch].name, list[2]) == 0, "and once the read goes, the waiter waits for it");
+	{
+		const char *mine4[] = {U3};
+
+		n = zc_recipe_collect(list, 4, kids);
+		CHECK(zc_recipe_decide(kids, n, U4, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT &&
+			  !zc_recipe_upgrade_may_fall(kids, own, watch, BK(mine4, NULL, 1)),
+			  "not one of the waiter's own backend (it never blocks it)");
+	}
+	list[2] = node_v(2, 'x', U3, 11, 1, 5);		/* made after the waiter */
+	n = zc_recipe_collect(list, 4, kids);
+	CHECK(zc_recipe_decide(kids, n, U4, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT &&
+		  !zc_recipe_upgrade_may_fall(kids, own, watch, BK(NULL, NULL, 0)),
+		  "nor one made after the waiter: it falls behind it");
+	list[2] = node_v(2, 'x', U3, 22, -1, 3);	/* no upgrade */
+	n = zc_recipe_collect(list, 4, kids);
+	CHECK(zc_recipe_decide(kids, n, U4, BK(NULL, NULL, 0), &own, &watch) == ZKR_WAIT &&
+		  !zc_recipe_upgrade_may_fall(kids, own, watch, BK(NULL, NULL, 0)), "nor a plain writer");
 }
 
 int

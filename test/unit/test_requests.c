@@ -284,6 +284,85 @@ test_stale_watch(void)
 	CHECK(slots[w].ans.result == ZKL_RESULT_PENDING, "a stale predecessor grants nothing");
 }
 
+/*
+ * A seed's orphan: another backend's upgrade of its read R stands right
+ * behind R, ahead of local holder D and waiter W; made after D, it falls
+ * between them once R goes (by its own sequence).  D, granted then at the
+ * head, must not hand W the key by its delete's reply alone: W reads its
+ * queue and finds the upgrade ahead.
+ */
+void
+test_fallen_upgrade(void)
+{
+	static const char r0[] = "s-00000000-0000-4000-8000-0000000000a1-9-50.r-0000000000";
+	static const char u2[] = "x-00000000-0000-4000-8000-0000000000a2-9-50.u0-0000000002";
+	const char *list[4];
+	ZkrChild	kids[4];
+	int			d;
+	int			w;
+	uint64_t	tag;
+
+	setup();
+	d = claim(ZKL_MODE_EXCLUSIVE, 1);
+	list[0] = r0;
+	list[1] = node_of(d, 1, made[0]);
+	create_and_list(d, 1, list, 2);
+	list[2] = u2;
+	w = claim(ZKL_MODE_EXCLUSIVE, 2);
+	list[3] = node_of(w, 3, made[1]);
+	create_and_list(w, 3, list, 4);
+	CHECK(zc_recipe_collect(list, 4, kids) == 4 && kids[1].placed && strcmp(slots[w].watch, made[0]) == 0 &&
+		  slots[w].zk.upgrade_falls, "W watches D, with the upgrade placed ahead of D");
+	/* R goes; D reads its queue: granted, nothing ahead */
+	slots[d].zk.todo |= ZKT_CHILDREN;
+	(void) zc_core_plan(&core, true, now_us);
+	zc_core_children_reply(&core, planned(d, OP_CHILDREN), ZOK, kids, zc_recipe_collect(list + 1, 3, kids), false);
+	CHECK(slots[d].ans.result == ZKL_RESULT_GRANTED && slots[d].zk.at_head, "D is granted at the head");
+	(void) zc_table_abandon(&table, &slots[d]);
+	(void) zc_core_plan(&core, true, now_us);
+	tag = planned(d, OP_DELETE);
+	CHECK(tag != 0 && !slots[w].zk.watch_sole && planned(w, OP_CHILDREN) != 0,
+		  "D's delete goes, and W reads its queue behind it");
+	zc_core_delete_reply(&core, tag, ZOK);
+	CHECK(slots[w].ans.result == ZKL_RESULT_PENDING, "the delete's reply does not grant W");
+	zc_core_children_reply(&core, planned(w, OP_CHILDREN), ZOK, kids, zc_recipe_collect(list + 2, 2, kids), false);
+	CHECK(slots[w].ans.result == ZKL_RESULT_PENDING && strcmp(slots[w].watch, u2) == 0,
+		  "W's listing shows the upgrade ahead: it waits for it");
+}
+
+/*
+ * pid 1 holds the key exclusive and is granted it shared too, past another
+ * cluster's writer F that waits for its exclusive node (core's rule).  That
+ * node is deleted from outside and found gone: F may be granted now, so the
+ * shared lock is lost with it, and its node deleted.
+ */
+void
+test_lost_with_other_lock(void)
+{
+	static const char f1[] = "x-00000000-0000-4000-8000-0000000000f1-9-50.r-0000000001";
+	const char *list[3];
+	char		stray[ZKL_PATH_LEN];
+	int			h;
+	int			r;
+
+	setup();
+	h = lone_holder();
+	r = claim(ZKL_MODE_SHARED, 1);
+	list[0] = slots[h].node;
+	list[1] = f1;
+	list[2] = node_of(r, 2, made[0]);
+	create_and_list(r, 2, list, 3);
+	CHECK(slots[r].ans.result == ZKL_RESULT_GRANTED && !slots[r].zk.at_head,
+		  "the shared request is granted past the writer that waits for the exclusive node");
+	slots[h].zk.todo |= ZKT_STAT;	/* as a listing without it asks */
+	(void) zc_core_plan(&core, true, now_us);
+	(void) zc_core_stat_reply(&core, planned(h, OP_STAT), ZNONODE, 0, 0, stray);
+	CHECK(slots[h].ans.result == ZKL_RESULT_LOST, "the exclusive node is gone: lost");
+	CHECK(slots[r].ans.result == ZKL_RESULT_LOST && slots[r].zstate == ZKS_DELETING &&
+		  (slots[r].zk.todo & ZKT_DELETE), "and the shared lock with it, its node deleted");
+	CHECK(interrupts == 2, "both owners' statements are cancelled");
+}
+
 /* The local hand-over: a waiter whose only blocker is a local holder is granted by the delete's reply. */
 void
 test_local_handover(void)
