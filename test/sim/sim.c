@@ -11,7 +11,7 @@
  * reads shows it gone, they must learn it lost within a read's bound), containers
  * reaped, an operator's ACL refusing us on a key node or the root for a
  * while, a server failing inside on a request, a backend crash (the whole
- * cluster restarts with fresh shared memory); in one seed of eight, session
+ * cluster restarts with fresh shared memory); in one seed of four, session
  * ids of ended sessions handed out again (SIM_REUSE_IDS=P: in every seed;
  * a session on such an id beside its id's old tombstone is then killed
  * while it holds a lock),
@@ -210,6 +210,8 @@ tick(int64_t us)
 		orphans_tend();
 	if (S->aim_reused)
 		reused_tend();
+	if (S->fault_weight[F_DELETE_HOLDER] > 0)
+		leaned_on_tend();
 	/* time stops at the next commit record due to become visible */
 	for (i = 0; i < S->ncl; i++)
 	{
@@ -441,7 +443,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 	zkm_set_log(sim->m, model_log);
 	/* ids handed out again (lock-delay's tombstones speak for one incarnation) */
 	zkm_set_id_reuse(sim->m, getenv("SIM_REUSE_IDS") ? atoi(getenv("SIM_REUSE_IDS")) :
-					 seed % 8 == 7 ? 100 : 0);
+					 seed % 8 == 7 || seed % 8 == 3 ? 100 : 0);
 	sim->aim_reused = seed % 8 == 7 || getenv("SIM_REUSE_IDS") != NULL;	/* reused_tend */
 	/* and, in one seed of four, an expired session's id given out before its client is back */
 	zkm_set_reissue(sim->m, getenv("SIM_REISSUE") ? atoi(getenv("SIM_REISSUE")) :

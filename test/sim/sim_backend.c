@@ -422,6 +422,8 @@ commit_step(Cluster *c, Backend *b)
 		c->t->proof_wanted = true;
 		return;
 	}
+	if (v == ZKH_COMMIT)
+		taint_beside_gone(c, b);
 	if (v == ZKH_COMMIT && S->commit_pause_us > 0)
 	{
 		mark_committing(c, b, true);

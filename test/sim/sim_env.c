@@ -183,7 +183,7 @@ simh_open(int timeout_ms, int64_t resume, void (*watcher) (void))
 	}
 	else
 	{
-		client = zkm_open_avoiding(S->m, timeout_ms, NULL, 0);
+		client = zkm_open_owned(S->m, timeout_ms, cur_cl->id + 1);
 		trace("c%d opens a session", cur_cl->id);
 	}
 	if (client >= 0)

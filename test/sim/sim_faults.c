@@ -409,17 +409,62 @@ wall_step_behind(Cluster *c, int idx)
 }
 
 /*
+ * Whether another lock of s's backend on s's key was granted past other
+ * backends' waiters (not at the head): it may have passed them for s's node.
+ */
+static bool
+leaned_on(const Cluster *c, const ZklSlot *s)
+{
+	int			j;
+
+	for (j = 0; j < c->t->nused; j++)
+	{
+		const ZklSlot *o = &c->t->slots[j];
+
+		if (o != s && o->zstate == ZKS_HELD && !o->zk.at_head && o->req.owner_pid == s->req.owner_pid &&
+			strcmp(o->key, s->key) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
  * Someone deletes a held or lingering node behind its cluster's back.  Its
  * holders are promised nothing (tainted, by the node's uuid: riders hold
  * through it too, and a hand-over's taker takes its giver's uuid), except
  * that the cluster, once it reads the key's listing without the node,
- * learns it is lost.
+ * learns it is lost; nor are its backend's other locks on the key until
+ * then (beside_gone_held).  A held node at the head that another lock of
+ * its backend leans on (leaned_on) goes first.
  */
-static void
+/* Whether s's node was deleted from outside already. */
+static bool
+already_gone(const Cluster *c, const ZklSlot *s)
+{
+	int			g;
+
+	for (g = 0; g < S->ngone_held; g++)
+		if (S->gone_held[g].cl == c->id && strcmp(S->gone_held[g].node, s->node) == 0)
+			return true;
+	return false;
+}
+
+/* A held node at the head, not deleted yet, that another lock of its backend leans on. */
+static bool
+leaned_target(const Cluster *c, const ZklSlot *s)
+{
+	return s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED && s->zk.at_head &&
+		!already_gone(c, s) && leaned_on(c, s);
+}
+
+static bool
 delete_holder(Cluster *c)
 {
 	int			j;
+	bool		leaned = false;
 
+	for (j = 0; j < c->t->nused && !leaned; j++)
+		leaned = leaned_target(c, &c->t->slots[j]);
 	for (j = 0; j < c->t->nused && S->ntainted < 64 && S->ngone_held < 16; j++)
 	{
 		const ZklSlot *s = &c->t->slots[j];
@@ -427,6 +472,8 @@ delete_holder(Cluster *c)
 		char		path[ZKL_PATH_LEN];
 
 		if (!(s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED) && s->zstate != ZKS_LINGER)
+			continue;
+		if ((leaned && !leaned_target(c, s)) || already_gone(c, s))
 			continue;
 		if (s->node[0] == '\0' || !zc_recipe_uuid_of(s->node, uuid))
 			continue;
@@ -438,8 +485,42 @@ delete_holder(Cluster *c)
 		zc_core_child_path(c->t, s, s->node, path);
 		trace("fault: %s (%s) deleted behind its owner's back", path, s->zstate == ZKS_LINGER ? "lingering" : "held");
 		zkm_admin_delete(S->m, path);
-		return;
+		return true;
 	}
+	return false;
+}
+
+/*
+ * In the seeds that delete held nodes, a node another lock of its backend
+ * leans on is deleted soon after that lock's grant (one a second at most),
+ * and its cluster's connection is reset, so that it reads the key again:
+ * it must lose both before another cluster's waiter it passed may commit
+ * beside the other (zc_core_lose_slot).
+ */
+void
+leaned_on_tend(void)
+{
+	int64_t		now = zkm_now(S->m);
+	int			i;
+	int			j;
+
+	if (S->quiet || now < S->leaned_at)
+		return;
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].t->nused; j++)
+		{
+			Cluster    *c = &S->c[i];
+
+			if (!leaned_target(c, &c->t->slots[j]))
+				continue;
+			S->leaned_at = now + 1000000;
+			if (delete_holder(c) && c->client >= 0)
+			{
+				trace("fault (aimed): and c%d connection reset", i);
+				zkm_reset(S->m, c->client);
+			}
+			return;
+		}
 }
 
 void

@@ -93,6 +93,55 @@ check_circles(void)
 	free(tr);
 }
 
+/*
+ * Whether pid of c still holds, by its cluster's table, a node of key that
+ * was deleted from outside: its other locks on the key are promised
+ * nothing either until the cluster learns it (those granted past other
+ * backends' waiters passed them for that node); then they are judged again.
+ */
+bool
+beside_gone_held(const Cluster *c, int pid, const char *key)
+{
+	int			g;
+	int			j;
+
+	for (g = 0; g < S->ngone_held; g++)
+		for (j = 0; S->gone_held[g].cl == c->id && j < c->t->nused; j++)
+		{
+			const ZklSlot *s = &c->t->slots[j];
+
+			if (s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED && s->req.owner_pid == pid &&
+				strcmp(s->node, S->gone_held[g].node) == 0 && strcmp(s->key, key) == 0)
+				return true;
+		}
+	return false;
+}
+
+/*
+ * A backend's commit passes its check beside a node of the key deleted from
+ * outside that its cluster still holds: its locks on the key were promised
+ * nothing (beside_gone_held), through its commit too.
+ */
+void
+taint_beside_gone(const Cluster *c, const Backend *b)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < b->book.n; i++)
+	{
+		const ZklHold *hk = &b->book.h[i];
+
+		if (!beside_gone_held(c, b->pid, hk->key))
+			continue;
+		if (!slot_tainted(&c->t->slots[hk->slot]) && S->ntainted < 64)
+			slot_uuid(&c->t->slots[hk->slot], S->tainted[S->ntainted++]);
+		for (j = 0; j < b->nspans; j++)
+			if (b->spans[j].key == key_index(hk->key) && !tainted(b->spans[j].uuid) && S->ntainted < 64)
+				snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", b->spans[j].uuid);
+	}
+}
+
 void
 check_step(void)
 {
@@ -135,7 +184,8 @@ check_step(void)
 			{
 				const ZklHold *hk = &b->book.h[k];
 
-				if (zc_holds_holds(hk) == 0 || slot_tainted(&c->t->slots[hk->slot]))
+				if (zc_holds_holds(hk) == 0 || slot_tainted(&c->t->slots[hk->slot]) ||
+					beside_gone_held(c, b->pid, hk->key))
 					continue;	/* given up (node kept for the other mode); or its node deleted */
 				h[nh].cluster = i;
 				h[nh].pid = b->pid;

@@ -119,7 +119,13 @@ end_span(Backend *b, const ZklSlot *s)
 	for (i = 0; i < b->nspans; i++)
 		if (b->spans[i].to == 0 && b->spans[i].key == key_index(s->key) &&
 			b->spans[i].mode == s->req.mode)
+		{
 			b->spans[i].to = zkm_now(S->m);
+			/* given up beside a node of the key deleted from outside, still held: promised nothing */
+			if (beside_gone_held(&S->c[b->spans[i].cluster], b->spans[i].pid, s->key) &&
+				!tainted(b->spans[i].uuid) && S->ntainted < 64)
+				snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", b->spans[i].uuid);
+		}
 }
 
 /*

@@ -149,8 +149,8 @@ extern void zkm_advance(Zkm *m, int64_t us);
 
 /* A client handle: a new session (0 resume) or a resumed one. */
 extern int	zkm_open(Zkm *m, int timeout_ms);
-/* the same, its id none of avoid's when one of an ended session is handed out again */
-extern int	zkm_open_avoiding(Zkm *m, int timeout_ms, const int64_t *avoid, int navoid);
+/* the same for a client of owner's (zkm_set_owner), whose last session's id may come again */
+extern int	zkm_open_owned(Zkm *m, int timeout_ms, int owner);
 extern void zkm_close(Zkm *m, int client);	/* closes its session, if reachable */
 extern int	zkm_resume(Zkm *m, int64_t session);	/* a new handle on a session (-1: none) */
 /* percent of new sessions that take an ended session's id (as after a member's restart) */

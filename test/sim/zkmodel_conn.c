@@ -129,7 +129,7 @@ zkm_step_reconnect(Zkm *m, int client)
 		m->sessions[c->sess].never = true;
 	if (m->sessions[c->sess].never)
 	{
-		c->sess = zki_add_session(m, zki_new_session_id(m, NULL, 0), m->sessions[c->sess].timeout);
+		c->sess = zki_add_session(m, zki_new_session_id(m, c->owner), m->sessions[c->sess].timeout);
 		m->sessions[c->sess].owner = c->owner;
 	}
 	/* a new session is a proposal of the leader's: the client is connected once it is committed */

@@ -227,7 +227,7 @@ extern void zki_drop_watches(Zkm *m, int s, int si);
 extern void zki_apply_next(Zkm *m, int s);
 
 /* zkmodel_session.c: sessions */
-extern int64_t zki_new_session_id(Zkm *m, const int64_t *avoid, int navoid);
+extern int64_t zki_new_session_id(Zkm *m, int owner);
 extern int	zki_add_session(Zkm *m, int64_t id, int timeout_ms);
 extern int	zki_resume_by_id(Zkm *m, int si);
 

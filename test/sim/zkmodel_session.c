@@ -55,26 +55,18 @@ zkm_set_id_reuse(Zkm *m, int percent)
 	m->reuse_pct = percent;
 }
 
-static bool
-listed(const int64_t *ids, int n, int64_t id)
-{
-	int			i;
-
-	for (i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
 /*
  * A new session's id: now and then (reuse_pct) one of an ended session, as
  * ZooKeeper hands out again after a member's host restarts (an id is the
  * member's id, its monotonic clock at start and a counter); never one a
- * live session has, nor one of `avoid`.  One that a client closed comes
- * first (a clean stop's, or a crash's left over: tombstones name them).
+ * live session has.  One that a client closed comes first (a clean stop's,
+ * or a crash's left over: tombstones name them); but in two of three, the
+ * id of the owner's own last session, if it ended: after such a restart the
+ * ids come again in the same order, and the clients reconnecting first are
+ * those that were first before (owner 0: none known).
  */
 int64_t
-zki_new_session_id(Zkm *m, const int64_t *avoid, int navoid)
+zki_new_session_id(Zkm *m, int owner)
 {
 	int64_t		id = 0x1000 + m->nsessions;
 	bool		closed = false;
@@ -83,12 +75,21 @@ zki_new_session_id(Zkm *m, const int64_t *avoid, int navoid)
 
 	if (m->reuse_pct == 0 || (int) (zki_rnd(m) % 100) >= m->reuse_pct)
 		return id;
+	if (owner > 0 && zki_rnd(m) % 3 != 0)
+	{
+		for (i = m->nsessions - 1; i >= 0 && m->sessions[i].owner != owner; i--)
+			;
+		if (i >= 0 && m->sessions[i].gone && !zkm_session_alive(m, m->sessions[i].id))
+		{
+			m->reused++;
+			return m->sessions[i].id;
+		}
+	}
 	for (i = 0; i < m->nsessions; i++)
 	{
 		Session    *se = &m->sessions[i];
 
-		if (!se->gone || zkm_session_alive(m, se->id) || listed(avoid, navoid, se->id) ||
-			(closed && !se->closed))
+		if (!se->gone || zkm_session_alive(m, se->id) || (closed && !se->closed))
 			continue;
 		if (se->closed && !closed)
 			n = 0;				/* the closed ones only, from here */
@@ -165,11 +166,11 @@ zki_resume_by_id(Zkm *m, int si)
 int
 zkm_open(Zkm *m, int timeout_ms)
 {
-	return zkm_open_avoiding(m, timeout_ms, NULL, 0);
+	return zkm_open_owned(m, timeout_ms, 0);
 }
 
 int
-zkm_open_avoiding(Zkm *m, int timeout_ms, const int64_t *avoid, int navoid)
+zkm_open_owned(Zkm *m, int timeout_ms, int owner)
 {
 	int			i;
 	int64_t		id;
@@ -179,7 +180,7 @@ zkm_open_avoiding(Zkm *m, int timeout_ms, const int64_t *avoid, int navoid)
 			break;
 	if (i == ZKM_CLIENTS)
 		return -1;
-	id = zki_new_session_id(m, avoid, navoid);
+	id = zki_new_session_id(m, owner);
 	memset(&m->clients[i], 0, sizeof(Client));
 	m->clients[i].state = CS_CONNECTING;
 	m->clients[i].gen = ++m->gens;
