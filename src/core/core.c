@@ -148,6 +148,13 @@ zc_core_wake(ZklCore *c, ZklSlot *s)
 		c->env->wake(c->env->arg, s);
 }
 
+bool
+zc_core_same_key_owner(const ZklSlot *o, const ZklSlot *s)
+{
+	return o != s && o->zstate != ZKS_FREE && o->req.owner_pid == s->req.owner_pid &&
+		o->req.owner_procno == s->req.owner_procno && strcmp(o->key, s->key) == 0;
+}
+
 /*
  * A granted lock is gone with the session (or the node) that made it ours.
  * The host cancels the owner's running statement so that it stops acting

@@ -18,12 +18,6 @@ same_owner(const ZklSlot *a, const ZklSlot *b)
 	return a->req.owner_pid == b->req.owner_pid && a->req.owner_procno == b->req.owner_procno;
 }
 
-bool
-zc_core_same_key_owner(const ZklSlot *o, const ZklSlot *s)
-{
-	return o != s && o->zstate != ZKS_FREE && same_owner(o, s) && strcmp(o->key, s->key) == 0;
-}
-
 /*
  * Does the owner of s hold the key in a kind that others may hold beside it
  * and s's kind conflicts with?  (The upgrade case: shared, then exclusive.)
