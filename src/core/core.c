@@ -174,26 +174,24 @@ zc_core_lose_slot(ZklCore *c, ZklSlot *s)
 	if (held)
 		zc_cohort_node_lost(zc_core_cohort_of(c), s);	/* every local holder through that node */
 	/*
-	 * The owner's other locks on the key go with it: one granted past other
-	 * backends' waiters passed them because they wait for the owner's nodes,
-	 * and an upgrade stands where this node stood (recipe.h); with it gone
-	 * those waiters may wait for nothing and be granted beside them.  So
-	 * those locks are lost too, and their nodes go.  (Once a lock is
-	 * released, holds.c keeps its node while the others are held: only a
-	 * node deleted from outside, refused, or a session's end comes here so.)
+	 * The owner's later locks on the key go with it: one granted past other
+	 * backends' waiters passed them because they wait for the owner's
+	 * earlier node, and an upgrade stands where its read stood (recipe.h);
+	 * with that node gone those waiters may wait for nothing and be granted
+	 * beside them.  So those locks are lost too, and their nodes go.  (Once
+	 * a lock is released, holds.c keeps its node while later ones are held:
+	 * only a node deleted from outside, refused, or a session's end comes
+	 * here so.)  Not a rider's (it passed nothing: it holds through another
+	 * backend's granted node), nor an owner's past its commit check (its
+	 * commit goes on, and its release deletes the node after it).
 	 */
-	for (i = 0; held && i < c->t->nused; i++)
+	for (i = 0; held && !s->own.abandoned && i < c->t->nused; i++)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (o->zstate != ZKS_HELD || !zc_core_same_key_owner(o, s))
-			continue;
-		if (o->own.abandoned)
-			zc_cohort_node_lost(zc_core_cohort_of(c), o);	/* (held for its riders) */
-		else
-			zc_core_lose_slot(c, o);
-		zc_slot_move(o, ZKS_DELETING);
-		o->zk.todo = ZKT_DELETE;
+		if (o->zstate == ZKS_HELD && !o->zk.rides && !o->own.committing && zc_core_same_key_owner(o, s) &&
+			zc_table_node_before(c->t, (int) (s - c->t->slots), i))
+			zc_core_lose_and_delete(c, o);
 	}
 	if (s->own.abandoned)
 	{
@@ -207,6 +205,27 @@ zc_core_lose_slot(ZklCore *c, ZklSlot *s)
 	zc_core_wake(c, s);
 }
 
+
+/*
+ * A held lock that cannot be vouched for while its node stands: lost (its
+ * riders too), and its node deleted.
+ */
+void
+zc_core_lose_and_delete(ZklCore *c, ZklSlot *s)
+{
+	if (s->own.abandoned)
+	{
+		/* given up, held for its riders: they lose it; the slot goes with its delete */
+		zc_slot_move(s, ZKS_DELETING);
+		zc_cohort_node_lost(zc_core_cohort_of(c), s);
+	}
+	else
+	{
+		zc_core_lose_slot(c, s);
+		zc_slot_move(s, ZKS_DELETING);
+	}
+	s->zk.todo = ZKT_DELETE;
+}
 
 /* Tell the owner its request failed. */
 void

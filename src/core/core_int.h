@@ -85,6 +85,7 @@ extern void zc_core_refuse_try(ZklCore *c, ZklSlot *s);
 extern ZklSlot * zc_core_reply_slot(const ZklCore *c, uint64_t tag);
 extern void zc_core_requeue(ZklCore *c, ZklSlot *s);
 extern bool zc_core_same_key_owner(const ZklSlot *o, const ZklSlot *s);
+extern void zc_core_lose_and_delete(ZklCore *c, ZklSlot *s);
 /* Whether node `name` was made by a request of this cluster that still has its slot. */
 extern bool zc_core_local_node(const ZklCore *c, const char *name);
 extern void zc_core_sem_checked(ZklCore *c, const ZklSlot *s, int64_t now);

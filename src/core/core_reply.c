@@ -500,10 +500,7 @@ zc_core_verify_reply(ZklCore *c, uint64_t tag, int rc)
 	else if (!zc_core_session_error(rc))
 	{
 		/* refused (an ACL on our node): the lock cannot be vouched for, and its node stands */
-		if (!s->own.abandoned)
-			zc_core_lose_slot(c, s);
-		zc_slot_move(s, ZKS_DELETING);
-		s->zk.todo = ZKT_DELETE;
+		zc_core_lose_and_delete(c, s);
 	}
 	/* session errors: zc_core_session_lost() marks the lock lost */
 }

@@ -361,6 +361,31 @@ test_lost_with_other_lock(void)
 	CHECK(slots[r].ans.result == ZKL_RESULT_LOST && slots[r].zstate == ZKS_DELETING &&
 		  (slots[r].zk.todo & ZKT_DELETE), "and the shared lock with it, its node deleted");
 	CHECK(interrupts == 2, "both owners' statements are cancelled");
+
+	/* the later node lost: the earlier one passed nothing for it, and stays */
+	setup();
+	h = lone_holder();
+	r = claim(ZKL_MODE_SHARED, 1);
+	list[2] = node_of(r, 2, made[0]);
+	create_and_list(r, 2, list, 3);
+	slots[r].zk.todo |= ZKT_STAT;
+	(void) zc_core_plan(&core, true, now_us);
+	(void) zc_core_stat_reply(&core, planned(r, OP_STAT), ZNONODE, 0, 0, stray);
+	CHECK(slots[r].ans.result == ZKL_RESULT_LOST && slots[h].zstate == ZKS_HELD &&
+		  slots[h].ans.result == ZKL_RESULT_GRANTED, "the shared node gone: the exclusive lock stays");
+
+	/* an owner past its commit check: its commit goes on, and its release deletes the node */
+	setup();
+	h = lone_holder();
+	r = claim(ZKL_MODE_SHARED, 1);
+	list[2] = node_of(r, 2, made[0]);
+	create_and_list(r, 2, list, 3);
+	slots[h].own.committing = slots[r].own.committing = true;
+	slots[h].zk.todo |= ZKT_STAT;
+	(void) zc_core_plan(&core, true, now_us);
+	(void) zc_core_stat_reply(&core, planned(h, OP_STAT), ZNONODE, 0, 0, stray);
+	CHECK(slots[h].ans.result == ZKL_RESULT_LOST && slots[r].zstate == ZKS_HELD,
+		  "past the commit check, the later lock's node is left to its release");
 }
 
 /* The local hand-over: a waiter whose only blocker is a local holder is granted by the delete's reply. */
