@@ -131,8 +131,10 @@ sub pause_near
 	my ($faults, $c, $t0, $t1, $grace) = @_;
 	for my $f (@$faults)
 	{
-		next unless $f->{target} != $c && ($f->{kind} eq 'cluster_pause'
-			|| ($f->{kind} eq 'commit_pause' && $f->{what} =~ /landed=1/));
+		# a paused commit of the refused holder's own cluster counts too: once that
+		# cluster's session is gone, its next local holder queues anew in ZooKeeper
+		next unless ($f->{target} != $c && $f->{kind} eq 'cluster_pause')
+		  || ($f->{kind} eq 'commit_pause' && $f->{what} =~ /landed=1/);
 		return 1 if $f->{start} <= $t1 && $f->{end} + $grace >= $t0;
 	}
 	return 0;
