@@ -12,9 +12,10 @@
  * reaped, an operator's ACL refusing us on a key node or the root for a
  * while, a server failing inside on a request, a backend crash (the whole
  * cluster restarts with fresh shared memory); in one seed of four, session
- * ids of ended sessions handed out again (SIM_REUSE_IDS=P: in every seed;
- * a session on such an id beside its id's old tombstone is then killed
- * while it holds a lock),
+ * ids of ended sessions handed out again (SIM_REUSE_IDS=P: in every seed):
+ * in half of those, a session on such an id beside its id's old tombstone
+ * is then killed while it holds a lock; in the other half, a new session
+ * mostly takes its owner's last id (SIM_REUSE_OWN=P),
  * and in one of four, an expired session's id handed out before its client
  * reconnects, which then lands in that other session (SIM_REISSUE=P).
  * After every step it checks:
@@ -445,6 +446,9 @@ run_seed(uint64_t seed, int64_t max_steps)
 	zkm_set_id_reuse(sim->m, getenv("SIM_REUSE_IDS") ? atoi(getenv("SIM_REUSE_IDS")) :
 					 seed % 8 == 7 || seed % 8 == 3 ? 100 : 0);
 	sim->aim_reused = seed % 8 == 7 || getenv("SIM_REUSE_IDS") != NULL;	/* reused_tend */
+	/* in the others of those, a new session mostly on its owner's last id (as after a member's restart) */
+	zkm_set_own_id_reuse(sim->m, getenv("SIM_REUSE_OWN") ? atoi(getenv("SIM_REUSE_OWN")) :
+						 seed % 8 == 3 ? 67 : 0);
 	/* and, in one seed of four, an expired session's id given out before its client is back */
 	zkm_set_reissue(sim->m, getenv("SIM_REISSUE") ? atoi(getenv("SIM_REISSUE")) :
 					seed % 4 == 2 ? 50 : 0);

@@ -155,6 +155,8 @@ extern void zkm_close(Zkm *m, int client);	/* closes its session, if reachable *
 extern int	zkm_resume(Zkm *m, int64_t session);	/* a new handle on a session (-1: none) */
 /* percent of new sessions that take an ended session's id (as after a member's restart) */
 extern void zkm_set_id_reuse(Zkm *m, int percent);
+/* percent of those that take the id of their owner's last session, if it ended */
+extern void zkm_set_own_id_reuse(Zkm *m, int percent);
 extern int64_t zkm_reused_ids(const Zkm *m);	/* sessions that took an ended one's id */
 /*
  * A reconnect to an expired session is answered with the live session that

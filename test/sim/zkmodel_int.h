@@ -172,6 +172,7 @@ struct Zkm
 	Session    *sessions;
 	int			nsessions;
 	int			reuse_pct;		/* of new sessions that take an ended one's id */
+	int			own_pct;		/* of those, that take their owner's last one (if ended) */
 	int64_t		reused;			/* sessions that did */
 	int			reissue_pct;	/* of reconnects to an expired session that find its id reissued */
 	int64_t		reissued;		/* reconnects that came back to another session of the id */

@@ -55,13 +55,19 @@ zkm_set_id_reuse(Zkm *m, int percent)
 	m->reuse_pct = percent;
 }
 
+void
+zkm_set_own_id_reuse(Zkm *m, int percent)
+{
+	m->own_pct = percent;
+}
+
 /*
  * A new session's id: now and then (reuse_pct) one of an ended session, as
  * ZooKeeper hands out again after a member's host restarts (an id is the
  * member's id, its monotonic clock at start and a counter); never one a
  * live session has.  One that a client closed comes first (a clean stop's,
- * or a crash's left over: tombstones name them); but in two of three, the
- * id of the owner's own last session, if it ended: after such a restart the
+ * or a crash's left over: tombstones name them); but now and then
+ * (own_pct), the id of the owner's own last session, if it ended: after such a restart the
  * ids come again in the same order, and the clients reconnecting first are
  * those that were first before (owner 0: none known).
  */
@@ -75,7 +81,7 @@ zki_new_session_id(Zkm *m, int owner)
 
 	if (m->reuse_pct == 0 || (int) (zki_rnd(m) % 100) >= m->reuse_pct)
 		return id;
-	if (owner > 0 && zki_rnd(m) % 3 != 0)
+	if (owner > 0 && m->own_pct > 0 && (int) (zki_rnd(m) % 100) < m->own_pct)
 	{
 		for (i = m->nsessions - 1; i >= 0 && m->sessions[i].owner != owner; i--)
 			;
