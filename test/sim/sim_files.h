@@ -120,6 +120,7 @@ void check_book(Cluster *c, Backend *b);
 void app_count_xact(Backend *b, int key, char mode, int delta);
 int unacknowledged(Cluster *c, Backend *b);
 bool tainted(const char *uuid);
+void taint(const char *uuid);
 void slot_uuid(const ZklSlot *s, char out[ZKL_UUID_LEN + 1]);
 bool slot_tainted(const ZklSlot *s);
 void end_span(Backend *b, const ZklSlot *s);

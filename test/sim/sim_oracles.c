@@ -125,6 +125,7 @@ beside_gone_held(const Cluster *c, int pid, const char *key)
 void
 taint_beside_gone(const Cluster *c, const Backend *b)
 {
+	char		uuid[ZKL_UUID_LEN + 1];
 	int			i;
 	int			j;
 
@@ -134,11 +135,11 @@ taint_beside_gone(const Cluster *c, const Backend *b)
 
 		if (!beside_gone_held(c, b->pid, hk->key))
 			continue;
-		if (!slot_tainted(&c->t->slots[hk->slot]) && S->ntainted < 64)
-			slot_uuid(&c->t->slots[hk->slot], S->tainted[S->ntainted++]);
+		slot_uuid(&c->t->slots[hk->slot], uuid);
+		taint(uuid);
 		for (j = 0; j < b->nspans; j++)
-			if (b->spans[j].key == key_index(hk->key) && !tainted(b->spans[j].uuid) && S->ntainted < 64)
-				snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", b->spans[j].uuid);
+			if (b->spans[j].key == key_index(hk->key))
+				taint(b->spans[j].uuid);
 	}
 }
 

@@ -101,6 +101,14 @@ slot_uuid(const ZklSlot *s, char out[ZKL_UUID_LEN + 1])
 		snprintf(out, ZKL_UUID_LEN + 1, "%s", s->uuid);
 }
 
+/* Promise nothing more to the request of this uuid (the list holds 64). */
+void
+taint(const char *uuid)
+{
+	if (!tainted(uuid) && S->ntainted < 64)
+		snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", uuid);
+}
+
 bool
 slot_tainted(const ZklSlot *s)
 {
@@ -122,9 +130,8 @@ end_span(Backend *b, const ZklSlot *s)
 		{
 			b->spans[i].to = zkm_now(S->m);
 			/* given up beside a node of the key deleted from outside, still held: promised nothing */
-			if (beside_gone_held(&S->c[b->spans[i].cluster], b->spans[i].pid, s->key) &&
-				!tainted(b->spans[i].uuid) && S->ntainted < 64)
-				snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", b->spans[i].uuid);
+			if (beside_gone_held(&S->c[b->spans[i].cluster], b->spans[i].pid, s->key))
+				taint(b->spans[i].uuid);
 		}
 }
 
