@@ -18,6 +18,8 @@
  * mostly takes its owner's last id (SIM_REUSE_OWN=P),
  * and in one of four, an expired session's id handed out before its client
  * reconnects, which then lands in that other session (SIM_REISSUE=P).
+ * In one seed of five, an earlier version's client shares the keys
+ * (sim_legacy.c): its nodes carry no mark, and it orders them by sequence.
  * After every step it checks:
  *   - never two holders of conflicting modes of one key that could both
  *     commit now (by the real commit rule, holds.c);
@@ -83,6 +85,7 @@ int64_t garbled_answers;	/* its ZMARSHALLINGERROR answers (a failure inside a se
 int64_t elections_held;	/* the model's elections */
 int64_t proposals_lost;	/* and the writes they lost */
 int64_t ids_reused;		/* sessions that took an ended session's id */
+int64_t legacy_spans;		/* an earlier version's client's locks held and released */
 int64_t late_answers;		/* new sessions whose answer was read after they ended */
 int64_t left_alone;		/* a crash's left session whose id another session had */
 int64_t held_deleted[2];	/* held nodes deleted from outside: not listed, listed since */
@@ -255,6 +258,8 @@ step(void)
 	int			i;
 
 	S->step++;
+	/* (beside the step: it draws from a stream of its own, the seed's draws as without it) */
+	(void) legacy_step();
 	if (pick < 18)
 	{
 		if (c->client >= 0 && zkm_step_server(S->m, c->client))
@@ -293,7 +298,7 @@ step(void)
 		for (i = 0; i < S->ncl; i++)
 			if (S->c[i].client >= 0 && zkm_step_server(S->m, S->c[i].client))
 				return;
-		if (zkm_step_leader(S->m))
+		if (legacy_settle() || zkm_step_leader(S->m))
 			return;
 		/* (followers too: one that lags for good would answer its clients ever later) */
 		for (i = 1; i < zkm_nservers(S->m); i++)
@@ -321,7 +326,7 @@ all_done(void)
 				return false;
 	}
 	/* a session closed while cut off ends at its expiry, and its nodes with it */
-	return !zkm_busy(S->m) && !zkm_unattached(S->m);
+	return legacy_done() && !zkm_busy(S->m) && !zkm_unattached(S->m);
 }
 
 /*
@@ -467,6 +472,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 	 */
 	sim->aim_orphans = seed % 7 == 6 && sim->ncl == 1;
 	once_draw(seed);
+	legacy_draw(seed);
 	while (!sim->failed && sim->step < max_steps)
 	{
 		int64_t		now = zkm_now(sim->m);
@@ -526,6 +532,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 		elections_held += elections;
 		proposals_lost += lost;
 		ids_reused += zkm_reused_ids(sim->m);
+		legacy_spans += sim->legacy.spans;
 		ids_reissued += zkm_reissued(sim->m);
 		late_answers += zkm_late_answers(sim->m);
 		for (i = 0; i < sim->ngone_held; i++)
@@ -591,56 +598,6 @@ sim_run_range(const SimRange *r, SimTotals *tot)
 		if (seed > UINT64_MAX - (uint64_t) r->stride)
 			break;
 	}
-}
-
-/* What the run met, summed over its seeds. */
-void
-sim_print_stats(void)
-{
-	printf("%" PRId64 " local hand-overs (%" PRId64 " of them readers joining a reader's node; %" PRId64
-		   " nodes a backend took itself: %" PRId64 " rides, %" PRId64 " readers' lingering nodes); %" PRId64
-		   " requests waited behind a local holder from their claim, or were refused there; %" PRId64
-		   " transactions began while their worker sent its plan's calls\n",
-		   handovers_seen, rides_seen, taken_here, rides_here, reader_takes_here, joined_here, began_sending);
-	printf("%" PRId64 " upgrades granted ahead of local waiters they held up, %" PRId64
-		   " past other clusters' requests behind the writers they held up; %" PRId64
-		   " turns held for a local holder past which an upgrade went\n", upgrades_ahead, upgrades_across,
-		   held_for_local);
-	printf("%" PRId64 " local deadlocks broken (40P01)\n", deadlocks_broken);
-	printf("%" PRId64 " deadlocks across clusters broken (40P01) in %" PRId64 " rounds, %" PRId64
-		   " claims; the longest wait for ever lasted %" PRId64 " ms; documents up to %d bytes\n",
-		   gw_victims, gw_rounds, gw_claims, gw_max_stuck_ms, gw_longest_doc);
-	printf("%" PRId64 " of those victims of a cycle a wait of which was given up since the claim, "
-		   "%" PRId64 " through a request whose node was deleted from outside\n",
-		   gw_gaveup_victims, gw_tainted_victims);
-	printf("%" PRId64 " try-locks waited for a node that may linger: %" PRId64 " granted, %" PRId64 " refused\n",
-		   linger_waits[0] + linger_waits[1], linger_waits[1], linger_waits[0]);
-	printf("%" PRId64 " answers ZNOAUTH (an ACL), %" PRId64 " ZMARSHALLINGERROR (a server's failure inside)\n",
-		   noauth_answers, garbled_answers);
-	printf("%" PRId64 " elections, %" PRId64 " writes ordered by a leader and lost with it\n",
-		   elections_held, proposals_lost);
-	printf("%" PRId64 " sessions took an ended session's id; %" PRId64
-		   " crash-restarts left such an id alone\n", ids_reused, left_alone);
-	printf("%" PRId64 " reconnects came back to another session of their id; %" PRId64
-		   " resumed sessions found without their presence node, taken as expired; %" PRId64
-		   " new sessions' answers read after they ended\n",
-		   ids_reissued, resumes_refused, late_answers);
-	printf("%" PRId64 " held or lingering nodes deleted from outside; %" PRId64 " of them listed "
-		   "without them by a request of their cluster's, none then held past the bound\n",
-		   held_deleted[0] + held_deleted[1], held_deleted[1]);
-	printf("%" PRId64 " sessions given up as cut off, none too soon; %" PRId64 " lookups of a lost create "
-		   "found nothing, none missing a node the leader had before\n", cutoffs_declared, lookups_empty);
-	printf("calls of the shipped worker files: %" PRId64 " creates, %" PRId64 " deletes, %" PRId64
-		   " multis, %" PRId64 " listings, %" PRId64 " reads, %" PRId64 " exists, %" PRId64
-		   " setData, %" PRId64 " syncs\n",
-		   calls_sent[ZKM_CREATE], calls_sent[ZKM_DELETE], calls_sent[ZKM_MULTI_OP],
-		   calls_sent[ZKM_CHILDREN], calls_sent[ZKM_GETDATA], calls_sent[ZKM_EXISTS],
-		   calls_sent[ZKM_SETDATA], calls_sent[ZKM_SYNC]);
-	printf("zk_once: %" PRId64 " periods owed to a call, %" PRId64 " calls owed none, %" PRId64
-		   " claims refused; of the periods committed, %" PRId64 " recorded, %" PRId64
-		   " not (%" PRId64 " done again); %" PRId64 " left owed by an abort or a refused commit\n",
-		   once_counts[0], once_counts[1], once_counts[2], once_counts[3], once_counts[4], once_counts[5],
-		   once_counts[6]);
 }
 
 int

@@ -27,6 +27,13 @@ double wall_seconds(void);
 void sim_run_range(const SimRange *r, SimTotals *tot);
 void sim_print_stats(void);
 
+/* sim_legacy.c */
+void legacy_draw(uint64_t seed);
+bool legacy_upgrade_pause(void);
+bool legacy_step(void);
+bool legacy_settle(void);
+bool legacy_done(void);
+
 /* sim_jobs.c */
 int sim_jobs(const SimRange *r, int jobs);
 
@@ -126,6 +133,9 @@ bool slot_tainted(const ZklSlot *s);
 void end_span(Backend *b, const ZklSlot *s);
 void check_semaphore_commit(const Span *sp);
 void check_commit(Backend *b);
+void check_span(Span *sp);
+void add_history(const Span *sp);
+const char * span_who(const Span *sp);
 void * book_alloc(void *arg, size_t size);
 void * book_grow(void *arg, void *p, size_t size);
 void book_release(void *arg, void *p);

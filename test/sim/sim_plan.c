@@ -371,6 +371,8 @@ plan_plain(Backend *b, int k, int pattern)
 	{
 		/* an upgrade: shared, then exclusive; two upgraders wait for each other, so never for ever */
 		add_act(b, false, k, ZKL_MODE_SHARED, 1);
+		if (legacy_upgrade_pause())
+			add_pause(b);
 		add_act(b, false, k, ZKL_MODE_EXCLUSIVE, chance(50) ? 1 : 2);
 		/*
 		 * The shared lock given up under the upgrade: a local writer that the

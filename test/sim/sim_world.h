@@ -334,6 +334,58 @@ typedef enum FaultKind
 	NFAULTS
 } FaultKind;
 
+/* An earlier version's client (sim_legacy.c): a request's state */
+typedef enum LegacyState
+{
+	L_IDLE,
+	L_CREATING,
+	L_MKKEY,					/* its key node was missing: made first */
+	L_LISTING,
+	L_PEEK,						/* a read that sets the watch on the node it waits for */
+	L_WAITING,
+	L_PAUSED,					/* first in line, in its lock-delay */
+	L_HELD,
+	L_RELEASING,
+	L_GIVING_UP
+} LegacyState;
+
+#define LEGACY_CL	NCLUSTERS	/* its spans' cluster */
+#define LEGACY_REQS	2			/* its backends: requests at a time */
+
+typedef struct LegacyReq
+{
+	LegacyState st;
+	uint64_t	want;			/* the reply it waits for */
+	uint64_t	wwant;			/* the watch it waits on */
+	int64_t		next_at;
+	int64_t		give_up_at;
+	int64_t		granted_at;
+	int64_t		released_at;
+	int			key;
+	char		mode;
+	int			pid;
+	bool		made_key;
+	char		uuid[ZKL_UUID_LEN + 1];
+	char		node[ZKM_PATH];
+} LegacyReq;
+
+typedef struct Legacy
+{
+	bool		on;
+	uint64_t	rng;			/* its own random stream */
+	int			client;			/* the model's handle, -1: none */
+	bool		connected;		/* told so on this handle */
+	int64_t		open_at;		/* no handle: when it opens one */
+	uint64_t	tags;
+	uint64_t	swant;			/* its listing of the sessions, and that watch */
+	bool		sessions_seen;	/* that listing answered: it knows of changes since */
+	int64_t		sessions_at;	/* when it lists them again (0: not due) */
+	int64_t		pause_until;	/* its lock-delay */
+	LegacyReq	r[LEGACY_REQS];
+	int64_t		asked;
+	int64_t		spans;
+} Legacy;
+
 typedef struct Sim
 {
 	uint64_t	seed;
@@ -351,6 +403,7 @@ typedef struct Sim
 	int			ntrace;
 	bool		verbose;
 	Span		history[NALL][HISTORY];	/* spans of committed transactions */
+	Legacy		legacy;			/* an earlier version's client, in some seeds */
 	/*
 	 * Requests whose node someone else deleted (a fault): zk_lock promises
 	 * them nothing until they queue again, under a new uuid.
@@ -577,11 +630,13 @@ extern int64_t noauth_answers;	/* the model's ZNOAUTH answers (an operator's ACL
 extern int64_t garbled_answers;	/* its ZMARSHALLINGERROR answers (a failure inside a server) */
 extern int64_t elections_held;	/* the model's elections */
 extern int64_t proposals_lost;	/* and the writes they lost */
+extern int64_t legacy_spans;	/* an earlier version's locks held and released */
 extern int64_t ids_reused;		/* sessions that took an ended session's id */
 extern void (*client_watchers[ZKM_CLIENTS]) (void);
 extern int64_t left_alone;		/* a crash's left session whose id another session had */
 extern int64_t held_deleted[2];	/* held nodes deleted from outside: not listed, listed since */
 extern int64_t ids_reissued;	/* reconnects that came back to another session of the id */
+extern int64_t late_answers;	/* new sessions whose answer was read after they ended */
 extern int64_t lookups_empty;	/* lookups of a lost create that found nothing */
 extern int64_t cutoffs_declared;	/* sessions a worker gave up as cut off */
 extern int64_t resumes_refused;	/* resumed sessions whose presence node was gone: expired */

@@ -172,40 +172,66 @@ check_semaphore_commit(const Span *sp)
 }
 
 /*
- * A transaction commits: none of the locks it held at any point (released
- * early or not) may have overlapped a conflicting lock of another committed
- * transaction.  Both orders are checked, at the later commit.
+ * A committed lock's span: it may not have overlapped a conflicting lock of
+ * another committed transaction (both orders are checked, at the later
+ * commit); then it joins the key's history.
  */
+void
+check_span(Span *sp)
+{
+	int			k = sp->key;
+	int			n = S->nhistory[k] < HISTORY ? S->nhistory[k] : HISTORY;
+	int			j;
+
+	if (sp->to == 0)
+		sp->to = zkm_now(S->m);
+	if (sp->mode == ZKL_MODE_SEMAPHORE && !tainted(sp->uuid))
+		check_semaphore_commit(sp);
+	for (j = 0; j < n && !tainted(sp->uuid); j++)
+	{
+		const Span *o = &S->history[k][j];
+
+		if (tainted(o->uuid) || (o->cluster == sp->cluster && o->pid == sp->pid))
+			continue;			/* a backend's own locks never conflict (session-level spans repeat) */
+		if (conflict(o->mode, sp->mode) && o->from < sp->to && sp->from < o->to)
+			fail("committed transactions overlap: %s held %s %c %.3f-%.3f, %s held it %c %.3f-%.3f",
+				 span_who(sp), key_name(k), sp->mode, sp->from / 1e6, sp->to / 1e6,
+				 span_who(o), o->mode, o->from / 1e6, o->to / 1e6);
+	}
+}
+
+/* "c1 b104", or an earlier version's client (sim_legacy.c) */
+const char *
+span_who(const Span *sp)
+{
+	static char buf[2][40];
+	static int	n;
+
+	n = (n + 1) % 2;
+	if (sp->cluster == LEGACY_CL)
+		snprintf(buf[n], sizeof(buf[n]), "an earlier version's client %d", sp->pid);
+	else
+		snprintf(buf[n], sizeof(buf[n]), "c%d b%d", sp->cluster, sp->pid);
+	return buf[n];
+}
+
+/* A checked span joins its key's history (the last HISTORY of them). */
+void
+add_history(const Span *sp)
+{
+	S->history[sp->key][S->nhistory[sp->key]++ % HISTORY] = *sp;
+}
+
+/* A transaction commits: every lock it held at any point, released early or not. */
 void
 check_commit(Backend *b)
 {
 	int			i;
-	int			j;
 
 	for (i = 0; i < b->nspans; i++)
-	{
-		Span	   *sp = &b->spans[i];
-		int			k = sp->key;
-		int			n = S->nhistory[k] < HISTORY ? S->nhistory[k] : HISTORY;
-
-		if (sp->to == 0)
-			sp->to = zkm_now(S->m);
-		if (sp->mode == ZKL_MODE_SEMAPHORE && !tainted(sp->uuid))
-			check_semaphore_commit(sp);
-		for (j = 0; j < n && !tainted(sp->uuid); j++)
-		{
-			const Span *o = &S->history[k][j];
-
-			if (tainted(o->uuid) || (o->cluster == sp->cluster && o->pid == sp->pid))
-				continue;		/* a backend's own locks never conflict (session-level spans repeat) */
-			if (conflict(o->mode, sp->mode) && o->from < sp->to && sp->from < o->to)
-				fail("committed transactions overlap: c%d b%d held %s %c %.3f-%.3f, c%d b%d held it %c %.3f-%.3f",
-					 sp->cluster, sp->pid, key_name(k), sp->mode, sp->from / 1e6, sp->to / 1e6,
-					 o->cluster, o->pid, o->mode, o->from / 1e6, o->to / 1e6);
-		}
-	}
+		check_span(&b->spans[i]);
 	for (i = 0; i < b->nspans; i++)
-		S->history[b->spans[i].key][S->nhistory[b->spans[i].key]++ % HISTORY] = b->spans[i];
+		add_history(&b->spans[i]);
 }
 
 /* ---- the book's host (book.h): a backend's memory and its cluster's slot table ---- */
