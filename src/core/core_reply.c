@@ -210,6 +210,18 @@ zc_core_barrier_reply(ZklCore *c, uint64_t tag, int rc)
 {
 	ZklSlot    *s = zc_core_reply_slot(c, tag);
 
+	/*
+	 * Granted meanwhile (the blocker's delete reply, a listing): the read
+	 * was of our own node, and "no node" on our session's connection says
+	 * it is gone, whoever deleted it.  The lock is lost at once, as a look
+	 * at a held node finds it (zc_core_stat_reply); the next listing would
+	 * tell too, but only once something asks for one.
+	 */
+	if (s != NULL && s->zstate == ZKS_HELD && rc == ZNONODE)
+	{
+		zc_core_lose_slot(c, s);
+		return;
+	}
 	if (s == NULL || s->zstate != ZKS_QUEUED)
 		return;
 	if (rc == ZOK)

@@ -441,7 +441,9 @@ handle_next(Cluster *c)
 bool
 deliver(Cluster *c)
 {
-	if (c->client < 0 || c->paused || c->in_turn || !zkm_has_message(S->m, c->client))
+	/* (nor while it waits on a handle of its own: busy, its clocks moved on by that wait) */
+	if (c->client < 0 || c->paused || c->in_turn || zkm_now(S->m) < c->busy_until ||
+		!zkm_has_message(S->m, c->client))
 		return false;
 	worker_read(c, 1);
 	/* a backend may claim between the worker's read and its plan (take_here.c) */

@@ -371,7 +371,12 @@ plan_plain(Backend *b, int k, int pattern)
 	{
 		/* an upgrade: shared, then exclusive; two upgraders wait for each other, so never for ever */
 		add_act(b, false, k, ZKL_MODE_SHARED, 1);
-		if (legacy_upgrade_pause())
+		/*
+		 * Often a while between the read and its upgrade: other backends'
+		 * readers and writers (an earlier version's client's too, in its
+		 * seeds: drawn from its stream) queue between the two.
+		 */
+		if (S->legacy.on ? legacy_upgrade_pause() : chance(40))
 			add_pause(b);
 		add_act(b, false, k, ZKL_MODE_EXCLUSIVE, chance(50) ? 1 : 2);
 		/*

@@ -17,6 +17,7 @@ main(void)
 	test_upgrade_held_turn_deadlock();
 	test_upgrade_passes_only_waiters();
 	test_stale_watch();
+	test_barrier_after_grant();
 	test_fallen_upgrade();
 	test_lost_with_other_lock();
 	test_local_handover();

@@ -285,6 +285,56 @@ test_stale_watch(void)
 }
 
 /*
+ * W's barrier read (its own node, after its sole blocker's delete event)
+ * may come back after W was granted by that blocker's delete reply; its
+ * node deleted from outside in between, the read's "no node" loses the
+ * lock at once (a simulator seed: another cluster was granted on the next
+ * listing while W still held).
+ */
+void
+test_barrier_after_grant(void)
+{
+	char		path[ZKL_PATH_LEN];
+	uint64_t	barrier;
+	uint64_t	del;
+	int			d;
+	int			w;
+
+	setup();
+	holder_and_waiter(&d, &w);
+	CHECK(slots[w].zk.watch_sole, "W waits on D alone");
+	(void) zc_table_abandon(&table, &slots[d]);
+	(void) zc_core_plan(&core, true, now_us);
+	del = planned(d, OP_DELETE);
+	zc_core_child_path(&table, &slots[d], slots[d].node, path);
+	zc_core_watch_event(&core, zc_core_tag(w, slots[w].req.attempt), true, path);
+	(void) zc_core_plan(&core, true, now_us);
+	barrier = planned(w, OP_BARRIER);
+	CHECK(del != 0 && barrier != 0, "D's delete and W's barrier read are both on their way");
+	zc_core_delete_reply(&core, del, ZOK);
+	CHECK(slots[w].zstate == ZKS_HELD && slots[w].ans.result == ZKL_RESULT_GRANTED,
+		  "D's delete reply grants W before its barrier read is back");
+	zc_core_barrier_reply(&core, barrier, ZNONODE);
+	CHECK(slots[w].ans.result == ZKL_RESULT_LOST && slots[w].zstate != ZKS_HELD,
+		  "the barrier read found W's node gone: the lock is lost at once");
+
+	/* found there, it stays held */
+	setup();
+	holder_and_waiter(&d, &w);
+	(void) zc_table_abandon(&table, &slots[d]);
+	(void) zc_core_plan(&core, true, now_us);
+	del = planned(d, OP_DELETE);
+	zc_core_child_path(&table, &slots[d], slots[d].node, path);
+	zc_core_watch_event(&core, zc_core_tag(w, slots[w].req.attempt), true, path);
+	(void) zc_core_plan(&core, true, now_us);
+	barrier = planned(w, OP_BARRIER);
+	zc_core_delete_reply(&core, del, ZOK);
+	zc_core_barrier_reply(&core, barrier, ZOK);
+	CHECK(slots[w].zstate == ZKS_HELD && slots[w].ans.result == ZKL_RESULT_GRANTED,
+		  "the barrier read found it: W still holds");
+}
+
+/*
  * A seed's orphan: another backend's upgrade of its read R stands right
  * behind R, ahead of local holder D and waiter W; made after D, it falls
  * between them once R goes (by its own sequence).  D, granted then at the
