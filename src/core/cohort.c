@@ -286,9 +286,23 @@ take_node(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	to->watch[0] = '\0';
 	to->zk.watch_sole = false;
 	to->zk.delayed_until = 0;
+	zc_cohort_barrier_passes(from, to);
 	zc_slot_move(to, ZKS_QUEUED);
 	zc_slot_move(from, ZKS_GONE);
 	zc_table_free(c->t, from);
+}
+
+/*
+ * `from` read its own node behind its blocker's delete and the answer is
+ * not back: once `from` is freed the answer finds no slot, so `to`, which
+ * holds through the node now, looks at it itself (a node deleted from
+ * outside meanwhile is a lost lock: zc_core_stat_reply).
+ */
+void
+zc_cohort_barrier_passes(const ZklSlot *from, ZklSlot *to)
+{
+	if (from->zk.barrier_out)
+		to->zk.todo |= ZKT_STAT;
 }
 
 /* The node of `from` (done with it) becomes `to`'s, granted at once. */

@@ -23,6 +23,7 @@ extern bool zc_cohort_carries(const ZklCohort *c, const ZklSlot *o);
 extern bool zc_cohort_eligible(const ZklCohort *c, const ZklSlot *s);
 extern bool zc_cohort_eligible_x(const ZklCohort *c, const ZklSlot *s);
 extern void zc_cohort_end_linger(ZklSlot *o);
+extern void zc_cohort_barrier_passes(const ZklSlot *from, ZklSlot *to);
 extern ZklSlot * zc_cohort_first_waiter(ZklCohort *c, const ZklSlot *o);
 extern void zc_cohort_join(ZklCohort *c, ZklSlot *s, bool connected, int64_t mono);
 extern bool zc_cohort_older_joiner(ZklCohort *c, const ZklSlot *s, ZklSlot *o);

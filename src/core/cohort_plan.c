@@ -199,6 +199,21 @@ zc_cohort_keeps(const ZklCohort *c, const ZklSlot *s)
 		(s->zk.rides && s->zstate == ZKS_HELD);
 }
 
+/* A holder's node is gone from under it: the lock is lost; a lingering node is simply gone. */
+void
+zc_cohort_node_gone(ZklCohort *c, ZklSlot *s)
+{
+	if (s->coh.peek == COH_PEEK_ASKED)
+		s->coh.peek = COH_PEEK_NONE;
+	if (s->zstate == ZKS_HELD)
+		c->host->lose(c->host->arg, s);
+	else if (s->zstate == ZKS_LINGER)
+	{
+		zc_slot_move(s, ZKS_GONE);
+		zc_table_free(c->t, s);
+	}
+}
+
 void
 zc_cohort_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched)
 {
@@ -212,16 +227,7 @@ zc_cohort_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool wat
 			own = i;
 	if (own < 0)
 	{
-		/* a holder's node is gone from under it (a waiter's: decide() sees it) */
-		if (s->coh.peek == COH_PEEK_ASKED)
-			s->coh.peek = COH_PEEK_NONE;
-		if (s->zstate == ZKS_HELD)
-			c->host->lose(c->host->arg, s);
-		else if (s->zstate == ZKS_LINGER)
-		{
-			zc_slot_move(s, ZKS_GONE);
-			zc_table_free(c->t, s);
-		}
+		zc_cohort_node_gone(c, s);	/* (a waiter's: decide() sees it) */
 		return;
 	}
 	/*

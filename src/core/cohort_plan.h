@@ -15,6 +15,7 @@ extern long zc_cohort_plan(ZklCohort *c, bool connected, int64_t now, int64_t mo
 extern bool zc_cohort_keeps(const ZklCohort *c, const ZklSlot *s);
 
 /* A listing of s's key came back (rc ZOK); watched: it set a child watch. */
+extern void zc_cohort_node_gone(ZklCohort *c, ZklSlot *s);
 extern void zc_cohort_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched);
 
 /* A listing of s's key failed with rc; transient: its outcome is unknown, or the session ended. */

@@ -435,6 +435,7 @@ pass_to_rider(ZklCohort *c, ZklSlot *from, ZklSlot *to)
 	to->zk.todo |= from->zk.todo & ZKT_UNMARK;	/* and its removal, if owed */
 	to->coh.peek = from->coh.peek == COH_PEEK_ARMED ? COH_PEEK_ARMED : COH_PEEK_NONE;
 	to->coh.kept = false;
+	zc_cohort_barrier_passes(from, to);
 	zc_slot_move(from, ZKS_GONE);
 	zc_table_free(c->t, from);
 	return users_changed(c, to) + (to->zk.todo != 0);	/* the mark's removal may be owed */

@@ -62,6 +62,8 @@ plan_followup(ZklCore *c, int idx, int64_t now)
 				s->zk.checked_at = now;
 			if (followups[i].kind == OP_CHILDREN)
 				zc_cohort_listing_planned(s);
+			if (followups[i].kind == OP_BARRIER)
+				s->zk.barrier_out = true;
 			new_op(c, idx, followups[i].kind);
 			return true;
 		}

@@ -210,19 +210,23 @@ zc_core_barrier_reply(ZklCore *c, uint64_t tag, int rc)
 {
 	ZklSlot    *s = zc_core_reply_slot(c, tag);
 
+	if (s == NULL)
+		return;					/* (a taker of its node looks at it itself: take_node) */
+	s->zk.barrier_out = false;
 	/*
-	 * Granted meanwhile (the blocker's delete reply, a listing): the read
-	 * was of our own node, and "no node" on our session's connection says
-	 * it is gone, whoever deleted it.  The lock is lost at once, as a look
-	 * at a held node finds it (zc_core_stat_reply); the next listing would
-	 * tell too, but only once something asks for one.
+	 * Granted meanwhile (the blocker's delete reply, a listing), maybe
+	 * released since to linger: the read was of our own node, and "no
+	 * node" on our session's connection says it is gone, whoever deleted
+	 * it.  The lock is lost at once, as a look at a held node finds it
+	 * (zc_core_stat_reply); the next listing would tell too, but only once
+	 * something asks for one.
 	 */
-	if (s != NULL && s->zstate == ZKS_HELD && rc == ZNONODE)
+	if ((s->zstate == ZKS_HELD || s->zstate == ZKS_LINGER) && rc == ZNONODE)
 	{
-		zc_core_lose_slot(c, s);
+		zc_cohort_node_gone(zc_core_cohort_of(c), s);
 		return;
 	}
-	if (s == NULL || s->zstate != ZKS_QUEUED)
+	if (s->zstate != ZKS_QUEUED)
 		return;
 	if (rc == ZOK)
 		zc_core_grant(c, s);			/* nodes ahead only go: still nothing blocks it */

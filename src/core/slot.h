@@ -161,6 +161,9 @@ typedef struct ZklSlotWorker
 	uint8_t		retries;		/* parent re-creations, to bound a loop */
 	uint8_t		rechecks;		/* a waiter's re-checks (plan_recheck) */
 	bool		own_check;		/* its STAT is a re-check's look at its own node */
+	bool		barrier_out;	/* a read of its own node is on its way (OP_BARRIER): a
+								 * local slot that takes the node meanwhile looks at
+								 * it again (cohort.c's take_node) */
 	bool		delete_refused; /* its delete was refused (an ACL): sent again later */
 	bool		key_denied;		/* its key node's create was refused (ZNOAUTH) */
 	int64_t		checked_at;		/* wall: when the worker last read the key's queue for it */

@@ -215,7 +215,10 @@ tick(int64_t us)
 	if (S->aim_reused)
 		reused_tend();
 	if (S->fault_weight[F_DELETE_HOLDER] > 0)
+	{
 		leaned_on_tend();
+		barrier_tend();
+	}
 	/* time stops at the next commit record due to become visible */
 	for (i = 0; i < S->ncl; i++)
 	{

@@ -457,6 +457,27 @@ leaned_target(const Cluster *c, const ZklSlot *s)
 		!already_gone(c, s) && leaned_on(c, s);
 }
 
+/* The held or lingering node of slot s deleted from outside; its holders are promised nothing now. */
+static bool
+delete_node_of(Cluster *c, const ZklSlot *s)
+{
+	char		uuid[ZKL_UUID_LEN + 1];
+	char		path[ZKL_PATH_LEN];
+
+	if (S->ntainted >= 64 || S->ngone_held >= 16 || already_gone(c, s) ||
+		s->node[0] == '\0' || !zc_recipe_uuid_of(s->node, uuid))
+		return false;
+	snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", uuid);
+	S->gone_held[S->ngone_held].cl = c->id;
+	zc_core_key_path(c->t, s, S->gone_held[S->ngone_held].key_path);
+	snprintf(S->gone_held[S->ngone_held].node, ZKL_NODE_BUFLEN, "%s", s->node);
+	S->gone_held[S->ngone_held++].listed_at = 0;
+	zc_core_child_path(c->t, s, s->node, path);
+	trace("fault: %s (%s) deleted behind its owner's back", path, s->zstate == ZKS_LINGER ? "lingering" : "held");
+	zkm_admin_delete(S->m, path);
+	return true;
+}
+
 static bool
 delete_holder(Cluster *c)
 {
@@ -465,29 +486,49 @@ delete_holder(Cluster *c)
 
 	for (j = 0; j < c->t->nused && !leaned; j++)
 		leaned = leaned_target(c, &c->t->slots[j]);
-	for (j = 0; j < c->t->nused && S->ntainted < 64 && S->ngone_held < 16; j++)
+	for (j = 0; j < c->t->nused; j++)
 	{
 		const ZklSlot *s = &c->t->slots[j];
-		char		uuid[ZKL_UUID_LEN + 1];
-		char		path[ZKL_PATH_LEN];
 
 		if (!(s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED) && s->zstate != ZKS_LINGER)
 			continue;
-		if ((leaned && !leaned_target(c, s)) || already_gone(c, s))
+		if (leaned && !leaned_target(c, s))
 			continue;
-		if (s->node[0] == '\0' || !zc_recipe_uuid_of(s->node, uuid))
-			continue;
-		snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", uuid);
-		S->gone_held[S->ngone_held].cl = c->id;
-		zc_core_key_path(c->t, s, S->gone_held[S->ngone_held].key_path);
-		snprintf(S->gone_held[S->ngone_held].node, ZKL_NODE_BUFLEN, "%s", s->node);
-		S->gone_held[S->ngone_held++].listed_at = 0;
-		zc_core_child_path(c->t, s, s->node, path);
-		trace("fault: %s (%s) deleted behind its owner's back", path, s->zstate == ZKS_LINGER ? "lingering" : "held");
-		zkm_admin_delete(S->m, path);
-		return true;
+		if (delete_node_of(c, s))
+			return true;
 	}
 	return false;
+}
+
+/*
+ * In the seeds that delete held nodes, a lock granted while the read of its
+ * own node behind its blocker's delete event is still out (the blocker's
+ * delete reply granted it first) has its node deleted then, one a second at
+ * most: that read's "no node" must lose the lock at once, or, once a local
+ * waiter took the node, the taker's own look (core_reply.c's barrier reply,
+ * cohort.c's take_node).
+ */
+void
+barrier_tend(void)
+{
+	int64_t		now = zkm_now(S->m);
+	int			i;
+	int			j;
+
+	if (S->quiet || now < S->barrier_at)
+		return;
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].t->nused; j++)
+		{
+			const ZklSlot *s = &S->c[i].t->slots[j];
+
+			if (s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED && s->zk.barrier_out &&
+				delete_node_of(&S->c[i], s))
+			{
+				S->barrier_at = now + 1000000;
+				return;
+			}
+		}
 }
 
 /*

@@ -205,6 +205,7 @@ void check_tombstone_asked(Cluster *c, const ZkmReq *r);
 void check_group_whole(Cluster *c, const ZkmReq *r);
 void reused_tend(void);
 void leaned_on_tend(void);
+void barrier_tend(void);
 bool beside_gone_held(const Cluster *c, int pid, const char *key);
 void taint_beside_gone(const Cluster *c, const Backend *b);
 void check_cutoff_early(const Cluster *c);

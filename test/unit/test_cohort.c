@@ -86,6 +86,43 @@ holder_and_local_waiter(int *h, int *w)
 	peek_alone(*h);
 }
 
+/*
+ * A holder's read of its own node (a barrier, behind its blocker's delete)
+ * may still be on its way when its release hands the node to a local
+ * waiter: that answer then finds no slot, so the new holder looks at the
+ * node itself, and a node gone (deleted from outside meanwhile) is its
+ * lost lock.  A node that lingers when the answer says it is gone is gone.
+ */
+void
+test_barrier_out_at_handover(void)
+{
+	char		stray[ZKL_PATH_LEN];
+	uint64_t	tag;
+	int			h;
+	int			w;
+
+	holder_and_local_waiter(&h, &w);
+	slots[h].zk.barrier_out = true;		/* as planned behind a delete event, not answered yet */
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
+	tag = planned(w, OP_STAT);
+	CHECK(slots[w].ans.result == ZKL_RESULT_GRANTED && tag != 0,
+		  "handed over while the old holder's barrier read is out: the new holder looks at the node");
+	(void) zc_core_stat_reply(&core, tag, ZNONODE, 0, 0, stray);
+	CHECK(slots[w].ans.result == ZKL_RESULT_LOST, "the node is gone: the new holder's lock is lost");
+
+	holder_and_local_waiter(&h, &w);
+	(void) zc_table_abandon(&table, &slots[h]);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[w].ans.result == ZKL_RESULT_GRANTED && planned(w, OP_STAT) == 0,
+		  "no read out: a hand-over looks at nothing");
+
+	h = lingering(0);
+	tag = zc_core_tag(h, slots[h].req.attempt);
+	zc_core_barrier_reply(&core, tag, ZNONODE);
+	CHECK(slots[h].zstate == ZKS_FREE, "a lingering node a barrier read finds gone is gone");
+}
+
 /* A lost session: the holder of a handed-over node loses it; local waiters queue again. */
 void
 test_cohort_session_lost(void)

@@ -50,6 +50,7 @@ main(void)
 	test_group_member_failed();
 	test_cohort();
 	test_cohort_session_lost();
+	test_barrier_out_at_handover();
 	test_kept_node_not_held();
 	test_try_after_release();
 	test_linger();

@@ -74,6 +74,7 @@ void test_refusals(void);
 void test_stale_watch(void);
 void test_fallen_upgrade(void);
 void test_barrier_after_grant(void);
+void test_barrier_out_at_handover(void);
 void test_lost_with_other_lock(void);
 void test_local_handover(void);
 void test_reader_behind_writer_reads(void);
