@@ -28,6 +28,8 @@
  * (a lost connection, an error) ends its session, as a crash would, and a
  * new one starts later.  A lock counts as held, from its grant to its
  * delete, only when that delete succeeded: the node was there all along.
+ * A delete of its node that finds none fails the seed: nothing but it
+ * deletes its nodes (zk_lock deletes only nodes of its own clusters).
  * Those spans go into the keys' history with the committed transactions',
  * and the same overlap check judges them.
  */
@@ -342,20 +344,18 @@ l_reply(Legacy *l, LegacyReq *r, const ZkmMsg *msg)
 				crash(l, "its read failed");
 			return;
 		case L_RELEASING:
-			if (msg->rc == ZOK)
-				released(l, r);
-			else if (msg->rc != ZNONODE)
+		case L_GIVING_UP:
+			/* no fault deletes its nodes: gone under a live session, another client deleted it */
+			if (msg->rc == ZNONODE)
+				fail("an earlier version's node %s was deleted by someone else", r->node);
+			else if (msg->rc != ZOK)
 			{
 				crash(l, "its delete failed");
 				return;
 			}
+			else if (r->st == L_RELEASING)
+				released(l, r);
 			idle(l, r);
-			return;
-		case L_GIVING_UP:
-			if (msg->rc == ZOK || msg->rc == ZNONODE)
-				idle(l, r);
-			else
-				crash(l, "its delete failed");
 			return;
 		default:
 			return;
