@@ -375,8 +375,8 @@ plan_plain(Backend *b, int k, int pattern)
 		 * Often a while between the read and its upgrade: other backends'
 		 * readers and writers (an earlier version's client's too, in its
 		 * seeds: drawn from its stream) queue between the two.  In the even
-		 * seeds only: the odd ones draw as before (bites 42 and 50 are
-		 * caught there).
+		 * seeds only: the odd ones draw as before (bite 42 is caught
+		 * there, seed 3315).
 		 */
 		if (S->legacy.on ? legacy_upgrade_pause() : S->seed % 2 == 0 && chance(40))
 			add_pause(b);
