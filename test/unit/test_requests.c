@@ -291,44 +291,45 @@ test_stale_watch(void)
  * lock at once (a simulator seed: another cluster was granted on the next
  * listing while W still held).
  */
-void
-test_barrier_after_grant(void)
+/* (W granted by D's delete reply while its barrier read is out: that read's tag) */
+static uint64_t
+granted_with_barrier_out(int *w)
 {
 	char		path[ZKL_PATH_LEN];
 	uint64_t	barrier;
 	uint64_t	del;
 	int			d;
-	int			w;
 
 	setup();
-	holder_and_waiter(&d, &w);
-	CHECK(slots[w].zk.watch_sole, "W waits on D alone");
+	holder_and_waiter(&d, w);
+	CHECK(slots[*w].zk.watch_sole, "W waits on D alone");
 	(void) zc_table_abandon(&table, &slots[d]);
 	(void) zc_core_plan(&core, true, now_us);
 	del = planned(d, OP_DELETE);
 	zc_core_child_path(&table, &slots[d], slots[d].node, path);
-	zc_core_watch_event(&core, zc_core_tag(w, slots[w].req.attempt), true, path);
+	zc_core_watch_event(&core, zc_core_tag(*w, slots[*w].req.attempt), true, path);
 	(void) zc_core_plan(&core, true, now_us);
-	barrier = planned(w, OP_BARRIER);
+	barrier = planned(*w, OP_BARRIER);
 	CHECK(del != 0 && barrier != 0, "D's delete and W's barrier read are both on their way");
 	zc_core_delete_reply(&core, del, ZOK);
-	CHECK(slots[w].zstate == ZKS_HELD && slots[w].ans.result == ZKL_RESULT_GRANTED,
+	CHECK(slots[*w].zstate == ZKS_HELD && slots[*w].ans.result == ZKL_RESULT_GRANTED,
 		  "D's delete reply grants W before its barrier read is back");
+	return barrier;
+}
+
+void
+test_barrier_after_grant(void)
+{
+	uint64_t	barrier;
+	int			w;
+
+	barrier = granted_with_barrier_out(&w);
 	zc_core_barrier_reply(&core, barrier, ZNONODE);
 	CHECK(slots[w].ans.result == ZKL_RESULT_LOST && slots[w].zstate != ZKS_HELD,
 		  "the barrier read found W's node gone: the lock is lost at once");
 
 	/* found there, it stays held */
-	setup();
-	holder_and_waiter(&d, &w);
-	(void) zc_table_abandon(&table, &slots[d]);
-	(void) zc_core_plan(&core, true, now_us);
-	del = planned(d, OP_DELETE);
-	zc_core_child_path(&table, &slots[d], slots[d].node, path);
-	zc_core_watch_event(&core, zc_core_tag(w, slots[w].req.attempt), true, path);
-	(void) zc_core_plan(&core, true, now_us);
-	barrier = planned(w, OP_BARRIER);
-	zc_core_delete_reply(&core, del, ZOK);
+	barrier = granted_with_barrier_out(&w);
 	zc_core_barrier_reply(&core, barrier, ZCONNECTIONLOSS);
 	CHECK(slots[w].zstate == ZKS_HELD && slots[w].ans.result == ZKL_RESULT_GRANTED,
 		  "the barrier read's connection was lost: that says nothing of the node, W still holds");
