@@ -14,8 +14,10 @@ extern long zc_cohort_plan(ZklCohort *c, bool connected, int64_t now, int64_t mo
 /* An abandoned holder whose node waits for a hand-over decision: not deleted yet. */
 extern bool zc_cohort_keeps(const ZklCohort *c, const ZklSlot *s);
 
-/* A listing of s's key came back (rc ZOK); watched: it set a child watch. */
+/* s's node is gone from under it (a listing or a read of it said so): held, lost; lingering, freed. */
 extern void zc_cohort_node_gone(ZklCohort *c, ZklSlot *s);
+
+/* A listing of s's key came back (rc ZOK); watched: it set a child watch. */
 extern void zc_cohort_listed(ZklCohort *c, ZklSlot *s, const ZkrChild *kids, int n, bool watched);
 
 /* A listing of s's key failed with rc; transient: its outcome is unknown, or the session ended. */
