@@ -297,13 +297,17 @@ sub token_node { return int($_[0] / 4096); }
 
 # The local hand-over bound, seen from the other cluster: four clients of
 # $busy loop on $key with $lock_fn (20 ms holds, 12 s) while a client of
-# $other takes it exclusive three times.  Each time, once $busy's own read
-# of the queue (zk_lock_queue, through its session) shows $other's node,
-# the grants of $busy that come before $other's (smaller tokens) are at
-# most $limit plus $slack: requests of $busy already under way then (its
-# worker has had the child event by that read, so every later hand-over
-# waits for a listing that shows the node).  Returns $busy's tokens in the
-# order they were granted.
+# $other takes it exclusive, three rounds that count.  In each, once
+# $busy's own read of the queue (zk_lock_queue, through its session) shows
+# $other's node waiting, the grants of $busy that come before $other's
+# (smaller tokens) are at most $limit plus $slack: requests of $busy
+# already under way then (its worker has had the child event by that read,
+# so every later hand-over waits for a listing that shows the node).  A
+# round where no read saw the node wait (it was granted first) has no
+# moment to count from: counting from the request would count the grants
+# made before the node even existed.  Such a round is noted and another is
+# run, up to eight in all.  Returns $busy's tokens in the order they were
+# granted.
 sub foreign_writer_rounds
 {
 	my ($busy, $other, $key, $lock_fn, $limit, $slack) = @_;
@@ -321,33 +325,51 @@ sub foreign_writer_rounds
 	ok(wait_for(sub { $busy->safe_psql('postgres', "SELECT count(*) FROM bound_$key") >= 20 }, 30),
 		"$key: four clients of one cluster take turns on the key");
 	my $bs = $other->background_psql('postgres', on_error_stop => 0);
+	# one session polls: a new psql per read would leave the node unseen for
+	# the whole of a short wait
+	my $reader = $busy->background_psql('postgres', on_error_stop => 0);
 	my $name = $other->name;
 	my @waits;
-	for my $round (1 .. 3)
+	my $measured = 0;
+	for (my $round = 1; $round <= 8 && $measured < 3; $round++)
 	{
 		my $t0 = time();
 		my $seen;
 		$bs->query_until(qr/asked/, "BEGIN;\n\\echo asked\nSELECT zk_lock('$key');\n\\echo granted\n");
-		ok(wait_for(sub {
-			($seen) = $busy->safe_psql('postgres',
+		my $granted = sub { $bs->{run}->pump_nb; return $bs->{stdout} =~ /granted/; };
+		my $deadline = time() + 30;
+		while (!defined $seen && !$granted->() && time() < $deadline)
+		{
+			($seen) = $reader->query_safe(
 				"SELECT extract(epoch from clock_timestamp()) FROM zk_lock_queue('$key')"
 				  . " WHERE cluster = '$name' AND NOT granted") =~ /([\d.]+)/;
-			$bs->{run}->pump_nb;
-			return defined $seen || $bs->{stdout} =~ /granted/;
-		}, 30), "$key round $round: the other cluster's node is in the queue");
-		$seen //= $t0;	# granted before the first read: count from the start
-		ok(wait_for(sub { $bs->{run}->pump_nb; $bs->{stdout} =~ /granted/ }, 30),
-			"$key round $round: the other cluster is granted");
+			usleep(5_000) unless defined $seen;
+		}
+		ok(wait_for($granted, 30), "$key round $round: the other cluster is granted");
 		push @waits, sprintf('%.0f ms', 1000 * (time() - $t0));
 		my ($token) = $bs->query_safe("SELECT zk_lock_token('$key')") =~ /(\d+)\s*$/;
 		$bs->query_safe('COMMIT');
 		$bs->{stdout} = '';
-		my $passed = $busy->safe_psql('postgres',
-			"SELECT count(*) FROM bound_$key WHERE at > to_timestamp($seen) AND token < $token");
-		cmp_ok($passed, '<=', $limit + $slack,
-			"$key round $round: the other cluster was granted after $passed grants (limit $limit)");
+		if (defined $seen)
+		{
+			$measured++;
+			my $passed = $busy->safe_psql('postgres',
+				"SELECT count(*) FROM bound_$key WHERE at > to_timestamp($seen) AND token < $token");
+			cmp_ok($passed, '<=', $limit + $slack,
+				"$key round $round: the other cluster was granted after $passed grants (limit $limit)")
+			  or diag("ms after the read, node, hand-over of $busy's grants (the other's token $token):\n"
+				  . $busy->safe_psql('postgres',
+					"SELECT round((extract(epoch from at) - $seen) * 1000) || ' ' || token / 4096 || ' ' || token % 4096"
+					  . " FROM bound_$key WHERE at > to_timestamp($seen) - interval '50 ms' ORDER BY at LIMIT 30"));
+		}
+		else
+		{
+			note("$key round $round: granted before a read saw its node wait; not counted");
+		}
 		usleep(200_000);
 	}
+	is($measured, 3, "$key: three rounds counted from a read that saw the other cluster's node wait");
+	$reader->quit;
 	$bs->quit;
 	note("$key: the other cluster waited " . join(', ', @waits) . ' while four clients looped');
 	$h->finish;
