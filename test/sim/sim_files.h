@@ -203,9 +203,6 @@ void note_grants(Cluster *c);
 void check_peek_out(const Cluster *c);
 void check_tombstone_asked(Cluster *c, const ZkmReq *r);
 void check_group_whole(Cluster *c, const ZkmReq *r);
-void reused_tend(void);
-void leaned_on_tend(void);
-void barrier_tend(void);
 bool beside_gone_held(const Cluster *c, int pid, const char *key);
 void taint_beside_gone(const Cluster *c, const Backend *b);
 void check_cutoff_early(const Cluster *c);
@@ -239,6 +236,8 @@ bool key_news(Cluster *c, const ZklSlot *s, const char *key_path);
 void check_sole_blocker(Cluster *c);
 void check_pair_upgrades(const Cluster *c);
 void check_try_refusal(Cluster *c, const ZklSlot *s, const ZkrChild *kids, int n);
+
+/* sim_liveness.c */
 void check_liveness(Cluster *c);
 void dump_cluster(const Cluster *c);
 void check_end(void);
@@ -251,11 +250,17 @@ void worker_restart(Cluster *c);
 void backend_exit(Cluster *c, Backend *b);
 void crash_restart(Cluster *c);
 void begin_stop(Cluster *c);
-bool gap_aimed(void);
-void first_listing_tend(void);
-void wall_step_behind(Cluster *c, int idx);
-void orphans_tend(void);
 void fault(void);
 void heal(bool all);
+
+/* sim_aims.c */
+bool gap_aimed(void);
+void first_listing_tend(void);
+void reused_tend(void);
+void orphans_tend(void);
+void wall_step_behind(Cluster *c, int idx);
+bool delete_holder(Cluster *c);
+void leaned_on_tend(void);
+void barrier_tend(void);
 
 #endif

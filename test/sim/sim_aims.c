@@ -1,0 +1,369 @@
+/*
+ * sim_aims.c — faults aimed at a moment a seed's shape makes rare: a
+ * gap the clock-rate rule closes, a new session's first listing, a
+ * session of a reused id beside its old tombstone, orphans, the wall
+ * clock stepping back behind a local writer, a held node deleted while
+ * another lock of its backend leans on it or its barrier read is out.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "sim_world.h"
+
+/*
+ * SIM_GAP's moment: the first cluster has a backend holding locks in its
+ * transaction while a backend of another cluster waits.
+ */
+bool
+gap_aimed(void)
+{
+	bool		holds = false;
+	bool		waits = false;
+	int			i;
+	int			j;
+
+	for (j = 0; j < S->c[0].nb; j++)
+		holds |= S->c[0].b[j].st == B_HOLD && S->c[0].b[j].book.n > 0;
+	for (i = 1; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].nb; j++)
+			waits |= S->c[i].b[j].st == B_WAIT;
+	return holds && waits;
+}
+
+/* A cluster other than b with a backend holding locks in its transaction, connected (-1: none). */
+static int
+holder_cluster(int b)
+{
+	int			i;
+	int			j;
+
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; i != b && j < S->c[i].nb; j++)
+			if (S->c[i].b[j].st == B_HOLD && S->c[i].b[j].book.n > 0 && S->c[i].client >= 0 &&
+				S->c[i].t->conn_state == ZKC_CONNECTED)
+				return i;
+	return -1;
+}
+
+/*
+ * A new session's first listing, aimed (one seed in five, by its number):
+ * cluster B's session ends; once its new session is up, every listing of
+ * the sessions is refused for longer than B's lock-delay, so B's first
+ * listing comes after the pause its session's start began has run out;
+ * just before it does, a cluster holding a lock goes silent and its session
+ * ends at the leader.  That first listing never shows the dead session: it
+ * must pause all the same (lock_delay.c), or B grants while the dead
+ * session's holder may still commit.
+ */
+void
+first_listing_tend(void)
+{
+	int64_t		now = zkm_now(S->m);
+	Cluster    *b = &S->c[S->fl_b];
+	int			a;
+
+	if (S->quiet || S->fl_count >= 3)
+		return;
+	if (S->fl_phase == 0 && now >= S->fl_at)
+	{
+		S->fl_b = rnd_int(S->ncl);
+		b = &S->c[S->fl_b];
+		S->fl_at = now + 1000000 + rnd_int(4000000);
+		if (b->client < 0 || b->t->session_id == 0 || holder_cluster(S->fl_b) < 0)
+			return;
+		trace("fault (aimed): c%d session killed at the leader: its next one lists late", S->fl_b);
+		S->fl_session = b->t->session_id;
+		zkm_kill(S->m, b->client);
+		S->fl_phase = 1;
+	}
+	else if (S->fl_phase == 1 && now >= S->fl_at)
+		S->fl_phase = 0;		/* no new session in time: another try later */
+	else if (S->fl_phase == 1 && b->t->session_id != S->fl_session && b->t->session_id != 0 &&
+			 b->t->conn_state == ZKC_CONNECTED)
+	{
+		int64_t		us = (int64_t) zc_table_lock_delay_ms(b->lock_delay, b->proof_bound) * 1000 + 200000;
+
+		trace("fault (aimed): an ACL on %s refuses us for %.3f s", SESSIONS, us / 1e6);
+		zkm_refuse(S->m, SESSIONS, us);
+		S->fl_at = now + us - 50000;
+		S->fl_phase = 2;
+	}
+	else if (S->fl_phase == 2 && now >= S->fl_at)
+	{
+		if ((a = holder_cluster(S->fl_b)) >= 0)
+		{
+			trace("fault (aimed): c%d link goes silent and its session is killed at the leader", a);
+			zkm_silence(S->m, S->c[a].client);
+			zkm_kill(S->m, S->c[a].client);
+			S->fl_count++;
+		}
+		S->fl_phase = 0;
+		S->fl_at = now + 5000000;
+	}
+}
+
+/* Whether the leader has a tombstone of session id under another nonce than `nonce`. */
+static bool
+old_tombstone(int64_t id, uint64_t nonce)
+{
+	char	  **names;
+	bool		found = false;
+	int			n = zkm_leader_children(S->m, SESSIONS, &names);
+	int			i;
+
+	for (i = 0; i < n && !found; i++)
+	{
+		ZklSessionName t;
+
+		found = zc_delay_parse_name(names[i], &t) && t.kind != ZKL_NAME_PRESENCE && t.id == id &&
+			t.nonce != nonce;
+	}
+	zkm_names_free(names, n);
+	return found;
+}
+
+/*
+ * In the seeds that hand ended sessions' ids out again: a cluster whose
+ * session took an id whose earlier session's tombstone is still listed,
+ * and that holds a lock in a transaction, goes silent and its session
+ * ends at the leader.  The tombstone speaks for the earlier session only
+ * (its nonce): the others must pause for lock-delay, or one grants while
+ * the silent holder may still commit.
+ */
+void
+reused_tend(void)
+{
+	int64_t		now = zkm_now(S->m);
+	int			i;
+	int			k;
+
+	if (S->quiet || now < S->reused_at)
+		return;
+	S->reused_at = now + 20000;
+	for (k = 0; k < 3 && S->reused_killed[k] != 0; k++)
+		;
+	for (i = 0; k < 3 && i < S->ncl; i++)
+	{
+		Cluster    *c = &S->c[i];
+		int			j;
+
+		if (c->client < 0 || c->t->session_id == 0 || c->t->conn_state != ZKC_CONNECTED ||
+			(k > 0 && S->reused_killed[k - 1] == c->t->session_id))
+			continue;
+		for (j = 0; j < c->nb && !(c->b[j].st == B_HOLD && c->b[j].book.n > 0); j++)
+			;
+		if (j == c->nb || !old_tombstone(c->t->session_id, *c->session_nonce))
+			continue;
+		trace("fault (aimed): c%d, on reused id %" PRIx64 " beside its old tombstone, goes silent and "
+			  "its session is killed at the leader", i, (uint64_t) c->t->session_id);
+		S->reused_killed[k] = c->t->session_id;
+		zkm_silence(S->m, c->client);
+		zkm_kill(S->m, c->client);
+		return;
+	}
+}
+
+/*
+ * zk_lock.test_orphan on for 0.3-1.5 s in one cluster now and then (one
+ * seed in seven, by its number): before each lock node, requests.c makes
+ * one of the session's that no request owns, as a create applied after its
+ * lookup leaves; a waiter it blocks must find it ours and delete it
+ * (orphans.c), or wait for the session's life.
+ */
+void
+orphans_tend(void)
+{
+	int64_t		now = zkm_now(S->m);
+
+	if (S->quiet || now < S->orph_at)
+		return;
+	S->orph_cl = rnd_int(S->ncl);
+	S->orph_until = now + 300000 + rnd_int(1200000);
+	S->orph_at = now + 3000000 + rnd_int(5000000);
+	trace("fault (aimed): c%d makes an orphan ahead of each request for %.3f s", S->orph_cl,
+		  (S->orph_until - now) / 1e6);
+}
+
+/*
+ * A local writer that will wait for a hand-over (another backend of c holds
+ * the key exclusive): now and then the wall clock steps back right after it
+ * asked, so that the next local writer asks "earlier" by the wall clock
+ * though later in truth.  Local order must not follow the wall clock.
+ */
+void
+wall_step_behind(Cluster *c, int idx)
+{
+	const ZklSlot *s = &c->t->slots[idx];
+	int			j;
+
+	if (s->req.mode != ZKL_MODE_EXCLUSIVE || !chance(25))
+		return;
+	for (j = 0; j < c->t->nused; j++)
+	{
+		const ZklSlot *o = &c->t->slots[j];
+
+		if (j != idx && o->zstate == ZKS_HELD && o->req.mode == ZKL_MODE_EXCLUSIVE &&
+			o->req.owner_pid != s->req.owner_pid && strcmp(o->key, s->key) == 0)
+		{
+			c->wall_jump -= 1000000 + rnd_int(2000000);
+			trace("fault: c%d wall clock steps back to %+.3f s behind slot %d's request", c->id,
+				  c->wall_jump / 1e6, idx);
+			return;
+		}
+	}
+}
+
+/*
+ * Whether another lock of s's backend on s's key was granted past other
+ * backends' waiters (not at the head): it may have passed them for s's node.
+ */
+static bool
+leaned_on(const Cluster *c, const ZklSlot *s)
+{
+	int			j;
+
+	for (j = 0; j < c->t->nused; j++)
+	{
+		const ZklSlot *o = &c->t->slots[j];
+
+		if (o != s && o->zstate == ZKS_HELD && !o->zk.at_head && o->req.owner_pid == s->req.owner_pid &&
+			strcmp(o->key, s->key) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Someone deletes a held or lingering node behind its cluster's back.  Its
+ * holders are promised nothing (tainted, by the node's uuid: riders hold
+ * through it too, and a hand-over's taker takes its giver's uuid), except
+ * that the cluster, once it reads the key's listing without the node,
+ * learns it is lost; nor are its backend's other locks on the key until
+ * then (beside_gone_held).  A held node at the head that another lock of
+ * its backend leans on (leaned_on) goes first.
+ */
+/* Whether s's node was deleted from outside already. */
+static bool
+already_gone(const Cluster *c, const ZklSlot *s)
+{
+	int			g;
+
+	for (g = 0; g < S->ngone_held; g++)
+		if (S->gone_held[g].cl == c->id && strcmp(S->gone_held[g].node, s->node) == 0)
+			return true;
+	return false;
+}
+
+/* A held node at the head, not deleted yet, that another lock of its backend leans on. */
+static bool
+leaned_target(const Cluster *c, const ZklSlot *s)
+{
+	return s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED && s->zk.at_head &&
+		!already_gone(c, s) && leaned_on(c, s);
+}
+
+/* The held or lingering node of slot s deleted from outside; its holders are promised nothing now. */
+static bool
+delete_node_of(Cluster *c, const ZklSlot *s)
+{
+	char		uuid[ZKL_UUID_LEN + 1];
+	char		path[ZKL_PATH_LEN];
+
+	if (S->ntainted >= 64 || S->ngone_held >= 16 || already_gone(c, s) ||
+		s->node[0] == '\0' || !zc_recipe_uuid_of(s->node, uuid))
+		return false;
+	snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", uuid);
+	S->gone_held[S->ngone_held].cl = c->id;
+	zc_core_key_path(c->t, s, S->gone_held[S->ngone_held].key_path);
+	snprintf(S->gone_held[S->ngone_held].node, ZKL_NODE_BUFLEN, "%s", s->node);
+	S->gone_held[S->ngone_held++].listed_at = 0;
+	zc_core_child_path(c->t, s, s->node, path);
+	trace("fault: %s (%s) deleted behind its owner's back", path, s->zstate == ZKS_LINGER ? "lingering" : "held");
+	zkm_admin_delete(S->m, path);
+	return true;
+}
+
+bool
+delete_holder(Cluster *c)
+{
+	int			j;
+	bool		leaned = false;
+
+	for (j = 0; j < c->t->nused && !leaned; j++)
+		leaned = leaned_target(c, &c->t->slots[j]);
+	for (j = 0; j < c->t->nused; j++)
+	{
+		const ZklSlot *s = &c->t->slots[j];
+
+		if (!(s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED) && s->zstate != ZKS_LINGER)
+			continue;
+		if (leaned && !leaned_target(c, s))
+			continue;
+		if (delete_node_of(c, s))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * In the seeds that delete held nodes, a lock granted while the read of its
+ * own node behind its blocker's delete event is still out (the blocker's
+ * delete reply granted it first) has its node deleted then, one a second at
+ * most: that read's "no node" must lose the lock at once, or, once a local
+ * waiter took the node, the taker's own look (core_reply.c's barrier reply,
+ * cohort.c's take_node).
+ */
+void
+barrier_tend(void)
+{
+	int64_t		now = zkm_now(S->m);
+	int			i;
+	int			j;
+
+	if (S->quiet || now < S->barrier_at)
+		return;
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].t->nused; j++)
+		{
+			const ZklSlot *s = &S->c[i].t->slots[j];
+
+			if (s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED && s->zk.barrier_out &&
+				delete_node_of(&S->c[i], s))
+			{
+				S->barrier_at = now + 1000000;
+				return;
+			}
+		}
+}
+
+/*
+ * In the seeds that delete held nodes, a node another lock of its backend
+ * leans on is deleted soon after that lock's grant (one a second at most),
+ * and its cluster's connection is reset, so that it reads the key again:
+ * it must lose both before another cluster's waiter it passed may commit
+ * beside the other (zc_core_lose_slot).
+ */
+void
+leaned_on_tend(void)
+{
+	int64_t		now = zkm_now(S->m);
+	int			i;
+	int			j;
+
+	if (S->quiet || now < S->leaned_at)
+		return;
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].t->nused; j++)
+		{
+			Cluster    *c = &S->c[i];
+
+			if (!leaned_target(c, &c->t->slots[j]))
+				continue;
+			S->leaned_at = now + 1000000;
+			if (delete_holder(c) && c->client >= 0)
+			{
+				trace("fault (aimed): and c%d connection reset", i);
+				zkm_reset(S->m, c->client);
+			}
+			return;
+		}
+}
