@@ -357,7 +357,7 @@ sub foreign_writer_rounds
 				"SELECT count(*) FROM bound_$key WHERE at > to_timestamp($seen) AND token < $token");
 			cmp_ok($passed, '<=', $limit + $slack,
 				"$key round $round: the other cluster was granted after $passed grants (limit $limit)")
-			  or diag("ms after the read, node, hand-over of $busy's grants (the other's token $token):\n"
+			  or diag("ms after the read, node, hand-over of the busy cluster's grants (the other's token $token):\n"
 				  . $busy->safe_psql('postgres',
 					"SELECT round((extract(epoch from at) - $seen) * 1000) || ' ' || token / 4096 || ' ' || token % 4096"
 					  . " FROM bound_$key WHERE at > to_timestamp($seen) - interval '50 ms' ORDER BY at LIMIT 30"));
