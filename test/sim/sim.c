@@ -150,6 +150,21 @@ next_nonce(void)
 	return z != 0 ? z : 1;
 }
 
+/*
+ * A draw off the seed's random stream, for an aim added after the swarm:
+ * every other draw of a seed stays as it was, so the seeds that catch
+ * other bites go on catching them (only what the aim changes differs).
+ */
+bool
+aside_chance(int percent)
+{
+	uint64_t	z = (++S->asides + (uint64_t) S->seed * 1000003) * UINT64_C(0xd6e8feb86659fd93);
+
+	z = (z ^ (z >> 32)) * UINT64_C(0xd6e8feb86659fd93);
+	z ^= z >> 32;
+	return z % 1000 < (uint64_t) percent * 10;
+}
+
 void
 trace(const char *fmt,...)
 {

@@ -367,3 +367,40 @@ leaned_on_tend(void)
 			return;
 		}
 }
+
+/*
+ * A backend that begins while the worker sends (sim_env.c) takes nothing
+ * by itself and waits for the next plan; the one that begins right after
+ * the sends (sim_worker.c) may take.  Now and then, when a writer's node
+ * lingers in c, two idle backends are due then and both come for that
+ * node (a burst of this moment only): the later one must not take it past
+ * the earlier (take_here.c leaves a key with any other request to the
+ * worker: bite 73).  Drawn off the seed's stream.  Whether it set them up.
+ */
+bool
+send_pair_aim(Cluster *c)
+{
+	const ZklSlot *l = NULL;
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < c->t->nused && l == NULL; i++)
+		if (c->t->slots[i].zstate == ZKS_LINGER && c->t->slots[i].req.mode == ZKL_MODE_EXCLUSIVE &&
+			c->t->slots[i].req.group == 0)
+			l = &c->t->slots[i];
+	if (l == NULL || !aside_chance(70))
+		return false;
+	for (i = 0; i < c->nb && n < 2; i++)
+		if (c->b[i].st == B_IDLE && c->b[i].sess_key < 0)
+		{
+			c->b[i].next_at = zkm_now(S->m);
+			n++;
+		}
+	if (n < 2)
+		return false;
+	c->burst_key = key_index(l->key);
+	c->burst_mode = l->req.mode;
+	c->burst_until = zkm_now(S->m) + 1;
+	trace("aim: c%d backends ask %s during and after the sends", c->id, l->key);
+	return true;
+}

@@ -468,7 +468,8 @@ simh_send(const ZkmReq *req, const SimCall *call)
 	 * (ZklTableCohort.sending): a backend may claim meanwhile, and then
 	 * takes nothing by itself (take_here.c) and waits for the next plan.
 	 */
-	if (cur_cl->t->cohort.sending && S->linger_ms > 0 && chance(15) && backend_begins_now(cur_cl))
+	if (cur_cl->t->cohort.sending && S->linger_ms > 0 && (send_pair_aim(cur_cl) || chance(15)) &&
+		backend_begins_now(cur_cl))
 	{
 		began_sending++;
 		cur_cl->began_in_send = true;

@@ -291,7 +291,9 @@ check_handover_truth(Cluster *c, const ZklSlot *s)
  * key (in the model's time: a cluster's wall clock may step): one waiting
  * for it (COHORT), or one that asked and is not planned yet (NEW, a lock
  * of one key: a lingering node goes to the one that asked first, whether
- * the worker passes it or a backend takes it itself).
+ * the worker passes it or a backend takes it itself).  Two that asked at
+ * one model instant (one during the worker's sends, one right after) are
+ * told apart by the note_grants that saw each queue.
  */
 void
 check_local_fifo(Cluster *c, const ZklSlot *s)
@@ -309,7 +311,9 @@ check_local_fifo(Cluster *c, const ZklSlot *s)
 			(o->zstate == ZKS_COHORT || (o->zstate == ZKS_NEW && o->req.group == 0 &&
 										 o->req.owner_pid != s->req.owner_pid)) &&
 			o->zk.root_id == s->zk.root_id && strcmp(o->key, s->key) == 0 &&
-			S->queued_model[c->id][j] < S->queued_model[c->id][me])
+			(S->queued_model[c->id][j] < S->queued_model[c->id][me] ||
+			 (S->queued_model[c->id][j] == S->queued_model[c->id][me] &&
+			  S->queued_note[c->id][j] < S->queued_note[c->id][me])))
 			fail("local FIFO: c%d handed %s to slot %d (b%d, waiting since %.3f) past slot %d (b%d, since %.3f)",
 				 c->id, s->key, me, s->req.owner_pid, S->queued_model[c->id][me] / 1e6, j, o->req.owner_pid,
 				 S->queued_model[c->id][j] / 1e6);

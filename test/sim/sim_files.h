@@ -9,6 +9,7 @@
 uint64_t rnd(void);
 int rnd_int(int n);
 bool chance(int percent);
+bool aside_chance(int percent);
 uint64_t next_nonce(void);
 void trace(const char *fmt,...) __attribute__((format(printf, 1, 2)));
 void fail(const char *fmt,...) __attribute__((format(printf, 1, 2)));
@@ -262,5 +263,6 @@ void wall_step_behind(Cluster *c, int idx);
 bool delete_holder(Cluster *c);
 void leaned_on_tend(void);
 void barrier_tend(void);
+bool send_pair_aim(Cluster *c);
 
 #endif

@@ -299,6 +299,7 @@ note_grants(Cluster *c)
 {
 	int			j;
 
+	S->notes++;					/* requests it sees queue asked after those an earlier one saw */
 	for (j = 0; j < c->t->nused; j++)
 	{
 		ZklSlot    *s = &c->t->slots[j];
@@ -307,6 +308,7 @@ note_grants(Cluster *c)
 		{
 			S->queued_wall[c->id][j] = s->req.queued_at;
 			S->queued_model[c->id][j] = zkm_now(S->m);
+			S->queued_note[c->id][j] = S->notes;
 		}
 	}
 	for (j = 0; j < c->t->nused; j++)

@@ -281,7 +281,7 @@ plan_xact(Backend *b)
 	memset(b->xlev, 0, sizeof(b->xlev));
 	if (zkm_now(S->m) < b->cl->burst_until && b->sess_key < 0)
 	{
-		/* one of a burst for a lingering node (plan_turn) */
+		/* one of a burst for a lingering node (plan_turn, send_pair_aim) */
 		add_act(b, false, b->cl->burst_key, b->cl->burst_mode, chance(40) ? 1 : 0);
 		b->hasty = b->acts[0].kind == 1 && chance(50);
 		return;
@@ -375,10 +375,11 @@ plan_plain(Backend *b, int k, int pattern)
 		 * Often a while between the read and its upgrade: other backends'
 		 * readers and writers (an earlier version's client's too, in its
 		 * seeds: drawn from its stream) queue between the two.  In the even
-		 * seeds only: the odd ones draw as before (bite 42 is caught
-		 * there, seed 3315).
+		 * seeds only, and drawn off the seed's stream (aside_chance): the
+		 * odd ones run as before (bite 42 is caught there, seed 3315),
+		 * and the even ones draw as before but for the pauses themselves.
 		 */
-		if (S->legacy.on ? legacy_upgrade_pause() : S->seed % 2 == 0 && chance(40))
+		if (S->legacy.on ? legacy_upgrade_pause() : S->seed % 2 == 0 && aside_chance(40))
 			add_pause(b);
 		add_act(b, false, k, ZKL_MODE_EXCLUSIVE, chance(50) ? 1 : 2);
 		/*

@@ -391,6 +391,7 @@ typedef struct Sim
 	uint64_t	seed;
 	uint64_t	rng;
 	uint64_t	nonces;			/* drawn so far (next_nonce) */
+	uint64_t	asides;			/* and by aside_chance */
 	Zkm		   *m;
 	int			ncl;			/* clusters of this seed's world */
 	Cluster		c[NCLUSTERS];
@@ -438,6 +439,8 @@ typedef struct Sim
 	/* when each slot last became NEW (its queued_at changed), in the model's time */
 	int64_t		queued_wall[NCLUSTERS][NSLOTS];
 	int64_t		queued_model[NCLUSTERS][NSLOTS];
+	int64_t		queued_note[NCLUSTERS][NSLOTS];	/* which note_grants saw it queue (notes) */
+	int64_t		notes;			/* note_grants calls so far */
 	/* multi-key members whose node's czxid was checked: cluster, slot, attempt */
 	uint64_t	seen_group[NCLUSTERS][NSLOTS];
 	int64_t		commits;
