@@ -261,6 +261,19 @@ leaned_target(const Cluster *c, const ZklSlot *s)
 		!already_gone(c, s) && leaned_on(c, s);
 }
 
+/* c's lookups of path on their way (their answers are counted: note_gone_lookup). */
+static int
+lookups_out(const Cluster *c, const char *path)
+{
+	int			n = 0;
+	int			i;
+
+	for (i = 0; i < c->nouts; i++)
+		n += c->outs[i].purpose == P_CALL && c->outs[i].kind == ZKM_EXISTS &&
+			strcmp(c->outs[i].path, path) == 0;
+	return n;
+}
+
 /* The held or lingering node of slot s deleted from outside; its holders are promised nothing now. */
 static bool
 delete_node_of(Cluster *c, const ZklSlot *s)
@@ -275,8 +288,10 @@ delete_node_of(Cluster *c, const ZklSlot *s)
 	S->gone_held[S->ngone_held].cl = c->id;
 	zc_core_key_path(c->t, s, S->gone_held[S->ngone_held].key_path);
 	snprintf(S->gone_held[S->ngone_held].node, ZKL_NODE_BUFLEN, "%s", s->node);
-	S->gone_held[S->ngone_held++].listed_at = 0;
+	S->gone_held[S->ngone_held].listed_at = 0;
+	S->gone_held[S->ngone_held].seen_gone = false;
 	zc_core_child_path(c->t, s, s->node, path);
+	S->gone_held[S->ngone_held++].lookups = lookups_out(c, path);
 	trace("fault: %s (%s) deleted behind its owner's back", path, s->zstate == ZKS_LINGER ? "lingering" : "held");
 	zkm_admin_delete(S->m, path);
 	return true;
@@ -335,12 +350,104 @@ barrier_tend(void)
 		}
 }
 
+/* The backend of c whose pid owns s. */
+static Backend *
+owner_of(Cluster *c, const ZklSlot *s)
+{
+	int			j;
+
+	for (j = 0; j < c->nb; j++)
+		if (c->b[j].pid == s->req.owner_pid)
+			return &c->b[j];
+	return NULL;
+}
+
+/* Whether name is the node of a slot of c that pid owns. */
+static bool
+node_of_pid(const Cluster *c, int pid, const char *name)
+{
+	int			j;
+
+	for (j = 0; j < c->t->nused; j++)
+		if (c->t->slots[j].req.owner_pid == pid && strcmp(c->t->slots[j].node, name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Whether, at the leader, a node of another backend that conflicts with o
+ * stands between s's node and o's (o was granted past it, leaning on s).
+ */
+static bool
+passed_waiter(const Cluster *c, const ZklSlot *s, const ZklSlot *o)
+{
+	char		key_path[ZKL_PATH_LEN];
+	char	  **names = NULL;
+	ZkrChild	kids[64];
+	int			n;
+	int			k;
+	int			i;
+	bool		after_s = false;
+	bool		found = false;
+
+	zc_core_key_path(c->t, s, key_path);
+	n = zkm_leader_children(S->m, key_path, &names);
+	k = zc_recipe_collect((const char *const *) names, n < 64 ? n : 64, kids);
+	for (i = 0; i < k && strcmp(kids[i].name, o->node) != 0; i++)
+	{
+		found |= after_s && zc_kind_conflict(kids[i].mode, o->req.mode) &&
+			!node_of_pid(c, s->req.owner_pid, kids[i].name);
+		after_s |= strcmp(kids[i].name, s->node) == 0;
+	}
+	zkm_names_free(names, n);
+	return found && i < k;
+}
+
+/*
+ * For half the nodes (by their name: the choice holds from one look to the
+ * next), the moment waited for is the one after their own lock was
+ * released while a waiter the later lock passed still waits: the node is
+ * kept while the later lock is held (holds.c), and only its loss stands
+ * between that lock and the waiter.  Whether s's node is aimed at now.
+ */
+static bool
+leaned_moment(Cluster *c, const ZklSlot *s)
+{
+	uint64_t	h = S->seed;
+	const char *p;
+	Backend    *b = owner_of(c, s);
+	bool		released = b != NULL;
+	int			i;
+
+	for (p = s->node; *p; p++)
+		h = h * 31 + (unsigned char) *p;
+	if (h % 2 == 0)
+		return true;
+	/* (its transaction ended, or an unlock gave it up) */
+	for (i = 0; b != NULL && i < b->book.n; i++)
+		released &= b->book.h[i].slot != (int) (s - c->t->slots) || zc_holds_holds(&b->book.h[i]) == 0;
+	for (i = 0; released && i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o != s && o->zstate == ZKS_HELD && !o->zk.at_head && o->req.owner_pid == s->req.owner_pid &&
+			strcmp(o->key, s->key) == 0 && passed_waiter(c, s, o))
+			return true;
+	}
+	return false;
+}
+
 /*
  * In the seeds that delete held nodes, a node another lock of its backend
- * leans on is deleted soon after that lock's grant (one a second at most),
- * and its cluster's connection is reset, so that it reads the key again:
- * it must lose both before another cluster's waiter it passed may commit
- * beside the other (zc_core_lose_slot).
+ * leans on is deleted soon after that lock's grant, or after its own lock's
+ * release (leaned_moment), one a second at most, and its cluster's
+ * connection is reset, so that it reads the key again: it must lose both
+ * before another cluster's waiter it passed may commit beside the other
+ * (zc_core_lose_slot).  The backend's transaction stays open a while, so
+ * that the later lock is still held when the cluster learns it.  (The book
+ * keeps a released lock beside a later one of its key, and a loss of it
+ * fails every commit until both go: book.c.  So a later lock kept past the
+ * loss, bite 83, lets no two holders commit.)
  */
 void
 leaned_on_tend(void)
@@ -355,10 +462,13 @@ leaned_on_tend(void)
 		for (j = 0; j < S->c[i].t->nused; j++)
 		{
 			Cluster    *c = &S->c[i];
+			Backend    *b = owner_of(c, &c->t->slots[j]);
 
-			if (!leaned_target(c, &c->t->slots[j]))
+			if (!leaned_target(c, &c->t->slots[j]) || !leaned_moment(c, &c->t->slots[j]))
 				continue;
 			S->leaned_at = now + 1000000;
+			if (b != NULL)
+				b->stay_until = now + 1500000;
 			if (delete_holder(c) && c->client >= 0)
 			{
 				trace("fault (aimed): and c%d connection reset", i);

@@ -50,6 +50,9 @@ app_release(Backend *b, int key, char mode, bool all, bool ran_under)
 		{
 			b->spans[b->nspans] = b->app[i];
 			b->spans[b->nspans++].to = zkm_now(S->m);
+			/* given up beside a node of the key deleted from outside, still held: as end_span */
+			if (beside_gone_held(b->cl, b->pid, b->app[i].key))
+				taint(b->app[i].uuid);
 		}
 	}
 	b->napp = n;
@@ -519,6 +522,8 @@ backend_step(Cluster *c, Backend *b)
 				next_act(c, b);
 				return true;
 			}
+			if (now < b->stay_until)
+				return false;
 			if (chance(15))
 			{
 				b->txns_left--;

@@ -204,7 +204,7 @@ void note_grants(Cluster *c);
 void check_peek_out(const Cluster *c);
 void check_tombstone_asked(Cluster *c, const ZkmReq *r);
 void check_group_whole(Cluster *c, const ZkmReq *r);
-bool beside_gone_held(const Cluster *c, int pid, const char *key);
+bool beside_gone_held(const Cluster *c, int pid, int key);
 void taint_beside_gone(const Cluster *c, const Backend *b);
 void check_cutoff_early(const Cluster *c);
 void check_lookup_missed(const Cluster *c, const ZklSlot *s);

@@ -100,7 +100,7 @@ check_circles(void)
  * backends' waiters passed them for that node); then they are judged again.
  */
 bool
-beside_gone_held(const Cluster *c, int pid, const char *key)
+beside_gone_held(const Cluster *c, int pid, int key)
 {
 	int			g;
 	int			j;
@@ -111,7 +111,7 @@ beside_gone_held(const Cluster *c, int pid, const char *key)
 			const ZklSlot *s = &c->t->slots[j];
 
 			if (s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED && s->req.owner_pid == pid &&
-				strcmp(s->node, S->gone_held[g].node) == 0 && strcmp(s->key, key) == 0)
+				strcmp(s->node, S->gone_held[g].node) == 0 && key_index(s->key) == key)
 				return true;
 		}
 	return false;
@@ -133,7 +133,7 @@ taint_beside_gone(const Cluster *c, const Backend *b)
 	{
 		const ZklHold *hk = &b->book.h[i];
 
-		if (!beside_gone_held(c, b->pid, hk->key))
+		if (!beside_gone_held(c, b->pid, key_index(hk->key)))
 			continue;
 		slot_uuid(&c->t->slots[hk->slot], uuid);
 		taint(uuid);
@@ -186,7 +186,7 @@ check_step(void)
 				const ZklHold *hk = &b->book.h[k];
 
 				if (zc_holds_holds(hk) == 0 || slot_tainted(&c->t->slots[hk->slot]) ||
-					beside_gone_held(c, b->pid, hk->key))
+					beside_gone_held(c, b->pid, key_index(hk->key)))
 					continue;	/* given up (node kept for the other mode); or its node deleted */
 				h[nh].cluster = i;
 				h[nh].pid = b->pid;
@@ -229,8 +229,9 @@ note_gone_held(Cluster *c, const char *key_path, const ZkmMsg *msg)
 }
 
 /*
- * The worker c looks up path (sent: reply NULL), or reads the answer: a
- * held node deleted from outside, once listed without it, is looked up.
+ * The worker c looks up path (sent: reply NULL), or reads the answer: the
+ * lookups of a held node deleted from outside, counted from its deletion
+ * on (delete_node_of counts those already out), listed without it or not.
  */
 void
 note_gone_lookup(Cluster *c, const char *path, const ZkmMsg *reply)
@@ -241,23 +242,28 @@ note_gone_lookup(Cluster *c, const char *path, const ZkmMsg *reply)
 	{
 		char		node_path[ZKL_PATH_LEN + ZKL_NODE_BUFLEN];
 
-		if (S->gone_held[g].cl != c->id || S->gone_held[g].listed_at == 0)
+		if (S->gone_held[g].cl != c->id)
 			continue;
 		snprintf(node_path, sizeof(node_path), "%s/%s", S->gone_held[g].key_path, S->gone_held[g].node);
 		if (strcmp(node_path, path) != 0)
 			continue;
-		S->gone_held[g].looking = reply == NULL;
+		if (reply == NULL)
+			S->gone_held[g].lookups++;
+		else if (S->gone_held[g].lookups > 0)
+			S->gone_held[g].lookups--;
 		if (reply != NULL && reply->rc == ZNONODE)
 			S->gone_held[g].seen_gone = true;
 	}
 }
 
 /*
- * A held node deleted from outside and listed without it by its cluster:
- * it is looked up within the bound of one read, and nothing holds the key
- * through it once the answer said it is gone.  While the lookup is on its
- * way the clock waits: the answer comes at its server's pace, behind
- * whatever the worker sent before it.
+ * A held node deleted from outside: once a lookup's answer said it is gone,
+ * nothing holds the key through it after the last lookup out has answered
+ * (one sent before a local hand-over may answer for a slot freed since:
+ * the taker's own look then tells it); once its cluster listed the key
+ * without it, it is looked up within the bound of one read.  While a
+ * lookup is on its way the clock waits: the answer comes at its server's
+ * pace, behind whatever the worker sent before it.
  */
 static void
 check_gone_held(int64_t now)
@@ -270,13 +276,16 @@ check_gone_held(int64_t now)
 		Cluster    *c = &S->c[S->gone_held[g].cl];
 		/* one read: it may wait for the cut-off (11/12 of the timeout) and a new connection */
 		int64_t		bound = (int64_t) (c->session_timeout + CONNECT_TIMEOUT) * 1000;
+		bool		off = c->paused || c->t->conn_state != ZKC_CONNECTED;
 
-		if (S->gone_held[g].listed_at == 0)
+		if (S->gone_held[g].listed_at == 0 && !S->gone_held[g].seen_gone)
 			continue;
 		/* a worker stopped, or a lookup lost with its connection (sent again once back), starts it over */
-		if (c->paused || c->t->conn_state != ZKC_CONNECTED)
-			S->gone_held[g].looking = false;
-		if (c->paused || c->t->conn_state != ZKC_CONNECTED || S->gone_held[g].looking)
+		if (off)
+			S->gone_held[g].lookups = 0;
+		if (off && S->gone_held[g].listed_at == 0)
+			S->gone_held[g].seen_gone = false;
+		if (S->gone_held[g].listed_at != 0 && (off || S->gone_held[g].lookups > 0))
 			S->gone_held[g].listed_at = now;
 		for (j = 0; j < c->t->nused; j++)
 		{
@@ -284,9 +293,10 @@ check_gone_held(int64_t now)
 
 			if (s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED &&
 				strcmp(s->node, S->gone_held[g].node) == 0 &&
-				(S->gone_held[g].seen_gone || now - S->gone_held[g].listed_at > bound))
-				fail("c%d slot %d (pid %d) holds %s by node %s, deleted from outside and listed "
-					 "without it at %.3f s, and is not told it is lost%s", c->id, j, s->req.owner_pid,
+				((S->gone_held[g].seen_gone && S->gone_held[g].lookups == 0) ||
+				 (S->gone_held[g].listed_at != 0 && now - S->gone_held[g].listed_at > bound)))
+				fail("c%d slot %d (pid %d) holds %s by node %s, deleted from outside (listed without "
+					 "it at %.3f s), and is not told it is lost%s", c->id, j, s->req.owner_pid,
 					 s->key, s->node, S->gone_held[g].listed_at / 1e6,
 					 S->gone_held[g].seen_gone ? " (a lookup's answer said it is gone)" : "");
 		}

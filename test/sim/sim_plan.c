@@ -50,6 +50,13 @@ plan_session(Backend *b, int k)
 		b->sess_mode = chance(70) ? ZKL_MODE_EXCLUSIVE : ZKL_MODE_SHARED;
 		b->sess_txns = 1 + rnd_int(3);
 		b->sess_asked = 1 + (chance(30) ? 1 : 0);	/* the second one stacks */
+		/*
+		 * now and then (off the seed's stream) behind a lock of the key at
+		 * transaction level: once that one's node is released at commit it
+		 * stays while the session's lock is held (holds.c)
+		 */
+		if (aside_chance(30))
+			add_act(b, false, k, ZKL_MODE_EXCLUSIVE, 1);
 		add_session_act(b, false, k, b->sess_mode, chance(50) ? 1 : 2);
 		if (b->sess_asked > 1)
 			add_session_act(b, false, k, b->sess_mode, 1);

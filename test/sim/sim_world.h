@@ -155,6 +155,7 @@ typedef struct Backend
 	int			nspans;
 	Span		spans[MAXSPANS];	/* this transaction's, for the commit check */
 	bool		lost_seen;		/* a lock of this transaction was lost (seen by check_step) */
+	int64_t		stay_until;		/* model time: its transaction does not end before (leaned_on_tend) */
 	int			pid;
 	ZklBook		book;			/* granted locks: xact.c's book (book.c), run as is */
 	ZkbHost		host;			/* its host: this backend of cluster `cl` */
@@ -422,8 +423,8 @@ typedef struct Sim
 		char		key_path[ZKL_PATH_LEN];
 		char		node[ZKL_NODE_BUFLEN];
 		int64_t		listed_at;	/* 0: no such listing read yet */
-		bool		looking;	/* a lookup of it is on its way: its server's pace, not the worker's */
-		bool		seen_gone;	/* a lookup's answer said it is gone: the holder is lost at once */
+		int			lookups;	/* of it on their way: its server's pace, not the worker's */
+		bool		seen_gone;	/* a lookup's answer said it is gone: lost by the last one's answer */
 	}			gone_held[16];
 	int			ngone_held;
 	int			nhistory[NALL];

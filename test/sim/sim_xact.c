@@ -130,7 +130,7 @@ end_span(Backend *b, const ZklSlot *s)
 		{
 			b->spans[i].to = zkm_now(S->m);
 			/* given up beside a node of the key deleted from outside, still held: promised nothing */
-			if (beside_gone_held(&S->c[b->spans[i].cluster], b->spans[i].pid, s->key))
+			if (beside_gone_held(&S->c[b->spans[i].cluster], b->spans[i].pid, b->spans[i].key))
 				taint(b->spans[i].uuid);
 		}
 }
