@@ -213,22 +213,25 @@ wall_step_behind(Cluster *c, int idx)
 }
 
 /*
- * Whether another lock of s's backend on s's key was granted past other
+ * Whether o, another lock of s's backend on s's key, was granted past other
  * backends' waiters (not at the head): it may have passed them for s's node.
  */
+static bool
+leans_on(const ZklSlot *o, const ZklSlot *s)
+{
+	return o != s && o->zstate == ZKS_HELD && !o->zk.at_head && o->req.owner_pid == s->req.owner_pid &&
+		strcmp(o->key, s->key) == 0;
+}
+
+/* Whether another lock of s's backend leans on s's node. */
 static bool
 leaned_on(const Cluster *c, const ZklSlot *s)
 {
 	int			j;
 
 	for (j = 0; j < c->t->nused; j++)
-	{
-		const ZklSlot *o = &c->t->slots[j];
-
-		if (o != s && o->zstate == ZKS_HELD && !o->zk.at_head && o->req.owner_pid == s->req.owner_pid &&
-			strcmp(o->key, s->key) == 0)
+		if (leans_on(&c->t->slots[j], s))
 			return true;
-	}
 	return false;
 }
 
@@ -350,16 +353,13 @@ barrier_tend(void)
 		}
 }
 
-/* The backend of c whose pid owns s. */
+/* The backend of c whose pid owns s (NULL: none). */
 static Backend *
 owner_of(Cluster *c, const ZklSlot *s)
 {
-	int			j;
+	int			j = backend_of_pid(c, s->req.owner_pid);
 
-	for (j = 0; j < c->nb; j++)
-		if (c->b[j].pid == s->req.owner_pid)
-			return &c->b[j];
-	return NULL;
+	return j >= 0 ? &c->b[j] : NULL;
 }
 
 /* Whether name is the node of a slot of c that pid owns. */
@@ -427,13 +427,8 @@ leaned_moment(Cluster *c, const ZklSlot *s)
 	for (i = 0; b != NULL && i < b->book.n; i++)
 		released &= b->book.h[i].slot != (int) (s - c->t->slots) || zc_holds_holds(&b->book.h[i]) == 0;
 	for (i = 0; released && i < c->t->nused; i++)
-	{
-		const ZklSlot *o = &c->t->slots[i];
-
-		if (o != s && o->zstate == ZKS_HELD && !o->zk.at_head && o->req.owner_pid == s->req.owner_pid &&
-			strcmp(o->key, s->key) == 0 && passed_waiter(c, s, o))
+		if (leans_on(&c->t->slots[i], s) && passed_waiter(c, s, &c->t->slots[i]))
 			return true;
-	}
 	return false;
 }
 
