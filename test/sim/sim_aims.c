@@ -442,7 +442,7 @@ leaned_moment(Cluster *c, const ZklSlot *s)
  * that the later lock is still held when the cluster learns it.  (The book
  * keeps a released lock beside a later one of its key, and a loss of it
  * fails every commit until both go: book.c.  So a later lock kept past the
- * loss, bite 83, lets no two holders commit.)
+ * loss, bite 83, lets no two holders commit; check_believed sees it.)
  */
 void
 leaned_on_tend(void)

@@ -1,5 +1,6 @@
 /*
  * sim_oracles.c — the oracles over time: circles broken within a bound, losses told,
+ * no two live beliefs in conflicting locks whose nodes both stand,
  * sole blockers, try-locks refused only for a holder (sim_liveness.c:
  * liveness while calm, and the end of a seed).
  */
@@ -143,6 +144,58 @@ taint_beside_gone(const Cluster *c, const Backend *b)
 	}
 }
 
+/*
+ * Two backends that each believe they hold conflicting locks of one key,
+ * both through nodes that stand at the leader: ZooKeeper's queue orders
+ * the two, so the later one holds only by leaning on an earlier node of its
+ * backend, and that node is gone (its cluster knows: not beside_gone_held).
+ * A later lock must be lost with the node it leans on (zc_core_lose_slot),
+ * even when the backend's commits fail anyway (book.c: a lost lock fails
+ * every commit until both go); otherwise it is not told, and its node stays.
+ * Past its commit check it is kept (its commit was decided).
+ */
+static void
+check_believed(void)
+{
+	struct
+	{
+		const Cluster *c;
+		const ZklSlot *s;
+	}			h[NCLUSTERS * NSLOTS];
+	int			nh = 0;
+	int			i;
+	int			j;
+
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].t->nused; j++)
+		{
+			const ZklSlot *s = &S->c[i].t->slots[j];
+
+			if (s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED && !s->own.abandoned &&
+				!s->own.committing && s->node[0] != '\0' && !slot_tainted(s) &&
+				!beside_gone_held(&S->c[i], s->req.owner_pid, key_index(s->key)))
+			{
+				h[nh].c = &S->c[i];
+				h[nh++].s = s;
+			}
+		}
+	for (i = 0; i < nh; i++)
+		for (j = i + 1; j < nh; j++)
+		{
+			const ZklSlot *a = h[i].s;
+			const ZklSlot *b = h[j].s;
+
+			if (strcmp(a->key, b->key) != 0 || !conflict(a->req.mode, b->req.mode) ||
+				(h[i].c == h[j].c && (a->req.owner_pid == b->req.owner_pid || strcmp(a->node, b->node) == 0)) ||
+				!leader_has(h[i].c, a, a->node) || !leader_has(h[j].c, b, b->node))
+				continue;
+			fail("c%d b%d and c%d b%d both hold %s (%c by node %s, %c by node %s), both nodes standing: "
+				 "one leans on a node that is gone and is not told it is lost", h[i].c->id,
+				 a->req.owner_pid, h[j].c->id, b->req.owner_pid, a->key, a->req.mode, a->node,
+				 b->req.mode, b->node);
+		}
+}
+
 void
 check_step(void)
 {
@@ -207,6 +260,7 @@ check_step(void)
 	check_semaphore_holders(h, nh);
 	check_circles();
 	check_lost_told();
+	check_believed();
 }
 
 /* A listing of key_path read by c: the held nodes deleted from outside it no longer shows. */
