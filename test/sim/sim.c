@@ -223,11 +223,11 @@ tick(int64_t us)
 	/* faults come at random, one every fault_every on average */
 	if (!S->quiet && rnd_int((int) S->fault_every) < us)
 		fault();
-	if (S->aim_first)
+	if (S->aim.aim_first)
 		first_listing_tend();
-	if (S->aim_orphans)
+	if (S->aim.aim_orphans)
 		orphans_tend();
-	if (S->aim_reused)
+	if (S->aim.aim_reused)
 		reused_tend();
 	if (S->fault_weight[F_DELETE_HOLDER] > 0)
 	{
@@ -468,7 +468,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 	/* ids handed out again (lock-delay's tombstones speak for one incarnation) */
 	zkm_set_id_reuse(sim->m, getenv("SIM_REUSE_IDS") ? atoi(getenv("SIM_REUSE_IDS")) :
 					 seed % 8 == 7 || seed % 8 == 3 ? 100 : 0);
-	sim->aim_reused = seed % 8 == 7 || getenv("SIM_REUSE_IDS") != NULL;	/* reused_tend */
+	sim->aim.aim_reused = seed % 8 == 7 || getenv("SIM_REUSE_IDS") != NULL;	/* reused_tend */
 	/* in the others of those, a new session mostly on its owner's last id (as after a member's restart) */
 	zkm_set_own_id_reuse(sim->m, getenv("SIM_REUSE_OWN") ? atoi(getenv("SIM_REUSE_OWN")) :
 						 seed % 8 == 3 ? 67 : 0);
@@ -476,19 +476,19 @@ run_seed(uint64_t seed, int64_t max_steps)
 	zkm_set_reissue(sim->m, getenv("SIM_REISSUE") ? atoi(getenv("SIM_REISSUE")) :
 					seed % 4 == 2 ? 50 : 0);
 	/* where its id may then go to a stranger: a left-over session ends just before its close */
-	sim->aim_left_end = seed % 4 == 2;
+	sim->aim.aim_left_end = seed % 4 == 2;
 	draw_world(sim);
 	/* presence nodes deleted from outside in one seed of five (by its number: other seeds draw as before) */
 	sim->fault_weight[F_DELETE_PRESENCE] = seed % 5 == 4 ? 8 : 0;
 	/* held nodes deleted from outside in one seed of six */
 	sim->fault_weight[F_DELETE_HOLDER] = seed % 6 == 5 ? 6 : 0;
-	sim->aim_first = seed % 5 == 3 && sim->ncl > 1;	/* first_listing_tend */
+	sim->aim.aim_first = seed % 5 == 3 && sim->ncl > 1;	/* first_listing_tend */
 	/*
 	 * orphans_tend, in one cluster: another cluster's waiter blocked by such a
 	 * node waits for the owner's session to end (only the owner's ghost
 	 * looks, which these nodes have none of, would delete it sooner)
 	 */
-	sim->aim_orphans = seed % 7 == 6 && sim->ncl == 1;
+	sim->aim.aim_orphans = seed % 7 == 6 && sim->ncl == 1;
 	once_draw(seed);
 	legacy_draw(seed);
 	while (!sim->failed && sim->step < max_steps)

@@ -58,46 +58,46 @@ void
 first_listing_tend(void)
 {
 	int64_t		now = zkm_now(S->m);
-	Cluster    *b = &S->c[S->fl_b];
+	Cluster    *b = &S->c[S->aim.fl_b];
 	int			a;
 
-	if (S->quiet || S->fl_count >= 3)
+	if (S->quiet || S->aim.fl_count >= 3)
 		return;
-	if (S->fl_phase == 0 && now >= S->fl_at)
+	if (S->aim.fl_phase == 0 && now >= S->aim.fl_at)
 	{
-		S->fl_b = rnd_int(S->ncl);
-		b = &S->c[S->fl_b];
-		S->fl_at = now + 1000000 + rnd_int(4000000);
-		if (b->client < 0 || b->t->session_id == 0 || holder_cluster(S->fl_b) < 0)
+		S->aim.fl_b = rnd_int(S->ncl);
+		b = &S->c[S->aim.fl_b];
+		S->aim.fl_at = now + 1000000 + rnd_int(4000000);
+		if (b->client < 0 || b->t->session_id == 0 || holder_cluster(S->aim.fl_b) < 0)
 			return;
-		trace("fault (aimed): c%d session killed at the leader: its next one lists late", S->fl_b);
-		S->fl_session = b->t->session_id;
+		trace("fault (aimed): c%d session killed at the leader: its next one lists late", S->aim.fl_b);
+		S->aim.fl_session = b->t->session_id;
 		zkm_kill(S->m, b->client);
-		S->fl_phase = 1;
+		S->aim.fl_phase = 1;
 	}
-	else if (S->fl_phase == 1 && now >= S->fl_at)
-		S->fl_phase = 0;		/* no new session in time: another try later */
-	else if (S->fl_phase == 1 && b->t->session_id != S->fl_session && b->t->session_id != 0 &&
+	else if (S->aim.fl_phase == 1 && now >= S->aim.fl_at)
+		S->aim.fl_phase = 0;		/* no new session in time: another try later */
+	else if (S->aim.fl_phase == 1 && b->t->session_id != S->aim.fl_session && b->t->session_id != 0 &&
 			 b->t->conn_state == ZKC_CONNECTED)
 	{
 		int64_t		us = (int64_t) zc_table_lock_delay_ms(b->lock_delay, b->proof_bound) * 1000 + 200000;
 
 		trace("fault (aimed): an ACL on %s refuses us for %.3f s", SESSIONS, us / 1e6);
 		zkm_refuse(S->m, SESSIONS, us);
-		S->fl_at = now + us - 50000;
-		S->fl_phase = 2;
+		S->aim.fl_at = now + us - 50000;
+		S->aim.fl_phase = 2;
 	}
-	else if (S->fl_phase == 2 && now >= S->fl_at)
+	else if (S->aim.fl_phase == 2 && now >= S->aim.fl_at)
 	{
-		if ((a = holder_cluster(S->fl_b)) >= 0)
+		if ((a = holder_cluster(S->aim.fl_b)) >= 0)
 		{
 			trace("fault (aimed): c%d link goes silent and its session is killed at the leader", a);
 			zkm_silence(S->m, S->c[a].client);
 			zkm_kill(S->m, S->c[a].client);
-			S->fl_count++;
+			S->aim.fl_count++;
 		}
-		S->fl_phase = 0;
-		S->fl_at = now + 5000000;
+		S->aim.fl_phase = 0;
+		S->aim.fl_at = now + 5000000;
 	}
 }
 
@@ -136,10 +136,10 @@ reused_tend(void)
 	int			i;
 	int			k;
 
-	if (S->quiet || now < S->reused_at)
+	if (S->quiet || now < S->aim.reused_at)
 		return;
-	S->reused_at = now + 20000;
-	for (k = 0; k < 3 && S->reused_killed[k] != 0; k++)
+	S->aim.reused_at = now + 20000;
+	for (k = 0; k < 3 && S->aim.reused_killed[k] != 0; k++)
 		;
 	for (i = 0; k < 3 && i < S->ncl; i++)
 	{
@@ -147,7 +147,7 @@ reused_tend(void)
 		int			j;
 
 		if (c->client < 0 || c->t->session_id == 0 || c->t->conn_state != ZKC_CONNECTED ||
-			(k > 0 && S->reused_killed[k - 1] == c->t->session_id))
+			(k > 0 && S->aim.reused_killed[k - 1] == c->t->session_id))
 			continue;
 		for (j = 0; j < c->nb && !(c->b[j].st == B_HOLD && c->b[j].book.n > 0); j++)
 			;
@@ -155,7 +155,7 @@ reused_tend(void)
 			continue;
 		trace("fault (aimed): c%d, on reused id %" PRIx64 " beside its old tombstone, goes silent and "
 			  "its session is killed at the leader", i, (uint64_t) c->t->session_id);
-		S->reused_killed[k] = c->t->session_id;
+		S->aim.reused_killed[k] = c->t->session_id;
 		zkm_silence(S->m, c->client);
 		zkm_kill(S->m, c->client);
 		return;
@@ -174,13 +174,13 @@ orphans_tend(void)
 {
 	int64_t		now = zkm_now(S->m);
 
-	if (S->quiet || now < S->orph_at)
+	if (S->quiet || now < S->aim.orph_at)
 		return;
-	S->orph_cl = rnd_int(S->ncl);
-	S->orph_until = now + 300000 + rnd_int(1200000);
-	S->orph_at = now + 3000000 + rnd_int(5000000);
-	trace("fault (aimed): c%d makes an orphan ahead of each request for %.3f s", S->orph_cl,
-		  (S->orph_until - now) / 1e6);
+	S->aim.orph_cl = rnd_int(S->ncl);
+	S->aim.orph_until = now + 300000 + rnd_int(1200000);
+	S->aim.orph_at = now + 3000000 + rnd_int(5000000);
+	trace("fault (aimed): c%d makes an orphan ahead of each request for %.3f s", S->aim.orph_cl,
+		  (S->aim.orph_until - now) / 1e6);
 }
 
 /*
@@ -337,7 +337,7 @@ barrier_tend(void)
 	int			i;
 	int			j;
 
-	if (S->quiet || now < S->barrier_at)
+	if (S->quiet || now < S->aim.barrier_at)
 		return;
 	for (i = 0; i < S->ncl; i++)
 		for (j = 0; j < S->c[i].t->nused; j++)
@@ -347,7 +347,7 @@ barrier_tend(void)
 			if (s->zstate == ZKS_HELD && s->ans.result == ZKL_RESULT_GRANTED && s->zk.barrier_out &&
 				delete_node_of(&S->c[i], s))
 			{
-				S->barrier_at = now + 1000000;
+				S->aim.barrier_at = now + 1000000;
 				return;
 			}
 		}
@@ -451,7 +451,7 @@ leaned_on_tend(void)
 	int			i;
 	int			j;
 
-	if (S->quiet || now < S->leaned_at)
+	if (S->quiet || now < S->aim.leaned_at)
 		return;
 	for (i = 0; i < S->ncl; i++)
 		for (j = 0; j < S->c[i].t->nused; j++)
@@ -461,7 +461,7 @@ leaned_on_tend(void)
 
 			if (!leaned_target(c, &c->t->slots[j]) || !leaned_moment(c, &c->t->slots[j]))
 				continue;
-			S->leaned_at = now + 1000000;
+			S->aim.leaned_at = now + 1000000;
 			if (b != NULL)
 				b->stay_until = now + 1500000;
 			if (delete_holder(c) && c->client >= 0)

@@ -141,7 +141,7 @@ enter(Cluster *c)
 	zw_once_io = c->once_io;
 	zw_turn_core = &c->core;
 	simpg_cluster(c->core.deadlock_timeout, c->id);
-	zkl_test_orphan = S->aim_orphans && c->id == S->orph_cl && zkm_now(S->m) < S->orph_until;
+	zkl_test_orphan = S->aim.aim_orphans && c->id == S->aim.orph_cl && zkm_now(S->m) < S->aim.orph_until;
 	return c;
 }
 
@@ -174,7 +174,7 @@ simh_open(int timeout_ms, int64_t resume, void (*watcher) (void))
 		 * between the list that showed it and this reattach to close it:
 		 * the id may then be another's (left_session.c must look first).
 		 */
-		if (resume != cur_cl->t->session_id && S->aim_left_end && chance(50) &&
+		if (resume != cur_cl->t->session_id && S->aim.aim_left_end && chance(50) &&
 			zkm_end_session(S->m, resume, true))
 			trace("fault (aimed): left-over session %" PRIx64 " ends at the leader, and a stranger's "
 				  "takes its id, just before c%d reattaches to close it", resume, cur_cl->id);

@@ -387,6 +387,8 @@ typedef struct Legacy
 	int64_t		spans;
 } Legacy;
 
+#include "sim_aims.h"
+
 typedef struct Sim
 {
 	uint64_t	seed;
@@ -454,25 +456,7 @@ typedef struct Sim
 	int64_t		commit_pause_us;	/* longest pause between a commit's check and its record */
 	int			fault_weight[NFAULTS];	/* per FaultKind (the seed's mix) */
 	bool		gap;			/* SIM_GAP: aim session kills at the gap (fault()) */
-	/* a new session's first listing, aimed (first_listing_tend) */
-	bool		aim_first;
-	int			fl_phase;
-	int			fl_b;			/* the cluster whose new session lists late */
-	int64_t		fl_session;		/* its session that ended */
-	int64_t		fl_at;			/* model time: the next move */
-	int			fl_count;
-	/* a session of a reused id killed beside its id's old tombstone (reused_tend) */
-	bool		aim_reused;
-	bool		aim_left_end;	/* a crash's left-over session ends just before its reattach */
-	int64_t		reused_at;		/* model time: the next look */
-	int64_t		reused_killed[3];	/* the sessions so ended */
-	int64_t		leaned_at;		/* model time: the next leaned_on_tend */
-	int64_t		barrier_at;		/* and barrier_tend */
-	/* zk_lock.test_orphan turned on a while in one cluster (orphans_tend), in one seed of seven */
-	bool		aim_orphans;
-	int			orph_cl;
-	int64_t		orph_at;		/* model time: the next window */
-	int64_t		orph_until;		/* model time: the window's end */
+	SimAims		aim;			/* the aims' state (sim_aims.h) */
 	int64_t		fault_every;	/* us between faults, on average */
 	/*
 	 * zk_once (sim_once.c): one job, called by once_pct of transactions,
@@ -518,10 +502,6 @@ typedef struct Sim
 	char		truth_rwaiter[NCLUSTERS][NALL][ZKL_NODE_BUFLEN];
 	int			truth_joins[NCLUSTERS][NALL];
 } Sim;
-
-
-
-
 
 /*
  * Its wall clock, as GetCurrentTimestamp() has it: microseconds since
