@@ -229,6 +229,8 @@ tick(int64_t us)
 		orphans_tend();
 	if (S->aim.aim_reused)
 		reused_tend();
+	if (S->hot_pct > 0)
+		ridden_upgrade_tend();
 	if (S->fault_weight[F_DELETE_HOLDER] > 0)
 	{
 		leaned_on_tend();

@@ -474,6 +474,84 @@ leaned_on_tend(void)
 }
 
 /*
+ * Whether s, a lock's request that waits, is an upgrade over a shared node
+ * its backend holds with other local readers (it rides, or others ride its
+ * node): the recipe gives it no anchor, and other clusters' writers and
+ * readers queued since that node may stand between (core_grant.c's
+ * edge_of_shared).  Returns that node's slot, or -1.
+ */
+static int
+ridden_read_of(const Cluster *c, const ZklSlot *s)
+{
+	int			i;
+	int			j;
+
+	if (s->zstate != ZKS_QUEUED || s->ans.result != ZKL_RESULT_PENDING || s->req.mode != ZKL_MODE_EXCLUSIVE)
+		return -1;
+	for (i = 0; i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (o == s || o->zstate != ZKS_HELD || o->req.mode != ZKL_MODE_SHARED ||
+			o->req.owner_pid != s->req.owner_pid || strcmp(o->key, s->key) != 0)
+			continue;
+		if (o->zk.rides)
+			return i;
+		for (j = 0; j < c->t->nused; j++)
+			if (j != i && c->t->slots[j].zstate == ZKS_HELD && strcmp(c->t->slots[j].node, o->node) == 0)
+				return i;
+	}
+	return -1;
+}
+
+/*
+ * In the seeds of a hot key, now and then, an upgrade that waits over a
+ * node other local readers hold: those readers' transactions stay open a
+ * while (longer than any cluster's deadlock_timeout), so that the
+ * detectors look at the upgrade's wait while other clusters' writers and
+ * readers stand between its read and it.  Its edge across clusters must be
+ * the one its node would have were it its own, not the watch: a reader
+ * behind a writer behind its node closes a circle that is none (bite 77).
+ */
+void
+ridden_upgrade_tend(void)
+{
+	int64_t		now = zkm_now(S->m);
+	int			i;
+	int			j;
+	int			k;
+
+	if (S->quiet || now < S->aim.ridden_at)
+		return;
+	for (i = 0; i < S->ncl; i++)
+		for (j = 0; j < S->c[i].t->nused; j++)
+		{
+			Cluster    *c = &S->c[i];
+			int			r = ridden_read_of(c, &c->t->slots[j]);
+
+			if (r < 0)
+				continue;
+			S->aim.ridden_at = now + 1000000;
+			if (!aside_chance(60))
+				return;
+			for (k = 0; k < c->t->nused; k++)
+			{
+				const ZklSlot *o = &c->t->slots[k];
+				Backend    *b = owner_of(c, o);
+
+				if (o->zstate == ZKS_HELD && strcmp(o->node, c->t->slots[r].node) == 0 && b != NULL &&
+					o->req.owner_pid != c->t->slots[j].req.owner_pid)
+				{
+					b->stay_until = now + 1500000;
+					trace("aim: c%d b%d keeps %s's shared node under b%d's upgrade", c->id, b->pid,
+						  o->key, c->t->slots[j].req.owner_pid);
+				}
+			}
+			return;
+		}
+}
+
+/*
  * A backend that begins while the worker sends (sim_env.c) takes nothing
  * by itself and waits for the next plan; the one that begins right after
  * the sends (sim_worker.c) may take.  Now and then, when a writer's node

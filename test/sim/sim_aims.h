@@ -24,6 +24,7 @@ typedef struct SimAims
 	int64_t		reused_killed[3];	/* the sessions so ended */
 	int64_t		leaned_at;		/* model time: the next leaned_on_tend */
 	int64_t		barrier_at;		/* and barrier_tend */
+	int64_t		ridden_at;		/* and ridden_upgrade_tend */
 	/* zk_lock.test_orphan turned on a while in one cluster (orphans_tend), in one seed of seven */
 	bool		aim_orphans;
 	int			orph_cl;

@@ -262,6 +262,7 @@ void orphans_tend(void);
 void wall_step_behind(Cluster *c, int idx);
 bool delete_holder(Cluster *c);
 void leaned_on_tend(void);
+void ridden_upgrade_tend(void);
 void barrier_tend(void);
 bool send_pair_aim(Cluster *c);
 
