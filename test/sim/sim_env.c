@@ -131,7 +131,8 @@ Cluster *
 enter(Cluster *c)
 {
 	cur_cl = c;
-	simpg_enter(c->shared, c->proc, c->session_timeout, c->fs, c->pm_pid, c->pm_start);
+	simpg_enter(c->shared, c->proc, c->session_timeout, c->fs, c->pm_pid, c->pm_start, c->hosts,
+				c->reload_due);
 	zw_orphans = c->orphans;
 	zw_presence = c->presence;
 	zw_requests = c->requests;
@@ -161,6 +162,42 @@ simh_nonce(void)
 
 /* each handle's watcher, the one it was opened with (by the model's client) */
 void		(*client_watchers[ZKM_CLIENTS]) (void);
+
+/*
+ * The worker reads its settings again: zk_lock.hosts as the file has it.
+ * Whether its session lived then (connected, an id): a new list of the same
+ * ensemble keeps it and every lock (session.c): its handle is not closed in
+ * this turn (simh_close).
+ */
+void
+simh_reloaded(void)
+{
+	Cluster    *c = cur_cl;
+
+	c->reload_due = false;
+	snprintf(c->hosts, sizeof(c->hosts), "%s", c->hosts_file);
+	c->reload_client = c->t->conn_state == ZKC_CONNECTED && c->t->session_id != 0 ? c->client : -1;
+}
+
+/*
+ * The library takes a new list of the same ensemble: now and then it moves
+ * to another member of it (the connection drops; the session goes on), or
+ * refuses a list it cannot parse.  Drawn off the seed's stream.
+ */
+int
+simh_set_servers(const char *hosts)
+{
+	Cluster    *c = cur_cl;
+
+	if (aside_chance(10))
+		return ZBADARGUMENTS;
+	if (c->client >= 0 && aside_chance(30))
+	{
+		trace("c%d: the new list moves it to another member", c->id);
+		zkm_reset(S->m, c->client);
+	}
+	return ZOK;
+}
 
 int
 simh_open(int timeout_ms, int64_t resume, void (*watcher) (void))
@@ -202,6 +239,9 @@ simh_close(int client)
 	int64_t		foreign = zkm_foreign_closes(S->m);
 	int64_t		id = zkm_session(S->m, client);
 
+	/* a new list of the same ensemble keeps a live session and every lock (session.c's reload) */
+	if (client == c->reload_client)
+		fail("c%d: a reload of zk_lock.hosts (\"%s\") closed its live session %" PRIx64, c->id, c->hosts, id);
 	zkm_close(S->m, client);
 	/* a session whose id another was given is that one's: closing it ends another's locks */
 	if (zkm_foreign_closes(S->m) > foreign)
@@ -531,6 +571,9 @@ worker_memory(Cluster *c)
 	if (c->proc != NULL)
 		simpg_proc_end(c->proc);
 	c->proc = simpg_proc_new();
+	/* it reads the settings as the file has them */
+	snprintf(c->hosts, sizeof(c->hosts), "%s", c->hosts_file);
+	c->reload_due = false;
 	enter(c);
 	c->orphans = zw_orphans_new();
 	c->presence = zw_presence_new();

@@ -27,6 +27,8 @@ cluster_init(Cluster *c, int id, int nb, int nslots)
 	c->t->slots = c->slots;
 	c->t->conn_state = ZKC_STOPPED;
 	snprintf(c->t->roots[0], sizeof(c->t->roots[0]), "%s", ROOT);
+	snprintf(c->hosts_file, sizeof(c->hosts_file), "model");
+	c->reload_client = -1;
 	for (i = 0; i < NSLOTS; i++)
 		c->slots[i].req.owner_procno = -1;
 	c->env.arg = c;
@@ -297,11 +299,21 @@ fault(void)
 		c->wall_jump += (int64_t) (rnd_int(20001) - 10000) * 1000;
 		trace("fault: c%d wall clock steps to %+.3f s", ci, c->wall_jump / 1e6);
 	}
-	else if (what == F_RELOAD && S->handover && !c->stopping)
+	else if (what == F_RELOAD && !c->stopping)
 	{
-		/* a reload turns local hand-over off, or back on */
-		c->core.cohort.handover = !c->core.cohort.handover;
-		trace("fault: c%d local hand-over %s", ci, c->core.cohort.handover ? "on" : "off");
+		/* a reload turns local hand-over off, or back on (in the seeds that have it) */
+		if (S->handover)
+		{
+			c->core.cohort.handover = !c->core.cohort.handover;
+			trace("fault: c%d local hand-over %s", ci, c->core.cohort.handover ? "on" : "off");
+		}
+		/* and, drawn off the seed's stream, names the ensemble by another list (session.c) */
+		if (aside_chance(50))
+		{
+			snprintf(c->hosts_file, sizeof(c->hosts_file), "model-%d", (int) (zkm_now(S->m) / 1000 % 3));
+			c->reload_due = true;
+			trace("fault: c%d reload: zk_lock.hosts \"%s\"", ci, c->hosts_file);
+		}
 	}
 	else if (what == F_SILENT && c->client >= 0)
 	{

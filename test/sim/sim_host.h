@@ -27,7 +27,7 @@ extern void *simpg_shared_new(void);
 extern void simpg_shared_free(void *shared);
 extern ZklTable *simpg_table(void *shared);
 extern void simpg_enter(void *shared, void *proc, int session_timeout, void *fs, int pm_pid,
-						int64_t pm_start);
+						int64_t pm_start, char *hosts, bool reload);
 extern void simpg_cluster(int deadlock_timeout, int id);	/* its settings, its name c<id> */
 extern void *simpg_fs_new(void);	/* a cluster's data directory */
 extern void simpg_fs_free(void *fs);
@@ -89,6 +89,8 @@ extern void simh_new_uuid(char *out);	/* zkl_new_uuid */
 extern uint64_t simh_nonce(void);		/* pg_strong_random */
 extern bool zkl_test_orphan;	/* settings.h: before each lock node, one no request owns */
 /* a handle of the client library: open (-1: none) and close, and the session watcher it was given */
+extern void simh_reloaded(void);	/* ProcessConfigFile: the worker reads its settings again */
+extern int	simh_set_servers(const char *hosts);	/* zoo_set_servers: the same ensemble, a new list */
 extern int	simh_open(int timeout_ms, int64_t resume, void (*watcher) (void));
 extern void simh_close(int client);
 extern void simh_abandon(int client);	/* let go of it, its session not ended */

@@ -109,13 +109,13 @@ simpg_last_heard(void *shared)
 	return &((ZklShared *) shared)->last_heard;
 }
 
-/* ---- settings: one ensemble and root for all; each cluster's own session timeout ---- */
+/* ---- settings: one ensemble and root for all; each cluster's own session timeout and list of it ---- */
 
 char	   *zkl_hosts = "model";
 char	   *zkl_root = "/zkl";
 int			zkl_session_timeout;
 bool		zkl_test_fail_worker = false;
-volatile sig_atomic_t ConfigReloadPending = false;	/* a reload is a fault of its own (sim.c) */
+volatile sig_atomic_t ConfigReloadPending = false;	/* the cluster's reload signalled (F_RELOAD) */
 volatile sig_atomic_t ShutdownRequestPending = false;
 volatile sig_atomic_t InterruptPending = false;
 int			zkl_connect_timeout = 5000;	/* sim.c's CONNECT_TIMEOUT */
@@ -134,10 +134,11 @@ TimestampDifferenceMilliseconds(TimestampTz start_time, TimestampTz stop_time)
 }
 int			MyProcPid = 1;
 
+/* zk_lock.hosts as the file now has it (sim_faults.c's reload); the other settings stay */
 void
 ProcessConfigFile(GucContext context)
 {
-	elog(ERROR, "a reload is not simulated through the configuration file");
+	simh_reloaded();
 }
 
 TimestampTz
@@ -457,8 +458,11 @@ zkl_flush_wakes(void)
 
 /* Cluster c's worker code runs now: its shared memory, its worker process's memory. */
 void
-simpg_enter(void *shared, void *proc, int session_timeout, void *fs, int pm_pid, int64_t pm_start)
+simpg_enter(void *shared, void *proc, int session_timeout, void *fs, int pm_pid, int64_t pm_start,
+			char *hosts, bool reload)
 {
+	zkl_hosts = hosts;
+	ConfigReloadPending = reload;
 	zkl_shared = shared;
 	zkl_once = simpg_once_area(shared);
 	cur_proc = proc;

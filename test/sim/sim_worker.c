@@ -184,8 +184,10 @@ plan_turn(Cluster *c)
 	enter(c);
 	/* (settings are each cluster's, set in its core; its wait: the simulator's turns come often enough) */
 	c->in_turn = true;
+	c->reload_client = -1;
 	wait_ms = zw_turn(&c->core, c->stopping, NULL);
 	c->in_turn = false;
+	c->reload_client = -1;
 	/* worker.c's: when it is due, for a backend's release that lingers (take_here.c) */
 	(void) zc_take_here_sleep(c->t, c_mono(c), wait_ms);
 	if (c->block_us > 0)

@@ -301,6 +301,11 @@ typedef struct Cluster
 	int64_t		mono_off;
 	int64_t		wall_off;		/* how far its wall clock was set from the others' */
 	int64_t		wall_jump;
+	/* zk_lock.hosts as its worker has it and as the file has it; a reload signalled (F_RELOAD) */
+	char		hosts[16];
+	char		hosts_file[16];
+	bool		reload_due;
+	int			reload_client;	/* at a reload in this turn, its live session's handle (-1: none) */
 	/* deadlocks across clusters: gwaits*.c's memory, and when its last claim was sent */
 	ZklGwState *gw;
 	int64_t		gw_claimed_at;
@@ -322,7 +327,7 @@ typedef enum FaultKind
 	F_PAUSE,					/* a worker stopped, maybe past its session timeout */
 	F_CRASH,					/* a worker dies and another resumes its session */
 	F_WALL,						/* a wall clock steps */
-	F_RELOAD,					/* a reload turns local hand-over off or on */
+	F_RELOAD,					/* a reload: local hand-over off or on, zk_lock.hosts another list */
 	F_REAP,						/* the server reaps an empty container */
 	F_SILENT,					/* a link that drops every packet, with no reset */
 	F_STOP,						/* a clean stop (fast shutdown) and a start */

@@ -171,7 +171,7 @@ zw_client_take_error(char *out, size_t outlen)
 int
 zw_client_set_servers(const char *hosts)
 {
-	return ZOK;
+	return simh_set_servers(hosts);
 }
 
 /* zk_lock.auth is not simulated (sim_pg.c): no identity is ever added, no ACL read */
