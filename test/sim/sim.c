@@ -230,7 +230,10 @@ tick(int64_t us)
 	if (S->aim.aim_reused)
 		reused_tend();
 	if (S->hot_pct > 0)
+	{
 		ridden_upgrade_tend();
+		sole_reader_tend();
+	}
 	if (S->fault_weight[F_DELETE_HOLDER] > 0)
 	{
 		leaned_on_tend();

@@ -551,6 +551,108 @@ ridden_upgrade_tend(void)
 		}
 }
 
+/* Whether b's next lock (past pauses) asks key k exclusive: an upgrade of the read it holds. */
+static bool
+upgrades_next(const Backend *b, int k)
+{
+	int			i;
+
+	for (i = b->next_act; i < b->nacts && (b->acts[i].pause || b->acts[i].sp != 0); i++)
+		;
+	return i < b->nacts && !b->acts[i].unlock && !b->acts[i].session && b->acts[i].nkeys == 0 &&
+		b->acts[i].key == k && b->acts[i].mode == ZKL_MODE_EXCLUSIVE;
+}
+
+/*
+ * Whether, at the leader, another cluster's reader whose backend upgrades
+ * next stands between d's node and w's.
+ */
+static bool
+upgrader_between(const Cluster *c, const ZklSlot *d, const ZklSlot *w)
+{
+	char		key_path[ZKL_PATH_LEN];
+	char	  **names = NULL;
+	ZkrChild	kids[64];
+	int			n;
+	int			k;
+	int			i;
+	bool		after_d = false;
+	bool		found = false;
+
+	zc_core_key_path(c->t, d, key_path);
+	n = zkm_leader_children(S->m, key_path, &names);
+	k = zc_recipe_collect((const char *const *) names, n < 64 ? n : 64, kids);
+	for (i = 0; i < k && !found && strcmp(kids[i].name, w->node) != 0; i++)
+	{
+		int			ci;
+		int			pid;
+		int			slot;
+		Backend    *b;
+
+		if (after_d && kids[i].mode == ZKL_MODE_SHARED && node_owner(kids[i].name, &ci, &pid, &slot) &&
+			ci != c->id && (b = owner_of(&S->c[ci], &S->c[ci].t->slots[slot])) != NULL)
+			found = upgrades_next(b, key_index(d->key));
+		after_d |= strcmp(kids[i].name, d->node) == 0;
+	}
+	zkm_names_free(names, n);
+	return found;
+}
+
+/*
+ * A local writer's delete on its way, a local reader W behind it whose
+ * wait its reply may end (core_plan.c's zc_core_tell_successor), and
+ * another cluster's reader queued between the two whose backend upgrades
+ * next: the worker is descheduled a while before it reads that reply, so
+ * that the reader, granted at the leader's delete, asks its upgrade, which
+ * comes to stand ahead of W (recipe.h).  W must read its queue, not take
+ * the reply's word (bite 47).  Drawn off the seed's stream; once a second
+ * at most, in the seeds of a hot key.
+ */
+void
+sole_reader_tend(void)
+{
+	int64_t		now = zkm_now(S->m);
+	int			i;
+	int			j;
+	int			k;
+
+	if (S->quiet || now < S->aim.sole_at)
+		return;
+	for (i = 0; i < S->ncl; i++)
+	{
+		Cluster    *c = &S->c[i];
+
+		if (c->paused || c->stopping || c->client < 0)
+			continue;
+		for (j = 0; j < c->t->nused; j++)
+		{
+			const ZklSlot *d = &c->t->slots[j];
+
+			if (d->zstate != ZKS_DELETING || d->ans.result != ZKL_RESULT_GRANTED ||
+				d->req.mode != ZKL_MODE_EXCLUSIVE || d->node[0] == '\0')
+				continue;
+			for (k = 0; k < c->t->nused; k++)
+			{
+				const ZklSlot *w = &c->t->slots[k];
+
+				if (w->zstate != ZKS_QUEUED || w->ans.result != ZKL_RESULT_PENDING ||
+					w->req.mode != ZKL_MODE_SHARED || strcmp(w->watch, d->node) != 0 ||
+					!upgrader_between(c, d, w))
+					continue;
+				S->aim.sole_at = now + 1000000;
+				if (!aside_chance(70))
+					return;
+				c->paused = true;
+				c->paused_until = now + 1000000;
+				zkm_set_paused(S->m, c->client, true);
+				trace("fault (aimed): c%d worker paused until %.3f, its delete of %s out", c->id,
+					  c->paused_until / 1e6, d->node);
+				return;
+			}
+		}
+	}
+}
+
 /*
  * A backend that begins while the worker sends (sim_env.c) takes nothing
  * by itself and waits for the next plan; the one that begins right after

@@ -25,6 +25,7 @@ typedef struct SimAims
 	int64_t		leaned_at;		/* model time: the next leaned_on_tend */
 	int64_t		barrier_at;		/* and barrier_tend */
 	int64_t		ridden_at;		/* and ridden_upgrade_tend */
+	int64_t		sole_at;		/* and sole_reader_tend */
 	/* zk_lock.test_orphan turned on a while in one cluster (orphans_tend), in one seed of seven */
 	bool		aim_orphans;
 	int			orph_cl;

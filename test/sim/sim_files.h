@@ -263,6 +263,7 @@ void wall_step_behind(Cluster *c, int idx);
 bool delete_holder(Cluster *c);
 void leaned_on_tend(void);
 void ridden_upgrade_tend(void);
+void sole_reader_tend(void);
 void barrier_tend(void);
 bool send_pair_aim(Cluster *c);
 
