@@ -262,9 +262,12 @@ void orphans_tend(void);
 void wall_step_behind(Cluster *c, int idx);
 bool delete_holder(Cluster *c);
 void leaned_on_tend(void);
-void ridden_upgrade_tend(void);
-void sole_reader_tend(void);
 void barrier_tend(void);
 bool send_pair_aim(Cluster *c);
+Backend *owner_of(Cluster *c, const ZklSlot *s);
+
+/* sim_aims_upgrade.c */
+void ridden_upgrade_tend(void);
+void sole_reader_tend(void);
 
 #endif
