@@ -375,11 +375,13 @@ node_of_pid(const Cluster *c, int pid, const char *name)
 }
 
 /*
- * Whether, at the leader, a node of another backend that conflicts with o
- * stands between s's node and o's (o was granted past it, leaning on s).
+ * The nodes of s's key at the leader that stand after node `from` and
+ * before node `to`, in the recipe's order: whether `each` holds for one of
+ * them, `to` standing too.
  */
-static bool
-passed_waiter(const Cluster *c, const ZklSlot *s, const ZklSlot *o)
+bool
+leader_between(const Cluster *c, const ZklSlot *s, const char *from, const char *to,
+			   bool (*each) (const Cluster *c, const ZkrChild *kid, const ZklSlot *arg), const ZklSlot *arg)
 {
 	char		key_path[ZKL_PATH_LEN];
 	char	  **names = NULL;
@@ -387,20 +389,26 @@ passed_waiter(const Cluster *c, const ZklSlot *s, const ZklSlot *o)
 	int			n;
 	int			k;
 	int			i;
-	bool		after_s = false;
+	bool		after = false;
 	bool		found = false;
 
 	zc_core_key_path(c->t, s, key_path);
 	n = zkm_leader_children(S->m, key_path, &names);
 	k = zc_recipe_collect((const char *const *) names, n < 64 ? n : 64, kids);
-	for (i = 0; i < k && strcmp(kids[i].name, o->node) != 0; i++)
+	for (i = 0; i < k && strcmp(kids[i].name, to) != 0; i++)
 	{
-		found |= after_s && zc_kind_conflict(kids[i].mode, o->req.mode) &&
-			!node_of_pid(c, s->req.owner_pid, kids[i].name);
-		after_s |= strcmp(kids[i].name, s->node) == 0;
+		found = found || (after && each(c, &kids[i], arg));
+		after |= strcmp(kids[i].name, from) == 0;
 	}
 	zkm_names_free(names, n);
 	return found && i < k;
+}
+
+/* A node of another backend than o's that conflicts with o: o, granted behind it, passed it. */
+static bool
+passed_by(const Cluster *c, const ZkrChild *kid, const ZklSlot *o)
+{
+	return zc_kind_conflict(kid->mode, o->req.mode) && !node_of_pid(c, o->req.owner_pid, kid->name);
 }
 
 /*
@@ -427,7 +435,8 @@ leaned_moment(Cluster *c, const ZklSlot *s)
 	for (i = 0; b != NULL && i < b->book.n; i++)
 		released &= b->book.h[i].slot != (int) (s - c->t->slots) || zc_holds_holds(&b->book.h[i]) == 0;
 	for (i = 0; released && i < c->t->nused; i++)
-		if (leans_on(&c->t->slots[i], s) && passed_waiter(c, s, &c->t->slots[i]))
+		if (leans_on(&c->t->slots[i], s) &&
+			leader_between(c, s, s->node, c->t->slots[i].node, passed_by, &c->t->slots[i]))
 			return true;
 	return false;
 }

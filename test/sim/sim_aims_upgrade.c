@@ -97,39 +97,17 @@ upgrades_next(const Backend *b, int k)
 		b->acts[i].key == k && b->acts[i].mode == ZKL_MODE_EXCLUSIVE;
 }
 
-/*
- * Whether, at the leader, another cluster's reader whose backend upgrades
- * next stands between d's node and w's.
- */
+/* Another cluster's reader whose backend upgrades d's key next. */
 static bool
-upgrader_between(const Cluster *c, const ZklSlot *d, const ZklSlot *w)
+foreign_upgrader(const Cluster *c, const ZkrChild *kid, const ZklSlot *d)
 {
-	char		key_path[ZKL_PATH_LEN];
-	char	  **names = NULL;
-	ZkrChild	kids[64];
-	int			n;
-	int			k;
-	int			i;
-	bool		after_d = false;
-	bool		found = false;
+	int			ci;
+	int			pid;
+	int			slot;
+	Backend    *b;
 
-	zc_core_key_path(c->t, d, key_path);
-	n = zkm_leader_children(S->m, key_path, &names);
-	k = zc_recipe_collect((const char *const *) names, n < 64 ? n : 64, kids);
-	for (i = 0; i < k && !found && strcmp(kids[i].name, w->node) != 0; i++)
-	{
-		int			ci;
-		int			pid;
-		int			slot;
-		Backend    *b;
-
-		if (after_d && kids[i].mode == ZKL_MODE_SHARED && node_owner(kids[i].name, &ci, &pid, &slot) &&
-			ci != c->id && (b = owner_of(&S->c[ci], &S->c[ci].t->slots[slot])) != NULL)
-			found = upgrades_next(b, key_index(d->key));
-		after_d |= strcmp(kids[i].name, d->node) == 0;
-	}
-	zkm_names_free(names, n);
-	return found;
+	return kid->mode == ZKL_MODE_SHARED && node_owner(kid->name, &ci, &pid, &slot) && ci != c->id &&
+		(b = owner_of(&S->c[ci], &S->c[ci].t->slots[slot])) != NULL && upgrades_next(b, key_index(d->key));
 }
 
 /*
@@ -171,7 +149,7 @@ sole_reader_tend(void)
 
 				if (w->zstate != ZKS_QUEUED || w->ans.result != ZKL_RESULT_PENDING ||
 					w->req.mode != ZKL_MODE_SHARED || strcmp(w->watch, d->node) != 0 ||
-					!upgrader_between(c, d, w))
+					!leader_between(c, d, d->node, w->node, foreign_upgrader, d))
 					continue;
 				S->aim.sole_at = now + 1000000;
 				if (!aside_chance(70))

@@ -265,6 +265,8 @@ void leaned_on_tend(void);
 void barrier_tend(void);
 bool send_pair_aim(Cluster *c);
 Backend *owner_of(Cluster *c, const ZklSlot *s);
+bool leader_between(const Cluster *c, const ZklSlot *s, const char *from, const char *to,
+					bool (*each) (const Cluster *c, const ZkrChild *kid, const ZklSlot *arg), const ZklSlot *arg);
 
 /* sim_aims_upgrade.c */
 void ridden_upgrade_tend(void);
