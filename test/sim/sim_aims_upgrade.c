@@ -18,7 +18,6 @@ static int
 ridden_read_of(const Cluster *c, const ZklSlot *s)
 {
 	int			i;
-	int			j;
 
 	if (s->zstate != ZKS_QUEUED || s->ans.result != ZKL_RESULT_PENDING || s->req.mode != ZKL_MODE_EXCLUSIVE)
 		return -1;
@@ -29,11 +28,8 @@ ridden_read_of(const Cluster *c, const ZklSlot *s)
 		if (o == s || o->zstate != ZKS_HELD || o->req.mode != ZKL_MODE_SHARED ||
 			o->req.owner_pid != s->req.owner_pid || strcmp(o->key, s->key) != 0)
 			continue;
-		if (o->zk.rides)
+		if (o->zk.rides || ridden_by_other(c, o))
 			return i;
-		for (j = 0; j < c->t->nused; j++)
-			if (j != i && c->t->slots[j].zstate == ZKS_HELD && strcmp(c->t->slots[j].node, o->node) == 0)
-				return i;
 	}
 	return -1;
 }
@@ -154,11 +150,8 @@ sole_reader_tend(void)
 				S->aim.sole_at = now + 1000000;
 				if (!aside_chance(70))
 					return;
-				c->paused = true;
-				c->paused_until = now + 1000000;
-				zkm_set_paused(S->m, c->client, true);
-				trace("fault (aimed): c%d worker paused until %.3f, its delete of %s out", c->id,
-					  c->paused_until / 1e6, d->node);
+				pause_worker(c, now + 1000000);
+				trace("(aimed: c%d's delete of %s is out)", c->id, d->node);
 				return;
 			}
 		}

@@ -207,6 +207,17 @@ begin_stop(Cluster *c)
 		backend_exit(c, &c->b[i]);
 }
 
+/* c's worker stops running (descheduled, stopped) until `until`, model time: heal() wakes it. */
+void
+pause_worker(Cluster *c, int64_t until)
+{
+	c->paused = true;
+	c->paused_until = until;
+	if (c->client >= 0)
+		zkm_set_paused(S->m, c->client, true);
+	trace("fault: c%d worker paused until %.3f", c->id, c->paused_until / 1e6);
+}
+
 void
 fault(void)
 {
@@ -275,13 +286,7 @@ fault(void)
 		}
 	}
 	else if (what == F_PAUSE && !c->paused)
-	{
-		c->paused = true;
-		c->paused_until = zkm_now(S->m) + 500000 + rnd_int(c->session_timeout * 2000);
-		if (c->client >= 0)
-			zkm_set_paused(S->m, c->client, true);
-		trace("fault: c%d worker paused until %.3f", ci, c->paused_until / 1e6);
-	}
+		pause_worker(c, zkm_now(S->m) + 500000 + rnd_int(c->session_timeout * 2000));
 	else if (what == F_CRASH && c->stopping)
 	{
 		/* the postmaster, shutting down, starts no new worker */

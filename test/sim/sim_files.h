@@ -253,6 +253,7 @@ void crash_restart(Cluster *c);
 void begin_stop(Cluster *c);
 void fault(void);
 void heal(bool all);
+void pause_worker(Cluster *c, int64_t until);
 
 /* sim_aims.c */
 bool gap_aimed(void);
