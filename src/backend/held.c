@@ -308,6 +308,7 @@ bool
 zb_held_committing(bool on)
 {
 	bool		kept = false;
+	bool		wake = false;
 	int			i;
 
 	if (!on && !marked)
@@ -331,9 +332,15 @@ zb_held_committing(bool on)
 		}
 	}
 	for (i = 0; i < book.n; i++)
+	{
 		zkl_shared->t.slots[book.h[i].slot].own.committing = on;
+		wake |= zkl_shared->t.slots[book.h[i].slot].zk.lose_after_commit;
+	}
 	marked = on;
 	LWLockRelease(zkl_shared->lock);
+	/* a lock the commit kept from a loss is lost now (core_plan.c) */
+	if (wake && !on)
+		zkl_wake_worker();
 	return true;
 }
 

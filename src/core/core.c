@@ -182,16 +182,22 @@ zc_core_lose_slot(ZklCore *c, ZklSlot *s)
 	 * a lock is released, holds.c keeps its node while later ones are held:
 	 * only a node deleted from outside, refused, or a session's end comes
 	 * here so.)  Not a rider's (it passed nothing: it holds through another
-	 * backend's granted node), nor an owner's past its commit check (its
-	 * commit goes on, and its release deletes the node after it).
+	 * backend's granted node).  An owner's past its commit check waits: its
+	 * commit goes on, and a transaction-level lock's release deletes the
+	 * node after it; a session-level one outlives the commit, and is lost
+	 * once it is over (core_plan.c).
 	 */
 	for (i = 0; held && !s->own.abandoned && i < c->t->nused; i++)
 	{
 		ZklSlot    *o = &c->t->slots[i];
 
-		if (o->zstate == ZKS_HELD && !o->zk.rides && !o->own.committing && zc_core_same_key_owner(o, s) &&
-			zc_table_node_before(c->t, (int) (s - c->t->slots), i))
+		if (o->zstate != ZKS_HELD || o->zk.rides || !zc_core_same_key_owner(o, s) ||
+			!zc_table_node_before(c->t, (int) (s - c->t->slots), i))
+			continue;
+		if (!o->own.committing)
 			zc_core_lose_and_delete(c, o);
+		else if (o->own.scope & ZKL_SCOPE_SESSION)
+			o->zk.lose_after_commit = true;
 	}
 	if (s->own.abandoned)
 	{

@@ -434,6 +434,12 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 		s->zk.todo = ZKT_DELETE;
 		return plan_delete(c, idx, turn);
 	}
+	/* the node it leaned on was lost during its owner's commit, now over (zc_core_lose_slot) */
+	if (s->zk.lose_after_commit && !s->own.committing)
+	{
+		zc_core_lose_and_delete(c, s);
+		return plan_delete(c, idx, turn);
+	}
 	if (s->zstate == ZKS_QUEUED && s->zk.try_until != 0 && !s->zk.delayed_until)
 	{
 		long		left = zc_core_ms_until(turn->mono, s->zk.try_until);

@@ -165,6 +165,9 @@ typedef struct ZklSlotWorker
 								 * local slot that takes the node meanwhile looks at
 								 * it again (cohort.c's take_node) */
 	bool		delete_refused; /* its delete was refused (an ACL): sent again later */
+	bool		lose_after_commit;	/* a session-level lock whose owner was past its commit
+									 * check when the node it leans on was lost: lost once
+									 * that commit is over (zc_core_lose_slot) */
 	bool		key_denied;		/* its key node's create was refused (ZNOAUTH) */
 	int64_t		checked_at;		/* wall: when the worker last read the key's queue for it */
 	int64_t		sent_at;		/* mono: when its create or delete went out */

@@ -440,6 +440,34 @@ test_lost_with_other_lock(void)
 	(void) zc_core_stat_reply(&core, planned(h, OP_STAT), ZNONODE, 0, 0, stray);
 	CHECK(slots[h].ans.result == ZKL_RESULT_LOST && slots[r].zstate == ZKS_HELD,
 		  "past the commit check, the later lock's node is left to its release");
+	slots[r].own.committing = false;	/* the commit is over: r, transaction-level, is given up */
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[r].zstate == ZKS_HELD && slots[r].ans.result == ZKL_RESULT_GRANTED && planned(r, OP_DELETE) == 0,
+		  "a transaction-level lock is left to its owner's release");
+
+	/*
+	 * The same at session level: it outlives the commit, so once the commit
+	 * is over it is lost, its owner told (its next statement fails), and its
+	 * node deleted; not before (the commit was decided).
+	 */
+	setup();
+	h = lone_holder();
+	r = claim(ZKL_MODE_SHARED, 1);
+	slots[r].own.scope = ZKL_SCOPE_SESSION;
+	list[2] = node_of(r, 2, made[0]);
+	create_and_list(r, 2, list, 3);
+	slots[h].own.committing = slots[r].own.committing = true;
+	slots[h].zk.todo |= ZKT_STAT;
+	(void) zc_core_plan(&core, true, now_us);
+	(void) zc_core_stat_reply(&core, planned(h, OP_STAT), ZNONODE, 0, 0, stray);
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(slots[h].ans.result == ZKL_RESULT_LOST && slots[r].zstate == ZKS_HELD &&
+		  slots[r].ans.result == ZKL_RESULT_GRANTED && interrupts == 0,
+		  "past the commit check, a session-level lock is kept while the commit goes on");
+	slots[h].own.committing = slots[r].own.committing = false;
+	(void) zc_core_plan(&core, true, now_us);
+	CHECK(planned(r, OP_DELETE) != 0 && slots[r].ans.result == ZKL_RESULT_LOST && interrupts == 1,
+		  "once it is over, the session-level lock is lost, its owner told, its node deleted");
 }
 
 /* The local hand-over: a waiter whose only blocker is a local holder is granted by the delete's reply. */
