@@ -283,11 +283,15 @@ delete_node_of(Cluster *c, const ZklSlot *s)
 {
 	char		uuid[ZKL_UUID_LEN + 1];
 	char		path[ZKL_PATH_LEN];
+	Backend    *b = owner_of(c, s);
 
 	if (S->ntainted >= 64 || S->ngone_held >= 16 || already_gone(c, s) ||
 		s->node[0] == '\0' || !zc_recipe_uuid_of(s->node, uuid))
 		return false;
 	snprintf(S->tainted[S->ntainted++], ZKL_UUID_LEN + 1, "%s", uuid);
+	/* past its check, its commit goes on without the node: its locks of the key lean on nothing */
+	if (b != NULL && b->st == B_PUBLISH)
+		b->gone_in_commit |= UINT32_C(1) << key_index(s->key);
 	S->gone_held[S->ngone_held].cl = c->id;
 	zc_core_key_path(c->t, s, S->gone_held[S->ngone_held].key_path);
 	snprintf(S->gone_held[S->ngone_held].node, ZKL_NODE_BUFLEN, "%s", s->node);
@@ -442,9 +446,63 @@ leaned_moment(Cluster *c, const ZklSlot *s)
 }
 
 /*
+ * Or the moment its backend is past its commit check, with a session-level
+ * lock leaning on it past such a waiter: a loss then spares the backend's
+ * locks (its commit goes on, zc_core_lose_slot), but the session-level one
+ * outlives the commit and must be lost once it is over.  Only a backend
+ * that holds no other key: its commit is then drawn out (leaned_on_tend),
+ * and it is promised nothing on this one (gone_in_commit).
+ */
+static bool
+committing_moment(Cluster *c, const ZklSlot *s)
+{
+	const Backend *b = owner_of(c, s);
+	int			i;
+
+	for (i = 0; b != NULL && i < b->book.n; i++)
+		if (strcmp(b->book.h[i].key, s->key) != 0)
+			return false;
+	for (i = 0; b != NULL && b->st == B_PUBLISH && i < c->t->nused; i++)
+	{
+		const ZklSlot *o = &c->t->slots[i];
+
+		if (leans_on(o, s) && (o->own.scope & ZKL_SCOPE_SESSION) &&
+			leader_between(c, s, s->node, o->node, passed_by, o))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The committing moment: b's commit takes long (a remote one's), and c
+ * learns of the deletion during it: with local hand-over off (a reload),
+ * another backend's request for the key reads the key's queue.
+ */
+static void
+draw_out_commit(Cluster *c, Backend *b, int key)
+{
+	int64_t		now = zkm_now(S->m);
+	int			i;
+
+	b->next_at = b->next_at > now + 2000000 ? b->next_at : now + 2000000;
+	c->core.cohort.handover = false;
+	for (i = 0; i < c->nb; i++)
+		if (c->b[i].st == B_IDLE && c->b[i].sess_key < 0)
+		{
+			c->b[i].next_at = now;
+			c->burst_key = key;
+			c->burst_mode = ZKL_MODE_EXCLUSIVE;
+			c->burst_until = now + 100000;
+			break;
+		}
+	trace("aim: c%d b%d's commit drawn out, local hand-over off, another backend asks the key", c->id, b->pid);
+}
+
+/*
  * In the seeds that delete held nodes, a node another lock of its backend
  * leans on is deleted soon after that lock's grant, or after its own lock's
- * release (leaned_moment), one a second at most, and its cluster's
+ * release (leaned_moment), or during its backend's commit
+ * (committing_moment), one a second at most, and its cluster's
  * connection is reset, so that it reads the key again: it must lose both
  * before another cluster's waiter it passed may commit beside the other
  * (zc_core_lose_slot).  The backend's transaction stays open a while, so
@@ -468,11 +526,19 @@ leaned_on_tend(void)
 			Cluster    *c = &S->c[i];
 			Backend    *b = owner_of(c, &c->t->slots[j]);
 
-			if (!leaned_target(c, &c->t->slots[j]) || !leaned_moment(c, &c->t->slots[j]))
+			bool		committing;
+
+			if (!leaned_target(c, &c->t->slots[j]))
+				continue;
+			committing = committing_moment(c, &c->t->slots[j]);
+			if (!committing && !leaned_moment(c, &c->t->slots[j]))
 				continue;
 			S->aim.leaned_at = now + 1000000;
 			if (b != NULL)
 				b->stay_until = now + 1500000;
+			/* a commit that takes long (a remote one's), so that the cluster learns during it */
+			if (committing)
+				draw_out_commit(c, b, key_index(c->t->slots[j].key));
 			if (delete_holder(c) && c->client >= 0)
 			{
 				trace("fault (aimed): and c%d connection reset", i);

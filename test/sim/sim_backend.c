@@ -212,6 +212,7 @@ fill_span(Cluster *c, Backend *b, const ZklSlot *s, Span *sp)
 	sp->from = S->granted_at[c->id][s - c->t->slots];	/* the model's time, not the cluster's clock */
 	slot_uuid(s, sp->uuid);
 	sp->to = 0;
+	sp->excused = false;
 }
 
 /* The transaction holds slot s's lock from its grant on (checked at commit). */
@@ -414,6 +415,8 @@ void
 commit_step(Cluster *c, Backend *b)
 {
 	ZklCommitVerdict v = commit_verdict(c, b);
+
+	b->gone_in_commit = 0;
 
 	/* lost stays lost: unlocking a lost lock does not make the commit go through */
 	if (b->lost_seen && v != ZKH_LOST && v != ZKH_SESSION_LOST)

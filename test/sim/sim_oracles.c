@@ -152,7 +152,8 @@ taint_beside_gone(const Cluster *c, const Backend *b)
  * A later lock must be lost with the node it leans on (zc_core_lose_slot),
  * even when the backend's commits fail anyway (book.c: a lost lock fails
  * every commit until both go); otherwise it is not told, and its node stays.
- * Past its commit check it is kept (its commit was decided).
+ * Past its commit check it is kept (its commit was decided), until the
+ * commit is over (lose_after_commit).
  */
 static void
 check_believed(void)
@@ -239,8 +240,9 @@ check_step(void)
 				const ZklHold *hk = &b->book.h[k];
 
 				if (zc_holds_holds(hk) == 0 || slot_tainted(&c->t->slots[hk->slot]) ||
-					beside_gone_held(c, b->pid, key_index(hk->key)))
-					continue;	/* given up (node kept for the other mode); or its node deleted */
+					beside_gone_held(c, b->pid, key_index(hk->key)) ||
+					(b->st == B_PUBLISH && ((b->gone_in_commit >> key_index(hk->key)) & 1)))
+					continue;	/* given up (node kept for the other mode); or a node of its deleted */
 				h[nh].cluster = i;
 				h[nh].pid = b->pid;
 				h[nh].key = key_index(hk->key);

@@ -56,7 +56,12 @@ plan_session(Backend *b, int k)
 		 * stays while the session's lock is held (holds.c)
 		 */
 		if (aside_chance(30))
+		{
 			add_act(b, false, k, ZKL_MODE_EXCLUSIVE, 1);
+			/* half of them then read: a node of its own, granted leaning on that one */
+			if (aside_chance(50))
+				b->sess_mode = ZKL_MODE_SHARED;
+		}
 		add_session_act(b, false, k, b->sess_mode, chance(50) ? 1 : 2);
 		if (b->sess_asked > 1)
 			add_session_act(b, false, k, b->sess_mode, 1);

@@ -144,6 +144,7 @@ typedef struct Span
 	int64_t		to;
 	int			holders;		/* a semaphore's */
 	char		uuid[ZKL_UUID_LEN + 1];	/* the request's */
+	bool		excused;		/* its commit is promised nothing (Backend.gone_in_commit) */
 } Span;
 
 #define MAXSPANS	8
@@ -155,6 +156,8 @@ typedef struct Backend
 	int			nspans;
 	Span		spans[MAXSPANS];	/* this transaction's, for the commit check */
 	bool		lost_seen;		/* a lock of this transaction was lost (seen by check_step) */
+	uint32_t	gone_in_commit;	/* keys (bits by index) with a node of its deleted from outside
+								 * past its commit check: that commit is promised nothing on them */
 	int64_t		stay_until;		/* model time: its transaction does not end before (leaned_on_tend) */
 	int			pid;
 	ZklBook		book;			/* granted locks: xact.c's book (book.c), run as is */

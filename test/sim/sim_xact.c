@@ -153,7 +153,7 @@ check_semaphore_commit(const Span *sp)
 	{
 		const Span *o = &S->history[sp->key][i];
 
-		if (!tainted(o->uuid) && o->from < sp->to && sp->from < o->to)
+		if (!tainted(o->uuid) && !o->excused && o->from < sp->to && sp->from < o->to)
 			in[nin++] = o;
 	}
 	for (i = -1; i < nin; i++)
@@ -185,13 +185,13 @@ check_span(Span *sp)
 
 	if (sp->to == 0)
 		sp->to = zkm_now(S->m);
-	if (sp->mode == ZKL_MODE_SEMAPHORE && !tainted(sp->uuid))
+	if (sp->mode == ZKL_MODE_SEMAPHORE && !tainted(sp->uuid) && !sp->excused)
 		check_semaphore_commit(sp);
-	for (j = 0; j < n && !tainted(sp->uuid); j++)
+	for (j = 0; j < n && !tainted(sp->uuid) && !sp->excused; j++)
 	{
 		const Span *o = &S->history[k][j];
 
-		if (tainted(o->uuid) || (o->cluster == sp->cluster && o->pid == sp->pid))
+		if (tainted(o->uuid) || o->excused || (o->cluster == sp->cluster && o->pid == sp->pid))
 			continue;			/* a backend's own locks never conflict (session-level spans repeat) */
 		if (conflict(o->mode, sp->mode) && o->from < sp->to && sp->from < o->to)
 			fail("committed transactions overlap: %s held %s %c %.3f-%.3f, %s held it %c %.3f-%.3f",
@@ -228,6 +228,8 @@ check_commit(Backend *b)
 {
 	int			i;
 
+	for (i = 0; i < b->nspans; i++)
+		b->spans[i].excused = (b->gone_in_commit >> b->spans[i].key) & 1;
 	for (i = 0; i < b->nspans; i++)
 		check_span(&b->spans[i]);
 	for (i = 0; i < b->nspans; i++)
