@@ -434,7 +434,11 @@ plan_placed(ZklCore *c, int idx, Turn *turn)
 		s->zk.todo = ZKT_DELETE;
 		return plan_delete(c, idx, turn);
 	}
-	/* the node it leaned on was lost during its owner's commit, now over (zc_core_lose_slot) */
+	/*
+	 * The node it leaned on was lost during its owner's commit, now over
+	 * (zc_core_lose_slot).  Until this turn that lost node, kept in the
+	 * owner's book beside it (holds.h), fails every commit of the owner.
+	 */
 	if (s->zk.lose_after_commit && !s->own.committing)
 	{
 		zc_core_lose_and_delete(c, s);
