@@ -450,18 +450,24 @@ leaned_moment(Cluster *c, const ZklSlot *s)
  * lock leaning on it past such a waiter: a loss then spares the backend's
  * locks (its commit goes on, zc_core_lose_slot), but the session-level one
  * outlives the commit and must be lost once it is over.  Only a backend
- * that holds no other key: its commit is then drawn out (leaned_on_tend),
+ * that holds no other key: its commit is then drawn out (draw_out_commit),
  * and it is promised nothing on this one (gone_in_commit).
  */
 static bool
 committing_moment(Cluster *c, const ZklSlot *s)
 {
 	const Backend *b = owner_of(c, s);
+	bool		idle = false;
 	int			i;
 
 	for (i = 0; b != NULL && i < b->book.n; i++)
 		if (strcmp(b->book.h[i].key, s->key) != 0)
 			return false;
+	/* (and another backend that may ask the key: draw_out_commit) */
+	for (i = 0; i < c->nb; i++)
+		idle |= c->b[i].st == B_IDLE && c->b[i].sess_key < 0;
+	if (!idle)
+		return false;
 	for (i = 0; b != NULL && b->st == B_PUBLISH && i < c->t->nused; i++)
 	{
 		const ZklSlot *o = &c->t->slots[i];
