@@ -58,8 +58,12 @@ plan_session(Backend *b, int k)
 		if (aside_chance(30))
 		{
 			add_act(b, false, k, ZKL_MODE_EXCLUSIVE, 1);
-			/* half of them then read: a node of its own, granted leaning on that one */
-			if (aside_chance(50))
+			/*
+			 * in the seeds that delete held nodes, half of them then read: a
+			 * node of its own, granted leaning on that one (sim_aims.c's
+			 * committing_moment); the other seeds draw as before
+			 */
+			if (S->fault_weight[F_DELETE_HOLDER] > 0 && aside_chance(50))
 				b->sess_mode = ZKL_MODE_SHARED;
 		}
 		add_session_act(b, false, k, b->sess_mode, chance(50) ? 1 : 2);
