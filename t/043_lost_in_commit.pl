@@ -74,8 +74,8 @@ ok(wait_for(sub { a_row($pid, 'shared') =~ /^lost/ }, 10), 'then its session-lev
 ok(wait_for(sub { !grep { /\Q$s_node\E/ } zk_lock_nodes($zk) }, 10), 'and its node deleted');
 $h->{stderr} = '';
 $h->query('SELECT 1');
-like($h->{stderr}, qr/ERROR:  40001: zk_lock session-level lock on key "lean" was lost/,
-	'its backend is told: the next statement fails with 40001 naming the key');
+like($h->{stderr}, qr/ERROR:  40001: zk_lock session-level lock on key "lean" was lost\n.*DETAIL:  .*or its node was deleted/,
+	'its backend is told: the next statement fails with 40001 naming the key, and why');
 $h->{stderr} = '';
 $h->query("SELECT zk_session_unlock_shared('lean')");
 like($h->{stderr}, qr/The loss is acknowledged now/, 'until it acknowledges the loss');

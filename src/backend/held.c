@@ -46,9 +46,10 @@
 static MemoryContext local_cxt = NULL;
 
 #define LOST_MSG	"zk_lock lock on key \"%s\" was lost"
-#define LOST_DETAIL	"The ZooKeeper session that granted it ended."
+/* a lock is lost with its session, or with its node (or the earlier node of its backend it leaned on) */
+#define LOST_DETAIL	"The ZooKeeper session that granted it ended, or its node was deleted."
 #define SESSION_LOST_MSG	"zk_lock session-level lock on key \"%s\" was lost"
-#define SESSION_LOST_DETAIL	"The ZooKeeper session that granted it ended: another cluster may hold the key now."
+#define SESSION_LOST_DETAIL	"The ZooKeeper session that granted it ended, or its node was deleted: another cluster may hold the key now."
 
 /* ---- the book's host: memory, and the slot table ---- */
 
