@@ -385,6 +385,31 @@ test_fallen_upgrade(void)
 }
 
 /*
+ * As below, pid 1's exclusive lock (*h) and its shared one at `scope`, both
+ * past the commit check when the exclusive node is found gone; returns the
+ * shared one's slot.
+ */
+static int
+lost_while_committing(const char **list, uint8_t scope, int *h)
+{
+	char		stray[ZKL_PATH_LEN];
+	int			r;
+
+	setup();
+	*h = lone_holder();
+	r = claim(ZKL_MODE_SHARED, 1);
+	slots[r].own.scope = scope;
+	list[2] = node_of(r, 2, made[0]);
+	create_and_list(r, 2, list, 3);
+	slots[*h].own.committing = slots[r].own.committing = true;
+	slots[*h].zk.todo |= ZKT_STAT;
+	(void) zc_core_plan(&core, true, now_us);
+	(void) zc_core_stat_reply(&core, planned(*h, OP_STAT), ZNONODE, 0, 0, stray);
+	(void) zc_core_plan(&core, true, now_us);
+	return r;
+}
+
+/*
  * pid 1 holds the key exclusive and is granted it shared too, past another
  * cluster's writer F that waits for its exclusive node (core's rule).  That
  * node is deleted from outside and found gone: F may be granted now, so the
@@ -429,15 +454,7 @@ test_lost_with_other_lock(void)
 		  slots[h].ans.result == ZKL_RESULT_GRANTED, "the shared node gone: the exclusive lock stays");
 
 	/* an owner past its commit check: its commit goes on, and its release deletes the node */
-	setup();
-	h = lone_holder();
-	r = claim(ZKL_MODE_SHARED, 1);
-	list[2] = node_of(r, 2, made[0]);
-	create_and_list(r, 2, list, 3);
-	slots[h].own.committing = slots[r].own.committing = true;
-	slots[h].zk.todo |= ZKT_STAT;
-	(void) zc_core_plan(&core, true, now_us);
-	(void) zc_core_stat_reply(&core, planned(h, OP_STAT), ZNONODE, 0, 0, stray);
+	r = lost_while_committing(list, ZKL_SCOPE_XACT, &h);
 	CHECK(slots[h].ans.result == ZKL_RESULT_LOST && slots[r].zstate == ZKS_HELD,
 		  "past the commit check, the later lock's node is left to its release");
 	slots[r].own.committing = false;	/* the commit is over: r, transaction-level, is given up */
@@ -450,17 +467,7 @@ test_lost_with_other_lock(void)
 	 * is over it is lost, its owner told (its next statement fails), and its
 	 * node deleted; not before (the commit was decided).
 	 */
-	setup();
-	h = lone_holder();
-	r = claim(ZKL_MODE_SHARED, 1);
-	slots[r].own.scope = ZKL_SCOPE_SESSION;
-	list[2] = node_of(r, 2, made[0]);
-	create_and_list(r, 2, list, 3);
-	slots[h].own.committing = slots[r].own.committing = true;
-	slots[h].zk.todo |= ZKT_STAT;
-	(void) zc_core_plan(&core, true, now_us);
-	(void) zc_core_stat_reply(&core, planned(h, OP_STAT), ZNONODE, 0, 0, stray);
-	(void) zc_core_plan(&core, true, now_us);
+	r = lost_while_committing(list, ZKL_SCOPE_SESSION, &h);
 	CHECK(slots[h].ans.result == ZKL_RESULT_LOST && slots[r].zstate == ZKS_HELD &&
 		  slots[r].ans.result == ZKL_RESULT_GRANTED && interrupts == 0,
 		  "past the commit check, a session-level lock is kept while the commit goes on");
