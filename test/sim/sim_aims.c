@@ -453,22 +453,31 @@ leaned_moment(Cluster *c, const ZklSlot *s)
  * that holds no other key: its commit is then drawn out (draw_out_commit),
  * and it is promised nothing on this one (gone_in_commit).
  */
+/* An idle backend of c outside any session-level episode (-1: none). */
+static int
+idle_backend(const Cluster *c)
+{
+	int			i;
+
+	for (i = 0; i < c->nb; i++)
+		if (c->b[i].st == B_IDLE && c->b[i].sess_key < 0)
+			return i;
+	return -1;
+}
+
 static bool
 committing_moment(Cluster *c, const ZklSlot *s)
 {
 	const Backend *b = owner_of(c, s);
-	bool		idle = false;
 	int			i;
 
-	for (i = 0; b != NULL && i < b->book.n; i++)
+	/* (and another backend that may ask the key: draw_out_commit) */
+	if (b == NULL || b->st != B_PUBLISH || idle_backend(c) < 0)
+		return false;
+	for (i = 0; i < b->book.n; i++)
 		if (strcmp(b->book.h[i].key, s->key) != 0)
 			return false;
-	/* (and another backend that may ask the key: draw_out_commit) */
-	for (i = 0; i < c->nb; i++)
-		idle |= c->b[i].st == B_IDLE && c->b[i].sess_key < 0;
-	if (!idle)
-		return false;
-	for (i = 0; b != NULL && b->st == B_PUBLISH && i < c->t->nused; i++)
+	for (i = 0; i < c->t->nused; i++)
 	{
 		const ZklSlot *o = &c->t->slots[i];
 
@@ -488,19 +497,13 @@ static void
 draw_out_commit(Cluster *c, Backend *b, int key)
 {
 	int64_t		now = zkm_now(S->m);
-	int			i;
 
 	b->next_at = b->next_at > now + 2000000 ? b->next_at : now + 2000000;
 	c->core.cohort.handover = false;
-	for (i = 0; i < c->nb; i++)
-		if (c->b[i].st == B_IDLE && c->b[i].sess_key < 0)
-		{
-			c->b[i].next_at = now;
-			c->burst_key = key;
-			c->burst_mode = ZKL_MODE_EXCLUSIVE;
-			c->burst_until = now + 100000;
-			break;
-		}
+	c->b[idle_backend(c)].next_at = now;	/* (committing_moment found one) */
+	c->burst_key = key;
+	c->burst_mode = ZKL_MODE_EXCLUSIVE;
+	c->burst_until = now + 100000;
 	trace("aim: c%d b%d's commit drawn out, local hand-over off, another backend asks the key", c->id, b->pid);
 }
 
