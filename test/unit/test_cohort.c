@@ -418,7 +418,7 @@ try_behind(int more, int64_t rtt_us)
  * zk_lock.linger and another cluster's try-lock.  A node that may linger
  * says so in its data; a try-lock that finds only such a node ahead waits
  * for it to go (granted), for its data to lose the mark (held: false), or
- * for LINGER_WAIT_RTTS of its own round trip, at least 25 ms (false).  A
+ * for LINGER_WAIT_RTTS of its own round trip, at least 250 ms (false).  A
  * node without the mark, or more than one node ahead, answers false at once.
  */
 void
@@ -468,11 +468,11 @@ test_linger_and_foreign_try(void)
 	/* the try's side: the node ahead lingers, then goes */
 	t = try_behind(0, 0);
 	tag = planned(t, OP_WATCH);
-	CHECK(tag != 0 && slots[t].ans.result == ZKL_RESULT_PENDING && slots[t].zk.try_until == now_us + 25000,
-		  "a try behind one exclusive node reads its data, for 25 ms at most");
+	CHECK(tag != 0 && slots[t].ans.result == ZKL_RESULT_PENDING && slots[t].zk.try_until == now_us + 250000,
+		  "a try behind one exclusive node reads its data, for 250 ms at most");
 	zc_core_watch_set_reply(&core, tag, ZOK, "{\"linger\":true}", 15);
 	CHECK(slots[t].zstate == ZKS_QUEUED && slots[t].ans.result == ZKL_RESULT_PENDING, "it lingers: the try waits");
-	now_us += 24000;
+	now_us += 249000;
 	(void) zc_core_plan(&core, true, now_us);
 	CHECK(core.nops == 0 && slots[t].ans.result == ZKL_RESULT_PENDING, "still within the bound");
 	snprintf(path, sizeof(path), "/r/tk/%s", HEAD_B);
@@ -484,8 +484,8 @@ test_linger_and_foreign_try(void)
 	CHECK(slots[t].ans.result == ZKL_RESULT_GRANTED, "the try is granted: the key was free");
 
 	/* the node ahead is held: its data has no mark */
-	t = try_behind(0, 10000);
-	CHECK(slots[t].zk.try_until == now_us + 40000, "the bound is four round trips when that is more");
+	t = try_behind(0, 100000);
+	CHECK(slots[t].zk.try_until == now_us + 400000, "the bound is four round trips when that is more");
 	zc_core_watch_set_reply(&core, planned(t, OP_WATCH), ZOK, "{\"pid\":7}", 9);
 	CHECK(slots[t].ans.result == ZKL_RESULT_NOT_GRANTED && slots[t].zstate == ZKS_DELETING,
 		  "a holder's node: false at once");
@@ -493,7 +493,7 @@ test_linger_and_foreign_try(void)
 	/* it lingers, but never goes: false at the bound, and the try's node goes */
 	t = try_behind(0, 0);
 	zc_core_watch_set_reply(&core, planned(t, OP_WATCH), ZOK, "{\"linger\":true}", 15);
-	now_us += 25000;
+	now_us += 250000;
 	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[t].ans.result == ZKL_RESULT_NOT_GRANTED && planned(t, OP_DELETE) != 0,
 		  "false once the bound is over, and its node is deleted");
@@ -581,8 +581,8 @@ test_linger_and_foreign_multi_try(void)
 
 	multi_try_behind(&a, &b);
 	tag = planned(a, OP_WATCH);
-	CHECK(tag != 0 && slots[a].ans.result == ZKL_RESULT_PENDING && slots[a].zk.try_until == now_us + 25000,
-		  "multi-key try: the key behind one exclusive node reads its data, for 25 ms at most");
+	CHECK(tag != 0 && slots[a].ans.result == ZKL_RESULT_PENDING && slots[a].zk.try_until == now_us + 250000,
+		  "multi-key try: the key behind one exclusive node reads its data, for 250 ms at most");
 	CHECK(slots[b].ans.result == ZKL_RESULT_GRANTED, "its free key is granted meanwhile");
 	zc_core_watch_set_reply(&core, tag, ZOK, "{\"linger\":true}", 15);
 	CHECK(slots[a].zstate == ZKS_QUEUED && slots[a].ans.result == ZKL_RESULT_PENDING,
@@ -601,7 +601,7 @@ test_linger_and_foreign_multi_try(void)
 	/* it lingers but never goes: false at the bound, as a single try */
 	multi_try_behind(&a, &b);
 	zc_core_watch_set_reply(&core, planned(a, OP_WATCH), ZOK, "{\"linger\":true}", 15);
-	now_us += 25000;
+	now_us += 250000;
 	(void) zc_core_plan(&core, true, now_us);
 	CHECK(slots[a].ans.result == ZKL_RESULT_NOT_GRANTED && planned(a, OP_DELETE) != 0,
 		  "false once the bound is over, and that key's node is deleted");
