@@ -89,8 +89,13 @@ ok($waited > $timeout_s + $delay_s - 1,
 cmp_ok(a_pauses(), '>', $pauses, 'A counts a lock-delay pause');
 like(substr(slurp_file($a->logfile), $log_at), qr/a ZooKeeper session that may have held locks ended/,
 	'A logged the session\'s end as a death');
+my $lost_before = zk_status($b, 'lost');
 kill 'CONT', @frozen;
 @frozen = ();
+# B's worker, let run again, finds its session gone and cancels the holder's
+# statement: wait for that while the holder is idle (a cancel then is
+# dropped), so that COMMIT meets the loss itself
+ok(wait_for(sub { zk_status($b, 'lost') > $lost_before }, 30), 'B counts the held lock lost');
 $hf->query('COMMIT');
 like($hf->{stderr}, qr/ERROR:  40001:/, 'B\'s commit is refused once it runs again');
 $hf->quit;
