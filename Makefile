@@ -129,8 +129,10 @@ installcheck-isolation:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
 
 # TAP test files share nothing (each starts its own servers in its own
-# directory), so they run TAP_JOBS at a time, the longest first.
-TAP_JOBS ?= 2
+# directory), so they run TAP_JOBS at a time, the longest first.  Most of a
+# file's time is waiting (for a session to expire, a lock-delay, a timeout):
+# three at a time keep two cores about half busy.
+TAP_JOBS ?= 3
 TAP_LONGEST = t/039_soak.pl t/018_partition.pl t/029_clean_stop.pl t/034_global_deadlock.pl t/042_once_faults.pl \
               t/033_differential.pl t/016_stale_view.pl
 PROVE_TESTS ?= $(TAP_LONGEST) $(filter-out $(TAP_LONGEST),$(sort $(wildcard t/*.pl)))

@@ -28,7 +28,7 @@ CONF
 passed=0
 failed=0
 # No suite may hang the run: each gets a generous bound (most take seconds;
-# TAP, the longest, about 11 minutes: SUITE_LIMIT raises it).
+# TAP, the longest, about 8 minutes: SUITE_LIMIT raises it).
 run_suite() {
 	local name=$1
 	shift

@@ -52,7 +52,9 @@
  * round trip, and a floor for the two workers' wake-ups.  The floor is for
  * a loaded server: its worker may wake tens of ms after the event, and a
  * 25 ms floor refused keys that only lingered (TAP, three files at once).
- * It costs only a try whose blocker's cluster does not answer at all.
+ * The cost: a try behind a node held there but still marked (its cluster
+ * has not yet seen the try) answers false only when the mark comes off,
+ * within that floor if that cluster is slow to wake.
  */
 #define LINGER_WAIT_RTTS	4
 #define LINGER_WAIT_MIN_MS	250
