@@ -8,7 +8,8 @@
 # 50 ms free) win about as often with A's linger 5 s as with linger off;
 # a key A really holds answers B false at once, and so does a lingering
 # node whose cluster does not answer (its worker stopped), within the
-# bound of a few round trips, far below the 5 s linger.  Multi-key tries
+# bound of a few round trips, far below the 5 s linger; one whose cluster
+# answers late (stopped 120 ms) is waited for.  Multi-key tries
 # (text[] and bigint[]) follow the same rule: true on a key that only
 # lingers in A, false on one A holds.
 use strict;
@@ -18,6 +19,7 @@ use FindBin;
 use lib $FindBin::RealBin;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use POSIX ();
 use Time::HiRes qw(usleep);
 use ZkLockTest;
 
@@ -141,6 +143,26 @@ for my $case ([ 'text', "'mk'", "zk_try_lock(array[''mk'', ''mk-free''])" ],
 	is($r, 'true', "$type\[\] multi-key try on a key that only lingers in A: true");
 	cmp_ok($ms, '<', 1000, "$type\[\]: within the bound ($ms ms; linger is 5000 ms)");
 }
+
+# A lingers with 'slow', and its worker is slow to wake (stopped for 120 ms, as a
+# loaded server's may be): B's try waits for it and wins.  (With a floor of 25 ms
+# for the wait, it answered false under load.)
+$a->safe_psql('postgres', "BEGIN; SELECT zk_lock('slow'); SELECT pg_sleep(0.3); COMMIT");
+ok(wait_for(sub { $a->safe_psql('postgres', "SELECT state FROM zk_locks WHERE key = 'slow'") eq 'lingering' }, 5),
+	'slow lingers in A');
+my $slow = zk_status($a, 'worker_pid');
+kill 'STOP', $slow;
+my $waker = fork() // die "fork: $!";
+if ($waker == 0)
+{
+	usleep(120_000);
+	kill 'CONT', $slow;
+	POSIX::_exit(0);
+}
+($r, $ms) = split ' ', $b->safe_psql('postgres', "SELECT timed_try('slow')");
+waitpid($waker, 0);
+kill 'CONT', $slow;
+is($r, 'true', "a key that only lingers in a cluster slow to answer: true ($ms ms)");
 
 # A lingers with 'cold', then its worker stops answering: B's try gives up within the bound.
 $a->safe_psql('postgres', "BEGIN; SELECT zk_lock('cold'); SELECT pg_sleep(0.3); COMMIT");
