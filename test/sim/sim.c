@@ -477,6 +477,7 @@ run_seed(uint64_t seed, int64_t max_steps)
 	/* in the others of those, a new session mostly on its owner's last id (as after a member's restart) */
 	zkm_set_own_id_reuse(sim->m, getenv("SIM_REUSE_OWN") ? atoi(getenv("SIM_REUSE_OWN")) :
 						 seed % 8 == 3 ? 67 : 0);
+	sim->aim.aim_own_id = seed % 8 == 3 && getenv("SIM_REUSE_OWN") == NULL;	/* own_id_unlock_tend */
 	/* and, in one seed of four, an expired session's id given out before its client is back */
 	zkm_set_reissue(sim->m, getenv("SIM_REISSUE") ? atoi(getenv("SIM_REISSUE")) :
 					seed % 4 == 2 ? 50 : 0);

@@ -163,6 +163,50 @@ reused_tend(void)
 }
 
 /*
+ * In the seeds whose new sessions mostly take their owner's last id (as
+ * after a member's restart): a backend's transaction is to give up a
+ * session-level lock it holds.  Now and then it first stays idle in it past
+ * every cluster's lock-delay (own_id_unlock_plan), and as it begins to,
+ * its session ends at the leader and its worker stops a little longer
+ * (own_id_unlock_tend): another cluster may take the key meanwhile.  The
+ * backend then gives the lock up and commits once its worker is back on a
+ * new session, very likely of the same id.  That transaction ran under a
+ * lock the old session lost: it must not commit on the new session's proof
+ * (sessions are told apart by their tag, not their id:
+ * zc_table_session_tag).
+ */
+void
+own_id_unlock_plan(Backend *b)
+{
+	int64_t		hold = 0;
+	int			i;
+
+	if (!S->aim.aim_own_id || S->quiet || b->napp == 0 || S->aim.own_id_count >= 3)
+		return;
+	for (i = 0; i < S->ncl; i++)
+		if (zc_table_lock_delay_ms(S->c[i].lock_delay, S->c[i].proof_bound) * (int64_t) 1000 > hold)
+			hold = zc_table_lock_delay_ms(S->c[i].lock_delay, S->c[i].proof_bound) * (int64_t) 1000;
+	add_pause(b);
+	b->acts[b->nacts - 1].pause_us = hold + 500000 + rnd_int(1000000);
+	b->acts[b->nacts - 1].own_id_kill = true;
+}
+
+void
+own_id_unlock_tend(Backend *b, int64_t hold)
+{
+	Cluster    *c = b->cl;
+
+	if (S->quiet || b->napp == 0 || c->paused || c->client < 0 || c->t->session_id == 0 ||
+		S->aim.own_id_count >= 3)
+		return;
+	S->aim.own_id_count++;
+	trace("fault (aimed): c%d b%d is to give up a session-level lock in %.3f s: its session is killed at "
+		  "the leader", c->id, b->pid, hold / 1e6);
+	zkm_kill(S->m, c->client);
+	pause_worker(c, zkm_now(S->m) + hold + 200000 + rnd_int(500000));
+}
+
+/*
  * zk_lock.test_orphan on for 0.3-1.5 s in one cluster now and then (one
  * seed in seven, by its number): before each lock node, requests.c makes
  * one of the session's that no request owns, as a create applied after its

@@ -22,6 +22,9 @@ typedef struct SimAims
 	bool		aim_left_end;	/* a crash's left-over session ends just before its reattach */
 	int64_t		reused_at;		/* model time: the next look */
 	int64_t		reused_killed[3];	/* the sessions so ended */
+	/* a session killed as a session-level lock is given up (own_id_unlock_tend) */
+	bool		aim_own_id;
+	int			own_id_count;
 	int64_t		leaned_at;		/* model time: the next leaned_on_tend */
 	int64_t		barrier_at;		/* and barrier_tend */
 	int64_t		ridden_at;		/* and ridden_upgrade_tend */

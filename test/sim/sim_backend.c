@@ -178,7 +178,9 @@ next_act(Cluster *c, Backend *b)
 		if (a->pause)
 		{
 			b->st = B_HOLD;
-			b->next_at = zkm_now(S->m) + rnd_int(3000000);
+			b->next_at = zkm_now(S->m) + (a->pause_us > 0 ? a->pause_us : rnd_int(3000000));
+			if (a->own_id_kill)
+				own_id_unlock_tend(b, a->pause_us);
 		}
 		else if (a->sp)
 			do_savepoint(c, b, a);

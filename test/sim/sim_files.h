@@ -259,6 +259,8 @@ void pause_worker(Cluster *c, int64_t until);
 bool gap_aimed(void);
 void first_listing_tend(void);
 void reused_tend(void);
+void own_id_unlock_plan(Backend *b);
+void own_id_unlock_tend(Backend *b, int64_t hold);
 void orphans_tend(void);
 void wall_step_behind(Cluster *c, int idx);
 bool delete_holder(Cluster *c);

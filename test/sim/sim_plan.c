@@ -44,7 +44,8 @@ plan_session(Backend *b, int k)
 {
 	if (b->sess_key < 0)
 	{
-		if (!chance(8))
+		/* more of them where own_id_unlock_plan aims at their release */
+		if (!chance(S->aim.aim_own_id ? 25 : 8))
 			return false;
 		b->sess_key = k;
 		b->sess_mode = chance(70) ? ZKL_MODE_EXCLUSIVE : ZKL_MODE_SHARED;
@@ -83,6 +84,7 @@ plan_session(Backend *b, int k)
 			b->sess_key = -1;
 			return true;
 		}
+		own_id_unlock_plan(b);
 		if (chance(50))
 			add_pause(b);
 		if (how < 30)

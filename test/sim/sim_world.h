@@ -109,6 +109,8 @@ typedef enum BState
 typedef struct Act
 {
 	bool		pause;			/* idle in transaction for a while */
+	int64_t		pause_us;		/* for so long (0: a while, drawn) */
+	bool		own_id_kill;	/* its session ends as it begins (own_id_unlock_tend) */
 	bool		session;		/* zk_session_lock / zk_session_unlock */
 	bool		all;			/* zk_session_unlock_all (with session and unlock) */
 	bool		discard;		/* DISCARD ALL, alone in its transaction */
