@@ -178,16 +178,20 @@ reused_tend(void)
 void
 own_id_unlock_plan(Backend *b)
 {
-	int64_t		hold = 0;
+	int64_t		hold_ms = 0;
 	int			i;
 
 	if (!S->aim.aim_own_id || S->quiet || b->napp == 0 || S->aim.own_id_count >= 3)
 		return;
 	for (i = 0; i < S->ncl; i++)
-		if (zc_table_lock_delay_ms(S->c[i].lock_delay, S->c[i].proof_bound) * (int64_t) 1000 > hold)
-			hold = zc_table_lock_delay_ms(S->c[i].lock_delay, S->c[i].proof_bound) * (int64_t) 1000;
+	{
+		int64_t		ms = zc_table_lock_delay_ms(S->c[i].lock_delay, S->c[i].proof_bound);
+
+		if (ms > hold_ms)
+			hold_ms = ms;
+	}
 	add_pause(b);
-	b->acts[b->nacts - 1].pause_us = hold + 500000 + rnd_int(1000000);
+	b->acts[b->nacts - 1].pause_us = hold_ms * 1000 + 500000 + rnd_int(1000000);
 	b->acts[b->nacts - 1].own_id_kill = true;
 }
 
